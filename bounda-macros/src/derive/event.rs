@@ -1,0 +1,75 @@
+//! `#[derive(Event)]` on an event payload struct.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{DeriveInput, LitStr, Path};
+
+use crate::errors::Errors;
+use crate::paths;
+use crate::symbol;
+
+/// `impl Event`: the aggregate, the type name and the payload's field names.
+pub(crate) fn expand(input: DeriveInput) -> TokenStream {
+    let mut errors = Errors::default();
+    let mut aggregate: Option<Path> = None;
+    let mut name: Option<LitStr> = None;
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(symbol::EVENT))
+    {
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(symbol::AGGREGATE) {
+                aggregate = Some(meta.value()?.parse()?);
+            } else if meta.path.is_ident(symbol::NAME) {
+                name = Some(meta.value()?.parse()?);
+            } else {
+                return Err(meta.error(
+                    "unknown `#[event]` argument; expected `aggregate = Type` or `name = \"..\"`",
+                ));
+            }
+            Ok(())
+        });
+        if let Err(error) = parsed {
+            errors.push(error);
+        }
+    }
+    let ident = &input.ident;
+    let fields: Vec<String> = match &input.data {
+        syn::Data::Struct(data) => data
+            .fields
+            .iter()
+            .filter_map(|field| field.ident.as_ref())
+            .map(|ident| syn::ext::IdentExt::unraw(ident).to_string())
+            .collect(),
+        _ => {
+            errors.at(
+                ident,
+                "`#[derive(Event)]` goes on a struct; gather an aggregate's events in an enum with `#[derive(Events)]`",
+            );
+            Vec::new()
+        }
+    };
+    if !input.generics.params.is_empty() {
+        errors.at(&input.generics, "an event cannot be generic");
+    }
+    let Some(aggregate) = aggregate else {
+        errors.at(
+            ident,
+            format!("event `{ident}` needs its aggregate; add `#[event(aggregate = Order)]`"),
+        );
+        return errors.to_compile_errors();
+    };
+    if !errors.is_empty() {
+        return errors.to_compile_errors();
+    }
+    let type_name = name.map_or_else(|| ident.to_string(), |name| name.value());
+    let private = paths::private();
+    quote! {
+        impl #private::Event for #ident {
+            type Aggregate = #aggregate;
+            const TYPE: &'static str = #type_name;
+            const FIELDS: &'static [&'static str] = &[#(#fields),*];
+        }
+    }
+}

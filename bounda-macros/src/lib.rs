@@ -1,0 +1,77 @@
+//! The macros of bounda. Use them through the `bounda` crate, which re-exports them and documents
+//! them; this crate's items are not meant to be named directly.
+//!
+//! Every macro follows the same pipeline: `attr` (arguments to typed options, with spans), `ast`
+//! (an intermediate form keeping the user's tokens), `validate` (small `check_*` functions that
+//! collect errors), `expand` (which cannot fail). Rules that need types are asserted in the
+//! expansion through `::bounda::__private`, spanned at the user's token.
+
+mod derive;
+mod errors;
+mod names;
+mod paths;
+mod process;
+mod symbol;
+
+use proc_macro::TokenStream;
+
+/// Declares a process: on its state struct with arguments, on its handler `impl` without.
+///
+/// See the `bounda` crate's documentation of `process` for the full contract.
+#[proc_macro_attribute]
+pub fn process(args: TokenStream, input: TokenStream) -> TokenStream {
+    let output = process::expand(args.into(), input.into());
+    debug("process", &output);
+    output.into()
+}
+
+/// Marks a deadline field of a `#[process]` state. `#[process]` reads and removes it; anywhere
+/// else it is an error.
+#[proc_macro_attribute]
+pub fn deadline(_args: TokenStream, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "`#[deadline]` goes on a field of a `#[process(..)]` state struct, like `#[deadline] payment_deadline: Deadline`",
+    )
+    .to_compile_error();
+    quote::quote!(#error #input).into()
+}
+
+/// Implements `Event` for an event payload struct; needs `#[event(aggregate = ..)]`.
+#[proc_macro_derive(Event, attributes(event))]
+pub fn derive_event(input: TokenStream) -> TokenStream {
+    derive_with(input, derive::event::expand)
+}
+
+/// Implements `EventSet` for the enum of one aggregate's events.
+#[proc_macro_derive(Events)]
+pub fn derive_events(input: TokenStream) -> TokenStream {
+    derive_with(input, derive::events::expand)
+}
+
+/// Implements `Rejection` for a command's rejection enum; messages from `#[rejection("..")]`.
+#[proc_macro_derive(Rejection, attributes(rejection))]
+pub fn derive_rejection(input: TokenStream) -> TokenStream {
+    derive_with(input, derive::rejection::expand)
+}
+
+/// Parses a derive input and runs `expand` on it.
+fn derive_with(
+    input: TokenStream,
+    expand: fn(syn::DeriveInput) -> proc_macro2::TokenStream,
+) -> TokenStream {
+    let output = match syn::parse::<syn::DeriveInput>(input) {
+        Ok(input) => expand(input),
+        Err(error) => error.to_compile_error(),
+    };
+    debug("derive", &output);
+    output.into()
+}
+
+/// Prints the expansion when `BOUNDA_MACROS_DEBUG` is set.
+fn debug(what: &str, output: &proc_macro2::TokenStream) {
+    if std::env::var_os("BOUNDA_MACROS_DEBUG").is_some() {
+        eprintln!("bounda {what} expansion:\n{output}");
+    }
+}

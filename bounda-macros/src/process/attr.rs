@@ -1,0 +1,142 @@
+//! `#[process(on = .., started_by = [..], completed_by = [..], timeout = "..")]` to typed options.
+
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::{Expr, Ident, LitStr, Path, Token};
+
+use crate::errors::Errors;
+use crate::symbol;
+
+/// The arguments of `#[process(..)]` on the state struct, each keeping the user's tokens.
+pub(crate) struct ProcessArgs {
+    /// The main aggregate.
+    pub(crate) on: Option<Path>,
+    /// The starting events.
+    pub(crate) started_by: Vec<Path>,
+    /// The completing events.
+    pub(crate) completed_by: Vec<Path>,
+    /// The lifetime literal.
+    pub(crate) timeout: Option<LitStr>,
+}
+
+/// One `key = value` argument as written.
+struct Arg {
+    key: Ident,
+    value: Expr,
+}
+
+impl Parse for Arg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Arg> {
+        let key = input.call(syn::ext::IdentExt::parse_any)?;
+        input.parse::<Token![=]>()?;
+        let value = input.parse()?;
+        Ok(Arg { key, value })
+    }
+}
+
+/// A list of `key = value` arguments.
+pub(crate) struct RawArgs(Punctuated<Arg, Token![,]>);
+
+impl Parse for RawArgs {
+    fn parse(input: ParseStream<'_>) -> syn::Result<RawArgs> {
+        Punctuated::parse_terminated(input).map(RawArgs)
+    }
+}
+
+impl RawArgs {
+    /// The first key, to point an error at.
+    pub(crate) fn first_key(&self) -> Option<&Ident> {
+        self.0.first().map(|arg| &arg.key)
+    }
+
+    /// Reads the arguments, recording each unknown, duplicated or malformed one.
+    pub(crate) fn into_process_args(self, errors: &mut Errors) -> ProcessArgs {
+        let mut args = ProcessArgs {
+            on: None,
+            started_by: Vec::new(),
+            completed_by: Vec::new(),
+            timeout: None,
+        };
+        let mut seen: Vec<String> = Vec::new();
+        for Arg { key, value } in self.0 {
+            let name = key.to_string();
+            if !symbol::PROCESS_ARGS.contains(&name.as_str()) {
+                errors.at(
+                    &key,
+                    format!(
+                        "unknown `#[process]` argument `{name}`; expected one of `on`, `started_by`, `completed_by`, `timeout`"
+                    ),
+                );
+                continue;
+            }
+            if seen.contains(&name) {
+                errors.at(&key, format!("`{name}` is given twice; keep one"));
+                continue;
+            }
+            seen.push(name.clone());
+            match name.as_str() {
+                symbol::ON => args.on = path(&value, &key, errors),
+                symbol::STARTED_BY => args.started_by = paths(&value, &key, errors),
+                symbol::COMPLETED_BY => args.completed_by = paths(&value, &key, errors),
+                _ => args.timeout = lit_str(&value, errors),
+            }
+        }
+        args
+    }
+}
+
+/// `on = Order`.
+fn path(value: &Expr, key: &Ident, errors: &mut Errors) -> Option<Path> {
+    match value {
+        Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
+        _ => {
+            errors.at(
+                value,
+                format!("`{key}` takes the aggregate type, like `{key} = Order`"),
+            );
+            None
+        }
+    }
+}
+
+/// `started_by = [OrderPlaced, ..]`.
+fn paths(value: &Expr, key: &Ident, errors: &mut Errors) -> Vec<Path> {
+    let Expr::Array(array) = value else {
+        errors.at(
+            value,
+            format!("`{key}` takes a list of event types, like `{key} = [OrderPlaced]`"),
+        );
+        return Vec::new();
+    };
+    let mut out: Vec<Path> = Vec::new();
+    for element in &array.elems {
+        match element {
+            Expr::Path(path) if path.qself.is_none() => {
+                if out.iter().any(|seen| seen == &path.path) {
+                    errors.at(element, "this event is listed twice; keep one");
+                } else {
+                    out.push(path.path.clone());
+                }
+            }
+            _ => errors.at(element, "expected an event type, like `OrderPlaced`"),
+        }
+    }
+    out
+}
+
+/// `timeout = "30d"`.
+fn lit_str(value: &Expr, errors: &mut Errors) -> Option<LitStr> {
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => Some(lit.clone()),
+        _ => {
+            errors.at(
+                value,
+                "`timeout` takes a duration literal, like `timeout = \"30d\"`",
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! `impl Process` for the handler block: the dispatch tables and the handler-side checks.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::ReturnType;
+use syn::spanned::Spanned;
+
+use crate::paths;
+use crate::process::ast::Handlers;
+use crate::process::expand::state::reach_check;
+
+/// The `Process` impl and the handler-side checks.
+pub(crate) fn process(handlers: &Handlers) -> TokenStream {
+    let private = paths::private();
+    let option = paths::option();
+    let self_ty = &handlers.self_ty;
+
+    let on_keys = handlers.on.iter().map(|handler| {
+        let event = &handler.event;
+        quote_spanned!(event.span()=> #private::event_key::<#event>())
+    });
+    let on_arms = handlers.on.iter().map(|handler| {
+        let (event, ident) = (&handler.event, &handler.ident);
+        let convert = quote_spanned! {output_span(&handler.output, ident)=>
+            #private::handler_result::<Self, _>(ret)
+        };
+        quote! {
+            if event.is::<#event>() {
+                return #option::Some(#private::boxed::<Self, _>(async move {
+                    let payload = event.decode::<#event>()?;
+                    let ret = Self::#ident(#private::On::new(cx, &payload, event)).await;
+                    #convert
+                }));
+            }
+        }
+    });
+    let at_names = handlers.at.iter().map(|handler| handler.field.as_str());
+    let at_arms = handlers.at.iter().map(|handler| {
+        let (field, ident) = (&handler.field, &handler.ident);
+        let span = output_span(&handler.output, ident);
+        // `at_timeout` returns any patch; every other deadline handler its `At<Field>` (rule 4).
+        let convert = if handler.is_timeout() {
+            quote_spanned!(span=> #private::handler_result::<Self, _>(ret))
+        } else {
+            quote_spanned!(span=> #private::deadline_result::<Self, _>(ret))
+        };
+        quote! {
+            #field => #option::Some(#private::boxed::<Self, _>(async move {
+                let ret = Self::#ident(#private::At::new(cx, #field)).await;
+                #convert
+            })),
+        }
+    });
+    let correlate_arms = handlers.on.iter().filter_map(|handler| {
+        let correlate = handler.correlate.as_ref()?;
+        let event = &handler.event;
+        let call = quote_spanned! {correlate.span()=>
+            #private::correlated(#correlate(&payload))
+        };
+        Some(quote! {
+            if event.is::<#event>() {
+                return #option::Some(event.decode::<#event>().map_err(#private::anyhow::Error::from).and_then(|payload| #call));
+            }
+        })
+    });
+    let checks = checks(handlers);
+    quote! {
+        impl #private::Process for #self_ty {
+            const ON: &'static [#private::EventKey] = &[#(#on_keys),*];
+            const AT: &'static [&'static str] = &[#(#at_names),*];
+
+            fn on_event<'a>(
+                cx: #private::Context<'a, Self>,
+                event: &'a #private::RecordedEvent,
+            ) -> #option<#private::HandlerFuture<'a, Self>> {
+                let _ = (&cx, &event);
+                #(#on_arms)*
+                #option::None
+            }
+
+            fn at_deadline<'a>(
+                cx: #private::Context<'a, Self>,
+                field: &str,
+            ) -> #option<#private::HandlerFuture<'a, Self>> {
+                let _ = &cx;
+                match field {
+                    #(#at_arms)*
+                    _ => #option::None,
+                }
+            }
+
+            fn correlate(
+                event: &#private::RecordedEvent,
+            ) -> #option<#private::anyhow::Result<#option<::std::string::String>>> {
+                let _ = &event;
+                #(#correlate_arms)*
+                #option::None
+            }
+        }
+
+        #checks
+    }
+}
+
+/// Where to report a problem with a handler's result: its return type, or its name.
+fn output_span(output: &ReturnType, ident: &syn::Ident) -> proc_macro2::Span {
+    match output {
+        ReturnType::Type(_, ty) => ty.span(),
+        ReturnType::Default => ident.span(),
+    }
+}
+
+/// The handler-side checks.
+fn checks(handlers: &Handlers) -> TokenStream {
+    let private = paths::private();
+    let self_ty = &handlers.self_ty;
+    let mut checks = Vec::new();
+    // Every `at_<field>` handler has its deadline field (rule 2, spec 189).
+    for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
+        let (field, ident) = (&handler.field, &handler.ident);
+        let process = quote_spanned!(ident.span()=> #self_ty);
+        let missing = format!(
+            "handler `{ident}` has no deadline: the state declares no field `{field}`; add `#[deadline] {field}: Deadline` to the state, or rename the handler after a deadline field"
+        );
+        let unmarked = format!(
+            "handler `{ident}` has no deadline: field `{field}` is not marked `#[deadline]`; mark it, and give it type `Deadline`"
+        );
+        checks.push(quote_spanned! {ident.span()=>
+            const _: () = if !#private::is_field::<#process>(#field) {
+                ::core::panic!(#missing)
+            } else if !#private::is_deadline::<#process>(#field) {
+                ::core::panic!(#unmarked)
+            };
+        });
+    }
+    // Every handled event can reach the process (rule 11, spec 56–57, 190).
+    for handler in &handlers.on {
+        checks.push(reach_check(
+            self_ty,
+            None,
+            &handler.event,
+            handler.correlate.as_ref(),
+        ));
+    }
+    quote!(#(#checks)*)
+}

@@ -1,0 +1,188 @@
+//! `impl ProcessState` for the state struct, and the checks that need types or the handlers.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote, quote_spanned};
+use syn::Path;
+use syn::spanned::Spanned;
+
+use crate::names;
+use crate::paths;
+use crate::process::ast::State;
+use crate::process::attr::ProcessArgs;
+
+/// The `ProcessState` impl and the state-side checks.
+pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
+    let private = paths::private();
+    let option = paths::option();
+    let ident = &state.item.ident;
+    let name = ident.to_string();
+    let patch = names::patch_type(ident);
+    let aggregate = match &args.on {
+        Some(path) => quote!(#path),
+        None => quote!(#private::NoAggregate),
+    };
+    let started_by = event_keys(&args.started_by);
+    let completed_by = event_keys(&args.completed_by);
+    let timeout = match &args.timeout {
+        Some(lit) => quote_spanned! {lit.span()=>
+            #option::Some(match #private::Duration::parse_const(#lit) {
+                ::core::result::Result::Ok(duration) => duration,
+                ::core::result::Result::Err(_) => #private::Duration::ZERO,
+            })
+        },
+        None => quote!(#option::None),
+    };
+    let field_names = state.fields.iter().map(|field| field.name());
+    let mut deadlines: Vec<_> = state.deadlines().collect();
+    deadlines.sort_by_key(|field| field.name());
+    let deadline_fields = deadlines.iter().map(|field| {
+        let (member, field_name) = (&field.ident, field.name());
+        // Reading the field through `DeadlineType` is also the check that its type is `Deadline`
+        // (rule 5), reported at the field's type.
+        let read = quote_spanned! {field.ty.span()=>
+            <_ as #private::DeadlineType>::deadline(&state.#member)
+        };
+        quote! {
+            #private::DeadlineField { name: #field_name, get: |state: &#ident| #read }
+        }
+    });
+    let merges = state.fields.iter().map(|field| {
+        let member = &field.ident;
+        quote! {
+            if let #option::Some(value) = patch.#member {
+                self.#member = value;
+            }
+        }
+    });
+    let checks = checks(args, state);
+    quote! {
+        impl #private::ProcessState for #ident {
+            const NAME: &'static str = #name;
+            const STARTED_BY: &'static [#private::EventKey] = &[#(#started_by),*];
+            const COMPLETED_BY: &'static [#private::EventKey] = &[#(#completed_by),*];
+            const TIMEOUT: #option<#private::Duration> = #timeout;
+            const FIELDS: &'static [&'static str] = &[#(#field_names),*];
+            const DEADLINES: &'static [#private::DeadlineField<Self>] = &[#(#deadline_fields),*];
+
+            type Aggregate = #aggregate;
+            type Patch = #patch;
+
+            fn merge(&mut self, patch: #patch) {
+                #(#merges)*
+            }
+        }
+
+        #checks
+    }
+}
+
+/// `EventKey`s of the listed events, each spanned at the user's path.
+fn event_keys(events: &[Path]) -> Vec<TokenStream> {
+    let private = paths::private();
+    events
+        .iter()
+        .map(|event| quote_spanned!(event.span()=> #private::event_key::<#event>()))
+        .collect()
+}
+
+/// The checks only the compiler can decide: they run as `const` items, each reporting at the
+/// user's token with a message written here.
+fn checks(args: &ProcessArgs, state: &State) -> TokenStream {
+    let private = paths::private();
+    let ident = &state.item.ident;
+    let mut checks = Vec::new();
+    // Every process has a `#[process] impl` with its handlers.
+    checks.push(quote_spanned! {ident.span()=>
+        const _: () = #private::assert_process::<#ident>();
+    });
+    // Every deadline has its `at_<field>` handler (rule 1, spec 189).
+    for field in state.deadlines() {
+        let field_name = field.name();
+        if field_name == crate::symbol::RESERVED_DEADLINE {
+            continue;
+        }
+        let message = format!(
+            "deadline `{field_name}` has no handler; add `async fn at_{field_name}(cx: At<'_, Self>) -> Result<{}>` to `#[process] impl {ident}`",
+            names::at_type(&field_name)
+        );
+        let process = quote_spanned!(ident.span()=> #ident);
+        checks.push(quote_spanned! {field.ident.span()=>
+            const _: () = if !#private::has_at_handler::<#process>(#field_name) {
+                ::core::panic!(#message)
+            };
+        });
+    }
+    // The `timeout` literal is a duration (rule 9, spec 211).
+    if let Some(lit) = &args.timeout {
+        let message = format!(
+            "`timeout = {:?}` is not a duration; write a number and a unit (ms, s, m, h or d), like `\"30d\"`, `\"72h\"` or `\"1.5s\"`",
+            lit.value()
+        );
+        checks.push(quote_spanned! {lit.span()=>
+            const _: () = if #private::Duration::parse_const(#lit).is_err() {
+                ::core::panic!(#message)
+            };
+        });
+    }
+    // Starting and completing events reach the process (rule 11, spec 56, 190).
+    if let Some(aggregate) = &args.on {
+        for event in args.started_by.iter().chain(&args.completed_by) {
+            checks.push(reach_check(ident, Some(aggregate), event, None));
+        }
+    }
+    quote!(#(#checks)*)
+}
+
+/// Asserts that `event` names an instance of the process: it belongs to the main aggregate, has
+/// the main aggregate's id field, or is correlated by `correlate` (rule 11). `aggregate` is the
+/// main aggregate's name where the macro can see it.
+pub(crate) fn reach_check(
+    process: &impl ToTokens,
+    aggregate: Option<&Path>,
+    event: &Path,
+    correlate: Option<&Path>,
+) -> TokenStream {
+    let private = paths::private();
+    let last = |path: &Path| {
+        path.segments
+            .last()
+            .map(|segment| segment.ident.to_string())
+            .unwrap_or_default()
+    };
+    let event_name = last(event);
+    let process_name = process
+        .to_token_stream()
+        .into_iter()
+        .last()
+        .map(|token| token.to_string())
+        .unwrap_or_default();
+    let (of, field) = match aggregate {
+        Some(aggregate) => {
+            let name = last(aggregate);
+            let id_field = heck::ToSnakeCase::to_snake_case(name.as_str()) + "_id";
+            (
+                format!("`{name}`"),
+                format!("a field naming the `{name}` (`{id_field}` by convention)"),
+            )
+        }
+        None => (
+            "the aggregate it follows".to_owned(),
+            "a field naming that aggregate's instance (its `Aggregate::ID_FIELD`, like `order_id`)"
+                .to_owned(),
+        ),
+    };
+    let fix = if correlate.is_some() {
+        String::new()
+    } else {
+        " or put `#[correlate(..)]` on its handler".to_owned()
+    };
+    let message = format!(
+        "event `{event_name}` cannot reach process `{process_name}`: it is not an event of {of} and its payload has no {field}; add the field to `{event_name}`{fix}"
+    );
+    let correlated = correlate.is_some();
+    quote_spanned! {event.span()=>
+        const _: () = if !#private::reaches::<#process, #event>(#correlated) {
+            ::core::panic!(#message)
+        };
+    }
+}

@@ -1,0 +1,32 @@
+//! The keywords users type, spelled once.
+
+/// `#[process(on = ..)]`: the main aggregate.
+pub(crate) const ON: &str = "on";
+/// `#[process(started_by = [..])]`.
+pub(crate) const STARTED_BY: &str = "started_by";
+/// `#[process(completed_by = [..])]`.
+pub(crate) const COMPLETED_BY: &str = "completed_by";
+/// `#[process(timeout = "..")]`.
+pub(crate) const TIMEOUT: &str = "timeout";
+/// Every `#[process(..)]` argument, in the order the docs list them.
+pub(crate) const PROCESS_ARGS: &[&str] = &[ON, STARTED_BY, COMPLETED_BY, TIMEOUT];
+
+/// `#[deadline]` on a state field.
+pub(crate) const DEADLINE: &str = "deadline";
+/// `#[correlate(path)]` on an `on_<event>` handler.
+pub(crate) const CORRELATE: &str = "correlate";
+/// The prefix of event handlers.
+pub(crate) const ON_PREFIX: &str = "on_";
+/// The prefix of deadline handlers.
+pub(crate) const AT_PREFIX: &str = "at_";
+/// The reserved deadline that ends a process.
+pub(crate) const RESERVED_DEADLINE: &str = "timeout";
+
+/// `#[event(aggregate = ..)]`.
+pub(crate) const EVENT: &str = "event";
+/// `#[event(aggregate = ..)]`.
+pub(crate) const AGGREGATE: &str = "aggregate";
+/// `#[event(name = "..")]`.
+pub(crate) const NAME: &str = "name";
+/// `#[rejection("message")]`.
+pub(crate) const REJECTION: &str = "rejection";

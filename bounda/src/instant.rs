@@ -1,0 +1,231 @@
+//! `Instant`: a UTC moment with millisecond precision, written in ISO 8601.
+
+use std::fmt;
+use std::ops::{Add, Sub};
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::Duration;
+
+/// A moment in UTC, to the millisecond.
+///
+/// Serialised as ISO 8601 with milliseconds and `Z`: `2026-01-01T00:00:00.000Z`. Parsing accepts
+/// any RFC 3339 offset and normalises to UTC; finer precision is truncated to the millisecond so a
+/// moment survives a round trip through storage unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Instant {
+    ms: i64,
+}
+
+impl Instant {
+    /// Milliseconds since the Unix epoch, or `None` outside the years chrono can represent.
+    pub fn from_millis(ms: i64) -> Option<Instant> {
+        Utc.timestamp_millis_opt(ms)
+            .single()
+            .map(|_| Instant { ms })
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub const fn as_millis(self) -> i64 {
+        self.ms
+    }
+
+    /// The moment as a chrono date-time.
+    pub fn to_chrono(self) -> DateTime<Utc> {
+        // Every `Instant` was built from a representable moment, so this cannot fail.
+        Utc.timestamp_millis_opt(self.ms)
+            .single()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+
+    /// Parses RFC 3339 (`2026-01-01T00:00:00Z`, `2026-01-01T01:00:00+01:00`) into UTC.
+    pub fn parse(input: &str) -> Result<Instant, InstantError> {
+        DateTime::parse_from_rfc3339(input)
+            .map(|moment| Instant::from(moment.with_timezone(&Utc)))
+            .map_err(|source| InstantError {
+                input: input.to_owned(),
+                source,
+            })
+    }
+
+    /// This moment moved forward by `duration`, or `None` past the last representable moment.
+    pub fn checked_add(self, duration: Duration) -> Option<Instant> {
+        let ms = i64::try_from(duration.as_millis()).ok()?;
+        Instant::from_millis(self.ms.checked_add(ms)?)
+    }
+
+    /// This moment moved back by `duration`, or `None` before the first representable moment.
+    pub fn checked_sub(self, duration: Duration) -> Option<Instant> {
+        let ms = i64::try_from(duration.as_millis()).ok()?;
+        Instant::from_millis(self.ms.checked_sub(ms)?)
+    }
+
+    /// The time from `earlier` to this moment, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        crate::millis(u64::try_from(self.ms.saturating_sub(earlier.ms)).unwrap_or(0))
+    }
+
+    /// The last moment an `Instant` can hold; adding past it saturates here.
+    pub fn max_value() -> Instant {
+        Instant::from(DateTime::<Utc>::MAX_UTC)
+    }
+}
+
+impl From<DateTime<Utc>> for Instant {
+    /// Truncates to the millisecond.
+    fn from(moment: DateTime<Utc>) -> Instant {
+        Instant {
+            ms: moment.timestamp_millis(),
+        }
+    }
+}
+
+impl From<Instant> for DateTime<Utc> {
+    fn from(instant: Instant) -> DateTime<Utc> {
+        instant.to_chrono()
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+
+    /// Saturates at [`Instant::max_value`].
+    fn add(self, duration: Duration) -> Instant {
+        self.checked_add(duration)
+            .unwrap_or_else(Instant::max_value)
+    }
+}
+
+impl Sub<Instant> for Instant {
+    type Output = Duration;
+
+    /// The time between the two, zero when `earlier` is the later one.
+    fn sub(self, earlier: Instant) -> Duration {
+        self.saturating_since(earlier)
+    }
+}
+
+/// A text that is not an RFC 3339 moment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{input}` is not a moment: {source}; write it like `2026-01-01T00:00:00Z`")]
+pub struct InstantError {
+    /// The text that was refused.
+    pub input: String,
+    source: chrono::ParseError,
+}
+
+impl FromStr for Instant {
+    type Err = InstantError;
+
+    fn from_str(input: &str) -> Result<Instant, InstantError> {
+        Instant::parse(input)
+    }
+}
+
+impl fmt::Display for Instant {
+    /// `2026-01-01T00:00:00.000Z`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            &self
+                .to_chrono()
+                .to_rfc3339_opts(SecondsFormat::Millis, true),
+        )
+    }
+}
+
+impl Serialize for Instant {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Instant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Instant, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Instant::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{hours, millis};
+
+    fn at(text: &str) -> Instant {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn displays_iso_8601_with_milliseconds_in_utc() {
+        assert_eq!(
+            at("2026-01-01T00:00:00Z").to_string(),
+            "2026-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            at("2026-01-01T00:00:00.5Z").to_string(),
+            "2026-01-01T00:00:00.500Z"
+        );
+    }
+
+    #[test]
+    fn parsing_normalises_any_offset_to_utc() {
+        assert_eq!(at("2026-01-01T01:00:00+01:00"), at("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            at("2025-12-31T19:30:00-04:30"),
+            at("2026-01-01T00:00:00.000Z")
+        );
+    }
+
+    #[test]
+    fn parsing_truncates_below_the_millisecond() {
+        assert_eq!(
+            at("2026-01-01T00:00:00.123456789Z"),
+            at("2026-01-01T00:00:00.123Z")
+        );
+    }
+
+    #[test]
+    fn parsing_refuses_bad_input_naming_it() {
+        for bad in [
+            "",
+            "2026-01-01",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-01-01T00:00:00",
+        ] {
+            let err = Instant::parse(bad).unwrap_err();
+            assert_eq!(err.input, bad);
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("`{bad}` is not a moment")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn serde_round_trips_and_refuses_non_moments() {
+        let moment = at("2026-03-04T05:06:07.089Z");
+        let json = serde_json::to_string(&moment).unwrap();
+        assert_eq!(json, "\"2026-03-04T05:06:07.089Z\"");
+        assert_eq!(serde_json::from_str::<Instant>(&json).unwrap(), moment);
+        assert!(serde_json::from_str::<Instant>("\"soon\"").is_err());
+        assert!(serde_json::from_str::<Instant>("12").is_err());
+    }
+
+    #[test]
+    fn arithmetic_with_durations() {
+        let start = at("2026-01-01T00:00:00Z");
+        assert_eq!(start + hours(72), at("2026-01-04T00:00:00Z"));
+        assert_eq!(at("2026-01-04T00:00:00Z") - start, hours(72));
+        assert_eq!(start - at("2026-01-04T00:00:00Z"), millis(0));
+        assert_eq!(
+            start.checked_sub(millis(1)),
+            Some(at("2025-12-31T23:59:59.999Z"))
+        );
+        assert_eq!(Instant::max_value() + hours(1), Instant::max_value());
+        assert_eq!(Instant::max_value().checked_add(millis(1)), None);
+    }
+}

@@ -1,0 +1,252 @@
+//! What generated code uses. Not public API: it changes without notice.
+//!
+//! The `#[process]` checks live here as `const fn`s and traits so the macros can ask questions
+//! that need types (is this field a `Deadline`? does this event reach the process?) and report
+//! the answer at the user's token, with a message the macro wrote.
+
+pub use anyhow;
+pub use serde;
+pub use serde_json;
+
+pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
+pub use crate::process::{
+    At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
+};
+pub use crate::{Deadline, Duration, DurationErrorKind, Error, RecordedEvent};
+
+/// Boxes a handler's future for the dispatch table.
+pub fn boxed<'a, P, F>(future: F) -> HandlerFuture<'a, P>
+where
+    P: ProcessState,
+    F: std::future::Future<Output = anyhow::Result<P::Patch>> + Send + 'a,
+{
+    Box::pin(future)
+}
+
+/// The key of an event type, in a `const`.
+pub const fn event_key<E: Event>() -> EventKey {
+    EventKey {
+        aggregate: <E::Aggregate as Aggregate>::NAME,
+        event: E::TYPE,
+    }
+}
+
+/// Whether two strings are equal, in a `const`.
+pub const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether `list` holds `name`, in a `const`.
+pub const fn contains(list: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < list.len() {
+        if str_eq(list[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Asserts `P` has a `#[process]` impl; the error says how to add one.
+pub const fn assert_process<P: Process>() {}
+
+/// Whether `P` has an `at_<field>` handler.
+pub const fn has_at_handler<P: Process>(field: &str) -> bool {
+    contains(P::AT, field)
+}
+
+/// Whether `P`'s state declares a deadline field `name`.
+pub const fn is_deadline<P: ProcessState>(name: &str) -> bool {
+    let mut i = 0;
+    while i < P::DEADLINES.len() {
+        if str_eq(P::DEADLINES[i].name, name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether `P`'s state declares any field `name`.
+pub const fn is_field<P: ProcessState>(name: &str) -> bool {
+    contains(P::FIELDS, name)
+}
+
+/// Whether an `E` can name an instance of `P` (spec 56–57, 190): it is an event of the main
+/// aggregate, or its payload has the main aggregate's id field, or its handler correlates it.
+pub const fn reaches<P: ProcessState, E: Event>(correlated: bool) -> bool {
+    let main = <P::Aggregate as Aggregate>::NAME;
+    str_eq(<E::Aggregate as Aggregate>::NAME, main)
+        || correlated
+        || contains(E::FIELDS, <P::Aggregate as Aggregate>::ID_FIELD)
+}
+
+/// A `#[deadline]` field's type. Only [`Deadline`] is one.
+#[diagnostic::on_unimplemented(
+    message = "a `#[deadline]` field must be a `Deadline`, not `{Self}`",
+    label = "not a `Deadline`",
+    note = "declare it `field: Deadline`; for a moment the process only records, use `Option<Instant>` without `#[deadline]`"
+)]
+pub trait DeadlineType {
+    /// The deadline.
+    fn deadline(&self) -> Deadline;
+}
+
+impl DeadlineType for Deadline {
+    fn deadline(&self) -> Deadline {
+        *self
+    }
+}
+
+/// The main aggregate of a `#[process]` whose `on = ..` is missing, so the rest of the expansion
+/// still type-checks and the user sees one error.
+#[derive(Debug, Default)]
+pub struct NoAggregate;
+
+/// The events of [`NoAggregate`]: none.
+#[derive(Debug)]
+pub enum NoEvents {}
+
+impl EventSet for NoEvents {
+    type Aggregate = NoAggregate;
+    const TYPES: &'static [&'static str] = &[];
+
+    fn type_name(&self) -> &'static str {
+        match *self {}
+    }
+
+    fn to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        match *self {}
+    }
+
+    fn from_json(event_type: &str, _: serde_json::Value) -> Result<Self, Error> {
+        Err(Error::UnknownEventType {
+            aggregate: String::new(),
+            event_type: event_type.to_owned(),
+            known: &[],
+        })
+    }
+}
+
+impl Aggregate for NoAggregate {
+    const NAME: &'static str = "";
+    const ID_FIELD: &'static str = "";
+    type Event = NoEvents;
+
+    fn apply(&mut self, event: &NoEvents) {
+        match *event {}
+    }
+}
+
+/// What an `on_<event>` handler, or `at_timeout`, may return: `Result` of a patch.
+#[diagnostic::on_unimplemented(
+    message = "a handler of `{P}` must return `Result<..>` of a patch, not `{Self}`",
+    label = "not a handler result",
+    note = "return `Result<{P}Patch>` (built with `{P}Patch::default().field(..)`) or `Result<()>`"
+)]
+pub trait HandlerReturn<P: ProcessState> {
+    /// The patch, or the handler's error.
+    fn into_result(self) -> anyhow::Result<P::Patch>;
+}
+
+impl<P, T, E> HandlerReturn<P> for Result<T, E>
+where
+    P: ProcessState,
+    T: IntoPatch<P>,
+    E: Into<anyhow::Error>,
+{
+    fn into_result(self) -> anyhow::Result<P::Patch> {
+        self.map(IntoPatch::into_patch).map_err(Into::into)
+    }
+}
+
+/// An `At<Field>` type: a patch that sets deadline `FIELD`.
+pub trait AtPatch<P: ProcessState>: IntoPatch<P> {
+    /// The deadline field it sets.
+    const FIELD: &'static str;
+}
+
+/// What an `at_<field>` handler must return: `Result<At<Field>>`, which cannot leave its own
+/// deadline out (spec 84).
+#[diagnostic::on_unimplemented(
+    message = "a deadline handler must return `Result<At<Field>>`, not `{Self}`",
+    label = "this type lets the handler leave its deadline out",
+    note = "for `at_next_reminder`, return `Result<AtNextReminder>` built with `AtNextReminder::new(next)`, where `next` is a later moment or `Deadline::none()`"
+)]
+pub trait DeadlineReturn<P: ProcessState> {
+    /// The patch, or the handler's error.
+    fn into_result(self) -> anyhow::Result<P::Patch>;
+}
+
+impl<P, A, E> DeadlineReturn<P> for Result<A, E>
+where
+    P: ProcessState,
+    A: AtPatch<P>,
+    E: Into<anyhow::Error>,
+{
+    fn into_result(self) -> anyhow::Result<P::Patch> {
+        self.map(IntoPatch::into_patch).map_err(Into::into)
+    }
+}
+
+/// Converts an `on_<event>` or `at_timeout` handler's return value.
+pub fn handler_result<P: ProcessState, R: HandlerReturn<P>>(ret: R) -> anyhow::Result<P::Patch> {
+    ret.into_result()
+}
+
+/// Converts an `at_<field>` handler's return value, requiring its `At<Field>` type.
+pub fn deadline_result<P: ProcessState, R: DeadlineReturn<P>>(ret: R) -> anyhow::Result<P::Patch> {
+    ret.into_result()
+}
+
+/// Reads a deadline field's patch value.
+pub fn into_deadline<T: IntoDeadline>(value: T) -> Deadline {
+    value.into_deadline()
+}
+
+/// What a `#[correlate(..)]` function may return: the instance's id, or `None` for no instance,
+/// optionally inside a `Result` whose error dead-letters the event for the process (spec 57–58).
+#[diagnostic::on_unimplemented(
+    message = "a correlator must return `Option<String>` or `Result<Option<String>>`, not `{Self}`",
+    label = "not an instance id",
+    note = "return `Some(id)` for the instance the event belongs to, or `None` to ignore the event"
+)]
+pub trait Correlation {
+    /// The instance id, `None`, or the correlator's error.
+    fn into_correlation(self) -> anyhow::Result<Option<String>>;
+}
+
+impl Correlation for Option<String> {
+    fn into_correlation(self) -> anyhow::Result<Option<String>> {
+        Ok(self)
+    }
+}
+
+impl Correlation for Option<&str> {
+    fn into_correlation(self) -> anyhow::Result<Option<String>> {
+        Ok(self.map(str::to_owned))
+    }
+}
+
+impl<E: Into<anyhow::Error>> Correlation for Result<Option<String>, E> {
+    fn into_correlation(self) -> anyhow::Result<Option<String>> {
+        self.map_err(Into::into)
+    }
+}
+
+/// Converts what a correlator returned.
+pub fn correlated<C: Correlation>(correlation: C) -> anyhow::Result<Option<String>> {
+    correlation.into_correlation()
+}

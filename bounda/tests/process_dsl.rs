@@ -1,0 +1,457 @@
+//! The code `#[process]` generates, called as the runtime will call it: merge, plan, dispatch.
+
+mod support;
+
+use bounda::aggregate::{Event, EventSet};
+use bounda::process::{Context, DueDeadline, ProcessState, TIMEOUT, plan};
+use bounda::{Deadline, Instant, Process, RecordedEvent, days, hours, millis};
+use serde::Serialize;
+use support::storefront::*;
+
+fn at(text: &str) -> Instant {
+    text.parse().expect("a test moment")
+}
+
+fn recorded<E: Event + Serialize>(event: &E, id: &str, timestamp: Instant) -> RecordedEvent {
+    RecordedEvent {
+        id: format!("evt-{id}"),
+        aggregate_type: <E::Aggregate as bounda::Aggregate>::NAME.to_owned(),
+        aggregate_id: id.to_owned(),
+        event_type: E::TYPE.to_owned(),
+        version: 1,
+        position: 1,
+        timestamp,
+        payload: serde_json::to_value(event).expect("serialisable"),
+    }
+}
+
+/// Runs the `on_` handler for `event` and merges what it returns.
+async fn handle(state: &mut OrderPayment, event: &RecordedEvent, now: Instant) -> bool {
+    let cx = Context::new(&*state, "o-1", event.timestamp, now);
+    let Some(future) = OrderPayment::on_event(cx, event) else {
+        return false;
+    };
+    let patch = future.await.expect("the handler succeeds");
+    state.merge(patch);
+    true
+}
+
+/// Runs the `at_` handler for `due` and merges what it returns.
+async fn fire(state: &mut OrderPayment, due: DueDeadline, now: Instant) {
+    let cx = Context::new(&*state, "o-1", due.at, now);
+    let future = OrderPayment::at_deadline(cx, due.field).expect("a handler");
+    let patch = future.await.expect("the handler succeeds");
+    state.merge(patch);
+}
+
+#[test]
+fn declaration_is_read_from_the_attribute() {
+    assert_eq!(OrderPayment::NAME, "OrderPayment");
+    assert_eq!(OrderPayment::STARTED_BY, [OrderPlaced::key()]);
+    assert_eq!(
+        OrderPayment::COMPLETED_BY,
+        [OrderFulfilled::key(), OrderCancelled::key()]
+    );
+    assert_eq!(OrderPayment::TIMEOUT, Some(days(30)));
+    assert_eq!(
+        OrderPayment::FIELDS,
+        [
+            "reminders",
+            "next_reminder",
+            "payment_deadline",
+            "paid_at",
+            "shipping",
+            "refunded"
+        ]
+    );
+    let deadlines: Vec<_> = OrderPayment::DEADLINES.iter().map(|d| d.name).collect();
+    assert_eq!(deadlines, ["next_reminder", "payment_deadline"]);
+}
+
+#[test]
+fn dispatch_tables_list_handlers() {
+    assert_eq!(
+        OrderPayment::ON,
+        [
+            OrderPlaced::key(),
+            OrderPaid::key(),
+            PaymentSettled::key(),
+            PaymentRefunded::key()
+        ]
+    );
+    assert_eq!(
+        OrderPayment::AT,
+        ["next_reminder", "payment_deadline", "timeout"]
+    );
+}
+
+// spec 66, 68
+#[test]
+fn merge_keeps_unset_fields_and_replaces_set_ones() {
+    let mut state = OrderPayment {
+        reminders: 2,
+        paid_at: Some(at("2026-01-02T00:00:00Z")),
+        ..OrderPayment::default()
+    };
+    state.merge(OrderPaymentPatch::default().reminders(3));
+    assert_eq!(state.reminders, 3);
+    assert_eq!(state.paid_at, Some(at("2026-01-02T00:00:00Z")));
+
+    state.merge(OrderPaymentPatch::default());
+    assert_eq!(
+        state.reminders, 3,
+        "an empty patch keeps the state as it is"
+    );
+
+    state.merge(OrderPaymentPatch::default().paid_at(None));
+    assert_eq!(state.paid_at, None, "a field set to None is reset");
+}
+
+// spec 67
+#[test]
+fn merge_replaces_a_nested_struct_whole() {
+    let mut state = OrderPayment {
+        shipping: Some(Shipping {
+            address: "1 Main St".into(),
+            express: true,
+        }),
+        ..OrderPayment::default()
+    };
+    state.merge(OrderPaymentPatch::default().shipping(Some(Shipping {
+        address: "2 Side St".into(),
+        ..Shipping::default()
+    })));
+    assert_eq!(
+        state.shipping,
+        Some(Shipping {
+            address: "2 Side St".into(),
+            express: false
+        }),
+        "the nested struct is not merged field by field"
+    );
+}
+
+// spec 73, 84
+#[test]
+fn deadline_setters_take_moments_and_at_types_require_their_field() {
+    let moment = at("2026-01-02T00:00:00Z");
+    let mut state = OrderPayment::default();
+    state.merge(OrderPaymentPatch::default().next_reminder(moment));
+    assert_eq!(state.next_reminder, Deadline::at(moment));
+    state.merge(OrderPaymentPatch::default().next_reminder(None::<Instant>));
+    assert_eq!(state.next_reminder, Deadline::none());
+
+    let patch: OrderPaymentPatch = AtNextReminder::new(moment).reminders(1).into();
+    assert_eq!(patch.next_reminder, Some(Deadline::at(moment)));
+    assert_eq!(patch.reminders, Some(1));
+    assert_eq!(patch.payment_deadline, None);
+}
+
+// spec 78, 81
+#[test]
+fn plan_picks_the_earliest_deadline_timeout_included() {
+    let state = OrderPayment {
+        next_reminder: Deadline::at(at("2026-01-02T00:00:00Z")),
+        payment_deadline: Deadline::at(at("2026-01-04T00:00:00Z")),
+        ..OrderPayment::default()
+    };
+    let timeout_at = Some(at("2026-01-31T00:00:00Z"));
+    assert_eq!(
+        plan::next(&state, timeout_at),
+        Some(DueDeadline {
+            at: at("2026-01-02T00:00:00Z"),
+            field: "next_reminder"
+        })
+    );
+    let early_timeout = Some(at("2026-01-01T12:00:00Z"));
+    assert_eq!(
+        plan::next(&state, early_timeout),
+        Some(DueDeadline {
+            at: at("2026-01-01T12:00:00Z"),
+            field: TIMEOUT
+        })
+    );
+    assert_eq!(
+        plan::pending(&state, timeout_at)
+            .iter()
+            .map(|d| d.field)
+            .collect::<Vec<_>>(),
+        ["next_reminder", "payment_deadline", "timeout"]
+    );
+}
+
+// spec 81
+#[test]
+fn plan_breaks_ties_by_field_name_timeout_included() {
+    let moment = at("2026-01-04T00:00:00Z");
+    let state = OrderPayment {
+        next_reminder: Deadline::at(moment),
+        payment_deadline: Deadline::at(moment),
+        ..OrderPayment::default()
+    };
+    assert_eq!(
+        plan::next(&state, None).map(|d| d.field),
+        Some("next_reminder")
+    );
+    assert_eq!(
+        plan::pending(&state, Some(moment))
+            .iter()
+            .map(|d| d.field)
+            .collect::<Vec<_>>(),
+        ["next_reminder", "payment_deadline", "timeout"]
+    );
+    let only_payment = OrderPayment {
+        payment_deadline: Deadline::at(moment),
+        ..OrderPayment::default()
+    };
+    assert_eq!(
+        plan::next(&only_payment, Some(moment)).map(|d| d.field),
+        Some("payment_deadline"),
+        "`payment_deadline` sorts before `timeout`"
+    );
+}
+
+// spec 81, 82
+#[test]
+fn plan_is_due_at_or_after_its_moment_never_before() {
+    let moment = at("2026-01-04T00:00:00Z");
+    let state = OrderPayment {
+        payment_deadline: Deadline::at(moment),
+        ..OrderPayment::default()
+    };
+    let before = moment.checked_sub(millis(1)).expect("representable");
+    assert_eq!(plan::due(&state, None, before), None);
+    assert_eq!(plan::due(&state, None, moment).map(|d| d.at), Some(moment));
+    assert_eq!(
+        plan::due(&state, None, moment + days(5)).map(|d| d.at),
+        Some(moment),
+        "a moment long past is due at once, at its own moment"
+    );
+}
+
+#[test]
+fn plan_of_a_state_without_deadlines_is_the_timeout_or_nothing() {
+    let state = OrderPayment::default();
+    assert_eq!(plan::next(&state, None), None);
+    assert_eq!(plan::pending(&state, None), []);
+    let timeout_at = at("2026-01-31T00:00:00Z");
+    assert_eq!(
+        plan::next(&state, Some(timeout_at)).map(|d| d.field),
+        Some(TIMEOUT)
+    );
+}
+
+// spec 76, 77, 81, 83
+#[tokio::test]
+async fn handlers_chain_reminders_from_the_moment_that_came_due() {
+    let placed_at = at("2026-01-01T00:00:00Z");
+    let placed = recorded(
+        &OrderPlaced {
+            order_id: "o-1".into(),
+            total: 139,
+        },
+        "o-1",
+        placed_at,
+    );
+    let mut state = OrderPayment::default();
+    assert!(handle(&mut state, &placed, placed_at).await);
+    assert_eq!(state.next_reminder, Deadline::at(placed_at + hours(24)));
+    assert_eq!(state.payment_deadline, Deadline::at(placed_at + hours(72)));
+
+    // The worker comes back five days late: every deadline runs in turn, each counting from
+    // its own moment, not from now.
+    let now = placed_at + days(5);
+    let timeout_at = Some(placed_at + days(30));
+    let mut ran = Vec::new();
+    while let Some(due) = plan::due(&state, timeout_at, now) {
+        ran.push((due.field, due.at));
+        fire(&mut state, due, now).await;
+    }
+    assert_eq!(
+        ran,
+        [
+            ("next_reminder", placed_at + hours(24)),
+            ("next_reminder", placed_at + hours(48)),
+            ("next_reminder", placed_at + hours(72)),
+            ("payment_deadline", placed_at + hours(72)),
+        ]
+    );
+    assert_eq!(state.reminders, 3);
+    assert_eq!(
+        plan::next(&state, timeout_at).map(|d| d.field),
+        Some(TIMEOUT)
+    );
+}
+
+// spec 73
+#[tokio::test]
+async fn paying_clears_both_deadlines() {
+    let placed_at = at("2026-01-01T00:00:00Z");
+    let mut state = OrderPayment::default();
+    handle(
+        &mut state,
+        &recorded(
+            &OrderPlaced {
+                order_id: "o-1".into(),
+                total: 1,
+            },
+            "o-1",
+            placed_at,
+        ),
+        placed_at,
+    )
+    .await;
+    let paid_at = placed_at + hours(71);
+    handle(
+        &mut state,
+        &recorded(
+            &OrderPaid {
+                order_id: "o-1".into(),
+            },
+            "o-1",
+            paid_at,
+        ),
+        paid_at,
+    )
+    .await;
+    assert_eq!(state.paid_at, Some(paid_at));
+    assert_eq!(plan::next(&state, None), None);
+}
+
+#[tokio::test]
+async fn events_without_a_handler_dispatch_nothing() {
+    let now = at("2026-01-01T00:00:00Z");
+    let event = recorded(
+        &OrderFulfilled {
+            order_id: "o-1".into(),
+        },
+        "o-1",
+        now,
+    );
+    let mut state = OrderPayment::default();
+    assert!(!handle(&mut state, &event, now).await);
+    let cx = Context::new(&state, "o-1", now, now);
+    assert!(OrderPayment::at_deadline(cx, "paid_at").is_none());
+}
+
+#[tokio::test]
+async fn a_payload_that_does_not_fit_is_a_typed_error() {
+    let now = at("2026-01-01T00:00:00Z");
+    let mut event = recorded(
+        &OrderPlaced {
+            order_id: "o-1".into(),
+            total: 1,
+        },
+        "o-1",
+        now,
+    );
+    event.payload = serde_json::json!({ "order_id": "o-1", "total": "lots" });
+    let state = OrderPayment::default();
+    let future =
+        OrderPayment::on_event(Context::new(&state, "o-1", now, now), &event).expect("a handler");
+    let error = future.await.expect_err("the payload does not fit");
+    let error = error
+        .downcast_ref::<bounda::Error>()
+        .expect("a bounda error");
+    assert_eq!(error.code(), "VALIDATION_FAILED");
+    assert!(error.to_string().contains("Order.OrderPlaced"), "{error}");
+}
+
+// spec 56, 57
+#[test]
+fn events_route_to_the_instance_their_payload_or_correlator_names() {
+    use bounda::process::instance_of;
+    let now = at("2026-01-01T00:00:00Z");
+    let own = recorded(
+        &OrderPaid {
+            order_id: "ignored".into(),
+        },
+        "o-1",
+        now,
+    );
+    assert_eq!(
+        instance_of::<OrderPayment>(&own).ok(),
+        Some(Some("o-1".to_owned()))
+    );
+
+    let settled = recorded(
+        &PaymentSettled {
+            payment_id: "p-1".into(),
+            order_id: Some("o-7".into()),
+        },
+        "p-1",
+        now,
+    );
+    assert_eq!(
+        instance_of::<OrderPayment>(&settled).ok(),
+        Some(Some("o-7".to_owned()))
+    );
+
+    let unassigned = recorded(
+        &PaymentSettled {
+            payment_id: "p-1".into(),
+            order_id: None,
+        },
+        "p-1",
+        now,
+    );
+    assert_eq!(
+        instance_of::<OrderPayment>(&unassigned).ok(),
+        Some(None),
+        "null names no instance"
+    );
+
+    let refund = recorded(
+        &PaymentRefunded {
+            payment_id: "p-1".into(),
+            reference: "order:o-9".into(),
+        },
+        "p-1",
+        now,
+    );
+    assert_eq!(
+        instance_of::<OrderPayment>(&refund).ok(),
+        Some(Some("o-9".to_owned()))
+    );
+    let stray = recorded(
+        &PaymentRefunded {
+            payment_id: "p-1".into(),
+            reference: "gift".into(),
+        },
+        "p-1",
+        now,
+    );
+    assert_eq!(instance_of::<OrderPayment>(&stray).ok(), Some(None));
+
+    let mut odd = settled.clone();
+    odd.payload = serde_json::json!({ "payment_id": "p-1", "order_id": ["o-1"] });
+    let error = instance_of::<OrderPayment>(&odd).expect_err("a list is not an id");
+    assert!(error.to_string().contains("order_id"), "{error}");
+}
+
+// spec 12
+#[test]
+fn event_sets_round_trip_by_type_name_and_refuse_unknown_types() {
+    let event = OrderEvent::from(OrderCancelled {
+        order_id: "o-1".into(),
+        reason: "late".into(),
+    });
+    assert_eq!(event.type_name(), "OrderCancelled");
+    let json = event.to_json().expect("serialisable");
+    assert_eq!(
+        OrderEvent::from_json("OrderCancelled", json.clone()).expect("readable"),
+        event
+    );
+    let error = OrderEvent::from_json("OrderLost", json).expect_err("unknown type");
+    assert!(error.to_string().contains("`OrderLost`"), "{error}");
+    assert_eq!(
+        OrderEvent::TYPES,
+        [
+            "OrderPlaced",
+            "OrderPaid",
+            "OrderCancelled",
+            "OrderFulfilled"
+        ]
+    );
+    assert_ne!(OrderPlaced::key(), PaymentSettled::key());
+}

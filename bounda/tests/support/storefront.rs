@@ -1,0 +1,181 @@
+//! A small storefront: an order, a payment, and the order-payment process of seed 001.
+
+use bounda::prelude::*;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct OrderPlaced {
+    pub order_id: String,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct OrderPaid {
+    pub order_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct OrderCancelled {
+    pub order_id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct OrderFulfilled {
+    pub order_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Events)]
+pub enum OrderEvent {
+    Placed(OrderPlaced),
+    Paid(OrderPaid),
+    Cancelled(OrderCancelled),
+    Fulfilled(OrderFulfilled),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderStatus {
+    Placed,
+    Paid,
+    Cancelled,
+    Fulfilled,
+}
+
+#[derive(Debug, Default)]
+pub struct Order {
+    pub status: Option<OrderStatus>,
+    pub total: u64,
+}
+
+impl Aggregate for Order {
+    const NAME: &'static str = "Order";
+    const ID_FIELD: &'static str = "order_id";
+    type Event = OrderEvent;
+
+    fn apply(&mut self, event: &OrderEvent) {
+        self.status = Some(match event {
+            OrderEvent::Placed(placed) => {
+                self.total = placed.total;
+                OrderStatus::Placed
+            }
+            OrderEvent::Paid(_) => OrderStatus::Paid,
+            OrderEvent::Cancelled(_) => OrderStatus::Cancelled,
+            OrderEvent::Fulfilled(_) => OrderStatus::Fulfilled,
+        });
+    }
+}
+
+/// A payment, another aggregate whose events name the order in `order_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Payment)]
+pub struct PaymentSettled {
+    pub payment_id: String,
+    pub order_id: Option<String>,
+}
+
+/// A refund names its order only through a lookup: the process correlates it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Payment)]
+pub struct PaymentRefunded {
+    pub payment_id: String,
+    pub reference: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Events)]
+pub enum PaymentEvent {
+    Settled(PaymentSettled),
+    Refunded(PaymentRefunded),
+}
+
+#[derive(Debug, Default)]
+pub struct Payment {
+    pub settled: bool,
+}
+
+impl Aggregate for Payment {
+    const NAME: &'static str = "Payment";
+    const ID_FIELD: &'static str = "payment_id";
+    type Event = PaymentEvent;
+
+    fn apply(&mut self, event: &PaymentEvent) {
+        if let PaymentEvent::Settled(_) = event {
+            self.settled = true;
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Shipping {
+    pub address: String,
+    pub express: bool,
+}
+
+/// Reminds the customer daily, three times at most, and gives up on the order after 72 hours.
+#[process(
+    on = Order,
+    started_by = [OrderPlaced],
+    completed_by = [OrderFulfilled, OrderCancelled],
+    timeout = "30d",
+)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderPayment {
+    pub reminders: u32,
+    #[deadline]
+    pub next_reminder: Deadline,
+    #[deadline]
+    pub payment_deadline: Deadline,
+    pub paid_at: Option<Instant>,
+    pub shipping: Option<Shipping>,
+    pub refunded: bool,
+}
+
+#[process]
+impl OrderPayment {
+    async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<OrderPaymentPatch> {
+        Ok(OrderPaymentPatch::default()
+            .next_reminder(cx.after(hours(24)))
+            .payment_deadline(cx.after(hours(72))))
+    }
+
+    async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<OrderPaymentPatch> {
+        Ok(OrderPaymentPatch::default()
+            .paid_at(Some(cx.event_time()))
+            .next_reminder(Deadline::none())
+            .payment_deadline(Deadline::none()))
+    }
+
+    async fn on_payment_settled(_cx: On<'_, Self, PaymentSettled>) -> Result<()> {
+        Ok(())
+    }
+
+    #[correlate(Self::order_of_refund)]
+    async fn on_payment_refunded(_cx: On<'_, Self, PaymentRefunded>) -> Result<OrderPaymentPatch> {
+        Ok(OrderPaymentPatch::default().refunded(true))
+    }
+
+    async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+        let reminders = cx.state().reminders + 1;
+        let next = if reminders < 3 {
+            cx.after(hours(24))
+        } else {
+            Deadline::none()
+        };
+        Ok(AtNextReminder::new(next).reminders(reminders))
+    }
+
+    async fn at_payment_deadline(_cx: At<'_, Self>) -> Result<AtPaymentDeadline> {
+        Ok(AtPaymentDeadline::new(Deadline::none()).next_reminder(Deadline::none()))
+    }
+
+    async fn at_timeout(_cx: At<'_, Self>) -> Result<OrderPaymentPatch> {
+        Ok(OrderPaymentPatch::default().next_reminder(Deadline::none()))
+    }
+
+    /// Refunds carry `order:<id>` in their reference; anything else names no order.
+    fn order_of_refund(refund: &PaymentRefunded) -> Option<String> {
+        refund.reference.strip_prefix("order:").map(str::to_owned)
+    }
+}

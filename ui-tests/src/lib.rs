@@ -1,0 +1,1 @@
+//! trybuild cases of bounda\x27s macros live in `tests/ui`.
