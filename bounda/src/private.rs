@@ -9,6 +9,7 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
+pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
     At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
 };
@@ -23,12 +24,38 @@ where
     Box::pin(future)
 }
 
-/// The key of an event type, in a `const`.
-pub const fn event_key<E: Event>() -> EventKey {
-    EventKey {
+/// What the dispatch needs of an event type, read in a `const`. Generated code asks for it in
+/// one place per event type, so an event type that is not an `Event` gives one error.
+#[derive(Debug, Clone, Copy)]
+pub struct EventInfo {
+    /// The routing key.
+    pub key: EventKey,
+    /// The aggregate's name.
+    pub aggregate: &'static str,
+    /// The payload's fields.
+    pub fields: &'static [&'static str],
+}
+
+/// The [`EventInfo`] of `E`.
+pub const fn event_info<E: Event>() -> EventInfo {
+    EventInfo {
+        key: EventKey {
+            aggregate: <E::Aggregate as Aggregate>::NAME,
+            event: E::TYPE,
+        },
         aggregate: <E::Aggregate as Aggregate>::NAME,
-        event: E::TYPE,
+        fields: E::FIELDS,
     }
+}
+
+/// Reads `event`'s payload as a `T`, or a typed error naming the event.
+pub fn decode_payload<T: serde::de::DeserializeOwned>(event: &RecordedEvent) -> Result<T, Error> {
+    serde_json::from_value(event.payload.clone()).map_err(|source| Error::InvalidPayload {
+        aggregate: event.aggregate_type.clone(),
+        event_type: event.event_type.clone(),
+        event_id: event.id.clone(),
+        source,
+    })
 }
 
 /// Whether two strings are equal, in a `const`.
@@ -86,11 +113,11 @@ pub const fn is_field<P: ProcessState>(name: &str) -> bool {
 
 /// Whether an `E` can name an instance of `P` (spec 56–57, 190): it is an event of the main
 /// aggregate, or its payload has the main aggregate's id field, or its handler correlates it.
-pub const fn reaches<P: ProcessState, E: Event>(correlated: bool) -> bool {
+pub const fn reaches<P: ProcessState>(event: EventInfo, correlated: bool) -> bool {
     let main = <P::Aggregate as Aggregate>::NAME;
-    str_eq(<E::Aggregate as Aggregate>::NAME, main)
+    str_eq(event.aggregate, main)
         || correlated
-        || contains(E::FIELDS, <P::Aggregate as Aggregate>::ID_FIELD)
+        || contains(event.fields, <P::Aggregate as Aggregate>::ID_FIELD)
 }
 
 /// A `#[deadline]` field's type. Only [`Deadline`] is one.
@@ -102,11 +129,17 @@ pub const fn reaches<P: ProcessState, E: Event>(correlated: bool) -> bool {
 pub trait DeadlineType {
     /// The deadline.
     fn deadline(&self) -> Deadline;
+    /// The field's value for `deadline`.
+    fn from_deadline(deadline: Deadline) -> Self;
 }
 
 impl DeadlineType for Deadline {
     fn deadline(&self) -> Deadline {
         *self
+    }
+
+    fn from_deadline(deadline: Deadline) -> Self {
+        deadline
     }
 }
 
@@ -172,28 +205,41 @@ where
     }
 }
 
-/// An `At<Field>` type: a patch that sets deadline `FIELD`.
+/// An `At<Field>` type: a patch that sets deadline `FIELD`. What an `at_<field>` handler
+/// returns, so it cannot leave its own deadline out (spec 84).
+#[diagnostic::on_unimplemented(
+    message = "a deadline handler must return `Result<At<Field>>`, not `Result<{Self}>`",
+    label = "this type lets the handler leave its deadline out",
+    note = "build the result with `At<Field>::new(next)`, where `next` is a later moment (`cx.after(..)`) or `Deadline::none()`"
+)]
 pub trait AtPatch<P: ProcessState>: IntoPatch<P> {
     /// The deadline field it sets.
     const FIELD: &'static str;
 }
 
-/// What an `at_<field>` handler must return: `Result<At<Field>>`, which cannot leave its own
-/// deadline out (spec 84).
-#[diagnostic::on_unimplemented(
-    message = "a deadline handler must return `Result<At<Field>>`, not `{Self}`",
-    label = "this type lets the handler leave its deadline out",
-    note = "for `at_next_reminder`, return `Result<AtNextReminder>` built with `AtNextReminder::new(next)`, where `next` is a later moment or `Deadline::none()`"
-)]
-pub trait DeadlineReturn<P: ProcessState> {
+/// What an `at_<field>` handler may return. `STRICT` is whether `<field>` is a deadline of the
+/// state: then only its `At<Field>` will do; otherwise the missing field is the one error
+/// reported, and any patch converts.
+pub trait DeadlineReturn<P: ProcessState, const STRICT: bool> {
     /// The patch, or the handler's error.
     fn into_result(self) -> anyhow::Result<P::Patch>;
 }
 
-impl<P, A, E> DeadlineReturn<P> for Result<A, E>
+impl<P, A, E> DeadlineReturn<P, true> for Result<A, E>
 where
     P: ProcessState,
     A: AtPatch<P>,
+    E: Into<anyhow::Error>,
+{
+    fn into_result(self) -> anyhow::Result<P::Patch> {
+        self.map(IntoPatch::into_patch).map_err(Into::into)
+    }
+}
+
+impl<P, T, E> DeadlineReturn<P, false> for Result<T, E>
+where
+    P: ProcessState,
+    T: IntoPatch<P>,
     E: Into<anyhow::Error>,
 {
     fn into_result(self) -> anyhow::Result<P::Patch> {
@@ -207,7 +253,9 @@ pub fn handler_result<P: ProcessState, R: HandlerReturn<P>>(ret: R) -> anyhow::R
 }
 
 /// Converts an `at_<field>` handler's return value, requiring its `At<Field>` type.
-pub fn deadline_result<P: ProcessState, R: DeadlineReturn<P>>(ret: R) -> anyhow::Result<P::Patch> {
+pub fn deadline_result<P: ProcessState, const STRICT: bool, R: DeadlineReturn<P, STRICT>>(
+    ret: R,
+) -> anyhow::Result<P::Patch> {
     ret.into_result()
 }
 

@@ -7,6 +7,7 @@ use syn::spanned::Spanned;
 
 use crate::paths;
 use crate::process::ast::Handlers;
+use crate::process::expand::event_info;
 use crate::process::expand::state::reach_check;
 
 /// The `Process` impl and the handler-side checks.
@@ -16,18 +17,19 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
     let self_ty = &handlers.self_ty;
 
     let on_keys = handlers.on.iter().map(|handler| {
-        let event = &handler.event;
-        quote_spanned!(event.span()=> #private::event_key::<#event>())
+        let info = event_info(&handler.event);
+        quote!(#info.key)
     });
     let on_arms = handlers.on.iter().map(|handler| {
         let (event, ident) = (&handler.event, &handler.ident);
         let convert = quote_spanned! {output_span(&handler.output, ident)=>
             #private::handler_result::<Self, _>(ret)
         };
+        let info = event_info(event);
         quote! {
-            if event.is::<#event>() {
+            if event.has_key(#info.key) {
                 return #option::Some(#private::boxed::<Self, _>(async move {
-                    let payload = event.decode::<#event>()?;
+                    let payload = #private::decode_payload::<#event>(event)?;
                     let ret = Self::#ident(#private::On::new(cx, &payload, event)).await;
                     #convert
                 }));
@@ -42,7 +44,8 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         let convert = if handler.is_timeout() {
             quote_spanned!(span=> #private::handler_result::<Self, _>(ret))
         } else {
-            quote_spanned!(span=> #private::deadline_result::<Self, _>(ret))
+            let strict = quote!({ #private::is_deadline::<#self_ty>(#field) });
+            quote_spanned!(span=> #private::deadline_result::<Self, #strict, _>(ret))
         };
         quote! {
             #field => #option::Some(#private::boxed::<Self, _>(async move {
@@ -57,9 +60,14 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         let call = quote_spanned! {correlate.span()=>
             #private::correlated(#correlate(&payload))
         };
+        let info = event_info(event);
         Some(quote! {
-            if event.is::<#event>() {
-                return #option::Some(event.decode::<#event>().map_err(#private::anyhow::Error::from).and_then(|payload| #call));
+            if event.has_key(#info.key) {
+                return #option::Some(
+                    #private::decode_payload::<#event>(event)
+                        .map_err(#private::anyhow::Error::from)
+                        .and_then(|payload| #call),
+                );
             }
         })
     });

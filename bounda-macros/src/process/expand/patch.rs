@@ -2,6 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 
 use crate::names;
 use crate::paths;
@@ -52,15 +53,10 @@ pub(crate) fn patch_types(state: &State) -> TokenStream {
     }
 }
 
-/// The type a field's patch holds: the field's own type (`Deadline` for a deadline).
+/// The type a field's patch holds: the field's own type.
 fn patch_value_type(field: &StateField) -> TokenStream {
-    if field.deadline.is_some() {
-        let private = paths::private();
-        quote!(#private::Deadline)
-    } else {
-        let ty = &field.ty;
-        quote!(#ty)
-    }
+    let ty = &field.ty;
+    quote!(#ty)
 }
 
 /// A builder method for `field`; `body` stores the converted value and returns `Self`.
@@ -77,7 +73,12 @@ fn setter(
             "Sets deadline `{field_name}`: a moment schedules `at_{field_name}`, \
              `Deadline::none()` cancels it."
         );
-        let value = quote!(#private::into_deadline(value));
+        // Converting through `DeadlineType` reports a field that is not a `Deadline` once, at
+        // its type (rule 5).
+        let ty = &field.ty;
+        let value = quote_spanned! {ty.span()=>
+            <#ty as #private::DeadlineType>::from_deadline(#private::into_deadline(value))
+        };
         let body = body(value);
         quote! {
             #[doc = #doc]

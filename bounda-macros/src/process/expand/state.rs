@@ -9,6 +9,7 @@ use crate::names;
 use crate::paths;
 use crate::process::ast::State;
 use crate::process::attr::ProcessArgs;
+use crate::process::expand::event_info;
 
 /// The `ProcessState` impl and the state-side checks.
 pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
@@ -36,11 +37,11 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
     let mut deadlines: Vec<_> = state.deadlines().collect();
     deadlines.sort_by_key(|field| field.name());
     let deadline_fields = deadlines.iter().map(|field| {
-        let (member, field_name) = (&field.ident, field.name());
+        let (member, field_name, ty) = (&field.ident, field.name(), &field.ty);
         // Reading the field through `DeadlineType` is also the check that its type is `Deadline`
         // (rule 5), reported at the field's type.
         let read = quote_spanned! {field.ty.span()=>
-            <_ as #private::DeadlineType>::deadline(&state.#member)
+            <#ty as #private::DeadlineType>::deadline(&state.#member)
         };
         quote! {
             #private::DeadlineField { name: #field_name, get: |state: &#ident| #read }
@@ -78,10 +79,12 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
 
 /// `EventKey`s of the listed events, each spanned at the user's path.
 fn event_keys(events: &[Path]) -> Vec<TokenStream> {
-    let private = paths::private();
     events
         .iter()
-        .map(|event| quote_spanned!(event.span()=> #private::event_key::<#event>()))
+        .map(|event| {
+            let info = event_info(event);
+            quote!(#info.key)
+        })
         .collect()
 }
 
@@ -162,12 +165,12 @@ pub(crate) fn reach_check(
             let id_field = heck::ToSnakeCase::to_snake_case(name.as_str()) + "_id";
             (
                 format!("`{name}`"),
-                format!("a field naming the `{name}` (`{id_field}` by convention)"),
+                format!("no field naming the `{name}` (`{id_field}` by convention)"),
             )
         }
         None => (
             "the aggregate it follows".to_owned(),
-            "a field naming that aggregate's instance (its `Aggregate::ID_FIELD`, like `order_id`)"
+            "no field naming that aggregate's instance (its `Aggregate::ID_FIELD`, like `order_id`)"
                 .to_owned(),
         ),
     };
@@ -177,11 +180,12 @@ pub(crate) fn reach_check(
         " or put `#[correlate(..)]` on its handler".to_owned()
     };
     let message = format!(
-        "event `{event_name}` cannot reach process `{process_name}`: it is not an event of {of} and its payload has no {field}; add the field to `{event_name}`{fix}"
+        "event `{event_name}` cannot reach process `{process_name}`: it is not an event of {of} and its payload has {field}; add the field to `{event_name}`{fix}"
     );
     let correlated = correlate.is_some();
+    let info = event_info(event);
     quote_spanned! {event.span()=>
-        const _: () = if !#private::reaches::<#process, #event>(#correlated) {
+        const _: () = if !#private::reaches::<#process>(#info, #correlated) {
             ::core::panic!(#message)
         };
     }

@@ -1,0 +1,13 @@
+//! The compile-time rules of bounda's macros, one case per rule (regenerate the `.stderr`
+//! files with `TRYBUILD=overwrite cargo test -p bounda-ui-tests` and read the diff like code).
+
+#[test]
+fn ui() {
+    let cases = trybuild::TestCases::new();
+    cases.pass("tests/ui/pass/*.rs");
+    cases.compile_fail("tests/ui/process/*.rs");
+    cases.compile_fail("tests/ui/deadline/*.rs");
+    cases.compile_fail("tests/ui/handlers/*.rs");
+    cases.compile_fail("tests/ui/patch/*.rs");
+    cases.compile_fail("tests/ui/derive/*.rs");
+}

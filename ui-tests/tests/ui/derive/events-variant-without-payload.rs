@@ -1,0 +1,8 @@
+use bounda::prelude::*;
+
+#[derive(Debug, Events)]
+pub enum ShippingEvent {
+    Shipped,
+}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[process(on = Order, started_by = [OrderPlaced])]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct OrderPayment {}
+
+#[process]
+impl OrderPayment {
+    async fn on_not_an_event(_cx: On<'_, Self, NotAnEvent>) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[process(on = Order, started_by = [OrderPlaced])]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct OrderPayment {
+    paid: bool,
+}
+
+fn main() {}
