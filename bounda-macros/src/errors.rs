@@ -30,6 +30,12 @@ impl Errors {
             .collect()
     }
 
+    /// The messages recorded, in order.
+    #[cfg(test)]
+    pub(crate) fn messages(&self) -> Vec<String> {
+        self.errors.iter().map(ToString::to_string).collect()
+    }
+
     /// Whether nothing was recorded.
     pub(crate) fn is_empty(&self) -> bool {
         self.errors.is_empty()

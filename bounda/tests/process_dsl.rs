@@ -455,3 +455,100 @@ fn event_sets_round_trip_by_type_name_and_refuse_unknown_types() {
     );
     assert_ne!(OrderPlaced::key(), PaymentSettled::key());
 }
+
+mod stubborn {
+    use bounda::prelude::*;
+
+    use super::support::storefront::{Order, OrderPlaced};
+
+    /// A process whose `at_retry` sets its deadline back to the moment that came due.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub(crate) struct Stubborn {
+        pub(crate) tries: u32,
+        #[deadline]
+        pub(crate) retry: Deadline,
+    }
+
+    #[process]
+    impl Stubborn {
+        async fn at_retry(cx: At<'_, Self>) -> Result<AtRetry> {
+            Ok(AtRetry::new(cx.due_at()).tries(cx.state().tries + 1))
+        }
+    }
+}
+
+// spec 84
+#[tokio::test]
+async fn a_deadline_handler_that_returns_the_moment_that_came_due_fails() {
+    use bounda::process::step;
+    let due_at = at("2026-01-02T00:00:00Z");
+    let mut state = stubborn::Stubborn {
+        tries: 0,
+        retry: Deadline::at(due_at),
+    };
+    let due = plan::due(&state, None, due_at + hours(1)).expect("due");
+    let error = step::run_deadline(&mut state, "o-1", due, due_at + hours(1))
+        .await
+        .expect_err("the deadline did not move");
+    let error = error
+        .downcast_ref::<bounda::Error>()
+        .expect("a bounda error");
+    assert!(
+        matches!(error, bounda::Error::DeadlineNotAdvanced { field, at } if field == "retry" && *at == due_at)
+    );
+    assert_eq!(state.tries, 0, "a failed step leaves the state as it was");
+}
+
+// spec 76, 96
+#[tokio::test]
+async fn steps_merge_handler_patches_and_timeout_without_handler_merges_nothing() {
+    use bounda::process::step;
+    let placed_at = at("2026-01-01T00:00:00Z");
+    let mut state = OrderPayment::default();
+    let placed = recorded(
+        &OrderPlaced {
+            order_id: "o-1".into(),
+            total: 1,
+        },
+        "o-1",
+        placed_at,
+    );
+    // The handler runs late: `after` still counts from the event's time, not from now.
+    assert!(
+        step::handle_event(&mut state, "o-1", &placed, placed_at + days(2))
+            .await
+            .unwrap()
+    );
+    assert_eq!(state.next_reminder, Deadline::at(placed_at + hours(24)));
+
+    let mut plain = stubborn::Stubborn::default();
+    let timeout = DueDeadline {
+        at: placed_at,
+        field: TIMEOUT,
+    };
+    step::run_deadline(&mut plain, "o-1", timeout, placed_at)
+        .await
+        .unwrap();
+    assert_eq!(plain, stubborn::Stubborn::default());
+
+    // `OrderPayment` has `at_timeout`: it clears the reminder.
+    step::run_deadline(&mut state, "o-1", timeout, placed_at)
+        .await
+        .unwrap();
+    assert_eq!(state.next_reminder, Deadline::none());
+}
+
+// Beyond the spec: a deadline handler tells a late run from a punctual one.
+#[tokio::test]
+async fn a_deadline_context_has_the_moment_that_came_due_and_the_current_time() {
+    let due_at = at("2026-01-02T00:00:00Z");
+    let state = OrderPayment::default();
+    let now = due_at + days(5);
+    let cx = bounda::At::new(Context::new(&state, "o-1", due_at, now), "next_reminder");
+    assert_eq!(cx.due_at(), due_at);
+    assert_eq!(cx.now(), now);
+    assert_eq!(cx.lateness(), days(5));
+    assert_eq!(cx.after(hours(24)), Deadline::at(due_at + hours(24)));
+    assert_eq!(cx.field(), "next_reminder");
+}

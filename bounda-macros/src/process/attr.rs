@@ -140,3 +140,58 @@ fn lit_str(value: &Expr, errors: &mut Errors) -> Option<LitStr> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::*;
+
+    fn parse(tokens: proc_macro2::TokenStream) -> (ProcessArgs, Vec<String>) {
+        let raw: RawArgs = syn::parse2(tokens).expect("well-formed arguments");
+        let mut errors = Errors::default();
+        let args = raw.into_process_args(&mut errors);
+        (args, errors.messages())
+    }
+
+    #[test]
+    fn reads_every_argument() {
+        let (args, errors) = parse(quote!(
+            on = Order,
+            started_by = [OrderPlaced],
+            completed_by = [OrderFulfilled, OrderCancelled],
+            timeout = "30d",
+        ));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(args.on.is_some_and(|on| on.is_ident("Order")));
+        assert_eq!(args.started_by.len(), 1);
+        assert_eq!(args.completed_by.len(), 2);
+        assert_eq!(args.timeout.map(|lit| lit.value()).as_deref(), Some("30d"));
+    }
+
+    #[test]
+    fn collects_every_mistake_in_one_pass() {
+        let (args, errors) = parse(quote!(
+            on = Order,
+            started_by = [OrderPlaced, OrderPlaced],
+            timout = "7d",
+            on = Payment,
+            completed_by = OrderCancelled,
+            timeout = 30,
+        ));
+        assert_eq!(
+            errors,
+            [
+                "this event is listed twice; keep one",
+                "unknown `#[process]` argument `timout`; expected one of `on`, `started_by`, `completed_by`, `timeout`",
+                "`on` is given twice; keep one",
+                "`completed_by` takes a list of event types, like `completed_by = [OrderPlaced]`",
+                "`timeout` takes a duration literal, like `timeout = \"30d\"`",
+            ]
+        );
+        assert!(
+            args.on.is_some_and(|on| on.is_ident("Order")),
+            "the first `on` stands"
+        );
+    }
+}

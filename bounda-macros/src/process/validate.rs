@@ -149,3 +149,149 @@ fn drop_functions(handlers: &mut Handlers, dropped: &[syn::Ident]) {
         _ => true,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::*;
+
+    fn handlers(tokens: proc_macro2::TokenStream) -> (Handlers, Errors) {
+        let mut errors = Errors::default();
+        let item = syn::parse2(tokens).expect("an impl");
+        let handlers = Handlers::from_item(item, &mut errors).expect("the right shape");
+        (handlers, errors)
+    }
+
+    fn state(tokens: proc_macro2::TokenStream) -> (State, Errors) {
+        let mut errors = Errors::default();
+        let item = syn::parse2(tokens).expect("a struct");
+        let state = State::from_item(item, &mut errors).expect("the right shape");
+        (state, errors)
+    }
+
+    #[test]
+    fn reads_handlers_and_their_events() {
+        let (handlers, errors) = handlers(quote! {
+            impl OrderPayment {
+                async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<()> { Ok(()) }
+                #[correlate(Self::order_of)]
+                async fn on_payment_settled(cx: On<'_, Self, payment::PaymentSettled>) -> Result<()> { Ok(()) }
+                async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> { todo!() }
+                async fn at_timeout(cx: At<'_, Self>) -> Result<()> { Ok(()) }
+                fn order_of(e: &PaymentSettled) -> Option<String> { None }
+            }
+        });
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        let events: Vec<_> = handlers
+            .on
+            .iter()
+            .map(|h| h.event.to_token_stream().to_string().replace(' ', ""))
+            .collect();
+        assert_eq!(events, ["OrderPlaced", "payment::PaymentSettled"]);
+        assert!(handlers.on[1].correlate.is_some());
+        let fields: Vec<_> = handlers.at.iter().map(|h| h.field.as_str()).collect();
+        assert_eq!(fields, ["next_reminder", "timeout"]);
+        assert!(handlers.at[1].is_timeout());
+        assert_eq!(handlers.item.items.len(), 5, "helpers stay in the impl");
+    }
+
+    #[test]
+    fn duplicate_handlers_are_reported_and_left_out() {
+        let (mut handlers, mut errors) = handlers(quote! {
+            impl P {
+                async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<()> { Ok(()) }
+                async fn on_again_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<()> { Ok(()) }
+                async fn at_ping(cx: At<'_, Self>) -> Result<AtPing> { todo!() }
+                async fn at_ping(cx: At<'_, Self>) -> Result<AtPing> { todo!() }
+            }
+        });
+        check_duplicate_events(&mut handlers, &mut errors);
+        check_duplicate_deadlines(&mut handlers, &mut errors);
+        assert_eq!(
+            errors.messages(),
+            [
+                "event `OrderPaid` already has a handler, `on_order_paid`; merge `on_again_order_paid` into it",
+                "deadline `ping` already has a handler `at_ping`; keep one",
+            ]
+        );
+        assert_eq!(handlers.on.len(), 1);
+        assert_eq!(handlers.at.len(), 1);
+        assert_eq!(
+            handlers.item.items.len(),
+            2,
+            "the duplicates are not emitted"
+        );
+    }
+
+    #[test]
+    fn handler_shapes_are_checked() {
+        let (handlers, errors) = handlers(quote! {
+            impl P {
+                fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<()> { Ok(()) }
+                async fn on_order_placed(cx: On<'_, Self, OrderPaid>) -> Result<()> { Ok(()) }
+                async fn on_thing(cx: Context<'_, Self>) -> Result<()> { Ok(()) }
+                async fn at_ping(&self) -> Result<AtPing> { todo!() }
+                async fn at_pong(a: At<'_, Self>, b: u32) -> Result<AtPong> { todo!() }
+            }
+        });
+        assert_eq!(
+            errors.messages(),
+            [
+                "handler `on_order_paid` must be `async`; write `async fn on_order_paid(..)`",
+                "handler `on_order_placed` takes `OrderPaid`; name it `on_order_paid`",
+                "handler `on_thing` takes `cx: On<'_, Self, Event>` with the event it handles",
+                "handler `at_ping` takes `cx: At<'_, Self>`, not `self`; the state is `cx.state()`",
+                "handler `at_pong` takes one argument, `cx: At<'_, Self>`",
+            ]
+        );
+        assert_eq!(
+            handlers.on.len(),
+            1,
+            "only the well-formed `on_order_placed` is dispatched"
+        );
+        assert!(handlers.at.is_empty());
+    }
+
+    #[test]
+    fn reserved_deadline_is_refused_raw_or_not() {
+        let (state, mut errors) = state(quote! {
+            struct P {
+                #[deadline] timeout: Deadline,
+                #[deadline] r#timeout: Deadline,
+                timeout_note: u32,
+                #[deadline] #[deadline] ping: Deadline,
+            }
+        });
+        check_reserved_deadline(&state, &mut errors);
+        let messages = errors.messages();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(messages[0].contains("given twice"));
+        assert!(messages[1].starts_with("a deadline cannot be named `timeout`"));
+        assert!(messages[2].starts_with("a deadline cannot be named `timeout`"));
+        assert_eq!(state.deadlines().count(), 3);
+        let emitted = state.item.to_token_stream().to_string();
+        assert!(
+            !emitted.contains("deadline"),
+            "`#[deadline]` is stripped: {emitted}"
+        );
+    }
+
+    #[test]
+    fn a_deadline_handler_returning_another_deadlines_type_is_refused() {
+        let (handlers, mut errors) = handlers(quote! {
+            impl P {
+                async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
+                async fn at_payment_deadline(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
+                async fn at_timeout(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
+            }
+        });
+        check_at_return_names(&handlers, &mut errors);
+        assert_eq!(
+            errors.messages(),
+            [
+                "`at_next_reminder` returns `AtPaymentDeadline`, the result of another deadline; return `AtNextReminder`"
+            ]
+        );
+    }
+}

@@ -9,6 +9,7 @@ mod context;
 mod patch;
 pub mod plan;
 mod routing;
+pub mod step;
 
 use std::fmt::Debug;
 use std::future::Future;

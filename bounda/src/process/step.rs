@@ -1,0 +1,58 @@
+//! One step of one instance, without a runtime: run a handler and merge what it returns.
+//!
+//! The runtime wraps these in an attempt (claim, transaction, lifecycle event); a test can call
+//! them directly to check a process's handlers on their own.
+
+use crate::process::plan::{DueDeadline, TIMEOUT};
+use crate::process::{Context, Process};
+use crate::{Error, Instant, RecordedEvent};
+
+/// Runs `P`'s `on_<event>` handler for `event` on instance `id` and merges its patch into
+/// `state`. Returns whether the process has a handler for the event; on error `state` is left as
+/// it was.
+pub async fn handle_event<P: Process>(
+    state: &mut P,
+    id: &str,
+    event: &RecordedEvent,
+    now: Instant,
+) -> anyhow::Result<bool> {
+    let patch = match P::on_event(Context::new(state, id, event.timestamp, now), event) {
+        Some(handler) => handler.await?,
+        None => return Ok(false),
+    };
+    state.merge(patch);
+    Ok(true)
+}
+
+/// Runs `P`'s `at_<field>` handler for the deadline `due` on instance `id` and merges its patch
+/// into `state`; the reserved `timeout` without an `at_timeout` merges nothing.
+///
+/// A handler that sets its deadline back to the moment that came due fails with
+/// [`Error::DeadlineNotAdvanced`] (spec 84); on error `state` is left as it was.
+pub async fn run_deadline<P: Process>(
+    state: &mut P,
+    id: &str,
+    due: DueDeadline,
+    now: Instant,
+) -> anyhow::Result<()> {
+    let patch = match P::at_deadline(Context::new(state, id, due.at, now), due.field) {
+        Some(handler) => handler.await?,
+        None if due.field == TIMEOUT => return Ok(()),
+        None => anyhow::bail!("process `{}` has no handler `at_{}`", P::NAME, due.field),
+    };
+    let mut next = state.clone();
+    next.merge(patch);
+    let again = P::DEADLINES
+        .iter()
+        .find(|field| field.name == due.field)
+        .is_some_and(|field| (field.get)(&next).moment() == Some(due.at));
+    if again {
+        return Err(Error::DeadlineNotAdvanced {
+            field: due.field.to_owned(),
+            at: due.at,
+        }
+        .into());
+    }
+    *state = next;
+    Ok(())
+}
