@@ -1,4 +1,114 @@
 //! The SQLite store of bounda: events, checkpoints, inbox, scheduler and dead letters in one file
-//! (or in memory), through rusqlite with SQLite bundled.
+//! or in memory, through rusqlite with SQLite bundled, so a fresh machine needs nothing installed.
 //!
-//! The store arrives with the runtime; this crate holds its place in the workspace until then.
+//! ```
+//! use bounda::store::Store;
+//! use bounda_sqlite::SqliteStore;
+//!
+//! let store = SqliteStore::in_memory()?;
+//! assert_eq!(store.head()?, 0);
+//! # Ok::<(), bounda::store::StoreError>(())
+//! ```
+
+mod commit;
+mod connection;
+mod rows;
+mod schema;
+mod store;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use bounda::store::StoreError;
+use rusqlite::Connection;
+
+pub use connection::{Options, Synchronous};
+
+/// The SQLite store. One connection, behind a mutex: SQLite has one writer per file anyway, and
+/// statements within a process run one after another around write transactions (spec 202).
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path` with the default [`Options`]: WAL, a 5 s busy
+    /// timeout, `synchronous = FULL`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Options::default())
+    }
+
+    /// Opens (or creates) the database at `path` with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
+        SqliteStore::setup(conn, options, true)
+    }
+
+    /// A database in memory, gone when the store is dropped: for tests.
+    pub fn in_memory() -> Result<SqliteStore, StoreError> {
+        let conn = Connection::open_in_memory()
+            .map_err(|e| StoreError::with_source("cannot open a database in memory", e))?;
+        SqliteStore::setup(conn, Options::default(), false)
+    }
+
+    fn setup(
+        mut conn: Connection,
+        options: Options,
+        file: bool,
+    ) -> Result<SqliteStore, StoreError> {
+        // Refuse a newer database before anything writes to it, the journal mode included.
+        schema::check_version(&conn)?;
+        connection::configure(&conn, options, file)?;
+        schema::migrate(&mut conn)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The connection, or an error if a panic poisoned it.
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        self.conn
+            .lock()
+            .map_err(|_| StoreError::new("the SQLite connection is unusable after a panic"))
+    }
+
+    /// The journal mode in force (`wal` for a file, `memory` in memory).
+    pub fn journal_mode(&self) -> Result<String, StoreError> {
+        self.pragma("journal_mode")
+    }
+
+    /// A pragma's current value, as text.
+    fn pragma(&self, name: &str) -> Result<String, StoreError> {
+        let conn = self.lock()?;
+        conn.query_row(&format!("PRAGMA {name}"), [], |row| {
+            row.get::<_, rusqlite::types::Value>(0)
+        })
+        .map(|value| match value {
+            rusqlite::types::Value::Text(text) => text,
+            rusqlite::types::Value::Integer(n) => n.to_string(),
+            other => format!("{other:?}"),
+        })
+        .map_err(|e| StoreError::with_source(format!("cannot read PRAGMA {name}"), e))
+    }
+
+    /// The busy timeout in force, in milliseconds.
+    pub fn busy_timeout_ms(&self) -> Result<u64, StoreError> {
+        let text = self.pragma("busy_timeout")?;
+        text.parse()
+            .map_err(|_| StoreError::new(format!("unexpected busy_timeout `{text}`")))
+    }
+
+    /// `PRAGMA synchronous` in force: 0 off, 1 normal, 2 full, 3 extra.
+    pub fn synchronous(&self) -> Result<u8, StoreError> {
+        let text = self.pragma("synchronous")?;
+        text.parse()
+            .map_err(|_| StoreError::new(format!("unexpected synchronous `{text}`")))
+    }
+}
+
+/// A SQLite error as a store error with context.
+pub(crate) fn sql(context: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |error| StoreError::with_source(context, error)
+}

@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::aggregate::{Aggregate, Event, EventKey};
+use crate::store::Metadata;
 use crate::{Error, Instant};
 
 /// An event as the store holds it: its payload as JSON plus where and when it was written
@@ -25,6 +26,8 @@ pub struct RecordedEvent {
     pub timestamp: Instant,
     /// The payload.
     pub payload: Value,
+    /// How it came to be: correlation, causation, depth (spec 2).
+    pub metadata: Metadata,
 }
 
 impl RecordedEvent {

@@ -14,6 +14,7 @@ mod error;
 mod event;
 mod instant;
 pub mod process;
+pub mod store;
 
 #[doc(hidden)]
 #[path = "private.rs"]

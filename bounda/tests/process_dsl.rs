@@ -22,6 +22,7 @@ fn recorded<E: Event + Serialize>(event: &E, id: &str, timestamp: Instant) -> Re
         position: 1,
         timestamp,
         payload: serde_json::to_value(event).expect("serialisable"),
+        metadata: bounda::store::Metadata::of_command("cmd-1"),
     }
 }
 

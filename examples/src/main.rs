@@ -52,6 +52,7 @@ async fn run(placed_at: Instant) -> anyhow::Result<()> {
         position: 1,
         timestamp: placed_at,
         payload: serde_json::to_value(&placed)?,
+        metadata: bounda::store::Metadata::of_command("cmd-1"),
     };
     let timeout = OrderPayment::TIMEOUT.unwrap_or_else(|| bounda::days(7));
     let timeout_at = Some(placed_at + timeout);

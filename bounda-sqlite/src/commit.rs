@@ -1,0 +1,260 @@
+//! Applying a write set inside a transaction or savepoint: every precondition is checked by the
+//! statement that writes, and the first one that fails makes the caller roll back.
+
+use bounda::store::{
+    Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterSettle,
+    ScheduledEntry, ScheduledOutcome, ScheduledRelease, WriteSet,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::rows;
+use crate::sql;
+
+/// Writes `writes` on `conn`, which is inside a transaction or savepoint the caller rolls back on
+/// error. The scheduler release runs before the new entries, so a step can settle its own claim
+/// and re-arm the same key.
+pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, CommitError> {
+    let mut committed = Committed::default();
+    for append in &writes.appends {
+        append_events(conn, append, &mut committed)?;
+    }
+    if let Some(mark) = &writes.inbox {
+        settle_inbox(conn, mark)?;
+    }
+    if let Some(release) = &writes.scheduled {
+        release_scheduled(conn, release)?;
+    }
+    for key in &writes.unschedule {
+        conn.prepare_cached("DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1")
+            .and_then(|mut statement| statement.execute([key]))
+            .map_err(sql("cannot unschedule"))?;
+    }
+    for entry in &writes.schedule {
+        schedule(conn, entry)?;
+    }
+    for letter in &writes.dead_letters {
+        file_letter(conn, letter)?;
+    }
+    if let Some(settle) = &writes.settle_letter {
+        settle_letter(conn, settle)?;
+    }
+    Ok(committed)
+}
+
+fn append_events(
+    conn: &Connection,
+    append: &Append,
+    committed: &mut Committed,
+) -> Result<(), CommitError> {
+    let actual: u64 = conn
+        .prepare_cached(
+            "SELECT COALESCE(MAX(version), 0) FROM bounda_events
+             WHERE aggregate_type = ?1 AND aggregate_id = ?2",
+        )
+        .and_then(|mut statement| {
+            statement.query_row(params![append.aggregate_type, append.aggregate_id], |row| {
+                row.get(0)
+            })
+        })
+        .map_err(sql("cannot read a stream's version"))?;
+    if actual != append.expected_version {
+        return Err(CommitError::StreamMoved {
+            aggregate_type: append.aggregate_type.clone(),
+            aggregate_id: append.aggregate_id.clone(),
+            expected_version: append.expected_version,
+            actual_version: actual,
+        });
+    }
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO bounda_events
+                 (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(sql("cannot prepare the append"))?;
+    for (offset, event) in append.events.iter().enumerate() {
+        let version = append.expected_version + offset as u64 + 1;
+        let metadata = serde_json::to_string(&event.metadata)
+            .map_err(|e| bounda::store::StoreError::with_source("cannot write metadata", e))?;
+        insert
+            .execute(params![
+                event.id,
+                append.aggregate_type,
+                append.aggregate_id,
+                version,
+                event.event_type,
+                event.payload.to_string(),
+                event.timestamp.to_string(),
+                metadata,
+            ])
+            .map_err(sql("cannot append an event"))?;
+        committed.events.push(Appended {
+            id: event.id.clone(),
+            position: conn.last_insert_rowid() as u64,
+            version,
+        });
+    }
+    Ok(())
+}
+
+fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> {
+    let (status, retry_at, error) = match &mark.outcome {
+        InboxOutcome::Succeeded => ("succeeded", None, None),
+        InboxOutcome::Failed { retry_at, error } => {
+            ("failed", Some(retry_at.to_string()), Some(error.as_str()))
+        }
+        InboxOutcome::DeadLettered { error } => ("dead", None, Some(error.as_str())),
+    };
+    let changed = conn
+        .prepare_cached(
+            "UPDATE bounda_inbox
+             SET status = ?4, retry_at = ?5, last_error = COALESCE(?6, last_error),
+                 claimed_at = NULL
+             WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                mark.handler,
+                mark.event_id,
+                mark.claim_id,
+                status,
+                retry_at,
+                error
+            ])
+        })
+        .map_err(sql("cannot settle an inbox claim"))?;
+    if changed == 0 {
+        return Err(CommitError::ClaimLost {
+            key: format!("{}:{}", mark.handler, mark.event_id),
+        });
+    }
+    Ok(())
+}
+
+fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<(), CommitError> {
+    let changed = match &release.outcome {
+        ScheduledOutcome::Complete => conn
+            .prepare_cached(
+                "DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1 AND claim_id = ?2",
+            )
+            .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
+        ScheduledOutcome::Retry { execute_at, error } => conn
+            .prepare_cached(
+                "UPDATE bounda_scheduled_commands
+                 SET execute_at = ?3, last_error = ?4, attempts = attempts + 1,
+                     claimed_at = NULL, claim_id = NULL
+                 WHERE dedupe_key = ?1 AND claim_id = ?2",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    release.dedupe_key,
+                    release.claim_id,
+                    execute_at.to_string(),
+                    error
+                ])
+            }),
+        ScheduledOutcome::Defer => conn
+            .prepare_cached(
+                "UPDATE bounda_scheduled_commands SET claimed_at = NULL, claim_id = NULL
+                 WHERE dedupe_key = ?1 AND claim_id = ?2",
+            )
+            .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
+    }
+    .map_err(sql("cannot release a scheduler claim"))?;
+    if changed == 0 {
+        return Err(CommitError::ClaimLost {
+            key: release.dedupe_key.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Adds or moves an entry; an identical one is left untouched, its claim and revision included.
+fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError> {
+    conn.prepare_cached(
+        "INSERT INTO bounda_scheduled_commands
+             (dedupe_key, command_type, aggregate_id, payload, execute_at, context, attempts, revision)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0)
+         ON CONFLICT (dedupe_key) DO UPDATE SET
+             command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
+             payload = excluded.payload, execute_at = excluded.execute_at,
+             context = excluded.context, attempts = 0, last_error = NULL,
+             claimed_at = NULL, claim_id = NULL, revision = revision + 1
+         WHERE command_type IS NOT excluded.command_type
+            OR aggregate_id IS NOT excluded.aggregate_id
+            OR payload IS NOT excluded.payload
+            OR execute_at IS NOT excluded.execute_at
+            OR context IS NOT excluded.context",
+    )
+    .and_then(|mut statement| {
+        statement.execute(params![
+            entry.dedupe_key,
+            entry.command_type,
+            entry.aggregate_id,
+            entry.payload.to_string(),
+            entry.execute_at.to_string(),
+            entry.context.to_string(),
+        ])
+    })
+    .map_err(sql("cannot schedule"))?;
+    Ok(())
+}
+
+/// Files a letter once: the same id again leaves the first as it is (spec 141).
+fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError> {
+    conn.prepare_cached(
+        "INSERT INTO bounda_dead_letters
+             (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id, error_type,
+              error_message, error_stack, attempts, first_failed_at, last_failed_at, status,
+              payload, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                 (SELECT COALESCE(MAX(seq), 0) + 1 FROM bounda_dead_letters))
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .and_then(|mut statement| {
+        statement.execute(params![
+            letter.id,
+            rows::kind_text(letter.kind),
+            letter.handler,
+            letter.event_id,
+            letter.event_type,
+            letter.aggregate_type,
+            letter.aggregate_id,
+            letter.error_type,
+            letter.error_message,
+            letter.error_stack,
+            letter.attempts,
+            letter.first_failed_at.to_string(),
+            letter.last_failed_at.to_string(),
+            rows::status_text(letter.status),
+            letter.payload.as_ref().map(ToString::to_string),
+        ])
+    })
+    .map_err(sql("cannot file a dead letter"))?;
+    Ok(())
+}
+
+/// Moves a letter out of `failed`, fenced on its status (spec 170).
+fn settle_letter(conn: &Connection, settle: &LetterSettle) -> Result<(), CommitError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE bounda_dead_letters SET status = ?2 WHERE id = ?1 AND status = 'failed'",
+        )
+        .and_then(|mut s| s.execute(params![settle.id, rows::status_text(settle.status)]))
+        .map_err(sql("cannot settle a dead letter"))?;
+    if changed == 0 {
+        let exists = conn
+            .prepare_cached("SELECT 1 FROM bounda_dead_letters WHERE id = ?1")
+            .and_then(|mut s| s.query_row([&settle.id], |_| Ok(())).optional())
+            .map_err(sql("cannot read a dead letter"))?;
+        return Err(match exists {
+            Some(()) => CommitError::LetterSettled {
+                id: settle.id.clone(),
+            },
+            None => {
+                bounda::store::StoreError::new(format!("no dead letter `{}`", settle.id)).into()
+            }
+        });
+    }
+    Ok(())
+}

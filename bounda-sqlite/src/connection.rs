@@ -1,0 +1,64 @@
+//! Per-connection settings, applied and verified before the store is used.
+
+use rusqlite::Connection;
+
+use bounda::store::StoreError;
+
+/// How much a commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// Every commit reaches the disk before it returns: nothing committed is lost, even on power
+    /// loss. The default, because a committed event is a promise to the caller.
+    #[default]
+    Full,
+    /// In WAL mode, commits survive a crash of the process but the last ones may be lost on power
+    /// loss; several times faster per commit on most disks (`PERFORMANCE.md`).
+    Normal,
+}
+
+/// How the store opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// How long a statement waits for another process's write lock, in milliseconds.
+    pub busy_timeout_ms: u32,
+    /// See [`Synchronous`].
+    pub synchronous: Synchronous,
+}
+
+impl Default for Options {
+    /// A 5 s busy timeout (spec 202) and `synchronous = FULL`.
+    fn default() -> Options {
+        Options {
+            busy_timeout_ms: 5_000,
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+/// Applies the pragmas; a file must end up in WAL mode, or opening fails.
+pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Result<(), StoreError> {
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(
+        options.busy_timeout_ms,
+    )))
+    .map_err(crate::sql("cannot set the busy timeout"))?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(crate::sql("cannot enable foreign keys"))?;
+    let synchronous = match options.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", synchronous)
+        .map_err(crate::sql("cannot set synchronous"))?;
+    if file {
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(crate::sql("cannot set the journal mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::new(format!(
+                "the database would not switch to WAL (journal_mode is `{mode}`); \
+                 is it on a file system without shared memory?"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Rows to the runtime's types. Text that does not parse is a conversion error naming the
+//! column, never a panic.
+
+use bounda::store::{DeadLetter, LetterKind, LetterStatus, Metadata, ScheduledEntry};
+use bounda::{Instant, RecordedEvent};
+use rusqlite::Row;
+use rusqlite::types::Type;
+
+/// The columns [`event`] reads, in order.
+pub(crate) const EVENT_COLUMNS: &str =
+    "position, id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata";
+
+/// The columns [`scheduled`] reads, in order.
+pub(crate) const SCHEDULED_COLUMNS: &str = "dedupe_key, command_type, aggregate_id, payload, \
+     execute_at, context, attempts, last_error, revision, claim_id, claimed_at";
+
+/// The columns [`dead_letter`] reads, in order.
+pub(crate) const LETTER_COLUMNS: &str = "id, kind, handler, event_id, event_type, aggregate_type, \
+     aggregate_id, error_type, error_message, error_stack, attempts, first_failed_at, \
+     last_failed_at, status, payload";
+
+fn conversion(
+    index: usize,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(error))
+}
+
+/// An ISO 8601 column.
+pub(crate) fn instant(row: &Row<'_>, index: usize) -> rusqlite::Result<Instant> {
+    let text: String = row.get(index)?;
+    Instant::parse(&text).map_err(|e| conversion(index, e))
+}
+
+/// A nullable ISO 8601 column.
+pub(crate) fn optional_instant(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Instant>> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|text| Instant::parse(&text).map_err(|e| conversion(index, e)))
+        .transpose()
+}
+
+/// A JSON column.
+pub(crate) fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<serde_json::Value> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|e| conversion(index, e))
+}
+
+/// A row of [`EVENT_COLUMNS`].
+pub(crate) fn event(row: &Row<'_>) -> rusqlite::Result<RecordedEvent> {
+    let metadata: String = row.get(8)?;
+    let metadata: Metadata = serde_json::from_str(&metadata).map_err(|e| conversion(8, e))?;
+    Ok(RecordedEvent {
+        position: row.get(0)?,
+        id: row.get(1)?,
+        aggregate_type: row.get(2)?,
+        aggregate_id: row.get(3)?,
+        version: row.get(4)?,
+        event_type: row.get(5)?,
+        payload: json(row, 6)?,
+        timestamp: instant(row, 7)?,
+        metadata,
+    })
+}
+
+/// A row of [`SCHEDULED_COLUMNS`].
+pub(crate) fn scheduled(row: &Row<'_>) -> rusqlite::Result<ScheduledEntry> {
+    Ok(ScheduledEntry {
+        dedupe_key: row.get(0)?,
+        command_type: row.get(1)?,
+        aggregate_id: row.get(2)?,
+        payload: json(row, 3)?,
+        execute_at: instant(row, 4)?,
+        context: json(row, 5)?,
+        attempts: row.get(6)?,
+        last_error: row.get(7)?,
+        revision: row.get(8)?,
+        claim_id: row.get(9)?,
+        claimed_at: optional_instant(row, 10)?,
+    })
+}
+
+/// A letter kind as stored.
+pub(crate) fn kind_text(kind: LetterKind) -> &'static str {
+    match kind {
+        LetterKind::Policy => "policy",
+        LetterKind::Process => "process",
+        LetterKind::Scheduled => "scheduled",
+    }
+}
+
+/// A letter status as stored.
+pub(crate) fn status_text(status: LetterStatus) -> &'static str {
+    match status {
+        LetterStatus::Failed => "failed",
+        LetterStatus::Retried => "retried",
+        LetterStatus::Discarded => "discarded",
+    }
+}
+
+/// A row of [`LETTER_COLUMNS`].
+pub(crate) fn dead_letter(row: &Row<'_>) -> rusqlite::Result<DeadLetter> {
+    let kind: String = row.get(1)?;
+    let kind = match kind.as_str() {
+        "policy" => LetterKind::Policy,
+        "process" => LetterKind::Process,
+        "scheduled" => LetterKind::Scheduled,
+        _ => return Err(rusqlite::Error::InvalidColumnType(1, kind, Type::Text)),
+    };
+    let status: String = row.get(13)?;
+    let status = match status.as_str() {
+        "failed" => LetterStatus::Failed,
+        "retried" => LetterStatus::Retried,
+        "discarded" => LetterStatus::Discarded,
+        _ => return Err(rusqlite::Error::InvalidColumnType(13, status, Type::Text)),
+    };
+    let payload: Option<String> = row.get(14)?;
+    let payload = payload
+        .map(|text| serde_json::from_str(&text).map_err(|e| conversion(14, e)))
+        .transpose()?;
+    Ok(DeadLetter {
+        id: row.get(0)?,
+        kind,
+        handler: row.get(2)?,
+        event_id: row.get(3)?,
+        event_type: row.get(4)?,
+        aggregate_type: row.get(5)?,
+        aggregate_id: row.get(6)?,
+        error_type: row.get(7)?,
+        error_message: row.get(8)?,
+        error_stack: row.get(9)?,
+        attempts: row.get(10)?,
+        first_failed_at: instant(row, 11)?,
+        last_failed_at: instant(row, 12)?,
+        status,
+        payload,
+    })
+}

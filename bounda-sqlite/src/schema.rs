@@ -1,0 +1,110 @@
+//! The tables (spec 195–197) and their migrations, keyed on `PRAGMA user_version`.
+//!
+//! Migrations are an append-only list: the database's `user_version` is how many have run. A
+//! database whose version is beyond this list was written by a newer bounda and is refused
+//! before anything is written to it.
+
+use rusqlite::Connection;
+
+use bounda::store::StoreError;
+
+/// Every migration, in order. Never edit one that has shipped; append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the five storage tables.
+    "
+    CREATE TABLE bounda_events (
+        position       INTEGER PRIMARY KEY AUTOINCREMENT,
+        id             TEXT    NOT NULL UNIQUE,
+        aggregate_type TEXT    NOT NULL,
+        aggregate_id   TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        type           TEXT    NOT NULL,
+        payload        TEXT    NOT NULL,
+        timestamp      TEXT    NOT NULL,
+        metadata       TEXT    NOT NULL,
+        UNIQUE (aggregate_type, aggregate_id, version)
+    );
+    CREATE TABLE bounda_checkpoints (
+        subscriber TEXT    PRIMARY KEY,
+        position   INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE bounda_inbox (
+        handler    TEXT    NOT NULL,
+        event_id   TEXT    NOT NULL,
+        status     TEXT    NOT NULL,
+        attempts   INTEGER NOT NULL,
+        claimed_at TEXT,
+        claim_id   TEXT,
+        last_error TEXT,
+        retry_at   TEXT,
+        PRIMARY KEY (handler, event_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_inbox_retry ON bounda_inbox (handler, retry_at) WHERE status = 'failed';
+    CREATE TABLE bounda_scheduled_commands (
+        dedupe_key   TEXT    PRIMARY KEY,
+        command_type TEXT    NOT NULL,
+        aggregate_id TEXT    NOT NULL,
+        payload      TEXT    NOT NULL,
+        execute_at   TEXT    NOT NULL,
+        context      TEXT    NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        claimed_at   TEXT,
+        last_error   TEXT,
+        revision     INTEGER NOT NULL DEFAULT 0,
+        claim_id     TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_scheduled_due ON bounda_scheduled_commands (execute_at, dedupe_key);
+    CREATE TABLE bounda_dead_letters (
+        id              TEXT    PRIMARY KEY,
+        kind            TEXT    NOT NULL,
+        handler         TEXT    NOT NULL,
+        event_id        TEXT,
+        event_type      TEXT,
+        aggregate_type  TEXT,
+        aggregate_id    TEXT,
+        error_type      TEXT    NOT NULL,
+        error_message   TEXT    NOT NULL,
+        error_stack     TEXT,
+        attempts        INTEGER NOT NULL,
+        first_failed_at TEXT    NOT NULL,
+        last_failed_at  TEXT    NOT NULL,
+        status          TEXT    NOT NULL,
+        payload         TEXT,
+        seq             INTEGER NOT NULL
+    );
+    CREATE INDEX bounda_dead_letters_status ON bounda_dead_letters (status, kind, seq);
+    ",
+];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The database's schema version, refusing one newer than this build. Reads only.
+pub(crate) fn check_version(conn: &Connection) -> Result<u32, StoreError> {
+    let version: u32 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| StoreError::with_source("cannot read the database's schema version", e))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::new(format!(
+            "this database has schema version {version}, written by a newer bounda; this build knows \
+             versions up to {SCHEMA_VERSION}: upgrade bounda to open it (the database was not changed)"
+        )));
+    }
+    Ok(version)
+}
+
+/// Runs the migrations the database lacks, each in its own transaction with its version.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let version = check_version(conn)?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let next = index + 1;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| StoreError::with_source("cannot start a migration", e))?;
+        tx.execute_batch(sql)
+            .and_then(|()| tx.pragma_update(None, "user_version", next))
+            .and_then(|()| tx.commit())
+            .map_err(|e| StoreError::with_source(format!("migration {next} failed"), e))?;
+    }
+    Ok(())
+}

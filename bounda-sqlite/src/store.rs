@@ -1,0 +1,396 @@
+//! `impl Store for SqliteStore`: reads, claims, commits.
+
+use bounda::store::{
+    CommitError, Committed, DeadLetter, InboxClaim, LetterFilter, ScheduledEntry, Store,
+    StoreError, WriteSet,
+};
+use bounda::{Duration, Instant, RecordedEvent, millis};
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, TransactionBehavior, params, params_from_iter};
+
+use crate::{SqliteStore, commit, rows, sql};
+
+/// `now - lease`: claims taken at or before it have expired.
+fn expired_before(now: Instant, lease: Duration) -> String {
+    now.checked_sub(lease).unwrap_or(now).to_string()
+}
+
+impl Store for SqliteStore {
+    fn read_stream(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_events WHERE aggregate_type = ?1 AND aggregate_id = ?2
+                 ORDER BY version",
+                rows::EVENT_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a stream read"))?;
+        statement
+            .query_map(params![aggregate_type, aggregate_id], rows::event)
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read a stream"))
+    }
+
+    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_events WHERE position > ?1 ORDER BY position LIMIT ?2",
+                rows::EVENT_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a read"))?;
+        statement
+            .query_map(params![after, limit as u64], rows::event)
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read events"))
+    }
+
+    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(&format!(
+            "SELECT {} FROM bounda_events WHERE id = ?1",
+            rows::EVENT_COLUMNS
+        ))
+        .and_then(|mut s| s.query_row([id], rows::event).optional())
+        .map_err(sql("cannot read an event"))
+    }
+
+    fn head(&self) -> Result<u64, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached("SELECT COALESCE(MAX(position), 0) FROM bounda_events")
+            .and_then(|mut s| s.query_row([], |row| row.get(0)))
+            .map_err(sql("cannot read the head"))
+    }
+
+    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("cannot begin a write"))?;
+        let committed = commit::apply(&tx, writes)?;
+        tx.commit().map_err(sql("cannot commit"))?;
+        Ok(committed)
+    }
+
+    /// One transaction, a savepoint per write set (group commit).
+    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        let failed = |error: StoreError| -> Vec<Result<Committed, CommitError>> {
+            let message = error.to_string();
+            writes
+                .iter()
+                .map(|_| Err(CommitError::Store(StoreError::new(message.clone()))))
+                .collect()
+        };
+        let mut conn = match self.lock() {
+            Ok(conn) => conn,
+            Err(error) => return failed(error),
+        };
+        let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(error) => return failed(StoreError::with_source("cannot begin a write", error)),
+        };
+        let mut results = Vec::with_capacity(writes.len());
+        for write in writes {
+            let result = tx
+                .savepoint()
+                .map_err(|e| {
+                    CommitError::Store(StoreError::with_source("cannot open a savepoint", e))
+                })
+                .and_then(|savepoint| {
+                    // Dropping a savepoint that was not committed rolls it back.
+                    let committed = commit::apply(&savepoint, write)?;
+                    savepoint
+                        .commit()
+                        .map_err(|e| StoreError::with_source("cannot release a savepoint", e))?;
+                    Ok(committed)
+                });
+            results.push(result);
+        }
+        match tx.commit() {
+            Ok(()) => results,
+            Err(error) => failed(StoreError::with_source("cannot commit", error)),
+        }
+    }
+
+    fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached("SELECT position FROM bounda_checkpoints WHERE subscriber = ?1")
+            .and_then(|mut s| s.query_row([subscriber], |row| row.get(0)).optional())
+            .map_err(sql("cannot read a checkpoint"))
+    }
+
+    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT subscriber, position FROM bounda_checkpoints ORDER BY subscriber",
+            )
+            .map_err(sql("cannot prepare a checkpoint read"))?;
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read checkpoints"))
+    }
+
+    fn move_checkpoint(
+        &self,
+        subscriber: &str,
+        from: Option<u64>,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        let changed = match from {
+            None => conn
+                .prepare_cached(
+                    "INSERT INTO bounda_checkpoints (subscriber, position) VALUES (?1, ?2)
+                     ON CONFLICT (subscriber) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute(params![subscriber, to])),
+            Some(from) => conn
+                .prepare_cached(
+                    "UPDATE bounda_checkpoints SET position = ?3
+                     WHERE subscriber = ?1 AND position = ?2",
+                )
+                .and_then(|mut s| s.execute(params![subscriber, from, to])),
+        }
+        .map_err(sql("cannot move a checkpoint"))?;
+        Ok(changed == 1)
+    }
+
+    fn claim_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<InboxClaim, StoreError> {
+        let conn = self.lock()?;
+        let now_text = now.to_string();
+        let claimed: Option<u32> = conn
+            .prepare_cached(
+                "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+                 VALUES (?1, ?2, 'pending', 1, ?3, ?4)
+                 ON CONFLICT (handler, event_id) DO UPDATE SET
+                     status = 'pending', attempts = attempts + 1,
+                     claimed_at = excluded.claimed_at, claim_id = excluded.claim_id,
+                     retry_at = NULL
+                 WHERE (status = 'pending' AND claimed_at <= ?5)
+                    OR (status = 'failed' AND retry_at <= ?3)
+                 RETURNING attempts",
+            )
+            .and_then(|mut s| {
+                s.query_row(
+                    params![handler, event_id, now_text, claim_id, expired_before(now, lease)],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .map_err(sql("cannot claim an inbox entry"))?;
+        if let Some(attempt) = claimed {
+            return Ok(InboxClaim::Claimed { attempt });
+        }
+        let (status, retry_at): (String, Option<String>) = conn
+            .prepare_cached(
+                "SELECT status, retry_at FROM bounda_inbox WHERE handler = ?1 AND event_id = ?2",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![handler, event_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+            })
+            .map_err(sql("cannot read an inbox entry"))?;
+        Ok(match (status.as_str(), retry_at) {
+            ("succeeded", _) => InboxClaim::Succeeded,
+            ("dead", _) => InboxClaim::DeadLettered,
+            ("failed", Some(retry_at)) => InboxClaim::Waiting {
+                retry_at: Instant::parse(&retry_at)
+                    .map_err(|e| StoreError::with_source("unreadable retry moment", e))?,
+            },
+            _ => InboxClaim::Held,
+        })
+    }
+
+    fn renew_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_inbox SET claimed_at = ?4
+             WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
+        )
+        .and_then(|mut s| s.execute(params![handler, event_id, claim_id, now.to_string()]))
+        .map(|changed| changed == 1)
+        .map_err(sql("cannot renew an inbox claim"))
+    }
+
+    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
+        let conn = self.lock()?;
+        let text: Option<String> = conn
+            .prepare_cached(
+                "SELECT MIN(retry_at) FROM bounda_inbox WHERE handler = ?1 AND status = 'failed'",
+            )
+            .and_then(|mut s| s.query_row([handler], |row| row.get(0)))
+            .map_err(sql("cannot read inbox retries"))?;
+        text.map(|text| {
+            Instant::parse(&text).map_err(|e| StoreError::with_source("unreadable retry moment", e))
+        })
+        .transpose()
+    }
+
+    fn claim_due(
+        &self,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "UPDATE bounda_scheduled_commands
+                 SET attempts = attempts + (claimed_at IS NOT NULL), claimed_at = ?1, claim_id = ?2
+                 WHERE dedupe_key IN (
+                     SELECT dedupe_key FROM bounda_scheduled_commands
+                     WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?3)
+                     ORDER BY execute_at, dedupe_key LIMIT ?4)
+                 RETURNING {}",
+                rows::SCHEDULED_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a claim"))?;
+        let mut entries: Vec<ScheduledEntry> = statement
+            .query_map(
+                params![
+                    now.to_string(),
+                    claim_id,
+                    expired_before(now, lease),
+                    limit as u64
+                ],
+                rows::scheduled,
+            )
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot claim due entries"))?;
+        entries.sort_by(|a, b| (a.execute_at, &a.dedupe_key).cmp(&(b.execute_at, &b.dedupe_key)));
+        Ok(entries)
+    }
+
+    fn renew_scheduled(
+        &self,
+        dedupe_key: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_scheduled_commands SET claimed_at = ?3
+             WHERE dedupe_key = ?1 AND claim_id = ?2",
+        )
+        .and_then(|mut s| s.execute(params![dedupe_key, claim_id, now.to_string()]))
+        .map(|changed| changed == 1)
+        .map_err(sql("cannot renew a scheduler claim"))
+    }
+
+    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+        let conn = self.lock()?;
+        let (free, claimed): (Option<String>, Option<String>) = conn
+            .prepare_cached(
+                "SELECT
+                     (SELECT MIN(execute_at) FROM bounda_scheduled_commands WHERE claimed_at IS NULL),
+                     (SELECT MIN(claimed_at) FROM bounda_scheduled_commands WHERE claimed_at IS NOT NULL)",
+            )
+            .and_then(|mut s| s.query_row([], |row| Ok((row.get(0)?, row.get(1)?))))
+            .map_err(sql("cannot read the next due moment"))?;
+        let parse = |text: String| {
+            Instant::parse(&text).map_err(|e| StoreError::with_source("unreadable moment", e))
+        };
+        let free = free.map(parse).transpose()?;
+        // A claimed entry is due again 1 ms after its lease ends (spec 176).
+        let claimed = claimed
+            .map(parse)
+            .transpose()?
+            .map(|claimed_at| claimed_at + lease + millis(1));
+        Ok(free.into_iter().chain(claimed).min())
+    }
+
+    fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(&format!(
+            "SELECT {} FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
+            rows::SCHEDULED_COLUMNS
+        ))
+        .and_then(|mut s| s.query_row([dedupe_key], rows::scheduled).optional())
+        .map_err(sql("cannot read a scheduler entry"))
+    }
+
+    fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
+        let (clause, mut values) = letter_filter(filter);
+        let limit = filter.limit.map_or(-1, |limit| limit as i64);
+        values.push(Value::Integer(limit));
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare(&format!(
+                "SELECT {} FROM bounda_dead_letters {clause} ORDER BY seq LIMIT ?{}",
+                rows::LETTER_COLUMNS,
+                values.len()
+            ))
+            .map_err(sql("cannot prepare a dead-letter read"))?;
+        statement
+            .query_map(params_from_iter(values), rows::dead_letter)
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read dead letters"))
+    }
+
+    fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
+        let (clause, values) = letter_filter(filter);
+        let conn = self.lock()?;
+        conn.query_row(
+            &format!("SELECT COUNT(*) FROM bounda_dead_letters {clause}"),
+            params_from_iter(values),
+            |row| row.get(0),
+        )
+        .map_err(sql("cannot count dead letters"))
+    }
+
+    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(&format!(
+            "SELECT {} FROM bounda_dead_letters WHERE id = ?1",
+            rows::LETTER_COLUMNS
+        ))
+        .and_then(|mut s| s.query_row([id], rows::dead_letter).optional())
+        .map_err(sql("cannot read a dead letter"))
+    }
+}
+
+/// The `WHERE` clause of a letter filter, with its numbered parameters.
+fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    let mut add = |column: &str, value: String| {
+        values.push(Value::Text(value));
+        conditions.push(format!("{column} = ?{}", values.len()));
+    };
+    if let Some(kind) = filter.kind {
+        add("kind", rows::kind_text(kind).to_owned());
+    }
+    if let Some(handler) = &filter.handler {
+        add("handler", handler.clone());
+    }
+    if let Some(status) = filter.status {
+        add("status", rows::status_text(status).to_owned());
+    }
+    let clause = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conditions.join(" AND "))
+    };
+    (clause, values)
+}

@@ -1,0 +1,124 @@
+//! What only the SQLite store promises: its pragmas, its migrations, its file.
+
+use bounda::store::{Append, Metadata, NewEvent, Store, WriteSet};
+use bounda_sqlite::{Options, SqliteStore, Synchronous};
+use rusqlite::Connection;
+
+fn one_event(id: &str) -> WriteSet {
+    WriteSet {
+        appends: vec![Append {
+            aggregate_type: "Order".into(),
+            aggregate_id: "o-1".into(),
+            expected_version: 0,
+            events: vec![NewEvent {
+                id: id.into(),
+                event_type: "OrderPlaced".into(),
+                payload: serde_json::json!({ "order_id": "o-1" }),
+                timestamp: "2026-01-01T00:00:00Z".parse().expect("a moment"),
+                metadata: Metadata::of_command("cmd-1"),
+            }],
+        }],
+        ..WriteSet::default()
+    }
+}
+
+// spec 202
+#[test]
+fn a_file_is_opened_in_wal_mode_with_a_5s_busy_timeout_and_full_sync() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let store = SqliteStore::open(dir.path().join("app.db")).expect("a store");
+    assert_eq!(store.journal_mode().expect("readable"), "wal");
+    assert_eq!(store.busy_timeout_ms().expect("readable"), 5_000);
+    assert_eq!(store.synchronous().expect("readable"), 2, "FULL");
+
+    let relaxed = Options {
+        synchronous: Synchronous::Normal,
+        ..Options::default()
+    };
+    let store = SqliteStore::open_with(dir.path().join("relaxed.db"), relaxed).expect("a store");
+    assert_eq!(store.synchronous().expect("readable"), 1, "NORMAL");
+}
+
+#[test]
+fn in_memory_needs_no_file() {
+    let store = SqliteStore::in_memory().expect("a store");
+    assert_eq!(store.journal_mode().expect("readable"), "memory");
+    store.commit(&one_event("e-1")).expect("committed");
+    assert_eq!(store.head().expect("readable"), 1);
+}
+
+#[test]
+fn a_reopened_file_keeps_its_events_and_schema() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("app.db");
+    SqliteStore::open(&path)
+        .expect("a store")
+        .commit(&one_event("e-1"))
+        .expect("committed");
+    let store = SqliteStore::open(&path).expect("reopened");
+    assert_eq!(
+        store
+            .read_event("e-1")
+            .expect("readable")
+            .map(|e| e.version),
+        Some(1)
+    );
+    let version: u32 = Connection::open(&path)
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
+        .expect("readable");
+    assert_eq!(version, 1, "migrations are counted in user_version");
+}
+
+#[test]
+fn a_database_from_a_newer_bounda_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("future.db");
+    {
+        let conn = Connection::open(&path).expect("a file");
+        conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+            .expect("written");
+    }
+    let before = std::fs::read(&path).expect("readable");
+    let error = SqliteStore::open(&path).expect_err("refused");
+    let message = error.to_string();
+    assert!(message.contains("schema version 99"), "{message}");
+    assert!(message.contains("upgrade bounda"), "{message}");
+    assert_eq!(
+        std::fs::read(&path).expect("readable"),
+        before,
+        "not a byte changed"
+    );
+    let mode: String = Connection::open(&path)
+        .and_then(|c| c.query_row("PRAGMA journal_mode", [], |row| row.get(0)))
+        .expect("readable");
+    assert_eq!(mode, "delete", "not even switched to WAL");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("notes.txt");
+    std::fs::write(
+        &path,
+        "this is not a database, just some words long enough to fill a header",
+    )
+    .expect("written");
+    let error = SqliteStore::open(&path).expect_err("refused");
+    assert!(error.to_string().contains("schema version"), "{error}");
+}
+
+#[test]
+fn a_corrupt_row_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("app.db");
+    SqliteStore::open(&path)
+        .expect("a store")
+        .commit(&one_event("e-1"))
+        .expect("committed");
+    Connection::open(&path)
+        .and_then(|c| c.execute("UPDATE bounda_events SET timestamp = 'yesterday'", []))
+        .expect("corrupted");
+    let store = SqliteStore::open(&path).expect("reopened");
+    let error = store.read_all(0, 10).expect_err("unreadable");
+    assert!(error.to_string().contains("cannot read events"), "{error}");
+}

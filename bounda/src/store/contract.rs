@@ -1,0 +1,797 @@
+//! The contract every [`Store`] passes. A store crate runs it with
+//! [`store_contract_tests!`](crate::store_contract_tests), one test per behaviour:
+//!
+//! ```ignore
+//! bounda::store_contract_tests!(|| bounda_sqlite::SqliteStore::in_memory().unwrap());
+//! ```
+//!
+//! Each function panics with a message naming the broken promise, like any test.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::missing_panics_doc,
+    missing_docs,
+    reason = "test code: a failed expectation is a panic"
+)]
+
+use serde_json::json;
+
+use crate::store::{
+    Append, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, LetterFilter, LetterKind,
+    LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
+    ScheduledRelease, Store, WriteSet,
+};
+use crate::{Instant, millis, seconds};
+
+/// What a contract test runs on: a store, or a store with a guard that must outlive it (such
+/// as the temporary directory of a file).
+pub trait Fixture {
+    /// The store under test.
+    fn store(&self) -> &dyn Store;
+}
+
+impl<S: Store> Fixture for S {
+    fn store(&self) -> &dyn Store {
+        self
+    }
+}
+
+impl<S: Store, G> Fixture for (S, G) {
+    fn store(&self) -> &dyn Store {
+        &self.0
+    }
+}
+
+/// Generates one `#[test]` per contract item for the [`Fixture`] `make()` returns.
+#[macro_export]
+macro_rules! store_contract_tests {
+    ($make:expr) => {
+        $crate::store_contract_tests!(@tests $make;
+            appends_get_consecutive_positions_and_versions,
+            an_append_at_a_stale_version_writes_nothing,
+            streams_are_scoped_to_their_aggregate_type,
+            read_all_pages_in_position_order,
+            checkpoints_move_by_compare_and_set,
+            an_inbox_claim_is_held_then_lapses_then_settles,
+            a_failed_inbox_entry_waits_for_its_retry,
+            a_lost_inbox_claim_rolls_back_the_whole_write_set,
+            scheduling_is_idempotent_on_its_key,
+            due_entries_are_claimed_in_order_once,
+            a_lost_scheduler_claim_writes_nothing,
+            scheduler_releases_complete_retry_and_defer,
+            next_due_at_counts_claimed_entries_after_their_lease,
+            dead_letters_are_filed_once_and_settled_once,
+            dead_letters_are_listed_and_counted_by_filter,
+            group_commit_leaves_out_only_the_failing_write_set,
+        );
+    };
+    (@tests $make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let fixture = ($make)();
+                $crate::store::contract::$name($crate::store::contract::Fixture::store(&fixture));
+            }
+        )*
+    };
+}
+
+fn t(text: &str) -> Instant {
+    Instant::parse(text).unwrap()
+}
+
+fn event(id: &str, event_type: &str) -> NewEvent {
+    NewEvent {
+        id: id.to_owned(),
+        event_type: event_type.to_owned(),
+        payload: json!({ "n": id }),
+        timestamp: t("2026-01-01T00:00:00Z"),
+        metadata: Metadata::of_command("cmd-1"),
+    }
+}
+
+fn append(aggregate_type: &str, id: &str, expected: u64, events: &[&str]) -> Append {
+    Append {
+        aggregate_type: aggregate_type.to_owned(),
+        aggregate_id: id.to_owned(),
+        expected_version: expected,
+        events: events.iter().map(|e| event(e, "Happened")).collect(),
+    }
+}
+
+fn appending(appends: Vec<Append>) -> WriteSet {
+    WriteSet {
+        appends,
+        ..WriteSet::default()
+    }
+}
+
+fn entry(key: &str, execute_at: &str) -> ScheduledEntry {
+    ScheduledEntry {
+        dedupe_key: key.to_owned(),
+        command_type: "SendReminder".to_owned(),
+        aggregate_id: "o-1".to_owned(),
+        payload: json!({ "order_id": "o-1" }),
+        execute_at: t(execute_at),
+        context: json!({ "correlation_id": "c-1" }),
+        attempts: 0,
+        last_error: None,
+        revision: 0,
+        claim_id: None,
+        claimed_at: None,
+    }
+}
+
+fn letter(id: &str, kind: LetterKind, handler: &str) -> DeadLetter {
+    DeadLetter {
+        id: id.to_owned(),
+        kind,
+        handler: handler.to_owned(),
+        event_id: Some("e-1".to_owned()),
+        event_type: Some("OrderPlaced".to_owned()),
+        aggregate_type: Some("Order".to_owned()),
+        aggregate_id: Some("o-1".to_owned()),
+        error_type: "terminal".to_owned(),
+        error_message: "boom".to_owned(),
+        error_stack: None,
+        attempts: 1,
+        first_failed_at: t("2026-01-01T00:00:00Z"),
+        last_failed_at: t("2026-01-01T00:00:01Z"),
+        status: LetterStatus::Failed,
+        payload: None,
+    }
+}
+
+// spec 1, 3
+pub fn appends_get_consecutive_positions_and_versions(store: &dyn Store) {
+    assert_eq!(store.head().unwrap(), 0, "an empty store's head is 0");
+    let first = store
+        .commit(&appending(vec![append("Order", "o-1", 0, &["e1", "e2"])]))
+        .unwrap();
+    assert_eq!(
+        first
+            .events
+            .iter()
+            .map(|e| (e.position, e.version))
+            .collect::<Vec<_>>(),
+        [(1, 1), (2, 2)]
+    );
+    let second = store
+        .commit(&appending(vec![
+            append("Order", "o-2", 0, &["e3"]),
+            append("Order", "o-1", 2, &["e4"]),
+        ]))
+        .unwrap();
+    assert_eq!(
+        second
+            .events
+            .iter()
+            .map(|e| (e.id.as_str(), e.position, e.version))
+            .collect::<Vec<_>>(),
+        [("e3", 3, 1), ("e4", 4, 3)]
+    );
+    assert_eq!(store.head().unwrap(), 4);
+    let stream = store.read_stream("Order", "o-1").unwrap();
+    assert_eq!(
+        stream.iter().map(|e| e.version).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    let read = store.read_event("e4").unwrap().unwrap();
+    assert_eq!(read.position, 4);
+    assert_eq!(read.payload, json!({ "n": "e4" }));
+    assert_eq!(read.metadata, Metadata::of_command("cmd-1"));
+    assert_eq!(read.timestamp, t("2026-01-01T00:00:00Z"));
+    assert!(store.read_event("nope").unwrap().is_none());
+}
+
+// spec 7, 131
+pub fn an_append_at_a_stale_version_writes_nothing(store: &dyn Store) {
+    store
+        .commit(&appending(vec![append("Order", "o-1", 0, &["e1"])]))
+        .unwrap();
+    let stale = WriteSet {
+        appends: vec![
+            append("Order", "o-2", 0, &["e2"]),
+            append("Order", "o-1", 0, &["e3"]),
+        ],
+        schedule: vec![entry("k-1", "2026-01-02T00:00:00Z")],
+        ..WriteSet::default()
+    };
+    match store.commit(&stale) {
+        Err(CommitError::StreamMoved {
+            aggregate_id,
+            expected_version,
+            actual_version,
+            ..
+        }) => {
+            assert_eq!(
+                (aggregate_id.as_str(), expected_version, actual_version),
+                ("o-1", 0, 1)
+            );
+        }
+        other => panic!("expected StreamMoved, got {other:?}"),
+    }
+    assert_eq!(
+        store.head().unwrap(),
+        1,
+        "no event of the refused write set was stored"
+    );
+    assert!(store.read_stream("Order", "o-2").unwrap().is_empty());
+    assert!(
+        store.scheduled("k-1").unwrap().is_none(),
+        "nor its scheduler rows"
+    );
+}
+
+// spec 12
+pub fn streams_are_scoped_to_their_aggregate_type(store: &dyn Store) {
+    store
+        .commit(&appending(vec![
+            append("Order", "x-1", 0, &["e1"]),
+            append("Subscription", "x-1", 0, &["e2"]),
+        ]))
+        .unwrap();
+    assert_eq!(store.read_stream("Order", "x-1").unwrap().len(), 1);
+    assert_eq!(
+        store.read_stream("Subscription", "x-1").unwrap()[0].id,
+        "e2"
+    );
+}
+
+// spec 150
+pub fn read_all_pages_in_position_order(store: &dyn Store) {
+    for i in 0..5u64 {
+        store
+            .commit(&appending(vec![append(
+                "Order",
+                &format!("o-{i}"),
+                0,
+                &[&format!("e{i}")],
+            )]))
+            .unwrap();
+    }
+    let page = store.read_all(1, 3).unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.position).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+    assert_eq!(store.read_all(5, 10).unwrap().len(), 0);
+}
+
+// spec 147
+pub fn checkpoints_move_by_compare_and_set(store: &dyn Store) {
+    assert_eq!(store.checkpoint("policies").unwrap(), None);
+    assert!(store.move_checkpoint("policies", None, 0).unwrap());
+    assert!(
+        !store.move_checkpoint("policies", None, 7).unwrap(),
+        "created once"
+    );
+    assert!(store.move_checkpoint("policies", Some(0), 5).unwrap());
+    assert!(
+        !store.move_checkpoint("policies", Some(0), 9).unwrap(),
+        "moved by someone else"
+    );
+    assert_eq!(store.checkpoint("policies").unwrap(), Some(5));
+    assert!(store.move_checkpoint("processes", None, 2).unwrap());
+    assert_eq!(
+        store.checkpoints().unwrap(),
+        [("policies".to_owned(), 5), ("processes".to_owned(), 2)]
+    );
+}
+
+// spec 123, 124, 127
+pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-1", now, lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(59), lease)
+            .unwrap(),
+        InboxClaim::Held
+    );
+    assert_eq!(
+        store
+            .claim_inbox("other", "e-1", "c-3", now, lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "the key is (handler, event)"
+    );
+    assert!(
+        store
+            .renew_inbox("notify", "e-1", "c-1", now + seconds(30))
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(89), lease)
+            .unwrap(),
+        InboxClaim::Held,
+        "renewed"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(90), lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 2 },
+        "an expired claim is taken over"
+    );
+    assert!(
+        !store
+            .renew_inbox("notify", "e-1", "c-1", now + seconds(91))
+            .unwrap(),
+        "c-1 lost it"
+    );
+    let done = WriteSet {
+        inbox: Some(InboxMark {
+            handler: "notify".into(),
+            event_id: "e-1".into(),
+            claim_id: "c-2".into(),
+            outcome: InboxOutcome::Succeeded,
+        }),
+        ..WriteSet::default()
+    };
+    store.commit(&done).unwrap();
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-9", now + seconds(999), lease)
+            .unwrap(),
+        InboxClaim::Succeeded
+    );
+}
+
+// spec 124, 155
+pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, lease)
+        .unwrap();
+    let failed = WriteSet {
+        inbox: Some(InboxMark {
+            handler: "notify".into(),
+            event_id: "e-1".into(),
+            claim_id: "c-1".into(),
+            outcome: InboxOutcome::Failed {
+                retry_at: now + seconds(1),
+                error: "boom".into(),
+            },
+        }),
+        ..WriteSet::default()
+    };
+    store.commit(&failed).unwrap();
+    assert_eq!(
+        store.next_inbox_retry("notify").unwrap(),
+        Some(now + seconds(1))
+    );
+    assert_eq!(store.next_inbox_retry("other").unwrap(), None);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + millis(999), lease)
+            .unwrap(),
+        InboxClaim::Waiting {
+            retry_at: now + seconds(1)
+        }
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(1), lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 2 }
+    );
+    assert_eq!(store.next_inbox_retry("notify").unwrap(), None);
+    let dead = WriteSet {
+        inbox: Some(InboxMark {
+            handler: "notify".into(),
+            event_id: "e-1".into(),
+            claim_id: "c-2".into(),
+            outcome: InboxOutcome::DeadLettered {
+                error: "boom again".into(),
+            },
+        }),
+        ..WriteSet::default()
+    };
+    store.commit(&dead).unwrap();
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-3", now + seconds(99), lease)
+            .unwrap(),
+        InboxClaim::DeadLettered
+    );
+}
+
+// spec 127, 131
+pub fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, seconds(1))
+        .unwrap();
+    store
+        .claim_inbox("notify", "e-1", "c-2", now + seconds(5), seconds(1))
+        .unwrap();
+    let late = WriteSet {
+        appends: vec![append("Order", "o-1", 0, &["e9"])],
+        inbox: Some(InboxMark {
+            handler: "notify".into(),
+            event_id: "e-1".into(),
+            claim_id: "c-1".into(),
+            outcome: InboxOutcome::Succeeded,
+        }),
+        ..WriteSet::default()
+    };
+    match store.commit(&late) {
+        Err(CommitError::ClaimLost { key }) => assert_eq!(key, "notify:e-1"),
+        other => panic!("expected ClaimLost, got {other:?}"),
+    }
+    assert_eq!(
+        store.head().unwrap(),
+        0,
+        "the attempt's events were rolled back with it"
+    );
+}
+
+// spec 44, 201
+pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
+    let once = WriteSet {
+        schedule: vec![entry("k-1", "2026-01-02T00:00:00Z")],
+        ..WriteSet::default()
+    };
+    store.commit(&once).unwrap();
+    let claimed = store
+        .claim_due("w-1", t("2026-01-02T00:00:00Z"), seconds(60), 10)
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    store.commit(&once).unwrap();
+    let same = store.scheduled("k-1").unwrap().unwrap();
+    assert_eq!(same.revision, 0, "an identical entry is left untouched");
+    assert_eq!(same.claim_id.as_deref(), Some("w-1"), "its claim included");
+    let moved = WriteSet {
+        schedule: vec![entry("k-1", "2026-01-03T00:00:00Z")],
+        ..WriteSet::default()
+    };
+    store.commit(&moved).unwrap();
+    let moved = store.scheduled("k-1").unwrap().unwrap();
+    assert_eq!(
+        (moved.revision, moved.execute_at),
+        (1, t("2026-01-03T00:00:00Z"))
+    );
+    assert_eq!(moved.claim_id, None, "moving an entry frees it");
+    let gone = WriteSet {
+        unschedule: vec!["k-1".into()],
+        ..WriteSet::default()
+    };
+    store.commit(&gone).unwrap();
+    assert!(store.scheduled("k-1").unwrap().is_none());
+}
+
+// spec 45, 200
+pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
+    let writes = WriteSet {
+        schedule: vec![
+            entry("b", "2026-01-02T00:00:00Z"),
+            entry("a", "2026-01-02T00:00:00Z"),
+            entry("c", "2026-01-01T12:00:00Z"),
+            entry("later", "2026-01-05T00:00:00Z"),
+        ],
+        ..WriteSet::default()
+    };
+    store.commit(&writes).unwrap();
+    let now = t("2026-01-02T00:00:00Z");
+    let lease = seconds(60);
+    let first = store.claim_due("w-1", now, lease, 2).unwrap();
+    assert_eq!(
+        first
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["c", "a"]
+    );
+    assert!(
+        first
+            .iter()
+            .all(|e| e.claim_id.as_deref() == Some("w-1") && e.claimed_at == Some(now))
+    );
+    let second = store.claim_due("w-2", now, lease, 10).unwrap();
+    assert_eq!(
+        second
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["b"],
+        "claimed ones are skipped"
+    );
+    assert!(
+        store
+            .claim_due("w-3", now + seconds(59), lease, 10)
+            .unwrap()
+            .is_empty()
+    );
+    let reclaimed = store
+        .claim_due("w-3", now + seconds(60), lease, 10)
+        .unwrap();
+    assert_eq!(
+        reclaimed
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["c", "a", "b"]
+    );
+    assert!(
+        reclaimed.iter().all(|e| e.attempts == 1),
+        "reclaiming an expired claim counts an attempt"
+    );
+    assert!(
+        store
+            .renew_scheduled("a", "w-3", now + seconds(61))
+            .unwrap()
+    );
+    assert!(
+        !store
+            .renew_scheduled("a", "w-1", now + seconds(61))
+            .unwrap()
+    );
+}
+
+// spec 47, 201
+pub fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let now = t("2026-01-01T00:00:00Z");
+    store.claim_due("w-1", now, seconds(1), 10).unwrap();
+    store
+        .claim_due("w-2", now + seconds(2), seconds(1), 10)
+        .unwrap();
+    let late = WriteSet {
+        appends: vec![append("Order", "o-1", 0, &["e1"])],
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: "k".into(),
+            claim_id: "w-1".into(),
+            outcome: ScheduledOutcome::Complete,
+        }),
+        ..WriteSet::default()
+    };
+    assert!(matches!(store.commit(&late), Err(CommitError::ClaimLost { key }) if key == "k"));
+    assert_eq!(store.head().unwrap(), 0);
+    assert!(store.scheduled("k").unwrap().is_some());
+}
+
+// spec 45, 46, 48
+pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let writes = WriteSet {
+        schedule: vec![
+            entry("done", "2026-01-01T00:00:00Z"),
+            entry("retry", "2026-01-01T00:00:00Z"),
+            entry("defer", "2026-01-01T00:00:00Z"),
+        ],
+        ..WriteSet::default()
+    };
+    store.commit(&writes).unwrap();
+    store.claim_due("w", now, seconds(60), 10).unwrap();
+    let release = |key: &str, outcome| WriteSet {
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: key.into(),
+            claim_id: "w".into(),
+            outcome,
+        }),
+        ..WriteSet::default()
+    };
+    store
+        .commit(&release("done", ScheduledOutcome::Complete))
+        .unwrap();
+    store
+        .commit(&release(
+            "retry",
+            ScheduledOutcome::Retry {
+                execute_at: now + seconds(1),
+                error: "boom".into(),
+            },
+        ))
+        .unwrap();
+    store
+        .commit(&release("defer", ScheduledOutcome::Defer))
+        .unwrap();
+    assert!(store.scheduled("done").unwrap().is_none());
+    let retry = store.scheduled("retry").unwrap().unwrap();
+    assert_eq!(
+        (
+            retry.attempts,
+            retry.execute_at,
+            retry.claim_id,
+            retry.last_error.as_deref()
+        ),
+        (1, now + seconds(1), None, Some("boom"))
+    );
+    let defer = store.scheduled("defer").unwrap().unwrap();
+    assert_eq!(
+        (defer.attempts, defer.execute_at, defer.claim_id),
+        (0, now, None),
+        "a deferred entry counts no attempt"
+    );
+}
+
+// spec 176
+pub fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn Store) {
+    let lease = seconds(60);
+    assert_eq!(store.next_due_at(lease).unwrap(), None);
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("a", "2026-01-01T00:00:00Z"),
+                entry("b", "2026-01-03T00:00:00Z"),
+            ],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.next_due_at(lease).unwrap(),
+        Some(t("2026-01-01T00:00:00Z"))
+    );
+    store
+        .claim_due("w", t("2026-01-02T00:00:00Z"), lease, 10)
+        .unwrap();
+    assert_eq!(
+        store.next_due_at(lease).unwrap(),
+        Some(t("2026-01-02T00:01:00.001Z"))
+    );
+}
+
+// spec 141, 163, 170, 172
+pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
+    let mut first = letter("l-1", LetterKind::Policy, "order.notify");
+    first.payload = Some(json!({ "order_id": "o-1" }));
+    store
+        .commit(&WriteSet {
+            dead_letters: vec![first.clone()],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let mut again = first.clone();
+    again.error_message = "filed twice".into();
+    store
+        .commit(&WriteSet {
+            dead_letters: vec![again],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    assert_eq!(
+        store.dead_letter("l-1").unwrap().unwrap(),
+        first,
+        "the first filing stands, every field kept"
+    );
+    let settle = |status| WriteSet {
+        settle_letter: Some(LetterSettle {
+            id: "l-1".into(),
+            status,
+        }),
+        ..WriteSet::default()
+    };
+    store.commit(&settle(LetterStatus::Retried)).unwrap();
+    assert!(
+        matches!(store.commit(&settle(LetterStatus::Discarded)), Err(CommitError::LetterSettled { id }) if id == "l-1")
+    );
+    assert_eq!(
+        store.dead_letter("l-1").unwrap().unwrap().status,
+        LetterStatus::Retried
+    );
+    let missing = WriteSet {
+        settle_letter: Some(LetterSettle {
+            id: "nope".into(),
+            status: LetterStatus::Retried,
+        }),
+        ..WriteSet::default()
+    };
+    assert!(matches!(store.commit(&missing), Err(CommitError::Store(_))));
+    assert!(store.dead_letter("nope").unwrap().is_none());
+}
+
+// spec 164, 165
+pub fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
+    let letters = vec![
+        letter("l-1", LetterKind::Policy, "order.notify"),
+        letter("l-2", LetterKind::Process, "order.payment"),
+        letter("l-3", LetterKind::Policy, "order.refund"),
+        letter("l-4", LetterKind::Scheduled, "SendReminder"),
+    ];
+    store
+        .commit(&WriteSet {
+            dead_letters: letters,
+            ..WriteSet::default()
+        })
+        .unwrap();
+    store
+        .commit(&WriteSet {
+            settle_letter: Some(LetterSettle {
+                id: "l-3".into(),
+                status: LetterStatus::Discarded,
+            }),
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let ids = |filter: &LetterFilter| {
+        store
+            .dead_letters(filter)
+            .unwrap()
+            .into_iter()
+            .map(|l| l.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(&LetterFilter::default()),
+        ["l-1", "l-2", "l-3", "l-4"],
+        "oldest first"
+    );
+    let policies = LetterFilter {
+        kind: Some(LetterKind::Policy),
+        ..LetterFilter::default()
+    };
+    assert_eq!(ids(&policies), ["l-1", "l-3"]);
+    let failed_policies = LetterFilter {
+        status: Some(LetterStatus::Failed),
+        ..policies.clone()
+    };
+    assert_eq!(ids(&failed_policies), ["l-1"]);
+    let by_handler = LetterFilter {
+        handler: Some("SendReminder".into()),
+        ..LetterFilter::default()
+    };
+    assert_eq!(ids(&by_handler), ["l-4"]);
+    let limited = LetterFilter {
+        limit: Some(2),
+        ..LetterFilter::default()
+    };
+    assert_eq!(ids(&limited), ["l-1", "l-2"]);
+    assert_eq!(
+        store.count_dead_letters(&limited).unwrap(),
+        4,
+        "count ignores the limit"
+    );
+    assert_eq!(store.count_dead_letters(&failed_policies).unwrap(), 1);
+}
+
+// Group commit: several attempts in one transaction, each all-or-nothing.
+pub fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
+    store
+        .commit(&appending(vec![append("Order", "o-1", 0, &["e1"])]))
+        .unwrap();
+    let batch = vec![
+        appending(vec![append("Order", "o-2", 0, &["e2"])]),
+        WriteSet {
+            appends: vec![
+                append("Order", "o-3", 0, &["e3"]),
+                append("Order", "o-1", 0, &["e4"]),
+            ],
+            schedule: vec![entry("k-3", "2026-01-01T00:00:00Z")],
+            ..WriteSet::default()
+        },
+        appending(vec![append("Order", "o-1", 1, &["e5"])]),
+    ];
+    let results = store.commit_many(&batch);
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0].as_ref().unwrap().events[0].position, 2);
+    assert!(matches!(results[1], Err(CommitError::StreamMoved { .. })));
+    assert_eq!(results[2].as_ref().unwrap().events[0].version, 2);
+    assert!(
+        store.read_stream("Order", "o-3").unwrap().is_empty(),
+        "the failing set wrote nothing"
+    );
+    assert!(store.scheduled("k-3").unwrap().is_none());
+    assert_eq!(
+        store
+            .read_all(0, 10)
+            .unwrap()
+            .iter()
+            .map(|e| e.id.as_str())
+            .collect::<Vec<_>>(),
+        ["e1", "e2", "e5"]
+    );
+}

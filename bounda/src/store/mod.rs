@@ -1,0 +1,128 @@
+//! What the runtime keeps: the event store, checkpoints, the inbox, the scheduler and dead letters.
+//!
+//! The runtime decides; the store applies. An attempt produces a [`WriteSet`] that
+//! [`Store::commit`] writes atomically or refuses with the precondition that failed
+//! ([`CommitError`]), writing nothing. [`Store::commit_many`] commits several write sets in one
+//! transaction, each still all-or-nothing, so a store can pass the disk's flush latency (see
+//! `PERFORMANCE.md` in the design notes). Every store passes the contract suite in
+//! [`contract`] (feature `contract-tests`).
+//!
+//! The trait is synchronous: SQLite answers in microseconds, and a store for a networked database
+//! can run its client blocking on a worker thread.
+
+#[cfg(feature = "contract-tests")]
+pub mod contract;
+mod records;
+mod write_set;
+
+pub use records::{
+    Appended, Committed, DeadLetter, InboxClaim, LetterFilter, LetterKind, LetterStatus, Metadata,
+    NewEvent, ScheduledEntry,
+};
+pub use write_set::{
+    Append, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome, ScheduledRelease,
+    StoreError, WriteSet,
+};
+
+use crate::{Duration, Instant, RecordedEvent};
+
+/// A store for the runtime. See the module documentation.
+pub trait Store: Send + Sync + 'static {
+    /// The events of one stream, oldest first.
+    fn read_stream(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// Up to `limit` events of the global stream after `position`, in position order.
+    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// The event with this id.
+    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError>;
+
+    /// The position of the last event, 0 when there is none.
+    fn head(&self) -> Result<u64, StoreError>;
+
+    /// Commits one write set atomically (spec 131).
+    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError>;
+
+    /// Commits several write sets in one transaction, each all-or-nothing on its own: one whose
+    /// precondition fails is left out, the others are written. Answers in the same order.
+    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        writes.iter().map(|writes| self.commit(writes)).collect()
+    }
+
+    /// A subscriber's checkpoint, or `None` before its first pass.
+    fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError>;
+
+    /// Every checkpoint, by subscriber name.
+    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
+    /// Moves a checkpoint from `from` (`None`: not yet created) to `to` by compare-and-set.
+    /// Returns `false`, writing nothing, when someone else moved it first (spec 147).
+    fn move_checkpoint(
+        &self,
+        subscriber: &str,
+        from: Option<u64>,
+        to: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Claims `(handler, event_id)` for one run, outside any attempt's transaction (spec 123,
+    /// 126): a new claim, an expired one, or a failure whose retry is due is taken under
+    /// `claim_id`; anything else is reported as it stands (spec 124).
+    fn claim_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<InboxClaim, StoreError>;
+
+    /// Renews a claim before a rerun (spec 128). `false` when the claim is no longer ours.
+    fn renew_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError>;
+
+    /// The earliest retry moment of a failed inbox entry of `handler`, if any.
+    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError>;
+
+    /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
+    /// `lease`, ordered by (`execute_at`, `dedupe_key`) (spec 200).
+    fn claim_due(
+        &self,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError>;
+
+    /// Renews a scheduler claim (spec 46, 201). `false` when the claim is no longer ours.
+    fn renew_scheduled(
+        &self,
+        dedupe_key: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError>;
+
+    /// The earliest moment a scheduler entry becomes due; a claimed entry counts as due again
+    /// 1 ms after its lease ends (spec 176).
+    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
+
+    /// The scheduler entry with this key.
+    fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
+
+    /// Dead letters matching `filter`, oldest first.
+    fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError>;
+
+    /// How many dead letters match `filter` (its `limit` ignored).
+    fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError>;
+
+    /// The dead letter with this id.
+    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+}

@@ -1,0 +1,188 @@
+//! What the store keeps, as the runtime reads it back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Instant;
+
+/// An event's metadata (spec 2): how it came to be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// The request this event belongs to: the first command's id unless one was passed in.
+    pub correlation_id: String,
+    /// What caused it: the command's id, or the event a reaction handled.
+    pub causation_id: String,
+    /// How many reactions deep in its chain (spec 143–145).
+    pub depth: u32,
+    /// The payload's schema version (spec 13); 1 until upcasts exist.
+    pub schema_version: u32,
+    /// Whether the runtime wrote it (process lifecycle events).
+    pub system: bool,
+}
+
+impl Metadata {
+    /// The metadata of an event decided by a command from outside, with id `command_id`: its own
+    /// correlation and cause, depth 0 (spec 143).
+    pub fn of_command(command_id: &str) -> Metadata {
+        Metadata {
+            correlation_id: command_id.to_owned(),
+            causation_id: command_id.to_owned(),
+            depth: 0,
+            schema_version: 1,
+            system: false,
+        }
+    }
+}
+
+/// An event to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// Its id.
+    pub id: String,
+    /// The event type.
+    pub event_type: String,
+    /// The payload.
+    pub payload: serde_json::Value,
+    /// When it was decided.
+    pub timestamp: Instant,
+    /// How it came to be.
+    pub metadata: Metadata,
+}
+
+/// Where an appended event landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The event's id.
+    pub id: String,
+    /// Its place in the global stream.
+    pub position: u64,
+    /// Its version in its stream.
+    pub version: u64,
+}
+
+/// What a committed write set stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The appended events, in order.
+    pub events: Vec<Appended>,
+}
+
+/// A row of the scheduler: a delayed command, a delayed policy run or a process deadline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledEntry {
+    /// Its key: the same key schedules once (spec 44, 201).
+    pub dedupe_key: String,
+    /// What runs: a command type, or a runtime kind such as `bounda.ProcessDeadline`.
+    pub command_type: String,
+    /// The aggregate instance it concerns.
+    pub aggregate_id: String,
+    /// The command payload as JSON (spec 43).
+    pub payload: serde_json::Value,
+    /// When it is due.
+    pub execute_at: Instant,
+    /// What the runtime needs to run it in context (correlation, causation, key).
+    pub context: serde_json::Value,
+    /// Runs that failed or were cut short (a claim that expired).
+    pub attempts: u32,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+    /// Bumped whenever the entry is rescheduled.
+    pub revision: u64,
+    /// The claim this worker holds, once claimed.
+    pub claim_id: Option<String>,
+    /// When it was claimed.
+    pub claimed_at: Option<Instant>,
+}
+
+/// What claiming `(handler, event)` in the inbox found (spec 124).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboxClaim {
+    /// The claim is ours; this is the `attempt`-th run (from 1).
+    Claimed {
+        /// The run's number, the first being 1.
+        attempt: u32,
+    },
+    /// It already succeeded: not run again.
+    Succeeded,
+    /// Another runner holds it until its lease ends.
+    Held,
+    /// It failed and waits for its back-off until `retry_at`.
+    Waiting {
+        /// When the retry is due.
+        retry_at: Instant,
+    },
+    /// It was given up on and dead-lettered.
+    DeadLettered,
+}
+
+/// A dead letter's kind (spec 162).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LetterKind {
+    /// A policy run.
+    Policy,
+    /// A process step.
+    Process,
+    /// A scheduled command.
+    Scheduled,
+}
+
+/// A dead letter's status (spec 164). Letters are never deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LetterStatus {
+    /// Waiting for an operator.
+    Failed,
+    /// Retried.
+    Retried,
+    /// Given up.
+    Discarded,
+}
+
+/// A run the runtime gave up on (spec 163).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadLetter {
+    /// Its id; deterministic, so filing it twice finds the first (spec 141).
+    pub id: String,
+    /// Policy, process or scheduled.
+    pub kind: LetterKind,
+    /// The handler (`order.notifyOnOrderPlaced`) or command type.
+    pub handler: String,
+    /// The event it failed on, if any.
+    pub event_id: Option<String>,
+    /// That event's type.
+    pub event_type: Option<String>,
+    /// The aggregate type concerned.
+    pub aggregate_type: Option<String>,
+    /// The aggregate instance concerned.
+    pub aggregate_id: Option<String>,
+    /// `terminal` or `retriable_exhausted` (spec 154).
+    pub error_type: String,
+    /// The error's message.
+    pub error_message: String,
+    /// The error's chain of causes.
+    pub error_stack: Option<String>,
+    /// Runs made before giving up.
+    pub attempts: u32,
+    /// When it first failed.
+    pub first_failed_at: Instant,
+    /// When it last failed.
+    pub last_failed_at: Instant,
+    /// Where it stands.
+    pub status: LetterStatus,
+    /// The command payload, for scheduled letters.
+    pub payload: Option<serde_json::Value>,
+}
+
+/// Which dead letters to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LetterFilter {
+    /// Only this kind.
+    pub kind: Option<LetterKind>,
+    /// Only this handler.
+    pub handler: Option<String>,
+    /// Only this status.
+    pub status: Option<LetterStatus>,
+    /// At most this many, oldest first.
+    pub limit: Option<usize>,
+}

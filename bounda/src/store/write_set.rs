@@ -1,0 +1,178 @@
+//! A write set: everything one attempt writes, committed together or not at all (spec 130–136).
+
+use crate::Instant;
+use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry};
+
+/// Events to append to one stream, at the version the decision saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Append {
+    /// The aggregate type.
+    pub aggregate_type: String,
+    /// The aggregate instance.
+    pub aggregate_id: String,
+    /// The stream's version when the decision was made; the append fails if it moved (spec 7).
+    pub expected_version: u64,
+    /// The events, in order.
+    pub events: Vec<NewEvent>,
+}
+
+/// How an attempt settles its inbox claim (spec 127).
+#[derive(Debug, Clone, PartialEq)]
+pub enum InboxOutcome {
+    /// Done: never run again.
+    Succeeded,
+    /// Failed; run again once `retry_at` has come.
+    Failed {
+        /// When the retry is due.
+        retry_at: Instant,
+        /// Why it failed.
+        error: String,
+    },
+    /// Given up on; its dead letter is in the same write set.
+    DeadLettered {
+        /// Why it failed.
+        error: String,
+    },
+}
+
+/// Settles the claim `claim_id` on `(handler, event_id)`: written only while the claim is still
+/// ours, else the whole write set rolls back with [`CommitError::ClaimLost`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboxMark {
+    /// The reaction's name.
+    pub handler: String,
+    /// The event it reacted to.
+    pub event_id: String,
+    /// The claim taken before the attempt.
+    pub claim_id: String,
+    /// How it ended.
+    pub outcome: InboxOutcome,
+}
+
+/// How a worker settles a scheduler entry it claimed (spec 45, 201).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScheduledOutcome {
+    /// Ran: the entry is removed.
+    Complete,
+    /// Failed: released, due again at `execute_at`, one more attempt counted.
+    Retry {
+        /// When to run again.
+        execute_at: Instant,
+        /// Why it failed.
+        error: String,
+    },
+    /// Not run (reached too late in a batch): released, no attempt counted (spec 46).
+    Defer,
+}
+
+/// Settles the claim `claim_id` on scheduler entry `dedupe_key`; written only while the claim is
+/// still ours, else [`CommitError::ClaimLost`] (spec 47, 201).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScheduledRelease {
+    /// The entry.
+    pub dedupe_key: String,
+    /// The claim the worker took.
+    pub claim_id: String,
+    /// How it ended.
+    pub outcome: ScheduledOutcome,
+}
+
+/// Moves a dead letter out of `failed`: written only while it is `failed`, else
+/// [`CommitError::LetterSettled`] (spec 170).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LetterSettle {
+    /// The letter.
+    pub id: String,
+    /// `retried` or `discarded`.
+    pub status: LetterStatus,
+}
+
+/// Everything one attempt writes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WriteSet {
+    /// Events to append, per stream.
+    pub appends: Vec<Append>,
+    /// Scheduler entries to add or move; an identical entry is left untouched (spec 201).
+    pub schedule: Vec<ScheduledEntry>,
+    /// Scheduler entries to remove, by key.
+    pub unschedule: Vec<String>,
+    /// The inbox claim to settle.
+    pub inbox: Option<InboxMark>,
+    /// The scheduler claim to settle.
+    pub scheduled: Option<ScheduledRelease>,
+    /// Dead letters to file; one whose id exists already is left as it is (spec 141).
+    pub dead_letters: Vec<DeadLetter>,
+    /// A dead letter to settle.
+    pub settle_letter: Option<LetterSettle>,
+}
+
+impl WriteSet {
+    /// Whether it writes nothing at all.
+    pub fn is_empty(&self) -> bool {
+        *self == WriteSet::default()
+    }
+}
+
+/// Why a write set was not committed. Nothing of it was written.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// A stream moved since the decision was made (spec 7).
+    #[error(
+        "stream `{aggregate_type}:{aggregate_id}` is at version {actual_version}, not {expected_version}"
+    )]
+    StreamMoved {
+        /// The aggregate type.
+        aggregate_type: String,
+        /// The aggregate instance.
+        aggregate_id: String,
+        /// The version the decision saw.
+        expected_version: u64,
+        /// The version found.
+        actual_version: u64,
+    },
+    /// An inbox or scheduler claim was taken over (spec 47, 127).
+    #[error("the claim on `{key}` was lost to another runner")]
+    ClaimLost {
+        /// The inbox `handler:event` or the scheduler key.
+        key: String,
+    },
+    /// The dead letter is no longer `failed` (spec 170).
+    #[error("dead letter `{id}` is already settled")]
+    LetterSettled {
+        /// The letter.
+        id: String,
+    },
+    /// The store itself failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The store failed: I/O, a corrupt row, a database it cannot use.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct StoreError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// An error with a message only.
+    pub fn new(message: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error caused by `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        StoreError {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
