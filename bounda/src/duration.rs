@@ -97,13 +97,26 @@ impl Duration {
             Some(unit) => unit,
             None => return Err(DurationErrorKind::UnknownUnit),
         };
+        // Trailing zeros of a fraction change nothing: leave them out.
+        let mut end = split;
+        let mut has_dot = false;
+        let mut k = 0;
+        while k < split {
+            has_dot = has_dot || bytes[k] == b'.';
+            k += 1;
+        }
+        if has_dot {
+            while end > 1 && bytes[end - 1] == b'0' {
+                end -= 1;
+            }
+        }
         // The number as a fraction `numerator / 10^scale`, in u128 so nothing overflows early.
         let mut numerator: u128 = 0;
         let mut scale: u32 = 0;
         let mut seen_dot = false;
         let mut seen_digit = false;
         let mut i = 0;
-        while i < split {
+        while i < end {
             let b = bytes[i];
             if b == b'.' {
                 if seen_dot {
@@ -116,7 +129,11 @@ impl Duration {
                 if seen_dot {
                     scale += 1;
                 }
-                if numerator > u64::MAX as u128 * 1_000 || scale > 18 {
+                if scale > 18 {
+                    // Eighteen decimals of even a day are far below a millisecond.
+                    return Err(DurationErrorKind::SubMillisecond);
+                }
+                if numerator > u64::MAX as u128 * 1_000 {
                     return Err(DurationErrorKind::Overflow);
                 }
             }
@@ -288,6 +305,17 @@ mod tests {
         assert_eq!(parse("1.250s"), Ok(millis(1_250)));
         assert_eq!(parse("1.0005s"), Err(DurationErrorKind::SubMillisecond));
         assert_eq!(parse("0.5ms"), Err(DurationErrorKind::SubMillisecond));
+        assert_eq!(
+            parse("1.0000000000000000000000s"),
+            Ok(seconds(1)),
+            "zeros change nothing"
+        );
+        assert_eq!(parse("2.50h"), Ok(minutes(150)));
+        assert_eq!(
+            parse("0.0000000000000000001s"),
+            Err(DurationErrorKind::SubMillisecond)
+        );
+        assert_eq!(parse("5.0s"), Ok(seconds(5)));
     }
 
     #[test]

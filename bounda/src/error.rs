@@ -49,9 +49,10 @@ pub enum Error {
     /// A duration that does not parse (spec 211).
     #[error(transparent)]
     InvalidDuration(#[from] DurationError),
-    /// A deadline handler that set its deadline back to the moment that came due (spec 84).
+    /// A deadline handler that set its deadline to the moment that came due, or an earlier one
+    /// (spec 84).
     #[error(
-        "`at_{field}` set `{field}` back to {at}, the moment that came due; \
+        "`at_{field}` left `{field}` at or before {at}, the moment that came due; \
          set a later moment or `Deadline::none()`"
     )]
     DeadlineNotAdvanced {

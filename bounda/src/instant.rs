@@ -9,22 +9,30 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Duration;
 
-/// A moment in UTC, to the millisecond.
+/// The first moment an `Instant` holds: `0000-01-01T00:00:00.000Z`.
+const MIN_MS: i64 = -62_167_219_200_000;
+/// The last moment an `Instant` holds: `9999-12-31T23:59:59.999Z`.
+const MAX_MS: i64 = 253_402_300_799_999;
+
+/// A moment in UTC, to the millisecond, between the years 0000 and 9999.
 ///
 /// Serialised as ISO 8601 with milliseconds and `Z`: `2026-01-01T00:00:00.000Z`. Parsing accepts
 /// any RFC 3339 offset and normalises to UTC; finer precision is truncated to the millisecond so a
-/// moment survives a round trip through storage unchanged.
+/// moment survives a round trip through storage unchanged. The range is what RFC 3339's four-digit
+/// years can write, so every `Instant` reads back as it was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant {
     ms: i64,
 }
 
 impl Instant {
-    /// Milliseconds since the Unix epoch, or `None` outside the years chrono can represent.
-    pub fn from_millis(ms: i64) -> Option<Instant> {
-        Utc.timestamp_millis_opt(ms)
-            .single()
-            .map(|_| Instant { ms })
+    /// Milliseconds since the Unix epoch, or `None` outside the years 0000 to 9999.
+    pub const fn from_millis(ms: i64) -> Option<Instant> {
+        if ms < MIN_MS || ms > MAX_MS {
+            None
+        } else {
+            Some(Instant { ms })
+        }
     }
 
     /// Milliseconds since the Unix epoch.
@@ -42,6 +50,8 @@ impl Instant {
 
     /// Parses RFC 3339 (`2026-01-01T00:00:00Z`, `2026-01-01T01:00:00+01:00`) into UTC.
     pub fn parse(input: &str) -> Result<Instant, InstantError> {
+        // A four-digit year near 0000 or 9999 with an offset can land outside the range: clamp
+        // it, as the range's two ends are moments no deadline means literally.
         DateTime::parse_from_rfc3339(input)
             .map(|moment| Instant::from(moment.with_timezone(&Utc)))
             .map_err(|source| InstantError {
@@ -67,17 +77,23 @@ impl Instant {
         crate::millis(u64::try_from(self.ms.saturating_sub(earlier.ms)).unwrap_or(0))
     }
 
-    /// The last moment an `Instant` can hold; adding past it saturates here.
-    pub fn max_value() -> Instant {
-        Instant::from(DateTime::<Utc>::MAX_UTC)
+    /// The last moment an `Instant` can hold, `9999-12-31T23:59:59.999Z`; adding past it
+    /// saturates here.
+    pub const fn max_value() -> Instant {
+        Instant { ms: MAX_MS }
+    }
+
+    /// The first moment an `Instant` can hold, `0000-01-01T00:00:00.000Z`.
+    pub const fn min_value() -> Instant {
+        Instant { ms: MIN_MS }
     }
 }
 
 impl From<DateTime<Utc>> for Instant {
-    /// Truncates to the millisecond.
+    /// Truncates to the millisecond, and clamps to the years 0000 to 9999.
     fn from(moment: DateTime<Utc>) -> Instant {
         Instant {
-            ms: moment.timestamp_millis(),
+            ms: moment.timestamp_millis().clamp(MIN_MS, MAX_MS),
         }
     }
 }
@@ -227,5 +243,18 @@ mod tests {
         );
         assert_eq!(Instant::max_value() + hours(1), Instant::max_value());
         assert_eq!(Instant::max_value().checked_add(millis(1)), None);
+        assert_eq!(Instant::min_value().checked_sub(millis(1)), None);
+        assert_eq!(start + crate::Duration::MAX, Instant::max_value());
+    }
+
+    #[test]
+    fn the_extremes_round_trip_through_text() {
+        for moment in [Instant::min_value(), Instant::max_value()] {
+            let text = moment.to_string();
+            assert_eq!(Instant::parse(&text).unwrap(), moment, "{text}");
+        }
+        assert_eq!(Instant::max_value().to_string(), "9999-12-31T23:59:59.999Z");
+        assert_eq!(Instant::min_value().to_string(), "0000-01-01T00:00:00.000Z");
+        assert_eq!(Instant::from_millis(253_402_300_800_000), None);
     }
 }

@@ -8,10 +8,12 @@
 extern crate self as bounda;
 
 pub mod aggregate;
+pub mod clock;
 mod deadline;
 mod duration;
 mod error;
 mod event;
+pub mod ids;
 mod instant;
 pub mod process;
 pub mod store;

@@ -501,6 +501,44 @@ async fn a_deadline_handler_that_returns_the_moment_that_came_due_fails() {
     assert_eq!(state.tries, 0, "a failed step leaves the state as it was");
 }
 
+mod eager {
+    use bounda::prelude::*;
+
+    use super::support::storefront::{Order, OrderPlaced};
+
+    /// A process whose `at_retry` sets its deadline an hour before the moment that came due.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub(crate) struct Eager {
+        #[deadline]
+        pub(crate) retry: Deadline,
+    }
+
+    #[process]
+    impl Eager {
+        async fn at_retry(cx: At<'_, Self>) -> Result<AtRetry> {
+            let earlier = cx.due_at().checked_sub(hours(1)).unwrap_or(cx.due_at());
+            Ok(AtRetry::new(earlier))
+        }
+    }
+}
+
+// spec 84: an earlier moment would come due again at once, without end.
+#[tokio::test]
+async fn a_deadline_handler_that_moves_its_deadline_back_fails() {
+    use bounda::process::step;
+    let due_at = at("2026-01-02T00:00:00Z");
+    let mut state = eager::Eager {
+        retry: Deadline::at(due_at),
+    };
+    let due = plan::due(&state, None, due_at).expect("due");
+    let error = step::run_deadline(&mut state, "o-1", due, due_at)
+        .await
+        .expect_err("moved back");
+    assert!(error.to_string().contains("at or before"), "{error}");
+    assert_eq!(state.retry, Deadline::at(due_at));
+}
+
 // spec 76, 96
 #[tokio::test]
 async fn steps_merge_handler_patches_and_timeout_without_handler_merges_nothing() {

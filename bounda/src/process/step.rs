@@ -28,7 +28,8 @@ pub async fn handle_event<P: Process>(
 /// into `state`; the reserved `timeout` without an `at_timeout` merges nothing.
 ///
 /// A handler that sets its deadline back to the moment that came due fails with
-/// [`Error::DeadlineNotAdvanced`] (spec 84); on error `state` is left as it was.
+/// [`Error::DeadlineNotAdvanced`] (spec 84), and so does one that sets an earlier moment: it
+/// would come due again at once, and again, without end. On error `state` is left as it was.
 pub async fn run_deadline<P: Process>(
     state: &mut P,
     id: &str,
@@ -45,7 +46,8 @@ pub async fn run_deadline<P: Process>(
     let again = P::DEADLINES
         .iter()
         .find(|field| field.name == due.field)
-        .is_some_and(|field| (field.get)(&next).moment() == Some(due.at));
+        .and_then(|field| (field.get)(&next).moment())
+        .is_some_and(|moment| moment <= due.at);
     if again {
         return Err(Error::DeadlineNotAdvanced {
             field: due.field.to_owned(),
