@@ -30,3 +30,11 @@ pub(crate) const AGGREGATE: &str = "aggregate";
 pub(crate) const NAME: &str = "name";
 /// `#[rejection("message")]`.
 pub(crate) const REJECTION: &str = "rejection";
+/// The context type of event handlers, `On<'_, Self, Event>`.
+pub(crate) const ON_CONTEXT: &str = "On";
+/// The prefix of the types deadline handlers return, `At<Field>`.
+pub(crate) const AT_TYPE_PREFIX: &str = "At";
+/// `#[serde(..)]`, read by `#[derive(Event)]` for renamed fields.
+pub(crate) const SERDE: &str = "serde";
+/// A field the patch cannot have when deadlines exist: `At<Field>::new` is taken.
+pub(crate) const RESERVED_FIELD: &str = "new";

@@ -25,7 +25,105 @@ pub mod __private;
 pub use aggregate::{
     Aggregate, Command, Decision, Event, EventKey, EventSet, NoRejection, Rejection,
 };
-pub use bounda_macros::{Event, Events, Rejection, deadline, process};
+/// Declares a process: `#[process(..)]` on its state struct, `#[process]` on the `impl` block
+/// that holds its handlers.
+///
+/// # On the state struct
+///
+/// | argument | meaning |
+/// | --- | --- |
+/// | `on = Order` | the aggregate the process follows: one instance per `Order` instance (spec 55) |
+/// | `started_by = [OrderPlaced, ..]` | the events that start an instance (required, at least one) |
+/// | `completed_by = [OrderCancelled, ..]` | the events that complete it, after their handler runs |
+/// | `timeout = "30d"` | how long an instance may stay open; checked while compiling; default from configuration (`7d`) |
+///
+/// The struct holds the whole state (`Default`, `Clone`, `Debug`, serde). Fields marked
+/// `#[deadline]` have type [`Deadline`]: setting one schedules its handler, changing it moves it,
+/// `Deadline::none()` cancels it. The macro generates, next to the struct:
+///
+/// - `<Name>Patch`: every field optional, with a builder method per field; what handlers return.
+/// - `At<Field>` for each deadline: what `at_<field>` returns; `At<Field>::new(next)` requires the
+///   deadline's next value, so a handler cannot leave it out.
+/// - the [`ProcessState`] impl: declaration, merge, deadline table.
+///
+/// # On the handlers
+///
+/// - `async fn on_<event>(cx: On<'_, Self, Event>) -> Result<Patch>`: runs for each event of that
+///   type that reaches the instance; its name ends with the event's name in snake case. An event
+///   of another aggregate reaches the instance through its payload field named after the main
+///   aggregate's id (`order_id`), or through `#[correlate(Self::some_fn)]` on the handler, a
+///   function from `&Event` to `Option<String>`.
+/// - `async fn at_<field>(cx: At<'_, Self>) -> Result<At<Field>>`: runs when deadline `field`
+///   comes due.
+/// - `async fn at_timeout(cx: At<'_, Self>) -> Result<Patch>` (optional): runs when the process
+///   lifetime runs out, which ends the instance.
+///
+/// A handler returns `Result<()>` to change nothing. The macro implements [`Process`].
+///
+/// # Checked while compiling
+///
+/// Every deadline has its handler and every `at_` handler its deadline; no deadline is named
+/// `timeout`; deadline fields are `Deadline`s; one handler per event and per deadline; every
+/// handled, starting or completing event can reach the instance; the `timeout` is a duration.
+/// Each mistake is one error at the field or handler, saying how to fix it
+/// (`ui-tests/tests/ui/` has one case per rule).
+///
+/// ```
+/// use bounda::prelude::*;
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
+/// # #[event(aggregate = Order)]
+/// # pub struct OrderPlaced { pub order_id: String }
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Events)]
+/// # pub enum OrderEvent { Placed(OrderPlaced) }
+/// # #[derive(Debug, Default)]
+/// # pub struct Order;
+/// # impl Aggregate for Order {
+/// #     const NAME: &'static str = "Order";
+/// #     const ID_FIELD: &'static str = "order_id";
+/// #     type Event = OrderEvent;
+/// #     fn apply(&mut self, _: &OrderEvent) {}
+/// # }
+///
+/// #[process(on = Order, started_by = [OrderPlaced], timeout = "7d")]
+/// #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+/// pub struct Chaser {
+///     #[deadline]
+///     nudge: Deadline,
+/// }
+///
+/// #[process]
+/// impl Chaser {
+///     async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<ChaserPatch> {
+///         Ok(ChaserPatch::default().nudge(cx.after(hours(1))))
+///     }
+///
+///     async fn at_nudge(cx: At<'_, Self>) -> Result<AtNudge> {
+///         Ok(AtNudge::new(cx.after(hours(24))))
+///     }
+/// }
+///
+/// assert_eq!(<Chaser as ProcessState>::TIMEOUT, Some(days(7)));
+/// ```
+pub use bounda_macros::process;
+
+/// Marks a deadline field of a `#[process(..)]` state; see [`process`](macro@process). It is
+/// read and removed by `#[process]`; used on anything else it is an error.
+pub use bounda_macros::deadline;
+
+/// Implements [`Event`](trait@Event) for an event payload struct:
+/// `#[event(aggregate = Order)]`, and optionally `#[event(name = "..")]` for the stored type name
+/// (the struct's name by default). Field names follow `#[serde(rename..)]`, so routing by the
+/// main aggregate's id field sees them as stored.
+pub use bounda_macros::Event;
+
+/// Implements [`EventSet`] for the enum of one aggregate's events, each variant wrapping one
+/// event struct (`Placed(OrderPlaced)`), with `From<OrderPlaced>` for the enum.
+pub use bounda_macros::Events;
+
+/// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
+/// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or
+/// the code when there is none.
+pub use bounda_macros::Rejection;
 pub use deadline::Deadline;
 pub use duration::{
     Duration, DurationError, DurationErrorKind, days, hours, millis, minutes, seconds,

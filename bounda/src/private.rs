@@ -86,12 +86,58 @@ pub const fn contains(list: &[&str], name: &str) -> bool {
     false
 }
 
-/// Asserts `P` has a `#[process]` impl; the error says how to add one.
-pub const fn assert_process<P: Process>() {}
+/// What the `#[process]` impl of a process declares, read in a `const`. The state side asks for
+/// it in one place, spanned at the state's name, so a missing impl gives one error.
+#[derive(Debug, Clone, Copy)]
+pub struct HandlerInfo {
+    /// Events with an `on_<event>` handler.
+    pub on: &'static [EventKey],
+    /// Deadlines with an `at_<field>` handler.
+    pub at: &'static [&'static str],
+    /// Events whose handler has a correlator.
+    pub correlated: &'static [EventKey],
+}
 
-/// Whether `P` has an `at_<field>` handler.
-pub const fn has_at_handler<P: Process>(field: &str) -> bool {
-    contains(P::AT, field)
+/// The [`HandlerInfo`] of `P`.
+pub const fn handlers<P: Process>() -> HandlerInfo {
+    HandlerInfo {
+        on: P::ON,
+        at: P::AT,
+        correlated: P::CORRELATED,
+    }
+}
+
+/// Whether two event keys are equal, in a `const`.
+pub const fn key_eq(a: EventKey, b: EventKey) -> bool {
+    str_eq(a.aggregate, b.aggregate) && str_eq(a.event, b.event)
+}
+
+/// Whether `keys` holds `key`, in a `const`.
+pub const fn has_key(keys: &[EventKey], key: EventKey) -> bool {
+    let mut i = 0;
+    while i < keys.len() {
+        if key_eq(keys[i], key) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether no key appears twice in `keys`.
+pub const fn distinct_keys(keys: &[EventKey]) -> bool {
+    let mut i = 0;
+    while i < keys.len() {
+        let mut j = i + 1;
+        while j < keys.len() {
+            if key_eq(keys[i], keys[j]) {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Whether `P`'s state declares a deadline field `name`.
@@ -115,7 +161,9 @@ pub const fn is_field<P: ProcessState>(name: &str) -> bool {
 /// aggregate, or its payload has the main aggregate's id field, or its handler correlates it.
 pub const fn reaches<P: ProcessState>(event: EventInfo, correlated: bool) -> bool {
     let main = <P::Aggregate as Aggregate>::NAME;
-    str_eq(event.aggregate, main)
+    // Without a main aggregate (`on = ..` missing, already reported) nothing more is said.
+    main.is_empty()
+        || str_eq(event.aggregate, main)
         || correlated
         || contains(event.fields, <P::Aggregate as Aggregate>::ID_FIELD)
 }

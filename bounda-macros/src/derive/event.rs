@@ -1,14 +1,20 @@
 //! `#[derive(Event)]` on an event payload struct.
 
+use heck::{
+    ToKebabCase, ToLowerCamelCase, ToShoutyKebabCase, ToShoutySnakeCase, ToSnakeCase,
+    ToUpperCamelCase,
+};
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{DeriveInput, LitStr, Path};
+use syn::punctuated::Punctuated;
+use syn::{Attribute, DeriveInput, Expr, Lit, LitStr, Meta, Path, Token};
 
 use crate::errors::Errors;
+use crate::names;
 use crate::paths;
 use crate::symbol;
 
-/// `impl Event`: the aggregate, the type name and the payload's field names.
+/// `impl Event`: the aggregate, the type name and the payload's field names as serialised.
 pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     let mut errors = Errors::default();
     let mut aggregate: Option<Path> = None;
@@ -35,12 +41,22 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         }
     }
     let ident = &input.ident;
+    let rename_all = serde_value(&input.attrs, "rename_all");
     let fields: Vec<String> = match &input.data {
         syn::Data::Struct(data) => data
             .fields
             .iter()
-            .filter_map(|field| field.ident.as_ref())
-            .map(|ident| syn::ext::IdentExt::unraw(ident).to_string())
+            .filter_map(|field| {
+                let ident = field.ident.as_ref()?;
+                let name = serde_value(&field.attrs, "rename").unwrap_or_else(|| {
+                    let plain = names::plain(ident);
+                    rename_all
+                        .as_deref()
+                        .and_then(|rule| rename(&plain, rule))
+                        .unwrap_or(plain)
+                });
+                Some(name)
+            })
             .collect(),
         _ => {
             errors.at(
@@ -63,13 +79,74 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     if !errors.is_empty() {
         return errors.to_compile_errors();
     }
-    let type_name = name.map_or_else(|| ident.to_string(), |name| name.value());
+    let type_name = name.map_or_else(|| names::plain(ident), |name| name.value());
     let private = paths::private();
+    let str = paths::str();
     quote! {
         impl #private::Event for #ident {
             type Aggregate = #aggregate;
-            const TYPE: &'static str = #type_name;
-            const FIELDS: &'static [&'static str] = &[#(#fields),*];
+            const TYPE: &'static #str = #type_name;
+            const FIELDS: &'static [&'static #str] = &[#(#fields),*];
         }
+    }
+}
+
+/// The string value of `key` in `#[serde(key = "..")]`, if given.
+fn serde_value(attrs: &[Attribute], key: &str) -> Option<String> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(symbol::SERDE))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .find_map(|meta| match meta {
+            Meta::NameValue(pair) if pair.path.is_ident(key) => match pair.value {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(lit), ..
+                }) => Some(lit.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+}
+
+/// A field name under serde's `rename_all = rule`.
+fn rename(field: &str, rule: &str) -> Option<String> {
+    Some(match rule {
+        "lowercase" => field.to_lowercase(),
+        "UPPERCASE" => field.to_uppercase(),
+        "PascalCase" => field.to_upper_camel_case(),
+        "camelCase" => field.to_lower_camel_case(),
+        "snake_case" => field.to_snake_case(),
+        "SCREAMING_SNAKE_CASE" => field.to_shouty_snake_case(),
+        "kebab-case" => field.to_kebab_case(),
+        "SCREAMING-KEBAB-CASE" => field.to_shouty_kebab_case(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_follow_serde_renames() {
+        let input: DeriveInput = syn::parse_quote! {
+            #[event(aggregate = Payment)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PaymentSettled {
+                order_id: String,
+                #[serde(rename = "ref", default)]
+                reference: String,
+                r#type: String,
+            }
+        };
+        let output = expand(input).to_string();
+        assert!(
+            output.contains(r#"& ["orderId" , "ref" , "type"]"#),
+            "{output}"
+        );
     }
 }

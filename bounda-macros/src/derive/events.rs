@@ -44,7 +44,12 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         return errors.to_compile_errors();
     }
     let private = paths::private();
-    let result = paths::result();
+    let (result, str, string, from) = (
+        paths::result(),
+        paths::str(),
+        paths::string(),
+        paths::from(),
+    );
     let aggregate = quote!(<#first as #private::Event>::Aggregate);
     let types = variants
         .iter()
@@ -61,8 +66,8 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
                 return #private::serde_json::from_value::<#ty>(payload)
                     .map(#ident::#variant)
                     .map_err(|source| #private::Error::InvalidPayload {
-                        aggregate: ::std::string::String::from(<#aggregate as #private::Aggregate>::NAME),
-                        event_type: ::std::string::String::from(event_type),
+                        aggregate: #string::from(<#aggregate as #private::Aggregate>::NAME),
+                        event_type: #string::from(event_type),
                         event_id: ::std::string::String::new(),
                         source,
                     });
@@ -71,7 +76,7 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     });
     let froms = variants.iter().map(|(variant, ty)| {
         quote! {
-            impl ::core::convert::From<#ty> for #ident {
+            impl #from<#ty> for #ident {
                 fn from(event: #ty) -> #ident {
                     #ident::#variant(event)
                 }
@@ -90,9 +95,9 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     quote! {
         impl #private::EventSet for #ident {
             type Aggregate = #aggregate;
-            const TYPES: &'static [&'static str] = &[#(#types),*];
+            const TYPES: &'static [&'static #str] = &[#(#types),*];
 
-            fn type_name(&self) -> &'static str {
+            fn type_name(&self) -> &'static #str {
                 match self {
                     #(#type_arms,)*
                 }
@@ -105,13 +110,13 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             }
 
             fn from_json(
-                event_type: &str,
+                event_type: &#str,
                 payload: #private::serde_json::Value,
             ) -> #result<Self, #private::Error> {
                 #(#decode_arms)*
                 #result::Err(#private::Error::UnknownEventType {
-                    aggregate: ::std::string::String::from(<#aggregate as #private::Aggregate>::NAME),
-                    event_type: ::std::string::String::from(event_type),
+                    aggregate: #string::from(<#aggregate as #private::Aggregate>::NAME),
+                    event_type: #string::from(event_type),
                     known: <Self as #private::EventSet>::TYPES,
                 })
             }

@@ -23,7 +23,7 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     let mut message_arms = Vec::new();
     for variant in &data.variants {
         let name = &variant.ident;
-        let code = name.to_string();
+        let code = crate::names::plain(name);
         let mut message: Option<LitStr> = None;
         for attr in variant
             .attrs
@@ -48,12 +48,13 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         };
         code_arms.push(quote!(#ident::#name { .. } => #code));
         // A variant without a message uses its code as the message (spec 17).
+        let (format, string) = (paths::format(), paths::string());
         let message = match message {
-            Some(lit) => quote!(::std::format!(#lit)),
-            None => quote!(::std::string::String::from(#code)),
+            Some(lit) => quote!(#format(#lit)),
+            None => quote!(#string::from(#code)),
         };
         message_arms.push(quote! {
-            #[allow(unused_variables)]
+            #[allow(unused_variables, reason = "a message need not name every field")]
             #pattern => #message
         });
     }
@@ -61,6 +62,7 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         return errors.to_compile_errors();
     }
     let private = paths::private();
+    let (str, string) = (paths::str(), paths::string());
     let body = |arms: &[TokenStream]| {
         if arms.is_empty() {
             quote!(match *self {})
@@ -72,11 +74,11 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     let messages = body(&message_arms);
     quote! {
         impl #private::Rejection for #ident {
-            fn code(&self) -> &'static str {
+            fn code(&self) -> &'static #str {
                 #codes
             }
 
-            fn message(&self) -> ::std::string::String {
+            fn message(&self) -> #string {
                 #messages
             }
         }

@@ -29,6 +29,8 @@ pub(crate) struct StateField {
     pub(crate) vis: syn::Visibility,
     /// The `#[deadline]` attribute, if the field has one.
     pub(crate) deadline: Option<Attribute>,
+    /// The field's `#[doc]` attributes, copied onto its patch field.
+    pub(crate) docs: Vec<Attribute>,
 }
 
 impl StateField {
@@ -36,6 +38,27 @@ impl StateField {
     pub(crate) fn name(&self) -> String {
         self.ident.unraw().to_string()
     }
+}
+
+/// The struct with every `#[deadline]` removed: what an early abort emits, so the one error is
+/// not followed by rustc refusing the attribute.
+pub(crate) fn strip_deadlines(mut item: ItemStruct) -> ItemStruct {
+    for field in item.fields.iter_mut() {
+        field.attrs.retain(|attr| !is_deadline_attr(attr));
+    }
+    item
+}
+
+/// The impl with every `#[correlate]` removed, for an early abort.
+pub(crate) fn strip_correlates(mut item: ItemImpl) -> ItemImpl {
+    for impl_item in &mut item.items {
+        if let ImplItem::Fn(function) = impl_item {
+            function
+                .attrs
+                .retain(|attr| !attr.path().is_ident(symbol::CORRELATE));
+        }
+    }
+    item
 }
 
 /// Whether `attr` is `#[deadline]` (or `#[bounda::deadline]`).
@@ -81,11 +104,28 @@ impl State {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            // A field that may be compiled out would leave the patch, the merge and the tables
+            // naming a field that is not there: report it, and generate nothing for it.
+            if let Some(attr) = field.attrs.iter().find(|attr| attr.path().is_ident("cfg")) {
+                errors.at(
+                    attr,
+                    "a process state field cannot be conditional: its patch and dispatch need every field; \
+                     move the `#[cfg]` to the whole process",
+                );
+                continue;
+            }
+            let docs = field
+                .attrs
+                .iter()
+                .filter(|attr| attr.path().is_ident("doc"))
+                .cloned()
+                .collect();
             fields.push(StateField {
                 ident,
                 ty: field.ty.clone(),
                 vis: field.vis.clone(),
                 deadline,
+                docs,
             });
         }
         Ok(State { item, fields })
@@ -272,7 +312,7 @@ fn on_handler(
     };
     let ident = &event.segments.last()?.ident;
     let snake = ident.unraw().to_string().to_snake_case();
-    if !event_name.ends_with(&snake) {
+    if event_name != snake && !event_name.ends_with(&format!("_{snake}")) {
         errors.at(
             name,
             format!("handler `{name}` takes `{ident}`; name it `on_{snake}`"),
@@ -302,7 +342,7 @@ fn event_of(ty: &Type) -> Option<Path> {
         return None;
     };
     let last = path.path.segments.last()?;
-    if last.ident != "On" {
+    if last.ident != symbol::ON_CONTEXT {
         return None;
     }
     let PathArguments::AngleBracketed(args) = &last.arguments else {

@@ -17,6 +17,9 @@ pub(crate) struct ProcessArgs {
     pub(crate) completed_by: Vec<Path>,
     /// The lifetime literal.
     pub(crate) timeout: Option<LitStr>,
+    /// The keys given, well-formed or not: a malformed one is reported once, not again as
+    /// missing.
+    pub(crate) given: Vec<String>,
 }
 
 /// One `key = value` argument as written.
@@ -56,6 +59,7 @@ impl RawArgs {
             started_by: Vec::new(),
             completed_by: Vec::new(),
             timeout: None,
+            given: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
         for Arg { key, value } in self.0 {
@@ -76,11 +80,19 @@ impl RawArgs {
             seen.push(name.clone());
             match name.as_str() {
                 symbol::ON => args.on = path(&value, &key, errors),
-                symbol::STARTED_BY => args.started_by = paths(&value, &key, errors),
+                symbol::STARTED_BY => {
+                    args.started_by = paths(&value, &key, errors);
+                    if args.started_by.is_empty()
+                        && matches!(value, Expr::Array(ref array) if array.elems.is_empty())
+                    {
+                        errors.at(&value, "`started_by` lists no event; name at least one, like `started_by = [OrderPlaced]`");
+                    }
+                }
                 symbol::COMPLETED_BY => args.completed_by = paths(&value, &key, errors),
                 _ => args.timeout = lit_str(&value, errors),
             }
         }
+        args.given = seen;
         args
     }
 }
@@ -192,6 +204,15 @@ mod tests {
         assert!(
             args.on.is_some_and(|on| on.is_ident("Order")),
             "the first `on` stands"
+        );
+    }
+
+    #[test]
+    fn an_empty_started_by_is_refused() {
+        let (_, errors) = parse(quote!(on = Order, started_by = []));
+        assert_eq!(
+            errors,
+            ["`started_by` lists no event; name at least one, like `started_by = [OrderPlaced]`"]
         );
     }
 }

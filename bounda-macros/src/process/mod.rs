@@ -6,7 +6,7 @@ mod expand;
 mod validate;
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{ToTokens, quote};
 use syn::Item;
 
 use crate::errors::Errors;
@@ -21,7 +21,12 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(args) => args,
         Err(error) => {
             let error = error.to_compile_error();
-            return quote!(#error #input);
+            let item = match item {
+                Item::Struct(item) => ast::strip_deadlines(item).into_token_stream(),
+                Item::Impl(item) => ast::strip_correlates(item).into_token_stream(),
+                other => other.into_token_stream(),
+            };
+            return quote!(#error #item);
         }
     };
     match item {
@@ -46,11 +51,13 @@ fn state(args: attr::RawArgs, item: syn::ItemStruct) -> TokenStream {
         Ok(state) => state,
         Err(error) => {
             let error = error.to_compile_error();
+            let item = ast::strip_deadlines(item);
             return quote!(#error #item);
         }
     };
     validate::check_required_args(&args, &mut errors);
     validate::check_reserved_deadline(&state, &mut errors);
+    validate::check_reserved_field(&state, &mut errors);
     let item = &state.item;
     let patch = expand::patch_types(&state);
     let process_state = expand::process_state(&args, &state);
@@ -76,6 +83,7 @@ fn handlers(args: attr::RawArgs, item: syn::ItemImpl) -> TokenStream {
         Ok(handlers) => handlers,
         Err(error) => {
             let error = error.to_compile_error();
+            let item = ast::strip_correlates(item);
             return quote!(#error #item);
         }
     };

@@ -1,5 +1,7 @@
 //! The rules the macros can decide from syntax alone, one `check_*` each. Rules that need types
-//! are asserted in the expansion through `::bounda::__private` (see `expand/checks.rs`).
+//! or both items are asserted in the expansion through `::bounda::__private` (see
+//! `expand/state.rs` and `expand/handlers.rs`). The shape of each handler is checked while it is
+//! read (`ast.rs`), since a handler of the wrong shape is left out of the dispatch.
 
 use proc_macro2::Span;
 use quote::ToTokens;
@@ -11,15 +13,17 @@ use crate::process::ast::{Handlers, State};
 use crate::process::attr::ProcessArgs;
 use crate::symbol;
 
-/// A process names its main aggregate and what starts it.
+/// A process names its main aggregate and what starts it (a malformed value is reported where it
+/// is parsed).
 pub(crate) fn check_required_args(args: &ProcessArgs, errors: &mut Errors) {
-    if args.on.is_none() {
+    let given = |key: &str| args.given.iter().any(|given| given == key);
+    if !given(symbol::ON) {
         errors.push(syn::Error::new(
             Span::call_site(),
             "`#[process]` needs the aggregate it follows; add `on = Order`",
         ));
     }
-    if args.started_by.is_empty() {
+    if !given(symbol::STARTED_BY) {
         errors.push(syn::Error::new(
             Span::call_site(),
             "`#[process]` needs the events that start it; add `started_by = [OrderPlaced]`",
@@ -35,6 +39,23 @@ pub(crate) fn check_reserved_deadline(state: &State, errors: &mut Errors) {
                 &field.ident,
                 "a deadline cannot be named `timeout`: `timeout` is reserved for the process lifetime, \
                  set by `#[process(timeout = ..)]` and handled by `at_timeout`; rename the field",
+            );
+        }
+    }
+}
+
+/// No field is named `new` when deadlines exist: `At<Field>::new(next)` is the constructor
+/// that makes a deadline handler set its deadline.
+pub(crate) fn check_reserved_field(state: &State, errors: &mut Errors) {
+    if state.deadlines().next().is_none() {
+        return;
+    }
+    for field in &state.fields {
+        if field.name() == symbol::RESERVED_FIELD {
+            errors.at(
+                &field.ident,
+                "a process with deadlines cannot have a field named `new`: `At<Field>::new(..)` \
+                 builds what its deadline handlers return; rename the field",
             );
         }
     }
@@ -103,42 +124,47 @@ pub(crate) fn check_duplicate_deadlines(handlers: &mut Handlers, errors: &mut Er
     });
 }
 
-/// An `at_<field>` handler does not return another deadline's `At<Field>` (spec 84).
+/// An `at_<field>` handler does not return another deadline's `At<Field>` (spec 84). Only the
+/// first type argument of its return type is read (`Result<AtOther, _>`), so an error type that
+/// happens to start with `At` is not mistaken for one.
 pub(crate) fn check_at_return_names(handlers: &Handlers, errors: &mut Errors) {
     for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
         let expected = names::at_type(&handler.field);
-        let ReturnType::Type(_, ty) = &handler.output else {
+        let Some(returned) = first_type_argument(&handler.output) else {
             continue;
         };
-        let tokens = ty.to_token_stream();
-        for token in tokens.into_iter().flat_map(flatten) {
-            let proc_macro2::TokenTree::Ident(ident) = token else {
-                continue;
-            };
-            let text = ident.to_string();
-            let looks_like_at = text.len() > 2
-                && text.starts_with("At")
-                && text[2..].starts_with(|c: char| c.is_ascii_uppercase());
-            if looks_like_at && ident != expected {
-                errors.at(
-                    &ident,
-                    format!(
-                        "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
-                        handler.ident
-                    ),
-                );
-            }
+        let text = returned.to_string();
+        let rest = text
+            .strip_prefix(symbol::AT_TYPE_PREFIX)
+            .unwrap_or_default();
+        if rest.starts_with(|c: char| c.is_ascii_uppercase()) && *returned != expected {
+            errors.at(
+                returned,
+                format!(
+                    "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
+                    handler.ident
+                ),
+            );
         }
     }
 }
 
-/// Every token of a tree, groups opened.
-fn flatten(token: proc_macro2::TokenTree) -> Vec<proc_macro2::TokenTree> {
-    match token {
-        proc_macro2::TokenTree::Group(group) => {
-            group.stream().into_iter().flat_map(flatten).collect()
+/// `AtX` in `-> Result<AtX, E>`: the last identifier of the first type argument.
+fn first_type_argument(output: &ReturnType) -> Option<&syn::Ident> {
+    let ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let syn::Type::Path(path) = &**ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(syn::Type::Path(inner)) => {
+            Some(&inner.path.segments.last()?.ident)
         }
-        other => vec![other],
+        _ => None,
     }
 }
 

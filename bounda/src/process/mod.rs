@@ -90,6 +90,8 @@ pub trait Process: ProcessState {
     /// The deadlines that have an `at_<field>` handler, `timeout` included when `at_timeout`
     /// exists.
     const AT: &'static [&'static str];
+    /// The events whose handler has a `#[correlate(..)]` function.
+    const CORRELATED: &'static [EventKey];
 
     /// Runs the `on_<event>` handler for `event`, or `None` if the process has none.
     fn on_event<'a>(

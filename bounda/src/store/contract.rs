@@ -1,7 +1,7 @@
 //! The contract every [`Store`] passes. A store crate runs it with
 //! [`store_contract_tests!`](crate::store_contract_tests), one test per behaviour:
 //!
-//! ```ignore
+//! ```text
 //! bounda::store_contract_tests!(|| bounda_sqlite::SqliteStore::in_memory().unwrap());
 //! ```
 //!

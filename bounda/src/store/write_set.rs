@@ -147,6 +147,27 @@ pub enum CommitError {
     Store(#[from] StoreError),
 }
 
+impl CommitError {
+    /// The stable code of this error (spec 215, 220).
+    pub fn code(&self) -> &'static str {
+        match self {
+            CommitError::StreamMoved { .. } => "CONCURRENCY_CONFLICT",
+            CommitError::ClaimLost { .. } => "CLAIM_LOST",
+            CommitError::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
+            CommitError::Store(error) => error.code(),
+        }
+    }
+
+    /// Whether the attempt may be run again: a moved stream is rerun on the new state, a store
+    /// failure is retried; a lost claim or a settled letter is someone else's to finish.
+    pub fn is_retriable(&self) -> bool {
+        matches!(
+            self,
+            CommitError::StreamMoved { .. } | CommitError::Store(_)
+        )
+    }
+}
+
 /// The store failed: I/O, a corrupt row, a database it cannot use.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
@@ -157,6 +178,16 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// The stable code of a store failure.
+    pub fn code(&self) -> &'static str {
+        "STORE_FAILED"
+    }
+
+    /// Store failures are retried: the disk may come back.
+    pub fn is_retriable(&self) -> bool {
+        true
+    }
+
     /// An error with a message only.
     pub fn new(message: impl Into<String>) -> StoreError {
         StoreError {

@@ -13,7 +13,7 @@ use crate::process::expand::state::reach_check;
 /// The `Process` impl and the handler-side checks.
 pub(crate) fn process(handlers: &Handlers) -> TokenStream {
     let private = paths::private();
-    let option = paths::option();
+    let (option, str, string) = (paths::option(), paths::str(), paths::string());
     let self_ty = &handlers.self_ty;
 
     let on_keys = handlers.on.iter().map(|handler| {
@@ -37,6 +37,14 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         }
     });
     let at_names = handlers.at.iter().map(|handler| handler.field.as_str());
+    let correlated = handlers
+        .on
+        .iter()
+        .filter(|handler| handler.correlate.is_some())
+        .map(|handler| {
+            let info = event_info(&handler.event);
+            quote!(#info.key)
+        });
     let at_arms = handlers.at.iter().map(|handler| {
         let (field, ident) = (&handler.field, &handler.ident);
         let span = output_span(&handler.output, ident);
@@ -75,7 +83,8 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
     quote! {
         impl #private::Process for #self_ty {
             const ON: &'static [#private::EventKey] = &[#(#on_keys),*];
-            const AT: &'static [&'static str] = &[#(#at_names),*];
+            const AT: &'static [&'static #str] = &[#(#at_names),*];
+            const CORRELATED: &'static [#private::EventKey] = &[#(#correlated),*];
 
             fn on_event<'a>(
                 cx: #private::Context<'a, Self>,
@@ -88,7 +97,7 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
 
             fn at_deadline<'a>(
                 cx: #private::Context<'a, Self>,
-                field: &str,
+                field: &#str,
             ) -> #option<#private::HandlerFuture<'a, Self>> {
                 let _ = &cx;
                 match field {
@@ -99,7 +108,7 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
 
             fn correlate(
                 event: &#private::RecordedEvent,
-            ) -> #option<#private::anyhow::Result<#option<::std::string::String>>> {
+            ) -> #option<#private::anyhow::Result<#option<#string>>> {
                 let _ = &event;
                 #(#correlate_arms)*
                 #option::None
@@ -122,33 +131,45 @@ fn output_span(output: &ReturnType, ident: &syn::Ident) -> proc_macro2::Span {
 fn checks(handlers: &Handlers) -> TokenStream {
     let private = paths::private();
     let self_ty = &handlers.self_ty;
+    let panic = paths::panic_at(self_ty.span());
     let mut checks = Vec::new();
+    // One handler per event, however its type is spelled (rule 10; the same spelling twice is
+    // reported by `validate`).
+    let distinct = paths::panic_message(
+        "two handlers take the same event under different names; merge them into one",
+    );
+    checks.push(quote_spanned! {self_ty.span()=>
+        const _: () = if !#private::distinct_keys(<#self_ty as #private::Process>::ON) {
+            #panic(#distinct)
+        };
+    });
     // Every `at_<field>` handler has its deadline field (rule 2, spec 189).
     for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
         let (field, ident) = (&handler.field, &handler.ident);
         let process = quote_spanned!(ident.span()=> #self_ty);
-        let missing = format!(
+        let missing = paths::panic_message(&format!(
             "handler `{ident}` has no deadline: the state declares no field `{field}`; add `#[deadline] {field}: Deadline` to the state, or rename the handler after a deadline field"
-        );
-        let unmarked = format!(
+        ));
+        let unmarked = paths::panic_message(&format!(
             "handler `{ident}` has no deadline: field `{field}` is not marked `#[deadline]`; mark it, and give it type `Deadline`"
-        );
+        ));
+        let panic = paths::panic_at(ident.span());
         checks.push(quote_spanned! {ident.span()=>
             const _: () = if !#private::is_field::<#process>(#field) {
-                ::core::panic!(#missing)
+                #panic(#missing)
             } else if !#private::is_deadline::<#process>(#field) {
-                ::core::panic!(#unmarked)
+                #panic(#unmarked)
             };
         });
     }
     // Every handled event can reach the process (rule 11, spec 56–57, 190).
     for handler in &handlers.on {
-        checks.push(reach_check(
-            self_ty,
-            None,
-            &handler.event,
-            handler.correlate.as_ref(),
-        ));
+        let correlated = if handler.correlate.is_some() {
+            quote!(true)
+        } else {
+            quote!(false)
+        };
+        checks.push(reach_check(self_ty, None, &handler.event, correlated));
     }
     quote!(#(#checks)*)
 }

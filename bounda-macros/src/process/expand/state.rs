@@ -14,9 +14,9 @@ use crate::process::expand::event_info;
 /// The `ProcessState` impl and the state-side checks.
 pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
     let private = paths::private();
-    let option = paths::option();
+    let (option, result, str) = (paths::option(), paths::result(), paths::str());
     let ident = &state.item.ident;
-    let name = ident.to_string();
+    let name = names::plain(ident);
     let patch = names::patch_type(ident);
     let aggregate = match &args.on {
         Some(path) => quote!(#path),
@@ -27,8 +27,8 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
     let timeout = match &args.timeout {
         Some(lit) => quote_spanned! {lit.span()=>
             #option::Some(match #private::Duration::parse_const(#lit) {
-                ::core::result::Result::Ok(duration) => duration,
-                ::core::result::Result::Err(_) => #private::Duration::ZERO,
+                #result::Ok(duration) => duration,
+                #result::Err(_) => #private::Duration::ZERO,
             })
         },
         None => quote!(#option::None),
@@ -40,7 +40,7 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
         let (member, field_name, ty) = (&field.ident, field.name(), &field.ty);
         // Reading the field through `DeadlineType` is also the check that its type is `Deadline`
         // (rule 5), reported at the field's type.
-        let read = quote_spanned! {field.ty.span()=>
+        let read = quote_spanned! {ty.span()=>
             <#ty as #private::DeadlineType>::deadline(&state.#member)
         };
         quote! {
@@ -58,11 +58,11 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
     let checks = checks(args, state);
     quote! {
         impl #private::ProcessState for #ident {
-            const NAME: &'static str = #name;
+            const NAME: &'static #str = #name;
             const STARTED_BY: &'static [#private::EventKey] = &[#(#started_by),*];
             const COMPLETED_BY: &'static [#private::EventKey] = &[#(#completed_by),*];
             const TIMEOUT: #option<#private::Duration> = #timeout;
-            const FIELDS: &'static [&'static str] = &[#(#field_names),*];
+            const FIELDS: &'static [&'static #str] = &[#(#field_names),*];
             const DEADLINES: &'static [#private::DeadlineField<Self>] = &[#(#deadline_fields),*];
 
             type Aggregate = #aggregate;
@@ -93,63 +93,70 @@ fn event_keys(events: &[Path]) -> Vec<TokenStream> {
 fn checks(args: &ProcessArgs, state: &State) -> TokenStream {
     let private = paths::private();
     let ident = &state.item.ident;
-    let mut checks = Vec::new();
-    // Every process has a `#[process] impl` with its handlers.
-    checks.push(quote_spanned! {ident.span()=>
-        const _: () = #private::assert_process::<#ident>();
-    });
+    let process = names::plain(ident);
+    // Every use of the handlers goes through this one call, spanned at the state's name, so a
+    // missing `#[process] impl` is one error.
+    let handlers = quote_spanned!(ident.span()=> #private::handlers::<#ident>());
+    let mut checks = vec![quote_spanned! {ident.span()=>
+        const _: #private::HandlerInfo = #handlers;
+    }];
     // Every deadline has its `at_<field>` handler (rule 1, spec 189).
     for field in state.deadlines() {
         let field_name = field.name();
         if field_name == crate::symbol::RESERVED_DEADLINE {
             continue;
         }
-        let message = format!(
-            "deadline `{field_name}` has no handler; add `async fn at_{field_name}(cx: At<'_, Self>) -> Result<{}>` to `#[process] impl {ident}`",
+        let message = paths::panic_message(&format!(
+            "deadline `{field_name}` has no handler; add `async fn at_{field_name}(cx: At<'_, Self>) -> Result<{}>` to `#[process] impl {process}`",
             names::at_type(&field_name)
-        );
-        let process = quote_spanned!(ident.span()=> #ident);
+        ));
+        let panic = paths::panic_at(field.ident.span());
         checks.push(quote_spanned! {field.ident.span()=>
-            const _: () = if !#private::has_at_handler::<#process>(#field_name) {
-                ::core::panic!(#message)
+            const _: () = if !#private::contains(#handlers.at, #field_name) {
+                #panic(#message)
             };
         });
     }
     // The `timeout` literal is a duration (rule 9, spec 211).
     if let Some(lit) = &args.timeout {
-        let message = format!(
+        let message = paths::panic_message(&format!(
             "`timeout = {:?}` is not a duration; write a number and a unit (ms, s, m, h or d), like `\"30d\"`, `\"72h\"` or `\"1.5s\"`",
             lit.value()
-        );
+        ));
+        let panic = paths::panic_at(lit.span());
         checks.push(quote_spanned! {lit.span()=>
             const _: () = if #private::Duration::parse_const(#lit).is_err() {
-                ::core::panic!(#message)
+                #panic(#message)
             };
         });
     }
-    // Starting and completing events reach the process (rule 11, spec 56, 190).
+    // Starting and completing events reach the process (rule 11, spec 56, 190). One with a
+    // handler is checked by the handler side, which also knows its correlator.
     if let Some(aggregate) = &args.on {
         for event in args.started_by.iter().chain(&args.completed_by) {
-            checks.push(reach_check(ident, Some(aggregate), event, None));
+            let info = event_info(event);
+            let handled = quote!(#private::has_key(#handlers.on, #info.key));
+            checks.push(reach_check(ident, Some(aggregate), event, handled));
         }
     }
     quote!(#(#checks)*)
 }
 
-/// Asserts that `event` names an instance of the process: it belongs to the main aggregate, has
-/// the main aggregate's id field, or is correlated by `correlate` (rule 11). `aggregate` is the
-/// main aggregate's name where the macro can see it.
+/// Asserts that `event` names an instance of the process, unless `exempt` (a `const` bool)
+/// holds: it belongs to the main aggregate, or has the main aggregate's id field (rule 11).
+/// `aggregate` is the main aggregate's name where the macro can see it.
 pub(crate) fn reach_check(
     process: &impl ToTokens,
     aggregate: Option<&Path>,
     event: &Path,
-    correlate: Option<&Path>,
+    exempt: TokenStream,
 ) -> TokenStream {
     let private = paths::private();
+    let panic = paths::panic_at(event.span());
     let last = |path: &Path| {
         path.segments
             .last()
-            .map(|segment| segment.ident.to_string())
+            .map(|segment| names::plain(&segment.ident))
             .unwrap_or_default()
     };
     let event_name = last(event);
@@ -174,19 +181,13 @@ pub(crate) fn reach_check(
                 .to_owned(),
         ),
     };
-    let fix = if correlate.is_some() {
-        String::new()
-    } else {
-        " or put `#[correlate(..)]` on its handler".to_owned()
-    };
-    let message = format!(
-        "event `{event_name}` cannot reach process `{process_name}`: it is not an event of {of} and its payload has {field}; add the field to `{event_name}`{fix}"
-    );
-    let correlated = correlate.is_some();
+    let message = paths::panic_message(&format!(
+        "event `{event_name}` cannot reach process `{process_name}`: it is not an event of {of} and its payload has {field}; add the field to `{event_name}` or put `#[correlate(..)]` on its handler"
+    ));
     let info = event_info(event);
     quote_spanned! {event.span()=>
-        const _: () = if !#private::reaches::<#process>(#info, #correlated) {
-            ::core::panic!(#message)
+        const _: () = if !(#exempt) && !#private::reaches::<#process>(#info, false) {
+            #panic(#message)
         };
     }
 }

@@ -1,12 +1,13 @@
 //! A full process: two deadlines, a recorded moment, a timeout handler, an event of another
-//! aggregate routed by its `order_id` field, and one routed by a correlator.
+//! aggregate routed by its `order_id` field, and one routed by a correlator (which may then
+//! complete the process, though it names no order in its payload).
 use bounda::prelude::*;
 use bounda_ui_tests::*;
 
 #[process(
     on = Order,
     started_by = [OrderPlaced],
-    completed_by = [OrderCancelled],
+    completed_by = [OrderCancelled, CustomerMoved],
     timeout = "30d",
 )]
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]

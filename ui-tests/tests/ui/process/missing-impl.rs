@@ -4,7 +4,10 @@ use bounda_ui_tests::*;
 #[process(on = Order, started_by = [OrderPlaced])]
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct OrderPayment {
-    paid: bool,
+    #[deadline]
+    next_reminder: Deadline,
+    #[deadline]
+    payment_deadline: Deadline,
 }
 
 fn main() {}

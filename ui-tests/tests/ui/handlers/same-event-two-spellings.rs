@@ -1,0 +1,19 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[process(on = Order, started_by = [OrderPlaced])]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct OrderPayment {}
+
+#[process]
+impl OrderPayment {
+    async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<()> {
+        Ok(())
+    }
+
+    async fn on_again_order_paid(_cx: On<'_, Self, bounda_ui_tests::OrderPaid>) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn main() {}

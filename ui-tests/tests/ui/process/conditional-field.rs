@@ -1,0 +1,14 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[process(on = Order, started_by = [OrderPlaced])]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct OrderPayment {
+    #[cfg(test)]
+    audited: bool,
+}
+
+#[process]
+impl OrderPayment {}
+
+fn main() {}
