@@ -268,9 +268,21 @@ impl Serialize for Duration {
 }
 
 impl<'de> Deserialize<'de> for Duration {
+    /// A string in the notation (`"72h"`), or a whole number of milliseconds (spec 211).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw<'a> {
+            Millis(u64),
+            Text(std::borrow::Cow<'a, str>),
+        }
+        match Raw::deserialize(deserializer) {
+            Ok(Raw::Millis(ms)) => Ok(millis(ms)),
+            Ok(Raw::Text(text)) => text.parse().map_err(serde::de::Error::custom),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a duration: a string like \"72h\" or a number of milliseconds",
+            )),
+        }
     }
 }
 
@@ -384,6 +396,13 @@ mod tests {
         );
         let err = serde_json::from_str::<Duration>("\"72\"").unwrap_err();
         assert!(err.to_string().contains("`72` is not a duration"), "{err}");
+        // spec 211: a number is milliseconds.
+        assert_eq!(
+            serde_json::from_str::<Duration>("250").unwrap(),
+            millis(250)
+        );
+        assert!(serde_json::from_str::<Duration>("-5").is_err());
+        assert!(serde_json::from_str::<Duration>("true").is_err());
     }
 
     #[test]

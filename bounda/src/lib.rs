@@ -9,6 +9,7 @@ extern crate self as bounda;
 
 pub mod aggregate;
 pub mod clock;
+pub mod config;
 mod deadline;
 mod duration;
 mod error;
