@@ -49,6 +49,33 @@ pub enum Error {
     /// A duration that does not parse (spec 211).
     #[error(transparent)]
     InvalidDuration(#[from] DurationError),
+    /// A command's stream kept moving: it was rerun `concurrencyRetries` times (spec 7).
+    #[error(
+        "stream `{aggregate_type}:{aggregate_id}` moved while the command was deciding: \
+         expected version {expected_version}, found {actual_version}"
+    )]
+    Concurrency {
+        /// The aggregate type.
+        aggregate_type: String,
+        /// The aggregate instance.
+        aggregate_id: String,
+        /// The version the last run saw.
+        expected_version: u64,
+        /// The version found.
+        actual_version: u64,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// A payload that cannot be written as JSON.
+    #[error("`{type_name}` cannot be written as JSON: {source}")]
+    Encode {
+        /// The event or command type.
+        type_name: String,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A deadline handler that set its deadline to the moment that came due, or an earlier one
     /// (spec 84).
     #[error(
@@ -71,7 +98,10 @@ impl Error {
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
+            | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. } => "VALIDATION_FAILED",
+            Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
+            Error::Store(error) => error.code(),
         }
     }
 
@@ -82,7 +112,9 @@ impl Error {
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
+            | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. } => false,
+            Error::Concurrency { .. } | Error::Store(_) => true,
         }
     }
 }

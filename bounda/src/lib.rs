@@ -8,6 +8,7 @@
 extern crate self as bounda;
 
 pub mod aggregate;
+mod app;
 pub mod clock;
 pub mod config;
 mod deadline;
@@ -121,6 +122,7 @@ pub use bounda_macros::Event;
 /// event struct (`Placed(OrderPlaced)`), with `From<OrderPlaced>` for the enum.
 pub use bounda_macros::Events;
 
+pub use app::{App, AppBuilder, Decided, DispatchError, Loaded, fold};
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or
 /// the code when there is none.

@@ -179,3 +179,108 @@ impl OrderPayment {
         refund.reference.strip_prefix("order:").map(str::to_owned)
     }
 }
+
+/// Places an order; an order placed already rejects `AlreadyPlaced`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlaceOrder {
+    pub order_id: String,
+    pub total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum PlaceOrderRejection {
+    #[rejection("order `{order_id}` is placed already")]
+    AlreadyPlaced { order_id: String },
+}
+
+impl Command for PlaceOrder {
+    const NAME: &'static str = "PlaceOrder";
+    type Aggregate = Order;
+    type Rejection = PlaceOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status.is_some() {
+            return Err(PlaceOrderRejection::AlreadyPlaced {
+                order_id: self.order_id.clone(),
+            });
+        }
+        Ok(vec![
+            OrderPlaced {
+                order_id: self.order_id.clone(),
+                total: self.total,
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Marks an order paid: a paid order is "already done" (no events), anything but a placed order
+/// rejects `NotOpen`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MarkOrderPaid {
+    pub order_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum MarkOrderPaidRejection {
+    #[rejection("only open orders can be paid; this one is {status}")]
+    NotOpen { status: String },
+}
+
+impl Command for MarkOrderPaid {
+    const NAME: &'static str = "MarkOrderPaid";
+    type Aggregate = Order;
+    type Rejection = MarkOrderPaidRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paid | OrderStatus::Fulfilled) => Ok(vec![]),
+            Some(OrderStatus::Placed) => Ok(vec![
+                OrderPaid {
+                    order_id: self.order_id.clone(),
+                }
+                .into(),
+            ]),
+            other => Err(MarkOrderPaidRejection::NotOpen {
+                status: other.map_or("new".to_owned(), |s| format!("{s:?}").to_lowercase()),
+            }),
+        }
+    }
+}
+
+/// Fulfils a paid order, then cancels nothing: two events in one decision.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PayAndFulfil {
+    pub order_id: String,
+}
+
+impl Command for PayAndFulfil {
+    const NAME: &'static str = "PayAndFulfil";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, _: &Order) -> Decision<Self> {
+        Ok(vec![
+            OrderPaid {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+            OrderFulfilled {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}

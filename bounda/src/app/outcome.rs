@@ -1,0 +1,90 @@
+//! What a command answers (spec 11, 20).
+
+use std::fmt;
+
+use crate::Error;
+use crate::aggregate::Rejection;
+
+/// The events a command decided, in order (spec 11, 20). An empty list means "already done"
+/// (spec 6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// The aggregate type.
+    pub aggregate_type: &'static str,
+    /// The aggregate instance.
+    pub aggregate_id: String,
+    /// The stream's version after the command.
+    pub version: u64,
+    /// The ids of the decided events.
+    pub event_ids: Vec<String>,
+    /// The types of the decided events.
+    pub event_types: Vec<&'static str>,
+    /// The global position of the last event stored; `None` when nothing was decided, and inside
+    /// a reaction, where nothing is stored until the attempt commits (spec 21).
+    pub position: Option<u64>,
+}
+
+/// A command that did not decide events: rejected with one of its codes, or failed.
+#[derive(Debug)]
+pub enum DispatchError<R> {
+    /// The command rejected with a code it declares; nothing was stored (spec 16, 18).
+    Rejected(R),
+    /// The command could not run: its stream kept moving, a stored event could not be read, the
+    /// store failed.
+    Failed(Error),
+}
+
+impl<R> DispatchError<R> {
+    /// The rejection, if the command rejected.
+    pub fn rejection(&self) -> Option<&R> {
+        match self {
+            DispatchError::Rejected(rejection) => Some(rejection),
+            DispatchError::Failed(_) => None,
+        }
+    }
+}
+
+impl<R: Rejection> DispatchError<R> {
+    /// The stable code: `DOMAIN_ERROR` for a rejection (spec 213), the error's own otherwise.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DispatchError::Rejected(_) => "DOMAIN_ERROR",
+            DispatchError::Failed(error) => error.code(),
+        }
+    }
+}
+
+impl<R: Rejection> fmt::Display for DispatchError<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DispatchError::Rejected(rejection) => write!(
+                f,
+                "rejected with `{}`: {}",
+                rejection.code(),
+                rejection.message()
+            ),
+            DispatchError::Failed(error) => error.fmt(f),
+        }
+    }
+}
+
+impl<R: Rejection> std::error::Error for DispatchError<R> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DispatchError::Rejected(_) => None,
+            DispatchError::Failed(error) => Some(error),
+        }
+    }
+}
+
+impl<R> From<Error> for DispatchError<R> {
+    fn from(error: Error) -> DispatchError<R> {
+        DispatchError::Failed(error)
+    }
+}
+
+impl<R> From<crate::store::StoreError> for DispatchError<R> {
+    fn from(error: crate::store::StoreError) -> DispatchError<R> {
+        DispatchError::Failed(Error::Store(error))
+    }
+}

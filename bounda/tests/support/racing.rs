@@ -1,0 +1,121 @@
+//! A store that loses races on purpose: before each of its first commits to a stream, another
+//! writer appends to that stream, so the commit finds it moved.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bounda::store::*;
+use bounda::{Duration, Instant, RecordedEvent};
+use bounda_sqlite::SqliteStore;
+
+pub struct Racing {
+    pub inner: SqliteStore,
+    /// How many commits still lose their race.
+    pub races: AtomicU32,
+}
+
+impl Racing {
+    pub fn losing(races: u32) -> Racing {
+        Racing {
+            inner: SqliteStore::in_memory().expect("a store"),
+            races: AtomicU32::new(races),
+        }
+    }
+
+    /// The competing writer: one more event on the stream, at the version it has now.
+    fn interfere(&self, append: &Append) {
+        let version = self
+            .inner
+            .read_stream(&append.aggregate_type, &append.aggregate_id)
+            .expect("readable")
+            .len() as u64;
+        let mut event = append.events[0].clone();
+        event.id = format!("rival-{}-{version}", append.aggregate_id);
+        let rival = Append {
+            expected_version: version,
+            events: vec![event],
+            ..append.clone()
+        };
+        self.inner
+            .commit(&WriteSet {
+                appends: vec![rival],
+                ..WriteSet::default()
+            })
+            .expect("the rival commits");
+    }
+}
+
+impl Store for Racing {
+    fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_stream(t, id)
+    }
+    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_all(after, limit)
+    }
+    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        self.inner.read_event(id)
+    }
+    fn head(&self) -> Result<u64, StoreError> {
+        self.inner.head()
+    }
+    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        if let Some(append) = writes.appends.first()
+            && self.races.load(Ordering::SeqCst) > 0
+        {
+            self.races.fetch_sub(1, Ordering::SeqCst);
+            self.interfere(append);
+        }
+        self.inner.commit(writes)
+    }
+    fn checkpoint(&self, s: &str) -> Result<Option<u64>, StoreError> {
+        self.inner.checkpoint(s)
+    }
+    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.inner.checkpoints()
+    }
+    fn move_checkpoint(&self, s: &str, from: Option<u64>, to: u64) -> Result<bool, StoreError> {
+        self.inner.move_checkpoint(s, from, to)
+    }
+    fn claim_inbox(
+        &self,
+        h: &str,
+        e: &str,
+        c: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<InboxClaim, StoreError> {
+        self.inner.claim_inbox(h, e, c, now, lease)
+    }
+    fn renew_inbox(&self, h: &str, e: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
+        self.inner.renew_inbox(h, e, c, now)
+    }
+    fn next_inbox_retry(&self, h: &str) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_inbox_retry(h)
+    }
+    fn claim_due(
+        &self,
+        c: &str,
+        now: Instant,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.claim_due(c, now, lease, limit)
+    }
+    fn renew_scheduled(&self, k: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
+        self.inner.renew_scheduled(k, c, now)
+    }
+    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_due_at(lease)
+    }
+    fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+        self.inner.scheduled(k)
+    }
+    fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
+        self.inner.dead_letters(f)
+    }
+    fn count_dead_letters(&self, f: &LetterFilter) -> Result<u64, StoreError> {
+        self.inner.count_dead_letters(f)
+    }
+    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+        self.inner.dead_letter(id)
+    }
+}
