@@ -320,6 +320,21 @@ impl Store for SqliteStore {
         Ok(free.into_iter().chain(claimed).min())
     }
 
+    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
+        let conn = self.lock()?;
+        let text: Option<String> = conn
+            .prepare_cached(
+                "SELECT MIN(execute_at) FROM bounda_scheduled_commands
+                 WHERE attempts > 0 AND claimed_at IS NULL",
+            )
+            .and_then(|mut s| s.query_row([], |row| row.get(0)))
+            .map_err(sql("cannot read scheduled retries"))?;
+        text.map(|text| {
+            Instant::parse(&text).map_err(|e| StoreError::with_source("unreadable moment", e))
+        })
+        .transpose()
+    }
+
     fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(

@@ -76,6 +76,66 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A reaction dispatched a command past `maxChainDepth` (spec 145).
+    #[error(
+        "command `{command}` would be {depth} reactions deep, past the limit of {max_depth}; two reactions may be answering each other"
+    )]
+    ChainDepthExceeded {
+        /// The command type.
+        command: String,
+        /// The depth it would have.
+        depth: u32,
+        /// `policies.maxChainDepth`.
+        max_depth: u32,
+    },
+    /// A command type the app cannot run later, because it was not registered.
+    #[error("command `{command}` is not registered; add `.command::<{command}>()` to the app")]
+    UnknownCommand {
+        /// The command type.
+        command: String,
+    },
+    /// The app's declaration or configuration is refused (spec 189–192).
+    #[error("invalid configuration: {message}")]
+    Configuration {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A handler panicked; the attempt failed.
+    #[error("handler `{handler}` panicked: {message}")]
+    Panicked {
+        /// The handler.
+        handler: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A handler ran past its time limit (spec 158–159).
+    #[error("handler `{handler}` ran past its limit of {limit}")]
+    HandlerTimeout {
+        /// The handler.
+        handler: String,
+        /// The limit.
+        limit: crate::Duration,
+    },
+    /// A dead letter that is not `failed` any more (spec 170).
+    #[error("dead letter `{id}` is already settled")]
+    LetterSettled {
+        /// The letter.
+        id: String,
+    },
+    /// A dead letter that cannot be retried (spec 171).
+    #[error("dead letter `{id}` cannot be retried: {reason}")]
+    LetterNotRetriable {
+        /// The letter.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+    /// Something asked for does not exist (spec 219).
+    #[error("{what} does not exist")]
+    NotFound {
+        /// What was asked for.
+        what: String,
+    },
     /// A deadline handler that set its deadline to the moment that came due, or an earlier one
     /// (spec 84).
     #[error(
@@ -102,6 +162,13 @@ impl Error {
             | Error::DeadlineNotAdvanced { .. } => "VALIDATION_FAILED",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
             Error::Store(error) => error.code(),
+            Error::ChainDepthExceeded { .. } => "CHAIN_DEPTH_EXCEEDED",
+            Error::UnknownCommand { .. } | Error::Configuration { .. } => "INVALID_CONFIGURATION",
+            Error::Panicked { .. } => "HANDLER_PANICKED",
+            Error::HandlerTimeout { .. } => "HANDLER_TIMEOUT",
+            Error::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
+            Error::LetterNotRetriable { .. } => "DEAD_LETTER_NOT_RETRIABLE",
+            Error::NotFound { .. } => "NOT_FOUND",
         }
     }
 
@@ -114,7 +181,16 @@ impl Error {
             | Error::InvalidDuration(_)
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. } => false,
-            Error::Concurrency { .. } | Error::Store(_) => true,
+            Error::Concurrency { .. }
+            | Error::Store(_)
+            | Error::Panicked { .. }
+            | Error::HandlerTimeout { .. } => true,
+            Error::ChainDepthExceeded { .. }
+            | Error::UnknownCommand { .. }
+            | Error::Configuration { .. }
+            | Error::LetterSettled { .. }
+            | Error::LetterNotRetriable { .. }
+            | Error::NotFound { .. } => false,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod ids;
 mod instant;
 pub mod process;
 pub mod store;
+pub mod testing;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -122,7 +123,10 @@ pub use bounda_macros::Event;
 /// event struct (`Placed(OrderPlaced)`), with `From<OrderPlaced>` for the enum.
 pub use bounda_macros::Events;
 
-pub use app::{App, AppBuilder, Decided, DispatchError, Loaded, fold};
+pub use app::{
+    Answer, App, AppBuilder, Cause, Decided, DispatchError, Lag, Loaded, POLICIES, Policy,
+    Reaction, RejectionRecord, Scheduled, SubscriberLag, fold,
+};
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or
 /// the code when there is none.
@@ -144,6 +148,8 @@ pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 pub mod prelude {
     pub use crate::aggregate::{Aggregate, Command, Decision, EventSet, NoRejection};
     pub use crate::process::{At, On, Process, ProcessState};
+    pub use crate::testing::TestApp;
+    pub use crate::{Answer, App, Policy, Reaction};
     pub use crate::{
         Deadline, Duration, Event, Events, Instant, Rejection, Result, days, deadline, hours,
         millis, minutes, process, seconds,

@@ -16,6 +16,7 @@ fn app() -> App {
         .clock(Arc::new(SimulatedClock::default()))
         .ids(Arc::new(Sequential::default()))
         .build()
+        .expect("an app")
 }
 
 fn place(id: &str) -> PlaceOrder {
@@ -155,7 +156,7 @@ async fn a_rejection_is_typed_stores_nothing_and_carries_its_message() {
 #[tokio::test]
 async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
     // A rival places the order between our load and our append: the rerun sees it placed.
-    let app = App::builder(Racing::losing(1)).build();
+    let app = App::builder(Racing::losing(1)).build().expect("an app");
     let error = app.dispatch(place("o-1")).await.unwrap_err();
     assert_eq!(
         error.rejection(),
@@ -173,7 +174,7 @@ async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
 // spec 7
 #[tokio::test]
 async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
-    let app = App::builder(Racing::losing(3)).build();
+    let app = App::builder(Racing::losing(3)).build().expect("an app");
     let decided = app
         .dispatch(PayAndFulfil {
             order_id: "o-1".into(),
@@ -188,7 +189,7 @@ async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
 // spec 7
 #[tokio::test]
 async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_reruns() {
-    let app = App::builder(Racing::losing(4)).build();
+    let app = App::builder(Racing::losing(4)).build().expect("an app");
     let error = app
         .dispatch(PayAndFulfil {
             order_id: "o-1".into(),

@@ -451,7 +451,9 @@ fn event_sets_round_trip_by_type_name_and_refuse_unknown_types() {
             "OrderPlaced",
             "OrderPaid",
             "OrderCancelled",
-            "OrderFulfilled"
+            "OrderFulfilled",
+            "ReminderSent",
+            "ConfirmationSent"
         ]
     );
     assert_ne!(OrderPlaced::key(), PaymentSettled::key());

@@ -1,19 +1,36 @@
 //! The app: a store, a clock and ids, and the commands dispatched on them.
 
+mod decide;
+mod dispatcher;
 mod fold;
+mod lag;
 mod outcome;
+mod policy;
+mod reaction;
+mod run;
+mod worker;
 
 use std::sync::Arc;
 
 pub use fold::{Loaded, fold};
+pub use lag::{Lag, SubscriberLag};
 pub use outcome::{Decided, DispatchError};
+pub use policy::Policy;
+pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
 
-use crate::aggregate::{Aggregate, Command, EventSet};
+use std::collections::HashMap;
+
+use policy::{CommandEntry, CommandRunner, PolicyEntry, PolicyRunner};
+
+use crate::aggregate::{Aggregate, Command};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::ids::{IdGenerator, UuidV7};
-use crate::store::{Append, CommitError, Metadata, NewEvent, Store, WriteSet};
+use crate::store::{CommitError, Metadata, Store, WriteSet};
 use crate::{Error, RecordedEvent};
+
+/// The subscriber all policies share (spec 30).
+pub const POLICIES: &str = "policies";
 
 /// A running bounda application. Cheap to clone: clones share everything.
 #[derive(Clone)]
@@ -26,6 +43,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     config: Config,
+    policies: Vec<Arc<dyn PolicyRunner>>,
+    commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
 }
 
 impl std::fmt::Debug for App {
@@ -42,6 +61,8 @@ pub struct AppBuilder {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     config: Config,
+    policies: Vec<Arc<dyn PolicyRunner>>,
+    commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -71,28 +92,95 @@ impl AppBuilder {
         self
     }
 
-    /// The app.
-    pub fn build(self) -> App {
-        App {
+    /// Adds policy `P`.
+    pub fn policy<P: Policy>(mut self) -> AppBuilder {
+        self.policies.push(Arc::new(PolicyEntry::<P>::new()));
+        self
+    }
+
+    /// Lets reactions send `C` with a delay, and the scheduled worker run it.
+    pub fn command<C: Command>(mut self) -> AppBuilder {
+        self.commands
+            .insert(C::NAME, Arc::new(CommandEntry::<C>::new()));
+        self
+    }
+
+    /// The app. Refuses two policies with one name (spec 191). The first time policies run on a
+    /// store, their checkpoint starts at the head of the log: a policy reacts only to events
+    /// stored after it starts (spec 31); an existing checkpoint is kept (spec 33).
+    pub fn build(self) -> Result<App, Error> {
+        let mut names: Vec<&str> = self.policies.iter().map(|policy| policy.name()).collect();
+        names.sort_unstable();
+        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::Configuration {
+                message: format!(
+                    "two policies are named `{}`; policy names are keys and must differ",
+                    pair[0]
+                ),
+            });
+        }
+        if !self.policies.is_empty() && self.store.checkpoint(POLICIES)?.is_none() {
+            let head = self.store.head()?;
+            self.store.move_checkpoint(POLICIES, None, head)?;
+        }
+        Ok(App {
             inner: Arc::new(Inner {
                 store: self.store,
                 clock: self.clock,
                 ids: self.ids,
                 config: self.config,
+                policies: self.policies,
+                commands: self.commands,
             }),
-        }
+        })
     }
 }
 
 impl App {
     /// An app on `store`, with the system clock, UUID v7 ids and the default configuration.
     pub fn builder(store: impl Store) -> AppBuilder {
+        App::builder_shared(Arc::new(store))
+    }
+
+    /// An app on a store other apps may share (a web process and a worker on one file).
+    pub fn builder_shared(store: Arc<dyn Store>) -> AppBuilder {
         AppBuilder {
-            store: Arc::new(store),
+            store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),
             config: Config::default(),
+            policies: Vec::new(),
+            commands: HashMap::new(),
         }
+    }
+
+    /// How long a claim lasts: twice the longest handler time limit configured (spec 51, 125).
+    pub(crate) fn lease(&self) -> crate::Duration {
+        let config = self.config();
+        let longest = config
+            .overrides
+            .keys()
+            .map(|aggregate| config.for_aggregate(aggregate))
+            .flat_map(|s| {
+                [
+                    s.commands_timeout,
+                    s.policies_timeout,
+                    s.processes_handler_timeout,
+                ]
+            })
+            .chain([
+                config.commands.timeout,
+                config.policies.timeout,
+                config.processes.handler_timeout,
+            ])
+            .max()
+            .unwrap_or(crate::Duration::ZERO);
+        longest.checked_mul(2).unwrap_or(crate::Duration::MAX)
+    }
+
+    /// Whether the scheduled worker can run command type `name`.
+    pub(crate) fn knows_command(&self, name: &str) -> bool {
+        self.inner.commands.contains_key(name)
     }
 
     /// The store.
@@ -137,57 +225,37 @@ impl App {
         let command_id = self.next_id();
         let metadata = Metadata::of_command(&command_id);
         let aggregate = <C::Aggregate as Aggregate>::NAME;
-        let id = command.aggregate_id().to_owned();
         let retries = self.config().for_aggregate(aggregate).concurrency_retries;
         let mut run = 0;
         loop {
-            let loaded = self.load::<C::Aggregate>(&id)?;
-            let events = command
-                .decide(&loaded.state)
-                .map_err(DispatchError::Rejected)?;
-            if events.is_empty() {
-                return Ok(Decided {
-                    aggregate_type: aggregate,
-                    aggregate_id: id,
-                    version: loaded.version,
-                    event_ids: Vec::new(),
-                    event_types: Vec::new(),
-                    position: None,
-                });
-            }
-            let append = self.new_events(aggregate, &id, loaded.version, &events, &metadata)?;
-            let event_types = events.iter().map(EventSet::type_name).collect();
+            let decision =
+                decide::decide(self, &command, &metadata)?.map_err(DispatchError::Rejected)?;
+            let Some(append) = decision.append else {
+                return Ok(decision.decided);
+            };
             let writes = WriteSet {
                 appends: vec![append],
                 ..WriteSet::default()
             };
             match self.store().commit(&writes) {
                 Ok(committed) => {
-                    let last = committed.events.last();
-                    return Ok(Decided {
-                        aggregate_type: aggregate,
-                        aggregate_id: id,
-                        version: last.map_or(loaded.version, |event| event.version),
-                        event_ids: committed.events.iter().map(|e| e.id.clone()).collect(),
-                        event_types,
-                        position: last.map(|event| event.position),
-                    });
+                    let mut decided = decision.decided;
+                    decided.position = committed.events.last().map(|event| event.position);
+                    return Ok(decided);
                 }
                 Err(CommitError::StreamMoved {
                     expected_version,
                     actual_version,
                     ..
-                }) => {
-                    if run >= retries {
-                        return Err(DispatchError::Failed(Error::Concurrency {
-                            aggregate_type: aggregate.to_owned(),
-                            aggregate_id: id,
-                            expected_version,
-                            actual_version,
-                        }));
-                    }
-                    run += 1;
+                }) if run >= retries => {
+                    return Err(DispatchError::Failed(Error::Concurrency {
+                        aggregate_type: aggregate.to_owned(),
+                        aggregate_id: command.aggregate_id().to_owned(),
+                        expected_version,
+                        actual_version,
+                    }));
                 }
+                Err(CommitError::StreamMoved { .. }) => run += 1,
                 Err(CommitError::Store(error)) => return Err(error.into()),
                 Err(other) => {
                     return Err(Error::Store(crate::store::StoreError::with_source(
@@ -198,39 +266,5 @@ impl App {
                 }
             }
         }
-    }
-
-    /// Events ready to append: ids, the clock's time, and `metadata`.
-    fn new_events<E: EventSet>(
-        &self,
-        aggregate: &str,
-        id: &str,
-        expected_version: u64,
-        events: &[E],
-        metadata: &Metadata,
-    ) -> Result<Append, Error> {
-        let now = self.clock().now();
-        let events = events
-            .iter()
-            .map(|event| {
-                let payload = event.to_json().map_err(|source| Error::Encode {
-                    type_name: event.type_name().to_owned(),
-                    source,
-                })?;
-                Ok(NewEvent {
-                    id: self.next_id(),
-                    event_type: event.type_name().to_owned(),
-                    payload,
-                    timestamp: now,
-                    metadata: metadata.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        Ok(Append {
-            aggregate_type: aggregate.to_owned(),
-            aggregate_id: id.to_owned(),
-            expected_version,
-            events,
-        })
     }
 }

@@ -114,6 +114,10 @@ pub trait Store: Send + Sync + 'static {
     /// 1 ms after its lease ends (spec 176).
     fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
 
+    /// The earliest moment a scheduler entry that failed before is due to run again: what a test
+    /// clock moves to while retries are pending (spec 184).
+    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError>;
+
     /// The scheduler entry with this key.
     fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 

@@ -106,6 +106,9 @@ impl Store for Racing {
     fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         self.inner.next_due_at(lease)
     }
+    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_scheduled_retry()
+    }
     fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         self.inner.scheduled(k)
     }

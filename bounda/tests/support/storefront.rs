@@ -28,12 +28,26 @@ pub struct OrderFulfilled {
     pub order_id: String,
 }
 
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct ReminderSent {
+    pub order_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order)]
+pub struct ConfirmationSent {
+    pub order_id: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Events)]
 pub enum OrderEvent {
     Placed(OrderPlaced),
     Paid(OrderPaid),
     Cancelled(OrderCancelled),
     Fulfilled(OrderFulfilled),
+    ReminderSent(ReminderSent),
+    ConfirmationSent(ConfirmationSent),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +62,8 @@ pub enum OrderStatus {
 pub struct Order {
     pub status: Option<OrderStatus>,
     pub total: u64,
+    pub reminders: u32,
+    pub confirmed: bool,
 }
 
 impl Aggregate for Order {
@@ -56,15 +72,17 @@ impl Aggregate for Order {
     type Event = OrderEvent;
 
     fn apply(&mut self, event: &OrderEvent) {
-        self.status = Some(match event {
+        match event {
             OrderEvent::Placed(placed) => {
                 self.total = placed.total;
-                OrderStatus::Placed
+                self.status = Some(OrderStatus::Placed);
             }
-            OrderEvent::Paid(_) => OrderStatus::Paid,
-            OrderEvent::Cancelled(_) => OrderStatus::Cancelled,
-            OrderEvent::Fulfilled(_) => OrderStatus::Fulfilled,
-        });
+            OrderEvent::Paid(_) => self.status = Some(OrderStatus::Paid),
+            OrderEvent::Cancelled(_) => self.status = Some(OrderStatus::Cancelled),
+            OrderEvent::Fulfilled(_) => self.status = Some(OrderStatus::Fulfilled),
+            OrderEvent::ReminderSent(_) => self.reminders += 1,
+            OrderEvent::ConfirmationSent(_) => self.confirmed = true,
+        }
     }
 }
 
@@ -282,5 +300,96 @@ impl Command for PayAndFulfil {
             }
             .into(),
         ])
+    }
+}
+
+/// Sends a reminder while the order is placed; otherwise there is nothing to remind of.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendReminder {
+    pub order_id: String,
+}
+
+impl Command for SendReminder {
+    const NAME: &'static str = "SendReminder";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status != Some(OrderStatus::Placed) {
+            return Ok(vec![]);
+        }
+        Ok(vec![
+            ReminderSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Records that the confirmation went out, once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecordConfirmationSent {
+    pub order_id: String,
+}
+
+impl Command for RecordConfirmationSent {
+    const NAME: &'static str = "RecordConfirmationSent";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.confirmed {
+            return Ok(vec![]);
+        }
+        Ok(vec![
+            ConfirmationSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Cancels an order that is placed or paid; anything else rejects `NotCancellable`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CancelOrder {
+    pub order_id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum CancelOrderRejection {
+    NotCancellable,
+}
+
+impl Command for CancelOrder {
+    const NAME: &'static str = "CancelOrder";
+    type Aggregate = Order;
+    type Rejection = CancelOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Placed | OrderStatus::Paid) => Ok(vec![
+                OrderCancelled {
+                    order_id: self.order_id.clone(),
+                    reason: self.reason.clone(),
+                }
+                .into(),
+            ]),
+            _ => Err(CancelOrderRejection::NotCancellable),
+        }
     }
 }

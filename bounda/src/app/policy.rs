@@ -1,0 +1,155 @@
+//! Policies: one event in, commands out, no memory (spec 27–41).
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use futures_util::future::BoxFuture;
+
+use crate::aggregate::{Aggregate, Command, Event, EventKey, Rejection};
+use crate::app::App;
+use crate::app::decide::{Decision, decide};
+use crate::app::reaction::{Attempt, Reaction, RejectionRecord};
+use crate::store::Metadata;
+use crate::{Duration, Error, RecordedEvent};
+
+/// A policy: reacts to one event type with commands, and keeps no memory (spec 29).
+///
+/// ```
+/// # use bounda::prelude::*;
+/// # use bounda::{Policy, Reaction};
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
+/// # #[event(aggregate = Order)]
+/// # pub struct OrderPlaced { pub order_id: String }
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Events)]
+/// # pub enum OrderEvent { Placed(OrderPlaced) }
+/// # #[derive(Debug, Default)]
+/// # pub struct Order;
+/// # impl Aggregate for Order {
+/// #     const NAME: &'static str = "Order";
+/// #     const ID_FIELD: &'static str = "order_id";
+/// #     type Event = OrderEvent;
+/// #     fn apply(&mut self, _: &OrderEvent) {}
+/// # }
+/// /// Welcomes every new order a minute after it is placed.
+/// pub struct WelcomeOnOrderPlaced;
+///
+/// impl Policy for WelcomeOnOrderPlaced {
+///     const NAME: &'static str = "welcome_on_order_placed";
+///     const DELAY: Option<Duration> = Some(minutes(1));
+///     type Event = OrderPlaced;
+///
+///     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+///         println!("welcome, order {} (key {})", cx.event().order_id, cx.idempotency_key());
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Policy: Send + Sync + 'static {
+    /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it
+    /// (spec 27, 140). Unique in the app.
+    const NAME: &'static str;
+    /// Run this long after the event's time instead of at once (spec 37).
+    const DELAY: Option<Duration> = None;
+    /// The event it reacts to.
+    type Event: Event;
+
+    /// Reacts to one event. The commands it sends are stored when the run commits; an error
+    /// fails the run, which is retried and then dead-lettered (spec 48, 151–154).
+    fn handle(cx: Reaction<'_, Self::Event>) -> impl Future<Output = anyhow::Result<()>> + Send;
+}
+
+/// A registered policy, its type erased.
+pub(crate) trait PolicyRunner: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn key(&self) -> EventKey;
+    fn delay(&self) -> Option<Duration>;
+    fn run<'a>(
+        &'a self,
+        attempt: &'a Attempt,
+        event: &'a RecordedEvent,
+    ) -> BoxFuture<'a, anyhow::Result<()>>;
+}
+
+pub(crate) struct PolicyEntry<P>(PhantomData<fn() -> P>);
+
+impl<P> PolicyEntry<P> {
+    pub(crate) fn new() -> PolicyEntry<P> {
+        PolicyEntry(PhantomData)
+    }
+}
+
+impl<P: Policy> PolicyRunner for PolicyEntry<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn key(&self) -> EventKey {
+        P::Event::key()
+    }
+
+    fn delay(&self) -> Option<Duration> {
+        P::DELAY
+    }
+
+    fn run<'a>(
+        &'a self,
+        attempt: &'a Attempt,
+        event: &'a RecordedEvent,
+    ) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            let payload = event.decode::<P::Event>()?;
+            P::handle(Reaction::new(attempt, &payload, event)).await
+        })
+    }
+}
+
+/// A command the scheduled worker can run by its type name.
+pub(crate) trait CommandRunner: Send + Sync {
+    fn aggregate(&self) -> &'static str;
+    /// Decides the command stored as `payload`: a failure, or its decision or rejection.
+    fn decide(
+        &self,
+        app: &App,
+        payload: &serde_json::Value,
+        metadata: &Metadata,
+    ) -> Result<Result<Decision, RejectionRecord>, Error>;
+}
+
+pub(crate) struct CommandEntry<C>(PhantomData<fn() -> C>);
+
+impl<C> CommandEntry<C> {
+    pub(crate) fn new() -> CommandEntry<C> {
+        CommandEntry(PhantomData)
+    }
+}
+
+impl<C: Command> CommandRunner for CommandEntry<C> {
+    fn aggregate(&self) -> &'static str {
+        <C::Aggregate as Aggregate>::NAME
+    }
+
+    fn decide(
+        &self,
+        app: &App,
+        payload: &serde_json::Value,
+        metadata: &Metadata,
+    ) -> Result<Result<Decision, RejectionRecord>, Error> {
+        // Read as validated when it runs, so the type's rules apply once (spec 43).
+        let command: C =
+            serde_json::from_value(payload.clone()).map_err(|source| Error::InvalidPayload {
+                aggregate: <C::Aggregate as Aggregate>::NAME.to_owned(),
+                event_type: C::NAME.to_owned(),
+                event_id: String::new(),
+                source,
+            })?;
+        Ok(
+            decide(app, &command, metadata)?.map_err(|rejection| RejectionRecord {
+                command_type: C::NAME,
+                rejected: rejection.code(),
+                message: rejection.message(),
+                aggregate_type: <C::Aggregate as Aggregate>::NAME,
+                aggregate_id: command.aggregate_id().to_owned(),
+            }),
+        )
+    }
+}

@@ -1,0 +1,433 @@
+//! One attempt of one reaction: the commands it sends are decided on the spot and staged; the
+//! attempt commits them together with its claim, or not at all (spec 130–136).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::{Aggregate, Command, Rejection};
+use crate::app::decide::new_events;
+use crate::app::run::Failure;
+use crate::app::{App, Decided};
+use crate::ids::derived_id;
+use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
+use crate::{Duration, Error, Instant, RecordedEvent};
+
+/// Where a reaction's commands come from (spec 143–144): the correlation they join, what caused
+/// them, how deep their chain is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cause {
+    /// The correlation the commands join.
+    pub correlation_id: String,
+    /// What caused them: the event handled.
+    pub causation_id: String,
+    /// The depth of the cause; the commands are one deeper.
+    pub depth: u32,
+}
+
+impl Cause {
+    /// The cause of commands a reaction to `event` sends: its correlation, the event itself, one
+    /// hop deeper (spec 144).
+    pub fn of_event(event: &RecordedEvent) -> Cause {
+        Cause {
+            correlation_id: event.metadata.correlation_id.clone(),
+            causation_id: event.id.clone(),
+            depth: event.metadata.depth,
+        }
+    }
+
+    /// The metadata of events decided under this cause.
+    pub(crate) fn metadata(&self) -> Metadata {
+        Metadata {
+            correlation_id: self.correlation_id.clone(),
+            causation_id: self.causation_id.clone(),
+            depth: self.depth + 1,
+            schema_version: 1,
+            system: false,
+        }
+    }
+}
+
+/// A rejection that happened in a reaction or in the scheduler (spec 182).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionRecord {
+    /// The command type (`MarkOrderPaid`).
+    pub command_type: &'static str,
+    /// The code (`NotOpen`).
+    pub rejected: &'static str,
+    /// The message.
+    pub message: String,
+    /// The aggregate type.
+    pub aggregate_type: &'static str,
+    /// The aggregate instance.
+    pub aggregate_id: String,
+}
+
+/// What a command sent in a reaction answered (spec 20): the events it decided, or its typed
+/// rejection. Failures are the `Err` of the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<R> {
+    /// The aggregate decided these events; they are stored when the attempt commits (spec 21).
+    Decided(Decided),
+    /// The command rejected with one of its codes; nothing was decided.
+    Rejected(R),
+}
+
+impl<R> Answer<R> {
+    /// The rejection, if the command rejected.
+    pub fn rejection(&self) -> Option<&R> {
+        match self {
+            Answer::Decided(_) => None,
+            Answer::Rejected(rejection) => Some(rejection),
+        }
+    }
+
+    /// The decided events, if the command decided.
+    pub fn decided(&self) -> Option<&Decided> {
+        match self {
+            Answer::Decided(decided) => Some(decided),
+            Answer::Rejected(_) => None,
+        }
+    }
+}
+
+/// What a command sent with a delay answered: when it will run (spec 42).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scheduled {
+    /// The aggregate type.
+    pub aggregate_type: &'static str,
+    /// The aggregate instance.
+    pub aggregate_id: String,
+    /// When it runs.
+    pub execute_at: Instant,
+}
+
+/// The context a scheduled command keeps (spec 8, 49).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ScheduledContext {
+    /// The command's id, also its idempotency key (spec 8).
+    pub(crate) command_id: String,
+    /// Where it came from.
+    pub(crate) cause: Cause,
+}
+
+/// The command type of a delayed policy's run in the scheduler.
+pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";
+
+/// One stream the attempt decided on.
+struct Stream {
+    aggregate_type: &'static str,
+    aggregate_id: String,
+    loaded_version: u64,
+    events: Vec<NewEvent>,
+    /// The aggregate's state with the staged events applied, so a later command sees them.
+    state: Box<dyn Any + Send>,
+}
+
+#[derive(Default)]
+struct Staged {
+    streams: Vec<Stream>,
+    scheduled: Vec<ScheduledEntry>,
+    /// Commands sent so far, by type: the counter in each command's derived id (spec 44).
+    sent: HashMap<&'static str, u32>,
+    /// A command that failed fails the run, even if the handler caught it (spec 34).
+    failure: Option<Failure>,
+    rejections: Vec<RejectionRecord>,
+}
+
+/// One attempt of one reaction.
+pub(crate) struct Attempt {
+    app: App,
+    key: String,
+    cause: Cause,
+    staged: Mutex<Staged>,
+}
+
+/// What a finished attempt writes.
+pub(crate) struct Staging {
+    pub(crate) appends: Vec<Append>,
+    pub(crate) scheduled: Vec<ScheduledEntry>,
+    pub(crate) rejections: Vec<RejectionRecord>,
+    pub(crate) failure: Option<Failure>,
+}
+
+impl Attempt {
+    pub(crate) fn new(app: &App, key: String, cause: Cause) -> Attempt {
+        Attempt {
+            app: app.clone(),
+            key,
+            cause,
+            staged: Mutex::new(Staged::default()),
+        }
+    }
+
+    fn staged(&self) -> MutexGuard<'_, Staged> {
+        // Staging is only pushed to; a panic cannot leave it half-written.
+        self.staged.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The idempotency key of the run (spec 137).
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The derived id of the next command of type `C` (spec 44).
+    fn command_id(&self, staged: &mut Staged, command_type: &'static str) -> String {
+        let count = staged.sent.entry(command_type).or_default();
+        let id = derived_id(&[&self.key, "command", command_type, &count.to_string()]);
+        *count += 1;
+        id
+    }
+
+    /// Refuses a command past `maxChainDepth` (spec 145); a refusal fails the run.
+    fn check_depth(&self, command: &'static str, aggregate: &str) -> Result<(), Error> {
+        let max_depth = self.app.config().for_aggregate(aggregate).max_chain_depth;
+        let depth = self.cause.depth + 1;
+        if depth > max_depth {
+            let error = Error::ChainDepthExceeded {
+                command: command.to_owned(),
+                depth,
+                max_depth,
+            };
+            self.fail(&error);
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    fn fail(&self, error: &Error) {
+        let failure = Failure {
+            code: error.code(),
+            retriable: error.is_retriable(),
+            message: error.to_string(),
+            stack: format!("{error:?}"),
+        };
+        self.staged().failure.get_or_insert(failure);
+    }
+
+    /// Decides `command` now, on its instance's state with this attempt's staged decisions
+    /// applied (spec 26); the events are staged, not stored.
+    pub(crate) fn send<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
+        let aggregate = <C::Aggregate as Aggregate>::NAME;
+        self.check_depth(C::NAME, aggregate)?;
+        let id = command.aggregate_id().to_owned();
+        let mut staged = self.staged();
+        self.command_id(&mut staged, C::NAME);
+        let index = match staged
+            .streams
+            .iter()
+            .position(|s| s.aggregate_type == aggregate && s.aggregate_id == id)
+        {
+            Some(index) => index,
+            None => {
+                let loaded = match self.app.load::<C::Aggregate>(&id) {
+                    Ok(loaded) => loaded,
+                    Err(error) => {
+                        drop(staged);
+                        self.fail(&error);
+                        return Err(error);
+                    }
+                };
+                staged.streams.push(Stream {
+                    aggregate_type: aggregate,
+                    aggregate_id: id.clone(),
+                    loaded_version: loaded.version,
+                    events: Vec::new(),
+                    state: Box::new(loaded.state),
+                });
+                staged.streams.len() - 1
+            }
+        };
+        let stream = &mut staged.streams[index];
+        let Some(state) = stream.state.downcast_mut::<C::Aggregate>() else {
+            return Err(Error::NotFound {
+                what: format!("the staged state of `{aggregate}:{id}`"),
+            });
+        };
+        let events = match command.decide(state) {
+            Ok(events) => events,
+            Err(rejection) => {
+                staged.rejections.push(RejectionRecord {
+                    command_type: C::NAME,
+                    rejected: rejection.code(),
+                    message: rejection.message(),
+                    aggregate_type: aggregate,
+                    aggregate_id: id,
+                });
+                return Ok(Answer::Rejected(rejection));
+            }
+        };
+        for event in &events {
+            state.apply(event);
+        }
+        let new = match new_events(&self.app, &events, &self.cause.metadata()) {
+            Ok(new) => new,
+            Err(error) => {
+                drop(staged);
+                self.fail(&error);
+                return Err(error);
+            }
+        };
+        let stream = &mut staged.streams[index];
+        stream.events.extend(new.iter().cloned());
+        Ok(Answer::Decided(Decided {
+            aggregate_type: aggregate,
+            aggregate_id: id,
+            version: stream.loaded_version + stream.events.len() as u64,
+            event_ids: new.into_iter().map(|event| event.id).collect(),
+            event_types: events
+                .iter()
+                .map(crate::aggregate::EventSet::type_name)
+                .collect(),
+            position: None,
+        }))
+    }
+
+    /// Stages `command` to run at `execute_at` (spec 42): stored only if the attempt commits
+    /// (spec 52), keyed by its derived id so a retried run schedules it once (spec 44).
+    pub(crate) fn schedule<C: Command>(
+        &self,
+        command: &C,
+        execute_at: Instant,
+    ) -> Result<Scheduled, Error> {
+        let aggregate = <C::Aggregate as Aggregate>::NAME;
+        self.check_depth(C::NAME, aggregate)?;
+        if !self.app.knows_command(C::NAME) {
+            let error = Error::UnknownCommand {
+                command: C::NAME.to_owned(),
+            };
+            self.fail(&error);
+            return Err(error);
+        }
+        // Validated in its JSON form now, so what would fail when it runs fails at once (spec 43).
+        let payload = serde_json::to_value(command)
+            .and_then(|json| serde_json::from_value::<C>(json.clone()).map(|_| json))
+            .map_err(|source| Error::Encode {
+                type_name: C::NAME.to_owned(),
+                source,
+            })
+            .inspect_err(|e| self.fail(e))?;
+        let mut staged = self.staged();
+        let command_id = self.command_id(&mut staged, C::NAME);
+        let context = ScheduledContext {
+            command_id: command_id.clone(),
+            cause: self.cause.clone(),
+        };
+        staged.scheduled.push(ScheduledEntry {
+            dedupe_key: command_id,
+            command_type: C::NAME.to_owned(),
+            aggregate_id: command.aggregate_id().to_owned(),
+            payload,
+            execute_at,
+            context: serde_json::to_value(&context).unwrap_or_default(),
+            attempts: 0,
+            last_error: None,
+            revision: 0,
+            claim_id: None,
+            claimed_at: None,
+        });
+        Ok(Scheduled {
+            aggregate_type: aggregate,
+            aggregate_id: command.aggregate_id().to_owned(),
+            execute_at,
+        })
+    }
+
+    /// What the attempt writes if it commits.
+    pub(crate) fn finish(self) -> Staging {
+        let staged = self
+            .staged
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        Staging {
+            appends: staged
+                .streams
+                .into_iter()
+                .filter(|stream| !stream.events.is_empty())
+                .map(|stream| Append {
+                    aggregate_type: stream.aggregate_type.to_owned(),
+                    aggregate_id: stream.aggregate_id,
+                    expected_version: stream.loaded_version,
+                    events: stream.events,
+                })
+                .collect(),
+            scheduled: staged.scheduled,
+            rejections: staged.rejections,
+            failure: staged.failure,
+        }
+    }
+}
+
+/// The context of a policy handler: the event, and the commands it may send (spec 28).
+pub struct Reaction<'a, E> {
+    attempt: &'a Attempt,
+    event: &'a E,
+    recorded: &'a RecordedEvent,
+}
+
+impl<E> std::fmt::Debug for Reaction<'_, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reaction")
+            .field("event", &self.recorded)
+            .field("idempotency_key", &self.attempt.key)
+            .finish()
+    }
+}
+
+impl<'a, E> Reaction<'a, E> {
+    pub(crate) fn new(attempt: &'a Attempt, event: &'a E, recorded: &'a RecordedEvent) -> Self {
+        Reaction {
+            attempt,
+            event,
+            recorded,
+        }
+    }
+
+    /// The event's payload.
+    pub fn event(&self) -> &'a E {
+        self.event
+    }
+
+    /// The event as stored.
+    pub fn recorded(&self) -> &'a RecordedEvent {
+        self.recorded
+    }
+
+    /// The run's idempotency key: the same on every automatic retry, new on each operator retry
+    /// (spec 137–138). Pass it to providers that accept one.
+    pub fn idempotency_key(&self) -> &str {
+        self.attempt.key()
+    }
+
+    /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a
+    /// per-call key for a provider (spec 139).
+    pub fn key_for(&self, name: &str) -> String {
+        crate::ids::idempotency_key_for(self.attempt.key(), name)
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.attempt.app.clock().now()
+    }
+
+    /// Sends `command`: decided now, stored when the attempt commits. Answers the decided events
+    /// or the typed rejection (spec 20); a failure is the `Err`, and fails the run (spec 23, 34).
+    pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
+        self.attempt.send(&command)
+    }
+
+    /// Sends `command` to run `delay` from now (spec 42). It is stored when the attempt commits,
+    /// once however often the run is retried (spec 44, 52).
+    pub async fn send_after<C: Command>(
+        &self,
+        command: C,
+        delay: Duration,
+    ) -> Result<Scheduled, Error> {
+        let at = self.now() + delay;
+        self.attempt.schedule(&command, at)
+    }
+}

@@ -1,0 +1,250 @@
+//! The scheduled worker: claims due entries and runs them, each committing with the release of
+//! its claim (spec 38–52, 135, 200–201).
+
+use crate::app::App;
+use crate::app::reaction::{POLICY_RUN, RejectionRecord, ScheduledContext};
+use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
+use crate::ids::derived_id;
+use crate::store::{
+    CommitError, DeadLetter, LetterKind, LetterStatus, ScheduledEntry, ScheduledOutcome,
+    ScheduledRelease, WriteSet,
+};
+use crate::{Error, Instant};
+
+impl App {
+    /// One worker pass at `now`: runs every entry due, in order. Returns whether any ran.
+    pub(crate) async fn worker_pass(
+        &self,
+        now: Instant,
+        rejections: &mut Vec<RejectionRecord>,
+    ) -> Result<bool, Error> {
+        let claim_id = self.next_id();
+        let limit = self.config().dispatcher.batch_size;
+        let entries = self
+            .store()
+            .claim_due(&claim_id, now, self.lease(), limit)?;
+        for entry in &entries {
+            if entry.command_type == POLICY_RUN {
+                self.run_delayed_policy(entry, &claim_id, now, rejections)
+                    .await?;
+            } else {
+                self.run_scheduled_command(entry, &claim_id, now, rejections)?;
+            }
+        }
+        Ok(!entries.is_empty())
+    }
+
+    /// A delayed policy's run: the event as stored, the same key as a live run (spec 38).
+    async fn run_delayed_policy(
+        &self,
+        entry: &ScheduledEntry,
+        claim_id: &str,
+        now: Instant,
+        rejections: &mut Vec<RejectionRecord>,
+    ) -> Result<(), Error> {
+        let release = |outcome| ScheduledRelease {
+            dedupe_key: entry.dedupe_key.clone(),
+            claim_id: claim_id.to_owned(),
+            outcome,
+        };
+        let name = entry
+            .payload
+            .get("policy")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let event_id = entry
+            .payload
+            .get("eventId")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default();
+        let policy = self
+            .inner
+            .policies
+            .iter()
+            .find(|policy| policy.name() == name);
+        let event = self.store().read_event(event_id)?;
+        let (Some(policy), Some(event)) = (policy, event) else {
+            // A policy a deploy removed, or an event gone: nothing left to run.
+            return self.release(self.store().commit(&WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Complete)),
+                ..WriteSet::default()
+            }));
+        };
+        let attempt = entry.attempts + 1;
+        let failure = match run_policy(self, &**policy, &event, policy_key(name, &event.id)).await {
+            Ok(staging) => {
+                let writes = WriteSet {
+                    appends: staging.appends,
+                    schedule: staging.scheduled,
+                    scheduled: Some(release(ScheduledOutcome::Complete)),
+                    ..WriteSet::default()
+                };
+                match self.store().commit(&writes) {
+                    Ok(_) => {
+                        rejections.extend(staging.rejections);
+                        return Ok(());
+                    }
+                    // Run again on a later pass, on the new state, without counting an attempt.
+                    Err(CommitError::StreamMoved { .. }) => {
+                        return self.release(self.store().commit(&WriteSet {
+                            scheduled: Some(release(ScheduledOutcome::Defer)),
+                            ..WriteSet::default()
+                        }));
+                    }
+                    Err(CommitError::ClaimLost { .. }) => return Ok(()),
+                    Err(error) => Failure::of(&anyhow::Error::new(error)),
+                }
+            }
+            Err(failure) => failure,
+        };
+        // Each delayed run retries on its own (spec 40) and ends as the policy's letter (spec 39).
+        let retry = self
+            .config()
+            .for_aggregate(policy.key().aggregate)
+            .policies_retry;
+        let writes = match retry.delay_before(attempt).filter(|_| failure.retriable) {
+            Some(wait) => WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Retry {
+                    execute_at: now + wait,
+                    error: failure.message.clone(),
+                })),
+                ..WriteSet::default()
+            },
+            None => WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Complete)),
+                dead_letters: vec![policy_letter(name, &event, &failure, attempt, now)],
+                ..WriteSet::default()
+            },
+        };
+        self.release(self.store().commit(&writes))
+    }
+
+    /// A scheduled command: decided on the state when it runs, under the correlation and cause
+    /// it was scheduled with (spec 8, 49). A rejection settles it (spec 25).
+    fn run_scheduled_command(
+        &self,
+        entry: &ScheduledEntry,
+        claim_id: &str,
+        now: Instant,
+        rejections: &mut Vec<RejectionRecord>,
+    ) -> Result<(), Error> {
+        let release = |outcome| ScheduledRelease {
+            dedupe_key: entry.dedupe_key.clone(),
+            claim_id: claim_id.to_owned(),
+            outcome,
+        };
+        let context: Option<ScheduledContext> = serde_json::from_value(entry.context.clone()).ok();
+        let runner = self.inner.commands.get(entry.command_type.as_str());
+        let attempt = entry.attempts + 1;
+        let failure = match (runner, &context) {
+            (Some(runner), Some(context)) => {
+                let retries = self
+                    .config()
+                    .for_aggregate(runner.aggregate())
+                    .concurrency_retries;
+                let mut reruns = 0;
+                loop {
+                    match runner.decide(self, &entry.payload, &context.cause.metadata()) {
+                        Ok(Ok(decision)) => {
+                            let writes = WriteSet {
+                                appends: decision.append.into_iter().collect(),
+                                scheduled: Some(release(ScheduledOutcome::Complete)),
+                                ..WriteSet::default()
+                            };
+                            match self.store().commit(&writes) {
+                                Ok(_) => return Ok(()),
+                                Err(CommitError::StreamMoved { .. }) if reruns < retries => {
+                                    reruns += 1;
+                                    if !self.store().renew_scheduled(
+                                        &entry.dedupe_key,
+                                        claim_id,
+                                        self.clock().now(),
+                                    )? {
+                                        return Ok(());
+                                    }
+                                }
+                                Err(CommitError::ClaimLost { .. }) => return Ok(()),
+                                Err(error) => break Failure::of(&anyhow::Error::new(error)),
+                            }
+                        }
+                        Ok(Err(rejection)) => {
+                            let result = self.store().commit(&WriteSet {
+                                scheduled: Some(release(ScheduledOutcome::Complete)),
+                                ..WriteSet::default()
+                            });
+                            if result.is_ok() {
+                                rejections.push(rejection);
+                            }
+                            return self.release(result);
+                        }
+                        Err(error) => break Failure::of(&anyhow::Error::new(error)),
+                    }
+                }
+            }
+            (None, _) => Failure::of(&anyhow::Error::new(Error::UnknownCommand {
+                command: entry.command_type.clone(),
+            })),
+            (Some(_), None) => Failure::of(&anyhow::anyhow!(
+                "scheduled command `{}` has an unreadable context",
+                entry.command_type
+            )),
+        };
+        // Retried with `policies.retry`, dead-lettered with its payload when they run out (spec 48).
+        let aggregate = runner.map_or("", |runner| runner.aggregate());
+        let retry = self.config().for_aggregate(aggregate).policies_retry;
+        let writes = match retry.delay_before(attempt).filter(|_| failure.retriable) {
+            Some(wait) => WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Retry {
+                    execute_at: now + wait,
+                    error: failure.message.clone(),
+                })),
+                ..WriteSet::default()
+            },
+            None => WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Complete)),
+                dead_letters: vec![scheduled_letter(entry, aggregate, &failure, attempt, now)],
+                ..WriteSet::default()
+            },
+        };
+        self.release(self.store().commit(&writes))
+    }
+
+    /// A release that lost its claim leaves the entry to the runner that took it.
+    fn release(&self, result: Result<crate::store::Committed, CommitError>) -> Result<(), Error> {
+        match result {
+            Ok(_) | Err(CommitError::ClaimLost { .. }) => Ok(()),
+            Err(CommitError::Store(error)) => Err(error.into()),
+            Err(other) => Err(Error::Store(crate::store::StoreError::with_source(
+                "a scheduled run's write set was refused",
+                other,
+            ))),
+        }
+    }
+}
+
+/// The dead letter of a scheduled command given up on, with its payload (spec 163).
+fn scheduled_letter(
+    entry: &ScheduledEntry,
+    aggregate: &str,
+    failure: &Failure,
+    attempts: u32,
+    now: Instant,
+) -> DeadLetter {
+    DeadLetter {
+        id: derived_id(&["scheduled", &entry.dedupe_key, "dead-letter"]),
+        kind: LetterKind::Scheduled,
+        handler: entry.command_type.clone(),
+        event_id: None,
+        event_type: None,
+        aggregate_type: (!aggregate.is_empty()).then(|| aggregate.to_owned()),
+        aggregate_id: Some(entry.aggregate_id.clone()),
+        error_type: failure.error_type().to_owned(),
+        error_message: failure.message.clone(),
+        error_stack: Some(failure.stack.clone()),
+        attempts,
+        first_failed_at: now,
+        last_failed_at: now,
+        status: LetterStatus::Failed,
+        payload: Some(entry.payload.clone()),
+    }
+}

@@ -1,0 +1,178 @@
+//! The test harness: an app on simulated time, where one `advance` runs every consequence
+//! (spec 179–188).
+
+use std::sync::Arc;
+
+use crate::aggregate::{Aggregate, Command};
+use crate::app::{App, AppBuilder, Decided, DispatchError, Lag, RejectionRecord};
+use crate::clock::{Clock, SimulatedClock};
+use crate::ids::Sequential;
+use crate::{Duration, Error, Instant, RecordedEvent};
+
+/// An app on a simulated clock that starts at `2026-01-01T00:00:00Z` and moves only when the
+/// test moves it, with sequential ids (`id-1`, `id-2`, …) (spec 179–180).
+#[derive(Debug, Clone)]
+pub struct TestApp {
+    app: App,
+    clock: Arc<SimulatedClock>,
+}
+
+/// What [`TestApp::run_until_idle`] found (spec 177, 181–182).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Idle {
+    /// Whether nothing was left to run; false when the passes ran out first.
+    pub idle: bool,
+    /// The rejections in reactions and the scheduler during the call, in order; a retried run
+    /// counts only the attempt that committed.
+    pub rejections: Vec<RejectionRecord>,
+}
+
+/// The passes `run_until_idle` makes before it gives up and answers `idle: false`.
+const MAX_PASSES: usize = 10_000;
+
+impl TestApp {
+    /// Builds `builder` on a simulated clock and sequential ids.
+    pub fn new(builder: AppBuilder) -> Result<TestApp, Error> {
+        let clock = Arc::new(SimulatedClock::default());
+        let app = builder
+            .clock(clock.clone())
+            .ids(Arc::new(Sequential::default()))
+            .build()?;
+        Ok(TestApp { app, clock })
+    }
+
+    /// A test app around `app`, which must read time from `clock`: for several apps on one
+    /// store, each with ids of its own.
+    pub fn with_app(app: App, clock: Arc<SimulatedClock>) -> TestApp {
+        TestApp { app, clock }
+    }
+
+    /// The simulated clock.
+    pub fn clock(&self) -> &Arc<SimulatedClock> {
+        &self.clock
+    }
+
+    /// The app under test.
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// The simulated time.
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Runs `command` from outside, as [`App::dispatch`].
+    pub async fn dispatch<C: Command>(
+        &self,
+        command: C,
+    ) -> Result<Decided, DispatchError<C::Rejection>> {
+        self.app.dispatch(command).await
+    }
+
+    /// The events of aggregate instance `id`.
+    pub fn events_of<A: Aggregate>(&self, id: &str) -> Result<Events, Error> {
+        Ok(Events(self.app.events_of::<A>(id)?))
+    }
+
+    /// The lag of every subscriber.
+    pub fn lag(&self) -> Result<Lag, Error> {
+        self.app.lag()
+    }
+
+    /// Moves the clock by `duration`, then runs until idle: every deadline, delayed command and
+    /// retry it passes runs, in order (spec 183).
+    pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {
+        let target = self.clock.now() + duration;
+        let mut rejections = Vec::new();
+        // Stop at each moment something is due on the way, so later work sees earlier work done.
+        while let Some(due) = self.app.next_due_at()?.filter(|due| *due <= target) {
+            self.clock.advance_to(due);
+            let idle = self.run_until_idle().await?;
+            rejections.extend(idle.rejections);
+            if !idle.idle {
+                return Ok(Idle {
+                    idle: false,
+                    rejections,
+                });
+            }
+            if self.app.next_due_at()? == Some(due) {
+                break;
+            }
+        }
+        self.clock.advance_to(target);
+        let idle = self.run_until_idle().await?;
+        rejections.extend(idle.rejections);
+        Ok(Idle {
+            idle: idle.idle,
+            rejections,
+        })
+    }
+
+    /// Runs dispatcher passes and due scheduled work until nothing moves (spec 181). Pending
+    /// retries are waited for by moving the clock to them, never beyond the last retry; what is
+    /// due before that runs on the way, in order (spec 184).
+    pub async fn run_until_idle(&self) -> Result<Idle, Error> {
+        self.run_until_idle_with(MAX_PASSES).await
+    }
+
+    /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes (spec 177).
+    pub async fn run_until_idle_with(&self, max_passes: usize) -> Result<Idle, Error> {
+        let mut rejections = Vec::new();
+        for _ in 0..max_passes {
+            let now = self.clock.now();
+            let moved_policies = self.app.policy_pass(now, &mut rejections).await?;
+            let moved_work = self.app.worker_pass(now, &mut rejections).await?;
+            if moved_policies || moved_work {
+                continue;
+            }
+            let Some(retry) = self.app.next_retry_at()? else {
+                return Ok(Idle {
+                    idle: true,
+                    rejections,
+                });
+            };
+            let next = self
+                .app
+                .next_due_at()?
+                .filter(|due| *due > now)
+                .map_or(retry, |due| due.min(retry));
+            if next <= now {
+                // Due now but claimed by nobody here: nothing this run can move.
+                return Ok(Idle {
+                    idle: true,
+                    rejections,
+                });
+            }
+            self.clock.advance_to(next);
+        }
+        Ok(Idle {
+            idle: false,
+            rejections,
+        })
+    }
+}
+
+/// An aggregate instance's events, for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Events(pub Vec<RecordedEvent>);
+
+impl Events {
+    /// The event types, in order.
+    pub fn types(&self) -> Vec<&str> {
+        self.0
+            .iter()
+            .map(|event| event.event_type.as_str())
+            .collect()
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}

@@ -1,0 +1,641 @@
+//! Policies, delayed policies and scheduled commands on simulated time and the SQLite store
+//! (spec 20–52, 123–156, 162–165, 173–184).
+
+mod support;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, LetterKind, Store};
+use bounda::{AppBuilder, POLICIES};
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+thread_local! {
+    /// Failures still to come, by policy: tests run on one thread each, so each has its own.
+    static FAILURES: RefCell<HashMap<String, (u32, bool)>> = RefCell::new(HashMap::new());
+}
+
+/// Makes the runs checked under `key` fail `times` times, by panicking if `panic`.
+fn failing(key: &str, times: u32, panic: bool) {
+    FAILURES.with(|f| f.borrow_mut().insert(key.to_owned(), (times, panic)));
+}
+
+fn maybe_fail(policy: &str) -> Result<()> {
+    let fail = FAILURES.with(|f| {
+        let mut f = f.borrow_mut();
+        match f.get_mut(policy) {
+            Some((left, panic)) if *left > 0 => {
+                *left -= 1;
+                Some(*panic)
+            }
+            _ => None,
+        }
+    });
+    match fail {
+        Some(true) => panic!("{policy} blew up"),
+        Some(false) => anyhow::bail!("{policy} failed on purpose"),
+        None => Ok(()),
+    }
+}
+
+struct ConfirmOnOrderPlaced;
+
+impl Policy for ConfirmOnOrderPlaced {
+    const NAME: &'static str = "confirm_on_order_placed";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        maybe_fail(Self::NAME)?;
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+struct RemindOnOrderPlaced;
+
+impl Policy for RemindOnOrderPlaced {
+    const NAME: &'static str = "remind_on_order_placed";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send_after(
+            SendReminder {
+                order_id: cx.event().order_id.clone(),
+            },
+            hours(24),
+        )
+        .await?;
+        maybe_fail(Self::NAME)?;
+        Ok(())
+    }
+}
+
+struct CancelOnOrderFulfilled;
+
+impl Policy for CancelOnOrderFulfilled {
+    const NAME: &'static str = "cancel_on_order_fulfilled";
+    type Event = OrderFulfilled;
+
+    async fn handle(cx: Reaction<'_, OrderFulfilled>) -> Result<()> {
+        let order_id = cx.event().order_id.clone();
+        let answer = cx
+            .send(CancelOrder {
+                order_id: order_id.clone(),
+                reason: "changed my mind".into(),
+            })
+            .await?;
+        // The handler may look at the rejection; here it sends another command either way.
+        if answer.rejection().is_some() {
+            cx.send(SendReminder { order_id }).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Answers every reminder with another: a chain that never ends by itself.
+struct EchoOnReminderSent;
+
+impl Policy for EchoOnReminderSent {
+    const NAME: &'static str = "echo_on_reminder_sent";
+    type Event = ReminderSent;
+
+    async fn handle(cx: Reaction<'_, ReminderSent>) -> Result<()> {
+        cx.send(SendReminder {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+struct WelcomeOnOrderPlaced;
+
+impl Policy for WelcomeOnOrderPlaced {
+    const NAME: &'static str = "welcome_on_order_placed";
+    const DELAY: Option<Duration> = Some(minutes(1));
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        maybe_fail(&format!("{}:{}", Self::NAME, cx.event().order_id))?;
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+fn store() -> SqliteStore {
+    SqliteStore::in_memory().expect("a store")
+}
+
+fn test_app(builder: AppBuilder) -> TestApp {
+    TestApp::new(builder).expect("an app")
+}
+
+/// Another app on a shared store, with ids of its own.
+fn shared(builder: AppBuilder) -> TestApp {
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let app = builder.clock(clock.clone()).build().expect("an app");
+    TestApp::with_app(app, clock)
+}
+
+fn place(id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: id.into(),
+        total: 139,
+    }
+}
+
+// spec 20, 21, 27–29, 131, 174
+#[tokio::test]
+async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark() {
+    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    assert_eq!(app.lag().unwrap().max_lag, 1, "not yet handled");
+    let idle = app.run_until_idle().await.unwrap();
+    assert!(idle.idle && idle.rejections.is_empty());
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    let lag = app.lag().unwrap();
+    assert_eq!(lag.max_lag, 0, "every consequence has happened");
+    assert_eq!(lag.subscribers[0].subscriber, POLICIES);
+    // Run again: the inbox says it is done, nothing is sent twice (spec 124).
+    app.run_until_idle().await.unwrap();
+    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 2);
+}
+
+// spec 144
+#[tokio::test]
+async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_go_one_deeper() {
+    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let (placed, confirmed) = (&events[0], &events[1]);
+    assert_eq!(
+        confirmed.metadata.correlation_id,
+        placed.metadata.correlation_id
+    );
+    assert_eq!(confirmed.metadata.causation_id, placed.id);
+    assert_eq!((placed.metadata.depth, confirmed.metadata.depth), (0, 1));
+}
+
+// spec 31, 33
+#[tokio::test]
+async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
+    let store: Arc<dyn Store> = Arc::new(store());
+    let before = test_app(App::builder_shared(store.clone()));
+    before.dispatch(place("o-1")).await.unwrap();
+    assert_eq!(
+        store.checkpoint(POLICIES).unwrap(),
+        None,
+        "no policy, no checkpoint (spec 32)"
+    );
+
+    let after = shared(App::builder_shared(store.clone()).policy::<ConfirmOnOrderPlaced>());
+    after.dispatch(place("o-2")).await.unwrap();
+    after.run_until_idle().await.unwrap();
+    assert_eq!(
+        after.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced"],
+        "history is not replayed"
+    );
+    assert_eq!(
+        after.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+
+    // The last policy removed: its checkpoint stays; brought back, it catches up (spec 33).
+    let without = shared(App::builder_shared(store.clone()));
+    without.dispatch(place("o-3")).await.unwrap();
+    let back = shared(App::builder_shared(store.clone()).policy::<ConfirmOnOrderPlaced>());
+    back.run_until_idle().await.unwrap();
+    assert_eq!(
+        back.events_of::<Order>("o-3").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
+
+// spec 151–153, 155, 184
+#[tokio::test]
+async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for_it() {
+    failing(ConfirmOnOrderPlaced::NAME, 2, false);
+    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    let idle = app.run_until_idle().await.unwrap();
+    assert!(idle.idle);
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    assert_eq!(
+        app.now(),
+        start + seconds(3),
+        "waited 1 s, then 2 s, and no further"
+    );
+    assert_eq!(
+        app.app()
+            .store()
+            .count_dead_letters(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}
+
+// spec 36, 153, 154, 162, 163
+#[tokio::test]
+async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
+    failing(ConfirmOnOrderPlaced::NAME, 3, false);
+    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .store()
+        .dead_letters(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0];
+    assert_eq!(
+        (letter.kind, letter.handler.as_str()),
+        (LetterKind::Policy, ConfirmOnOrderPlaced::NAME)
+    );
+    assert_eq!(
+        (letter.attempts, letter.error_type.as_str()),
+        (3, "retriable_exhausted")
+    );
+    assert_eq!(letter.aggregate_id.as_deref(), Some("o-1"));
+    assert!(
+        letter.error_message.contains("failed on purpose"),
+        "{}",
+        letter.error_message
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced"]
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
+// A handler that panics is a failed attempt: retried, then dead-lettered, nothing stored.
+#[tokio::test]
+async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
+    failing(ConfirmOnOrderPlaced::NAME, 1, true);
+    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+
+    failing(ConfirmOnOrderPlaced::NAME, 3, true);
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .store()
+        .dead_letters(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert!(
+        letters[0]
+            .error_message
+            .contains("panicked: confirm_on_order_placed blew up"),
+        "{}",
+        letters[0].error_message
+    );
+}
+
+// spec 145, 154
+#[tokio::test]
+async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
+    let app = test_app(App::builder(store()).policy::<EchoOnReminderSent>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(SendReminder {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap();
+    assert_eq!(
+        events.len(),
+        1 + 26,
+        "the reminder from outside, then 25 echoes"
+    );
+    assert_eq!(events.0.last().unwrap().metadata.depth, 25);
+    let letters = app
+        .app()
+        .store()
+        .dead_letters(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (letters[0].error_type.as_str(), letters[0].attempts),
+        ("terminal", 1)
+    );
+    assert!(
+        letters[0]
+            .error_message
+            .contains("26 reactions deep, past the limit of 25"),
+        "{}",
+        letters[0].error_message
+    );
+}
+
+// spec 22, 182
+#[tokio::test]
+async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_idle() {
+    let app = test_app(App::builder(store()).policy::<CancelOnOrderFulfilled>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    let idle = app.run_until_idle().await.unwrap();
+    assert_eq!(idle.rejections.len(), 1);
+    let rejection = &idle.rejections[0];
+    assert_eq!(
+        (rejection.command_type, rejection.rejected),
+        ("CancelOrder", "NotCancellable")
+    );
+    assert_eq!(
+        (rejection.aggregate_type, rejection.aggregate_id.as_str()),
+        ("Order", "o-1")
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "OrderPaid", "OrderFulfilled"],
+        "the reminder after the rejection decided nothing for a fulfilled order"
+    );
+}
+
+// spec 26
+#[tokio::test]
+async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
+    struct ConfirmTwice;
+    impl Policy for ConfirmTwice {
+        const NAME: &'static str = "confirm_twice";
+        type Event = OrderPlaced;
+        async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+            let order_id = cx.event().order_id.clone();
+            let first = cx
+                .send(RecordConfirmationSent {
+                    order_id: order_id.clone(),
+                })
+                .await?;
+            let second = cx.send(RecordConfirmationSent { order_id }).await?;
+            assert_eq!(
+                first.decided().map(|d| d.event_types.clone()),
+                Some(vec!["ConfirmationSent"])
+            );
+            assert_eq!(
+                first.decided().and_then(|d| d.position),
+                None,
+                "nothing stored yet (spec 21)"
+            );
+            assert_eq!(
+                second.decided().map(|d| d.event_types.len()),
+                Some(0),
+                "already done"
+            );
+            Ok(())
+        }
+    }
+    let app = test_app(App::builder(store()).policy::<ConfirmTwice>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
+
+// spec 148, 149
+#[tokio::test]
+async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
+    failing(ConfirmOnOrderPlaced::NAME, 1, false);
+    let app = test_app(
+        App::builder(store())
+            .policy::<ConfirmOnOrderPlaced>()
+            .policy::<RemindOnOrderPlaced>()
+            .command::<SendReminder>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    // One pass only: the confirmation of o-1 fails and waits for its retry.
+    let idle = app.run_until_idle_with(1).await.unwrap();
+    assert!(!idle.idle);
+    let lag = app.lag().unwrap();
+    assert_eq!(lag.max_lag, 2, "the checkpoint stops before the held event");
+    assert_eq!(
+        app.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced"],
+        "o-2's confirmation waits behind o-1's"
+    );
+    assert!(
+        app.app().next_due_at().unwrap().is_some(),
+        "the other policy scheduled both reminders"
+    );
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
+// spec 42, 44, 49, 52, 183
+#[tokio::test]
+async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cause() {
+    failing(RemindOnOrderPlaced::NAME, 1, false);
+    let app = test_app(
+        App::builder(store())
+            .policy::<RemindOnOrderPlaced>()
+            .command::<SendReminder>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    // The first run scheduled it and then failed: only the retried run's entry exists (spec 52).
+    assert_eq!(
+        app.app().next_due_at().unwrap(),
+        Some(start + seconds(1) + hours(24))
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced"]
+    );
+    let idle = app.advance(hours(24)).await.unwrap();
+    assert!(idle.idle);
+    let events = app.events_of::<Order>("o-1").unwrap().0;
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e.event_type.as_str())
+            .collect::<Vec<_>>(),
+        ["OrderPlaced", "ReminderSent"]
+    );
+    assert_eq!(
+        events[1].metadata.correlation_id, events[0].metadata.correlation_id,
+        "spec 49"
+    );
+    assert_eq!(events[1].metadata.causation_id, events[0].id);
+    assert_eq!(events[1].timestamp, start + seconds(1) + hours(24));
+    assert_eq!(app.app().next_due_at().unwrap(), None);
+}
+
+// spec 25
+#[tokio::test]
+async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
+    struct CancelLater;
+    impl Policy for CancelLater {
+        const NAME: &'static str = "cancel_later";
+        type Event = OrderPlaced;
+        async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+            let order_id = cx.event().order_id.clone();
+            cx.send_after(
+                CancelOrder {
+                    order_id,
+                    reason: "too slow".into(),
+                },
+                hours(1),
+            )
+            .await?;
+            Ok(())
+        }
+    }
+    let app = test_app(
+        App::builder(store())
+            .policy::<CancelLater>()
+            .command::<CancelOrder>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    let idle = app.advance(hours(2)).await.unwrap();
+    assert_eq!(
+        idle.rejections
+            .iter()
+            .map(|r| r.rejected)
+            .collect::<Vec<_>>(),
+        ["NotCancellable"]
+    );
+    assert_eq!(app.app().next_due_at().unwrap(), None, "settled");
+    assert_eq!(
+        app.app()
+            .store()
+            .count_dead_letters(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() {
+    let app = test_app(App::builder(store()).policy::<RemindOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .store()
+        .dead_letters(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].error_type, "terminal");
+    assert!(
+        letters[0]
+            .error_message
+            .contains("add `.command::<SendReminder>()`"),
+        "{}",
+        letters[0].error_message
+    );
+}
+
+// spec 37, 38, 41
+#[tokio::test]
+async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
+    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    let placed_at = app.now();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.app().next_due_at().unwrap(),
+        Some(placed_at + minutes(1))
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced"],
+        "not before its time"
+    );
+    app.advance(seconds(59)).await.unwrap();
+    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+    app.advance(seconds(1)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
+
+// spec 37: read late, due at the event's time plus the delay all the same.
+#[tokio::test]
+async fn a_delayed_policy_read_late_is_not_pushed_later() {
+    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    let placed_at = app.now();
+    let idle = app.advance(seconds(30)).await.unwrap();
+    assert!(idle.idle);
+    assert_eq!(
+        app.app().next_due_at().unwrap(),
+        Some(placed_at + minutes(1))
+    );
+}
+
+// spec 39, 40
+#[tokio::test]
+async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
+    failing("welcome_on_order_placed:o-1", 3, false);
+    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.advance(minutes(2)).await.unwrap();
+    let letters = app
+        .app()
+        .store()
+        .dead_letters(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (
+            letters[0].kind,
+            letters[0].handler.as_str(),
+            letters[0].attempts
+        ),
+        (LetterKind::Policy, "welcome_on_order_placed", 3)
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
