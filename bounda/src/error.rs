@@ -130,6 +130,14 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Retrying a dead letter ran its work, which failed again; the letter stays `failed`.
+    #[error("retrying dead letter `{id}` failed: {message}")]
+    RetryFailed {
+        /// The letter.
+        id: String,
+        /// Why the run failed.
+        message: String,
+    },
     /// Something asked for does not exist (spec 219).
     #[error("{what} does not exist")]
     NotFound {
@@ -169,6 +177,7 @@ impl Error {
             Error::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
             Error::LetterNotRetriable { .. } => "DEAD_LETTER_NOT_RETRIABLE",
             Error::NotFound { .. } => "NOT_FOUND",
+            Error::RetryFailed { .. } => "RETRY_FAILED",
         }
     }
 
@@ -190,7 +199,8 @@ impl Error {
             | Error::Configuration { .. }
             | Error::LetterSettled { .. }
             | Error::LetterNotRetriable { .. }
-            | Error::NotFound { .. } => false,
+            | Error::NotFound { .. }
+            | Error::RetryFailed { .. } => false,
         }
     }
 }

@@ -1,5 +1,10 @@
 //! Commands from outside the runtime, on the SQLite store in memory (spec 1–19, 143).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
 mod support;
 
 use std::sync::Arc;

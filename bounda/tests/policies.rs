@@ -1,6 +1,11 @@
 //! Policies, delayed policies and scheduled commands on simulated time and the SQLite store
 //! (spec 20–52, 123–156, 162–165, 173–184).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
 mod support;
 
 use std::cell::RefCell;

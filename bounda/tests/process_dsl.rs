@@ -1,5 +1,10 @@
 //! The code `#[process]` generates, called as the runtime will call it: merge, plan, dispatch.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
 mod support;
 
 use bounda::aggregate::{Event, EventSet};

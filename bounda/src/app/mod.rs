@@ -4,6 +4,7 @@ mod decide;
 mod dispatcher;
 mod fold;
 mod lag;
+mod letters;
 mod outcome;
 mod policy;
 mod reaction;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 pub use fold::{Loaded, fold};
 pub use lag::{Lag, SubscriberLag};
+pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError};
 pub use policy::Policy;
 pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
@@ -178,6 +180,16 @@ impl App {
         longest.checked_mul(2).unwrap_or(crate::Duration::MAX)
     }
 
+    /// The registered policies.
+    pub(crate) fn policies(&self) -> impl Iterator<Item = &Arc<dyn PolicyRunner>> {
+        self.inner.policies.iter()
+    }
+
+    /// The runner of command type `name`, if registered.
+    pub(crate) fn command_runner(&self, name: &str) -> Option<&Arc<dyn CommandRunner>> {
+        self.inner.commands.get(name)
+    }
+
     /// Whether the scheduled worker can run command type `name`.
     pub(crate) fn knows_command(&self, name: &str) -> bool {
         self.inner.commands.contains_key(name)
@@ -186,6 +198,11 @@ impl App {
     /// The store.
     pub fn store(&self) -> &dyn Store {
         &*self.inner.store
+    }
+
+    /// The store, to share with another app on the same database.
+    pub fn store_arc(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.inner.store)
     }
 
     /// The clock.

@@ -1,0 +1,272 @@
+//! Dead letters: listed, counted, retried and discarded, fenced on their status (spec 162–172).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::cell::Cell;
+
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, LetterKind, LetterStatus};
+use bounda::{Error, Retried};
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+thread_local! {
+    /// Whether the confirmation policy fails, per test thread.
+    static BROKEN: Cell<bool> = const { Cell::new(true) };
+    /// The idempotency keys the policy ran under, in order.
+    static KEYS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+struct ConfirmOnOrderPlaced;
+
+impl Policy for ConfirmOnOrderPlaced {
+    const NAME: &'static str = "confirm_on_order_placed";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        KEYS.with(|keys| keys.borrow_mut().push(cx.idempotency_key().to_owned()));
+        if BROKEN.with(Cell::get) {
+            anyhow::bail!("the mail server is down");
+        }
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+struct ReminderIn1h;
+
+impl Policy for ReminderIn1h {
+    const NAME: &'static str = "reminder_in_1h";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        let order_id = cx.event().order_id.clone();
+        cx.send_after(
+            CancelOrder {
+                order_id,
+                reason: "late".into(),
+            },
+            hours(1),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+async fn app_with_a_letter() -> (TestApp, String) {
+    BROKEN.with(|b| b.set(true));
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+    )
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    (app, letters[0].id.clone())
+}
+
+// spec 163, 165
+#[tokio::test]
+async fn letters_are_listed_counted_and_read_with_what_failed() {
+    let (app, id) = app_with_a_letter().await;
+    let letters = app.app().dead_letters();
+    let letter = letters.get(&id).unwrap().unwrap();
+    assert_eq!(letter.kind, LetterKind::Policy);
+    assert_eq!(letter.status, LetterStatus::Failed);
+    assert_eq!(letter.event_type.as_deref(), Some("OrderPlaced"));
+    assert_eq!(letter.error_message, "the mail server is down");
+    let policies = LetterFilter {
+        kind: Some(LetterKind::Policy),
+        ..LetterFilter::default()
+    };
+    assert_eq!(letters.count(&policies).unwrap(), 1);
+    let scheduled = LetterFilter {
+        kind: Some(LetterKind::Scheduled),
+        ..LetterFilter::default()
+    };
+    assert_eq!(letters.count(&scheduled).unwrap(), 0);
+    assert!(letters.get("nope").unwrap().is_none());
+}
+
+// spec 138, 142, 167
+#[tokio::test]
+async fn retrying_a_policy_letter_runs_the_handler_once_more_with_a_new_key() {
+    let (app, id) = app_with_a_letter().await;
+    BROKEN.with(|b| b.set(false));
+    assert_eq!(
+        app.app().dead_letters().retry(&id).await.unwrap(),
+        Retried::Done
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    assert_eq!(
+        app.app().dead_letters().get(&id).unwrap().unwrap().status,
+        LetterStatus::Retried
+    );
+    let keys = KEYS.with(|keys| keys.borrow().clone());
+    assert_eq!(keys.len(), 4, "three automatic runs and the operator's");
+    assert!(
+        keys[..3].iter().all(|key| *key == keys[0]),
+        "the same key on every automatic retry"
+    );
+    assert_ne!(keys[3], keys[0], "a new key for the operator's retry");
+}
+
+// spec 166, 170
+#[tokio::test]
+async fn a_retry_that_fails_again_leaves_the_letter_failed() {
+    let (app, id) = app_with_a_letter().await;
+    let error = app.app().dead_letters().retry(&id).await.unwrap_err();
+    assert_eq!(error.code(), "RETRY_FAILED");
+    assert!(
+        error.to_string().contains("the mail server is down"),
+        "{error}"
+    );
+    assert_eq!(
+        app.app().dead_letters().get(&id).unwrap().unwrap().status,
+        LetterStatus::Failed
+    );
+    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+}
+
+// spec 170, 172
+#[tokio::test]
+async fn a_settled_letter_refuses_a_second_retry_or_discard() {
+    let (app, id) = app_with_a_letter().await;
+    let letters = app.app().dead_letters();
+    letters.discard(&id).unwrap();
+    assert_eq!(
+        letters.get(&id).unwrap().unwrap().status,
+        LetterStatus::Discarded
+    );
+    BROKEN.with(|b| b.set(false));
+    let retry = letters.retry(&id).await.unwrap_err();
+    assert!(matches!(retry, Error::LetterSettled { .. }), "{retry}");
+    assert_eq!(retry.code(), "DEAD_LETTER_SETTLED");
+    assert!(matches!(
+        letters.discard(&id),
+        Err(Error::LetterSettled { .. })
+    ));
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().len(),
+        1,
+        "a refused retry stores nothing"
+    );
+    assert!(matches!(
+        letters.discard("nope"),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+// spec 171
+#[tokio::test]
+async fn a_letter_whose_policy_is_gone_is_not_retriable() {
+    let (app, id) = app_with_a_letter().await;
+    let store = std::sync::Arc::clone(&app.app().store_arc());
+    let without = App::builder_shared(store).build().unwrap();
+    let error = without.dead_letters().retry(&id).await.unwrap_err();
+    assert_eq!(error.code(), "DEAD_LETTER_NOT_RETRIABLE");
+    assert!(
+        error.to_string().contains("no longer in the app"),
+        "{error}"
+    );
+    assert_eq!(
+        without.dead_letters().get(&id).unwrap().unwrap().status,
+        LetterStatus::Failed
+    );
+}
+
+// spec 48, 169
+#[tokio::test]
+async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
+    // No `.command::<CancelOrder>()`: the scheduled command cannot run and is dead-lettered.
+    let store: std::sync::Arc<dyn bounda::store::Store> =
+        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let app = TestApp::new(
+        App::builder_shared(store.clone())
+            .policy::<ReminderIn1h>()
+            .command::<CancelOrder>(),
+    )
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    // A deploy drops the command; the entry fails for good when it comes due.
+    let clock = app.clock().clone();
+    let dropped = TestApp::with_app(
+        App::builder_shared(store.clone())
+            .clock(clock.clone())
+            .ids(std::sync::Arc::new(bounda::ids::UuidV7))
+            .build()
+            .unwrap(),
+        clock,
+    );
+    dropped.advance(hours(2)).await.unwrap();
+    let letters = dropped
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0];
+    assert_eq!(
+        (
+            letter.kind,
+            letter.handler.as_str(),
+            letter.error_type.as_str()
+        ),
+        (LetterKind::Scheduled, "CancelOrder", "terminal")
+    );
+    assert_eq!(
+        letter
+            .payload
+            .as_ref()
+            .and_then(|p| p.get("reason"))
+            .and_then(|r| r.as_str()),
+        Some("late")
+    );
+    // Retried where the command is known: it runs with the recorded payload.
+    assert_eq!(
+        app.app().dead_letters().retry(&letter.id).await.unwrap(),
+        Retried::Done
+    );
+    let events = app.events_of::<Order>("o-1").unwrap().0;
+    assert_eq!(
+        events.last().map(|e| e.event_type.as_str()),
+        Some("OrderCancelled")
+    );
+    assert_eq!(
+        events.last().unwrap().metadata.causation_id,
+        letter.id,
+        "caused by the letter (spec 142)"
+    );
+    // Retrying a scheduled letter whose command now rejects settles it (spec 169).
+    assert!(matches!(
+        app.app().dead_letters().retry(&letter.id).await,
+        Err(Error::LetterSettled { .. })
+    ));
+}
