@@ -232,6 +232,28 @@ pub struct DurationError {
     pub kind: DurationErrorKind,
 }
 
+/// The duration in environment variable `name`, or `default` when it is unset (spec 211's
+/// `asDuration(process.env.X ?? "1m")`). A value that is not a duration is an error naming the
+/// variable and the value.
+pub fn env_duration(name: &str, default: Duration) -> Result<Duration, DurationError> {
+    named_duration(name, std::env::var(name).ok().as_deref(), default)
+}
+
+/// `value` of variable `name` as a duration, `default` when absent.
+fn named_duration(
+    name: &str,
+    value: Option<&str>,
+    default: Duration,
+) -> Result<Duration, DurationError> {
+    match value {
+        Some(text) => text.parse().map_err(|error: DurationError| DurationError {
+            input: format!("{name}={}", error.input),
+            kind: error.kind,
+        }),
+        None => Ok(default),
+    }
+}
+
 impl FromStr for Duration {
     type Err = DurationError;
 
@@ -403,6 +425,25 @@ mod tests {
         );
         assert!(serde_json::from_str::<Duration>("-5").is_err());
         assert!(serde_json::from_str::<Duration>("true").is_err());
+    }
+
+    #[test]
+    fn env_durations_default_when_unset_and_name_the_variable_when_bad() {
+        assert_eq!(
+            env_duration("BOUNDA_TEST_UNSET_DURATION", minutes(1)),
+            Ok(minutes(1))
+        );
+        assert_eq!(
+            named_duration("DELAY", Some("2s"), minutes(1)),
+            Ok(seconds(2))
+        );
+        let err = named_duration("DELAY", Some("60 seconds"), minutes(1)).unwrap_err();
+        assert_eq!(err.kind, DurationErrorKind::UnknownUnit);
+        assert!(
+            err.to_string()
+                .starts_with("`DELAY=60 seconds` is not a duration"),
+            "{err}"
+        );
     }
 
     #[test]

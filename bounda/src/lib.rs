@@ -133,7 +133,7 @@ pub use app::{
 pub use bounda_macros::Rejection;
 pub use deadline::Deadline;
 pub use duration::{
-    Duration, DurationError, DurationErrorKind, days, hours, millis, minutes, seconds,
+    Duration, DurationError, DurationErrorKind, days, env_duration, hours, millis, minutes, seconds,
 };
 pub use error::Error;
 pub use event::RecordedEvent;
@@ -154,5 +154,6 @@ pub mod prelude {
         Deadline, Duration, Event, Events, Instant, Rejection, Result, days, deadline, hours,
         millis, minutes, process, seconds,
     };
+    pub use crate::{DurationError, env_duration};
     pub use serde::{Deserialize, Serialize};
 }

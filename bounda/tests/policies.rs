@@ -123,8 +123,11 @@ struct WelcomeOnOrderPlaced;
 
 impl Policy for WelcomeOnOrderPlaced {
     const NAME: &'static str = "welcome_on_order_placed";
-    const DELAY: Option<Duration> = Some(minutes(1));
     type Event = OrderPlaced;
+
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(Some(minutes(1)))
+    }
 
     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
         maybe_fail(&format!("{}:{}", Self::NAME, cx.event().order_id))?;

@@ -9,6 +9,7 @@ mod outcome;
 mod policy;
 mod reaction;
 mod run;
+mod runner;
 mod worker;
 
 use std::sync::Arc;
@@ -47,6 +48,8 @@ struct Inner {
     config: Config,
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
+    /// Set when the app is shutting down: passes stop between attempts.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for App {
@@ -65,6 +68,8 @@ pub struct AppBuilder {
     config: Config,
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
+    /// What `build` will refuse, found while registering.
+    refused: Vec<String>,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -96,7 +101,10 @@ impl AppBuilder {
 
     /// Adds policy `P`.
     pub fn policy<P: Policy>(mut self) -> AppBuilder {
-        self.policies.push(Arc::new(PolicyEntry::<P>::new()));
+        match PolicyEntry::<P>::new() {
+            Ok(entry) => self.policies.push(Arc::new(entry)),
+            Err(message) => self.refused.push(message),
+        }
         self
     }
 
@@ -111,6 +119,11 @@ impl AppBuilder {
     /// store, their checkpoint starts at the head of the log: a policy reacts only to events
     /// stored after it starts (spec 31); an existing checkpoint is kept (spec 33).
     pub fn build(self) -> Result<App, Error> {
+        if !self.refused.is_empty() {
+            return Err(Error::Configuration {
+                message: self.refused.join("; "),
+            });
+        }
         let mut names: Vec<&str> = self.policies.iter().map(|policy| policy.name()).collect();
         names.sort_unstable();
         if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
@@ -133,6 +146,7 @@ impl AppBuilder {
                 config: self.config,
                 policies: self.policies,
                 commands: self.commands,
+                stopping: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -153,6 +167,7 @@ impl App {
             config: Config::default(),
             policies: Vec::new(),
             commands: HashMap::new(),
+            refused: Vec::new(),
         }
     }
 

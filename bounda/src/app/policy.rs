@@ -10,13 +10,13 @@ use crate::app::App;
 use crate::app::decide::{Decision, decide};
 use crate::app::reaction::{Attempt, Reaction, RejectionRecord};
 use crate::store::Metadata;
-use crate::{Duration, Error, RecordedEvent};
+use crate::{Duration, DurationError, Error, RecordedEvent};
 
 /// A policy: reacts to one event type with commands, and keeps no memory (spec 29).
 ///
 /// ```
 /// # use bounda::prelude::*;
-/// # use bounda::{Policy, Reaction};
+/// # use bounda::{DurationError, Policy, Reaction, env_duration};
 /// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
 /// # #[event(aggregate = Order)]
 /// # pub struct OrderPlaced { pub order_id: String }
@@ -35,8 +35,11 @@ use crate::{Duration, Error, RecordedEvent};
 ///
 /// impl Policy for WelcomeOnOrderPlaced {
 ///     const NAME: &'static str = "welcome_on_order_placed";
-///     const DELAY: Option<Duration> = Some(minutes(1));
 ///     type Event = OrderPlaced;
+///
+///     fn delay() -> Result<Option<Duration>, DurationError> {
+///         env_duration("WELCOME_DELAY", minutes(1)).map(Some)
+///     }
 ///
 ///     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
 ///         println!("welcome, order {} (key {})", cx.event().order_id, cx.idempotency_key());
@@ -48,10 +51,15 @@ pub trait Policy: Send + Sync + 'static {
     /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it
     /// (spec 27, 140). Unique in the app.
     const NAME: &'static str;
-    /// Run this long after the event's time instead of at once (spec 37).
-    const DELAY: Option<Duration> = None;
     /// The event it reacts to.
     type Event: Event;
+
+    /// Run this long after the event's time instead of at once (spec 37). Read once, when the
+    /// app is built; an error refuses the app, naming the policy. Use
+    /// [`env_duration`](crate::env_duration) for a delay from the environment.
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(None)
+    }
 
     /// Reacts to one event. The commands it sends are stored when the run commits; an error
     /// fails the run, which is retried and then dead-lettered (spec 48, 151–154).
@@ -70,11 +78,20 @@ pub(crate) trait PolicyRunner: Send + Sync {
     ) -> BoxFuture<'a, anyhow::Result<()>>;
 }
 
-pub(crate) struct PolicyEntry<P>(PhantomData<fn() -> P>);
+pub(crate) struct PolicyEntry<P> {
+    delay: Option<Duration>,
+    policy: PhantomData<fn() -> P>,
+}
 
-impl<P> PolicyEntry<P> {
-    pub(crate) fn new() -> PolicyEntry<P> {
-        PolicyEntry(PhantomData)
+impl<P: Policy> PolicyEntry<P> {
+    /// The entry, with the policy's delay read once (spec 37: an invalid one refuses the app).
+    pub(crate) fn new() -> Result<PolicyEntry<P>, String> {
+        let delay = P::delay()
+            .map_err(|error| format!("policy `{}` has an invalid delay: {error}", P::NAME))?;
+        Ok(PolicyEntry {
+            delay,
+            policy: PhantomData,
+        })
     }
 }
 
@@ -88,7 +105,7 @@ impl<P: Policy> PolicyRunner for PolicyEntry<P> {
     }
 
     fn delay(&self) -> Option<Duration> {
-        P::DELAY
+        self.delay
     }
 
     fn run<'a>(

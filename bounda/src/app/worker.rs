@@ -24,6 +24,19 @@ impl App {
             .store()
             .claim_due(&claim_id, now, self.lease(), limit)?;
         for entry in &entries {
+            // Shutting down: give the rest back unrun, without counting an attempt (spec 46).
+            if self.stopping() {
+                let writes = WriteSet {
+                    scheduled: Some(ScheduledRelease {
+                        dedupe_key: entry.dedupe_key.clone(),
+                        claim_id: claim_id.clone(),
+                        outcome: ScheduledOutcome::Defer,
+                    }),
+                    ..WriteSet::default()
+                };
+                self.release(self.store().commit(&writes))?;
+                continue;
+            }
             if entry.command_type == POLICY_RUN {
                 self.run_delayed_policy(entry, &claim_id, now, rejections)
                     .await?;

@@ -1,0 +1,89 @@
+//! Running on the real clock: a dispatcher pass and a worker pass every `pollInterval`, until
+//! shut down (spec 50, 178, 203).
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use crate::Error;
+use crate::app::App;
+use crate::app::reaction::RejectionRecord;
+
+impl App {
+    /// Runs the dispatcher and the scheduled worker until Ctrl-C.
+    pub async fn run(&self) -> Result<(), Error> {
+        self.run_until(async {
+            // Without a signal handler, run until the process is killed.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+        .await
+    }
+
+    /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
+    /// flight when it does finishes and commits; nothing is left half-written, and what was not
+    /// started is left for the next run (spec 188).
+    pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+        let poll = self.config().dispatcher.poll_interval;
+        tokio::pin!(shutdown);
+        self.inner.stopping.store(false, Ordering::SeqCst);
+        loop {
+            let pass = self.pass_once();
+            tokio::pin!(pass);
+            let result = tokio::select! {
+                result = &mut pass => result,
+                () = &mut shutdown => {
+                    self.inner.stopping.store(true, Ordering::SeqCst);
+                    let result = pass.await;
+                    self.report(result);
+                    return Ok(());
+                }
+            };
+            let moved = self.report(result);
+            if moved {
+                continue;
+            }
+            tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                () = tokio::time::sleep(poll.into()) => {}
+            }
+        }
+    }
+
+    /// One dispatcher pass and one worker pass at the clock's time.
+    async fn pass_once(&self) -> Result<(bool, Vec<RejectionRecord>), Error> {
+        let mut rejections = Vec::new();
+        let now = self.clock().now();
+        let policies = self.policy_pass(now, &mut rejections).await?;
+        let work = self.worker_pass(now, &mut rejections).await?;
+        Ok((policies || work, rejections))
+    }
+
+    /// Logs a pass's rejections and failure; whether it moved anything.
+    fn report(&self, result: Result<(bool, Vec<RejectionRecord>), Error>) -> bool {
+        match result {
+            Ok((moved, rejections)) => {
+                for rejection in rejections {
+                    tracing::info!(
+                        bounda.command.type = rejection.command_type,
+                        bounda.rejected = rejection.rejected,
+                        bounda.aggregate.id = %rejection.aggregate_id,
+                        "command rejected: {}",
+                        rejection.message
+                    );
+                }
+                moved
+            }
+            Err(error) => {
+                // The store failed; the next pass tries again after the poll interval.
+                tracing::error!(code = error.code(), "pass failed: {error}");
+                false
+            }
+        }
+    }
+
+    /// Whether the app is shutting down: passes stop between attempts.
+    pub(crate) fn stopping(&self) -> bool {
+        self.inner.stopping.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,160 @@
+//! The app on the real clock: passes every `pollInterval` until shut down (spec 50, 178, 188).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use bounda::config::Config;
+use bounda::prelude::*;
+use bounda::store::Store;
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+struct RemindSoon;
+
+impl Policy for RemindSoon {
+    const NAME: &'static str = "remind_soon";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        let order_id = cx.event().order_id.clone();
+        cx.send_after(SendReminder { order_id }, millis(50)).await?;
+        Ok(())
+    }
+}
+
+struct ConfirmLater;
+
+impl Policy for ConfirmLater {
+    const NAME: &'static str = "confirm_later";
+    type Event = OrderPlaced;
+
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(Some(millis(30)))
+    }
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+fn fast() -> Config {
+    let mut config = Config::default();
+    config.dispatcher.poll_interval = millis(5);
+    config
+}
+
+/// Waits until `o-1` has `count` events, at most two seconds.
+async fn until_events(store: Arc<dyn Store>, count: usize) {
+    for _ in 0..400 {
+        if store.read_stream("Order", "o-1").unwrap().len() >= count {
+            return;
+        }
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let app = App::builder_shared(store.clone())
+        .config(fast())
+        .policy::<RemindSoon>()
+        .policy::<ConfirmLater>()
+        .command::<SendReminder>()
+        .build()
+        .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    let placed_at = app.clock().now();
+    app.run_until(until_events(store.clone(), 3)).await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap();
+    let mut types: Vec<_> = events.iter().map(|e| e.event_type.as_str()).collect();
+    types.sort_unstable();
+    assert_eq!(types, ["ConfirmationSent", "OrderPlaced", "ReminderSent"]);
+    for event in &events[1..] {
+        assert!(
+            event.timestamp >= placed_at + millis(30),
+            "never early: {}",
+            event.timestamp
+        );
+    }
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.next_due_at().unwrap(), None);
+}
+
+// spec 188: shut down at once, nothing is lost; the next run does the rest.
+#[tokio::test]
+async fn work_left_at_shutdown_is_done_by_the_next_run() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let builder = || {
+        App::builder_shared(store.clone())
+            .config(fast())
+            .policy::<RemindSoon>()
+            .command::<SendReminder>()
+    };
+    let app = builder().build().unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until(std::future::ready(())).await.unwrap();
+    assert!(store.read_stream("Order", "o-1").unwrap().len() <= 2);
+
+    let again = builder().build().unwrap();
+    again
+        .run_until(until_events(store.clone(), 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        again
+            .events_of::<Order>("o-1")
+            .unwrap()
+            .iter()
+            .map(|e| e.event_type.as_str())
+            .collect::<Vec<_>>(),
+        ["OrderPlaced", "ReminderSent"]
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
+    struct Broken;
+    impl Policy for Broken {
+        const NAME: &'static str = "broken";
+        type Event = OrderPlaced;
+        fn delay() -> Result<Option<Duration>, DurationError> {
+            "soon".parse().map(Some)
+        }
+        async fn handle(_: Reaction<'_, OrderPlaced>) -> Result<()> {
+            Ok(())
+        }
+    }
+    let error = App::builder(SqliteStore::in_memory().unwrap())
+        .policy::<Broken>()
+        .build()
+        .unwrap_err();
+    assert_eq!(error.code(), "INVALID_CONFIGURATION");
+    assert!(
+        error
+            .to_string()
+            .contains("policy `broken` has an invalid delay: `soon` is not a duration"),
+        "{error}"
+    );
+}
