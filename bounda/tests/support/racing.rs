@@ -11,6 +11,8 @@ pub struct Racing {
     pub inner: SqliteStore,
     /// How many commits still lose their race.
     pub races: AtomicU32,
+    /// Races to arm once the first commit is through.
+    pub after_first: AtomicU32,
 }
 
 impl Racing {
@@ -18,7 +20,16 @@ impl Racing {
         Racing {
             inner: SqliteStore::in_memory().expect("a store"),
             races: AtomicU32::new(races),
+            after_first: AtomicU32::new(0),
         }
+    }
+
+    /// A store whose commits lose `races` races once the first commit (an outside command) is
+    /// through, so only a reaction's commits lose them.
+    pub fn after_first_commit(races: u32) -> Racing {
+        let racing = Racing::losing(0);
+        racing.after_first.store(races, Ordering::SeqCst);
+        racing
     }
 
     /// The competing writer: one more event on the stream, at the version it has now.
@@ -64,7 +75,10 @@ impl Store for Racing {
             self.races.fetch_sub(1, Ordering::SeqCst);
             self.interfere(append);
         }
-        self.inner.commit(writes)
+        let result = self.inner.commit(writes);
+        let armed = self.after_first.swap(0, Ordering::SeqCst);
+        self.races.fetch_add(armed, Ordering::SeqCst);
+        result
     }
     fn checkpoint(&self, s: &str) -> Result<Option<u64>, StoreError> {
         self.inner.checkpoint(s)
