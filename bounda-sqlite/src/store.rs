@@ -1,8 +1,8 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InboxClaim, LetterFilter, ScheduledEntry, Store,
-    StoreError, WriteSet,
+    CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, LetterFilter, ScheduledEntry,
+    Store, StoreError, WriteSet,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -232,18 +232,26 @@ impl Store for SqliteStore {
         .map_err(sql("cannot renew an inbox claim"))
     }
 
-    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
+    fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
         let conn = self.lock()?;
-        let text: Option<String> = conn
-            .prepare_cached(
-                "SELECT MIN(retry_at) FROM bounda_inbox WHERE handler = ?1 AND status = 'failed'",
-            )
-            .and_then(|mut s| s.query_row([handler], |row| row.get(0)))
-            .map_err(sql("cannot read inbox retries"))?;
-        text.map(|text| {
-            Instant::parse(&text).map_err(|e| StoreError::with_source("unreadable retry moment", e))
+        conn.prepare_cached(
+            "SELECT event_id, attempts, last_error, retry_at FROM bounda_inbox
+             WHERE handler = ?1 AND status = 'failed'
+             ORDER BY retry_at, event_id LIMIT 1",
+        )
+        .and_then(|mut s| {
+            s.query_row([handler], |row| {
+                Ok(InboxFailure {
+                    handler: handler.to_owned(),
+                    event_id: row.get(0)?,
+                    attempts: row.get(1)?,
+                    last_error: row.get(2)?,
+                    retry_at: rows::instant(row, 3)?,
+                })
+            })
+            .optional()
         })
-        .transpose()
+        .map_err(sql("cannot read inbox failures"))
     }
 
     fn claim_due(

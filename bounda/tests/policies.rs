@@ -453,6 +453,23 @@ async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
     assert!(!idle.idle);
     let lag = app.lag().unwrap();
     assert_eq!(lag.max_lag, 2, "the checkpoint stops before the held event");
+    let failing = lag.subscribers[0]
+        .failing
+        .clone()
+        .expect("held by a failing run (spec 173)");
+    assert_eq!(
+        (
+            failing.handler.as_str(),
+            failing.position,
+            failing.event_type.as_str()
+        ),
+        ("confirm_on_order_placed", 1, "OrderPlaced")
+    );
+    assert_eq!(
+        (failing.attempts, failing.message.as_str()),
+        (1, "confirm_on_order_placed failed on purpose")
+    );
+    assert_eq!(failing.retry_at, app.now() + seconds(1));
     assert_eq!(
         app.events_of::<Order>("o-2").unwrap().types(),
         ["OrderPlaced"],

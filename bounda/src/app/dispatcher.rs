@@ -44,6 +44,8 @@ impl App {
             return Ok(false);
         };
         let mut held: HashSet<&'static str> = HashSet::new();
+        // Whether any run was claimed: work happened even if the checkpoint stays.
+        let mut ran = false;
         // The checkpoint stops just before the first event a policy is held on (spec 148).
         let mut stop: Option<u64> = None;
         for event in &events {
@@ -57,7 +59,11 @@ impl App {
                 if held.contains(policy.name()) {
                     continue;
                 }
-                if self.deliver(&**policy, event, now, rejections).await? == Delivery::Held {
+                if self
+                    .deliver(&**policy, event, now, rejections, &mut ran)
+                    .await?
+                    == Delivery::Held
+                {
                     held.insert(policy.name());
                     stop.get_or_insert(event.position - 1);
                 }
@@ -70,7 +76,7 @@ impl App {
             store.move_checkpoint(POLICIES, Some(from), to)?;
             return Ok(true);
         }
-        Ok(false)
+        Ok(ran)
     }
 
     /// Delivers `event` to `policy`: claim, run, commit with the inbox mark (spec 123–131).
@@ -80,12 +86,16 @@ impl App {
         event: &RecordedEvent,
         now: Instant,
         rejections: &mut Vec<RejectionRecord>,
+        ran: &mut bool,
     ) -> Result<Delivery, Error> {
         let store = self.store();
         let claim_id = self.next_id();
         let attempt =
             match store.claim_inbox(policy.name(), &event.id, &claim_id, now, self.lease())? {
-                InboxClaim::Claimed { attempt } => attempt,
+                InboxClaim::Claimed { attempt } => {
+                    *ran = true;
+                    attempt
+                }
                 InboxClaim::Succeeded | InboxClaim::DeadLettered => return Ok(Delivery::Done),
                 InboxClaim::Held | InboxClaim::Waiting { .. } => return Ok(Delivery::Held),
             };

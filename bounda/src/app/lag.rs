@@ -12,6 +12,27 @@ pub struct SubscriberLag {
     pub position: u64,
     /// Events stored after its checkpoint (spec 174).
     pub lag: u64,
+    /// The event it is held on while a retry is pending, if any (spec 173).
+    pub failing: Option<Failing>,
+}
+
+/// A subscriber held by a failing run (spec 173).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    /// The handler that failed.
+    pub handler: String,
+    /// The event's position.
+    pub position: u64,
+    /// The event's id.
+    pub event_id: String,
+    /// The event's type.
+    pub event_type: String,
+    /// The last error.
+    pub message: String,
+    /// Runs so far.
+    pub attempts: u32,
+    /// When the next run is due.
+    pub retry_at: Instant,
 }
 
 /// How far behind the app is: zero means every consequence of every stored event has happened.
@@ -33,18 +54,51 @@ impl App {
             .store()
             .checkpoints()?
             .into_iter()
-            .map(|(subscriber, position)| SubscriberLag {
-                subscriber,
-                position,
-                lag: head.saturating_sub(position),
+            .map(|(subscriber, position)| {
+                let failing = if subscriber == crate::app::POLICIES {
+                    self.failing_policy()?
+                } else {
+                    None
+                };
+                Ok(SubscriberLag {
+                    subscriber,
+                    position,
+                    lag: head.saturating_sub(position),
+                    failing,
+                })
             })
-            .collect();
+            .collect::<Result<_, Error>>()?;
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
         Ok(Lag {
             subscribers,
             max_lag,
             waiting_deadlines: 0,
         })
+    }
+
+    /// The policy run whose retry comes first, with its event.
+    fn failing_policy(&self) -> Result<Option<Failing>, Error> {
+        let mut first: Option<crate::store::InboxFailure> = None;
+        for policy in &self.inner.policies {
+            if let Some(failure) = self.store().first_inbox_failure(policy.name())?
+                && first.as_ref().is_none_or(|f| failure.retry_at < f.retry_at)
+            {
+                first = Some(failure);
+            }
+        }
+        let Some(failure) = first else {
+            return Ok(None);
+        };
+        let event = self.store().read_event(&failure.event_id)?;
+        Ok(Some(Failing {
+            handler: failure.handler,
+            position: event.as_ref().map_or(0, |e| e.position),
+            event_type: event.map_or_else(String::new, |e| e.event_type),
+            event_id: failure.event_id,
+            message: failure.last_error.unwrap_or_default(),
+            attempts: failure.attempts,
+            retry_at: failure.retry_at,
+        }))
     }
 
     /// The earliest moment a scheduled command, delayed policy run or deadline becomes due

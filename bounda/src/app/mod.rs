@@ -15,7 +15,7 @@ mod worker;
 use std::sync::Arc;
 
 pub use fold::{Loaded, fold};
-pub use lag::{Lag, SubscriberLag};
+pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError};
 pub use policy::Policy;

@@ -16,8 +16,8 @@ mod records;
 mod write_set;
 
 pub use records::{
-    Appended, Committed, DeadLetter, InboxClaim, LetterFilter, LetterKind, LetterStatus, Metadata,
-    NewEvent, ScheduledEntry,
+    Appended, Committed, DeadLetter, InboxClaim, InboxFailure, LetterFilter, LetterKind,
+    LetterStatus, Metadata, NewEvent, ScheduledEntry,
 };
 pub use write_set::{
     Append, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome, ScheduledRelease,
@@ -90,7 +90,14 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// The earliest retry moment of a failed inbox entry of `handler`, if any.
-    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError>;
+    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
+        Ok(self
+            .first_inbox_failure(handler)?
+            .map(|failure| failure.retry_at))
+    }
+
+    /// The failed inbox entry of `handler` whose retry comes first, if any.
+    fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
 
     /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
     /// `lease`, ordered by (`execute_at`, `dedupe_key`) (spec 200).

@@ -115,6 +115,21 @@ pub enum InboxClaim {
     DeadLettered,
 }
 
+/// An inbox entry waiting for its retry (spec 173's `failing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxFailure {
+    /// The handler.
+    pub handler: String,
+    /// The event it failed on.
+    pub event_id: String,
+    /// Runs so far.
+    pub attempts: u32,
+    /// The last error.
+    pub last_error: Option<String>,
+    /// When the retry is due.
+    pub retry_at: Instant,
+}
+
 /// A dead letter's kind (spec 162).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -102,8 +102,8 @@ impl Store for Racing {
     fn renew_inbox(&self, h: &str, e: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
         self.inner.renew_inbox(h, e, c, now)
     }
-    fn next_inbox_retry(&self, h: &str) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_inbox_retry(h)
+    fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
+        self.inner.first_inbox_failure(h)
     }
     fn claim_due(
         &self,
