@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use policy::{CommandEntry, CommandRunner, PolicyEntry, PolicyRunner};
 
-use crate::aggregate::{Aggregate, Command};
+use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::ids::{IdGenerator, UuidV7};
@@ -257,11 +257,45 @@ impl App {
         let command_id = self.next_id();
         let metadata = Metadata::of_command(&command_id);
         let aggregate = <C::Aggregate as Aggregate>::NAME;
+        let span = tracing::info_span!(
+            "bounda.command",
+            bounda.command.r#type = C::NAME,
+            bounda.aggregate.r#type = aggregate,
+            bounda.aggregate.id = command.aggregate_id(),
+            bounda.correlation_id = %command_id,
+            bounda.outcome = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let result = self.dispatch_in_span(&command, &metadata);
+        let outcome = match &result {
+            Ok(decided) if decided.event_ids.is_empty() => "unchanged",
+            Ok(_) => "stored",
+            Err(DispatchError::Rejected(rejection)) => {
+                tracing::info!(
+                    bounda.rejected = rejection.code(),
+                    "command rejected: {}",
+                    rejection.message()
+                );
+                "rejected"
+            }
+            Err(DispatchError::Failed(_)) => "failed",
+        };
+        span.record("bounda.outcome", outcome);
+        result
+    }
+
+    /// The body of [`dispatch`](Self::dispatch): decide, append, rerun on a moved stream.
+    fn dispatch_in_span<C: Command>(
+        &self,
+        command: &C,
+        metadata: &Metadata,
+    ) -> Result<Decided, DispatchError<C::Rejection>> {
+        let aggregate = <C::Aggregate as Aggregate>::NAME;
         let retries = self.config().for_aggregate(aggregate).concurrency_retries;
         let mut run = 0;
         loop {
             let decision =
-                decide::decide(self, &command, &metadata)?.map_err(DispatchError::Rejected)?;
+                decide::decide(self, command, metadata)?.map_err(DispatchError::Rejected)?;
             let Some(append) = decision.append else {
                 return Ok(decision.decided);
             };

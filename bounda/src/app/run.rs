@@ -3,6 +3,7 @@
 use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use crate::app::App;
 use crate::app::policy::PolicyRunner;
@@ -59,12 +60,19 @@ pub(crate) async fn run_policy(
     event: &RecordedEvent,
     key: String,
 ) -> Result<Staging, Failure> {
-    let attempt = Attempt::new(app, key, Cause::of_event(event));
+    let cause = Cause::of_event(event);
+    let span = tracing::info_span!(
+        "bounda.policy",
+        bounda.policy = policy.name(),
+        bounda.event.id = %event.id,
+        bounda.correlation_id = %cause.correlation_id,
+    );
+    let attempt = Attempt::new(app, key, cause);
     let limit = app
         .config()
         .for_aggregate(policy.key().aggregate)
         .policies_timeout;
-    let run = AssertUnwindSafe(policy.run(&attempt, event)).catch_unwind();
+    let run = AssertUnwindSafe(policy.run(&attempt, event).instrument(span)).catch_unwind();
     let error: anyhow::Error = match tokio::time::timeout(limit.into(), run).await {
         Ok(Ok(Ok(()))) => {
             let staging = attempt.finish();

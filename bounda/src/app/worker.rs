@@ -146,6 +146,12 @@ impl App {
             claim_id: claim_id.to_owned(),
             outcome,
         };
+        let span = tracing::info_span!(
+            "bounda.scheduled",
+            bounda.command.r#type = %entry.command_type,
+            bounda.attempt = entry.attempts + 1,
+        );
+        let _entered = span.enter();
         let context: Option<ScheduledContext> = serde_json::from_value(entry.context.clone()).ok();
         let runner = self.inner.commands.get(entry.command_type.as_str());
         let attempt = entry.attempts + 1;
