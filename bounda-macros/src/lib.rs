@@ -10,6 +10,7 @@ mod derive;
 mod errors;
 mod names;
 mod paths;
+mod policy;
 mod process;
 mod symbol;
 
@@ -22,6 +23,14 @@ use proc_macro::TokenStream;
 pub fn process(args: TokenStream, input: TokenStream) -> TokenStream {
     let output = process::expand(args.into(), input.into());
     debug("process", &output);
+    output.into()
+}
+
+/// Declares a policy on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>)`.
+#[proc_macro_attribute]
+pub fn policy(args: TokenStream, input: TokenStream) -> TokenStream {
+    let output = policy::expand(args.into(), input.into());
+    debug("policy", &output);
     output.into()
 }
 

@@ -38,3 +38,9 @@ pub(crate) const AT_TYPE_PREFIX: &str = "At";
 pub(crate) const SERDE: &str = "serde";
 /// A field the patch cannot have when deadlines exist: `At<Field>::new` is taken.
 pub(crate) const RESERVED_FIELD: &str = "new";
+/// `#[policy(delay = ..)]`.
+pub(crate) const DELAY: &str = "delay";
+/// `delay = env("VAR", "1m")`.
+pub(crate) const ENV: &str = "env";
+/// The context type of policies, `Reaction<'_, Event>`.
+pub(crate) const REACTION_CONTEXT: &str = "Reaction";

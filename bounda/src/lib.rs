@@ -109,6 +109,42 @@ pub use aggregate::{
 /// ```
 pub use bounda_macros::process;
 
+/// Declares a policy: one event in, commands out, no memory (spec 27–29).
+///
+/// On an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`, it generates a
+/// unit struct named after the function (`notify_on_order_placed` → `NotifyOnOrderPlaced`) that
+/// implements [`Policy`]; register it with `.policy::<NotifyOnOrderPlaced>()`. The policy's key
+/// is the function's name. `#[policy(delay = "1m")]` runs it a minute after the event's time
+/// (spec 37), the literal checked while compiling; `delay = env("WELCOME_DELAY", "1m")` reads
+/// the variable when the app is built and refuses the app if it is not a duration.
+///
+/// ```
+/// # use bounda::prelude::*;
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
+/// # #[event(aggregate = Order)]
+/// # pub struct OrderPlaced { pub order_id: String }
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Events)]
+/// # pub enum OrderEvent { Placed(OrderPlaced) }
+/// # #[derive(Debug, Default)]
+/// # pub struct Order;
+/// # impl Aggregate for Order {
+/// #     const NAME: &'static str = "Order";
+/// #     const ID_FIELD: &'static str = "order_id";
+/// #     type Event = OrderEvent;
+/// #     fn apply(&mut self, _: &OrderEvent) {}
+/// # }
+/// /// Welcomes the customer a minute after the order.
+/// #[policy(delay = "1m")]
+/// async fn welcome_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+///     println!("welcome, {}", cx.event().order_id);
+///     Ok(())
+/// }
+///
+/// assert_eq!(<WelcomeOnOrderPlaced as Policy>::NAME, "welcome_on_order_placed");
+/// assert_eq!(<WelcomeOnOrderPlaced as Policy>::delay(), Ok(Some(minutes(1))));
+/// ```
+pub use bounda_macros::policy;
+
 /// Marks a deadline field of a `#[process(..)]` state; see [`process`](macro@process). It is
 /// read and removed by `#[process]`; used on anything else it is an error.
 pub use bounda_macros::deadline;
@@ -149,7 +185,7 @@ pub mod prelude {
     pub use crate::aggregate::{Aggregate, Command, Decision, EventSet, NoRejection};
     pub use crate::process::{At, On, Process, ProcessState};
     pub use crate::testing::TestApp;
-    pub use crate::{Answer, App, Policy, Reaction};
+    pub use crate::{Answer, App, Policy, Reaction, policy};
     pub use crate::{
         Deadline, Duration, Event, Events, Instant, Rejection, Result, days, deadline, hours,
         millis, minutes, process, seconds,

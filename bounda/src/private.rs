@@ -9,11 +9,19 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
+pub use crate::app::{Policy, Reaction};
 pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
     At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
 };
-pub use crate::{Deadline, Duration, DurationErrorKind, Error, RecordedEvent};
+pub use crate::{
+    Deadline, Duration, DurationError, DurationErrorKind, Error, RecordedEvent, env_duration,
+};
+
+/// What a `#[policy]` function returns, as the run's result: `Result<()>` with any error.
+pub fn handler_result_unit<E: Into<anyhow::Error>>(result: Result<(), E>) -> anyhow::Result<()> {
+    result.map_err(Into::into)
+}
 
 /// Boxes a handler's future for the dispatch table.
 pub fn boxed<'a, P, F>(future: F) -> HandlerFuture<'a, P>

@@ -664,3 +664,39 @@ async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
+
+/// Declared with the attribute: a unit struct `NotifyOnOrderPaid` implementing `Policy`.
+#[policy]
+async fn notify_on_order_paid(cx: Reaction<'_, OrderPaid>) -> Result<()> {
+    cx.send(SendReminder {
+        order_id: cx.event().order_id.clone(),
+    })
+    .await?;
+    Ok(())
+}
+
+// spec 27–29
+#[tokio::test]
+async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
+    let app = test_app(App::builder(store()).policy::<NotifyOnOrderPaid>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    // The order is paid: the reminder decided nothing, and the policy's run succeeded.
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "OrderPaid"]
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}

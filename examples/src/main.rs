@@ -35,7 +35,7 @@ async fn main() -> ExitCode {
 
 async fn run() -> anyhow::Result<()> {
     // Refuse a bad delay before anything runs, rather than in the policy's first run.
-    bounda::env_duration("REMINDER_DELAY", bounda::seconds(1))?;
+    policies::reminder_delay()?;
     let store = match std::env::var("BOUNDA_DB") {
         Ok(path) => SqliteStore::open(path)?,
         Err(_) => SqliteStore::in_memory()?,

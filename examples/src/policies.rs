@@ -6,39 +6,28 @@ use bounda::prelude::*;
 
 use crate::order::{OrderPlaced, RecordWelcome, SendReminder};
 
-/// Schedules a reminder `REMINDER_DELAY` after an order is placed (default `1s`; the real
-/// storefront waits `24h`). The reminder decides when it runs: a paid order gets none.
-pub struct ScheduleReminderOnOrderPlaced;
-
-impl Policy for ScheduleReminderOnOrderPlaced {
-    const NAME: &'static str = "schedule_reminder_on_order_placed";
-    type Event = OrderPlaced;
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        let delay = env_duration("REMINDER_DELAY", seconds(1))?;
-        let order_id = cx.event().order_id.clone();
-        cx.send_after(SendReminder { order_id }, delay).await?;
-        Ok(())
-    }
+/// The reminder's delay: `REMINDER_DELAY`, `1s` by default (the real storefront waits `24h`).
+pub fn reminder_delay() -> Result<Duration, DurationError> {
+    env_duration("REMINDER_DELAY", seconds(1))
 }
 
-/// Welcomes the customer `WELCOME_DELAY` after the order is placed (default `500ms`), whatever
-/// happened meanwhile: a delayed policy acts later, it does not decide later.
-pub struct WelcomeOnOrderPlaced;
-
-impl Policy for WelcomeOnOrderPlaced {
-    const NAME: &'static str = "welcome_on_order_placed";
-    type Event = OrderPlaced;
-
-    fn delay() -> Result<Option<Duration>, DurationError> {
-        env_duration("WELCOME_DELAY", millis(500)).map(Some)
-    }
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        cx.send(RecordWelcome {
-            order_id: cx.event().order_id.clone(),
-        })
+/// Schedules a reminder after an order is placed. The reminder decides when it runs: a paid
+/// order gets none.
+#[policy]
+pub async fn schedule_reminder_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    let order_id = cx.event().order_id.clone();
+    cx.send_after(SendReminder { order_id }, reminder_delay()?)
         .await?;
-        Ok(())
-    }
+    Ok(())
+}
+
+/// Welcomes the customer `WELCOME_DELAY` after the order is placed (`500ms` by default),
+/// whatever happened meanwhile: a delayed policy acts later, it does not decide later.
+#[policy(delay = env("WELCOME_DELAY", "500ms"))]
+pub async fn welcome_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    cx.send(RecordWelcome {
+        order_id: cx.event().order_id.clone(),
+    })
+    .await?;
+    Ok(())
 }

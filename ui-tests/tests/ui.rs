@@ -10,4 +10,5 @@ fn ui() {
     cases.compile_fail("tests/ui/handlers/*.rs");
     cases.compile_fail("tests/ui/patch/*.rs");
     cases.compile_fail("tests/ui/derive/*.rs");
+    cases.compile_fail("tests/ui/policy/*.rs");
 }

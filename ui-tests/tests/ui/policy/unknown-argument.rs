@@ -1,0 +1,9 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[policy(delai = "1m")]
+async fn notify_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    Ok(())
+}
+
+fn main() {}
