@@ -84,7 +84,16 @@ impl TestApp {
     /// retry it passes runs, in order (spec 183).
     pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {
         let target = self.clock.now() + duration;
-        let mut rejections = Vec::new();
+        // What is pending now happens now, as it would have: a policy reacts to the event just
+        // stored before the clock moves on.
+        let settled = self.run_until_idle().await?;
+        let mut rejections = settled.rejections;
+        if !settled.idle {
+            return Ok(Idle {
+                idle: false,
+                rejections,
+            });
+        }
         // Stop at each moment something is due on the way, so later work sees earlier work done.
         while let Some(due) = self.app.next_due_at()?.filter(|due| *due <= target) {
             self.clock.advance_to(due);

@@ -700,3 +700,29 @@ async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
         0
     );
 }
+
+// spec 183: one `advance` straight after the command runs every consequence, at its own time.
+#[tokio::test]
+async fn one_advance_runs_the_policy_then_the_delayed_command_it_scheduled() {
+    let app = test_app(
+        App::builder(store())
+            .policy::<RemindOnOrderPlaced>()
+            .command::<SendReminder>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    let placed_at = app.now();
+    app.advance(hours(24)).await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap().0;
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e.event_type.as_str())
+            .collect::<Vec<_>>(),
+        ["OrderPlaced", "ReminderSent"]
+    );
+    assert_eq!(
+        events[1].timestamp,
+        placed_at + hours(24),
+        "due 24 h after the order, not after the advance"
+    );
+}
