@@ -308,6 +308,26 @@ impl<'de> Deserialize<'de> for Duration {
     }
 }
 
+impl std::ops::Add for Duration {
+    type Output = Duration;
+
+    /// Saturates at [`Duration::MAX`].
+    fn add(self, other: Duration) -> Duration {
+        self.checked_add(other).unwrap_or(Duration::MAX)
+    }
+}
+
+impl std::ops::Sub for Duration {
+    type Output = Duration;
+
+    /// Saturates at zero: durations are never negative.
+    fn sub(self, other: Duration) -> Duration {
+        Duration {
+            ms: self.ms.saturating_sub(other.ms),
+        }
+    }
+}
+
 impl From<Duration> for std::time::Duration {
     fn from(duration: Duration) -> std::time::Duration {
         std::time::Duration::from_millis(duration.ms)
@@ -444,6 +464,14 @@ mod tests {
                 .starts_with("`DELAY=60 seconds` is not a duration"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn arithmetic_saturates() {
+        assert_eq!(minutes(4) - millis(1), millis(239_999));
+        assert_eq!(seconds(1) - seconds(2), Duration::ZERO);
+        assert_eq!(hours(1) + minutes(30), minutes(90));
+        assert_eq!(Duration::MAX + millis(1), Duration::MAX);
     }
 
     #[test]

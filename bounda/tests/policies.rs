@@ -726,3 +726,107 @@ async fn one_advance_runs_the_policy_then_the_delayed_command_it_scheduled() {
         "due 24 h after the order, not after the advance"
     );
 }
+
+// spec 150: a pass reads `batchSize` events; the next pass goes on from there.
+#[tokio::test]
+async fn events_are_read_in_batches_and_every_one_is_handled() {
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 2;
+    let app = test_app(
+        App::builder(store())
+            .config(config)
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
+    for i in 0..5 {
+        app.dispatch(place(&format!("o-{i}"))).await.unwrap();
+    }
+    let first = app.run_until_idle_with(1).await.unwrap();
+    assert!(!first.idle);
+    let position = app.lag().unwrap().subscribers[0].position;
+    assert_eq!(position, 2, "one pass, one batch of two");
+    app.run_until_idle().await.unwrap();
+    for i in 0..5 {
+        assert_eq!(app.events_of::<Order>(&format!("o-{i}")).unwrap().len(), 2);
+    }
+}
+
+// spec 182: a retried run counts only the rejections of the attempt that commits.
+#[tokio::test]
+async fn rejections_of_a_failed_attempt_are_not_reported() {
+    struct RejectedThenFails;
+    impl Policy for RejectedThenFails {
+        const NAME: &'static str = "rejected_then_fails";
+        type Event = OrderFulfilled;
+        async fn handle(cx: Reaction<'_, OrderFulfilled>) -> Result<()> {
+            let order_id = cx.event().order_id.clone();
+            cx.send(CancelOrder {
+                order_id,
+                reason: "late".into(),
+            })
+            .await?;
+            maybe_fail(Self::NAME)?;
+            Ok(())
+        }
+    }
+    failing(RejectedThenFails::NAME, 1, false);
+    let app = test_app(App::builder(store()).policy::<RejectedThenFails>());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    let idle = app.run_until_idle().await.unwrap();
+    assert_eq!(
+        idle.rejections.len(),
+        1,
+        "the failed attempt's rejection is not counted"
+    );
+}
+
+// spec 51, 125: a claim lasts twice the longest handler time limit configured.
+#[tokio::test]
+async fn a_claim_lasts_twice_the_longest_time_limit() {
+    let mut config = bounda::config::Config::default();
+    config.overrides.insert(
+        "Order".into(),
+        bounda::config::Overrides {
+            policies_timeout: Some(minutes(2)),
+            ..Default::default()
+        },
+    );
+    let app = test_app(
+        App::builder(store())
+            .config(config)
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    let placed = app
+        .app()
+        .store()
+        .read_stream("Order", "o-1")
+        .unwrap()
+        .remove(0);
+    app.app()
+        .store()
+        .claim_inbox(
+            ConfirmOnOrderPlaced::NAME,
+            &placed.id,
+            "other",
+            app.now(),
+            minutes(4),
+        )
+        .unwrap();
+    app.advance(minutes(4) - millis(1)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().len(),
+        1,
+        "still held at 4 min minus 1 ms"
+    );
+    app.advance(millis(1)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().len(),
+        2,
+        "taken over once 2 × 2 min have passed"
+    );
+}
