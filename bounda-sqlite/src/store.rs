@@ -343,6 +343,21 @@ impl Store for SqliteStore {
         .transpose()
     }
 
+    fn scheduled_of_type(&self, command_type: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_scheduled_commands WHERE command_type = ?1
+                 ORDER BY execute_at, dedupe_key",
+                rows::SCHEDULED_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a scheduler read"))?;
+        statement
+            .query_map([command_type], rows::scheduled)
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read scheduler entries"))
+    }
+
     fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(

@@ -138,6 +138,9 @@ pub enum Error {
         /// Why the run failed.
         message: String,
     },
+    /// A handler sent a command outside the runtime (in `process::step`), where none can run.
+    #[error("commands run in an app; this handler ran outside one (`process::step`)")]
+    NoRuntime,
     /// Something asked for does not exist (spec 219).
     #[error("{what} does not exist")]
     NotFound {
@@ -178,6 +181,7 @@ impl Error {
             Error::LetterNotRetriable { .. } => "DEAD_LETTER_NOT_RETRIABLE",
             Error::NotFound { .. } => "NOT_FOUND",
             Error::RetryFailed { .. } => "RETRY_FAILED",
+            Error::NoRuntime => "INVALID_CONFIGURATION",
         }
     }
 
@@ -200,7 +204,8 @@ impl Error {
             | Error::LetterSettled { .. }
             | Error::LetterNotRetriable { .. }
             | Error::NotFound { .. }
-            | Error::RetryFailed { .. } => false,
+            | Error::RetryFailed { .. }
+            | Error::NoRuntime => false,
         }
     }
 }

@@ -131,8 +131,9 @@ impl TestApp {
         for _ in 0..max_passes {
             let now = self.clock.now();
             let moved_policies = self.app.policy_pass(now, &mut rejections).await?;
+            let moved_processes = self.app.process_pass(now, &mut rejections).await?;
             let moved_work = self.app.worker_pass(now, &mut rejections).await?;
-            if moved_policies || moved_work {
+            if moved_policies || moved_processes || moved_work {
                 continue;
             }
             let Some(retry) = self.app.next_retry_at()? else {

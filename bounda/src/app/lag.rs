@@ -42,7 +42,7 @@ pub struct Lag {
     pub subscribers: Vec<SubscriberLag>,
     /// The largest lag.
     pub max_lag: u64,
-    /// Process deadlines held back behind unhandled events (spec 175); 0 until processes run.
+    /// Process deadlines held back behind unhandled events (spec 175).
     pub waiting_deadlines: u64,
 }
 
@@ -72,7 +72,7 @@ impl App {
         Ok(Lag {
             subscribers,
             max_lag,
-            waiting_deadlines: 0,
+            waiting_deadlines: self.waiting().len() as u64,
         })
     }
 
@@ -107,11 +107,48 @@ impl App {
         Ok(self.store().next_due_at(self.lease())?)
     }
 
+    /// Every pending deadline of every open instance, soonest first: which instance, which
+    /// field, when, and whether it is waiting for the process runner (beyond the spec, which only
+    /// counts them).
+    pub fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
+        let entries = self
+            .store()
+            .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)?;
+        let waiting = self.waiting().clone();
+        let mut pending = Vec::new();
+        for entry in entries {
+            let name = entry
+                .payload
+                .get("process")
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
+            let Some(process) = self.processes().find(|p| p.name() == name) else {
+                continue;
+            };
+            let Some(instance) = self.load_instance(&**process, &entry.aggregate_id)? else {
+                continue;
+            };
+            let waits = waiting.contains_key(&entry.dedupe_key);
+            for (index, due) in process.pending(&instance)?.into_iter().enumerate() {
+                pending.push(crate::app::PendingDeadline {
+                    process: process.name(),
+                    instance: entry.aggregate_id.clone(),
+                    field: due.field,
+                    at: due.at,
+                    waiting: waits && index == 0,
+                });
+            }
+        }
+        pending.sort_by(|a, b| (a.at, a.field, &a.instance).cmp(&(b.at, b.field, &b.instance)));
+        Ok(pending)
+    }
+
     /// The earliest pending retry of a policy or a scheduled entry.
     pub(crate) fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry()?;
-        for policy in &self.inner.policies {
-            let retry = self.store().next_inbox_retry(policy.name())?;
+        let names = self.inner.policies.iter().map(|p| p.name());
+        for name in names.chain(self.inner.processes.iter().map(|p| p.name())) {
+            let retry = self.store().next_inbox_retry(name)?;
             next = next.into_iter().chain(retry).min();
         }
         Ok(next)

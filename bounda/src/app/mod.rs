@@ -7,7 +7,8 @@ mod lag;
 mod letters;
 mod outcome;
 mod policy;
-mod reaction;
+pub(crate) mod processes;
+pub(crate) mod reaction;
 mod run;
 mod runner;
 mod worker;
@@ -19,11 +20,13 @@ pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError};
 pub use policy::Policy;
+pub use processes::{PROCESSES, PendingDeadline, ProcessStatus};
 pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
 
 use std::collections::HashMap;
 
 use policy::{CommandEntry, CommandRunner, PolicyEntry, PolicyRunner};
+use processes::{ProcessEntry, ProcessRunner};
 
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::clock::{Clock, SystemClock};
@@ -48,8 +51,11 @@ struct Inner {
     config: Config,
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
+    processes: Vec<Arc<dyn ProcessRunner>>,
     /// Set when the app is shutting down: passes stop between attempts.
     stopping: std::sync::atomic::AtomicBool,
+    /// Due deadlines held back for the process runner, with the rounds they waited (spec 86).
+    waiting: std::sync::Mutex<HashMap<String, u32>>,
 }
 
 impl std::fmt::Debug for App {
@@ -68,6 +74,7 @@ pub struct AppBuilder {
     config: Config,
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
+    processes: Vec<Arc<dyn ProcessRunner>>,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
 }
@@ -108,6 +115,12 @@ impl AppBuilder {
         self
     }
 
+    /// Adds process `P`.
+    pub fn process<P: crate::process::Process>(mut self) -> AppBuilder {
+        self.processes.push(Arc::new(ProcessEntry::<P>::new()));
+        self
+    }
+
     /// Lets reactions send `C` with a delay, and the scheduled worker run it.
     pub fn command<C: Command>(mut self) -> AppBuilder {
         self.commands
@@ -124,19 +137,29 @@ impl AppBuilder {
                 message: self.refused.join("; "),
             });
         }
-        let mut names: Vec<&str> = self.policies.iter().map(|policy| policy.name()).collect();
+        let mut names: Vec<&str> = self
+            .policies
+            .iter()
+            .map(|policy| policy.name())
+            .chain(self.processes.iter().map(|process| process.name()))
+            .collect();
         names.sort_unstable();
         if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
             return Err(Error::Configuration {
                 message: format!(
-                    "two policies are named `{}`; policy names are keys and must differ",
+                    "two reactions are named `{}`; policy and process names are inbox keys and must differ",
                     pair[0]
                 ),
             });
         }
-        if !self.policies.is_empty() && self.store.checkpoint(POLICIES)?.is_none() {
-            let head = self.store.head()?;
-            self.store.move_checkpoint(POLICIES, None, head)?;
+        for (subscriber, present) in [
+            (POLICIES, !self.policies.is_empty()),
+            (processes::PROCESSES, !self.processes.is_empty()),
+        ] {
+            if present && self.store.checkpoint(subscriber)?.is_none() {
+                let head = self.store.head()?;
+                self.store.move_checkpoint(subscriber, None, head)?;
+            }
         }
         Ok(App {
             inner: Arc::new(Inner {
@@ -146,7 +169,9 @@ impl AppBuilder {
                 config: self.config,
                 policies: self.policies,
                 commands: self.commands,
+                processes: self.processes,
                 stopping: std::sync::atomic::AtomicBool::new(false),
+                waiting: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -167,6 +192,7 @@ impl App {
             config: Config::default(),
             policies: Vec::new(),
             commands: HashMap::new(),
+            processes: Vec::new(),
             refused: Vec::new(),
         }
     }
@@ -193,6 +219,19 @@ impl App {
             .max()
             .unwrap_or(crate::Duration::ZERO);
         longest.checked_mul(2).unwrap_or(crate::Duration::MAX)
+    }
+
+    /// The deadlines held back for the process runner.
+    pub(crate) fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.inner
+            .waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The registered processes.
+    pub(crate) fn processes(&self) -> impl Iterator<Item = &Arc<dyn ProcessRunner>> {
+        self.inner.processes.iter()
     }
 
     /// The registered policies.

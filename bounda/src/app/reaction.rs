@@ -24,7 +24,8 @@ pub struct Cause {
     pub correlation_id: String,
     /// What caused them: the event handled.
     pub causation_id: String,
-    /// The depth of the cause; the commands are one deeper.
+    /// The depth the commands' events get: one deeper than the event handled (spec 144), or
+    /// 0 for a deadline, which starts a chain of its own (spec 90).
     pub depth: u32,
 }
 
@@ -35,7 +36,7 @@ impl Cause {
         Cause {
             correlation_id: event.metadata.correlation_id.clone(),
             causation_id: event.id.clone(),
-            depth: event.metadata.depth,
+            depth: event.metadata.depth + 1,
         }
     }
 
@@ -44,7 +45,7 @@ impl Cause {
         Metadata {
             correlation_id: self.correlation_id.clone(),
             causation_id: self.causation_id.clone(),
-            depth: self.depth + 1,
+            depth: self.depth,
             schema_version: 1,
             system: false,
         }
@@ -186,7 +187,7 @@ impl Attempt {
     /// Refuses a command past `maxChainDepth` (spec 145); a refusal fails the run.
     fn check_depth(&self, command: &'static str, aggregate: &str) -> Result<(), Error> {
         let max_depth = self.app.config().for_aggregate(aggregate).max_chain_depth;
-        let depth = self.cause.depth + 1;
+        let depth = self.cause.depth;
         if depth > max_depth {
             let error = Error::ChainDepthExceeded {
                 command: command.to_owned(),

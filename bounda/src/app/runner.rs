@@ -55,8 +55,9 @@ impl App {
         let mut rejections = Vec::new();
         let now = self.clock().now();
         let policies = self.policy_pass(now, &mut rejections).await?;
+        let processes = self.process_pass(now, &mut rejections).await?;
         let work = self.worker_pass(now, &mut rejections).await?;
-        Ok((policies || work, rejections))
+        Ok((policies || processes || work, rejections))
     }
 
     /// Logs a pass's rejections and failure; whether it moved anything.

@@ -2,6 +2,7 @@
 //! its claim (spec 38–52, 135, 200–201).
 
 use crate::app::App;
+use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::reaction::{POLICY_RUN, RejectionRecord, ScheduledContext};
 use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
 use crate::ids::derived_id;
@@ -39,6 +40,9 @@ impl App {
             }
             if entry.command_type == POLICY_RUN {
                 self.run_delayed_policy(entry, &claim_id, now, rejections)
+                    .await?;
+            } else if entry.command_type == PROCESS_DEADLINE {
+                self.run_process_deadline(entry, &claim_id, now, rejections)
                     .await?;
             } else {
                 self.run_scheduled_command(entry, &claim_id, now, rejections)?;
@@ -229,7 +233,10 @@ impl App {
     }
 
     /// A release that lost its claim leaves the entry to the runner that took it.
-    fn release(&self, result: Result<crate::store::Committed, CommitError>) -> Result<(), Error> {
+    pub(crate) fn release(
+        &self,
+        result: Result<crate::store::Committed, CommitError>,
+    ) -> Result<(), Error> {
         match result {
             Ok(_) | Err(CommitError::ClaimLost { .. }) => Ok(()),
             Err(CommitError::Store(error)) => Err(error.into()),

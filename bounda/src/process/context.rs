@@ -1,15 +1,28 @@
 //! What a handler receives: the state, the instance, the trigger moment and the current time.
 
+use crate::aggregate::Command;
+use crate::app::reaction::{Answer, Attempt, Scheduled};
 use crate::process::ProcessState;
-use crate::{Deadline, Duration, Instant, RecordedEvent};
+use crate::{Deadline, Duration, Error, Instant, RecordedEvent};
 
 /// The part of a handler's context common to events and deadlines, built by the runtime.
-#[derive(Debug)]
 pub struct Context<'a, P> {
     state: &'a P,
     id: &'a str,
     trigger: Instant,
     now: Instant,
+    attempt: Option<&'a Attempt>,
+}
+
+impl<P: std::fmt::Debug> std::fmt::Debug for Context<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("state", self.state)
+            .field("id", &self.id)
+            .field("trigger", &self.trigger)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<P> Clone for Context<'_, P> {
@@ -29,7 +42,39 @@ impl<'a, P: ProcessState> Context<'a, P> {
             id,
             trigger,
             now,
+            attempt: None,
         }
+    }
+
+    /// The same context, sending its commands in `attempt`.
+    pub(crate) fn in_attempt(mut self, attempt: &'a Attempt) -> Context<'a, P> {
+        self.attempt = Some(attempt);
+        self
+    }
+
+    fn attempt(&self) -> Result<&'a Attempt, Error> {
+        self.attempt.ok_or(Error::NoRuntime)
+    }
+
+    /// The run's idempotency key (spec 137), or `None` outside the runtime.
+    pub fn idempotency_key(&self) -> Option<&'a str> {
+        self.attempt.map(Attempt::key)
+    }
+
+    /// Sends `command`: decided now, stored when the step commits. Answers the decided events
+    /// or the typed rejection (spec 20); a failure fails the step.
+    pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
+        self.attempt()?.send(&command)
+    }
+
+    /// Sends `command` to run `delay` from now (spec 42); its events are never follow-ups
+    /// (spec 99).
+    pub async fn send_after<C: Command>(
+        &self,
+        command: C,
+        delay: Duration,
+    ) -> Result<Scheduled, Error> {
+        self.attempt()?.schedule(&command, self.now + delay)
     }
 
     /// The state before this handler.
@@ -60,7 +105,6 @@ impl<'a, P: ProcessState> Context<'a, P> {
 }
 
 /// The context of an `on_<event>` handler: the event and everything in [`Context`].
-#[derive(Debug)]
 pub struct On<'a, P, E> {
     cx: Context<'a, P>,
     event: &'a E,
@@ -111,6 +155,25 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
     }
+
+    /// See [`Context::send`].
+    pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
+        self.cx.send(command).await
+    }
+
+    /// See [`Context::send_after`].
+    pub async fn send_after<C: Command>(
+        &self,
+        command: C,
+        delay: Duration,
+    ) -> Result<Scheduled, Error> {
+        self.cx.send_after(command, delay).await
+    }
+
+    /// See [`Context::idempotency_key`].
+    pub fn idempotency_key(&self) -> Option<&'a str> {
+        self.cx.idempotency_key()
+    }
 }
 
 /// The context of an `at_<field>` handler: the deadline that came due and everything in
@@ -118,7 +181,6 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
 ///
 /// It has both the moment that came due and the current time, so a handler can tell a late run
 /// after an outage from a punctual one ([`lateness`](Self::lateness)).
-#[derive(Debug)]
 pub struct At<'a, P> {
     cx: Context<'a, P>,
     field: &'a str,
@@ -164,5 +226,43 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// (spec 76).
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
+    }
+
+    /// See [`Context::send`]. Commands a deadline sends start a chain of their own at depth 0
+    /// (spec 90).
+    pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
+        self.cx.send(command).await
+    }
+
+    /// See [`Context::send_after`].
+    pub async fn send_after<C: Command>(
+        &self,
+        command: C,
+        delay: Duration,
+    ) -> Result<Scheduled, Error> {
+        self.cx.send_after(command, delay).await
+    }
+
+    /// See [`Context::idempotency_key`].
+    pub fn idempotency_key(&self) -> Option<&'a str> {
+        self.cx.idempotency_key()
+    }
+}
+
+impl<P: std::fmt::Debug, E: std::fmt::Debug> std::fmt::Debug for On<'_, P, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("On")
+            .field("cx", &self.cx)
+            .field("event", self.event)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: std::fmt::Debug> std::fmt::Debug for At<'_, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("At")
+            .field("cx", &self.cx)
+            .field("field", &self.field)
+            .finish()
     }
 }

@@ -483,6 +483,17 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     store.commit(&writes).unwrap();
     let now = t("2026-01-02T00:00:00Z");
     let lease = seconds(60);
+    assert_eq!(
+        store
+            .scheduled_of_type("SendReminder")
+            .unwrap()
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["c", "a", "b", "later"],
+        "by due moment"
+    );
+    assert!(store.scheduled_of_type("Other").unwrap().is_empty());
     let first = store.claim_due("w-1", now, lease, 2).unwrap();
     assert_eq!(
         first

@@ -125,6 +125,9 @@ pub trait Store: Send + Sync + 'static {
     /// clock moves to while retries are pending (spec 184).
     fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError>;
 
+    /// Every scheduler entry of `command_type`, by due moment.
+    fn scheduled_of_type(&self, command_type: &str) -> Result<Vec<ScheduledEntry>, StoreError>;
+
     /// The scheduler entry with this key.
     fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 

@@ -123,6 +123,9 @@ impl Store for Racing {
     fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
         self.inner.next_scheduled_retry()
     }
+    fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.scheduled_of_type(t)
+    }
     fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         self.inner.scheduled(k)
     }

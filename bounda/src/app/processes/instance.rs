@@ -1,0 +1,252 @@
+//! A process instance: its lifecycle events, and what is folded from them (spec 62–65, 71).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Error, Instant, RecordedEvent};
+
+/// The stream type of process `name`'s instances (spec 55).
+pub(crate) fn stream_type(name: &str) -> String {
+    format!("process:{name}")
+}
+
+/// A lifecycle event: what happened to an instance, with the state where it changed (spec 65,
+/// 71). Stored with `system: true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "payload")]
+pub(crate) enum Lifecycle {
+    /// The first starting event: the state after its handler, and the lifetime's end (spec 62).
+    #[serde(rename = "ProcessStarted", rename_all = "camelCase")]
+    Started {
+        state: Value,
+        event_id: String,
+        timeout_at: Option<Instant>,
+    },
+    /// An event handled (spec 63).
+    #[serde(rename = "ProcessHandled", rename_all = "camelCase")]
+    Handled {
+        event_id: String,
+        event_type: String,
+        aggregate_type: String,
+        aggregate_id: String,
+        state: Value,
+    },
+    /// A deadline ran (spec 83).
+    #[serde(rename = "ProcessDeadlineReached", rename_all = "camelCase")]
+    DeadlineReached {
+        field: String,
+        at: Instant,
+        state: Value,
+    },
+    /// A completing event was handled (spec 64, 105).
+    #[serde(rename = "ProcessCompleted", rename_all = "camelCase")]
+    Completed { event_id: String },
+    /// The lifetime ran out; `follow_ups` may still reach the instance (spec 96, 98).
+    #[serde(rename = "ProcessTimedOut", rename_all = "camelCase")]
+    TimedOut {
+        at: Instant,
+        state: Value,
+        follow_ups: Vec<String>,
+    },
+    /// A step failed for good (spec 108).
+    #[serde(rename = "ProcessFailed", rename_all = "camelCase")]
+    Failed {
+        letter_id: String,
+        at: Option<Instant>,
+        event_id: Option<String>,
+    },
+    /// An event that arrived while the instance was failed (spec 110).
+    #[serde(rename = "ProcessEventParked", rename_all = "camelCase")]
+    EventParked {
+        event_id: String,
+        event_type: String,
+        aggregate_type: String,
+        aggregate_id: String,
+    },
+    /// A failed instance resumed (spec 113, 121).
+    #[serde(rename = "ProcessResumed")]
+    Resumed {},
+}
+
+impl Lifecycle {
+    /// The stored event type and payload.
+    pub(crate) fn encode(&self) -> Result<(String, Value), Error> {
+        let tagged = serde_json::to_value(self).map_err(|source| Error::Encode {
+            type_name: "process lifecycle event".to_owned(),
+            source,
+        })?;
+        let event_type = tagged
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let payload = tagged.get("payload").cloned().unwrap_or(Value::Null);
+        Ok((event_type, payload))
+    }
+
+    /// Reads a stored lifecycle event.
+    pub(crate) fn decode(event: &RecordedEvent) -> Result<Lifecycle, Error> {
+        let payload = match &event.payload {
+            Value::Object(map) if map.is_empty() => Value::Object(Default::default()),
+            other => other.clone(),
+        };
+        serde_json::from_value(serde_json::json!({ "type": event.event_type, "payload": payload }))
+            .map_err(|source| Error::InvalidPayload {
+                aggregate: event.aggregate_type.clone(),
+                event_type: event.event_type.clone(),
+                event_id: event.id.clone(),
+                source,
+            })
+    }
+}
+
+/// Where an instance stands (spec 65).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Running.
+    Started,
+    /// A completing event was handled.
+    Completed,
+    /// A step failed for good; its events are parked.
+    Failed,
+    /// Its lifetime ran out.
+    TimedOut,
+}
+
+/// An event parked behind a failure (spec 110).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Parked {
+    pub(crate) event_id: String,
+    /// The parking lifecycle event's position: a deadline due before it runs first (spec 113).
+    pub(crate) parked_at: Instant,
+}
+
+/// What the instance's history says.
+#[derive(Debug, Clone)]
+pub(crate) struct Instance {
+    pub(crate) status: Status,
+    /// The state, as last written.
+    pub(crate) state: Value,
+    pub(crate) timeout_at: Option<Instant>,
+    /// The stream's version: where the next lifecycle event goes.
+    pub(crate) version: u64,
+    /// The moment each deadline last came due: a (field, moment) pair runs once (spec 80).
+    pub(crate) reached: HashMap<String, Instant>,
+    /// The lifecycle event whose step set each deadline's moment: its id and correlation
+    /// (spec 91).
+    pub(crate) set_by: HashMap<String, (String, String)>,
+    /// Events decided by `at_timeout`'s commands that may still reach the ended instance.
+    pub(crate) follow_ups: Vec<String>,
+    /// Events handled or parked, by id: a redelivery finds them done.
+    pub(crate) seen: Vec<String>,
+    /// The failure's letter, while failed.
+    pub(crate) letter_id: Option<String>,
+    /// Events parked behind the failure, in arrival order.
+    pub(crate) parked: Vec<Parked>,
+    /// The id of the last lifecycle event.
+    pub(crate) last_id: Option<String>,
+}
+
+impl Instance {
+    /// Folds an instance's stream; `None` when it has none.
+    pub(crate) fn fold(
+        events: &[RecordedEvent],
+        deadline_fields: &[&str],
+    ) -> Result<Option<Instance>, Error> {
+        let Some(first) = events.first() else {
+            return Ok(None);
+        };
+        let mut instance = Instance {
+            status: Status::Started,
+            state: Value::Null,
+            timeout_at: None,
+            version: 0,
+            reached: HashMap::new(),
+            set_by: HashMap::new(),
+            follow_ups: Vec::new(),
+            seen: Vec::new(),
+            letter_id: None,
+            parked: Vec::new(),
+            last_id: None,
+        };
+        let _ = first;
+        for event in events {
+            let lifecycle = Lifecycle::decode(event)?;
+            let mut new_state = None;
+            match lifecycle {
+                Lifecycle::Started {
+                    state,
+                    event_id,
+                    timeout_at,
+                } => {
+                    instance.timeout_at = timeout_at;
+                    instance.seen.push(event_id);
+                    instance.set_by.insert(
+                        crate::process::TIMEOUT.to_owned(),
+                        (event.id.clone(), event.metadata.correlation_id.clone()),
+                    );
+                    new_state = Some(state);
+                }
+                Lifecycle::Handled {
+                    event_id, state, ..
+                } => {
+                    instance.seen.push(event_id);
+                    new_state = Some(state);
+                }
+                Lifecycle::DeadlineReached { field, at, state } => {
+                    instance.reached.insert(field, at);
+                    new_state = Some(state);
+                }
+                Lifecycle::Completed { event_id } => {
+                    instance.seen.push(event_id);
+                    instance.status = Status::Completed;
+                }
+                Lifecycle::TimedOut {
+                    at,
+                    state,
+                    follow_ups,
+                } => {
+                    instance
+                        .reached
+                        .insert(crate::process::TIMEOUT.to_owned(), at);
+                    instance.status = Status::TimedOut;
+                    instance.follow_ups = follow_ups;
+                    new_state = Some(state);
+                }
+                Lifecycle::Failed { letter_id, .. } => {
+                    instance.status = Status::Failed;
+                    instance.letter_id = Some(letter_id);
+                }
+                Lifecycle::EventParked { event_id, .. } => {
+                    instance.seen.push(event_id.clone());
+                    instance.parked.push(Parked {
+                        event_id,
+                        parked_at: event.timestamp,
+                    });
+                }
+                Lifecycle::Resumed {} => {
+                    instance.status = Status::Started;
+                    instance.letter_id = None;
+                    instance.parked.clear();
+                }
+            }
+            if let Some(state) = new_state {
+                // A deadline whose moment this step changed was set by it (spec 91).
+                for field in deadline_fields {
+                    if state.get(*field) != instance.state.get(*field) {
+                        instance.set_by.insert(
+                            (*field).to_owned(),
+                            (event.id.clone(), event.metadata.correlation_id.clone()),
+                        );
+                    }
+                }
+                instance.state = state;
+            }
+            instance.version = event.version;
+            instance.last_id = Some(event.id.clone());
+        }
+        Ok(Some(instance))
+    }
+}

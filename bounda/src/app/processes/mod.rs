@@ -1,0 +1,163 @@
+//! Processes at run time: instances, their steps, and their deadlines (spec 53–122).
+
+pub(crate) mod instance;
+mod pass;
+pub(crate) mod step;
+
+use std::marker::PhantomData;
+
+use futures_util::future::BoxFuture;
+
+use crate::aggregate::Aggregate;
+use crate::app::App;
+use crate::app::run::Failure;
+use crate::process::plan::{self, DueDeadline};
+use crate::process::{Process, instance_of};
+use crate::store::ScheduledEntry;
+use crate::{Error, Instant, RecordedEvent};
+use instance::{Instance, Status};
+use step::{Route, StepWrites};
+
+pub use instance::Status as ProcessStatus;
+
+/// The subscriber all processes share.
+pub const PROCESSES: &str = "processes";
+
+/// A registered process, its type erased.
+pub(crate) trait ProcessRunner: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn aggregate(&self) -> &'static str;
+    /// Whether the process starts on, completes on or handles `event`.
+    fn takes(&self, event: &RecordedEvent) -> bool;
+    fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>>;
+    fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error>;
+    fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route;
+    fn event_step<'a>(
+        &'a self,
+        app: &'a App,
+        id: &'a str,
+        instance: Option<&'a Instance>,
+        route: Route,
+        event: &'a RecordedEvent,
+        key: String,
+    ) -> BoxFuture<'a, Result<StepWrites, Failure>>;
+    /// The deadline due at `now`, if any (spec 79, 81–82).
+    fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error>;
+    /// Every pending deadline, soonest first.
+    fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error>;
+    /// The instance's entry as its state says, or its removal.
+    fn arm(
+        &self,
+        id: &str,
+        instance: &Instance,
+    ) -> Result<(Option<ScheduledEntry>, Option<String>), Error>;
+    fn deadline_step<'a>(
+        &'a self,
+        app: &'a App,
+        id: &'a str,
+        instance: &'a Instance,
+        due: DueDeadline,
+    ) -> BoxFuture<'a, Result<StepWrites, Failure>>;
+}
+
+pub(crate) struct ProcessEntry<P>(PhantomData<fn() -> P>);
+
+impl<P> ProcessEntry<P> {
+    pub(crate) fn new() -> ProcessEntry<P> {
+        ProcessEntry(PhantomData)
+    }
+}
+
+impl<P: Process> ProcessRunner for ProcessEntry<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+
+    fn aggregate(&self) -> &'static str {
+        <P::Aggregate as Aggregate>::NAME
+    }
+
+    fn takes(&self, event: &RecordedEvent) -> bool {
+        P::STARTED_BY
+            .iter()
+            .chain(P::COMPLETED_BY)
+            .chain(P::ON)
+            .any(|key| event.has_key(*key))
+    }
+
+    fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>> {
+        instance_of::<P>(event)
+    }
+
+    fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error> {
+        let fields: Vec<&str> = P::DEADLINES.iter().map(|field| field.name).collect();
+        Instance::fold(events, &fields)
+    }
+
+    fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route {
+        step::route::<P>(instance, event)
+    }
+
+    fn event_step<'a>(
+        &'a self,
+        app: &'a App,
+        id: &'a str,
+        instance: Option<&'a Instance>,
+        route: Route,
+        event: &'a RecordedEvent,
+        key: String,
+    ) -> BoxFuture<'a, Result<StepWrites, Failure>> {
+        Box::pin(step::event_step::<P>(app, id, instance, route, event, key))
+    }
+
+    fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error> {
+        let state: P = step::read_state(Some(instance))?;
+        Ok(plan::due(&state, instance.timeout_at, now))
+    }
+
+    fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {
+        let state: P = step::read_state(Some(instance))?;
+        Ok(plan::pending(&state, instance.timeout_at))
+    }
+
+    fn arm(
+        &self,
+        id: &str,
+        instance: &Instance,
+    ) -> Result<(Option<ScheduledEntry>, Option<String>), Error> {
+        let state: P = step::read_state(Some(instance))?;
+        Ok(step::arm(id, &state, instance.status, instance.timeout_at))
+    }
+
+    fn deadline_step<'a>(
+        &'a self,
+        app: &'a App,
+        id: &'a str,
+        instance: &'a Instance,
+        due: DueDeadline,
+    ) -> BoxFuture<'a, Result<StepWrites, Failure>> {
+        Box::pin(step::deadline_step::<P>(app, id, instance, due))
+    }
+}
+
+/// A pending deadline of one instance (beyond the spec: deadlines can be listed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingDeadline {
+    /// The process.
+    pub process: &'static str,
+    /// The instance.
+    pub instance: String,
+    /// The deadline field, or `timeout`.
+    pub field: &'static str,
+    /// When it comes due.
+    pub at: Instant,
+    /// Whether it came due and waits for the events stored before it (spec 85).
+    pub waiting: bool,
+}
+
+impl Status {
+    /// Whether the instance has ended: nothing of it runs but follow-ups (spec 105–107).
+    pub fn has_ended(self) -> bool {
+        matches!(self, Status::Completed | Status::TimedOut)
+    }
+}

@@ -1,0 +1,437 @@
+//! One step of one instance, as the runtime runs it: the handler in an attempt, the lifecycle
+//! events that record it, and the instance's one scheduler entry (spec 62–104).
+
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+use serde_json::{Value, json};
+
+use crate::aggregate::{Aggregate, EventKey};
+use crate::app::App;
+use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
+use crate::app::reaction::{Attempt, Cause, Staging};
+use crate::app::run::Failure;
+use crate::ids::derived_id;
+use crate::process::plan::{self, DueDeadline, TIMEOUT};
+use crate::process::{Context, Process, ProcessState};
+use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
+use crate::{Duration, Error, Instant, RecordedEvent};
+
+/// The scheduler's command type for process deadlines (spec 78).
+pub(crate) const PROCESS_DEADLINE: &str = "bounda.ProcessDeadline";
+
+/// What an event means to an instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// Nothing: no instance, an ended one, or nothing to do (spec 59, 60, 107).
+    Skip,
+    /// Start the instance, running the handler if there is one (spec 62).
+    Start,
+    /// Run the handler, then complete if it completes (spec 64).
+    Handle,
+    /// Complete without a handler (spec 105).
+    Complete,
+    /// A follow-up of the timeout: run the handler on the ended instance (spec 98, 100–102).
+    FollowUp,
+    /// The instance failed: park the event (spec 110).
+    Park,
+}
+
+/// Where `event` goes for `instance` of `P`.
+pub(crate) fn route<P: Process>(instance: Option<&Instance>, event: &RecordedEvent) -> Route {
+    let has = |keys: &[EventKey]| keys.iter().any(|k| event.has_key(*k));
+    let (starts, completes, handles) = (has(P::STARTED_BY), has(P::COMPLETED_BY), has(P::ON));
+    let Some(instance) = instance else {
+        return if starts { Route::Start } else { Route::Skip };
+    };
+    if instance.seen.contains(&event.id) {
+        return Route::Skip;
+    }
+    match instance.status {
+        Status::Completed => Route::Skip,
+        Status::TimedOut if handles && instance.follow_ups.contains(&event.id) => Route::FollowUp,
+        Status::TimedOut => Route::Skip,
+        Status::Failed if handles || completes => Route::Park,
+        Status::Failed => Route::Skip,
+        Status::Started if handles => Route::Handle,
+        Status::Started if completes => Route::Complete,
+        Status::Started => Route::Skip,
+    }
+}
+
+/// What a step writes, ready for a write set.
+pub(crate) struct StepWrites {
+    pub(crate) lifecycle: Append,
+    pub(crate) staging: Staging,
+    pub(crate) schedule: Option<ScheduledEntry>,
+    pub(crate) unschedule: Option<String>,
+}
+
+/// The key of an instance's one scheduler entry.
+pub(crate) fn entry_key(process: &str, instance: &str) -> String {
+    derived_id(&["process-deadline", process, instance])
+}
+
+/// The instance's scheduler entry at its earliest pending deadline, or its removal (spec 78).
+pub(crate) fn arm<P: ProcessState>(
+    id: &str,
+    state: &P,
+    status: Status,
+    timeout_at: Option<Instant>,
+) -> (Option<ScheduledEntry>, Option<String>) {
+    let key = entry_key(P::NAME, id);
+    let next = (status == Status::Started)
+        .then(|| plan::next(state, timeout_at))
+        .flatten();
+    match next {
+        Some(next) => (
+            Some(ScheduledEntry {
+                dedupe_key: key,
+                command_type: PROCESS_DEADLINE.to_owned(),
+                aggregate_id: id.to_owned(),
+                payload: json!({ "process": P::NAME, "instance": id }),
+                execute_at: next.at,
+                context: json!({}),
+                attempts: 0,
+                last_error: None,
+                revision: 0,
+                claim_id: None,
+                claimed_at: None,
+            }),
+            None,
+        ),
+        None => (None, Some(key)),
+    }
+}
+
+/// Lifecycle events as an append to the instance's stream.
+pub(crate) fn lifecycle_append(
+    app: &App,
+    process: &str,
+    id: &str,
+    version: u64,
+    events: Vec<Lifecycle>,
+    metadata: &Metadata,
+) -> Result<(Append, Vec<String>), Error> {
+    let now = app.clock().now();
+    let mut ids = Vec::new();
+    let events = events
+        .iter()
+        .map(|lifecycle| {
+            let (event_type, payload) = lifecycle.encode()?;
+            let event_id = app.next_id();
+            ids.push(event_id.clone());
+            Ok(NewEvent {
+                id: event_id,
+                event_type,
+                payload,
+                timestamp: now,
+                metadata: metadata.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((
+        Append {
+            aggregate_type: stream_type(process),
+            aggregate_id: id.to_owned(),
+            expected_version: version,
+            events,
+        },
+        ids,
+    ))
+}
+
+/// The state stored in `instance`, read as `P`; a refused state fails for good (spec 69).
+pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result<P, Error> {
+    match instance {
+        None => Ok(P::default()),
+        Some(instance) => {
+            serde_json::from_value(instance.state.clone()).map_err(|source| Error::InvalidPayload {
+                aggregate: stream_type(P::NAME),
+                event_type: "state".to_owned(),
+                event_id: instance.last_id.clone().unwrap_or_default(),
+                source,
+            })
+        }
+    }
+}
+
+/// The state as stored.
+pub(crate) fn write_state<P: ProcessState>(state: &P) -> Result<Value, Error> {
+    serde_json::to_value(state).map_err(|source| Error::Encode {
+        type_name: P::NAME.to_owned(),
+        source,
+    })
+}
+
+/// The process's lifetime: its own `timeout`, else the configuration's (spec 95, 212).
+pub(crate) fn lifetime<P: ProcessState>(app: &App) -> Duration {
+    P::TIMEOUT.unwrap_or_else(|| {
+        app.config()
+            .for_aggregate(<P::Aggregate as Aggregate>::NAME)
+            .processes_timeout
+    })
+}
+
+/// Runs a handler future within the process handler's time limit, a panic counted as a
+/// failure.
+pub(crate) async fn guarded<P: ProcessState>(
+    app: &App,
+    handler: impl std::future::Future<Output = anyhow::Result<P::Patch>>,
+) -> Result<P::Patch, Failure> {
+    let limit = app
+        .config()
+        .for_aggregate(<P::Aggregate as Aggregate>::NAME)
+        .processes_handler_timeout;
+    let error: anyhow::Error =
+        match tokio::time::timeout(limit.into(), AssertUnwindSafe(handler).catch_unwind()).await {
+            Ok(Ok(Ok(patch))) => return Ok(patch),
+            Ok(Ok(Err(error))) => error,
+            Ok(Err(_panic)) => Error::Panicked {
+                handler: P::NAME.to_owned(),
+                message: "a process handler panicked".to_owned(),
+            }
+            .into(),
+            Err(_) => Error::HandlerTimeout {
+                handler: P::NAME.to_owned(),
+                limit,
+            }
+            .into(),
+        };
+    Err(Failure::of(&error))
+}
+
+/// An event step of `P`: what `event` does to instance `id` (spec 62–64, 98, 110).
+pub(crate) async fn event_step<P: Process>(
+    app: &App,
+    id: &str,
+    instance: Option<&Instance>,
+    route: Route,
+    event: &RecordedEvent,
+    key: String,
+) -> Result<StepWrites, Failure> {
+    let fail = |error: Error| Failure::of(&anyhow::Error::new(error));
+    let mut state: P = read_state(instance).map_err(fail)?;
+    let cause = Cause::of_event(event);
+    let attempt = Attempt::new(app, key, cause);
+    let now = app.clock().now();
+    if matches!(route, Route::Start | Route::Handle | Route::FollowUp) {
+        let cx = Context::new(&state, id, event.timestamp, now).in_attempt(&attempt);
+        let patch = match P::on_event(cx, event) {
+            Some(handler) => Some(guarded::<P>(app, handler).await?),
+            None => None,
+        };
+        if let Some(patch) = patch {
+            state.merge(patch);
+        }
+    }
+    let staging = attempt.finish();
+    if let Some(failure) = staging.failure.clone() {
+        return Err(failure);
+    }
+    let stored = write_state(&state).map_err(fail)?;
+    let completes = P::COMPLETED_BY.iter().any(|k| event.has_key(*k));
+    let (mut lifecycle, status, timeout_at) = match route {
+        Route::Start => {
+            let timeout_at = Some(event.timestamp + lifetime::<P>(app));
+            let mut events = vec![Lifecycle::Started {
+                state: stored,
+                event_id: event.id.clone(),
+                timeout_at,
+            }];
+            if completes {
+                events.push(Lifecycle::Completed {
+                    event_id: event.id.clone(),
+                });
+            }
+            let status = if completes {
+                Status::Completed
+            } else {
+                Status::Started
+            };
+            (events, status, timeout_at)
+        }
+        Route::Handle | Route::FollowUp => {
+            let handled = Lifecycle::Handled {
+                event_id: event.id.clone(),
+                event_type: event.event_type.clone(),
+                aggregate_type: event.aggregate_type.clone(),
+                aggregate_id: event.aggregate_id.clone(),
+                state: stored,
+            };
+            let instance = instance.map(|i| (i.status, i.timeout_at));
+            let (status, timeout_at) = instance.unwrap_or((Status::Started, None));
+            // A follow-up never completes the process again (spec 100).
+            if completes && route == Route::Handle {
+                let events = vec![
+                    handled,
+                    Lifecycle::Completed {
+                        event_id: event.id.clone(),
+                    },
+                ];
+                (events, Status::Completed, timeout_at)
+            } else {
+                (vec![handled], status, timeout_at)
+            }
+        }
+        Route::Complete => {
+            let timeout_at = instance.and_then(|i| i.timeout_at);
+            let events = vec![Lifecycle::Completed {
+                event_id: event.id.clone(),
+            }];
+            (events, Status::Completed, timeout_at)
+        }
+        Route::Park => {
+            let timeout_at = instance.and_then(|i| i.timeout_at);
+            let events = vec![Lifecycle::EventParked {
+                event_id: event.id.clone(),
+                event_type: event.event_type.clone(),
+                aggregate_type: event.aggregate_type.clone(),
+                aggregate_id: event.aggregate_id.clone(),
+            }];
+            (events, Status::Failed, timeout_at)
+        }
+        Route::Skip => (Vec::new(), Status::Started, None),
+    };
+    // Lifecycle events point straight at the event they handled (spec 144).
+    let metadata = Metadata {
+        correlation_id: event.metadata.correlation_id.clone(),
+        causation_id: event.id.clone(),
+        depth: event.metadata.depth,
+        schema_version: 1,
+        system: true,
+    };
+    let version = instance.map_or(0, |i| i.version);
+    let (append, _) = lifecycle_append(
+        app,
+        P::NAME,
+        id,
+        version,
+        std::mem::take(&mut lifecycle),
+        &metadata,
+    )
+    .map_err(fail)?;
+    // A parked or followed-up instance keeps its entry as it is: failed deadlines wait, ended
+    // ones never come due (spec 87, 101).
+    let (schedule, unschedule) = match route {
+        Route::Park | Route::FollowUp => (None, None),
+        _ => arm(id, &state, status, timeout_at),
+    };
+    Ok(StepWrites {
+        lifecycle: append,
+        staging,
+        schedule,
+        unschedule,
+    })
+}
+
+/// A deadline step of `P`: the handler of `due`, and `ProcessDeadlineReached` or, for the
+/// timeout, `ProcessTimedOut` with its follow-ups (spec 83, 90–91, 95–99).
+pub(crate) async fn deadline_step<P: Process>(
+    app: &App,
+    id: &str,
+    instance: &Instance,
+    due: DueDeadline,
+) -> Result<StepWrites, Failure> {
+    let fail = |error: Error| Failure::of(&anyhow::Error::new(error));
+    let mut state: P = read_state(Some(instance)).map_err(fail)?;
+    // Caused by the lifecycle event whose step set the moment, in its correlation (spec 91).
+    let instance_stream = format!("process:{}:{id}", P::NAME);
+    let (set_by, correlation) = instance
+        .set_by
+        .get(due.field)
+        .cloned()
+        .unwrap_or_else(|| (instance_stream.clone(), instance_stream));
+    let lifecycle_id = app.next_id();
+    // The deadline's commands are caused by the lifecycle event written now, at depth 0 (spec 90).
+    let cause = Cause {
+        correlation_id: correlation.clone(),
+        causation_id: lifecycle_id.clone(),
+        depth: 0,
+    };
+    let subject = format!("{id}:deadline:{}:{}", due.field, due.at.as_millis());
+    let attempt = Attempt::new(app, derived_id(&["process", P::NAME, &subject]), cause);
+    let now = app.clock().now();
+    let cx = Context::new(&state, id, due.at, now).in_attempt(&attempt);
+    let patch = match P::at_deadline(cx, due.field) {
+        Some(handler) => Some(guarded::<P>(app, handler).await?),
+        None => None,
+    };
+    if let Some(patch) = patch {
+        state.merge(patch);
+    }
+    let staging = attempt.finish();
+    if let Some(failure) = staging.failure.clone() {
+        return Err(failure);
+    }
+    let stored = write_state(&state).map_err(fail)?;
+    let (lifecycle, status) = if due.field == TIMEOUT {
+        // Follow-ups: events decided now that a handler of the process takes, except those
+        // that start it; delayed commands are not decided now, so never follow-ups (spec 98–99).
+        let follow_ups = staging
+            .appends
+            .iter()
+            .flat_map(|append| {
+                append.events.iter().filter(move |event| {
+                    let key = |k: &EventKey| {
+                        k.aggregate == append.aggregate_type && k.event == event.event_type
+                    };
+                    P::ON.iter().any(key) && !P::STARTED_BY.iter().any(key)
+                })
+            })
+            .map(|event| event.id.clone())
+            .collect();
+        let timed_out = Lifecycle::TimedOut {
+            at: due.at,
+            state: stored,
+            follow_ups,
+        };
+        (timed_out, Status::TimedOut)
+    } else {
+        // A handler that leaves its deadline at or before the moment that came due fails the
+        // process (spec 84).
+        let moment = P::DEADLINES
+            .iter()
+            .find(|field| field.name == due.field)
+            .and_then(|field| (field.get)(&state).moment());
+        if moment.is_some_and(|moment| moment <= due.at) {
+            return Err(fail(Error::DeadlineNotAdvanced {
+                field: due.field.to_owned(),
+                at: due.at,
+            }));
+        }
+        let reached = Lifecycle::DeadlineReached {
+            field: due.field.to_owned(),
+            at: due.at,
+            state: stored,
+        };
+        (reached, Status::Started)
+    };
+    let metadata = Metadata {
+        correlation_id: correlation,
+        causation_id: set_by,
+        depth: 0,
+        schema_version: 1,
+        system: true,
+    };
+    let (mut append, _) = lifecycle_append(
+        app,
+        P::NAME,
+        id,
+        instance.version,
+        vec![lifecycle],
+        &metadata,
+    )
+    .map_err(fail)?;
+    // The lifecycle event's id is the one the commands named as their cause.
+    if let Some(event) = append.events.first_mut() {
+        event.id = lifecycle_id;
+    }
+    let (schedule, unschedule) = arm(id, &state, status, instance.timeout_at);
+    Ok(StepWrites {
+        lifecycle: append,
+        staging,
+        schedule,
+        unschedule,
+    })
+}
