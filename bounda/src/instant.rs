@@ -114,6 +114,16 @@ impl Add<Duration> for Instant {
     }
 }
 
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+
+    /// Saturates at [`Instant::min_value`].
+    fn sub(self, duration: Duration) -> Instant {
+        self.checked_sub(duration)
+            .unwrap_or_else(Instant::min_value)
+    }
+}
+
 impl Sub<Instant> for Instant {
     type Output = Duration;
 

@@ -1,0 +1,537 @@
+//! Processes and their deadlines at run time, on simulated time and the SQLite store
+//! (spec §6–§11).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, LetterKind};
+use bounda::{PROCESSES, RecordedEvent};
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+mod payment {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// Reminds daily, three times at most; cancels the order after 72 hours; on timeout, cancels
+    /// it too, and the cancellation's handler compensates.
+    #[process(
+        on = Order,
+        started_by = [OrderPlaced],
+        completed_by = [OrderFulfilled, OrderCancelled],
+        timeout = "30d",
+    )]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Payment {
+        pub reminders: u32,
+        #[deadline]
+        pub next_reminder: Deadline,
+        #[deadline]
+        pub payment_deadline: Deadline,
+        pub paid_at: Option<Instant>,
+        pub compensated: bool,
+        pub late_by: Vec<Duration>,
+    }
+
+    #[process]
+    impl Payment {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<PaymentPatch> {
+            Ok(PaymentPatch::default()
+                .next_reminder(cx.after(hours(24)))
+                .payment_deadline(cx.after(hours(72))))
+        }
+
+        async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<PaymentPatch> {
+            Ok(PaymentPatch::default()
+                .paid_at(Some(cx.event_time()))
+                .next_reminder(Deadline::none())
+                .payment_deadline(Deadline::none()))
+        }
+
+        /// Moves the payment deadline to 48 hours after the confirmation.
+        async fn on_confirmation_sent(cx: On<'_, Self, ConfirmationSent>) -> Result<PaymentPatch> {
+            Ok(PaymentPatch::default().payment_deadline(cx.after(hours(48))))
+        }
+
+        async fn on_order_cancelled(_cx: On<'_, Self, OrderCancelled>) -> Result<PaymentPatch> {
+            Ok(PaymentPatch::default().compensated(true))
+        }
+
+        async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+            cx.send(SendReminder { order_id: cx.id() }).await?;
+            let reminders = cx.state().reminders + 1;
+            let next = if reminders < 3 {
+                cx.after(hours(24))
+            } else {
+                Deadline::none()
+            };
+            let mut late_by = cx.state().late_by.clone();
+            late_by.push(cx.lateness());
+            Ok(AtNextReminder::new(next)
+                .reminders(reminders)
+                .late_by(late_by))
+        }
+
+        async fn at_payment_deadline(cx: At<'_, Self>) -> Result<AtPaymentDeadline> {
+            cx.send(CancelOrder {
+                order_id: cx.id(),
+                reason: "not paid in time".into(),
+            })
+            .await?;
+            Ok(AtPaymentDeadline::new(Deadline::none()).next_reminder(Deadline::none()))
+        }
+
+        async fn at_timeout(cx: At<'_, Self>) -> Result<PaymentPatch> {
+            cx.send(CancelOrder {
+                order_id: cx.id(),
+                reason: "timed out".into(),
+            })
+            .await?;
+            Ok(PaymentPatch::default().next_reminder(Deadline::none()))
+        }
+    }
+}
+
+use payment::Payment;
+
+fn app() -> TestApp {
+    TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Payment>()).unwrap()
+}
+
+fn place(id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: id.into(),
+        total: 139,
+    }
+}
+
+/// The instance's lifecycle events.
+fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
+    app.app()
+        .store()
+        .read_stream("process:Payment", id)
+        .unwrap()
+}
+
+fn types(events: &[RecordedEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.event_type.as_str()).collect()
+}
+
+fn state(app: &TestApp, id: &str) -> Payment {
+    let events = lifecycle(app, id);
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e.payload.get("state").is_some())
+        .unwrap();
+    serde_json::from_value(last.payload["state"].clone()).unwrap()
+}
+
+// spec 55, 62, 65, 71, 78
+#[tokio::test]
+async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(types(&events), ["ProcessStarted"]);
+    let started = &events[0];
+    assert!(
+        started.metadata.system,
+        "lifecycle events are the runtime's"
+    );
+    assert_eq!(
+        started.payload["timeoutAt"],
+        serde_json::json!((start + days(30)).to_string())
+    );
+    assert_eq!(
+        started.payload["state"]["next_reminder"],
+        serde_json::json!((start + hours(24)).to_string())
+    );
+    let entries = app.app().pending_deadlines().unwrap();
+    assert_eq!(
+        entries.iter().map(|d| (d.field, d.at)).collect::<Vec<_>>(),
+        [
+            ("next_reminder", start + hours(24)),
+            ("payment_deadline", start + hours(72)),
+            ("timeout", start + days(30))
+        ]
+    );
+    assert_eq!(
+        app.app().next_due_at().unwrap(),
+        Some(start + hours(24)),
+        "one entry, at the earliest"
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
+// spec 77, 81, 83, 183: the first scenario.
+#[tokio::test]
+async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_advance() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.advance(hours(72)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        [
+            "OrderPlaced",
+            "ReminderSent",
+            "ReminderSent",
+            "ReminderSent",
+            "OrderCancelled"
+        ]
+    );
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(
+        types(&events),
+        [
+            "ProcessStarted",
+            "ProcessDeadlineReached",
+            "ProcessDeadlineReached",
+            "ProcessDeadlineReached",
+            "ProcessDeadlineReached",
+            "ProcessHandled",
+            "ProcessCompleted"
+        ]
+    );
+    let reached: Vec<_> = events
+        .iter()
+        .filter(|e| e.event_type == "ProcessDeadlineReached")
+        .map(|e| {
+            (
+                e.payload["field"].as_str().unwrap().to_owned(),
+                e.payload["at"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let at = |h| (start + hours(h)).to_string();
+    assert_eq!(
+        reached,
+        [
+            ("next_reminder".to_owned(), at(24)),
+            ("next_reminder".to_owned(), at(48)),
+            ("next_reminder".to_owned(), at(72)),
+            ("payment_deadline".to_owned(), at(72)),
+        ],
+        "soonest first; at the same moment, the field name decides"
+    );
+    assert!(
+        state(&app, "o-1").compensated,
+        "the cancellation's handler ran before completion (spec 64)"
+    );
+    assert_eq!(
+        app.app().next_due_at().unwrap(),
+        None,
+        "a completed instance has no entry (spec 105)"
+    );
+}
+
+// spec 73, 79: moved before it came due, it runs once, at the new moment.
+#[tokio::test]
+async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.advance(hours(48)).await.unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(hours(60)).await.unwrap();
+    let payment_runs: Vec<_> = lifecycle(&app, "o-1")
+        .into_iter()
+        .filter(|e| e.payload["field"] == "payment_deadline")
+        .map(|e| e.payload["at"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        payment_runs,
+        [(start + hours(96)).to_string()],
+        "not at 72 h, once at 96 h"
+    );
+    let cancelled = app
+        .events_of::<Order>("o-1")
+        .unwrap()
+        .0
+        .into_iter()
+        .find(|e| e.event_type == "OrderCancelled")
+        .unwrap();
+    assert_eq!(cancelled.timestamp, start + hours(96));
+}
+
+// spec 73, 79: cleared, it never runs.
+#[tokio::test]
+async fn a_cleared_deadline_never_runs() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(10)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(days(29)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "OrderPaid"]
+    );
+    assert!(!types(&lifecycle(&app, "o-1")).contains(&"ProcessDeadlineReached"));
+    let pending = app.app().pending_deadlines().unwrap();
+    assert_eq!(
+        pending.iter().map(|d| d.field).collect::<Vec<_>>(),
+        ["timeout"],
+        "only the lifetime is left"
+    );
+}
+
+// spec 76, 77: five days down, then every missed occurrence in turn, each from its own moment.
+#[tokio::test]
+async fn an_outage_of_five_days_catches_up_in_order() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let start = app.now();
+    app.clock().advance(days(5)); // the worker was down: nothing ran meanwhile
+    app.run_until_idle().await.unwrap();
+    let reached: Vec<_> = lifecycle(&app, "o-1")
+        .into_iter()
+        .filter(|e| e.event_type == "ProcessDeadlineReached")
+        .map(|e| e.payload["at"].as_str().unwrap().to_owned())
+        .collect();
+    let at = |h| (start + hours(h)).to_string();
+    assert_eq!(reached, [at(24), at(48), at(72), at(72)]);
+    let late = state(&app, "o-1").late_by;
+    assert_eq!(
+        late,
+        [hours(96), hours(72), hours(48)],
+        "each handler saw how late it ran"
+    );
+    let reminders = app.events_of::<Order>("o-1").unwrap().0;
+    assert!(
+        reminders
+            .iter()
+            .filter(|e| e.event_type == "ReminderSent")
+            .all(|e| e.timestamp == start + days(5))
+    );
+}
+
+// spec 85: an `OrderPaid` stored a second before the payment deadline clears it first.
+#[tokio::test]
+async fn an_order_paid_a_second_before_the_payment_deadline_clears_it() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(72) - seconds(1)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(seconds(1)).await.unwrap();
+    let order = app.events_of::<Order>("o-1").unwrap();
+    assert_eq!(
+        order.types(),
+        ["OrderPlaced", "ReminderSent", "ReminderSent", "OrderPaid"]
+    );
+    assert_eq!(state(&app, "o-1").payment_deadline, Deadline::none());
+}
+
+// spec 82: never early.
+#[tokio::test]
+async fn a_deadline_never_runs_before_its_moment() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(24) - millis(1)).await.unwrap();
+    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+    app.advance(millis(1)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ReminderSent"]
+    );
+}
+
+// spec 90, 91: a deadline's commands start a chain at depth 0, caused by the lifecycle event.
+#[tokio::test]
+async fn a_deadlines_commands_start_at_depth_zero_caused_by_its_lifecycle_event() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(24)).await.unwrap();
+    let placed = &app.events_of::<Order>("o-1").unwrap().0[0];
+    let reminder = &app.events_of::<Order>("o-1").unwrap().0[1];
+    let events = lifecycle(&app, "o-1");
+    let (started, reached) = (&events[0], &events[1]);
+    assert_eq!(reminder.metadata.depth, 0);
+    assert_eq!(reminder.metadata.causation_id, reached.id);
+    assert_eq!(
+        reached.metadata.causation_id, started.id,
+        "set by the step that started it"
+    );
+    assert_eq!(
+        reached.metadata.correlation_id,
+        placed.metadata.correlation_id
+    );
+    assert_eq!(
+        reminder.metadata.correlation_id,
+        placed.metadata.correlation_id
+    );
+    assert_eq!(
+        started.metadata.causation_id, placed.id,
+        "lifecycle events point at their event (spec 144)"
+    );
+}
+
+// spec 59, 60: no instance, no start: skipped; ended: skipped; a starting event never reopens.
+#[tokio::test]
+async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_ended() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")).last(),
+        Some(&"ProcessCompleted")
+    );
+    let before = lifecycle(&app, "o-1").len();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(days(40)).await.unwrap();
+    assert_eq!(
+        lifecycle(&app, "o-1").len(),
+        before,
+        "nothing reaches a completed instance (spec 107)"
+    );
+}
+
+// spec 95, 96, 98, 100, 101: the timeout ends the instance; what its commands cause still
+// reaches the handlers, once.
+#[tokio::test]
+async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(1)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    let start = app.now() - hours(1);
+    app.advance(days(30)).await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(
+        types(&events),
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessTimedOut",
+            "ProcessHandled"
+        ],
+        "the cancellation is handled after the timeout, and does not complete the instance"
+    );
+    let timed_out = &events[2];
+    assert_eq!(
+        timed_out.payload["at"],
+        serde_json::json!((start + days(30)).to_string())
+    );
+    let cancelled = app
+        .events_of::<Order>("o-1")
+        .unwrap()
+        .0
+        .into_iter()
+        .find(|e| e.event_type == "OrderCancelled")
+        .unwrap();
+    assert_eq!(
+        timed_out.payload["followUps"],
+        serde_json::json!([cancelled.id])
+    );
+    assert!(state(&app, "o-1").compensated);
+    assert_eq!(app.app().next_due_at().unwrap(), None);
+}
+
+// spec 59: an event that does not start the process and finds no instance is skipped.
+#[tokio::test]
+async fn an_event_that_finds_no_instance_is_skipped() {
+    let app = app();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-5".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert!(lifecycle(&app, "o-5").is_empty(), "no instance was made");
+    let processes = app
+        .lag()
+        .unwrap()
+        .subscribers
+        .into_iter()
+        .find(|s| s.subscriber == PROCESSES)
+        .unwrap();
+    assert_eq!(processes.lag, 0, "and the events were read past");
+}
+
+// spec 84, 88, 108: a deadline handler that returns the moment that came due fails the process.
+#[tokio::test]
+async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_its_letter() {
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    struct Stubborn {
+        #[deadline]
+        retry: Deadline,
+    }
+
+    #[process]
+    impl Stubborn {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<StubbornPatch> {
+            Ok(StubbornPatch::default().retry(cx.after(hours(1))))
+        }
+
+        async fn at_retry(cx: At<'_, Self>) -> Result<AtRetry> {
+            Ok(AtRetry::new(cx.due_at()))
+        }
+    }
+
+    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Stubborn>())
+        .unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(2)).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Stubborn", "o-1")
+        .unwrap();
+    assert_eq!(types(&events), ["ProcessStarted", "ProcessFailed"]);
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (letters[0].kind, letters[0].event_type.as_deref()),
+        (LetterKind::Process, Some("deadline:retry"))
+    );
+    assert_eq!(
+        events[1].payload["letterId"],
+        serde_json::json!(letters[0].id)
+    );
+    assert_eq!(letters[0].error_type, "terminal");
+}
