@@ -15,9 +15,16 @@ use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 mod payment {
+    use std::cell::Cell;
+
     use bounda::prelude::*;
 
     use crate::support::storefront::*;
+
+    thread_local! {
+        /// Whether `on_confirmation_sent` fails, per test thread.
+        pub static BROKEN: Cell<bool> = const { Cell::new(false) };
+    }
 
     /// Reminds daily, three times at most; cancels the order after 72 hours; on timeout, cancels
     /// it too, and the cancellation's handler compensates.
@@ -56,6 +63,9 @@ mod payment {
 
         /// Moves the payment deadline to 48 hours after the confirmation.
         async fn on_confirmation_sent(cx: On<'_, Self, ConfirmationSent>) -> Result<PaymentPatch> {
+            if BROKEN.with(Cell::get) {
+                anyhow::bail!("the confirmation service is down");
+            }
             Ok(PaymentPatch::default().payment_deadline(cx.after(hours(48))))
         }
 
@@ -534,4 +544,161 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         serde_json::json!(letters[0].id)
     );
     assert_eq!(letters[0].error_type, "terminal");
+}
+
+/// Breaks the instance: its confirmation handler fails three times, and the process fails.
+async fn failed_instance(app: &TestApp) -> String {
+    payment::BROKEN.with(|b| b.set(true));
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        types(&lifecycle(app, "o-1")),
+        ["ProcessStarted", "ProcessFailed"]
+    );
+    letters[0].id.clone()
+}
+
+// spec 108, 109, 110, 111, 113, 121, 168: the last scenario.
+#[tokio::test]
+async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_letter_is_retried() {
+    let app = app();
+    let letter = failed_instance(&app).await;
+    let failed = &lifecycle(&app, "o-1")[1];
+    assert_eq!(failed.payload["letterId"], serde_json::json!(letter));
+    // While failed: events that would do something are parked, deadlines wait.
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(hours(100)).await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessFailed", "ProcessEventParked"],
+        "OrderPaid is parked, and no deadline ran: no reminder, no cancellation"
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent", "OrderPaid"]
+    );
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .get(&letter)
+            .unwrap()
+            .unwrap()
+            .error_type,
+        "retriable_exhausted"
+    );
+
+    payment::BROKEN.with(|b| b.set(false));
+    assert_eq!(
+        app.app().dead_letters().retry(&letter).await.unwrap(),
+        bounda::Retried::Done
+    );
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(
+        types(&events),
+        [
+            "ProcessStarted",
+            "ProcessFailed",
+            "ProcessEventParked",
+            "ProcessHandled",
+            "ProcessHandled",
+            "ProcessResumed"
+        ]
+    );
+    assert_eq!(
+        events[3].payload["eventType"], "ConfirmationSent",
+        "the failed step first"
+    );
+    assert_eq!(
+        events[4].payload["eventType"], "OrderPaid",
+        "then what was parked, in order"
+    );
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .get(&letter)
+            .unwrap()
+            .unwrap()
+            .status,
+        bounda::store::LetterStatus::Retried
+    );
+    let state = state(&app, "o-1");
+    assert!(state.paid_at.is_some());
+    assert_eq!(
+        state.payment_deadline,
+        Deadline::none(),
+        "the parked payment cleared the deadline"
+    );
+    app.advance(hours(1)).await.unwrap();
+    assert!(
+        !app.events_of::<Order>("o-1")
+            .unwrap()
+            .types()
+            .contains(&"OrderCancelled"),
+        "resumed: nothing cancels a paid order"
+    );
+}
+
+// spec 120: a discarded letter gives the instance up.
+#[tokio::test]
+async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
+    let app = app();
+    let letter = failed_instance(&app).await;
+    app.app().dead_letters().discard(&letter).unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(days(40)).await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessFailed"],
+        "dropped, not parked; nothing ran"
+    );
+    assert!(matches!(
+        app.app().dead_letters().retry(&letter).await,
+        Err(bounda::Error::LetterSettled { .. })
+    ));
+}
+
+// spec 113, 170: a retry whose failed step fails again changes nothing.
+#[tokio::test]
+async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
+    let app = app();
+    let letter = failed_instance(&app).await;
+    let error = app.app().dead_letters().retry(&letter).await.unwrap_err();
+    assert_eq!(error.code(), "RETRY_FAILED");
+    assert!(
+        error
+            .to_string()
+            .contains("the confirmation service is down"),
+        "{error}"
+    );
+    let status = app
+        .app()
+        .dead_letters()
+        .get(&letter)
+        .unwrap()
+        .unwrap()
+        .status;
+    assert_eq!(status, bounda::store::LetterStatus::Failed);
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessFailed"]
+    );
 }

@@ -165,10 +165,7 @@ impl DeadLetters<'_> {
                     }
                 }
             }
-            LetterKind::Process => Err(Error::LetterNotRetriable {
-                id: id.to_owned(),
-                reason: "process letters are retried by their process".to_owned(),
-            }),
+            LetterKind::Process => self.app.retry_process_letter(&letter).await,
         }
     }
 }

@@ -4,7 +4,7 @@ mod decide;
 mod dispatcher;
 mod fold;
 mod lag;
-mod letters;
+pub(crate) mod letters;
 mod outcome;
 mod policy;
 pub(crate) mod processes;

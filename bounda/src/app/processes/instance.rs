@@ -143,6 +143,11 @@ pub(crate) struct Instance {
     pub(crate) seen: Vec<String>,
     /// The failure's letter, while failed.
     pub(crate) letter_id: Option<String>,
+    /// What failed: the event's id, or the deadline's moment.
+    pub(crate) failed_event: Option<String>,
+    pub(crate) failed_at: Option<Instant>,
+    /// Whether the failed step has since been run again successfully (spec 113, 114).
+    pub(crate) failed_step_done: bool,
     /// Events parked behind the failure, in arrival order.
     pub(crate) parked: Vec<Parked>,
     /// The id of the last lifecycle event.
@@ -168,6 +173,9 @@ impl Instance {
             follow_ups: Vec::new(),
             seen: Vec::new(),
             letter_id: None,
+            failed_event: None,
+            failed_at: None,
+            failed_step_done: false,
             parked: Vec::new(),
             last_id: None,
         };
@@ -192,10 +200,18 @@ impl Instance {
                 Lifecycle::Handled {
                     event_id, state, ..
                 } => {
+                    if instance.failed_event.as_ref() == Some(&event_id) {
+                        instance.failed_step_done = true;
+                    }
+                    // A parked event handled during a retry is drained (spec 113–114).
+                    instance.parked.retain(|parked| parked.event_id != event_id);
                     instance.seen.push(event_id);
                     new_state = Some(state);
                 }
                 Lifecycle::DeadlineReached { field, at, state } => {
+                    if instance.status == Status::Failed && instance.failed_at == Some(at) {
+                        instance.failed_step_done = true;
+                    }
                     instance.reached.insert(field, at);
                     new_state = Some(state);
                 }
@@ -215,9 +231,16 @@ impl Instance {
                     instance.follow_ups = follow_ups;
                     new_state = Some(state);
                 }
-                Lifecycle::Failed { letter_id, .. } => {
+                Lifecycle::Failed {
+                    letter_id,
+                    at,
+                    event_id,
+                } => {
                     instance.status = Status::Failed;
                     instance.letter_id = Some(letter_id);
+                    instance.failed_event = event_id;
+                    instance.failed_at = at;
+                    instance.failed_step_done = false;
                 }
                 Lifecycle::EventParked { event_id, .. } => {
                     instance.seen.push(event_id.clone());
@@ -229,6 +252,8 @@ impl Instance {
                 Lifecycle::Resumed {} => {
                     instance.status = Status::Started;
                     instance.letter_id = None;
+                    instance.failed_event = None;
+                    instance.failed_at = None;
                     instance.parked.clear();
                 }
             }

@@ -1,7 +1,8 @@
 //! Processes at run time: instances, their steps, and their deadlines (spec 53–122).
 
 pub(crate) mod instance;
-mod pass;
+pub(crate) mod pass;
+mod retry;
 pub(crate) mod step;
 
 use std::marker::PhantomData;
@@ -32,6 +33,10 @@ pub(crate) trait ProcessRunner: Send + Sync {
     fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>>;
     fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error>;
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route;
+    /// The route of a parked or failed event, as if the instance were running (spec 113).
+    fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route;
+    /// The static name of deadline `field`, `timeout` included.
+    fn field(&self, field: &str) -> Option<&'static str>;
     fn event_step<'a>(
         &'a self,
         app: &'a App,
@@ -96,6 +101,21 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
 
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route {
         step::route::<P>(instance, event)
+    }
+
+    fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route {
+        let mut running = instance.clone();
+        running.status = Status::Started;
+        running.seen.retain(|seen| *seen != event.id);
+        step::route::<P>(Some(&running), event)
+    }
+
+    fn field(&self, field: &str) -> Option<&'static str> {
+        P::DEADLINES
+            .iter()
+            .map(|deadline| deadline.name)
+            .chain([crate::process::TIMEOUT])
+            .find(|name| *name == field)
     }
 
     fn event_step<'a>(

@@ -27,7 +27,7 @@ enum Delivery {
 }
 
 /// The write set of a step, with how it settles its claim.
-fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
+pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
     let mut set = WriteSet {
         appends: Vec::new(),
         schedule: writes.staging.scheduled,
@@ -147,7 +147,17 @@ impl App {
         let mut reruns = 0;
         loop {
             let instance = self.load_instance(process, &id)?;
-            let route = process.route(instance.as_ref(), event);
+            let mut route = process.route(instance.as_ref(), event);
+            // A failure whose letter was discarded gives the instance up: later events are
+            // dropped, not parked (spec 120).
+            if route == Route::Park
+                && let Some(letter_id) = instance.as_ref().and_then(|i| i.letter_id.as_deref())
+                && store
+                    .dead_letter(letter_id)?
+                    .is_some_and(|letter| letter.status == LetterStatus::Discarded)
+            {
+                route = Route::Skip;
+            }
             if route == Route::Skip {
                 return self.settle_process(store.commit(&WriteSet {
                     inbox: Some(mark(InboxOutcome::Succeeded)),
@@ -435,7 +445,7 @@ impl App {
             first_failed_at: now,
             last_failed_at: now,
             status: LetterStatus::Failed,
-            payload: None,
+            payload: Some(serde_json::json!({ "instance": id, "at": due.at })),
         };
         // A failing deadline points at the instance (spec 91).
         let stream = format!("process:{}:{id}", process.name());
@@ -527,6 +537,6 @@ fn process_letter(
         first_failed_at: now,
         last_failed_at: now,
         status: LetterStatus::Failed,
-        payload: None,
+        payload: Some(serde_json::json!({ "instance": id })),
     }
 }
