@@ -1,9 +1,10 @@
-//! The storefront's order, run for real: place an order, then let a scheduled reminder and a
-//! delayed policy run on the real clock, and print what happened.
+//! The storefront's order, run for real: place an order, then watch the order-payment process
+//! remind the customer and cancel the unpaid order on the real clock, beside a delayed welcome
+//! policy, and print what happened.
 //!
 //! `cargo run -p bounda-examples` runs on SQLite in memory; `BOUNDA_DB=orders.db` keeps a file.
-//! `REMINDER_DELAY` and `WELCOME_DELAY` set the two delays (`1s` and `500ms` by default).
-//! It also prints the plan of the order-payment process, whose deadlines run in the next release.
+//! `REMINDER_EVERY` (`300ms`), `PAYMENT_WINDOW` (`1s`) and `WELCOME_DELAY` (`500ms`) set the
+//! durations.
 
 mod order;
 mod order_payment;
@@ -12,14 +13,13 @@ mod policies;
 use std::process::ExitCode;
 use std::time::Duration as StdDuration;
 
-use bounda::process::{ProcessState, plan, step};
-use bounda::{App, Instant, RecordedEvent};
+use bounda::App;
 use bounda_sqlite::SqliteStore;
-use order::{Order, OrderPlaced, PlaceOrder, RecordWelcome, SendReminder};
+use order::{CancelOrder, Order, PlaceOrder, RecordWelcome, SendReminder};
 use order_payment::OrderPayment;
-use policies::{ScheduleReminderOnOrderPlaced, WelcomeOnOrderPlaced};
+use policies::WelcomeOnOrderPlaced;
 
-/// How long the example waits for the reminder and the welcome before it gives up.
+/// How long the example waits for the order to be cancelled before it gives up.
 const PATIENCE: StdDuration = StdDuration::from_secs(30);
 
 #[tokio::main(flavor = "current_thread")]
@@ -34,45 +34,40 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> anyhow::Result<()> {
-    // Refuse a bad delay before anything runs, rather than in the policy's first run.
-    policies::reminder_delay()?;
+    // Refuse a bad duration before anything runs.
+    order_payment::reminder_every()?;
+    order_payment::payment_window()?;
     let store = match std::env::var("BOUNDA_DB") {
         Ok(path) => SqliteStore::open(path)?,
         Err(_) => SqliteStore::in_memory()?,
     };
     let app = App::builder(store)
-        .policy::<ScheduleReminderOnOrderPlaced>()
+        .process::<OrderPayment>()
         .policy::<WelcomeOnOrderPlaced>()
         .command::<SendReminder>()
         .command::<RecordWelcome>()
+        .command::<CancelOrder>()
         .build()?;
 
     let order_id = format!("o-{}", app.next_id());
-    let placed = app
-        .dispatch(PlaceOrder {
-            order_id: order_id.clone(),
-            total: 139,
-        })
-        .await?;
+    app.dispatch(PlaceOrder {
+        order_id: order_id.clone(),
+        total: 139,
+    })
+    .await?;
     let placed_at = app.clock().now();
-    println!(
-        "placed order {order_id} at {placed_at} (event at position {:?})",
-        placed.position
-    );
-    print_plan(&order_id, placed_at).await?;
+    println!("placed order {order_id} at {placed_at}; it will not be paid");
 
-    // Run the dispatcher and the worker until the reminder and the welcome are in, or Ctrl-C.
-    let done = {
+    // Run the dispatcher and the worker until the order is cancelled, or Ctrl-C.
+    let cancelled = {
         let app = app.clone();
         let order_id = order_id.clone();
         async move {
             let deadline = tokio::time::Instant::now() + PATIENCE;
             while tokio::time::Instant::now() < deadline {
-                if app
-                    .events_of::<Order>(&order_id)
-                    .map_or(0, |events| events.len())
-                    >= 3
-                {
+                let events = app.events_of::<Order>(&order_id).unwrap_or_default();
+                let done = events.iter().any(|e| e.event_type == "OrderCancelled");
+                if done && app.lag().is_ok_and(|lag| lag.max_lag == 0) {
                     return;
                 }
                 tokio::time::sleep(StdDuration::from_millis(20)).await;
@@ -80,52 +75,33 @@ async fn run() -> anyhow::Result<()> {
         }
     };
     tokio::select! {
-        result = app.run_until(done) => result?,
+        result = app.run_until(cancelled) => result?,
         _ = tokio::signal::ctrl_c() => println!("interrupted"),
     }
 
-    println!("what happened to {order_id}:");
+    println!("the order's events:");
     let events = app.events_of::<Order>(&order_id)?;
     for event in &events {
         let after = format!("+{}", event.timestamp - placed_at);
-        println!(
-            "  {after:<9} {:<14} caused by {}",
-            event.event_type, event.metadata.causation_id
-        );
+        println!("  {after:<9} {}", event.event_type);
+    }
+    println!("the order-payment process's history:");
+    for event in app.store().read_stream("process:OrderPayment", &order_id)? {
+        let after = format!("+{}", event.timestamp - placed_at);
+        let detail = event
+            .payload
+            .get("field")
+            .and_then(|f| f.as_str())
+            .unwrap_or("");
+        println!("  {after:<9} {} {detail}", event.event_type);
     }
     anyhow::ensure!(
-        events.len() >= 3,
-        "the reminder and the welcome did not both run within {PATIENCE:?}"
+        events.iter().any(|e| e.event_type == "OrderCancelled"),
+        "the order was not cancelled within {PATIENCE:?}"
     );
-    let lag = app.lag()?;
-    println!("lag: {} (every consequence has happened)", lag.max_lag);
-    println!("events stored: {}", app.store().head()?);
-    Ok(())
-}
-
-/// The order-payment process's plan for this order: which deadline is due when.
-async fn print_plan(order_id: &str, placed_at: Instant) -> anyhow::Result<()> {
-    let placed = OrderPlaced {
-        order_id: order_id.to_owned(),
-        total: 139,
-    };
-    let event = RecordedEvent {
-        id: "plan".to_owned(),
-        aggregate_type: "Order".to_owned(),
-        aggregate_id: order_id.to_owned(),
-        event_type: <OrderPlaced as bounda::aggregate::Event>::TYPE.to_owned(),
-        version: 1,
-        position: 1,
-        timestamp: placed_at,
-        payload: serde_json::to_value(&placed)?,
-        metadata: bounda::store::Metadata::of_command("plan"),
-    };
-    let mut state = OrderPayment::default();
-    step::handle_event(&mut state, order_id, &event, placed_at).await?;
-    let timeout_at = OrderPayment::TIMEOUT.map(|timeout| placed_at + timeout);
-    println!("the order-payment process's plan (its deadlines run in the next release):");
-    for pending in plan::pending(&state, timeout_at) {
-        println!("  {}  {}", pending.at, pending.field);
-    }
+    println!(
+        "lag: {} (every consequence has happened)",
+        app.lag()?.max_lag
+    );
     Ok(())
 }

@@ -210,3 +210,43 @@ impl Command for RecordWelcome {
         ])
     }
 }
+
+/// Cancels an order that is still waiting for payment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CancelOrder {
+    /// The order.
+    pub order_id: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Why an order cannot be cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum CancelOrderRejection {
+    /// It was paid, fulfilled or cancelled already.
+    #[rejection("only an order waiting for payment can be cancelled")]
+    NotCancellable,
+}
+
+impl Command for CancelOrder {
+    const NAME: &'static str = "CancelOrder";
+    type Aggregate = Order;
+    type Rejection = CancelOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status != Some(OrderStatus::Placed) {
+            return Err(CancelOrderRejection::NotCancellable);
+        }
+        Ok(vec![
+            OrderCancelled {
+                order_id: self.order_id.clone(),
+                reason: self.reason.clone(),
+            }
+            .into(),
+        ])
+    }
+}

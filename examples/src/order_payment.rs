@@ -3,7 +3,9 @@
 
 use bounda::prelude::*;
 
-use crate::order::{Order, OrderCancelled, OrderFulfilled, OrderPaid, OrderPlaced};
+use crate::order::{
+    CancelOrder, Order, OrderCancelled, OrderFulfilled, OrderPaid, OrderPlaced, SendReminder,
+};
 
 /// Reminds the customer daily and cancels the order if it is not paid within 72 hours.
 #[process(
@@ -29,12 +31,23 @@ pub struct OrderPayment {
 /// Reminders sent at most.
 pub const MAX_REMINDERS: u32 = 3;
 
+/// How often to remind: `REMINDER_EVERY`, `300ms` by default (the real storefront: `24h`).
+pub fn reminder_every() -> Result<Duration, DurationError> {
+    env_duration("REMINDER_EVERY", millis(300))
+}
+
+/// How long the customer has to pay: `PAYMENT_WINDOW`, `1s` by default (the real storefront:
+/// `72h`).
+pub fn payment_window() -> Result<Duration, DurationError> {
+    env_duration("PAYMENT_WINDOW", seconds(1))
+}
+
 #[process]
 impl OrderPayment {
     async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<OrderPaymentPatch> {
         Ok(OrderPaymentPatch::default()
-            .next_reminder(cx.after(hours(24)))
-            .payment_deadline(cx.after(hours(72))))
+            .next_reminder(cx.after(reminder_every()?))
+            .payment_deadline(cx.after(payment_window()?)))
     }
 
     async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<OrderPaymentPatch> {
@@ -46,16 +59,22 @@ impl OrderPayment {
 
     // The return type requires `next_reminder`: leaving it out does not compile.
     async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+        cx.send(SendReminder { order_id: cx.id() }).await?;
         let reminders = cx.state().reminders + 1;
         let next = if reminders < MAX_REMINDERS {
-            cx.after(hours(24))
+            cx.after(reminder_every()?)
         } else {
             Deadline::none()
         };
         Ok(AtNextReminder::new(next).reminders(reminders))
     }
 
-    async fn at_payment_deadline(_cx: At<'_, Self>) -> Result<AtPaymentDeadline> {
+    async fn at_payment_deadline(cx: At<'_, Self>) -> Result<AtPaymentDeadline> {
+        cx.send(CancelOrder {
+            order_id: cx.id(),
+            reason: "not paid in time".into(),
+        })
+        .await?;
         Ok(AtPaymentDeadline::new(Deadline::none()).next_reminder(Deadline::none()))
     }
 }
