@@ -393,3 +393,57 @@ impl Command for CancelOrder {
         }
     }
 }
+
+/// Settles a payment for an order (another aggregate's event that names the order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SettlePayment {
+    pub payment_id: String,
+    pub order_id: Option<String>,
+}
+
+impl Command for SettlePayment {
+    const NAME: &'static str = "SettlePayment";
+    type Aggregate = Payment;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.payment_id
+    }
+
+    fn decide(&self, _: &Payment) -> Decision<Self> {
+        Ok(vec![
+            PaymentSettled {
+                payment_id: self.payment_id.clone(),
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Refunds a payment; the refund names its order only in `reference`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefundPayment {
+    pub payment_id: String,
+    pub reference: String,
+}
+
+impl Command for RefundPayment {
+    const NAME: &'static str = "RefundPayment";
+    type Aggregate = Payment;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.payment_id
+    }
+
+    fn decide(&self, _: &Payment) -> Decision<Self> {
+        Ok(vec![
+            PaymentRefunded {
+                payment_id: self.payment_id.clone(),
+                reference: self.reference.clone(),
+            }
+            .into(),
+        ])
+    }
+}

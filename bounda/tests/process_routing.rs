@@ -1,0 +1,425 @@
+//! Processes fed by other aggregates, and the finer points of deadlines, follow-ups and holds
+//! (spec 54–60, 85–86, 95, 99–100, 109).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::cell::Cell;
+
+use bounda::config::Config;
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, LetterKind, Store};
+use bounda::{PROCESSES, RecordedEvent};
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+thread_local! {
+    static REFUND_FAILS: Cell<bool> = const { Cell::new(false) };
+    static PAID_FAILS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Follows an order; the payment aggregate's events reach it through `order_id`, or, for
+/// refunds, through a correlator.
+#[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderFulfilled, PaymentSettled])]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+struct Settlement {
+    settled_by: Option<String>,
+    refunds: u32,
+    cancelled: bool,
+    #[deadline]
+    chase: Deadline,
+}
+
+#[process]
+impl Settlement {
+    async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<SettlementPatch> {
+        Ok(SettlementPatch::default().chase(cx.after(hours(1))))
+    }
+
+    async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<()> {
+        let left = PAID_FAILS.with(Cell::get);
+        if left > 0 {
+            PAID_FAILS.with(|f| f.set(left - 1));
+            anyhow::bail!("paid handler failed on purpose");
+        }
+        Ok(())
+    }
+
+    async fn on_payment_settled(cx: On<'_, Self, PaymentSettled>) -> Result<SettlementPatch> {
+        Ok(SettlementPatch::default().settled_by(Some(cx.event().payment_id.clone())))
+    }
+
+    #[correlate(Self::order_of_refund)]
+    async fn on_payment_refunded(cx: On<'_, Self, PaymentRefunded>) -> Result<SettlementPatch> {
+        Ok(SettlementPatch::default().refunds(cx.state().refunds + 1))
+    }
+
+    async fn on_order_cancelled(_cx: On<'_, Self, OrderCancelled>) -> Result<SettlementPatch> {
+        if REFUND_FAILS.with(Cell::get) {
+            anyhow::bail!("compensation failed");
+        }
+        Ok(SettlementPatch::default().cancelled(true))
+    }
+
+    async fn at_chase(cx: At<'_, Self>) -> Result<AtChase> {
+        cx.send(SendReminder { order_id: cx.id() }).await?;
+        Ok(AtChase::new(Deadline::none()))
+    }
+
+    async fn at_timeout(cx: At<'_, Self>) -> Result<()> {
+        cx.send(CancelOrder {
+            order_id: cx.id(),
+            reason: "timed out".into(),
+        })
+        .await?;
+        cx.send_after(SendReminder { order_id: cx.id() }, hours(1))
+            .await?;
+        Ok(())
+    }
+
+    /// `order:<id>` names an order, `none` names none, anything else is an error.
+    fn order_of_refund(refund: &PaymentRefunded) -> Result<Option<String>> {
+        match refund.reference.strip_prefix("order:") {
+            Some(id) => Ok(Some(id.to_owned())),
+            None if refund.reference == "none" => Ok(None),
+            None => anyhow::bail!("unreadable reference `{}`", refund.reference),
+        }
+    }
+}
+
+fn app_with(config: Config) -> TestApp {
+    TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .config(config)
+            .process::<Settlement>()
+            .command::<SendReminder>(),
+    )
+    .unwrap()
+}
+
+fn app() -> TestApp {
+    app_with(Config::default())
+}
+
+fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
+    app.app()
+        .store()
+        .read_stream("process:Settlement", id)
+        .unwrap()
+}
+
+fn types(events: &[RecordedEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.event_type.as_str()).collect()
+}
+
+fn state(app: &TestApp, id: &str) -> Settlement {
+    let events = lifecycle(app, id);
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e.payload.get("state").is_some())
+        .unwrap();
+    serde_json::from_value(last.payload["state"].clone()).unwrap()
+}
+
+fn place(id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: id.into(),
+        total: 1,
+    }
+}
+
+// spec 54, 56, 57: another aggregate's events reach the instance by its id field or correlator,
+// and one of them completes it.
+#[tokio::test]
+async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-1".into(),
+        reference: "order:o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-2".into(),
+        reference: "none".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(SettlePayment {
+        payment_id: "p-1".into(),
+        order_id: None,
+    })
+    .await
+    .unwrap();
+    app.dispatch(SettlePayment {
+        payment_id: "p-1".into(),
+        order_id: Some("o-1".into()),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessHandled",
+            "ProcessCompleted"
+        ],
+        "the correlated refund, then the settlement that completes it; the ones naming no order are skipped"
+    );
+    let state = state(&app, "o-1");
+    assert_eq!(
+        (state.refunds, state.settled_by.as_deref()),
+        (1, Some("p-1"))
+    );
+}
+
+// spec 58: a correlator that fails dead-letters that event for the process only.
+#[tokio::test]
+async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-1".into(),
+        reference: "garbled".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-2".into(),
+        reference: "order:o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (letters[0].kind, letters[0].error_type.as_str()),
+        (LetterKind::Process, "terminal")
+    );
+    assert!(
+        letters[0]
+            .error_message
+            .contains("unreadable reference `garbled`"),
+        "{}",
+        letters[0].error_message
+    );
+    assert_eq!(state(&app, "o-1").refunds, 1, "the other events carry on");
+}
+
+// spec 60: a starting event never reopens an ended instance.
+#[tokio::test]
+async fn a_starting_event_never_reopens_an_ended_instance() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(SettlePayment {
+        payment_id: "p-1".into(),
+        order_id: Some("o-1".into()),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    // Another `OrderPlaced` for the same order, appended behind the command's back.
+    let version = app.app().store().read_stream("Order", "o-1").unwrap().len() as u64;
+    let again = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "Order".into(),
+            aggregate_id: "o-1".into(),
+            expected_version: version,
+            events: vec![bounda::store::NewEvent {
+                id: "placed-again".into(),
+                event_type: "OrderPlaced".into(),
+                payload: serde_json::json!({ "order_id": "o-1", "total": 1 }),
+                timestamp: app.now(),
+                metadata: bounda::store::Metadata::of_command("x"),
+            }],
+        }],
+        ..Default::default()
+    };
+    app.app().store().commit(&again).unwrap();
+    app.advance(days(10)).await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessHandled", "ProcessCompleted"]
+    );
+}
+
+// spec 95: without its own `timeout`, the configuration's lifetime, per aggregate.
+#[tokio::test]
+async fn the_lifetime_defaults_to_the_configuration() {
+    let mut config = Config::default();
+    config.overrides.insert(
+        "Order".into(),
+        bounda::config::Overrides {
+            processes_timeout: Some(days(2)),
+            ..Default::default()
+        },
+    );
+    let app = app_with(config);
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        lifecycle(&app, "o-1")[0].payload["timeoutAt"],
+        serde_json::json!((start + days(2)).to_string())
+    );
+    let default = app_with(Config::default());
+    default.dispatch(place("o-1")).await.unwrap();
+    default.run_until_idle().await.unwrap();
+    assert_eq!(
+        lifecycle(&default, "o-1")[0].payload["timeoutAt"],
+        serde_json::json!((start + days(7)).to_string())
+    );
+}
+
+// spec 98, 99, 100: the timeout's cancellation is a follow-up, its delayed command is not; a
+// follow-up that fails for good is a letter, and the process stays timed out.
+#[tokio::test]
+async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
+    REFUND_FAILS.with(|f| f.set(true));
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(days(7)).await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    let timed_out = events
+        .iter()
+        .find(|e| e.event_type == "ProcessTimedOut")
+        .unwrap();
+    let follow_ups = timed_out.payload["followUps"].as_array().unwrap();
+    assert_eq!(
+        follow_ups.len(),
+        1,
+        "the cancellation; not the delayed reminder"
+    );
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].event_type.as_deref(), Some("OrderCancelled"));
+    assert!(
+        !types(&events).contains(&"ProcessFailed"),
+        "the process has ended already"
+    );
+    app.advance(hours(2)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ReminderSent", "OrderCancelled"],
+        "the chase at 1 h, the cancellation at 7 d; the delayed reminder decided nothing for a cancelled order"
+    );
+    // spec 104: retrying the follow-up's letter runs its handler and nothing else.
+    REFUND_FAILS.with(|f| f.set(false));
+    app.app()
+        .dead_letters()
+        .retry(&letters[0].id)
+        .await
+        .unwrap();
+    assert!(state(&app, "o-1").cancelled);
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")).last(),
+        Some(&"ProcessHandled")
+    );
+    assert!(types(&lifecycle(&app, "o-1")).contains(&"ProcessTimedOut"));
+}
+
+// spec 85, 86, 175: a due deadline waits while the process runner is behind, ten rounds at most,
+// counted in `waiting_deadlines` meanwhile.
+#[tokio::test]
+async fn a_due_deadline_waits_for_the_process_runner_then_runs_anyway() {
+    PAID_FAILS.with(|f| f.set(1));
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.clock().advance(hours(1));
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    // The paid handler fails: the process runner holds, behind the head, waiting for its retry.
+    let partial = app.run_until_idle_with(3).await.unwrap();
+    assert!(!partial.idle);
+    assert_eq!(app.lag().unwrap().waiting_deadlines, 1);
+    let pending = app.app().pending_deadlines().unwrap();
+    assert!(
+        pending.iter().any(|d| d.field == "chase" && d.waiting),
+        "{pending:?}"
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "OrderPaid"],
+        "held back"
+    );
+    app.run_until_idle().await.unwrap();
+    assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
+    let reached = lifecycle(&app, "o-1")
+        .into_iter()
+        .position(|e| e.event_type == "ProcessDeadlineReached");
+    let handled = lifecycle(&app, "o-1")
+        .into_iter()
+        .position(|e| e.event_type == "ProcessHandled");
+    assert!(
+        reached.is_some(),
+        "the chase ran after ten rounds (best effort)"
+    );
+    assert!(
+        reached < handled,
+        "before the paid event it waited for: {:?}",
+        types(&lifecycle(&app, "o-1"))
+    );
+    let processes = app
+        .lag()
+        .unwrap()
+        .subscribers
+        .into_iter()
+        .find(|s| s.subscriber == PROCESSES)
+        .unwrap();
+    assert_eq!(
+        processes.lag, 0,
+        "and the paid event was handled on its retry"
+    );
+}
+
+// spec 109: while a step waits for its back-off, the process gets none of its later events,
+// for any instance.
+#[tokio::test]
+async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
+    PAID_FAILS.with(|f| f.set(1));
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle_with(1).await.unwrap();
+    assert!(
+        lifecycle(&app, "o-2").is_empty(),
+        "o-2 waits behind o-1's retry"
+    );
+    app.run_until_idle().await.unwrap();
+    assert_eq!(types(&lifecycle(&app, "o-2")), ["ProcessStarted"]);
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessHandled"]
+    );
+    let store: &dyn Store = app.app().store();
+    assert_eq!(
+        store.checkpoint(PROCESSES).unwrap(),
+        Some(store.head().unwrap())
+    );
+}
