@@ -702,3 +702,128 @@ async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
         ["ProcessStarted", "ProcessFailed"]
     );
 }
+
+// spec 88: a failing deadline is retried with the process's back-off, and succeeds.
+#[tokio::test]
+async fn a_failing_deadline_is_retried_with_the_process_back_off() {
+    use std::cell::Cell;
+    thread_local! {
+        static FAILS: Cell<u32> = const { Cell::new(2) };
+    }
+
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    struct Flaky {
+        runs: u32,
+        #[deadline]
+        ping: Deadline,
+    }
+
+    #[process]
+    impl Flaky {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<FlakyPatch> {
+            Ok(FlakyPatch::default().ping(cx.after(hours(1))))
+        }
+
+        async fn at_ping(cx: At<'_, Self>) -> Result<AtPing> {
+            let left = FAILS.with(Cell::get);
+            if left > 0 {
+                FAILS.with(|f| f.set(left - 1));
+                anyhow::bail!("ping failed");
+            }
+            cx.send(SendReminder { order_id: cx.id() }).await?;
+            Ok(AtPing::new(Deadline::none()).runs(cx.state().runs + 1))
+        }
+    }
+
+    let app =
+        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Flaky>()).unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.advance(hours(1)).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Flaky", "o-1")
+        .unwrap();
+    assert_eq!(types(&events), ["ProcessStarted", "ProcessDeadlineReached"]);
+    assert_eq!(
+        events[1].payload["at"],
+        serde_json::json!((start + hours(1)).to_string()),
+        "the moment that came due"
+    );
+    assert_eq!(
+        app.now(),
+        start + hours(1) + seconds(3),
+        "waited 1 s then 2 s"
+    );
+    let reminder = &app.events_of::<Order>("o-1").unwrap().0[1];
+    assert_eq!(reminder.timestamp, start + hours(1) + seconds(3));
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}
+
+// spec 89: losing a race with another write to the instance costs no attempt.
+#[tokio::test]
+async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
+    let app = TestApp::new(
+        App::builder(support::racing::Racing::after_first_commit(1)).process::<Payment>(),
+    )
+    .unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    // The rival appended a copy of the process's `ProcessStarted`; the step reran on it and
+    // found the event handled already.
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(types(&events), ["ProcessStarted"]);
+    assert!(events[0].id.starts_with("rival-"), "{}", events[0].id);
+    assert_eq!(app.now(), start, "no back-off waited");
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}
+
+// spec 96, 101: `at_timeout`'s patch is merged into the final state, and a follow-up sees it.
+#[tokio::test]
+async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(1)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(SendReminder {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(days(31)).await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    let timed_out = events
+        .iter()
+        .find(|e| e.event_type == "ProcessTimedOut")
+        .unwrap();
+    assert_eq!(
+        timed_out.payload["state"]["next_reminder"],
+        serde_json::Value::Null
+    );
+    let follow_up = events.last().unwrap();
+    assert_eq!(follow_up.event_type, "ProcessHandled");
+    assert_eq!(follow_up.payload["state"]["compensated"], true);
+    assert!(
+        follow_up.payload["state"]["paid_at"].is_string(),
+        "the state the timeout left"
+    );
+}
