@@ -24,6 +24,8 @@ mod payment {
     thread_local! {
         /// Whether `on_confirmation_sent` fails, per test thread.
         pub static BROKEN: Cell<bool> = const { Cell::new(false) };
+        /// Whether `at_timeout` fails, per test thread.
+        pub static TIMEOUT_BROKEN: Cell<bool> = const { Cell::new(false) };
     }
 
     /// Reminds daily, three times at most; cancels the order after 72 hours; on timeout, cancels
@@ -98,6 +100,9 @@ mod payment {
         }
 
         async fn at_timeout(cx: At<'_, Self>) -> Result<PaymentPatch> {
+            if TIMEOUT_BROKEN.with(Cell::get) {
+                anyhow::bail!("the timeout handler is broken");
+            }
             cx.send(CancelOrder {
                 order_id: cx.id(),
                 reason: "timed out".into(),
@@ -825,5 +830,148 @@ async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
     assert!(
         follow_up.payload["state"]["paid_at"].is_string(),
         "the state the timeout left"
+    );
+}
+
+// spec 113: during a retry, a deadline due before a parked event's arrival runs first.
+#[tokio::test]
+async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
+    let app = app();
+    payment::BROKEN.with(|b| b.set(true));
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.advance(hours(1)).await.unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letter = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap()[0]
+        .id
+        .clone();
+    app.advance(hours(29)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    payment::BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(&letter).await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(
+        types(&events),
+        [
+            "ProcessStarted",
+            "ProcessFailed",
+            "ProcessEventParked",
+            "ProcessHandled",
+            "ProcessDeadlineReached",
+            "ProcessHandled",
+            "ProcessResumed"
+        ]
+    );
+    assert_eq!(
+        events[4].payload["at"],
+        serde_json::json!((start + hours(24)).to_string()),
+        "the reminder due at 24 h, before the payment parked at 30 h"
+    );
+    assert_eq!(events[5].payload["eventType"], "OrderPaid");
+}
+
+// spec 118: a parked event that completes the instance completes it; what is parked after it is
+// dropped.
+#[tokio::test]
+async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
+    let app = app();
+    let letter = failed_instance(&app).await;
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1"))
+            .iter()
+            .filter(|t| **t == "ProcessEventParked")
+            .count(),
+        4
+    );
+    payment::BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(&letter).await.unwrap();
+    let types = types(&lifecycle(&app, "o-1"))
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        types[6..],
+        ["ProcessHandled", "ProcessHandled", "ProcessCompleted"].map(str::to_owned),
+        "the confirmation, the first payment, then the fulfilment completes it"
+    );
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .get(&letter)
+            .unwrap()
+            .unwrap()
+            .status,
+        bounda::store::LetterStatus::Retried
+    );
+    assert_eq!(app.app().next_due_at().unwrap(), None);
+}
+
+// spec 119: retrying a failed timeout ends the instance as timed out.
+#[tokio::test]
+async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
+    payment::TIMEOUT_BROKEN.with(|b| b.set(true));
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(1)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(days(31)).await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
+    );
+    let letter = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap()[0]
+        .clone();
+    assert_eq!(letter.event_type.as_deref(), Some("deadline:timeout"));
+    payment::TIMEOUT_BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(&letter.id).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let events = types(&lifecycle(&app, "o-1"))
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    assert_eq!(events[3], "ProcessTimedOut");
+    assert!(!events.contains(&"ProcessResumed".to_owned()));
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types().last(),
+        Some(&"OrderCancelled"),
+        "what at_timeout caused still happens"
+    );
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("ProcessHandled"),
+        "and reaches its follow-up"
     );
 }
