@@ -20,6 +20,8 @@ use support::storefront::*;
 thread_local! {
     static REFUND_FAILS: Cell<bool> = const { Cell::new(false) };
     static PAID_FAILS: Cell<u32> = const { Cell::new(0) };
+    /// Scripted outcomes of `on_order_paid` after `PAID_FAILS` runs out: `true` fails.
+    static PAID_PLAN: std::cell::RefCell<Vec<bool>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Follows an order; the payment aggregate's events reach it through `order_id`, or, for
@@ -45,6 +47,17 @@ impl Settlement {
         if left > 0 {
             PAID_FAILS.with(|f| f.set(left - 1));
             anyhow::bail!("paid handler failed on purpose");
+        }
+        let fail = PAID_PLAN.with(|plan| {
+            let mut plan = plan.borrow_mut();
+            if plan.is_empty() {
+                false
+            } else {
+                plan.remove(0)
+            }
+        });
+        if fail {
+            anyhow::bail!("paid handler failed as planned");
         }
         Ok(())
     }
@@ -421,5 +434,78 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     assert_eq!(
         store.checkpoint(PROCESSES).unwrap(),
         Some(store.head().unwrap())
+    );
+}
+
+// spec 116: a parked event that fails again is the new failure at once, without retries; later
+// events stay parked behind the new letter.
+#[tokio::test]
+async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
+    PAID_FAILS.with(|f| f.set(3));
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let first = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap()[0]
+        .id
+        .clone();
+    app.dispatch(PayAndFulfil {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")),
+        [
+            "ProcessStarted",
+            "ProcessFailed",
+            "ProcessEventParked",
+            "ProcessEventParked"
+        ]
+    );
+
+    PAID_PLAN.with(|plan| *plan.borrow_mut() = vec![false, true]);
+    let error = app.app().dead_letters().retry(&first).await.unwrap_err();
+    assert!(error.to_string().contains("failed as planned"), "{error}");
+    let events = lifecycle(&app, "o-1");
+    assert_eq!(
+        types(&events)[4..],
+        ["ProcessHandled", "ProcessFailed"],
+        "the failed step ran; the parked payment failed at once, no retries"
+    );
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 2);
+    assert_eq!(
+        letters[0].status,
+        bounda::store::LetterStatus::Retried,
+        "its step ran"
+    );
+    assert_eq!(letters[1].status, bounda::store::LetterStatus::Failed);
+    assert_eq!(
+        events[5].payload["letterId"],
+        serde_json::json!(letters[1].id)
+    );
+    // The fulfilment is still parked behind the new letter; retrying it drains it and completes.
+    app.app()
+        .dead_letters()
+        .retry(&letters[1].id)
+        .await
+        .unwrap();
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")).last(),
+        Some(&"ProcessCompleted")
     );
 }
