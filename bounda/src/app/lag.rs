@@ -72,8 +72,31 @@ impl App {
         Ok(Lag {
             subscribers,
             max_lag,
-            waiting_deadlines: self.waiting().len() as u64,
+            waiting_deadlines: self.waiting_deadlines()?,
         })
+    }
+
+    /// Deadlines held back for the process runner whose entries are still armed at the moment
+    /// they wait for (spec 175): one the awaited event cleared or moved no longer counts.
+    fn waiting_deadlines(&self) -> Result<u64, Error> {
+        let waiting: Vec<(String, i64)> = self
+            .waiting()
+            .iter()
+            .map(|(key, (at, _))| (key.clone(), *at))
+            .collect();
+        let mut count = 0;
+        for (key, at) in waiting {
+            let armed = self
+                .store()
+                .scheduled(&key)?
+                .is_some_and(|entry| entry.payload.get("at").and_then(|v| v.as_i64()) == Some(at));
+            if armed {
+                count += 1;
+            } else {
+                self.waiting().remove(&key);
+            }
+        }
+        Ok(count)
     }
 
     /// The policy run whose retry comes first, with its event.
@@ -128,7 +151,10 @@ impl App {
             let Some(instance) = self.load_instance(&**process, &entry.aggregate_id)? else {
                 continue;
             };
-            let waits = waiting.contains_key(&entry.dedupe_key);
+            let at = entry.payload.get("at").and_then(|v| v.as_i64());
+            let waits = waiting
+                .get(&entry.dedupe_key)
+                .is_some_and(|(moment, _)| Some(*moment) == at);
             for (index, due) in process.pending(&instance)?.into_iter().enumerate() {
                 pending.push(crate::app::PendingDeadline {
                     process: process.name(),

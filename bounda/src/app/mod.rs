@@ -54,8 +54,9 @@ struct Inner {
     processes: Vec<Arc<dyn ProcessRunner>>,
     /// Set when the app is shutting down: passes stop between attempts.
     stopping: std::sync::atomic::AtomicBool,
-    /// Due deadlines held back for the process runner, with the rounds they waited (spec 86).
-    waiting: std::sync::Mutex<HashMap<String, u32>>,
+    /// Due deadlines held back for the process runner, by entry: the moment waited for (epoch
+    /// ms) and the rounds waited so far (spec 86).
+    waiting: std::sync::Mutex<HashMap<String, (i64, u32)>>,
 }
 
 impl std::fmt::Debug for App {
@@ -222,7 +223,7 @@ impl App {
     }
 
     /// The deadlines held back for the process runner.
-    pub(crate) fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    pub(crate) fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, (i64, u32)>> {
         self.inner
             .waiting
             .lock()

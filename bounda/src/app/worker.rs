@@ -24,6 +24,8 @@ impl App {
         let entries = self
             .store()
             .claim_due(&claim_id, now, self.lease(), limit)?;
+        // Whether anything moved on: a deadline held back for the process runner did not.
+        let mut progressed = false;
         for entry in &entries {
             // Shutting down: give the rest back unrun, without counting an attempt (spec 46).
             if self.stopping() {
@@ -41,14 +43,17 @@ impl App {
             if entry.command_type == POLICY_RUN {
                 self.run_delayed_policy(entry, &claim_id, now, rejections)
                     .await?;
+                progressed = true;
             } else if entry.command_type == PROCESS_DEADLINE {
-                self.run_process_deadline(entry, &claim_id, now, rejections)
+                progressed |= self
+                    .run_process_deadline(entry, &claim_id, now, rejections)
                     .await?;
             } else {
                 self.run_scheduled_command(entry, &claim_id, now, rejections)?;
+                progressed = true;
             }
         }
-        Ok(!entries.is_empty())
+        Ok(progressed)
     }
 
     /// A delayed policy's run: the event as stored, the same key as a live run (spec 38).

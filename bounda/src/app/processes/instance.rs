@@ -1,6 +1,6 @@
 //! A process instance: its lifecycle events, and what is folded from them (spec 62–65, 71).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -132,8 +132,11 @@ pub(crate) struct Instance {
     pub(crate) timeout_at: Option<Instant>,
     /// The stream's version: where the next lifecycle event goes.
     pub(crate) version: u64,
-    /// The moment each deadline last came due: a (field, moment) pair runs once (spec 80).
-    pub(crate) reached: HashMap<String, Instant>,
+    /// The moments each deadline came due, in epoch milliseconds: a (field, moment) pair runs
+    /// once (spec 80).
+    pub(crate) reached: HashMap<String, HashSet<i64>>,
+    /// Whether `ProcessStarted` was written (a starting event may fail before it is).
+    pub(crate) started: bool,
     /// The lifecycle event whose step set each deadline's moment: its id and correlation
     /// (spec 91).
     pub(crate) set_by: HashMap<String, (String, String)>,
@@ -155,6 +158,13 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// Whether `field` already came due at `at` (spec 80).
+    pub(crate) fn was_reached(&self, field: &str, at: Instant) -> bool {
+        self.reached
+            .get(field)
+            .is_some_and(|moments| moments.contains(&at.as_millis()))
+    }
+
     /// Folds an instance's stream; `None` when it has none.
     pub(crate) fn fold(
         events: &[RecordedEvent],
@@ -169,6 +179,7 @@ impl Instance {
             timeout_at: None,
             version: 0,
             reached: HashMap::new(),
+            started: false,
             set_by: HashMap::new(),
             follow_ups: Vec::new(),
             seen: Vec::new(),
@@ -190,6 +201,7 @@ impl Instance {
                     timeout_at,
                 } => {
                     instance.timeout_at = timeout_at;
+                    instance.started = true;
                     instance.seen.push(event_id);
                     instance.set_by.insert(
                         crate::process::TIMEOUT.to_owned(),
@@ -212,7 +224,11 @@ impl Instance {
                     if instance.status == Status::Failed && instance.failed_at == Some(at) {
                         instance.failed_step_done = true;
                     }
-                    instance.reached.insert(field, at);
+                    instance
+                        .reached
+                        .entry(field)
+                        .or_default()
+                        .insert(at.as_millis());
                     new_state = Some(state);
                 }
                 Lifecycle::Completed { event_id } => {
@@ -226,7 +242,9 @@ impl Instance {
                 } => {
                     instance
                         .reached
-                        .insert(crate::process::TIMEOUT.to_owned(), at);
+                        .entry(crate::process::TIMEOUT.to_owned())
+                        .or_default()
+                        .insert(at.as_millis());
                     instance.status = Status::TimedOut;
                     instance.follow_ups = follow_ups;
                     new_state = Some(state);

@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use crate::aggregate::Aggregate;
 use crate::app::App;
 use crate::app::run::Failure;
-use crate::process::plan::{self, DueDeadline};
+use crate::process::plan::DueDeadline;
 use crate::process::{Process, instance_of};
 use crate::store::ScheduledEntry;
 use crate::{Error, Instant, RecordedEvent};
@@ -131,13 +131,20 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     }
 
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error> {
-        let state: P = step::read_state(Some(instance))?;
-        Ok(plan::due(&state, instance.timeout_at, now))
+        Ok(self
+            .pending(instance)?
+            .into_iter()
+            .next()
+            .filter(|due| due.at <= now))
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {
         let state: P = step::read_state(Some(instance))?;
-        Ok(plan::pending(&state, instance.timeout_at))
+        Ok(step::pending_of(
+            &state,
+            instance.timeout_at,
+            Some(instance),
+        ))
     }
 
     fn arm(
@@ -146,7 +153,14 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         instance: &Instance,
     ) -> Result<(Option<ScheduledEntry>, Option<String>), Error> {
         let state: P = step::read_state(Some(instance))?;
-        Ok(step::arm(id, &state, instance.status, instance.timeout_at))
+        Ok(step::arm(
+            id,
+            &state,
+            instance.status,
+            instance.timeout_at,
+            Some(instance),
+            None,
+        ))
     }
 
     fn deadline_step<'a>(

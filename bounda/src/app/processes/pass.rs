@@ -300,7 +300,24 @@ impl App {
         claim_id: &str,
         now: Instant,
         rejections: &mut Vec<RejectionRecord>,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
+        let result = self
+            .run_process_deadline_inner(entry, claim_id, now, rejections)
+            .await;
+        // Whatever the outcome but a wait, the entry no longer waits (spec 175).
+        if !matches!(result, Ok(Deadline::Waiting)) {
+            self.waiting().remove(&entry.dedupe_key);
+        }
+        result.map(|outcome| outcome == Deadline::Progressed)
+    }
+
+    async fn run_process_deadline_inner(
+        &self,
+        entry: &ScheduledEntry,
+        claim_id: &str,
+        now: Instant,
+        rejections: &mut Vec<RejectionRecord>,
+    ) -> Result<Deadline, Error> {
         let release = |outcome| ScheduledRelease {
             dedupe_key: entry.dedupe_key.clone(),
             claim_id: claim_id.to_owned(),
@@ -317,10 +334,12 @@ impl App {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let Some(process) = self.inner.processes.iter().find(|p| p.name() == name) else {
-            return self.release(self.store().commit(&WriteSet {
-                scheduled: Some(release(ScheduledOutcome::Complete)),
-                ..WriteSet::default()
-            }));
+            return self
+                .release(self.store().commit(&WriteSet {
+                    scheduled: Some(release(ScheduledOutcome::Complete)),
+                    ..WriteSet::default()
+                }))
+                .map(|()| Deadline::Progressed);
         };
         let settings = self.config().for_aggregate(process.aggregate());
         let mut reruns = 0;
@@ -329,28 +348,34 @@ impl App {
             // Nothing runs for an ended instance; a failed one's deadlines wait for its retry
             // (spec 87, 111).
             let Some(instance) = instance.filter(|i| i.status == Status::Started) else {
-                return self.release(self.store().commit(&WriteSet {
-                    scheduled: Some(release(ScheduledOutcome::Complete)),
-                    ..WriteSet::default()
-                }));
+                return self
+                    .release(self.store().commit(&WriteSet {
+                        scheduled: Some(release(ScheduledOutcome::Complete)),
+                        ..WriteSet::default()
+                    }))
+                    .map(|()| Deadline::Progressed);
             };
             // The runtime does not trust the entry: the state says what is due (spec 79).
             let Some(due) = process.due(&instance, now)? else {
                 let (schedule, unschedule) = process.arm(id, &instance)?;
-                return self.release(self.store().commit(&WriteSet {
-                    scheduled: Some(release(ScheduledOutcome::Complete)),
-                    schedule: schedule.into_iter().collect(),
-                    unschedule: unschedule.into_iter().collect(),
-                    ..WriteSet::default()
-                }));
+                return self
+                    .release(self.store().commit(&WriteSet {
+                        scheduled: Some(release(ScheduledOutcome::Complete)),
+                        schedule: schedule.into_iter().collect(),
+                        unschedule: unschedule.into_iter().collect(),
+                        ..WriteSet::default()
+                    }))
+                    .map(|()| Deadline::Progressed);
             };
             // A due deadline waits until the process runner has handled the events stored
             // before it, ten worker rounds at most (spec 85–86).
-            if self.deadline_waits(&entry.dedupe_key)? {
-                return self.release(self.store().commit(&WriteSet {
-                    scheduled: Some(release(ScheduledOutcome::Defer)),
-                    ..WriteSet::default()
-                }));
+            if self.deadline_waits(&entry.dedupe_key, due.at)? {
+                return self
+                    .release(self.store().commit(&WriteSet {
+                        scheduled: Some(release(ScheduledOutcome::Defer)),
+                        ..WriteSet::default()
+                    }))
+                    .map(|()| Deadline::Waiting);
             }
             let failure = match process.deadline_step(self, id, &instance, due).await {
                 Ok(writes) => {
@@ -361,7 +386,7 @@ impl App {
                     match self.store().commit(&set) {
                         Ok(_) => {
                             rejections.extend(staged);
-                            return Ok(());
+                            return Ok(Deadline::Progressed);
                         }
                         Err(CommitError::StreamMoved { .. })
                             if reruns < settings.concurrency_retries =>
@@ -372,19 +397,21 @@ impl App {
                                 claim_id,
                                 self.clock().now(),
                             )? {
-                                return Ok(());
+                                return Ok(Deadline::Progressed);
                             }
                             continue;
                         }
-                        Err(CommitError::ClaimLost { .. }) => return Ok(()),
+                        Err(CommitError::ClaimLost { .. }) => return Ok(Deadline::Progressed),
                         Err(error) => Failure::of(&anyhow::Error::new(error)),
                     }
                 }
                 Err(failure) => failure,
             };
-            return self.deadline_failed(
-                &**process, id, &instance, entry, claim_id, due, &failure, now,
-            );
+            return self
+                .deadline_failed(
+                    &**process, id, &instance, entry, claim_id, due, &failure, now,
+                )
+                .map(|()| Deadline::Progressed);
         }
     }
 
@@ -477,8 +504,9 @@ impl App {
         }))
     }
 
-    /// Whether the deadline `key` must wait for the process runner, counting its rounds.
-    fn deadline_waits(&self, key: &str) -> Result<bool, Error> {
+    /// Whether the deadline due at `at` on entry `key` must wait for the process runner,
+    /// counting its rounds (spec 85–86).
+    fn deadline_waits(&self, key: &str, at: Instant) -> Result<bool, Error> {
         let behind = match self.store().checkpoint(PROCESSES)? {
             Some(position) => position < self.store().head()?,
             None => false,
@@ -488,7 +516,10 @@ impl App {
             waiting.remove(key);
             return Ok(false);
         }
-        let rounds = waiting.entry(key.to_owned()).or_default();
+        let (moment, rounds) = waiting.entry(key.to_owned()).or_insert((at.as_millis(), 0));
+        if *moment != at.as_millis() {
+            (*moment, *rounds) = (at.as_millis(), 0);
+        }
         *rounds += 1;
         if *rounds > MAX_WAIT_ROUNDS {
             waiting.remove(key);
@@ -496,6 +527,15 @@ impl App {
         }
         Ok(true)
     }
+}
+
+/// What running a deadline entry came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deadline {
+    /// Ran, failed, or found nothing to run: the entry moved on.
+    Progressed,
+    /// Held back for the process runner: no progress.
+    Waiting,
 }
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway (spec 86).

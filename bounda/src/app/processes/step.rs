@@ -72,36 +72,58 @@ pub(crate) fn entry_key(process: &str, instance: &str) -> String {
     derived_id(&["process-deadline", process, instance])
 }
 
+/// Every pending deadline of `state` that has not come due at its moment before, soonest first
+/// (spec 78, 80–81).
+pub(crate) fn pending_of<P: ProcessState>(
+    state: &P,
+    timeout_at: Option<Instant>,
+    instance: Option<&Instance>,
+) -> Vec<DueDeadline> {
+    let mut pending = plan::pending(state, timeout_at);
+    if let Some(instance) = instance {
+        pending.retain(|due| !instance.was_reached(due.field, due.at));
+    }
+    pending
+}
+
 /// The instance's scheduler entry at its earliest pending deadline, or its removal (spec 78).
+/// An entry waiting for the retry of that same deadline is left as it is, so a step does not
+/// undo its back-off (spec 88, 152).
 pub(crate) fn arm<P: ProcessState>(
     id: &str,
     state: &P,
     status: Status,
     timeout_at: Option<Instant>,
+    instance: Option<&Instance>,
+    existing: Option<&ScheduledEntry>,
 ) -> (Option<ScheduledEntry>, Option<String>) {
     let key = entry_key(P::NAME, id);
     let next = (status == Status::Started)
-        .then(|| plan::next(state, timeout_at))
+        .then(|| pending_of(state, timeout_at, instance).into_iter().next())
         .flatten();
-    match next {
-        Some(next) => (
-            Some(ScheduledEntry {
-                dedupe_key: key,
-                command_type: PROCESS_DEADLINE.to_owned(),
-                aggregate_id: id.to_owned(),
-                payload: json!({ "process": P::NAME, "instance": id }),
-                execute_at: next.at,
-                context: json!({}),
-                attempts: 0,
-                last_error: None,
-                revision: 0,
-                claim_id: None,
-                claimed_at: None,
-            }),
-            None,
-        ),
-        None => (None, Some(key)),
+    let Some(next) = next else {
+        return (None, Some(key));
+    };
+    let at = json!(next.at.as_millis());
+    if existing.is_some_and(|entry| entry.attempts > 0 && entry.payload.get("at") == Some(&at)) {
+        return (None, None);
     }
+    (
+        Some(ScheduledEntry {
+            dedupe_key: key,
+            command_type: PROCESS_DEADLINE.to_owned(),
+            aggregate_id: id.to_owned(),
+            payload: json!({ "process": P::NAME, "instance": id, "at": at }),
+            execute_at: next.at,
+            context: json!({}),
+            attempts: 0,
+            last_error: None,
+            revision: 0,
+            claim_id: None,
+            claimed_at: None,
+        }),
+        None,
+    )
 }
 
 /// Lifecycle events as an append to the instance's stream.
@@ -315,7 +337,13 @@ pub(crate) async fn event_step<P: Process>(
     // ones never come due (spec 87, 101).
     let (schedule, unschedule) = match route {
         Route::Park | Route::FollowUp => (None, None),
-        _ => arm(id, &state, status, timeout_at),
+        _ => {
+            let existing = app
+                .store()
+                .scheduled(&entry_key(P::NAME, id))
+                .map_err(|e| fail(e.into()))?;
+            arm(id, &state, status, timeout_at, instance, existing.as_ref())
+        }
     };
     Ok(StepWrites {
         lifecycle: append,
@@ -427,7 +455,15 @@ pub(crate) async fn deadline_step<P: Process>(
     if let Some(event) = append.events.first_mut() {
         event.id = lifecycle_id;
     }
-    let (schedule, unschedule) = arm(id, &state, status, instance.timeout_at);
+    // This step's own entry is released in the same write set: re-arm from scratch, the pair
+    // that just came due counting as reached.
+    let mut after = instance.clone();
+    after
+        .reached
+        .entry(due.field.to_owned())
+        .or_default()
+        .insert(due.at.as_millis());
+    let (schedule, unschedule) = arm(id, &state, status, instance.timeout_at, Some(&after), None);
     Ok(StepWrites {
         lifecycle: append,
         staging,
