@@ -975,3 +975,140 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
         "and reaches its follow-up"
     );
 }
+
+mod recompute {
+    use std::cell::Cell;
+
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    thread_local! {
+        pub static PING_FAILS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Pings an hour after the order; a confirmation recomputes the ping from the order's time.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Recompute {
+        pub placed_at: Option<Instant>,
+        #[deadline]
+        pub ping: Deadline,
+    }
+
+    #[process]
+    impl Recompute {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<RecomputePatch> {
+            Ok(RecomputePatch::default()
+                .placed_at(Some(cx.event_time()))
+                .ping(cx.after(hours(1))))
+        }
+
+        async fn on_confirmation_sent(
+            cx: On<'_, Self, ConfirmationSent>,
+        ) -> Result<RecomputePatch> {
+            let placed_at = cx.state().placed_at.unwrap_or(cx.event_time());
+            Ok(RecomputePatch::default().ping(placed_at + hours(1)))
+        }
+
+        async fn at_ping(cx: At<'_, Self>) -> Result<AtPing> {
+            let left = PING_FAILS.with(Cell::get);
+            if left > 0 {
+                PING_FAILS.with(|f| f.set(left - 1));
+                anyhow::bail!("ping failed");
+            }
+            let _ = cx.due_at();
+            Ok(AtPing::new(Deadline::none()))
+        }
+    }
+}
+
+fn recompute_app() -> TestApp {
+    TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<recompute::Recompute>())
+        .unwrap()
+}
+
+// spec 80: a (field, moment) pair comes due once, even if a handler sets it back.
+#[tokio::test]
+async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_again() {
+    let app = recompute_app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(2)).await.unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(hours(2)).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Recompute", "o-1")
+        .unwrap();
+    assert_eq!(
+        types(&events),
+        ["ProcessStarted", "ProcessDeadlineReached", "ProcessHandled"]
+    );
+    assert!(
+        app.app()
+            .pending_deadlines()
+            .unwrap()
+            .iter()
+            .all(|d| d.field == "timeout"),
+        "the stale pair is not pending"
+    );
+}
+
+// spec 88, 152: an event for the instance does not reset a failing deadline's back-off.
+#[tokio::test]
+async fn an_event_step_keeps_a_failing_deadlines_back_off() {
+    recompute::PING_FAILS.with(|f| f.set(1));
+    let app = recompute_app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.clock().advance(hours(1));
+    app.run_until_idle_with(1).await.unwrap();
+    let entry = || {
+        app.app()
+            .store()
+            .scheduled_of_type("bounda.ProcessDeadline")
+            .unwrap()
+            .remove(0)
+    };
+    let failed = entry();
+    assert_eq!(
+        (failed.attempts, failed.execute_at),
+        (1, app.now() + seconds(1)),
+        "waiting 1 s for its retry"
+    );
+    // An event the instance handles; its handler recomputes the same ping moment.
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle_with(1).await.unwrap();
+    let handled = app
+        .app()
+        .store()
+        .read_stream("process:Recompute", "o-1")
+        .unwrap();
+    assert_eq!(
+        types(&handled).last(),
+        Some(&"ProcessHandled"),
+        "the event step ran"
+    );
+    let after = entry();
+    assert_eq!(
+        (after.attempts, after.execute_at),
+        (1, failed.execute_at),
+        "the back-off stands"
+    );
+    app.run_until_idle().await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Recompute", "o-1")
+        .unwrap();
+    assert!(types(&events).contains(&"ProcessDeadlineReached"));
+}
