@@ -14,6 +14,9 @@ use crate::sql;
 /// error. The scheduler release runs before the new entries, so a step can settle its own claim
 /// and re-arm the same key.
 pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, CommitError> {
+    if let Some(id) = &writes.require_letter {
+        require_failed(conn, id)?;
+    }
     let mut committed = Committed::default();
     for append in &writes.appends {
         append_events(conn, append, &mut committed)?;
@@ -232,6 +235,19 @@ fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError
     })
     .map_err(sql("cannot file a dead letter"))?;
     Ok(())
+}
+
+/// Refuses the write set unless letter `id` is still `failed`.
+fn require_failed(conn: &Connection, id: &str) -> Result<(), CommitError> {
+    let status: Option<String> = conn
+        .prepare_cached("SELECT status FROM bounda_dead_letters WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+        .map_err(sql("cannot read a dead letter"))?;
+    match status.as_deref() {
+        Some("failed") => Ok(()),
+        Some(_) => Err(CommitError::LetterSettled { id: id.to_owned() }),
+        None => Err(bounda::store::StoreError::new(format!("no dead letter `{id}`")).into()),
+    }
 }
 
 /// Moves a letter out of `failed`, fenced on its status (spec 170).

@@ -148,9 +148,10 @@ impl TestApp {
                 .filter(|due| *due > now)
                 .map_or(retry, |due| due.min(retry));
             if next <= now {
-                // Due now but claimed by nobody here: nothing this run can move.
+                // Due now, yet nothing here could move it (claimed by another runner): work is
+                // left (spec 177).
                 return Ok(Idle {
-                    idle: true,
+                    idle: false,
                     rejections,
                 });
             }

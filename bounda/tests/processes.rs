@@ -985,6 +985,7 @@ mod recompute {
 
     thread_local! {
         pub static PING_FAILS: Cell<u32> = const { Cell::new(0) };
+        pub static START_FAILS: Cell<bool> = const { Cell::new(false) };
     }
 
     /// Pings an hour after the order; a confirmation recomputes the ping from the order's time.
@@ -999,6 +1000,9 @@ mod recompute {
     #[process]
     impl Recompute {
         async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<RecomputePatch> {
+            if START_FAILS.with(Cell::get) {
+                anyhow::bail!("cannot start yet");
+            }
             Ok(RecomputePatch::default()
                 .placed_at(Some(cx.event_time()))
                 .ping(cx.after(hours(1))))
@@ -1111,4 +1115,52 @@ async fn an_event_step_keeps_a_failing_deadlines_back_off() {
         .read_stream("process:Recompute", "o-1")
         .unwrap();
     assert!(types(&events).contains(&"ProcessDeadlineReached"));
+}
+
+// spec 108, 113: a starting event that fails for good fails the instance it would have started;
+// retrying the letter starts it.
+#[tokio::test]
+async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
+    recompute::START_FAILS.with(|f| f.set(true));
+    let app = recompute_app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        types(
+            &app.app()
+                .store()
+                .read_stream("process:Recompute", "o-1")
+                .unwrap()
+        ),
+        ["ProcessFailed"]
+    );
+    let letter = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap()[0]
+        .id
+        .clone();
+    recompute::START_FAILS.with(|f| f.set(false));
+    app.app().dead_letters().retry(&letter).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Recompute", "o-1")
+        .unwrap();
+    assert_eq!(
+        types(&events),
+        ["ProcessFailed", "ProcessStarted", "ProcessResumed"]
+    );
+    app.advance(hours(1)).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Recompute", "o-1")
+        .unwrap();
+    assert_eq!(
+        types(&events).last(),
+        Some(&"ProcessDeadlineReached"),
+        "running: its ping came due"
+    );
 }

@@ -694,6 +694,17 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
         store.dead_letter("l-1").unwrap().unwrap().status,
         LetterStatus::Retried
     );
+    // A write set fenced on a settled letter writes nothing.
+    let fenced = WriteSet {
+        appends: vec![append("Order", "o-9", 0, &["e9"])],
+        require_letter: Some("l-1".into()),
+        ..WriteSet::default()
+    };
+    assert!(matches!(
+        store.commit(&fenced),
+        Err(CommitError::LetterSettled { .. })
+    ));
+    assert!(store.read_stream("Order", "o-9").unwrap().is_empty());
     let missing = WriteSet {
         settle_letter: Some(LetterSettle {
             id: "nope".into(),

@@ -104,6 +104,9 @@ pub struct WriteSet {
     pub dead_letters: Vec<DeadLetter>,
     /// A dead letter to settle.
     pub settle_letter: Option<LetterSettle>,
+    /// A dead letter that must still be `failed` for anything to be written: each step of a
+    /// process retry is fenced on its letter (spec 114, 170).
+    pub require_letter: Option<String>,
 }
 
 impl WriteSet {

@@ -64,6 +64,8 @@ pub(crate) enum Lifecycle {
         event_type: String,
         aggregate_type: String,
         aggregate_id: String,
+        /// When the parked event was stored: a deadline due before it runs first on retry.
+        at: Instant,
     },
     /// A failed instance resumed (spec 113, 121).
     #[serde(rename = "ProcessResumed")]
@@ -119,7 +121,7 @@ pub enum Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Parked {
     pub(crate) event_id: String,
-    /// The parking lifecycle event's position: a deadline due before it runs first (spec 113).
+    /// When the parked event was stored: a deadline due before it runs first (spec 113).
     pub(crate) parked_at: Instant,
 }
 
@@ -202,6 +204,9 @@ impl Instance {
                 } => {
                     instance.timeout_at = timeout_at;
                     instance.started = true;
+                    if instance.failed_event.as_ref() == Some(&event_id) {
+                        instance.failed_step_done = true;
+                    }
                     instance.seen.push(event_id);
                     instance.set_by.insert(
                         crate::process::TIMEOUT.to_owned(),
@@ -260,11 +265,11 @@ impl Instance {
                     instance.failed_at = at;
                     instance.failed_step_done = false;
                 }
-                Lifecycle::EventParked { event_id, .. } => {
+                Lifecycle::EventParked { event_id, at, .. } => {
                     instance.seen.push(event_id.clone());
                     instance.parked.push(Parked {
                         event_id,
-                        parked_at: event.timestamp,
+                        parked_at: at,
                     });
                 }
                 Lifecycle::Resumed {} => {

@@ -62,6 +62,7 @@ pub(crate) trait ProcessRunner: Send + Sync {
         id: &'a str,
         instance: &'a Instance,
         due: DueDeadline,
+        key: Option<String>,
     ) -> BoxFuture<'a, Result<StepWrites, Failure>>;
 }
 
@@ -104,6 +105,10 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     }
 
     fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route {
+        // Failed before `ProcessStarted` was written: the retry starts it.
+        if !instance.started {
+            return step::route::<P>(None, event);
+        }
         let mut running = instance.clone();
         running.status = Status::Started;
         running.seen.retain(|seen| *seen != event.id);
@@ -169,8 +174,9 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         id: &'a str,
         instance: &'a Instance,
         due: DueDeadline,
+        key: Option<String>,
     ) -> BoxFuture<'a, Result<StepWrites, Failure>> {
-        Box::pin(step::deadline_step::<P>(app, id, instance, due))
+        Box::pin(step::deadline_step::<P>(app, id, instance, due, key))
     }
 }
 

@@ -219,22 +219,35 @@ impl App {
                 ..WriteSet::default()
             };
             // A follow-up that fails for good is a letter, but the process has ended already:
-            // it does not fail (spec 100).
-            if route != Route::FollowUp
-                && let Some(instance) = &instance
-            {
+            // it does not fail (spec 100). A starting event that fails fails the instance it
+            // would have started, so its letter can be retried (spec 108).
+            if route != Route::FollowUp {
                 let failed = Lifecycle::Failed {
                     letter_id: letter.id.clone(),
                     at: None,
                     event_id: Some(event.id.clone()),
                 };
+                let version = instance.as_ref().map_or(0, |i| i.version);
                 set.appends
-                    .push(self.failure_append(process, &id, instance, failed, event)?);
+                    .push(self.failure_append(process, &id, version, failed, event)?);
                 set.unschedule
                     .push(crate::app::processes::step::entry_key(process.name(), &id));
             }
             set.dead_letters.push(letter);
-            return self.settle_process(store.commit(&set));
+            return match store.commit(&set) {
+                // The instance moved while giving up: look again on the next pass.
+                Err(CommitError::StreamMoved { .. }) => {
+                    store_commit(store.commit(&WriteSet {
+                        inbox: Some(mark(InboxOutcome::Failed {
+                            retry_at: now,
+                            error: failure.message.clone(),
+                        })),
+                        ..WriteSet::default()
+                    }))?;
+                    Ok(Delivery::Held)
+                }
+                result => self.settle_process(result),
+            };
         }
     }
 
@@ -249,11 +262,11 @@ impl App {
     }
 
     /// `ProcessFailed` appended to the instance.
-    fn failure_append(
+    pub(crate) fn failure_append(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
-        instance: &Instance,
+        version: u64,
         failed: Lifecycle,
         event: &RecordedEvent,
     ) -> Result<crate::store::Append, Error> {
@@ -264,15 +277,7 @@ impl App {
             schema_version: 1,
             system: true,
         };
-        Ok(lifecycle_append(
-            self,
-            process.name(),
-            id,
-            instance.version,
-            vec![failed],
-            &metadata,
-        )?
-        .0)
+        Ok(lifecycle_append(self, process.name(), id, version, vec![failed], &metadata)?.0)
     }
 
     fn settle_process(
@@ -355,8 +360,24 @@ impl App {
                     }))
                     .map(|()| Deadline::Progressed);
             };
-            // The runtime does not trust the entry: the state says what is due (spec 79).
-            let Some(due) = process.due(&instance, now)? else {
+            // The runtime does not trust the entry: the state says what is due (spec 79). A
+            // state that no longer reads fails the instance for good (spec 69).
+            let due = match process.due(&instance, now) {
+                Ok(due) => due,
+                Err(error) => {
+                    let failure = Failure::of(&anyhow::Error::new(error));
+                    let due = DueDeadline {
+                        at: entry.execute_at,
+                        field: UNREADABLE_STATE,
+                    };
+                    return self
+                        .deadline_failed(
+                            &**process, id, &instance, entry, claim_id, due, &failure, now,
+                        )
+                        .map(|()| Deadline::Progressed);
+                }
+            };
+            let Some(due) = due else {
                 let (schedule, unschedule) = process.arm(id, &instance)?;
                 return self
                     .release(self.store().commit(&WriteSet {
@@ -377,7 +398,7 @@ impl App {
                     }))
                     .map(|()| Deadline::Waiting);
             }
-            let failure = match process.deadline_step(self, id, &instance, due).await {
+            let failure = match process.deadline_step(self, id, &instance, due, None).await {
                 Ok(writes) => {
                     let staged = writes.staging.rejections.clone();
                     let set = step_writes(writes, |set| {
@@ -449,31 +470,7 @@ impl App {
                 ..WriteSet::default()
             }));
         }
-        let subject = format!("deadline:{}", due.field);
-        let letter = DeadLetter {
-            id: derived_id(&[
-                "process",
-                process.name(),
-                id,
-                &subject,
-                &due.at.as_millis().to_string(),
-                "dead-letter",
-            ]),
-            kind: LetterKind::Process,
-            handler: process.name().to_owned(),
-            event_id: None,
-            event_type: Some(subject),
-            aggregate_type: Some(process.aggregate().to_owned()),
-            aggregate_id: Some(id.to_owned()),
-            error_type: failure.error_type().to_owned(),
-            error_message: failure.message.clone(),
-            error_stack: Some(failure.stack.clone()),
-            attempts: attempt,
-            first_failed_at: now,
-            last_failed_at: now,
-            status: LetterStatus::Failed,
-            payload: Some(serde_json::json!({ "instance": id, "at": due.at })),
-        };
+        let letter = deadline_letter(process, id, due, failure, attempt, now);
         // A failing deadline points at the instance (spec 91).
         let stream = format!("process:{}:{id}", process.name());
         let metadata = Metadata {
@@ -496,12 +493,19 @@ impl App {
             vec![failed],
             &metadata,
         )?;
-        self.release(self.store().commit(&WriteSet {
+        match self.store().commit(&WriteSet {
             appends: vec![append],
             scheduled: Some(release(ScheduledOutcome::Complete)),
             dead_letters: vec![letter],
             ..WriteSet::default()
-        }))
+        }) {
+            // The instance moved while giving up: look again on the next round.
+            Err(CommitError::StreamMoved { .. }) => self.release(self.store().commit(&WriteSet {
+                scheduled: Some(release(ScheduledOutcome::Defer)),
+                ..WriteSet::default()
+            })),
+            result => self.release(result),
+        }
     }
 
     /// Whether the deadline due at `at` on entry `key` must wait for the process runner,
@@ -526,6 +530,45 @@ impl App {
             return Ok(false);
         }
         Ok(true)
+    }
+}
+
+/// The field of a deadline letter whose instance's state could not be read.
+const UNREADABLE_STATE: &str = "unreadable-state";
+
+/// The letter of deadline `due` of instance `id` failing for good: `deadline:<field>` (spec 88).
+pub(crate) fn deadline_letter(
+    process: &dyn ProcessRunner,
+    id: &str,
+    due: DueDeadline,
+    failure: &Failure,
+    attempts: u32,
+    now: Instant,
+) -> DeadLetter {
+    let subject = format!("deadline:{}", due.field);
+    DeadLetter {
+        id: derived_id(&[
+            "process",
+            process.name(),
+            id,
+            &subject,
+            &due.at.as_millis().to_string(),
+            "dead-letter",
+        ]),
+        kind: LetterKind::Process,
+        handler: process.name().to_owned(),
+        event_id: None,
+        event_type: Some(subject),
+        aggregate_type: Some(process.aggregate().to_owned()),
+        aggregate_id: Some(id.to_owned()),
+        error_type: failure.error_type().to_owned(),
+        error_message: failure.message.clone(),
+        error_stack: Some(failure.stack.clone()),
+        attempts,
+        first_failed_at: now,
+        last_failed_at: now,
+        status: LetterStatus::Failed,
+        payload: Some(serde_json::json!({ "instance": id, "at": due.at })),
     }
 }
 
@@ -554,7 +597,7 @@ fn store_commit(result: Result<crate::store::Committed, CommitError>) -> Result<
 }
 
 /// The letter of a process step on `event` that failed for good (spec 108).
-fn process_letter(
+pub(crate) fn process_letter(
     process: &str,
     id: &str,
     event: &RecordedEvent,

@@ -167,6 +167,8 @@ pub(crate) fn lifecycle_append(
 pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result<P, Error> {
     match instance {
         None => Ok(P::default()),
+        // Failed before it started: nothing was stored yet.
+        Some(instance) if instance.state.is_null() => Ok(P::default()),
         Some(instance) => {
             serde_json::from_value(instance.state.clone()).map_err(|source| Error::InvalidPayload {
                 aggregate: stream_type(P::NAME),
@@ -310,6 +312,7 @@ pub(crate) async fn event_step<P: Process>(
                 event_type: event.event_type.clone(),
                 aggregate_type: event.aggregate_type.clone(),
                 aggregate_id: event.aggregate_id.clone(),
+                at: event.timestamp,
             }];
             (events, Status::Failed, timeout_at)
         }
@@ -360,6 +363,7 @@ pub(crate) async fn deadline_step<P: Process>(
     id: &str,
     instance: &Instance,
     due: DueDeadline,
+    key: Option<String>,
 ) -> Result<StepWrites, Failure> {
     let fail = |error: Error| Failure::of(&anyhow::Error::new(error));
     let mut state: P = read_state(Some(instance)).map_err(fail)?;
@@ -377,8 +381,10 @@ pub(crate) async fn deadline_step<P: Process>(
         causation_id: lifecycle_id.clone(),
         depth: 0,
     };
+    // The same key on every automatic retry; an operator's retry passes a new one (spec 137–138).
     let subject = format!("{id}:deadline:{}:{}", due.field, due.at.as_millis());
-    let attempt = Attempt::new(app, derived_id(&["process", P::NAME, &subject]), cause);
+    let key = key.unwrap_or_else(|| derived_id(&["process", P::NAME, &subject]));
+    let attempt = Attempt::new(app, key, cause);
     let now = app.clock().now();
     let cx = Context::new(&state, id, due.at, now).in_attempt(&attempt);
     let patch = match P::at_deadline(cx, due.field) {
