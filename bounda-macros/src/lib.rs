@@ -12,6 +12,7 @@ mod names;
 mod paths;
 mod policy;
 mod process;
+mod serde_names;
 mod symbol;
 
 use proc_macro::TokenStream;

@@ -1164,3 +1164,59 @@ async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
         "running: its ping came due"
     );
 }
+
+// spec 91: causation follows the step that set a deadline, even when serde renames it.
+#[tokio::test]
+async fn deadline_causation_follows_serde_renames() {
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Renamed {
+        #[deadline]
+        follow_up_at: Deadline,
+    }
+
+    #[process]
+    impl Renamed {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<RenamedPatch> {
+            Ok(RenamedPatch::default().follow_up_at(cx.after(hours(1))))
+        }
+
+        async fn on_confirmation_sent(cx: On<'_, Self, ConfirmationSent>) -> Result<RenamedPatch> {
+            Ok(RenamedPatch::default().follow_up_at(cx.after(hours(2))))
+        }
+
+        async fn at_follow_up_at(cx: At<'_, Self>) -> Result<AtFollowUpAt> {
+            cx.send(SendReminder { order_id: cx.id() }).await?;
+            Ok(AtFollowUpAt::new(Deadline::none()))
+        }
+    }
+
+    let app =
+        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Renamed>()).unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(hours(3)).await.unwrap();
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Renamed", "o-1")
+        .unwrap();
+    assert_eq!(
+        types(&events),
+        ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"]
+    );
+    assert!(
+        events[1].payload["state"].get("followUpAt").is_some(),
+        "stored under its serde name"
+    );
+    assert_eq!(
+        events[2].metadata.causation_id, events[1].id,
+        "set by the confirmation's step"
+    );
+}

@@ -1,17 +1,13 @@
 //! `#[derive(Event)]` on an event payload struct.
 
-use heck::{
-    ToKebabCase, ToLowerCamelCase, ToShoutyKebabCase, ToShoutySnakeCase, ToSnakeCase,
-    ToUpperCamelCase,
-};
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::punctuated::Punctuated;
-use syn::{Attribute, DeriveInput, Expr, Lit, LitStr, Meta, Path, Token};
+use syn::{DeriveInput, LitStr, Path};
 
 use crate::errors::Errors;
 use crate::names;
 use crate::paths;
+use crate::serde_names::{rename, serde_value};
 use crate::symbol;
 
 /// `impl Event`: the aggregate, the type name and the payload's field names as serialised.
@@ -89,42 +85,6 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             const FIELDS: &'static [&'static #str] = &[#(#fields),*];
         }
     }
-}
-
-/// The string value of `key` in `#[serde(key = "..")]`, if given.
-fn serde_value(attrs: &[Attribute], key: &str) -> Option<String> {
-    attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident(symbol::SERDE))
-        .filter_map(|attr| {
-            attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-                .ok()
-        })
-        .flatten()
-        .find_map(|meta| match meta {
-            Meta::NameValue(pair) if pair.path.is_ident(key) => match pair.value {
-                Expr::Lit(syn::ExprLit {
-                    lit: Lit::Str(lit), ..
-                }) => Some(lit.value()),
-                _ => None,
-            },
-            _ => None,
-        })
-}
-
-/// A field name under serde's `rename_all = rule`.
-fn rename(field: &str, rule: &str) -> Option<String> {
-    Some(match rule {
-        "lowercase" => field.to_lowercase(),
-        "UPPERCASE" => field.to_uppercase(),
-        "PascalCase" => field.to_upper_camel_case(),
-        "camelCase" => field.to_lower_camel_case(),
-        "snake_case" => field.to_snake_case(),
-        "SCREAMING_SNAKE_CASE" => field.to_shouty_snake_case(),
-        "kebab-case" => field.to_kebab_case(),
-        "SCREAMING-KEBAB-CASE" => field.to_shouty_kebab_case(),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ pub(crate) struct StateField {
     pub(crate) deadline: Option<Attribute>,
     /// The field's `#[doc]` attributes, copied onto its patch field.
     pub(crate) docs: Vec<Attribute>,
+    /// The key serde writes the field under.
+    pub(crate) key: String,
 }
 
 impl StateField {
@@ -78,6 +80,7 @@ impl State {
                 "a process state cannot be generic; declare one state struct per process",
             ));
         }
+        let rename_all = crate::serde_names::serde_value(&item.attrs, "rename_all");
         let Fields::Named(named) = &mut item.fields else {
             return Err(syn::Error::new_spanned(
                 &item.ident,
@@ -120,12 +123,18 @@ impl State {
                 .filter(|attr| attr.path().is_ident("doc"))
                 .cloned()
                 .collect();
+            let key = crate::serde_names::key(
+                &ident.unraw().to_string(),
+                &field.attrs,
+                rename_all.as_deref(),
+            );
             fields.push(StateField {
                 ident,
                 ty: field.ty.clone(),
                 vis: field.vis.clone(),
                 deadline,
                 docs,
+                key,
             });
         }
         Ok(State { item, fields })

@@ -68,6 +68,8 @@ pub trait ProcessState:
 pub struct DeadlineField<P> {
     /// The field's name, as in `at_<name>`.
     pub name: &'static str,
+    /// The key the field is serialised under, after `#[serde(rename..)]`.
+    pub key: &'static str,
     /// Reads the field.
     pub get: fn(&P) -> Deadline,
 }

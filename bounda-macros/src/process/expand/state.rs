@@ -37,14 +37,14 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
     let mut deadlines: Vec<_> = state.deadlines().collect();
     deadlines.sort_by_key(|field| field.name());
     let deadline_fields = deadlines.iter().map(|field| {
-        let (member, field_name, ty) = (&field.ident, field.name(), &field.ty);
+        let (member, field_name, ty, key) = (&field.ident, field.name(), &field.ty, &field.key);
         // Reading the field through `DeadlineType` is also the check that its type is `Deadline`
         // (rule 5), reported at the field's type.
         let read = quote_spanned! {ty.span()=>
             <#ty as #private::DeadlineType>::deadline(&state.#member)
         };
         quote! {
-            #private::DeadlineField { name: #field_name, get: |state: &#ident| #read }
+            #private::DeadlineField { name: #field_name, key: #key, get: |state: &#ident| #read }
         }
     });
     let merges = state.fields.iter().map(|field| {

@@ -170,7 +170,7 @@ impl Instance {
     /// Folds an instance's stream; `None` when it has none.
     pub(crate) fn fold(
         events: &[RecordedEvent],
-        deadline_fields: &[&str],
+        deadline_fields: &[(&str, &str)],
     ) -> Result<Option<Instance>, Error> {
         let Some(first) = events.first() else {
             return Ok(None);
@@ -282,8 +282,8 @@ impl Instance {
             }
             if let Some(state) = new_state {
                 // A deadline whose moment this step changed was set by it (spec 91).
-                for field in deadline_fields {
-                    if state.get(*field) != instance.state.get(*field) {
+                for (field, key) in deadline_fields {
+                    if state.get(*key) != instance.state.get(*key) {
                         instance.set_by.insert(
                             (*field).to_owned(),
                             (event.id.clone(), event.metadata.correlation_id.clone()),

@@ -96,7 +96,10 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     }
 
     fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error> {
-        let fields: Vec<&str> = P::DEADLINES.iter().map(|field| field.name).collect();
+        let fields: Vec<(&str, &str)> = P::DEADLINES
+            .iter()
+            .map(|field| (field.name, field.key))
+            .collect();
         Instance::fold(events, &fields)
     }
 
