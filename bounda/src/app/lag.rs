@@ -55,11 +55,14 @@ impl App {
             .checkpoints()?
             .into_iter()
             .map(|(subscriber, position)| {
-                let failing = if subscriber == crate::app::POLICIES {
-                    self.failing_policy()?
+                let handlers: Vec<&str> = if subscriber == crate::app::POLICIES {
+                    self.inner.policies.iter().map(|p| p.name()).collect()
+                } else if subscriber == crate::app::PROCESSES {
+                    self.inner.processes.iter().map(|p| p.name()).collect()
                 } else {
-                    None
+                    Vec::new()
                 };
+                let failing = self.failing(&handlers)?;
                 Ok(SubscriberLag {
                     subscriber,
                     position,
@@ -99,11 +102,11 @@ impl App {
         Ok(count)
     }
 
-    /// The policy run whose retry comes first, with its event.
-    fn failing_policy(&self) -> Result<Option<Failing>, Error> {
+    /// The run of `handlers` whose retry comes first, with its event.
+    fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
         let mut first: Option<crate::store::InboxFailure> = None;
-        for policy in &self.inner.policies {
-            if let Some(failure) = self.store().first_inbox_failure(policy.name())?
+        for handler in handlers {
+            if let Some(failure) = self.store().first_inbox_failure(handler)?
                 && first.as_ref().is_none_or(|f| failure.retry_at < f.retry_at)
             {
                 first = Some(failure);
