@@ -446,6 +446,24 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
         lifecycle(&app, "o-2").is_empty(),
         "o-2 waits behind o-1's retry"
     );
+    let lag = app.lag().unwrap();
+    let processes = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == PROCESSES)
+        .unwrap();
+    let failing = processes
+        .failing
+        .as_ref()
+        .expect("the hold shows (spec 173)");
+    assert_eq!(
+        (
+            failing.handler.as_str(),
+            failing.event_type.as_str(),
+            failing.attempts
+        ),
+        ("Settlement", "OrderPaid", 1)
+    );
     app.run_until_idle().await.unwrap();
     assert_eq!(types(&lifecycle(&app, "o-2")), ["ProcessStarted"]);
     assert_eq!(
