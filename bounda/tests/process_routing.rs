@@ -32,6 +32,7 @@ struct Settlement {
     settled_by: Option<String>,
     refunds: u32,
     cancelled: bool,
+    confirmed: bool,
     #[deadline]
     chase: Deadline,
 }
@@ -72,11 +73,18 @@ impl Settlement {
         Ok(SettlementPatch::default().refunds(cx.state().refunds + 1))
     }
 
-    async fn on_order_cancelled(_cx: On<'_, Self, OrderCancelled>) -> Result<SettlementPatch> {
+    async fn on_order_cancelled(cx: On<'_, Self, OrderCancelled>) -> Result<SettlementPatch> {
         if REFUND_FAILS.with(Cell::get) {
             anyhow::bail!("compensation failed");
         }
+        // Its own command's event finds the process ended: follow-ups go one hop (spec 102).
+        cx.send(RecordConfirmationSent { order_id: cx.id() })
+            .await?;
         Ok(SettlementPatch::default().cancelled(true))
+    }
+
+    async fn on_confirmation_sent(_cx: On<'_, Self, ConfirmationSent>) -> Result<SettlementPatch> {
+        Ok(SettlementPatch::default().confirmed(true))
     }
 
     async fn at_chase(cx: At<'_, Self>) -> Result<AtChase> {
@@ -547,5 +555,94 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     assert_eq!(
         types(&lifecycle(&app, "o-1")).last(),
         Some(&"ProcessCompleted")
+    );
+}
+
+// spec 102: follow-ups go one hop only: what their own commands cause finds the process ended.
+#[tokio::test]
+async fn follow_ups_go_one_hop_only() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(days(8)).await.unwrap();
+    let events = types(&lifecycle(&app, "o-1"))
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        events,
+        [
+            "ProcessStarted",
+            "ProcessDeadlineReached",
+            "ProcessTimedOut",
+            "ProcessHandled"
+        ]
+        .map(str::to_owned),
+        "the chase, the timeout, its cancellation as a follow-up, and no more"
+    );
+    assert!(
+        app.events_of::<Order>("o-1")
+            .unwrap()
+            .types()
+            .contains(&"ConfirmationSent")
+    );
+    let state = state(&app, "o-1");
+    assert!(
+        state.cancelled && !state.confirmed,
+        "the follow-up's own confirmation did not reach the ended instance"
+    );
+}
+
+// spec 69: a stored state the process can no longer read fails the step for good.
+#[tokio::test]
+async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let version = lifecycle(&app, "o-1").len() as u64;
+    let odd = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "process:Settlement".into(),
+            aggregate_id: "o-1".into(),
+            expected_version: version,
+            events: vec![bounda::store::NewEvent {
+                id: "odd-state".into(),
+                event_type: "ProcessHandled".into(),
+                payload: serde_json::json!({
+                    "eventId": "x", "eventType": "X", "aggregateType": "Order", "aggregateId": "o-1",
+                    "state": { "refunds": "many" }
+                }),
+                timestamp: app.now(),
+                metadata: bounda::store::Metadata::of_command("x"),
+            }],
+        }],
+        ..Default::default()
+    };
+    app.app().store().commit(&odd).unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-1".into(),
+        reference: "order:o-1".into(),
+    })
+    .await
+    .unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(app.now(), start, "no retries: terminal");
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(
+        (letters.len(), letters[0].error_type.as_str()),
+        (1, "terminal")
+    );
+    assert!(
+        letters[0].error_message.contains("cannot read"),
+        "{}",
+        letters[0].error_message
+    );
+    assert_eq!(
+        types(&lifecycle(&app, "o-1")).last(),
+        Some(&"ProcessFailed")
     );
 }
