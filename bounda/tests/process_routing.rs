@@ -646,3 +646,118 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
         Some(&"ProcessFailed")
     );
 }
+
+mod v1 {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// The first deploy: its payment handler always fails.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Deployed {
+        pub paid: bool,
+    }
+
+    #[process]
+    impl Deployed {
+        async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<DeployedPatch> {
+            Err(bounda::Error::Configuration {
+                message: "broken in v1".into(),
+            }
+            .into())
+        }
+    }
+}
+
+mod v2 {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// The next deploy: no payment handler any more.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Deployed {
+        pub paid: bool,
+    }
+
+    #[process]
+    impl Deployed {}
+}
+
+// spec 117: a failure whose handler a deploy removed is let through, and the retry goes on.
+#[tokio::test]
+async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
+    let first = TestApp::with_app(
+        App::builder_shared(store.clone())
+            .clock(clock.clone())
+            .process::<v1::Deployed>()
+            .build()
+            .unwrap(),
+        clock.clone(),
+    );
+    first.dispatch(place("o-1")).await.unwrap();
+    first
+        .dispatch(MarkOrderPaid {
+            order_id: "o-1".into(),
+        })
+        .await
+        .unwrap();
+    first.run_until_idle().await.unwrap();
+    let letter = first
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap()[0]
+        .id
+        .clone();
+    let next = App::builder_shared(store.clone())
+        .clock(clock.clone())
+        .ids(std::sync::Arc::new(bounda::ids::UuidV7))
+        .process::<v2::Deployed>()
+        .build()
+        .unwrap();
+    next.dead_letters().retry(&letter).await.unwrap();
+    let events = store.read_stream("process:Deployed", "o-1").unwrap();
+    assert_eq!(
+        types(&events),
+        [
+            "ProcessStarted",
+            "ProcessFailed",
+            "ProcessHandled",
+            "ProcessResumed"
+        ]
+    );
+    assert_eq!(
+        next.dead_letters().get(&letter).unwrap().unwrap().status,
+        bounda::store::LetterStatus::Retried
+    );
+}
+
+// spec 103: a follow-up that fails retriably holds the process's later events until its retry.
+#[tokio::test]
+async fn a_follow_up_failing_retriably_holds_the_processs_later_events() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.clock().advance(days(7));
+    REFUND_FAILS.with(|f| f.set(true));
+    app.run_until_idle_with(2).await.unwrap();
+    assert!(types(&lifecycle(&app, "o-1")).contains(&"ProcessTimedOut"));
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle_with(1).await.unwrap();
+    assert!(
+        lifecycle(&app, "o-2").is_empty(),
+        "o-2's start waits behind the follow-up's retry"
+    );
+    REFUND_FAILS.with(|f| f.set(false));
+    app.run_until_idle().await.unwrap();
+    assert_eq!(types(&lifecycle(&app, "o-2")), ["ProcessStarted"]);
+    assert!(
+        state(&app, "o-1").cancelled,
+        "the follow-up ran on its retry"
+    );
+}
