@@ -402,7 +402,7 @@ async fn a_deadlines_commands_start_at_depth_zero_caused_by_its_lifecycle_event(
     );
 }
 
-// spec 59, 60: no instance, no start: skipped; ended: skipped; a starting event never reopens.
+// spec 60, 105, 107: events for a completed instance are skipped, deadlines never run.
 #[tokio::test]
 async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_ended() {
     let app = app();
