@@ -138,6 +138,12 @@ pub enum Error {
         /// Why the run failed.
         message: String,
     },
+    /// A handler asked for a port the app was not given (spec 187).
+    #[error("the app has no port `{port}`; give it one with `.port(..)` when building the app")]
+    MissingPort {
+        /// The port's type.
+        port: String,
+    },
     /// A handler sent a command outside the runtime (in `process::step`), where none can run.
     #[error("commands run in an app; this handler ran outside one (`process::step`)")]
     NoRuntime,
@@ -181,7 +187,7 @@ impl Error {
             Error::LetterNotRetriable { .. } => "DEAD_LETTER_NOT_RETRIABLE",
             Error::NotFound { .. } => "NOT_FOUND",
             Error::RetryFailed { .. } => "RETRY_FAILED",
-            Error::NoRuntime => "INVALID_CONFIGURATION",
+            Error::NoRuntime | Error::MissingPort { .. } => "INVALID_CONFIGURATION",
         }
     }
 
@@ -205,7 +211,8 @@ impl Error {
             | Error::LetterNotRetriable { .. }
             | Error::NotFound { .. }
             | Error::RetryFailed { .. }
-            | Error::NoRuntime => false,
+            | Error::NoRuntime
+            | Error::MissingPort { .. } => false,
         }
     }
 }

@@ -830,3 +830,73 @@ async fn a_claim_lasts_twice_the_longest_time_limit() {
         "taken over once 2 × 2 min have passed"
     );
 }
+
+/// A notifier port: what the confirmation policy calls outside.
+trait Notifier: Send + Sync {
+    fn notify(&self, order_id: &str, key: &str);
+}
+
+#[derive(Default)]
+struct MemoryNotifier(std::sync::Mutex<Vec<(String, String)>>);
+
+impl Notifier for MemoryNotifier {
+    fn notify(&self, order_id: &str, key: &str) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((order_id.to_owned(), key.to_owned()));
+    }
+}
+
+#[policy]
+async fn notify_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    let notifier = cx.port::<Arc<dyn Notifier>>()?;
+    notifier.notify(&cx.event().order_id, cx.idempotency_key());
+    cx.send(RecordConfirmationSent {
+        order_id: cx.event().order_id.clone(),
+    })
+    .await?;
+    Ok(())
+}
+
+// spec 28, 187: a policy reaches the app's ports; a port the app was not given is a terminal
+// configuration error, not retried.
+#[tokio::test]
+async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
+    let notifier = Arc::new(MemoryNotifier::default());
+    let port: Arc<dyn Notifier> = notifier.clone();
+    let app = test_app(
+        App::builder(store())
+            .port(port)
+            .policy::<NotifyOnOrderPlaced>(),
+    );
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let calls = notifier.0.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0, "o-1");
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+
+    let without = test_app(App::builder(store()).policy::<NotifyOnOrderPlaced>());
+    without.dispatch(place("o-1")).await.unwrap();
+    let start = without.now();
+    without.run_until_idle().await.unwrap();
+    assert_eq!(without.now(), start, "not retried");
+    let letters = without
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(
+        (letters.len(), letters[0].error_type.as_str()),
+        (1, "terminal")
+    );
+    assert!(
+        letters[0].error_message.contains("has no port"),
+        "{}",
+        letters[0].error_message
+    );
+}

@@ -7,6 +7,7 @@ mod lag;
 pub(crate) mod letters;
 mod outcome;
 mod policy;
+mod ports;
 pub(crate) mod processes;
 pub(crate) mod reaction;
 mod run;
@@ -26,6 +27,7 @@ pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
 use std::collections::HashMap;
 
 use policy::{CommandEntry, CommandRunner, PolicyEntry, PolicyRunner};
+use ports::Ports;
 use processes::{ProcessEntry, ProcessRunner};
 
 use crate::aggregate::{Aggregate, Command, Rejection};
@@ -52,6 +54,8 @@ struct Inner {
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
+    /// The app's ports, by type.
+    ports: Ports,
     /// Set when the app is shutting down: passes stop between attempts.
     stopping: std::sync::atomic::AtomicBool,
     /// Due deadlines held back for the process runner, by entry: the moment waited for (epoch
@@ -76,6 +80,7 @@ pub struct AppBuilder {
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
+    ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
 }
@@ -113,6 +118,13 @@ impl AppBuilder {
             Ok(entry) => self.policies.push(Arc::new(entry)),
             Err(message) => self.refused.push(message),
         }
+        self
+    }
+
+    /// Gives handlers `port`, found by its type with `cx.port::<T>()`: a notifier, a payment
+    /// gateway, a clock of the outside world. Register a trait object as `Arc<dyn Trait>`.
+    pub fn port<T: Send + Sync + 'static>(mut self, port: T) -> AppBuilder {
+        self.ports.insert(port);
         self
     }
 
@@ -171,6 +183,7 @@ impl AppBuilder {
                 policies: self.policies,
                 commands: self.commands,
                 processes: self.processes,
+                ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),
             }),
@@ -194,6 +207,7 @@ impl App {
             policies: Vec::new(),
             commands: HashMap::new(),
             processes: Vec::new(),
+            ports: Ports::default(),
             refused: Vec::new(),
         }
     }
@@ -220,6 +234,12 @@ impl App {
             .max()
             .unwrap_or(crate::Duration::ZERO);
         longest.checked_mul(2).unwrap_or(crate::Duration::MAX)
+    }
+
+    /// The port of type `T`; a port the app was not given is a configuration error, never
+    /// retried (spec 187).
+    pub fn port<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
+        self.inner.ports.get::<T>()
     }
 
     /// The deadlines held back for the process runner.

@@ -171,6 +171,11 @@ impl Attempt {
         self.staged.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The app the attempt runs in.
+    pub(crate) fn app(&self) -> &App {
+        &self.app
+    }
+
     /// The idempotency key of the run (spec 137).
     pub(crate) fn key(&self) -> &str {
         &self.key
@@ -413,6 +418,11 @@ impl<'a, E> Reaction<'a, E> {
     /// The current time.
     pub fn now(&self) -> Instant {
         self.attempt.app.clock().now()
+    }
+
+    /// The app's port of type `T` (spec 28); a missing one is a configuration error.
+    pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
+        self.attempt.app().port::<T>()
     }
 
     /// Sends `command`: decided now, stored when the attempt commits. Answers the decided events

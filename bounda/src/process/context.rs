@@ -56,6 +56,11 @@ impl<'a, P: ProcessState> Context<'a, P> {
         self.attempt.ok_or(Error::NoRuntime)
     }
 
+    /// The app's port of type `T` (spec 63); outside the runtime, or missing, an error.
+    pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
+        self.attempt()?.app().port::<T>()
+    }
+
     /// The run's idempotency key (spec 137), or `None` outside the runtime.
     pub fn idempotency_key(&self) -> Option<&'a str> {
         self.attempt.map(Attempt::key)
@@ -174,6 +179,11 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     pub fn idempotency_key(&self) -> Option<&'a str> {
         self.cx.idempotency_key()
     }
+
+    /// See [`Context::port`].
+    pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
+        self.cx.port::<T>()
+    }
 }
 
 /// The context of an `at_<field>` handler: the deadline that came due and everything in
@@ -246,6 +256,11 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// See [`Context::idempotency_key`].
     pub fn idempotency_key(&self) -> Option<&'a str> {
         self.cx.idempotency_key()
+    }
+
+    /// See [`Context::port`].
+    pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
+        self.cx.port::<T>()
     }
 }
 
