@@ -61,6 +61,13 @@ impl<'a, P: ProcessState> Context<'a, P> {
         self.attempt()?.app().port::<T>()
     }
 
+    /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a
+    /// per-call key for a provider (spec 139). Outside the runtime, an error.
+    pub fn key_for(&self, name: &str) -> Result<String, Error> {
+        let key = self.attempt()?.key();
+        Ok(crate::ids::idempotency_key_for(key, name))
+    }
+
     /// The run's idempotency key (spec 137), or `None` outside the runtime.
     pub fn idempotency_key(&self) -> Option<&'a str> {
         self.attempt.map(Attempt::key)
@@ -184,6 +191,11 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
         self.cx.port::<T>()
     }
+
+    /// See [`Context::key_for`].
+    pub fn key_for(&self, name: &str) -> Result<String, Error> {
+        self.cx.key_for(name)
+    }
 }
 
 /// The context of an `at_<field>` handler: the deadline that came due and everything in
@@ -261,6 +273,11 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// See [`Context::port`].
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
         self.cx.port::<T>()
+    }
+
+    /// See [`Context::key_for`].
+    pub fn key_for(&self, name: &str) -> Result<String, Error> {
+        self.cx.key_for(name)
     }
 }
 

@@ -1,0 +1,431 @@
+//! The order (spec §30.1): placed, paying, paid, fulfilled or cancelled.
+
+use bounda::prelude::*;
+
+/// One line of an order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// The product.
+    pub product_id: String,
+    /// How many.
+    pub quantity: u32,
+    /// The price of one, in cents.
+    pub price: u64,
+}
+
+macro_rules! order_events {
+    ($($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? })*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+        #[event(aggregate = Order)]
+        pub struct $name {
+            /// The order.
+            pub order_id: String,
+            $(#[allow(missing_docs)] pub $field: $ty,)*
+        }
+    )*};
+}
+
+order_events! {
+    /// An order was placed.
+    OrderPlaced { customer_id: String, items: Vec<Item>, total: u64 }
+    /// The order waits for its payment to go through.
+    OrderLockedForPayment {}
+    /// The payment failed; the order is open again.
+    OrderPaymentFailed { reason: String }
+    /// The order was paid.
+    OrderPaid {}
+    /// The order was shipped.
+    OrderFulfilled {}
+    /// The order was cancelled.
+    OrderCancelled { reason: String }
+    /// The confirmation went out.
+    ConfirmationSent {}
+    /// A reminder went out.
+    ReminderSent {}
+}
+
+/// The order's events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Events)]
+#[allow(missing_docs)]
+pub enum OrderEvent {
+    Placed(OrderPlaced),
+    Locked(OrderLockedForPayment),
+    PaymentFailed(OrderPaymentFailed),
+    Paid(OrderPaid),
+    Fulfilled(OrderFulfilled),
+    Cancelled(OrderCancelled),
+    Confirmed(ConfirmationSent),
+    Reminded(ReminderSent),
+}
+
+/// Where an order stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum OrderStatus {
+    Placed,
+    Paying,
+    Paid,
+    Fulfilled,
+    Cancelled,
+}
+
+impl OrderStatus {
+    /// The status as the spec writes it.
+    pub fn name(status: Option<OrderStatus>) -> &'static str {
+        match status {
+            None => "new",
+            Some(OrderStatus::Placed) => "placed",
+            Some(OrderStatus::Paying) => "paying",
+            Some(OrderStatus::Paid) => "paid",
+            Some(OrderStatus::Fulfilled) => "fulfilled",
+            Some(OrderStatus::Cancelled) => "cancelled",
+        }
+    }
+}
+
+/// An order; `status` is `None` until it is placed.
+#[derive(Debug, Default)]
+pub struct Order {
+    /// Where it stands.
+    pub status: Option<OrderStatus>,
+    /// Who ordered.
+    pub customer_id: String,
+    /// What it costs, in cents.
+    pub total: u64,
+    /// Whether the confirmation went out.
+    pub confirmation_sent: bool,
+    /// Whether a reminder went out.
+    pub reminder_sent: bool,
+}
+
+impl Aggregate for Order {
+    const NAME: &'static str = "Order";
+    const ID_FIELD: &'static str = "order_id";
+    type Event = OrderEvent;
+
+    fn apply(&mut self, event: &OrderEvent) {
+        match event {
+            OrderEvent::Placed(placed) => {
+                self.status = Some(OrderStatus::Placed);
+                self.customer_id = placed.customer_id.clone();
+                self.total = placed.total;
+            }
+            OrderEvent::Locked(_) => self.status = Some(OrderStatus::Paying),
+            OrderEvent::PaymentFailed(_) => self.status = Some(OrderStatus::Placed),
+            OrderEvent::Paid(_) => self.status = Some(OrderStatus::Paid),
+            OrderEvent::Fulfilled(_) => self.status = Some(OrderStatus::Fulfilled),
+            OrderEvent::Cancelled(_) => self.status = Some(OrderStatus::Cancelled),
+            OrderEvent::Confirmed(_) => self.confirmation_sent = true,
+            OrderEvent::Reminded(_) => self.reminder_sent = true,
+        }
+    }
+}
+
+/// Declares a command on `Order` with its fields.
+macro_rules! order_command {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? } rejects $rejection:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        pub struct $name {
+            /// The order.
+            pub order_id: String,
+            $(#[allow(missing_docs)] pub $field: $ty,)*
+        }
+    };
+}
+
+order_command!(
+    /// Places an order: its total is the sum of its lines.
+    PlaceOrder { customer_id: String, items: Vec<Item> } rejects PlaceOrderRejection
+);
+
+/// Why an order cannot be placed.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum PlaceOrderRejection {
+    /// It exists already.
+    #[rejection("order is placed already")]
+    AlreadyPlaced,
+    /// It has no lines, or a line without quantity or price (the original's validation error).
+    #[rejection("an order needs at least one line, each with a quantity and a price")]
+    InvalidItems,
+}
+
+impl Command for PlaceOrder {
+    const NAME: &'static str = "PlaceOrder";
+    type Aggregate = Order;
+    type Rejection = PlaceOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status.is_some() {
+            return Err(PlaceOrderRejection::AlreadyPlaced);
+        }
+        if self.items.is_empty() || self.items.iter().any(|i| i.quantity == 0 || i.price == 0) {
+            return Err(PlaceOrderRejection::InvalidItems);
+        }
+        let total = self
+            .items
+            .iter()
+            .map(|i| u64::from(i.quantity) * i.price)
+            .sum();
+        Ok(vec![
+            OrderPlaced {
+                order_id: self.order_id.clone(),
+                customer_id: self.customer_id.clone(),
+                items: self.items.clone(),
+                total,
+            }
+            .into(),
+        ])
+    }
+}
+
+order_command!(
+    /// Cancels a placed or paid order.
+    CancelOrder { reason: String } rejects CancelOrderRejection
+);
+
+/// Why an order cannot be cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum CancelOrderRejection {
+    /// Its payment is going through.
+    #[rejection("Payment in progress")]
+    PaymentInProgress,
+    /// It is fulfilled, cancelled, or does not exist.
+    #[rejection("the order cannot be cancelled")]
+    NotCancellable,
+}
+
+impl Command for CancelOrder {
+    const NAME: &'static str = "CancelOrder";
+    type Aggregate = Order;
+    type Rejection = CancelOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paying) => Err(CancelOrderRejection::PaymentInProgress),
+            Some(OrderStatus::Placed | OrderStatus::Paid) => Ok(vec![
+                OrderCancelled {
+                    order_id: self.order_id.clone(),
+                    reason: self.reason.clone(),
+                }
+                .into(),
+            ]),
+            _ => Err(CancelOrderRejection::NotCancellable),
+        }
+    }
+}
+
+order_command!(
+    /// Marks an order paid; a paid order is "already done".
+    MarkOrderPaid {} rejects MarkOrderPaidRejection
+);
+
+/// Why an order cannot be paid.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum MarkOrderPaidRejection {
+    /// It is not open.
+    #[rejection("Only open orders can be paid; this one is {status}")]
+    NotOpen {
+        /// Where it stands.
+        status: &'static str,
+    },
+}
+
+impl Command for MarkOrderPaid {
+    const NAME: &'static str = "MarkOrderPaid";
+    type Aggregate = Order;
+    type Rejection = MarkOrderPaidRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paid | OrderStatus::Fulfilled) => Ok(vec![]),
+            Some(OrderStatus::Placed | OrderStatus::Paying) => Ok(vec![
+                OrderPaid {
+                    order_id: self.order_id.clone(),
+                }
+                .into(),
+            ]),
+            status => Err(MarkOrderPaidRejection::NotOpen {
+                status: OrderStatus::name(status),
+            }),
+        }
+    }
+}
+
+order_command!(
+    /// Fulfils a paid order.
+    FulfillOrder {} rejects FulfillOrderRejection
+);
+
+/// Why an order cannot be fulfilled.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum FulfillOrderRejection {
+    /// It is not paid.
+    #[rejection("Only paid orders can be fulfilled; this one is {status}")]
+    NotPaid {
+        /// Where it stands.
+        status: &'static str,
+    },
+}
+
+impl Command for FulfillOrder {
+    const NAME: &'static str = "FulfillOrder";
+    type Aggregate = Order;
+    type Rejection = FulfillOrderRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paid) => Ok(vec![
+                OrderFulfilled {
+                    order_id: self.order_id.clone(),
+                }
+                .into(),
+            ]),
+            status => Err(FulfillOrderRejection::NotPaid {
+                status: OrderStatus::name(status),
+            }),
+        }
+    }
+}
+
+order_command!(
+    /// Locks a placed order while its payment goes through.
+    LockOrderForPayment {} rejects LockRejection
+);
+
+/// Why an order cannot be locked.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum LockRejection {
+    /// It is not placed.
+    NotPlaced,
+}
+
+impl Command for LockOrderForPayment {
+    const NAME: &'static str = "LockOrderForPayment";
+    type Aggregate = Order;
+    type Rejection = LockRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paying) => Ok(vec![]),
+            Some(OrderStatus::Placed) => Ok(vec![
+                OrderLockedForPayment {
+                    order_id: self.order_id.clone(),
+                }
+                .into(),
+            ]),
+            _ => Err(LockRejection::NotPlaced),
+        }
+    }
+}
+
+order_command!(
+    /// Records that a payment failed: a paying order is open again.
+    RecordPaymentFailure { reason: String } rejects PaymentFailureRejection
+);
+
+/// Why a payment failure cannot be recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Rejection)]
+pub enum PaymentFailureRejection {
+    /// The order is not paying.
+    NotPaying,
+}
+
+impl Command for RecordPaymentFailure {
+    const NAME: &'static str = "RecordPaymentFailure";
+    type Aggregate = Order;
+    type Rejection = PaymentFailureRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        match order.status {
+            Some(OrderStatus::Paying) => Ok(vec![
+                OrderPaymentFailed {
+                    order_id: self.order_id.clone(),
+                    reason: self.reason.clone(),
+                }
+                .into(),
+            ]),
+            _ => Err(PaymentFailureRejection::NotPaying),
+        }
+    }
+}
+
+order_command!(
+    /// Records that the confirmation went out, once.
+    RecordConfirmationSent {} rejects NoRejection
+);
+
+impl Command for RecordConfirmationSent {
+    const NAME: &'static str = "RecordConfirmationSent";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.confirmation_sent {
+            return Ok(vec![]);
+        }
+        Ok(vec![
+            ConfirmationSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+order_command!(
+    /// Reminds the customer of an order still placed; otherwise does nothing.
+    SendReminder {} rejects NoRejection
+);
+
+impl Command for SendReminder {
+    const NAME: &'static str = "SendReminder";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status != Some(OrderStatus::Placed) {
+            return Ok(vec![]);
+        }
+        Ok(vec![
+            ReminderSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}

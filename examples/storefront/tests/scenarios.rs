@@ -1,0 +1,401 @@
+//! The storefront's twelve scenarios (spec §30.1), on simulated time and SQLite in memory. Where
+//! the original read a read model, these read the events and the state.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::sync::Arc;
+
+use bounda::prelude::*;
+use bounda::store::LetterFilter;
+use bounda_sqlite::SqliteStore;
+use storefront::order::*;
+use storefront::payment::*;
+use storefront::ports::{FakeGateway, GatewayCall, GatewayPort, MemoryNotifier, NotifierPort};
+
+struct Shop {
+    app: TestApp,
+    notifier: Arc<MemoryNotifier>,
+    gateway: Arc<FakeGateway>,
+}
+
+fn shop() -> Shop {
+    let notifier = Arc::new(MemoryNotifier::default());
+    let gateway = Arc::new(FakeGateway::default());
+    let builder = storefront::app(
+        App::builder(SqliteStore::in_memory().unwrap()),
+        notifier.clone() as NotifierPort,
+        gateway.clone() as GatewayPort,
+    );
+    Shop {
+        app: TestApp::new(builder).unwrap(),
+        notifier,
+        gateway,
+    }
+}
+
+/// Items of 1 × 120 and 2 × 9.50: a total of 139 (in cents: 13900).
+fn items() -> Vec<Item> {
+    vec![
+        Item {
+            product_id: "p-1".into(),
+            quantity: 1,
+            price: 12_000,
+        },
+        Item {
+            product_id: "p-2".into(),
+            quantity: 2,
+            price: 950,
+        },
+    ]
+}
+
+impl Shop {
+    async fn place(&self, order_id: &str) {
+        self.app
+            .dispatch(PlaceOrder {
+                order_id: order_id.into(),
+                customer_id: "c-1".into(),
+                items: items(),
+            })
+            .await
+            .unwrap();
+        self.app.run_until_idle().await.unwrap();
+    }
+
+    fn order(&self, id: &str) -> Order {
+        self.app.app().load::<Order>(id).unwrap().state
+    }
+
+    fn payment_id(&self, order_id: &str) -> String {
+        let events = self
+            .app
+            .app()
+            .store()
+            .read_stream("process:OrderLifecycle", order_id)
+            .unwrap();
+        let last = events
+            .iter()
+            .rev()
+            .find(|e| e.payload.get("state").is_some())
+            .unwrap();
+        last.payload["state"]["payment_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn payment(&self, order_id: &str) -> Payment {
+        self.app
+            .app()
+            .load::<Payment>(&self.payment_id(order_id))
+            .unwrap()
+            .state
+    }
+
+    async fn webhook<C: Command>(
+        &self,
+        command: C,
+    ) -> Result<bounda::Decided, bounda::DispatchError<C::Rejection>> {
+        let result = self.app.dispatch(command).await;
+        self.app.run_until_idle().await.unwrap();
+        result
+    }
+}
+
+// 1. Placed: confirmed once with a UUID key; one intent whose key is not the payment id; settled:
+// fulfilled, no refund, lag 0.
+#[tokio::test]
+async fn placed_order_is_confirmed_requested_and_fulfilled_when_settled() {
+    let shop = shop();
+    shop.place("o-1").await;
+    let sent = shop.notifier.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].total, 13_900);
+    assert_eq!(sent[0].idempotency_key.len(), 36, "a UUID");
+    let order = shop.order("o-1");
+    assert_eq!(
+        (order.status, order.confirmation_sent),
+        (Some(OrderStatus::Placed), true)
+    );
+    let payment_id = shop.payment_id("o-1");
+    let intents = shop.gateway.intents();
+    assert_eq!(intents.len(), 1);
+    let GatewayCall::Intent { key, .. } = &intents[0] else {
+        unreachable!()
+    };
+    assert_ne!(key, &payment_id, "the intent's key is not the payment id");
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Requested));
+
+    shop.webhook(SettlePayment { payment_id }).await.unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
+    assert_eq!(
+        (shop.payment("o-1").status, shop.payment("o-1").refund),
+        (Some(PaymentStatus::Settled), Refund::None)
+    );
+    assert!(shop.gateway.refunds().is_empty());
+    assert_eq!(shop.app.lag().unwrap().max_lag, 0);
+}
+
+// 2. Processing: paying, cancel rejected, 72 h change nothing (the deadline was cleared); a later
+// settle fulfils it.
+#[tokio::test]
+async fn a_paying_order_survives_its_payment_window() {
+    let shop = shop();
+    shop.place("o-1").await;
+    let payment_id = shop.payment_id("o-1");
+    shop.webhook(MarkPaymentProcessing {
+        payment_id: payment_id.clone(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Paying));
+    let refused = shop
+        .app
+        .dispatch(CancelOrder {
+            order_id: "o-1".into(),
+            reason: "changed mind".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.rejection().map(Rejection::message).as_deref(),
+        Some("Payment in progress")
+    );
+    shop.app.advance(hours(72)).await.unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Paying));
+    shop.webhook(SettlePayment { payment_id }).await.unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
+}
+
+// 3. Processing then declined: cancelled, payment declined, no refund call.
+#[tokio::test]
+async fn a_declined_payment_cancels_the_order() {
+    let shop = shop();
+    shop.place("o-1").await;
+    let payment_id = shop.payment_id("o-1");
+    shop.webhook(MarkPaymentProcessing {
+        payment_id: payment_id.clone(),
+    })
+    .await
+    .unwrap();
+    shop.webhook(DeclinePayment {
+        payment_id,
+        reason: "card expired".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Declined));
+    assert!(shop.gateway.refunds().is_empty());
+}
+
+// 4. Cancel, then settle: the payment is cancelled, then refunded once for 139.
+#[tokio::test]
+async fn a_settlement_after_cancellation_is_refunded_once() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.webhook(CancelOrder {
+        order_id: "o-1".into(),
+        reason: "changed mind".into(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    shop.webhook(SettlePayment {
+        payment_id: shop.payment_id("o-1"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    let refunds = shop.gateway.refunds();
+    assert_eq!(refunds.len(), 1);
+    assert!(matches!(
+        &refunds[0],
+        GatewayCall::Refund { amount: 13_900, .. }
+    ));
+}
+
+// 5. 72 h without payment: cancelled, payment cancelled; a later settle is refunded once.
+#[tokio::test]
+async fn an_unpaid_order_is_cancelled_when_its_window_closes() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.app.advance(hours(72)).await.unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    shop.webhook(SettlePayment {
+        payment_id: shop.payment_id("o-1"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.gateway.refunds().len(), 1);
+}
+
+// 6. Processing, then 30 days: the timeout cancels the order and the payment; a later settle is
+// refunded once; lag 0.
+#[tokio::test]
+async fn the_timeout_cancels_order_and_payment_through_one_compensation() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.webhook(MarkPaymentProcessing {
+        payment_id: shop.payment_id("o-1"),
+    })
+    .await
+    .unwrap();
+    shop.app.advance(days(30)).await.unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    shop.webhook(SettlePayment {
+        payment_id: shop.payment_id("o-1"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.gateway.refunds().len(), 1);
+    assert_eq!(shop.app.lag().unwrap().max_lag, 0);
+}
+
+// 7. Settle three times: ["PaymentSettled"], then [], then [].
+#[tokio::test]
+async fn settling_three_times_settles_once() {
+    let shop = shop();
+    shop.place("o-1").await;
+    let payment_id = shop.payment_id("o-1");
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(
+            shop.webhook(SettlePayment {
+                payment_id: payment_id.clone(),
+            })
+            .await
+            .unwrap()
+            .event_types,
+        );
+    }
+    assert_eq!(answers, [vec!["PaymentSettled"], vec![], vec![]]);
+}
+
+// 8. The refund gateway fails once: retried with the same key, one refund made.
+#[tokio::test]
+async fn a_failing_refund_is_retried_with_the_same_key() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.webhook(CancelOrder {
+        order_id: "o-1".into(),
+        reason: "changed mind".into(),
+    })
+    .await
+    .unwrap();
+    shop.gateway.fail_refunds(1);
+    shop.webhook(SettlePayment {
+        payment_id: shop.payment_id("o-1"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(shop.gateway.refunds().len(), 1);
+    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+}
+
+// 9. Settle and cancel back to back: the rejections are [MarkOrderPaid NotOpen]; cancelled and
+// refunded once.
+#[tokio::test]
+async fn a_settlement_racing_a_cancellation_is_refunded() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.app
+        .dispatch(SettlePayment {
+            payment_id: shop.payment_id("o-1"),
+        })
+        .await
+        .unwrap();
+    shop.app
+        .dispatch(CancelOrder {
+            order_id: "o-1".into(),
+            reason: "changed mind".into(),
+        })
+        .await
+        .unwrap();
+    let idle = shop.app.run_until_idle().await.unwrap();
+    assert_eq!(
+        idle.rejections
+            .iter()
+            .map(|r| (r.command_type, r.rejected))
+            .collect::<Vec<_>>(),
+        [("MarkOrderPaid", "NotOpen")]
+    );
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    assert_eq!(shop.gateway.refunds().len(), 1);
+}
+
+// 10. After 24 h a placed order has had its reminder; a paying one has not.
+#[tokio::test]
+async fn a_reminder_goes_to_placed_orders_only() {
+    let shop = shop();
+    shop.place("o-1").await;
+    shop.place("o-2").await;
+    shop.webhook(MarkPaymentProcessing {
+        payment_id: shop.payment_id("o-2"),
+    })
+    .await
+    .unwrap();
+    shop.app.advance(hours(24)).await.unwrap();
+    assert!(shop.order("o-1").reminder_sent);
+    assert!(!shop.order("o-2").reminder_sent);
+}
+
+// 11. Webhooks out of order: settle then processing → fulfilled and settled; decline then
+// settle → cancelled and refunded.
+#[tokio::test]
+async fn webhooks_out_of_order_end_where_they_should() {
+    let shop = shop();
+    shop.place("o-1").await;
+    let payment_id = shop.payment_id("o-1");
+    shop.webhook(SettlePayment {
+        payment_id: payment_id.clone(),
+    })
+    .await
+    .unwrap();
+    shop.webhook(MarkPaymentProcessing { payment_id })
+        .await
+        .unwrap();
+    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Settled));
+
+    shop.place("o-2").await;
+    let payment_id = shop.payment_id("o-2");
+    shop.webhook(DeclinePayment {
+        payment_id: payment_id.clone(),
+        reason: "no funds".into(),
+    })
+    .await
+    .unwrap();
+    shop.webhook(SettlePayment { payment_id }).await.unwrap();
+    assert_eq!(shop.order("o-2").status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-2").refund, Refund::Done);
+}
+
+// 12. `create_intent` fails once: the step retries with the same payment id and key; one intent.
+#[tokio::test]
+async fn a_failing_intent_is_retried_with_the_same_ids() {
+    let shop = shop();
+    shop.gateway.fail_intents(1);
+    shop.place("o-1").await;
+    let intents = shop.gateway.intents();
+    assert_eq!(intents.len(), 1);
+    let GatewayCall::Intent { payment_id, .. } = &intents[0] else {
+        unreachable!()
+    };
+    assert_eq!(payment_id, &shop.payment_id("o-1"));
+    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Requested));
+    assert_eq!(
+        shop.app
+            .app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .unwrap(),
+        0
+    );
+}
