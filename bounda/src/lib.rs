@@ -9,6 +9,8 @@ extern crate self as bounda;
 
 pub mod aggregate;
 mod app;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod clock;
 pub mod config;
 mod deadline;

@@ -172,6 +172,17 @@ impl App {
         Ok(pending)
     }
 
+    /// How many events are parked behind the failure of `process`'s instance `id` (spec 165).
+    pub fn parked_behind(&self, process: &str, id: &str) -> Result<usize, Error> {
+        let Some(runner) = self.processes().find(|p| p.name() == process) else {
+            return Ok(0);
+        };
+        Ok(self
+            .load_instance(&**runner, id)?
+            .filter(|instance| instance.status == crate::app::ProcessStatus::Failed)
+            .map_or(0, |instance| instance.parked.len()))
+    }
+
     /// The earliest pending retry of a policy or a scheduled entry.
     pub(crate) fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry()?;

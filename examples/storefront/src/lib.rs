@@ -7,20 +7,47 @@ pub mod payment;
 pub mod policies;
 pub mod ports;
 
-use bounda::AppBuilder;
+use bounda::{AppBuilder, Duration, hours};
 
-use lifecycle::OrderLifecycle;
+use lifecycle::{OrderLifecycle, PaymentWindow};
 use order::{CancelOrder, SendReminder};
 use policies::{
-    RefundOnRefundRequested, ScheduleReminderOnOrderPlaced, SendConfirmationOnOrderPlaced,
+    RefundOnRefundRequested, ReminderDelay, ScheduleReminderOnOrderPlaced,
+    SendConfirmationOnOrderPlaced,
 };
 use ports::{GatewayPort, NotifierPort};
 
+/// How long things take in the storefront.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// How long a customer has to pay.
+    pub payment_window: Duration,
+    /// When the reminder goes.
+    pub reminder_delay: Duration,
+}
+
+impl Default for Timing {
+    /// The original's: 72 hours to pay, a reminder after 24.
+    fn default() -> Timing {
+        Timing {
+            payment_window: hours(72),
+            reminder_delay: hours(24),
+        }
+    }
+}
+
 /// The storefront's handlers and ports on `builder`.
-pub fn app(builder: AppBuilder, notifier: NotifierPort, gateway: GatewayPort) -> AppBuilder {
+pub fn app(
+    builder: AppBuilder,
+    notifier: NotifierPort,
+    gateway: GatewayPort,
+    timing: Timing,
+) -> AppBuilder {
     builder
         .port(notifier)
         .port(gateway)
+        .port(PaymentWindow(timing.payment_window))
+        .port(ReminderDelay(timing.reminder_delay))
         .policy::<SendConfirmationOnOrderPlaced>()
         .policy::<ScheduleReminderOnOrderPlaced>()
         .policy::<RefundOnRefundRequested>()

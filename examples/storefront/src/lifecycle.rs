@@ -9,10 +9,10 @@ use crate::payment::{
 };
 use crate::ports::GatewayPort;
 
-/// How long a customer has to pay: `PAYMENT_WINDOW`, `72h` by default.
-pub fn payment_window() -> Result<Duration, DurationError> {
-    env_duration("PAYMENT_WINDOW", hours(72))
-}
+/// How long a customer has to pay (72 hours in the original), a port so a test or the demo
+/// can set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PaymentWindow(pub Duration);
 
 /// Follows an order from placement to fulfilment or cancellation.
 #[process(
@@ -51,7 +51,7 @@ impl OrderLifecycle {
         .await?;
         Ok(OrderLifecyclePatch::default()
             .payment_id(Some(payment_id))
-            .payment_deadline(cx.after(payment_window()?)))
+            .payment_deadline(cx.after(cx.port::<PaymentWindow>()?.0)))
     }
 
     async fn on_payment_processing(

@@ -6,10 +6,10 @@ use crate::order::{OrderPlaced, RecordConfirmationSent, SendReminder};
 use crate::payment::{RecordRefund, RefundRequested};
 use crate::ports::{GatewayPort, Notification, NotifierPort};
 
-/// The reminder's delay: `REMINDER_DELAY`, `24h` by default.
-pub fn reminder_delay() -> Result<Duration, DurationError> {
-    env_duration("REMINDER_DELAY", hours(24))
-}
+/// How long after the order the reminder goes (24 hours in the original), a port so a test or
+/// the demo can set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReminderDelay(pub Duration);
 
 /// Tells the customer their order is placed, with the run's key, then records it.
 #[policy]
@@ -33,8 +33,8 @@ pub async fn send_confirmation_on_order_placed(cx: Reaction<'_, OrderPlaced>) ->
 #[policy]
 pub async fn schedule_reminder_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let order_id = cx.event().order_id.clone();
-    cx.send_after(SendReminder { order_id }, reminder_delay()?)
-        .await?;
+    let delay = cx.port::<ReminderDelay>()?.0;
+    cx.send_after(SendReminder { order_id }, delay).await?;
     Ok(())
 }
 

@@ -28,6 +28,7 @@ fn shop() -> Shop {
         App::builder(SqliteStore::in_memory().unwrap()),
         notifier.clone() as NotifierPort,
         gateway.clone() as GatewayPort,
+        storefront::Timing::default(),
     );
     Shop {
         app: TestApp::new(builder).unwrap(),

@@ -1,0 +1,275 @@
+//! The operator's command-line interface, for an app to embed in its own binary so that a retry
+//! runs the app's own handlers (spec 165–172).
+//!
+//! ```no_run
+//! use clap::{Parser, Subcommand};
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(subcommand)]
+//!     command: Command,
+//! }
+//!
+//! #[derive(Subcommand)]
+//! enum Command {
+//!     /// The app's own job.
+//!     Run,
+//!     #[command(flatten)]
+//!     Operator(bounda::cli::Operator),
+//! }
+//! # async fn example(app: bounda::App) -> std::process::ExitCode {
+//! match Cli::parse().command {
+//!     Command::Run => std::process::ExitCode::SUCCESS,
+//!     Command::Operator(command) => bounda::cli::run(&app, command).await,
+//! }
+//! # }
+//! ```
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::App;
+use crate::app::Retried;
+use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
+
+/// The operator's commands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Operator {
+    /// How far behind each subscriber is, and what holds it.
+    Lag,
+    /// Pending process deadlines: instance, field, when, and whether waiting.
+    Deadlines,
+    /// Runs the app gave up on.
+    #[command(subcommand)]
+    DeadLetters(Letters),
+}
+
+/// `dead-letters` subcommands (spec 166).
+#[derive(Debug, Clone, Subcommand)]
+pub enum Letters {
+    /// Lists letters, oldest first.
+    List(ListArgs),
+    /// Shows one letter whole.
+    Show {
+        /// The letter.
+        id: String,
+    },
+    /// Runs the letter's work again; exits 2 with the error if it fails.
+    Retry {
+        /// The letter.
+        id: String,
+    },
+    /// Gives the letter up.
+    Discard {
+        /// The letter.
+        id: String,
+    },
+}
+
+/// Filters of `dead-letters list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Only this kind.
+    #[arg(long, value_enum)]
+    pub kind: Option<Kind>,
+    /// Only this handler.
+    #[arg(long)]
+    pub handler: Option<String>,
+    /// Only this status.
+    #[arg(long, value_enum)]
+    pub status: Option<Status>,
+    /// At most this many.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// As JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A letter kind on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[allow(missing_docs)]
+pub enum Kind {
+    Policy,
+    Process,
+    Scheduled,
+}
+
+/// A letter status on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+#[allow(missing_docs)]
+pub enum Status {
+    Failed,
+    Retried,
+    Discarded,
+}
+
+/// Runs `command` on `app`, printing to standard output; errors go to standard error. Exit code
+/// 2 when a retry fails (spec 166), 1 for any other error.
+pub async fn run(app: &App, command: Operator) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match execute(app, command, &mut out).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// [`run`], writing to `out`.
+pub async fn execute(
+    app: &App,
+    command: Operator,
+    out: &mut impl Write,
+) -> Result<ExitCode, crate::Error> {
+    let io = |e: std::io::Error| crate::Error::Configuration {
+        message: format!("cannot write: {e}"),
+    };
+    match command {
+        Operator::Lag => {
+            let lag = app.lag()?;
+            for s in &lag.subscribers {
+                writeln!(
+                    out,
+                    "{:<12} position {:>8}  lag {:>6}",
+                    s.subscriber, s.position, s.lag
+                )
+                .map_err(io)?;
+                if let Some(failing) = &s.failing {
+                    writeln!(
+                        out,
+                        "  held by {} on {} (position {}): {}; attempt {}, retry at {}",
+                        failing.handler,
+                        failing.event_type,
+                        failing.position,
+                        failing.message,
+                        failing.attempts,
+                        failing.retry_at
+                    )
+                    .map_err(io)?;
+                }
+            }
+            writeln!(
+                out,
+                "max lag {}, waiting deadlines {}",
+                lag.max_lag, lag.waiting_deadlines
+            )
+            .map_err(io)?;
+        }
+        Operator::Deadlines => {
+            let pending = app.pending_deadlines()?;
+            for d in &pending {
+                let waiting = if d.waiting { "  waiting" } else { "" };
+                writeln!(
+                    out,
+                    "{}  {}:{}  {}{waiting}",
+                    d.at, d.process, d.instance, d.field
+                )
+                .map_err(io)?;
+            }
+            writeln!(out, "{} pending", pending.len()).map_err(io)?;
+        }
+        Operator::DeadLetters(Letters::List(args)) => {
+            let filter = LetterFilter {
+                kind: args.kind.map(|kind| match kind {
+                    Kind::Policy => LetterKind::Policy,
+                    Kind::Process => LetterKind::Process,
+                    Kind::Scheduled => LetterKind::Scheduled,
+                }),
+                handler: args.handler,
+                status: args.status.map(|status| match status {
+                    Status::Failed => LetterStatus::Failed,
+                    Status::Retried => LetterStatus::Retried,
+                    Status::Discarded => LetterStatus::Discarded,
+                }),
+                limit: args.limit,
+            };
+            for letter in app.dead_letters().list(&filter)? {
+                if args.json {
+                    writeln!(out, "{}", letter_json(&letter)).map_err(io)?;
+                } else {
+                    writeln!(
+                        out,
+                        "{}  {:?} {}  {} on {}  {}  ({} attempts)",
+                        letter.id,
+                        letter.kind,
+                        letter.handler,
+                        letter.error_type,
+                        letter.event_type.as_deref().unwrap_or("-"),
+                        letter.error_message,
+                        letter.attempts
+                    )
+                    .map_err(io)?;
+                    let parked = parked_behind(app, &letter)?;
+                    if parked > 0 {
+                        writeln!(out, "  {parked} events are parked behind it").map_err(io)?;
+                    }
+                }
+            }
+        }
+        Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id)? {
+            Some(letter) => writeln!(out, "{:#}", letter_json(&letter)).map_err(io)?,
+            None => {
+                return Err(crate::Error::NotFound {
+                    what: format!("dead letter `{id}`"),
+                });
+            }
+        },
+        Operator::DeadLetters(Letters::Retry { id }) => match app.dead_letters().retry(&id).await {
+            Ok(Retried::Done) => writeln!(out, "retried {id}").map_err(io)?,
+            Ok(Retried::Rejected(rejection)) => writeln!(
+                out,
+                "retried {id}: command rejected, {} {}: {}",
+                rejection.command_type, rejection.rejected, rejection.message
+            )
+            .map_err(io)?,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        Operator::DeadLetters(Letters::Discard { id }) => {
+            app.dead_letters().discard(&id)?;
+            writeln!(out, "discarded {id}").map_err(io)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How many events are parked behind a process letter (spec 165).
+fn parked_behind(app: &App, letter: &DeadLetter) -> Result<usize, crate::Error> {
+    if letter.kind != LetterKind::Process {
+        return Ok(0);
+    }
+    let instance = letter
+        .payload
+        .as_ref()
+        .and_then(|p| p.get("instance"))
+        .and_then(|v| v.as_str());
+    match instance {
+        Some(instance) => app.parked_behind(&letter.handler, instance),
+        None => Ok(0),
+    }
+}
+
+fn letter_json(letter: &DeadLetter) -> serde_json::Value {
+    serde_json::json!({
+        "id": letter.id,
+        "kind": letter.kind,
+        "handler": letter.handler,
+        "eventId": letter.event_id,
+        "eventType": letter.event_type,
+        "aggregateType": letter.aggregate_type,
+        "aggregateId": letter.aggregate_id,
+        "errorType": letter.error_type,
+        "errorMessage": letter.error_message,
+        "attempts": letter.attempts,
+        "firstFailedAt": letter.first_failed_at,
+        "lastFailedAt": letter.last_failed_at,
+        "status": letter.status,
+        "payload": letter.payload,
+    })
+}
