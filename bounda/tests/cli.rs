@@ -1,0 +1,91 @@
+//! The operator's commands (spec 165–172), as an app embeds them.
+
+#![cfg(feature = "cli")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::process::ExitCode;
+
+use bounda::cli::{Letters, ListArgs, Operator, execute};
+use bounda::prelude::*;
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+#[policy]
+async fn confirm_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    anyhow::bail!("the mail server is down")
+}
+
+async fn output(app: &App, command: Operator) -> (ExitCode, String) {
+    let mut out = Vec::new();
+    let code = execute(app, command, &mut out).await.unwrap();
+    (code, String::from_utf8(out).unwrap())
+}
+
+#[tokio::test]
+async fn the_operator_lists_shows_retries_and_discards_letters() {
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+    )
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let app = app.app();
+    let list = |json| {
+        Operator::DeadLetters(Letters::List(ListArgs {
+            kind: None,
+            handler: None,
+            status: None,
+            limit: None,
+            json,
+        }))
+    };
+
+    let (code, text) = output(app, list(false)).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(
+        text.contains("confirm_on_order_placed") && text.contains("the mail server is down"),
+        "{text}"
+    );
+    let (_, json) = output(app, list(true)).await;
+    let letter: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    let id = letter["id"].as_str().unwrap().to_owned();
+    assert_eq!(letter["attempts"], 3);
+
+    let (_, shown) = output(app, Operator::DeadLetters(Letters::Show { id: id.clone() })).await;
+    assert!(shown.contains("\"status\": \"failed\""), "{shown}");
+
+    // spec 166: a failed retry exits 2.
+    let (code, _) = output(
+        app,
+        Operator::DeadLetters(Letters::Retry { id: id.clone() }),
+    )
+    .await;
+    assert_eq!(code, ExitCode::from(2));
+    let (code, text) = output(
+        app,
+        Operator::DeadLetters(Letters::Discard { id: id.clone() }),
+    )
+    .await;
+    assert_eq!(
+        (code, text.trim()),
+        (ExitCode::SUCCESS, format!("discarded {id}").as_str())
+    );
+
+    let (_, lag) = output(app, Operator::Lag).await;
+    assert!(
+        lag.contains("policies") && lag.contains("max lag 0"),
+        "{lag}"
+    );
+    let (_, deadlines) = output(app, Operator::Deadlines).await;
+    assert_eq!(deadlines.trim(), "0 pending");
+}

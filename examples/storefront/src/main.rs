@@ -1,0 +1,315 @@
+//! The storefront in one binary on one SQLite file.
+//!
+//! `storefront` (or `storefront run`) places a batch of orders on the real clock, settles a third,
+//! declines a third and leaves the rest to a short payment window, shows progress, and ends with
+//! what happened to every order. Run it again: orders an earlier run left open are resumed, their
+//! deadlines run after the restart. `storefront lag`, `deadlines` and `dead-letters ..` are the
+//! operator's commands.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use bounda::{App, Duration};
+use bounda_sqlite::SqliteStore;
+use clap::{Args, Parser, Subcommand};
+use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
+use storefront::payment::{DeclinePayment, MarkPaymentProcessing, Payment, SettlePayment};
+use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+
+#[derive(Parser)]
+#[command(about = "The storefront of bounda, on one SQLite file")]
+struct Cli {
+    /// The database file.
+    #[arg(
+        long,
+        env = "STOREFRONT_DB",
+        default_value = "storefront.db",
+        global = true
+    )]
+    db: PathBuf,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Places a batch of orders and runs until every open order has ended (the default).
+    Run(RunArgs),
+    /// Runs the dispatcher and the worker only, until Ctrl-C or `--seconds` have passed.
+    Work {
+        /// Stop after this many seconds.
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
+    #[command(flatten)]
+    Operator(bounda::cli::Operator),
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// Orders to place.
+    #[arg(long, env = "ORDERS", default_value_t = 12)]
+    orders: usize,
+    /// How long a customer has to pay.
+    #[arg(long, env = "PAYMENT_WINDOW", default_value = "3s")]
+    payment_window: Duration,
+    /// When the reminder goes.
+    #[arg(long, env = "REMINDER_DELAY", default_value = "1s")]
+    reminder_delay: Duration,
+}
+
+impl Default for RunArgs {
+    fn default() -> RunArgs {
+        RunArgs::parse_from(["run"])
+    }
+}
+
+impl Parser for RunArgs {}
+impl clap::CommandFactory for RunArgs {
+    fn command() -> clap::Command {
+        <RunArgs as Args>::augment_args(clap::Command::new("run"))
+    }
+    fn command_for_update() -> clap::Command {
+        <RunArgs as Args>::augment_args_for_update(clap::Command::new("run"))
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Run(RunArgs::default()));
+    let timing = match &command {
+        Command::Run(args) => storefront::Timing {
+            payment_window: args.payment_window,
+            reminder_delay: args.reminder_delay,
+        },
+        _ => RunArgs::default().timing(),
+    };
+    let app = match build(&cli.db, timing) {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match command {
+        Command::Operator(command) => return bounda::cli::run(&app, command).await,
+        Command::Work { seconds } => work(&app, seconds).await,
+        Command::Run(args) => run(&app, &cli.db, &args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl RunArgs {
+    fn timing(&self) -> storefront::Timing {
+        storefront::Timing {
+            payment_window: self.payment_window,
+            reminder_delay: self.reminder_delay,
+        }
+    }
+}
+
+fn build(db: &PathBuf, timing: storefront::Timing) -> anyhow::Result<App> {
+    let store = SqliteStore::open(db)?;
+    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
+    let gateway: GatewayPort = Arc::new(FakeGateway::default());
+    Ok(storefront::app(App::builder(store), notifier, gateway, timing).build()?)
+}
+
+/// Runs the dispatcher and the worker.
+async fn work(app: &App, seconds: Option<u64>) -> anyhow::Result<()> {
+    let stop = async {
+        match seconds {
+            Some(seconds) => tokio::time::sleep(StdDuration::from_secs(seconds)).await,
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    };
+    app.run_until(stop).await?;
+    Ok(())
+}
+
+/// What the job does to an order's payment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Settle,
+    Decline,
+    Ignore,
+}
+
+async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<()> {
+    // Orders an earlier run left open: their deadlines run after the restart.
+    let resumed: Vec<String> = app
+        .pending_deadlines()?
+        .into_iter()
+        .filter(|d| d.process == "OrderLifecycle")
+        .map(|d| d.instance)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let batch = &app.next_id()[24..];
+    println!(
+        "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
+        db.display(),
+        args.orders,
+        args.payment_window,
+        resumed.len()
+    );
+    let mut orders: BTreeMap<String, Fate> = resumed
+        .iter()
+        .map(|id| (id.clone(), Fate::Ignore))
+        .collect();
+    for i in 0..args.orders {
+        let order_id = format!("o-{batch}-{i:03}");
+        let fate = [Fate::Settle, Fate::Decline, Fate::Ignore][i % 3];
+        let items = vec![Item {
+            product_id: "p-1".into(),
+            quantity: 1 + i as u32 % 3,
+            price: 1_999,
+        }];
+        app.dispatch(PlaceOrder {
+            order_id: order_id.clone(),
+            customer_id: format!("c-{i}"),
+            items,
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        orders.insert(order_id, fate);
+    }
+
+    let job = {
+        let app = app.clone();
+        let orders = orders.clone();
+        async move {
+            let mut acted = std::collections::HashSet::new();
+            let mut last_report = tokio::time::Instant::now();
+            loop {
+                for (order_id, fate) in &orders {
+                    if *fate == Fate::Ignore || acted.contains(order_id) {
+                        continue;
+                    }
+                    let Some(payment_id) = payment_of(&app, order_id) else {
+                        continue;
+                    };
+                    let acted_ok = match fate {
+                        Fate::Settle => app.dispatch(SettlePayment { payment_id }).await.is_ok(),
+                        _ => {
+                            let processing = MarkPaymentProcessing {
+                                payment_id: payment_id.clone(),
+                            };
+                            app.dispatch(processing).await.is_ok()
+                                && app
+                                    .dispatch(DeclinePayment {
+                                        payment_id,
+                                        reason: "card declined".into(),
+                                    })
+                                    .await
+                                    .is_ok()
+                        }
+                    };
+                    if acted_ok {
+                        acted.insert(order_id.clone());
+                    }
+                }
+                let counts = statuses(&app, orders.keys());
+                let open = counts.get("placed").copied().unwrap_or(0)
+                    + counts.get("paying").copied().unwrap_or(0);
+                let settled = app.lag().is_ok_and(|lag| lag.max_lag == 0);
+                if last_report.elapsed() >= StdDuration::from_millis(500) || (open == 0 && settled)
+                {
+                    let next = app
+                        .next_due_at()
+                        .ok()
+                        .flatten()
+                        .map(|at| at - app.clock().now());
+                    let next = next.map_or(String::new(), |d| format!(", next deadline in {d}"));
+                    println!("  {}{next}", describe(&counts));
+                    last_report = tokio::time::Instant::now();
+                }
+                if open == 0 && settled {
+                    return;
+                }
+                tokio::time::sleep(StdDuration::from_millis(50)).await;
+            }
+        }
+    };
+    tokio::select! {
+        result = app.run_until(job) => result?,
+        _ = tokio::signal::ctrl_c() => {
+            println!("interrupted: run again to resume the open orders");
+            return Ok(());
+        }
+    }
+
+    println!("what happened:");
+    for order_id in orders.keys() {
+        let order = app.load::<Order>(order_id)?.state;
+        let payment = payment_of(app, order_id)
+            .map(|id| app.load::<Payment>(&id))
+            .transpose()?;
+        let payment = payment.map_or("-".to_owned(), |p| {
+            let status = p
+                .state
+                .status
+                .map_or("none".to_owned(), |s| format!("{s:?}"));
+            format!("{status}, refund {:?}", p.state.refund).to_lowercase()
+        });
+        println!(
+            "  {order_id}  {:<10} payment {payment}",
+            OrderStatus::name(order.status)
+        );
+    }
+    let counts = statuses(app, orders.keys());
+    println!("{}; lag {}", describe(&counts), app.lag()?.max_lag);
+    Ok(())
+}
+
+/// The payment the order's process requested, once it has.
+fn payment_of(app: &App, order_id: &str) -> Option<String> {
+    let events = app
+        .store()
+        .read_stream("process:OrderLifecycle", order_id)
+        .ok()?;
+    events.iter().rev().find_map(|e| {
+        e.payload
+            .get("state")?
+            .get("payment_id")?
+            .as_str()
+            .map(str::to_owned)
+    })
+}
+
+fn statuses<'a>(
+    app: &App,
+    orders: impl Iterator<Item = &'a String>,
+) -> BTreeMap<&'static str, usize> {
+    let mut counts = BTreeMap::new();
+    for order_id in orders {
+        let status = app
+            .load::<Order>(order_id)
+            .map(|o| o.state.status)
+            .unwrap_or(None);
+        *counts.entry(OrderStatus::name(status)).or_default() += 1;
+    }
+    counts
+}
+
+fn describe(counts: &BTreeMap<&'static str, usize>) -> String {
+    counts
+        .iter()
+        .map(|(status, n)| format!("{n} {status}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
