@@ -17,7 +17,7 @@ use bounda_sqlite::SqliteStore;
 use clap::{Args, Parser, Subcommand};
 use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
 use storefront::payment::{DeclinePayment, MarkPaymentProcessing, Payment, SettlePayment};
-use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+use storefront::ports::{FakeGateway, FileNotifier, GatewayPort, MemoryNotifier, NotifierPort};
 
 #[derive(Parser)]
 #[command(about = "The storefront of bounda, on one SQLite file")]
@@ -30,6 +30,10 @@ struct Cli {
         global = true
     )]
     db: PathBuf,
+    /// How long one handler run may take. A crashed run's claims lapse after twice this, so a
+    /// restart after a SIGKILL resumes its work then (spec 125, 126).
+    #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
+    handler_timeout: Duration,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -90,7 +94,7 @@ async fn main() -> ExitCode {
         },
         _ => RunArgs::default().timing(),
     };
-    let app = match build(&cli.db, timing) {
+    let app = match build(&cli.db, cli.handler_timeout, timing) {
         Ok(app) => app,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -120,11 +124,24 @@ impl RunArgs {
     }
 }
 
-fn build(db: &PathBuf, timing: storefront::Timing) -> anyhow::Result<App> {
+fn build(
+    db: &PathBuf,
+    handler_timeout: Duration,
+    timing: storefront::Timing,
+) -> anyhow::Result<App> {
     let store = SqliteStore::open(db)?;
-    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
+    let mut config = bounda::config::Config::default();
+    config.commands.timeout = handler_timeout;
+    config.policies.timeout = handler_timeout;
+    config.processes.handler_timeout = handler_timeout;
+    // `NOTIFY_LOG=path` writes each confirmation to a file several processes may share.
+    let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
+        Some(path) => Arc::new(FileNotifier::new(path)),
+        None => Arc::new(MemoryNotifier::default()),
+    };
     let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    Ok(storefront::app(App::builder(store), notifier, gateway, timing).build()?)
+    let builder = App::builder(store).config(config);
+    Ok(storefront::app(builder, notifier, gateway, timing).build()?)
 }
 
 /// Runs the dispatcher and the worker.

@@ -190,3 +190,35 @@ impl PaymentGateway for FakeGateway {
 pub type NotifierPort = Arc<dyn Notifier>;
 /// The ports as the app holds them.
 pub type GatewayPort = Arc<dyn PaymentGateway>;
+
+/// A notifier that appends one line per confirmation to a file, `<order> <key> <pid>`: several
+/// processes can share it, each line written whole.
+#[derive(Debug)]
+pub struct FileNotifier {
+    path: std::path::PathBuf,
+}
+
+impl FileNotifier {
+    /// Appends to `path`.
+    pub fn new(path: impl Into<std::path::PathBuf>) -> FileNotifier {
+        FileNotifier { path: path.into() }
+    }
+}
+
+impl Notifier for FileNotifier {
+    fn notify(&self, notification: Notification) -> anyhow::Result<()> {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        let line = format!(
+            "{} {} {}\n",
+            notification.order_id,
+            notification.idempotency_key,
+            std::process::id()
+        );
+        file.write_all(line.as_bytes())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,287 @@
+//! The storefront as it runs in production: OS processes on one SQLite file, killed and
+//! restarted (spec 199–200; issue: several workers, crashes, restarts).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use bounda::store::{LetterFilter, Store};
+use bounda::{App, seconds};
+use bounda_sqlite::SqliteStore;
+use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
+use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
+
+fn app_on(db: &Path) -> App {
+    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
+    let gateway: GatewayPort = Arc::new(FakeGateway::default());
+    let timing = storefront::Timing {
+        payment_window: seconds(2),
+        reminder_delay: seconds(1),
+    };
+    storefront::app(
+        App::builder(SqliteStore::open(db).unwrap()),
+        notifier,
+        gateway,
+        timing,
+    )
+    .build()
+    .unwrap()
+}
+
+fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(BINARY);
+    command
+        .args(args)
+        .env("STOREFRONT_DB", db)
+        .env("NOTIFY_LOG", log)
+        .env("PAYMENT_WINDOW", "2s")
+        .env("REMINDER_DELAY", "1s")
+        // A killed run's claims lapse after twice this, so the restart resumes within seconds.
+        .env("HANDLER_TIMEOUT", "2s")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+/// Every order in the file, with its status.
+fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
+    let mut orders = BTreeMap::new();
+    let mut after = 0;
+    loop {
+        let events = app.store().read_all(after, 500).unwrap();
+        let Some(last) = events.last() else { break };
+        after = last.position;
+        for event in events.iter().filter(|e| e.event_type == "OrderPlaced") {
+            let status = app.load::<Order>(&event.aggregate_id).unwrap().state.status;
+            orders.insert(event.aggregate_id.clone(), status);
+        }
+    }
+    orders
+}
+
+/// The confirmation log: order → the keys it was confirmed under, and the processes that did it.
+fn log(path: &Path) -> (HashMap<String, Vec<String>>, HashSet<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut by_order: HashMap<String, Vec<String>> = HashMap::new();
+    let mut pids = HashSet::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        let (order, key, pid) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        by_order
+            .entry(order.to_owned())
+            .or_default()
+            .push(key.to_owned());
+        pids.insert(pid.to_owned());
+    }
+    (by_order, pids)
+}
+
+/// How many deadlines have run so far, read while another process writes the file.
+fn deadlines_ran(db: &Path) -> usize {
+    let Ok(store) = SqliteStore::open(db) else {
+        return 0;
+    };
+    let Ok(events) = store.read_all(0, 100_000) else {
+        return 0;
+    };
+    events
+        .iter()
+        .filter(|e| e.event_type == "ProcessDeadlineReached")
+        .count()
+}
+
+/// How many confirmations each worker process sent.
+fn log_by_pid(path: &Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        *counts
+            .entry(line.rsplit(' ').next().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    counts
+}
+
+/// How often each (instance, field, moment) deadline ran.
+fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> {
+    let mut runs = HashMap::new();
+    for event in app
+        .store()
+        .read_stream("process:OrderLifecycle", instance)
+        .unwrap()
+    {
+        if event.event_type == "ProcessDeadlineReached" || event.event_type == "ProcessTimedOut" {
+            let field = event.payload["field"]
+                .as_str()
+                .unwrap_or("timeout")
+                .to_owned();
+            let at = event.payload["at"].as_str().unwrap().to_owned();
+            *runs.entry((field, at)).or_default() += 1;
+        }
+    }
+    runs
+}
+
+// spec 123, 127, 199, 200: two worker processes on one file never run the same handler for the
+// same event, or the same deadline, twice to completion.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let app = app_on(&db);
+    let mut workers: Vec<_> = (0..2)
+        .map(|_| {
+            storefront(&db, &log_path, &["work", "--seconds", "10"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Orders arrive while both workers run, so both compete for every event and deadline.
+    const ORDERS: usize = 300;
+    for i in 0..ORDERS {
+        let items = vec![Item {
+            product_id: "p".into(),
+            quantity: 1,
+            price: 100,
+        }];
+        app.dispatch(PlaceOrder {
+            order_id: format!("o-{i:03}"),
+            customer_id: "c".into(),
+            items,
+        })
+        .await
+        .unwrap();
+        if i % 10 == 9 {
+            tokio::time::sleep(StdDuration::from_millis(30)).await;
+        }
+    }
+    for worker in &mut workers {
+        assert!(worker.wait().unwrap().success());
+    }
+
+    let orders = orders(&app);
+    assert_eq!(orders.len(), ORDERS);
+    assert!(
+        orders.values().all(|s| *s == Some(OrderStatus::Cancelled)),
+        "every order expired: {orders:?}"
+    );
+    let (confirmed, pids) = log(&log_path);
+    assert_eq!(confirmed.len(), ORDERS, "every order confirmed");
+    let twice: Vec<_> = confirmed
+        .iter()
+        .filter(|(_, keys)| keys.len() != 1)
+        .collect();
+    assert!(twice.is_empty(), "confirmed twice: {twice:?}");
+    assert_eq!(pids.len(), 2, "both workers did part of the work");
+    let mut deadlines = 0;
+    for order in orders.keys() {
+        let runs = deadline_runs(&app, order);
+        assert_eq!(runs.len(), 1, "{order}: {runs:?}");
+        assert!(
+            runs.values().all(|n| *n == 1),
+            "{order} ran a deadline twice: {runs:?}"
+        );
+        deadlines += runs.len();
+    }
+    let by_worker = log_by_pid(&log_path);
+    eprintln!(
+        "observed: {ORDERS} orders, {deadlines} deadlines each run once, confirmations per worker {by_worker:?}"
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(
+        app.dead_letters().count(&LetterFilter::default()).unwrap(),
+        0
+    );
+    assert_eq!(app.next_due_at().unwrap(), None, "nothing left scheduled");
+}
+
+// A SIGKILL in the middle of a run loses nothing: the next run resumes, and every deadline ran
+// to completion exactly once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let mut first = storefront(&db, &log_path, &["run", "--orders", "90"])
+        .spawn()
+        .unwrap();
+    // Let it place its orders and start running their deadlines, then kill it without warning.
+    let start = StdInstant::now();
+    while start.elapsed() < StdDuration::from_secs(30) {
+        std::thread::sleep(StdDuration::from_millis(20));
+        if db.exists() && deadlines_ran(&db) > 0 {
+            break;
+        }
+    }
+    first.kill().unwrap();
+    let status = first.wait().unwrap();
+    assert!(!status.success(), "killed, not finished");
+
+    let app = app_on(&db);
+    let before = orders(&app);
+    assert_eq!(before.len(), 90, "all placed before the kill");
+    let open = before
+        .values()
+        .filter(|s| matches!(s, Some(OrderStatus::Placed | OrderStatus::Paying)))
+        .count();
+    assert!(open > 0, "the kill left orders open: {before:?}");
+
+    let confirmed_before_kill = log(&log_path).0.len();
+    let second = storefront(&db, &log_path, &["run", "--orders", "0"])
+        .status()
+        .unwrap();
+    assert!(second.success());
+    let after = orders(&app);
+    assert!(
+        after
+            .values()
+            .all(|s| matches!(s, Some(OrderStatus::Cancelled | OrderStatus::Fulfilled))),
+        "every order ended: {after:?}"
+    );
+    for order in after.keys() {
+        let runs = deadline_runs(&app, order);
+        assert!(
+            runs.values().all(|n| *n == 1),
+            "{order} ran a deadline twice: {runs:?}"
+        );
+    }
+    let (confirmed, _) = log(&log_path);
+    assert_eq!(confirmed.len(), 90, "every order confirmed");
+    for (order, keys) in &confirmed {
+        assert!(
+            keys.iter().all(|k| *k == keys[0]),
+            "{order}: a repeat uses the same key"
+        );
+    }
+    assert_eq!(app.lag().unwrap().max_lag, 0, "no event lost");
+    assert_eq!(
+        app.dead_letters().count(&LetterFilter::default()).unwrap(),
+        0
+    );
+    assert_eq!(
+        app.next_due_at().unwrap(),
+        None,
+        "no scheduled command or deadline left behind"
+    );
+    eprintln!(
+        "observed: killed with {open} of 90 orders open and {confirmed_before_kill} confirmed; \
+         the restart ended all 90, each deadline once"
+    );
+    let store: &dyn Store = app.store();
+    assert_eq!(
+        store.checkpoint("processes").unwrap(),
+        Some(store.head().unwrap())
+    );
+}
