@@ -23,6 +23,10 @@ pub struct Options {
     pub busy_timeout_ms: u32,
     /// See [`Synchronous`].
     pub synchronous: Synchronous,
+    /// The most pages (4 KiB each by default) the file may grow to, as `PRAGMA max_page_count`:
+    /// a commit that needs more fails whole, as on a full disk, and is retried. `None` leaves
+    /// SQLite's own limit.
+    pub max_pages: Option<u32>,
 }
 
 impl Default for Options {
@@ -31,6 +35,7 @@ impl Default for Options {
         Options {
             busy_timeout_ms: 5_000,
             synchronous: Synchronous::Full,
+            max_pages: None,
         }
     }
 }
@@ -49,6 +54,10 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
     };
     conn.pragma_update(None, "synchronous", synchronous)
         .map_err(crate::sql("cannot set synchronous"))?;
+    if let Some(pages) = options.max_pages {
+        conn.pragma_update(None, "max_page_count", pages)
+            .map_err(crate::sql("cannot set max_page_count"))?;
+    }
     if file {
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))

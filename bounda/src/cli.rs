@@ -113,7 +113,7 @@ pub async fn run(app: &App, command: Operator) -> ExitCode {
     match execute(app, command, &mut out).await {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", crate::error::chain(&error));
             ExitCode::from(1)
         }
     }
@@ -227,7 +227,7 @@ pub async fn execute(
             )
             .map_err(io)?,
             Err(error) => {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", crate::error::chain(&error));
                 return Ok(ExitCode::from(2));
             }
         },

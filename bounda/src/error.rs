@@ -216,3 +216,19 @@ impl Error {
         }
     }
 }
+
+/// An error and its causes on one line, `context: cause: cause`, for letters and logs: an
+/// operator reading "cannot begin a write" needs the "database is locked" under it.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

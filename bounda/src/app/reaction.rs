@@ -209,7 +209,7 @@ impl Attempt {
         let failure = Failure {
             code: error.code(),
             retriable: error.is_retriable(),
-            message: error.to_string(),
+            message: crate::error::chain(error),
             stack: format!("{error:?}"),
         };
         self.staged().failure.get_or_insert(failure);

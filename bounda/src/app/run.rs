@@ -32,7 +32,7 @@ impl Failure {
         Failure {
             code,
             retriable,
-            message: error.to_string(),
+            message: format!("{error:#}"),
             stack: format!("{error:?}"),
         }
     }

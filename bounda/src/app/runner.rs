@@ -77,7 +77,11 @@ impl App {
             }
             Err(error) => {
                 // The store failed; the next pass tries again after the poll interval.
-                tracing::error!(code = error.code(), "pass failed: {error}");
+                tracing::error!(
+                    code = error.code(),
+                    "pass failed: {}",
+                    crate::error::chain(&error)
+                );
                 false
             }
         }
