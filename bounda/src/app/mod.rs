@@ -21,7 +21,7 @@ pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError};
 pub use policy::Policy;
-pub use processes::{PROCESSES, PendingDeadline, ProcessStatus};
+pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus};
 pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
 
 use std::collections::HashMap;

@@ -4,6 +4,7 @@ pub(crate) mod instance;
 pub(crate) mod pass;
 mod retry;
 pub(crate) mod step;
+mod view;
 
 use std::marker::PhantomData;
 
@@ -20,6 +21,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
+pub use view::ProcessInstance;
 
 /// The subscriber all processes share.
 pub const PROCESSES: &str = "processes";

@@ -1,0 +1,50 @@
+//! The onboarding example (spec §30.2): a user registers, gets a welcome email a minute later,
+//! and has seven days to activate before the registration expires.
+//!
+//! - [`user`]: the `User` aggregate, its commands, rejections and events; the payload rules
+//!   (a uuid id, an email, a non-empty name) live in types that cannot hold a bad value.
+//! - [`welcome`]: the delayed policy that sends the welcome email.
+//! - [`onboarding`]: the `UserOnboarding` process, whose timeout expires the registration.
+//! - [`email`]: the email sender port, with a console sender and an in-memory one for tests.
+//! - [`directory`]: the users directory and user details, read from the events.
+
+pub mod directory;
+pub mod email;
+pub mod onboarding;
+pub mod user;
+pub mod welcome;
+
+use bounda::config::{Config, Overrides};
+use bounda::{AppBuilder, Duration, DurationError, days, env_duration};
+
+use email::EmailPort;
+use onboarding::UserOnboarding;
+use user::User;
+use welcome::SendWelcomeEmailOnUserRegistered;
+
+/// How long a user has to activate: `ONBOARDING_TIMEOUT`, seven days unless set.
+pub fn onboarding_timeout() -> Result<Duration, DurationError> {
+    env_duration("ONBOARDING_TIMEOUT", days(7))
+}
+
+/// The onboarding's handlers and port on `builder`, with `config`, and `onboarding_timeout`
+/// (see [`onboarding_timeout`]) as the lifetime of the user's processes.
+pub fn app(
+    builder: AppBuilder,
+    mut config: Config,
+    sender: EmailPort,
+    onboarding_timeout: Duration,
+) -> AppBuilder {
+    let overrides = Overrides {
+        processes_timeout: Some(onboarding_timeout),
+        ..Overrides::default()
+    };
+    config
+        .overrides
+        .insert(<User as bounda::Aggregate>::NAME.to_owned(), overrides);
+    builder
+        .config(config)
+        .port(sender)
+        .policy::<SendWelcomeEmailOnUserRegistered>()
+        .process::<UserOnboarding>()
+}

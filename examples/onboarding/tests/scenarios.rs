@@ -1,0 +1,273 @@
+//! The onboarding's five scenarios (spec §30.2), on simulated time and SQLite in memory. Where
+//! the original read a read model, these read the events, the state and the directory folds.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::sync::Arc;
+
+use bounda::ProcessStatus;
+use bounda::config::Config;
+use bounda::prelude::*;
+use bounda_sqlite::SqliteStore;
+use onboarding::directory::{list_users, user_details};
+use onboarding::email::{EmailPort, MemorySender};
+use onboarding::onboarding::UserOnboarding;
+use onboarding::user::*;
+
+struct Onboarding {
+    app: TestApp,
+    outbox: Arc<MemorySender>,
+}
+
+fn onboarding() -> Onboarding {
+    onboarding_for(days(7))
+}
+
+fn onboarding_for(timeout: Duration) -> Onboarding {
+    let outbox = Arc::new(MemorySender::default());
+    let builder = onboarding::app(
+        App::builder(SqliteStore::in_memory().unwrap()),
+        Config::default(),
+        outbox.clone() as EmailPort,
+        timeout,
+    );
+    Onboarding {
+        app: TestApp::new(builder).unwrap(),
+        outbox,
+    }
+}
+
+impl Onboarding {
+    async fn register(&self, name: &str) -> String {
+        let user_id = UserId::random();
+        self.app
+            .dispatch(RegisterUser {
+                user_id: user_id.clone(),
+                email: Email::parse(&format!("{}@example.com", name.to_lowercase())).unwrap(),
+                name: Name::parse(name).unwrap(),
+            })
+            .await
+            .unwrap();
+        user_id.as_str().to_owned()
+    }
+
+    fn user(&self, user_id: &str) -> User {
+        self.app.app().load::<User>(user_id).unwrap().state
+    }
+}
+
+// 1. No email at once; a minute later one, recorded, and nothing left behind.
+#[tokio::test]
+async fn the_welcome_email_goes_a_minute_after_registration() {
+    let o = onboarding();
+    let ada = o.register("Ada").await;
+    let registered_at = o.app.now();
+    o.app.run_until_idle().await.unwrap();
+    assert!(o.outbox.sent().is_empty(), "not yet");
+    assert_eq!(
+        o.app.events_of::<User>(&ada).unwrap().types(),
+        ["UserRegistered"]
+    );
+
+    o.app.advance(minutes(1)).await.unwrap();
+    let sent = o.outbox.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (sent[0].to.as_str(), sent[0].name.as_str()),
+        ("ada@example.com", "Ada")
+    );
+    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    assert!(details.welcome_email_sent_at.is_some());
+    assert!(o.user(&ada).welcome_email_sent);
+    let process = o
+        .app
+        .app()
+        .process_instance::<UserOnboarding>(&ada)
+        .unwrap()
+        .unwrap();
+    assert!(process.state.welcome_email_sent, "the process saw it");
+    assert_eq!(process.status, ProcessStatus::Started);
+    assert_eq!(process.timeout_at, Some(registered_at + days(7)));
+    assert_eq!(o.app.lag().unwrap().max_lag, 0);
+}
+
+// 2. Activated at once: eight days later still active, never expired, and the email still went.
+#[tokio::test]
+async fn an_activated_user_is_never_expired_and_still_gets_the_email() {
+    let o = onboarding();
+    let ada = o.register("Ada").await;
+    o.app
+        .dispatch(ActivateUser {
+            user_id: ada.clone(),
+        })
+        .await
+        .unwrap();
+    o.app.advance(days(8)).await.unwrap();
+    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    assert_eq!(details.status, UserStatus::Active);
+    assert_eq!(details.expired_at, None);
+    assert_eq!(
+        o.outbox.sent().len(),
+        1,
+        "the delayed policy runs after activation too"
+    );
+    assert_eq!(
+        o.app.events_of::<User>(&ada).unwrap().types(),
+        ["UserRegistered", "UserActivated", "WelcomeEmailSent"]
+    );
+}
+
+// 3. Not activated: registered until the last minute, expired at exactly seven days, and an
+// activation then rejected.
+#[tokio::test]
+async fn an_unactivated_registration_expires_at_exactly_seven_days() {
+    let o = onboarding();
+    let ada = o.register("Ada").await;
+    let registered_at = o.app.now();
+    o.app.advance(days(7) - minutes(1)).await.unwrap();
+    assert_eq!(o.user(&ada).status, Some(UserStatus::Registered));
+
+    o.app.advance(minutes(1)).await.unwrap();
+    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    assert_eq!(details.status, UserStatus::Expired);
+    assert_eq!(details.expired_at, Some(registered_at + days(7)));
+    let process = o
+        .app
+        .app()
+        .process_instance::<UserOnboarding>(&ada)
+        .unwrap()
+        .unwrap();
+    assert_eq!(process.status, ProcessStatus::TimedOut);
+    let rejected = o
+        .app
+        .dispatch(ActivateUser {
+            user_id: ada.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(rejected.rejection(), Some(&ActivateUserRejection::Expired));
+}
+
+// 4. A second registration under the id is rejected; a bad email or an empty name is a
+// validation error, whether built in code or decoded from JSON.
+#[tokio::test]
+async fn duplicates_are_rejected_and_bad_payloads_do_not_validate() {
+    let o = onboarding();
+    let ada = o.register("Ada").await;
+    let again = RegisterUser {
+        user_id: UserId::parse(&ada).unwrap(),
+        email: Email::parse("ada@example.com").unwrap(),
+        name: Name::parse("Ada").unwrap(),
+    };
+    let rejected = o.app.dispatch(again).await.unwrap_err();
+    assert_eq!(
+        rejected.rejection(),
+        Some(&RegisterUserRejection::AlreadyRegistered)
+    );
+
+    assert_eq!(Email::parse("not-an-email").unwrap_err().path, "email");
+    assert_eq!(Email::parse("ada@localhost").unwrap_err().path, "email");
+    assert_eq!(Name::parse("   ").unwrap_err().path, "name");
+    assert_eq!(UserId::parse("u-1").unwrap_err().path, "user_id");
+    let decoded = serde_json::from_value::<RegisterUser>(serde_json::json!({
+        "user_id": UserId::random().as_str(),
+        "email": "ada@example.com",
+        "name": "",
+    }));
+    let error = decoded.unwrap_err().to_string();
+    assert!(error.contains("`name` must not be empty"), "{error}");
+
+    let unknown = o.app.dispatch(ActivateUser {
+        user_id: UserId::random().as_str().into(),
+    });
+    let refused = unknown.await.unwrap_err();
+    assert_eq!(refused.rejection(), Some(&ActivateUserRejection::NotFound));
+    assert!(refused.to_string().contains("does not exist"), "{refused}");
+    o.app
+        .dispatch(ActivateUser {
+            user_id: ada.clone(),
+        })
+        .await
+        .unwrap();
+    let twice = o
+        .app
+        .dispatch(ActivateUser { user_id: ada })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        twice.rejection(),
+        Some(&ActivateUserRejection::AlreadyActive)
+    );
+}
+
+// 5. Renaming to the same name changes nothing; the directory pages newest first.
+#[tokio::test]
+async fn the_same_name_changes_nothing_and_the_directory_pages_newest_first() {
+    let o = onboarding();
+    let ada = o.register("Ada").await;
+    let same = UpdateProfile {
+        user_id: ada.clone(),
+        name: Name::parse("Ada").unwrap(),
+    };
+    let decided = o.app.dispatch(same).await.unwrap();
+    assert!(decided.event_ids.is_empty(), "no event for the same name");
+    let renamed = UpdateProfile {
+        user_id: ada.clone(),
+        name: Name::parse("Ada L.").unwrap(),
+    };
+    assert_eq!(o.app.dispatch(renamed).await.unwrap().event_ids.len(), 1);
+
+    let mut ids = vec![ada];
+    for name in ["Bob", "Cy", "Dee", "Eve"] {
+        o.app.advance(seconds(1)).await.unwrap();
+        ids.push(o.register(name).await);
+    }
+    o.app
+        .dispatch(ActivateUser {
+            user_id: ids[1].clone(),
+        })
+        .await
+        .unwrap();
+
+    let first = list_users(o.app.app(), 1, 2).unwrap();
+    let names: Vec<_> = first.users.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["Eve", "Dee"]);
+    assert_eq!(
+        (
+            first.total,
+            first.active,
+            first.page,
+            first.page_size,
+            first.pages
+        ),
+        (5, 1, 1, 2, 3)
+    );
+    let last = list_users(o.app.app(), 3, 2).unwrap();
+    let names: Vec<_> = last.users.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["Ada L."]);
+    assert_eq!(
+        list_users(o.app.app(), 1, 1_000).unwrap().page_size,
+        100,
+        "pages are capped"
+    );
+    assert_eq!(list_users(o.app.app(), 0, 20).unwrap().page, 1);
+}
+
+// The onboarding's lifetime is the app's setting (ONBOARDING_TIMEOUT in the original).
+#[tokio::test]
+async fn the_onboarding_timeout_is_the_apps_setting() {
+    let o = onboarding_for(days(2));
+    let ada = o.register("Ada").await;
+    let registered_at = o.app.now();
+    o.app.advance(days(2)).await.unwrap();
+    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    assert_eq!(details.expired_at, Some(registered_at + days(2)));
+    assert_eq!(
+        onboarding::onboarding_timeout().unwrap(),
+        days(7),
+        "seven days unless set"
+    );
+}
