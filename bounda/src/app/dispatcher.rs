@@ -9,10 +9,11 @@ use serde_json::json;
 use crate::app::policy::PolicyRunner;
 use crate::app::reaction::{POLICY_RUN, RejectionRecord};
 use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
-use crate::app::{App, POLICIES};
+use crate::app::{App, POLICIES, telemetry};
 use crate::ids::derived_id;
 use crate::store::{CommitError, InboxClaim, InboxMark, InboxOutcome, ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
+use tracing::Instrument;
 
 /// What delivering one event to one policy came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,40 +44,44 @@ impl App {
         let Some(last) = events.last().map(|event| event.position) else {
             return Ok(false);
         };
-        let mut held: HashSet<&'static str> = HashSet::new();
-        // Whether any run was claimed: work happened even if the checkpoint stays.
-        let mut ran = false;
-        // The checkpoint stops just before the first event a policy is held on (spec 148).
-        let mut stop: Option<u64> = None;
-        for event in &events {
-            for policy in self
-                .inner
-                .policies
-                .iter()
-                .filter(|p| event.has_key(p.key()))
-            {
-                // A held policy's later events wait for the held one (spec 148).
-                if held.contains(policy.name()) {
-                    continue;
-                }
-                if self
-                    .deliver(&**policy, event, now, rejections, &mut ran)
-                    .await?
-                    == Delivery::Held
+        let span = telemetry::subscriber_span(POLICIES, "policy", from, events.len());
+        let pass = async {
+            let mut held: HashSet<&'static str> = HashSet::new();
+            // Whether any run was claimed: work happened even if the checkpoint stays.
+            let mut ran = false;
+            // The checkpoint stops just before the first event a policy is held on (spec 148).
+            let mut stop: Option<u64> = None;
+            for event in &events {
+                for policy in self
+                    .inner
+                    .policies
+                    .iter()
+                    .filter(|p| event.has_key(p.key()))
                 {
-                    held.insert(policy.name());
-                    stop.get_or_insert(event.position - 1);
+                    // A held policy's later events wait for the held one (spec 148).
+                    if held.contains(policy.name()) {
+                        continue;
+                    }
+                    if self
+                        .deliver(&**policy, event, now, rejections, &mut ran)
+                        .await?
+                        == Delivery::Held
+                    {
+                        held.insert(policy.name());
+                        stop.get_or_insert(event.position - 1);
+                    }
                 }
             }
-        }
-        // Past the events before the first held one, so they are not read again (spec 149).
-        let to = stop.unwrap_or(last);
-        if to > from {
-            // Someone else moving it first is fine: they read the same events (spec 147).
-            store.move_checkpoint(POLICIES, Some(from), to)?;
-            return Ok(true);
-        }
-        Ok(ran)
+            // Past the events before the first held one, so they are not read again (spec 149).
+            let to = stop.unwrap_or(last);
+            if to > from {
+                // Someone else moving it first is fine: they read the same events (spec 147).
+                let moved = store.move_checkpoint(POLICIES, Some(from), to)?;
+                return Ok((true, if moved { "advanced" } else { "moved" }));
+            }
+            Ok((ran, if stop.is_some() { "held" } else { "advanced" }))
+        };
+        telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
 
     /// Delivers `event` to `policy`: claim, run, commit with the inbox mark (spec 123–131).
@@ -118,45 +123,52 @@ impl App {
         let settings = self.config().for_aggregate(policy.key().aggregate);
         let mut reruns = 0;
         loop {
-            let failure =
-                match run_policy(self, policy, event, policy_key(policy.name(), &event.id)).await {
-                    Ok(staging) => {
-                        let writes = WriteSet {
-                            appends: staging.appends,
-                            schedule: staging.scheduled,
-                            inbox: Some(mark(InboxOutcome::Succeeded)),
-                            ..WriteSet::default()
-                        };
-                        match store.commit(&writes) {
-                            Ok(_) => {
-                                rejections.extend(staging.rejections);
-                                return Ok(Delivery::Done);
+            let failure = match run_policy(
+                self,
+                policy,
+                event,
+                policy_key(policy.name(), &event.id),
+                attempt,
+            )
+            .await
+            {
+                Ok(staging) => {
+                    let writes = WriteSet {
+                        appends: staging.appends,
+                        schedule: staging.scheduled,
+                        inbox: Some(mark(InboxOutcome::Succeeded)),
+                        ..WriteSet::default()
+                    };
+                    match store.commit(&writes) {
+                        Ok(_) => {
+                            rejections.extend(staging.rejections);
+                            return Ok(Delivery::Done);
+                        }
+                        // A moved stream costs no attempt: renew the claim and run again on
+                        // the new state, unless the claim was taken over (spec 128, 133).
+                        Err(CommitError::StreamMoved { .. })
+                            if reruns < settings.concurrency_retries =>
+                        {
+                            reruns += 1;
+                            if !store.renew_inbox(
+                                policy.name(),
+                                &event.id,
+                                &claim_id,
+                                self.clock().now(),
+                            )? {
+                                return Ok(Delivery::Held);
                             }
-                            // A moved stream costs no attempt: renew the claim and run again on
-                            // the new state, unless the claim was taken over (spec 128, 133).
-                            Err(CommitError::StreamMoved { .. })
-                                if reruns < settings.concurrency_retries =>
-                            {
-                                reruns += 1;
-                                if !store.renew_inbox(
-                                    policy.name(),
-                                    &event.id,
-                                    &claim_id,
-                                    self.clock().now(),
-                                )? {
-                                    return Ok(Delivery::Held);
-                                }
-                                continue;
-                            }
-                            Err(CommitError::ClaimLost { .. }) => return Ok(Delivery::Held),
-                            Err(error) => {
-                                let error = anyhow::Error::new(error);
-                                Failure::of(&error)
-                            }
+                            continue;
+                        }
+                        Err(CommitError::ClaimLost { .. }) => return Ok(Delivery::Held),
+                        Err(error) => {
+                            let error = anyhow::Error::new(error);
+                            Failure::of(&error)
                         }
                     }
-                    Err(failure) => failure,
-                };
+                }
+                Err(failure) => failure,
+            };
             // Retries run on later passes, after the back-off (spec 152, 155).
             let writes = match settings
                 .policies_retry

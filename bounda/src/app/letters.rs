@@ -112,13 +112,12 @@ impl DeadLetters<'_> {
                     "retry",
                     &self.app.next_id(),
                 ]);
-                let staging =
-                    run_policy(self.app, &**policy, &event, key)
-                        .await
-                        .map_err(|failure| Error::RetryFailed {
-                            id: id.to_owned(),
-                            message: failure.message,
-                        })?;
+                let staging = run_policy(self.app, &**policy, &event, key, 1)
+                    .await
+                    .map_err(|failure| Error::RetryFailed {
+                        id: id.to_owned(),
+                        message: failure.message,
+                    })?;
                 let writes = WriteSet {
                     appends: staging.appends,
                     schedule: staging.scheduled,

@@ -12,6 +12,7 @@ pub(crate) mod processes;
 pub(crate) mod reaction;
 mod run;
 mod runner;
+mod telemetry;
 mod worker;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use outcome::{Decided, DispatchError};
 pub use policy::Policy;
 pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus};
 pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
+pub use telemetry::METRICS;
 
 use std::collections::HashMap;
 
@@ -317,30 +319,35 @@ impl App {
         let command_id = self.next_id();
         let metadata = Metadata::of_command(&command_id);
         let aggregate = <C::Aggregate as Aggregate>::NAME;
-        let span = tracing::info_span!(
-            "bounda.command",
-            bounda.command.r#type = C::NAME,
-            bounda.aggregate.r#type = aggregate,
-            bounda.aggregate.id = command.aggregate_id(),
-            bounda.correlation_id = %command_id,
-            bounda.outcome = tracing::field::Empty,
+        let span = telemetry::command_span(
+            C::NAME,
+            aggregate,
+            command.aggregate_id(),
+            &metadata.correlation_id,
+            &metadata.causation_id,
         );
-        let _entered = span.enter();
-        let result = self.dispatch_in_span(&command, &metadata);
-        let outcome = match &result {
-            Ok(decided) if decided.event_ids.is_empty() => "unchanged",
-            Ok(_) => "stored",
+        let result = span.in_scope(|| self.dispatch_in_span(&command, &metadata));
+        match &result {
+            Ok(decided) => telemetry::command_outcome(
+                &span,
+                C::NAME,
+                telemetry::CommandOutcome::Stored,
+                decided.event_ids.len(),
+            ),
             Err(DispatchError::Rejected(rejection)) => {
-                tracing::info!(
-                    bounda.rejected = rejection.code(),
-                    "command rejected: {}",
-                    rejection.message()
-                );
-                "rejected"
+                let message = rejection.message();
+                let outcome = telemetry::CommandOutcome::Rejected {
+                    code: rejection.code(),
+                    message: &message,
+                };
+                telemetry::command_outcome(&span, C::NAME, outcome, 0);
             }
-            Err(DispatchError::Failed(_)) => "failed",
-        };
-        span.record("bounda.outcome", outcome);
+            Err(DispatchError::Failed(error)) => {
+                let message = crate::error::chain(error);
+                let outcome = telemetry::CommandOutcome::Failed(&message);
+                telemetry::command_outcome(&span, C::NAME, outcome, 0);
+            }
+        }
         result
     }
 

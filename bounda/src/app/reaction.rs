@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::new_events;
 use crate::app::run::Failure;
+use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided};
 use crate::ids::derived_id;
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
@@ -218,6 +219,44 @@ impl Attempt {
     /// Decides `command` now, on its instance's state with this attempt's staged decisions
     /// applied (spec 26); the events are staged, not stored.
     pub(crate) fn send<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
+        let span = self.command_span::<C>(command);
+        let answer = span.in_scope(|| self.send_in_span(command));
+        match &answer {
+            Ok(Answer::Decided(decided)) => telemetry::command_outcome(
+                &span,
+                C::NAME,
+                CommandOutcome::Stored,
+                decided.event_ids.len(),
+            ),
+            Ok(Answer::Rejected(rejection)) => {
+                let message = rejection.message();
+                let outcome = CommandOutcome::Rejected {
+                    code: rejection.code(),
+                    message: &message,
+                };
+                telemetry::command_outcome(&span, C::NAME, outcome, 0);
+            }
+            Err(error) => {
+                let message = crate::error::chain(error);
+                let outcome = CommandOutcome::Failed(&message);
+                telemetry::command_outcome(&span, C::NAME, outcome, 0);
+            }
+        }
+        answer
+    }
+
+    /// The span of a command this attempt sends, in the attempt's correlation.
+    fn command_span<C: Command>(&self, command: &C) -> tracing::Span {
+        telemetry::command_span(
+            C::NAME,
+            <C::Aggregate as Aggregate>::NAME,
+            command.aggregate_id(),
+            &self.cause.correlation_id,
+            &self.cause.causation_id,
+        )
+    }
+
+    fn send_in_span<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
         let id = command.aggregate_id().to_owned();
@@ -296,6 +335,22 @@ impl Attempt {
     /// Stages `command` to run at `execute_at` (spec 42): stored only if the attempt commits
     /// (spec 52), keyed by its derived id so a retried run schedules it once (spec 44).
     pub(crate) fn schedule<C: Command>(
+        &self,
+        command: &C,
+        execute_at: Instant,
+    ) -> Result<Scheduled, Error> {
+        let span = self.command_span::<C>(command);
+        let scheduled = span.in_scope(|| self.schedule_in_span(command, execute_at));
+        let failure: Option<String> = scheduled.as_ref().err().map(|e| crate::error::chain(e));
+        let outcome = match failure.as_deref() {
+            None => CommandOutcome::Scheduled,
+            Some(message) => CommandOutcome::Failed(message),
+        };
+        telemetry::command_outcome(&span, C::NAME, outcome, 0);
+        scheduled
+    }
+
+    fn schedule_in_span<C: Command>(
         &self,
         command: &C,
         execute_at: Instant,

@@ -59,26 +59,31 @@ pub(crate) async fn run_policy(
     policy: &dyn PolicyRunner,
     event: &RecordedEvent,
     key: String,
+    attempt: u32,
 ) -> Result<Staging, Failure> {
     let cause = Cause::of_event(event);
-    let span = tracing::info_span!(
-        "bounda.policy",
-        bounda.policy = policy.name(),
-        bounda.event.id = %event.id,
-        bounda.correlation_id = %cause.correlation_id,
+    let span = crate::app::telemetry::policy_span(
+        policy.key().aggregate,
+        policy.name(),
+        &event.id,
+        &cause.correlation_id,
+        attempt,
     );
     let attempt = Attempt::new(app, key, cause);
     let limit = app
         .config()
         .for_aggregate(policy.key().aggregate)
         .policies_timeout;
-    let run = AssertUnwindSafe(policy.run(&attempt, event).instrument(span)).catch_unwind();
+    let run = AssertUnwindSafe(policy.run(&attempt, event).instrument(span.clone())).catch_unwind();
     let error: anyhow::Error = match tokio::time::timeout(limit.into(), run).await {
         Ok(Ok(Ok(()))) => {
             let staging = attempt.finish();
             return match staging.failure.clone() {
                 // A command that failed fails the run, even if the handler went on (spec 34).
-                Some(failure) => Err(failure),
+                Some(failure) => {
+                    crate::app::telemetry::failed(&span, &failure.message);
+                    Err(failure)
+                }
                 None => Ok(staging),
             };
         }
@@ -94,7 +99,9 @@ pub(crate) async fn run_policy(
         }
         .into(),
     };
-    Err(Failure::of(&error))
+    let failure = Failure::of(&error);
+    crate::app::telemetry::failed(&span, &failure.message);
+    Err(failure)
 }
 
 /// The text of a panic's payload.
@@ -117,6 +124,7 @@ pub(crate) fn policy_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
+    crate::app::telemetry::dead_lettered("policy", policy, failure.error_type());
     DeadLetter {
         id: derived_id(&["policy", policy, &event.id, "dead-letter"]),
         kind: LetterKind::Policy,

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 
 use crate::Error;
-use crate::app::App;
 use crate::app::reaction::RejectionRecord;
+use crate::app::{App, POLICIES, PROCESSES, telemetry};
 
 impl App {
     /// Runs the dispatcher and the scheduled worker until Ctrl-C.
@@ -51,32 +51,28 @@ impl App {
     }
 
     /// One dispatcher pass and one worker pass at the clock's time.
+    ///
+    /// A subscriber that fails is logged (`subscriber failed`, spec 226) and the others still
+    /// run; the failed one tries again on the next pass.
     async fn pass_once(&self) -> Result<(bool, Vec<RejectionRecord>), Error> {
         let mut rejections = Vec::new();
         let now = self.clock().now();
-        let policies = self.policy_pass(now, &mut rejections).await?;
-        let processes = self.process_pass(now, &mut rejections).await?;
-        let work = self.worker_pass(now, &mut rejections).await?;
+        let policies = self.policy_pass(now, &mut rejections).await;
+        let policies = subscriber_result(POLICIES, policies);
+        let processes = self.process_pass(now, &mut rejections).await;
+        let processes = subscriber_result(PROCESSES, processes);
+        let work = self.worker_pass(now, &mut rejections).await;
+        let work = subscriber_result("scheduled", work);
+        telemetry::lag(self);
         Ok((policies || processes || work, rejections))
     }
 
-    /// Logs a pass's rejections and failure; whether it moved anything.
+    /// Whether a pass moved anything; a failure is logged. Rejections were logged in their
+    /// commands' spans (spec 222).
     fn report(&self, result: Result<(bool, Vec<RejectionRecord>), Error>) -> bool {
         match result {
-            Ok((moved, rejections)) => {
-                for rejection in rejections {
-                    tracing::info!(
-                        bounda.command.type = rejection.command_type,
-                        bounda.rejected = rejection.rejected,
-                        bounda.aggregate.id = %rejection.aggregate_id,
-                        "command rejected: {}",
-                        rejection.message
-                    );
-                }
-                moved
-            }
+            Ok((moved, _)) => moved,
             Err(error) => {
-                // The store failed; the next pass tries again after the poll interval.
                 tracing::error!(
                     code = error.code(),
                     "pass failed: {}",
@@ -90,5 +86,22 @@ impl App {
     /// Whether the app is shutting down: passes stop between attempts.
     pub(crate) fn stopping(&self) -> bool {
         self.inner.stopping.load(Ordering::SeqCst)
+    }
+}
+
+/// Whether a subscriber's pass moved anything; a failure is logged and counts as not moving.
+fn subscriber_result(subscriber: &str, result: Result<bool, Error>) -> bool {
+    match result {
+        Ok(moved) => moved,
+        Err(error) => {
+            // The store failed; the next pass tries again after the poll interval.
+            tracing::warn!(
+                bounda.subscriber = subscriber,
+                code = error.code(),
+                "subscriber failed: {}",
+                crate::error::chain(&error)
+            );
+            false
+        }
     }
 }

@@ -1,16 +1,17 @@
 //! The scheduled worker: claims due entries and runs them, each committing with the release of
 //! its claim (spec 38–52, 135, 200–201).
 
-use crate::app::App;
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::reaction::{POLICY_RUN, RejectionRecord, ScheduledContext};
 use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
+use crate::app::{App, telemetry};
 use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterKind, LetterStatus, ScheduledEntry, ScheduledOutcome,
     ScheduledRelease, WriteSet,
 };
 use crate::{Error, Instant};
+use tracing::Instrument;
 
 impl App {
     /// One worker pass at `now`: runs every entry due, in order. Returns whether any ran.
@@ -40,16 +41,25 @@ impl App {
                 self.release(self.store().commit(&writes))?;
                 continue;
             }
+            let correlation = entry
+                .context
+                .pointer("/cause/correlationId")
+                .and_then(|id| id.as_str())
+                .unwrap_or_default();
+            let span =
+                telemetry::scheduled_span(&entry.command_type, correlation, entry.attempts + 1);
             if entry.command_type == POLICY_RUN {
                 self.run_delayed_policy(entry, &claim_id, now, rejections)
+                    .instrument(span)
                     .await?;
                 progressed = true;
             } else if entry.command_type == PROCESS_DEADLINE {
                 progressed |= self
                     .run_process_deadline(entry, &claim_id, now, rejections)
+                    .instrument(span)
                     .await?;
             } else {
-                self.run_scheduled_command(entry, &claim_id, now, rejections)?;
+                span.in_scope(|| self.run_scheduled_command(entry, &claim_id, now, rejections))?;
                 progressed = true;
             }
         }
@@ -93,7 +103,15 @@ impl App {
             }));
         };
         let attempt = entry.attempts + 1;
-        let failure = match run_policy(self, &**policy, &event, policy_key(name, &event.id)).await {
+        let failure = match run_policy(
+            self,
+            &**policy,
+            &event,
+            policy_key(name, &event.id),
+            attempt,
+        )
+        .await
+        {
             Ok(staging) => {
                 let writes = WriteSet {
                     appends: staging.appends,
@@ -155,12 +173,6 @@ impl App {
             claim_id: claim_id.to_owned(),
             outcome,
         };
-        let span = tracing::info_span!(
-            "bounda.scheduled",
-            bounda.command.r#type = %entry.command_type,
-            bounda.attempt = entry.attempts + 1,
-        );
-        let _entered = span.enter();
         let context: Option<ScheduledContext> = serde_json::from_value(entry.context.clone()).ok();
         let runner = self.inner.commands.get(entry.command_type.as_str());
         let attempt = entry.attempts + 1;
@@ -217,6 +229,7 @@ impl App {
                 entry.command_type
             )),
         };
+        telemetry::failed(&tracing::Span::current(), &failure.message);
         // Retried with `policies.retry`, dead-lettered with its payload when they run out (spec 48).
         let aggregate = runner.map_or("", |runner| runner.aggregate());
         let retry = self.config().for_aggregate(aggregate).policies_retry;
@@ -261,6 +274,7 @@ fn scheduled_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
+    telemetry::dead_lettered("scheduled", &entry.command_type, failure.error_type());
     DeadLetter {
         id: derived_id(&["scheduled", &entry.dedupe_key, "dead-letter"]),
         kind: LetterKind::Scheduled,

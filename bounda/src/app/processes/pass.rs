@@ -4,12 +4,12 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::app::App;
 use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
 use crate::app::processes::step::{Route, StepWrites, lifecycle_append};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::reaction::RejectionRecord;
 use crate::app::run::Failure;
+use crate::app::{App, telemetry};
 use crate::ids::derived_id;
 use crate::process::plan::DueDeadline;
 use crate::store::{
@@ -17,6 +17,7 @@ use crate::store::{
     Metadata, ScheduledEntry, ScheduledOutcome, ScheduledRelease, WriteSet,
 };
 use crate::{Error, Instant, RecordedEvent};
+use tracing::Instrument;
 
 /// What delivering one event to one process came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,35 +62,39 @@ impl App {
         let Some(last) = events.last().map(|event| event.position) else {
             return Ok(false);
         };
-        let mut held: HashSet<&'static str> = HashSet::new();
-        let mut stop: Option<u64> = None;
-        let mut ran = false;
-        for event in &events {
-            if self.stopping() {
-                stop.get_or_insert(event.position - 1);
-                break;
-            }
-            for process in self.inner.processes.iter().filter(|p| p.takes(event)) {
-                // While a step waits for its back-off, the process gets none of its later
-                // events, for any instance (spec 109).
-                if held.contains(process.name()) {
-                    continue;
-                }
-                let delivery = self
-                    .deliver_to_process(&**process, event, now, rejections, &mut ran)
-                    .await?;
-                if delivery == Delivery::Held {
-                    held.insert(process.name());
+        let span = telemetry::subscriber_span(PROCESSES, "process", from, events.len());
+        let pass = async {
+            let mut held: HashSet<&'static str> = HashSet::new();
+            let mut stop: Option<u64> = None;
+            let mut ran = false;
+            for event in &events {
+                if self.stopping() {
                     stop.get_or_insert(event.position - 1);
+                    break;
+                }
+                for process in self.inner.processes.iter().filter(|p| p.takes(event)) {
+                    // While a step waits for its back-off, the process gets none of its later
+                    // events, for any instance (spec 109).
+                    if held.contains(process.name()) {
+                        continue;
+                    }
+                    let delivery = self
+                        .deliver_to_process(&**process, event, now, rejections, &mut ran)
+                        .await?;
+                    if delivery == Delivery::Held {
+                        held.insert(process.name());
+                        stop.get_or_insert(event.position - 1);
+                    }
                 }
             }
-        }
-        let to = stop.unwrap_or(last);
-        if to > from {
-            store.move_checkpoint(PROCESSES, Some(from), to)?;
-            return Ok(true);
-        }
-        Ok(ran)
+            let to = stop.unwrap_or(last);
+            if to > from {
+                let moved = store.move_checkpoint(PROCESSES, Some(from), to)?;
+                return Ok((true, if moved { "advanced" } else { "moved" }));
+            }
+            Ok((ran, if stop.is_some() { "held" } else { "advanced" }))
+        };
+        telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
 
     /// Delivers `event` to `process`: claim, route, step, commit (spec 55–64, 98, 108–110).
@@ -164,8 +169,17 @@ impl App {
                     ..WriteSet::default()
                 }));
             }
+            let span = telemetry::process_span(
+                process.aggregate(),
+                process.name(),
+                &id,
+                None,
+                &event.metadata.correlation_id,
+                attempt,
+            );
             let step = process
                 .event_step(self, &id, instance.as_ref(), route, event, key.clone())
+                .instrument(span.clone())
                 .await;
             let failure = match step {
                 Ok(writes) => {
@@ -200,6 +214,7 @@ impl App {
                 }
                 Err(failure) => failure,
             };
+            telemetry::failed(&span, &failure.message);
             let retry = settings.processes_retry.delay_before(attempt);
             if let Some(wait) = retry.filter(|_| failure.retriable) {
                 store_commit(self.store().commit(&WriteSet {
@@ -398,7 +413,23 @@ impl App {
                     }))
                     .map(|()| Deadline::Waiting);
             }
-            let failure = match process.deadline_step(self, id, &instance, due, None).await {
+            let correlation = instance
+                .set_by
+                .get(due.field)
+                .map_or("", |(_, c)| c.as_str());
+            let span = telemetry::process_span(
+                process.aggregate(),
+                process.name(),
+                id,
+                Some(due.field),
+                correlation,
+                entry.attempts + 1,
+            );
+            let step = process
+                .deadline_step(self, id, &instance, due, None)
+                .instrument(span.clone())
+                .await;
+            let failure = match step {
                 Ok(writes) => {
                     let staged = writes.staging.rejections.clone();
                     let set = step_writes(writes, |set| {
@@ -428,6 +459,7 @@ impl App {
                 }
                 Err(failure) => failure,
             };
+            telemetry::failed(&span, &failure.message);
             return self
                 .deadline_failed(
                     &**process, id, &instance, entry, claim_id, due, &failure, now,
@@ -546,6 +578,7 @@ pub(crate) fn deadline_letter(
     now: Instant,
 ) -> DeadLetter {
     let subject = format!("deadline:{}", due.field);
+    telemetry::dead_lettered("process", process.name(), failure.error_type());
     DeadLetter {
         id: derived_id(&[
             "process",
@@ -605,6 +638,7 @@ pub(crate) fn process_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
+    telemetry::dead_lettered("process", process, failure.error_type());
     DeadLetter {
         id: derived_id(&["process", process, id, &event.id, "dead-letter"]),
         kind: LetterKind::Process,

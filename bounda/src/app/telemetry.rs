@@ -1,0 +1,212 @@
+//! What the runtime tells `tracing` (spec 222–226): a span per command, per subscriber pass that
+//! read events, per policy run, process step and scheduled run; counters and the lag gauge as
+//! events on the [`METRICS`] target.
+//!
+//! Span names are static in `tracing`, so each span also carries `otel.name` with the name the
+//! spec gives it (`bounda.policy Order.notify_on_order_placed`), which `tracing-opentelemetry`
+//! uses as the exported name. A failed run sets `otel.status_code = "ERROR"` and `error`. The
+//! metrics follow `tracing-opentelemetry`'s `MetricsLayer` naming: `monotonic_counter.<name>`
+//! and `gauge.<name>` fields, the other fields being the attributes.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+/// The target of the metric events, `debug` level: enable it where metrics are collected.
+pub const METRICS: &str = "bounda::metrics";
+
+/// The span of one command: `bounda.command <Type>` (spec 222).
+pub(crate) fn command_span(
+    command_type: &str,
+    aggregate: &str,
+    id: &str,
+    correlation_id: &str,
+    causation_id: &str,
+) -> Span {
+    tracing::info_span!(
+        "bounda.command",
+        otel.name = %format_args!("bounda.command {command_type}"),
+        bounda.command.r#type = command_type,
+        bounda.aggregate.r#type = aggregate,
+        bounda.aggregate.id = id,
+        bounda.correlation_id = correlation_id,
+        bounda.causation_id = causation_id,
+        bounda.outcome = Empty,
+        bounda.event.count = Empty,
+        otel.status_code = Empty,
+        error = Empty,
+    )
+}
+
+/// What became of a command: its span's outcome and event count, a rejection's event and log
+/// line, and the `bounda.commands` counter (spec 222, 225, 226).
+pub(crate) fn command_outcome(
+    span: &Span,
+    command_type: &str,
+    outcome: CommandOutcome<'_>,
+    events: usize,
+) {
+    let name = match outcome {
+        CommandOutcome::Stored => "stored",
+        CommandOutcome::Scheduled => "scheduled",
+        CommandOutcome::Rejected { .. } => "rejected",
+        CommandOutcome::Failed(_) => "failed",
+    };
+    span.record("bounda.outcome", name);
+    span.record("bounda.event.count", events);
+    span.in_scope(|| match outcome {
+        CommandOutcome::Rejected { code, message } => {
+            // The rejection is an answer, not an error: the span's status stays unset.
+            tracing::event!(
+                name: "bounda.command.rejected",
+                tracing::Level::INFO,
+                bounda.command.r#type = command_type,
+                bounda.rejected = code,
+                "command rejected: {message}"
+            );
+        }
+        CommandOutcome::Failed(message) => failed(span, message),
+        CommandOutcome::Stored | CommandOutcome::Scheduled => {}
+    });
+    tracing::event!(
+        target: METRICS,
+        tracing::Level::DEBUG,
+        monotonic_counter.bounda.commands = 1_u64,
+        bounda.command.r#type = command_type,
+        bounda.outcome = name,
+    );
+}
+
+/// What became of a command.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CommandOutcome<'a> {
+    Stored,
+    Scheduled,
+    Rejected { code: &'a str, message: &'a str },
+    Failed(&'a str),
+}
+
+/// The span of one subscriber pass that read events: `bounda.subscriber <name>` (spec 223).
+pub(crate) fn subscriber_span(name: &str, kind: &str, after: u64, events: usize) -> Span {
+    tracing::info_span!(
+        "bounda.subscriber",
+        otel.name = %format_args!("bounda.subscriber {name}"),
+        bounda.subscriber = name,
+        bounda.subscriber.kind = kind,
+        bounda.position.after = after,
+        bounda.event.count = events,
+        bounda.outcome = Empty,
+        otel.status_code = Empty,
+        error = Empty,
+    )
+}
+
+/// Records how a subscriber pass ended on its span (`advanced`, `held`, `moved` by another
+/// runner, or `failed`), and returns whether it moved anything.
+pub(crate) fn pass_outcome(
+    span: &Span,
+    result: Result<(bool, &'static str), crate::Error>,
+) -> Result<bool, crate::Error> {
+    match result {
+        Ok((moved, outcome)) => {
+            span.record("bounda.outcome", outcome);
+            Ok(moved)
+        }
+        Err(error) => {
+            span.record("bounda.outcome", "failed");
+            failed(span, &crate::error::chain(&error));
+            Err(error)
+        }
+    }
+}
+
+/// The span of one policy run: `bounda.policy <aggregate>.<policy>` (spec 224).
+pub(crate) fn policy_span(
+    aggregate: &str,
+    policy: &str,
+    event_id: &str,
+    correlation_id: &str,
+    attempt: u32,
+) -> Span {
+    tracing::info_span!(
+        "bounda.policy",
+        otel.name = %format_args!("bounda.policy {aggregate}.{policy}"),
+        bounda.policy = %format_args!("{aggregate}.{policy}"),
+        bounda.event.id = event_id,
+        bounda.correlation_id = correlation_id,
+        bounda.attempt = attempt,
+        otel.status_code = Empty,
+        error = Empty,
+    )
+}
+
+/// The span of one process step: `bounda.process <aggregate>.<process>`, with ` at <field>`
+/// for a deadline (spec 224).
+pub(crate) fn process_span(
+    aggregate: &str,
+    process: &str,
+    id: &str,
+    deadline: Option<&str>,
+    correlation_id: &str,
+    attempt: u32,
+) -> Span {
+    let at = deadline.map_or(String::new(), |field| format!(" at {field}"));
+    tracing::info_span!(
+        "bounda.process",
+        otel.name = %format_args!("bounda.process {aggregate}.{process}{at}"),
+        bounda.process = %format_args!("{aggregate}.{process}"),
+        bounda.process.id = id,
+        bounda.deadline = deadline,
+        bounda.correlation_id = correlation_id,
+        bounda.attempt = attempt,
+        otel.status_code = Empty,
+        error = Empty,
+    )
+}
+
+/// The span of one scheduled run: `bounda.scheduled <Type>`, `bounda.ProcessDeadline` for a
+/// deadline (spec 224).
+pub(crate) fn scheduled_span(command_type: &str, correlation_id: &str, attempt: u32) -> Span {
+    tracing::info_span!(
+        "bounda.scheduled",
+        otel.name = %format_args!("bounda.scheduled {command_type}"),
+        bounda.command.r#type = command_type,
+        bounda.correlation_id = correlation_id,
+        bounda.attempt = attempt,
+        otel.status_code = Empty,
+        error = Empty,
+    )
+}
+
+/// Marks `span` as failed with `message` (spec 224).
+pub(crate) fn failed(span: &Span, message: &str) {
+    span.record("otel.status_code", "ERROR");
+    span.record("error", message);
+}
+
+/// Counts a dead letter (spec 225): `outcome` is `terminal` or `retriable_exhausted`.
+pub(crate) fn dead_lettered(kind: &str, handler: &str, outcome: &str) {
+    tracing::event!(
+        target: METRICS,
+        tracing::Level::DEBUG,
+        monotonic_counter.bounda.dead_letters = 1_u64,
+        bounda.handler.kind = kind,
+        bounda.handler = handler,
+        bounda.outcome = outcome,
+    );
+}
+
+/// Reports each subscriber's lag (spec 225), when the metrics target is enabled.
+pub(crate) fn lag(app: &crate::App) {
+    if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
+        return;
+    }
+    let Ok(lag) = app.lag() else { return };
+    for subscriber in &lag.subscribers {
+        tracing::event!(
+            target: METRICS,
+            tracing::Level::DEBUG,
+            gauge.bounda.dispatcher.lag = subscriber.lag,
+            bounda.subscriber = subscriber.subscriber.as_str(),
+        );
+    }
+}

@@ -1,0 +1,320 @@
+//! What the runtime tells `tracing` (spec 222–226): the spans of commands, subscriber passes,
+//! policy runs, process steps and scheduled runs, with their fields, and the metric events.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bounda::prelude::*;
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+/// A closed span or an event: its name and fields, as text.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    name: String,
+    fields: BTreeMap<String, String>,
+}
+
+impl Seen {
+    fn get(&self, field: &str) -> Option<&str> {
+        self.fields.get(field).map(String::as_str)
+    }
+}
+
+impl Visit for Seen {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.fields
+            .insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.fields
+            .insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+/// Records every span when it closes and every event.
+#[derive(Clone, Default)]
+struct Recorder {
+    spans: Arc<Mutex<Vec<Seen>>>,
+    events: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl<S> tracing_subscriber::Layer<S> for Recorder
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut seen = Seen {
+            name: attrs.metadata().name().to_owned(),
+            ..Seen::default()
+        };
+        attrs.record(&mut seen);
+        ctx.span(id).unwrap().extensions_mut().insert(seen);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let span = ctx.span(id).unwrap();
+        let mut extensions = span.extensions_mut();
+        values.record(extensions.get_mut::<Seen>().unwrap());
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut seen = Seen {
+            name: event.metadata().name().to_owned(),
+            ..Seen::default()
+        };
+        seen.fields
+            .insert("target".into(), event.metadata().target().to_owned());
+        event.record(&mut seen);
+        self.events.lock().unwrap().push(seen);
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let span = ctx.span(&id).unwrap();
+        let seen = span.extensions().get::<Seen>().unwrap().clone();
+        self.spans.lock().unwrap().push(seen);
+    }
+}
+
+impl Recorder {
+    fn spans_named(&self, otel_name: &str) -> Vec<Seen> {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .filter(|s| s.get("otel.name") == Some(otel_name))
+            .cloned()
+            .collect()
+    }
+
+    fn metric(&self, name: &str) -> Vec<Seen> {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .filter(|e| e.get("target") == Some(bounda::METRICS) && e.fields.contains_key(name))
+            .cloned()
+            .collect()
+    }
+}
+
+struct ConfirmOnOrderPlaced;
+
+impl Policy for ConfirmOnOrderPlaced {
+    const NAME: &'static str = "confirm_on_order_placed";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+struct Broken;
+
+impl Policy for Broken {
+    const NAME: &'static str = "broken";
+    type Event = OrderPlaced;
+
+    async fn handle(_: Reaction<'_, OrderPlaced>) -> Result<()> {
+        Err(anyhow::anyhow!("the mail server is down"))
+    }
+}
+
+#[tokio::test]
+async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let builder = App::builder(SqliteStore::in_memory().unwrap())
+        .policy::<ConfirmOnOrderPlaced>()
+        .policy::<Broken>()
+        .process::<OrderPayment>();
+    let app = TestApp::new(builder).unwrap();
+    let place = || PlaceOrder {
+        order_id: "o-1".into(),
+        total: 5,
+    };
+    app.dispatch(place()).await.unwrap();
+    app.dispatch(place()).await.unwrap_err();
+    app.run_until_idle().await.unwrap();
+    app.advance(hours(24)).await.unwrap();
+
+    // spec 222: the command, stored and then rejected.
+    let commands = recorder.spans_named("bounda.command PlaceOrder");
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let stored = &commands[0];
+    assert_eq!(stored.name, "bounda.command");
+    assert_eq!(stored.get("bounda.command.type"), Some("PlaceOrder"));
+    assert_eq!(stored.get("bounda.aggregate.type"), Some("Order"));
+    assert_eq!(stored.get("bounda.aggregate.id"), Some("o-1"));
+    assert_eq!(stored.get("bounda.outcome"), Some("stored"));
+    assert_eq!(stored.get("bounda.event.count"), Some("1"));
+    let correlation = stored.get("bounda.correlation_id").unwrap().to_owned();
+    assert!(stored.get("bounda.causation_id").is_some());
+    let rejected = &commands[1];
+    assert_eq!(rejected.get("bounda.outcome"), Some("rejected"));
+    assert_eq!(
+        rejected.get("otel.status_code"),
+        None,
+        "a rejection is no error"
+    );
+    let events = recorder.events.lock().unwrap().clone();
+    let rejection = events
+        .iter()
+        .find(|e| e.name == "bounda.command.rejected")
+        .unwrap();
+    assert_eq!(rejection.get("bounda.rejected"), Some("AlreadyPlaced"));
+    assert!(
+        rejection
+            .get("message")
+            .unwrap()
+            .starts_with("command rejected")
+    );
+
+    // spec 222: the command a policy sent, caused by the event, in its correlation.
+    let sent = recorder.spans_named("bounda.command RecordConfirmationSent");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
+    assert_eq!(sent[0].get("bounda.outcome"), Some("stored"));
+    let placed = app.events_of::<Order>("o-1").unwrap().0[0].id.clone();
+    assert_eq!(sent[0].get("bounda.causation_id"), Some(placed.as_str()));
+
+    // spec 223: the subscriber passes that read events.
+    let passes = recorder.spans_named("bounda.subscriber policies");
+    let first = passes.first().unwrap();
+    assert_eq!(first.get("bounda.subscriber"), Some("policies"));
+    assert_eq!(first.get("bounda.subscriber.kind"), Some("policy"));
+    assert_eq!(first.get("bounda.position.after"), Some("0"));
+    assert!(first.get("bounda.event.count").is_some());
+    let outcomes: Vec<_> = passes
+        .iter()
+        .filter_map(|p| p.get("bounda.outcome"))
+        .collect();
+    assert!(
+        outcomes.contains(&"held"),
+        "the broken policy's back-off held: {outcomes:?}"
+    );
+    assert!(outcomes.contains(&"advanced"), "{outcomes:?}");
+    assert!(
+        !recorder
+            .spans_named("bounda.subscriber processes")
+            .is_empty()
+    );
+
+    // spec 224: policy runs, with their attempt; a failing one marks its span.
+    let confirm = recorder.spans_named("bounda.policy Order.confirm_on_order_placed");
+    assert_eq!(confirm.len(), 1);
+    assert_eq!(confirm[0].get("bounda.attempt"), Some("1"));
+    assert_eq!(
+        confirm[0].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
+    assert_eq!(confirm[0].get("otel.status_code"), None);
+    let broken = recorder.spans_named("bounda.policy Order.broken");
+    let attempts: Vec<_> = broken
+        .iter()
+        .map(|s| s.get("bounda.attempt").unwrap())
+        .collect();
+    assert_eq!(attempts, ["1", "2", "3"]);
+    assert!(
+        broken
+            .iter()
+            .all(|s| s.get("otel.status_code") == Some("ERROR"))
+    );
+    assert!(
+        broken[0]
+            .get("error")
+            .unwrap()
+            .contains("the mail server is down")
+    );
+
+    // spec 224: process steps, a deadline's named after its field, in a scheduled run's span.
+    let steps = recorder.spans_named("bounda.process Order.OrderPayment");
+    assert_eq!(steps.len(), 1, "the starting event's step");
+    assert_eq!(steps[0].get("bounda.process.id"), Some("o-1"));
+    assert_eq!(steps[0].get("bounda.attempt"), Some("1"));
+    let reminder = recorder.spans_named("bounda.process Order.OrderPayment at next_reminder");
+    assert_eq!(reminder.len(), 1);
+    assert_eq!(reminder[0].get("bounda.deadline"), Some("next_reminder"));
+    assert_eq!(
+        reminder[0].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
+    let scheduled = recorder.spans_named("bounda.scheduled bounda.ProcessDeadline");
+    assert!(!scheduled.is_empty());
+    assert_eq!(scheduled[0].get("bounda.attempt"), Some("1"));
+
+    // spec 225: the counters.
+    let commands = recorder.metric("monotonic_counter.bounda.commands");
+    let outcomes: Vec<_> = commands
+        .iter()
+        .map(|c| {
+            (
+                c.get("bounda.command.type").unwrap(),
+                c.get("bounda.outcome").unwrap(),
+            )
+        })
+        .collect();
+    assert!(outcomes.contains(&("PlaceOrder", "stored")), "{outcomes:?}");
+    assert!(
+        outcomes.contains(&("PlaceOrder", "rejected")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("RecordConfirmationSent", "stored")),
+        "{outcomes:?}"
+    );
+    let letters = recorder.metric("monotonic_counter.bounda.dead_letters");
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].get("bounda.handler"), Some("broken"));
+    assert_eq!(letters[0].get("bounda.handler.kind"), Some("policy"));
+    assert_eq!(
+        letters[0].get("bounda.outcome"),
+        Some("retriable_exhausted")
+    );
+}
+
+// spec 225, 226: on the real clock, each pass reports the lag, and a failing subscriber is
+// logged by name.
+#[tokio::test]
+async fn a_running_app_reports_its_lag() {
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let app = App::builder(SqliteStore::in_memory().unwrap())
+        .policy::<ConfirmOnOrderPlaced>()
+        .build()
+        .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 5,
+    })
+    .await
+    .unwrap();
+    app.run_until(tokio::time::sleep(std::time::Duration::from_millis(250)))
+        .await
+        .unwrap();
+    let lag = recorder.metric("gauge.bounda.dispatcher.lag");
+    assert!(!lag.is_empty());
+    let last = lag.last().unwrap();
+    assert_eq!(last.get("bounda.subscriber"), Some("policies"));
+    assert_eq!(last.get("gauge.bounda.dispatcher.lag"), Some("0"));
+}
