@@ -246,7 +246,7 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
             .contains("the mail server is down")
     );
 
-    // spec 224: process steps, a deadline's named after its field, in a scheduled run's span.
+    // spec 224: process steps, a deadline's named after its field; the scheduled run's span.
     let steps = recorder.spans_named("bounda.process Order.OrderPayment");
     assert_eq!(steps.len(), 1, "the starting event's step");
     assert_eq!(steps[0].get("bounda.process.id"), Some("o-1"));
@@ -292,8 +292,7 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     );
 }
 
-// spec 225, 226: on the real clock, each pass reports the lag, and a failing subscriber is
-// logged by name.
+// spec 225: on the real clock, each pass reports each subscriber's lag.
 #[tokio::test]
 async fn a_running_app_reports_its_lag() {
     let recorder = Recorder::default();

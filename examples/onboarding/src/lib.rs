@@ -14,7 +14,7 @@ pub mod onboarding;
 pub mod user;
 pub mod welcome;
 
-use bounda::config::{Config, Overrides};
+use bounda::config::Config;
 use bounda::{AppBuilder, Duration, DurationError, days, env_duration};
 
 use email::EmailPort;
@@ -35,13 +35,12 @@ pub fn app(
     sender: EmailPort,
     onboarding_timeout: Duration,
 ) -> AppBuilder {
-    let overrides = Overrides {
-        processes_timeout: Some(onboarding_timeout),
-        ..Overrides::default()
-    };
+    // Only the user's process lifetime: other settings the caller gave the user keep.
     config
         .overrides
-        .insert(<User as bounda::Aggregate>::NAME.to_owned(), overrides);
+        .entry(<User as bounda::Aggregate>::NAME.to_owned())
+        .or_default()
+        .processes_timeout = Some(onboarding_timeout);
     builder
         .config(config)
         .port(sender)

@@ -2,8 +2,8 @@
 //!
 //! The original validated payloads with a schema and raised `ValidationError`. Here the rules
 //! are types: a [`UserId`] is a uuid, an [`Email`] has a local part and a domain, a [`Name`] is
-//! not blank. A command cannot be built with a bad value, and a stored or scheduled command whose
-//! JSON breaks a rule does not decode (bounda's `VALIDATION_FAILED`).
+//! not blank. A command cannot be built with a bad value, and JSON that breaks a rule does not
+//! decode into one (`tests/scenarios.rs`, scenario 4).
 
 use bounda::prelude::*;
 

@@ -158,6 +158,18 @@ async fn work(app: &App, seconds: Option<u64>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The fates of orders 0, 1, 2, 3, ...: settled, declined, left to expire, settled, ...
+const FATES: [Fate; 3] = [Fate::Settle, Fate::Decline, Fate::Ignore];
+
+/// The fate of order `o-<batch>-<n>`; an id of another shape is left alone.
+fn fate_of(order_id: &str) -> Fate {
+    order_id
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<usize>().ok())
+        .map_or(Fate::Ignore, |n| FATES[n % 3])
+}
+
 /// What the job does to an order's payment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fate {
@@ -176,7 +188,9 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let batch = &app.next_id()[24..];
+    // The run's own suffix: the last twelve characters of a fresh id.
+    let id = app.next_id();
+    let batch = &id[id.len().saturating_sub(12)..];
     println!(
         "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
         db.display(),
@@ -184,13 +198,13 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
         args.payment_window,
         resumed.len()
     );
-    let mut orders: BTreeMap<String, Fate> = resumed
-        .iter()
-        .map(|id| (id.clone(), Fate::Ignore))
-        .collect();
+    // A resumed order keeps the fate its number gave it, so one killed half-way through its
+    // decline is declined now rather than left to its process timeout.
+    let mut orders: BTreeMap<String, Fate> =
+        resumed.iter().map(|id| (id.clone(), fate_of(id))).collect();
     for i in 0..args.orders {
         let order_id = format!("o-{batch}-{i:03}");
-        let fate = [Fate::Settle, Fate::Decline, Fate::Ignore][i % 3];
+        let fate = FATES[i % 3];
         let items = vec![Item {
             product_id: "p-1".into(),
             quantity: 1 + i as u32 % 3,
@@ -226,7 +240,12 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
                             let processing = MarkPaymentProcessing {
                                 payment_id: payment_id.clone(),
                             };
-                            app.dispatch(processing).await.is_ok()
+                            // A run killed after this step finds the payment processing already.
+                            let already = app.load::<Payment>(&payment_id).is_ok_and(|p| {
+                                p.state.status
+                                    == Some(storefront::payment::PaymentStatus::Processing)
+                            });
+                            (already || app.dispatch(processing).await.is_ok())
                                 && app
                                     .dispatch(DeclinePayment {
                                         payment_id,

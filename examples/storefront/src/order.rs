@@ -147,8 +147,11 @@ pub enum PlaceOrderRejection {
     /// It exists already.
     #[rejection("order is placed already")]
     AlreadyPlaced,
-    /// It has no lines, or a line without quantity or price (the original's validation error).
-    #[rejection("an order needs at least one line, each with a quantity and a price")]
+    /// It has no lines, a line without quantity or price, or a total too large to count (the
+    /// original's validation error).
+    #[rejection(
+        "an order needs at least one line, each with a quantity and a price, and a total that fits"
+    )]
     InvalidItems,
 }
 
@@ -168,11 +171,16 @@ impl Command for PlaceOrder {
         if self.items.is_empty() || self.items.iter().any(|i| i.quantity == 0 || i.price == 0) {
             return Err(PlaceOrderRejection::InvalidItems);
         }
+        // A total past u64 cents is no order; refused, never a panic on the caller's numbers.
         let total = self
             .items
             .iter()
-            .map(|i| u64::from(i.quantity) * i.price)
-            .sum();
+            .try_fold(0_u64, |total, i| {
+                u64::from(i.quantity)
+                    .checked_mul(i.price)
+                    .and_then(|line| total.checked_add(line))
+            })
+            .ok_or(PlaceOrderRejection::InvalidItems)?;
         Ok(vec![
             OrderPlaced {
                 order_id: self.order_id.clone(),
