@@ -85,6 +85,7 @@ pub enum GatewayCall {
 #[derive(Debug, Default)]
 pub struct FakeGateway {
     calls: Mutex<Vec<GatewayCall>>,
+    attempts: Mutex<Vec<GatewayCall>>,
     fail_next_intent: Mutex<u32>,
     fail_next_refund: Mutex<u32>,
 }
@@ -96,6 +97,21 @@ impl FakeGateway {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Every call made, failed ones and repeats included, in order: what a retry sent.
+    pub fn attempts(&self) -> Vec<GatewayCall> {
+        self.attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn attempted(&self, call: &GatewayCall) {
+        self.attempts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(call.clone());
     }
 
     /// The refunds made.
@@ -148,15 +164,16 @@ impl PaymentGateway for FakeGateway {
         amount: u64,
         key: &str,
     ) -> anyhow::Result<String> {
-        if Self::should_fail(&self.fail_next_intent) {
-            anyhow::bail!("the gateway is unavailable");
-        }
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         let call = GatewayCall::Intent {
             payment_id: payment_id.to_owned(),
             amount,
             key: key.to_owned(),
         };
+        self.attempted(&call);
+        if Self::should_fail(&self.fail_next_intent) {
+            anyhow::bail!("the gateway is unavailable");
+        }
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if !calls
             .iter()
             .any(|c| matches!(c, GatewayCall::Intent { key: k, .. } if k == key))
@@ -167,15 +184,16 @@ impl PaymentGateway for FakeGateway {
     }
 
     fn refund(&self, intent_id: &str, amount: u64, key: &str) -> anyhow::Result<String> {
-        if Self::should_fail(&self.fail_next_refund) {
-            anyhow::bail!("the gateway is unavailable");
-        }
-        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         let call = GatewayCall::Refund {
             intent_id: intent_id.to_owned(),
             amount,
             key: key.to_owned(),
         };
+        self.attempted(&call);
+        if Self::should_fail(&self.fail_next_refund) {
+            anyhow::bail!("the gateway is unavailable");
+        }
+        let mut calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if !calls
             .iter()
             .any(|c| matches!(c, GatewayCall::Refund { key: k, .. } if k == key))

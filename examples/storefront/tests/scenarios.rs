@@ -297,6 +297,14 @@ async fn a_failing_refund_is_retried_with_the_same_key() {
     .unwrap();
     assert_eq!(shop.gateway.refunds().len(), 1);
     assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    let attempts: Vec<_> = shop
+        .gateway
+        .attempts()
+        .into_iter()
+        .filter(|c| matches!(c, GatewayCall::Refund { .. }))
+        .collect();
+    assert_eq!(attempts.len(), 2, "failed once, then made: {attempts:?}");
+    assert_eq!(attempts[0], attempts[1], "the retry sent the same key");
 }
 
 // 9. Settle and cancel back to back: the rejections are [MarkOrderPaid NotOpen]; cancelled and
@@ -390,6 +398,12 @@ async fn a_failing_intent_is_retried_with_the_same_ids() {
         unreachable!()
     };
     assert_eq!(payment_id, &shop.payment_id("o-1"));
+    let attempts = shop.gateway.attempts();
+    assert_eq!(attempts.len(), 2, "failed once, then made: {attempts:?}");
+    assert_eq!(
+        attempts[0], attempts[1],
+        "the retry sent the same payment id and key"
+    );
     assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Requested));
     assert_eq!(
         shop.app
