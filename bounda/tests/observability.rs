@@ -123,6 +123,19 @@ impl Policy for ConfirmOnOrderPlaced {
     }
 }
 
+struct RemindLater;
+
+impl Policy for RemindLater {
+    const NAME: &'static str = "remind_later";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        let order_id = cx.event().order_id.clone();
+        cx.send_after(SendReminder { order_id }, hours(1)).await?;
+        Ok(())
+    }
+}
+
 struct Broken;
 
 impl Policy for Broken {
@@ -143,6 +156,8 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     let builder = App::builder(SqliteStore::in_memory().unwrap())
         .policy::<ConfirmOnOrderPlaced>()
         .policy::<Broken>()
+        .policy::<RemindLater>()
+        .command::<SendReminder>()
         .process::<OrderPayment>();
     let app = TestApp::new(builder).unwrap();
     let place = || PlaceOrder {
@@ -261,6 +276,29 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     let scheduled = recorder.spans_named("bounda.scheduled bounda.ProcessDeadline");
     assert!(!scheduled.is_empty());
     assert_eq!(scheduled[0].get("bounda.attempt"), Some("1"));
+    assert_eq!(
+        scheduled[0].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
+
+    // spec 222, 224: a delayed command, scheduled by the policy, then run by the worker.
+    let reminders = recorder.spans_named("bounda.command SendReminder");
+    let outcomes: Vec<_> = reminders
+        .iter()
+        .filter_map(|s| s.get("bounda.outcome"))
+        .collect();
+    assert_eq!(outcomes, ["scheduled", "stored"]);
+    assert_eq!(reminders[1].get("bounda.event.count"), Some("1"));
+    assert_eq!(
+        reminders[1].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
+    let run = recorder.spans_named("bounda.scheduled SendReminder");
+    assert_eq!(run.len(), 1);
+    assert_eq!(
+        run[0].get("bounda.correlation_id"),
+        Some(correlation.as_str())
+    );
 
     // spec 225: the counters.
     let commands = recorder.metric("monotonic_counter.bounda.commands");
@@ -280,6 +318,14 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     );
     assert!(
         outcomes.contains(&("RecordConfirmationSent", "stored")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("SendReminder", "scheduled")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&("SendReminder", "stored")),
         "{outcomes:?}"
     );
     let letters = recorder.metric("monotonic_counter.bounda.dead_letters");

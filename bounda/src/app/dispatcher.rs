@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::app::policy::PolicyRunner;
 use crate::app::reaction::{POLICY_RUN, RejectionRecord};
-use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
+use crate::app::run::{Failure, policy_key, policy_letter, policy_span, run_policy};
 use crate::app::{App, POLICIES, telemetry};
 use crate::ids::derived_id;
 use crate::store::{CommitError, InboxClaim, InboxMark, InboxOutcome, ScheduledEntry, WriteSet};
@@ -118,17 +118,18 @@ impl App {
                 inbox: Some(mark(InboxOutcome::Succeeded)),
                 ..WriteSet::default()
             };
-            return self.settle(store.commit(&writes));
+            return self.settle(self.commit(&writes));
         }
         let settings = self.config().for_aggregate(policy.key().aggregate);
         let mut reruns = 0;
+        let span = policy_span(policy, event, attempt);
         loop {
             let failure = match run_policy(
                 self,
                 policy,
                 event,
                 policy_key(policy.name(), &event.id),
-                attempt,
+                &span,
             )
             .await
             {
@@ -139,7 +140,7 @@ impl App {
                         inbox: Some(mark(InboxOutcome::Succeeded)),
                         ..WriteSet::default()
                     };
-                    match store.commit(&writes) {
+                    match self.commit(&writes) {
                         Ok(_) => {
                             rejections.extend(staging.rejections);
                             return Ok(Delivery::Done);
@@ -169,6 +170,8 @@ impl App {
                 }
                 Err(failure) => failure,
             };
+            // A refused commit fails the attempt too, so its span says so.
+            telemetry::failed(&span, &failure.message);
             // Retries run on later passes, after the back-off (spec 152, 155).
             let writes = match settings
                 .policies_retry
@@ -192,7 +195,7 @@ impl App {
                 },
             };
             let retrying = writes.dead_letters.is_empty();
-            self.settle(store.commit(&writes))?;
+            self.settle(self.commit(&writes))?;
             return Ok(if retrying {
                 Delivery::Held
             } else {

@@ -3,7 +3,8 @@
 use crate::Error;
 use crate::app::App;
 use crate::app::reaction::{Cause, RejectionRecord};
-use crate::app::run::run_policy;
+use crate::app::run::{self, run_policy};
+use crate::app::telemetry::{self, CommandOutcome};
 use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, Metadata,
@@ -69,7 +70,7 @@ impl DeadLetters<'_> {
             }),
             ..WriteSet::default()
         };
-        settled(id, self.app.store().commit(&writes))
+        settled(id, self.app.commit(&writes))
     }
 
     /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids
@@ -112,7 +113,8 @@ impl DeadLetters<'_> {
                     "retry",
                     &self.app.next_id(),
                 ]);
-                let staging = run_policy(self.app, &**policy, &event, key, 1)
+                let span = run::policy_span(&**policy, &event, 1);
+                let staging = run_policy(self.app, &**policy, &event, key, &span)
                     .await
                     .map_err(|failure| Error::RetryFailed {
                         id: id.to_owned(),
@@ -124,7 +126,7 @@ impl DeadLetters<'_> {
                     settle_letter: settle,
                     ..WriteSet::default()
                 };
-                settled(id, self.app.store().commit(&writes))?;
+                settled(id, self.app.commit(&writes))?;
                 Ok(Retried::Done)
             }
             LetterKind::Scheduled => {
@@ -144,14 +146,25 @@ impl DeadLetters<'_> {
                     ..cause.metadata()
                 };
                 let payload = letter.payload.clone().unwrap_or_default();
-                match runner.decide(self.app, &payload, &metadata)? {
+                let span = telemetry::command_span(
+                    &letter.handler,
+                    runner.aggregate(),
+                    letter.aggregate_id.as_deref().unwrap_or_default(),
+                    &metadata.correlation_id,
+                    &metadata.causation_id,
+                );
+                let decided = span.in_scope(|| runner.decide(self.app, &payload, &metadata))?;
+                match decided {
                     Ok(decision) => {
+                        let count = decision.append.as_ref().map_or(0, |a| a.events.len());
                         let writes = WriteSet {
                             appends: decision.append.into_iter().collect(),
                             settle_letter: settle,
                             ..WriteSet::default()
                         };
-                        settled(id, self.app.store().commit(&writes))?;
+                        settled(id, self.app.commit(&writes))?;
+                        let stored = CommandOutcome::Stored;
+                        telemetry::command_outcome(&span, &letter.handler, stored, count);
                         Ok(Retried::Done)
                     }
                     Err(rejection) => {
@@ -159,7 +172,13 @@ impl DeadLetters<'_> {
                             settle_letter: settle,
                             ..WriteSet::default()
                         };
-                        settled(id, self.app.store().commit(&writes))?;
+                        settled(id, self.app.commit(&writes))?;
+                        // Logged as `command rejected` (spec 169).
+                        let outcome = CommandOutcome::Rejected {
+                            code: rejection.rejected,
+                            message: &rejection.message,
+                        };
+                        telemetry::command_outcome(&span, &letter.handler, outcome, 0);
                         Ok(Retried::Rejected(rejection))
                     }
                 }

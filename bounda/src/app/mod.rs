@@ -277,6 +277,18 @@ impl App {
         &*self.inner.store
     }
 
+    /// Commits `writes`; once they are on the file, counts the letters they filed (spec 225).
+    pub(crate) fn commit(
+        &self,
+        writes: &crate::store::WriteSet,
+    ) -> Result<crate::store::Committed, crate::store::CommitError> {
+        let committed = self.store().commit(writes)?;
+        for letter in &writes.dead_letters {
+            telemetry::dead_lettered(letter.kind.as_str(), &letter.handler, &letter.error_type);
+        }
+        Ok(committed)
+    }
+
     /// The store, to share with another app on the same database.
     pub fn store_arc(&self) -> Arc<dyn Store> {
         Arc::clone(&self.inner.store)

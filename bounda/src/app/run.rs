@@ -52,23 +52,33 @@ pub(crate) fn policy_key(name: &str, event_id: &str) -> String {
     derived_id(&["policy", name, event_id])
 }
 
-/// Runs `policy` on `event` under `key`, within the policy timeout, a panic counted as a
-/// failure. Returns what to commit, or the failure; nothing is written here.
+/// The span of `policy`'s attempt `attempt` on `event`; the caller marks it failed if the
+/// attempt's commit is refused.
+pub(crate) fn policy_span(
+    policy: &dyn PolicyRunner,
+    event: &RecordedEvent,
+    attempt: u32,
+) -> tracing::Span {
+    crate::app::telemetry::policy_span(
+        policy.key().aggregate,
+        policy.name(),
+        &event.id,
+        &event.metadata.correlation_id,
+        attempt,
+    )
+}
+
+/// Runs `policy` on `event` under `key` in `span`, within the policy timeout, a panic counted
+/// as a failure. Returns what to commit, or the failure (marked on `span`); nothing is written
+/// here.
 pub(crate) async fn run_policy(
     app: &App,
     policy: &dyn PolicyRunner,
     event: &RecordedEvent,
     key: String,
-    attempt: u32,
+    span: &tracing::Span,
 ) -> Result<Staging, Failure> {
     let cause = Cause::of_event(event);
-    let span = crate::app::telemetry::policy_span(
-        policy.key().aggregate,
-        policy.name(),
-        &event.id,
-        &cause.correlation_id,
-        attempt,
-    );
     let attempt = Attempt::new(app, key, cause);
     let limit = app
         .config()
@@ -81,7 +91,7 @@ pub(crate) async fn run_policy(
             return match staging.failure.clone() {
                 // A command that failed fails the run, even if the handler went on (spec 34).
                 Some(failure) => {
-                    crate::app::telemetry::failed(&span, &failure.message);
+                    crate::app::telemetry::failed(span, &failure.message);
                     Err(failure)
                 }
                 None => Ok(staging),
@@ -100,7 +110,7 @@ pub(crate) async fn run_policy(
         .into(),
     };
     let failure = Failure::of(&error);
-    crate::app::telemetry::failed(&span, &failure.message);
+    crate::app::telemetry::failed(span, &failure.message);
     Err(failure)
 }
 
@@ -124,7 +134,6 @@ pub(crate) fn policy_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
-    crate::app::telemetry::dead_lettered("policy", policy, failure.error_type());
     DeadLetter {
         id: derived_id(&["policy", policy, &event.id, "dead-letter"]),
         kind: LetterKind::Policy,

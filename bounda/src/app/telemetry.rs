@@ -164,17 +164,22 @@ pub(crate) fn process_span(
 }
 
 /// The span of one scheduled run: `bounda.scheduled <Type>`, `bounda.ProcessDeadline` for a
-/// deadline (spec 224).
+/// deadline (spec 224). A delayed policy run or a deadline learns its correlation once its
+/// event or instance is read, and records it then.
 pub(crate) fn scheduled_span(command_type: &str, correlation_id: &str, attempt: u32) -> Span {
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "bounda.scheduled",
         otel.name = %format_args!("bounda.scheduled {command_type}"),
         bounda.command.r#type = command_type,
-        bounda.correlation_id = correlation_id,
+        bounda.correlation_id = Empty,
         bounda.attempt = attempt,
         otel.status_code = Empty,
         error = Empty,
-    )
+    );
+    if !correlation_id.is_empty() {
+        span.record("bounda.correlation_id", correlation_id);
+    }
+    span
 }
 
 /// Marks `span` as failed with `message` (spec 224).

@@ -1,10 +1,11 @@
 //! The scheduled worker: claims due entries and runs them, each committing with the release of
 //! its claim (spec 38–52, 135, 200–201).
 
+use crate::app::App;
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::reaction::{POLICY_RUN, RejectionRecord, ScheduledContext};
-use crate::app::run::{Failure, policy_key, policy_letter, run_policy};
-use crate::app::{App, telemetry};
+use crate::app::run::{Failure, policy_key, policy_letter, policy_span, run_policy};
+use crate::app::telemetry::{self, CommandOutcome};
 use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterKind, LetterStatus, ScheduledEntry, ScheduledOutcome,
@@ -38,7 +39,7 @@ impl App {
                     }),
                     ..WriteSet::default()
                 };
-                self.release(self.store().commit(&writes))?;
+                self.release(self.commit(&writes))?;
                 continue;
             }
             let correlation = entry
@@ -97,46 +98,47 @@ impl App {
         let event = self.store().read_event(event_id)?;
         let (Some(policy), Some(event)) = (policy, event) else {
             // A policy a deploy removed, or an event gone: nothing left to run.
-            return self.release(self.store().commit(&WriteSet {
+            return self.release(self.commit(&WriteSet {
                 scheduled: Some(release(ScheduledOutcome::Complete)),
                 ..WriteSet::default()
             }));
         };
         let attempt = entry.attempts + 1;
-        let failure = match run_policy(
-            self,
-            &**policy,
-            &event,
-            policy_key(name, &event.id),
-            attempt,
-        )
-        .await
-        {
-            Ok(staging) => {
-                let writes = WriteSet {
-                    appends: staging.appends,
-                    schedule: staging.scheduled,
-                    scheduled: Some(release(ScheduledOutcome::Complete)),
-                    ..WriteSet::default()
-                };
-                match self.store().commit(&writes) {
-                    Ok(_) => {
-                        rejections.extend(staging.rejections);
-                        return Ok(());
+        // The scheduled run's span learns its correlation from the event.
+        tracing::Span::current().record(
+            "bounda.correlation_id",
+            event.metadata.correlation_id.as_str(),
+        );
+        let span = policy_span(&**policy, &event, attempt);
+        let failure =
+            match run_policy(self, &**policy, &event, policy_key(name, &event.id), &span).await {
+                Ok(staging) => {
+                    let writes = WriteSet {
+                        appends: staging.appends,
+                        schedule: staging.scheduled,
+                        scheduled: Some(release(ScheduledOutcome::Complete)),
+                        ..WriteSet::default()
+                    };
+                    match self.commit(&writes) {
+                        Ok(_) => {
+                            rejections.extend(staging.rejections);
+                            return Ok(());
+                        }
+                        // Run again on a later pass, on the new state, without counting an attempt.
+                        Err(CommitError::StreamMoved { .. }) => {
+                            return self.release(self.commit(&WriteSet {
+                                scheduled: Some(release(ScheduledOutcome::Defer)),
+                                ..WriteSet::default()
+                            }));
+                        }
+                        Err(CommitError::ClaimLost { .. }) => return Ok(()),
+                        Err(error) => Failure::of(&anyhow::Error::new(error)),
                     }
-                    // Run again on a later pass, on the new state, without counting an attempt.
-                    Err(CommitError::StreamMoved { .. }) => {
-                        return self.release(self.store().commit(&WriteSet {
-                            scheduled: Some(release(ScheduledOutcome::Defer)),
-                            ..WriteSet::default()
-                        }));
-                    }
-                    Err(CommitError::ClaimLost { .. }) => return Ok(()),
-                    Err(error) => Failure::of(&anyhow::Error::new(error)),
                 }
-            }
-            Err(failure) => failure,
-        };
+                Err(failure) => failure,
+            };
+        telemetry::failed(&span, &failure.message);
+        telemetry::failed(&tracing::Span::current(), &failure.message);
         // Each delayed run retries on its own (spec 40) and ends as the policy's letter (spec 39).
         let retry = self
             .config()
@@ -156,7 +158,7 @@ impl App {
                 ..WriteSet::default()
             },
         };
-        self.release(self.store().commit(&writes))
+        self.release(self.commit(&writes))
     }
 
     /// A scheduled command: decided on the state when it runs, under the correlation and cause
@@ -176,6 +178,19 @@ impl App {
         let context: Option<ScheduledContext> = serde_json::from_value(entry.context.clone()).ok();
         let runner = self.inner.commands.get(entry.command_type.as_str());
         let attempt = entry.attempts + 1;
+        // The command itself, as a command dispatched now (spec 222, 225).
+        let command_span = telemetry::command_span(
+            &entry.command_type,
+            runner.map_or("", |runner| runner.aggregate()),
+            &entry.aggregate_id,
+            context
+                .as_ref()
+                .map_or("", |c| c.cause.correlation_id.as_str()),
+            context
+                .as_ref()
+                .map_or("", |c| c.cause.causation_id.as_str()),
+        );
+        let command_type = entry.command_type.as_str();
         let failure = match (runner, &context) {
             (Some(runner), Some(context)) => {
                 let retries = self
@@ -184,15 +199,26 @@ impl App {
                     .concurrency_retries;
                 let mut reruns = 0;
                 loop {
-                    match runner.decide(self, &entry.payload, &context.cause.metadata()) {
+                    let metadata = context.cause.metadata();
+                    match command_span.in_scope(|| runner.decide(self, &entry.payload, &metadata)) {
                         Ok(Ok(decision)) => {
+                            let count = decision.append.as_ref().map_or(0, |a| a.events.len());
                             let writes = WriteSet {
                                 appends: decision.append.into_iter().collect(),
                                 scheduled: Some(release(ScheduledOutcome::Complete)),
                                 ..WriteSet::default()
                             };
-                            match self.store().commit(&writes) {
-                                Ok(_) => return Ok(()),
+                            match self.commit(&writes) {
+                                Ok(_) => {
+                                    let stored = CommandOutcome::Stored;
+                                    telemetry::command_outcome(
+                                        &command_span,
+                                        command_type,
+                                        stored,
+                                        count,
+                                    );
+                                    return Ok(());
+                                }
                                 Err(CommitError::StreamMoved { .. }) if reruns < retries => {
                                     reruns += 1;
                                     if !self.store().renew_scheduled(
@@ -208,11 +234,16 @@ impl App {
                             }
                         }
                         Ok(Err(rejection)) => {
-                            let result = self.store().commit(&WriteSet {
+                            let result = self.commit(&WriteSet {
                                 scheduled: Some(release(ScheduledOutcome::Complete)),
                                 ..WriteSet::default()
                             });
                             if result.is_ok() {
+                                let outcome = CommandOutcome::Rejected {
+                                    code: rejection.rejected,
+                                    message: &rejection.message,
+                                };
+                                telemetry::command_outcome(&command_span, command_type, outcome, 0);
                                 rejections.push(rejection);
                             }
                             return self.release(result);
@@ -230,6 +261,8 @@ impl App {
             )),
         };
         telemetry::failed(&tracing::Span::current(), &failure.message);
+        let failed = CommandOutcome::Failed(&failure.message);
+        telemetry::command_outcome(&command_span, command_type, failed, 0);
         // Retried with `policies.retry`, dead-lettered with its payload when they run out (spec 48).
         let aggregate = runner.map_or("", |runner| runner.aggregate());
         let retry = self.config().for_aggregate(aggregate).policies_retry;
@@ -247,7 +280,7 @@ impl App {
                 ..WriteSet::default()
             },
         };
-        self.release(self.store().commit(&writes))
+        self.release(self.commit(&writes))
     }
 
     /// A release that lost its claim leaves the entry to the runner that took it.
@@ -274,7 +307,6 @@ fn scheduled_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
-    telemetry::dead_lettered("scheduled", &entry.command_type, failure.error_type());
     DeadLetter {
         id: derived_id(&["scheduled", &entry.dedupe_key, "dead-letter"]),
         kind: LetterKind::Scheduled,

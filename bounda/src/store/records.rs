@@ -142,6 +142,17 @@ pub enum LetterKind {
     Scheduled,
 }
 
+impl LetterKind {
+    /// The kind as stored and shown: `policy`, `process` or `scheduled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LetterKind::Policy => "policy",
+            LetterKind::Process => "process",
+            LetterKind::Scheduled => "scheduled",
+        }
+    }
+}
+
 /// A dead letter's status (spec 164). Letters are never deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

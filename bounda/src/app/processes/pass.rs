@@ -124,7 +124,7 @@ impl App {
         let id = match process.instance_of(event) {
             Ok(Some(id)) => id,
             Ok(None) => {
-                return self.settle_process(store.commit(&WriteSet {
+                return self.settle_process(self.commit(&WriteSet {
                     inbox: Some(mark(InboxOutcome::Succeeded)),
                     ..WriteSet::default()
                 }));
@@ -138,7 +138,7 @@ impl App {
                     stack: format!("{error:?}"),
                 };
                 let letter = process_letter(process.name(), "", event, &failure, attempt, now);
-                return self.settle_process(store.commit(&WriteSet {
+                return self.settle_process(self.commit(&WriteSet {
                     inbox: Some(mark(InboxOutcome::DeadLettered {
                         error: failure.message,
                     })),
@@ -164,7 +164,7 @@ impl App {
                 route = Route::Skip;
             }
             if route == Route::Skip {
-                return self.settle_process(store.commit(&WriteSet {
+                return self.settle_process(self.commit(&WriteSet {
                     inbox: Some(mark(InboxOutcome::Succeeded)),
                     ..WriteSet::default()
                 }));
@@ -187,7 +187,7 @@ impl App {
                     let set = step_writes(writes, |set| {
                         set.inbox = Some(mark(InboxOutcome::Succeeded));
                     });
-                    match store.commit(&set) {
+                    match self.commit(&set) {
                         Ok(_) => {
                             rejections.extend(staged);
                             return Ok(Delivery::Done);
@@ -217,7 +217,7 @@ impl App {
             telemetry::failed(&span, &failure.message);
             let retry = settings.processes_retry.delay_before(attempt);
             if let Some(wait) = retry.filter(|_| failure.retriable) {
-                store_commit(self.store().commit(&WriteSet {
+                store_commit(self.commit(&WriteSet {
                     inbox: Some(mark(InboxOutcome::Failed {
                         retry_at: now + wait,
                         error: failure.message.clone(),
@@ -249,10 +249,10 @@ impl App {
                     .push(crate::app::processes::step::entry_key(process.name(), &id));
             }
             set.dead_letters.push(letter);
-            return match store.commit(&set) {
+            return match self.commit(&set) {
                 // The instance moved while giving up: look again on the next pass.
                 Err(CommitError::StreamMoved { .. }) => {
-                    store_commit(store.commit(&WriteSet {
+                    store_commit(self.commit(&WriteSet {
                         inbox: Some(mark(InboxOutcome::Failed {
                             retry_at: now,
                             error: failure.message.clone(),
@@ -355,7 +355,7 @@ impl App {
             .unwrap_or_default();
         let Some(process) = self.inner.processes.iter().find(|p| p.name() == name) else {
             return self
-                .release(self.store().commit(&WriteSet {
+                .release(self.commit(&WriteSet {
                     scheduled: Some(release(ScheduledOutcome::Complete)),
                     ..WriteSet::default()
                 }))
@@ -369,7 +369,7 @@ impl App {
             // (spec 87, 111).
             let Some(instance) = instance.filter(|i| i.status == Status::Started) else {
                 return self
-                    .release(self.store().commit(&WriteSet {
+                    .release(self.commit(&WriteSet {
                         scheduled: Some(release(ScheduledOutcome::Complete)),
                         ..WriteSet::default()
                     }))
@@ -395,7 +395,7 @@ impl App {
             let Some(due) = due else {
                 let (schedule, unschedule) = process.arm(id, &instance)?;
                 return self
-                    .release(self.store().commit(&WriteSet {
+                    .release(self.commit(&WriteSet {
                         scheduled: Some(release(ScheduledOutcome::Complete)),
                         schedule: schedule.into_iter().collect(),
                         unschedule: unschedule.into_iter().collect(),
@@ -407,7 +407,7 @@ impl App {
             // before it, ten worker rounds at most (spec 85–86).
             if self.deadline_waits(&entry.dedupe_key, due.at)? {
                 return self
-                    .release(self.store().commit(&WriteSet {
+                    .release(self.commit(&WriteSet {
                         scheduled: Some(release(ScheduledOutcome::Defer)),
                         ..WriteSet::default()
                     }))
@@ -417,6 +417,8 @@ impl App {
                 .set_by
                 .get(due.field)
                 .map_or("", |(_, c)| c.as_str());
+            // The scheduled run's span learns its correlation from the instance.
+            tracing::Span::current().record("bounda.correlation_id", correlation);
             let span = telemetry::process_span(
                 process.aggregate(),
                 process.name(),
@@ -435,7 +437,7 @@ impl App {
                     let set = step_writes(writes, |set| {
                         set.scheduled = Some(release(ScheduledOutcome::Complete));
                     });
-                    match self.store().commit(&set) {
+                    match self.commit(&set) {
                         Ok(_) => {
                             rejections.extend(staged);
                             return Ok(Deadline::Progressed);
@@ -460,6 +462,7 @@ impl App {
                 Err(failure) => failure,
             };
             telemetry::failed(&span, &failure.message);
+            telemetry::failed(&tracing::Span::current(), &failure.message);
             return self
                 .deadline_failed(
                     &**process, id, &instance, entry, claim_id, due, &failure, now,
@@ -494,7 +497,7 @@ impl App {
             .delay_before(attempt)
             .filter(|_| failure.retriable)
         {
-            return self.release(self.store().commit(&WriteSet {
+            return self.release(self.commit(&WriteSet {
                 scheduled: Some(release(ScheduledOutcome::Retry {
                     execute_at: now + wait,
                     error: failure.message.clone(),
@@ -525,14 +528,14 @@ impl App {
             vec![failed],
             &metadata,
         )?;
-        match self.store().commit(&WriteSet {
+        match self.commit(&WriteSet {
             appends: vec![append],
             scheduled: Some(release(ScheduledOutcome::Complete)),
             dead_letters: vec![letter],
             ..WriteSet::default()
         }) {
             // The instance moved while giving up: look again on the next round.
-            Err(CommitError::StreamMoved { .. }) => self.release(self.store().commit(&WriteSet {
+            Err(CommitError::StreamMoved { .. }) => self.release(self.commit(&WriteSet {
                 scheduled: Some(release(ScheduledOutcome::Defer)),
                 ..WriteSet::default()
             })),
@@ -578,7 +581,6 @@ pub(crate) fn deadline_letter(
     now: Instant,
 ) -> DeadLetter {
     let subject = format!("deadline:{}", due.field);
-    telemetry::dead_lettered("process", process.name(), failure.error_type());
     DeadLetter {
         id: derived_id(&[
             "process",
@@ -638,7 +640,6 @@ pub(crate) fn process_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
-    telemetry::dead_lettered("process", process, failure.error_type());
     DeadLetter {
         id: derived_id(&["process", process, id, &event.id, "dead-letter"]),
         kind: LetterKind::Process,

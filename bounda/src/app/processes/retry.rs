@@ -443,7 +443,7 @@ impl App {
         if set.settle_letter.is_none() {
             set.require_letter = Some(letter.id.clone());
         }
-        match self.store().commit(&set) {
+        match self.commit(&set) {
             Ok(_) => Ok(Committed::Done),
             Err(CommitError::StreamMoved { .. }) => Ok(Committed::Moved),
             Err(CommitError::LetterSettled { .. }) => Err(Error::LetterSettled {
