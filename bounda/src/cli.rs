@@ -188,8 +188,9 @@ pub async fn execute(
                 limit: args.limit,
             };
             for letter in app.dead_letters().list(&filter)? {
+                let parked = parked_behind(app, &letter)?;
                 if args.json {
-                    writeln!(out, "{}", letter_json(&letter)).map_err(io)?;
+                    writeln!(out, "{}", letter_json(&letter, parked)).map_err(io)?;
                 } else {
                     writeln!(
                         out,
@@ -203,7 +204,6 @@ pub async fn execute(
                         letter.attempts
                     )
                     .map_err(io)?;
-                    let parked = parked_behind(app, &letter)?;
                     if parked > 0 {
                         writeln!(out, "  {parked} events are parked behind it").map_err(io)?;
                     }
@@ -211,7 +211,10 @@ pub async fn execute(
             }
         }
         Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id)? {
-            Some(letter) => writeln!(out, "{:#}", letter_json(&letter)).map_err(io)?,
+            Some(letter) => {
+                let parked = parked_behind(app, &letter)?;
+                writeln!(out, "{:#}", letter_json(&letter, parked)).map_err(io)?;
+            }
             None => {
                 return Err(crate::Error::NotFound {
                     what: format!("dead letter `{id}`"),
@@ -255,7 +258,9 @@ fn parked_behind(app: &App, letter: &DeadLetter) -> Result<usize, crate::Error> 
     }
 }
 
-fn letter_json(letter: &DeadLetter) -> serde_json::Value {
+/// A letter as `--json` and `show` print it; `parked` counts the events behind a process
+/// letter (spec 165).
+fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
     serde_json::json!({
         "id": letter.id,
         "kind": letter.kind,
@@ -271,5 +276,6 @@ fn letter_json(letter: &DeadLetter) -> serde_json::Value {
         "lastFailedAt": letter.last_failed_at,
         "status": letter.status,
         "payload": letter.payload,
+        "parked": parked,
     })
 }

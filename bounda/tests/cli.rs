@@ -60,6 +60,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     let letter: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
     let id = letter["id"].as_str().unwrap().to_owned();
     assert_eq!(letter["attempts"], 3);
+    assert_eq!(letter["parked"], 0, "a policy letter holds nothing back");
 
     let (_, shown) = output(app, Operator::DeadLetters(Letters::Show { id: id.clone() })).await;
     assert!(shown.contains("\"status\": \"failed\""), "{shown}");
