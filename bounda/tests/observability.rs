@@ -281,6 +281,15 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
         Some(correlation.as_str())
     );
 
+    app.advance(days(30)).await.unwrap();
+    let timeout = recorder.spans_named("bounda.process Order.OrderPayment at timeout");
+    assert_eq!(
+        timeout.len(),
+        1,
+        "the process's end is named after `timeout`"
+    );
+    assert_eq!(timeout[0].get("bounda.deadline"), Some("timeout"));
+
     // spec 222, 224: a delayed command, scheduled by the policy, then run by the worker.
     let reminders = recorder.spans_named("bounda.command SendReminder");
     let outcomes: Vec<_> = reminders
@@ -362,4 +371,67 @@ async fn a_running_app_reports_its_lag() {
     let last = lag.last().unwrap();
     assert_eq!(last.get("bounda.subscriber"), Some("policies"));
     assert_eq!(last.get("gauge.bounda.dispatcher.lag"), Some("0"));
+}
+
+// spec 223, 226: a subscriber whose pass the store refuses is logged by name, its pass span
+// marked failed, and the other subscribers still run.
+#[tokio::test]
+async fn a_failing_subscriber_is_logged_by_name_and_its_pass_marked_failed() {
+    let recorder = Recorder::default();
+    let subscriber = tracing_subscriber::registry().with(recorder.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let options = bounda_sqlite::Options {
+        busy_timeout_ms: 20,
+        ..bounda_sqlite::Options::default()
+    };
+    let app = App::builder(SqliteStore::open_with(&db, options).unwrap())
+        .policy::<ConfirmOnOrderPlaced>()
+        .build()
+        .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 5,
+    })
+    .await
+    .unwrap();
+    // Another process holds the write lock for the whole run.
+    let other = rusqlite::Connection::open(&db).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    app.run_until(tokio::time::sleep(std::time::Duration::from_millis(250)))
+        .await
+        .unwrap();
+    other.execute_batch("ROLLBACK").unwrap();
+
+    let events = recorder.events.lock().unwrap().clone();
+    let failed = events
+        .iter()
+        .find(|e| {
+            e.get("message")
+                .is_some_and(|m| m.starts_with("subscriber failed"))
+        })
+        .unwrap();
+    assert_eq!(failed.get("bounda.subscriber"), Some("policies"));
+    assert!(
+        failed.get("message").unwrap().contains("locked"),
+        "{failed:?}"
+    );
+    let passes = recorder.spans_named("bounda.subscriber policies");
+    assert!(!passes.is_empty());
+    assert!(
+        passes
+            .iter()
+            .all(|p| p.get("bounda.outcome") == Some("failed"))
+    );
+    assert!(
+        passes
+            .iter()
+            .all(|p| p.get("otel.status_code") == Some("ERROR"))
+    );
+    assert_eq!(
+        app.lag().unwrap().max_lag,
+        1,
+        "nothing lost: the event waits"
+    );
 }
