@@ -72,16 +72,28 @@ impl App {
                     }
                 }
             }
-            // Past the events before the first held one, so they are not read again (spec 149).
-            let to = stop.unwrap_or(last);
-            if to > from {
-                // Someone else moving it first is fine: they read the same events (spec 147).
-                let moved = store.move_checkpoint(POLICIES, Some(from), to)?;
-                return Ok((true, if moved { "advanced" } else { "moved" }));
-            }
-            Ok((ran, if stop.is_some() { "held" } else { "advanced" }))
+            self.close_pass(POLICIES, from, stop.unwrap_or(last), ran)
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
+    }
+
+    /// Ends a pass of `subscriber` that read from `from`: moves its checkpoint to `to`, past the
+    /// events before the first held one so they are not read again (spec 149). Someone else
+    /// moving it first is fine: they read the same events (spec 147). Returns whether anything
+    /// moved, and the pass's outcome for its span (spec 223).
+    pub(crate) fn close_pass(
+        &self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+        ran: bool,
+    ) -> Result<(bool, &'static str), Error> {
+        if to > from {
+            let moved = self.store().move_checkpoint(subscriber, Some(from), to)?;
+            return Ok((true, if moved { "advanced" } else { "moved" }));
+        }
+        // The checkpoint stays only when the first event read is held.
+        Ok((ran, "held"))
     }
 
     /// Delivers `event` to `policy`: claim, run, commit with the inbox mark (spec 123–131).

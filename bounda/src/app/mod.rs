@@ -32,7 +32,7 @@ use policy::{CommandEntry, CommandRunner, PolicyEntry, PolicyRunner};
 use ports::Ports;
 use processes::{ProcessEntry, ProcessRunner};
 
-use crate::aggregate::{Aggregate, Command, Rejection};
+use crate::aggregate::{Aggregate, Command};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::ids::{IdGenerator, UuidV7};
@@ -347,18 +347,9 @@ impl App {
                 decided.event_ids.len(),
             ),
             Err(DispatchError::Rejected(rejection)) => {
-                let message = rejection.message();
-                let outcome = telemetry::CommandOutcome::Rejected {
-                    code: rejection.code(),
-                    message: &message,
-                };
-                telemetry::command_outcome(&span, C::NAME, outcome, 0);
+                telemetry::command_rejected(&span, C::NAME, rejection);
             }
-            Err(DispatchError::Failed(error)) => {
-                let message = crate::error::chain(error);
-                let outcome = telemetry::CommandOutcome::Failed(&message);
-                telemetry::command_outcome(&span, C::NAME, outcome, 0);
-            }
+            Err(DispatchError::Failed(error)) => telemetry::command_failed(&span, C::NAME, error),
         }
         result
     }

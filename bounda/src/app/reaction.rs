@@ -229,18 +229,9 @@ impl Attempt {
                 decided.event_ids.len(),
             ),
             Ok(Answer::Rejected(rejection)) => {
-                let message = rejection.message();
-                let outcome = CommandOutcome::Rejected {
-                    code: rejection.code(),
-                    message: &message,
-                };
-                telemetry::command_outcome(&span, C::NAME, outcome, 0);
+                telemetry::command_rejected(&span, C::NAME, rejection);
             }
-            Err(error) => {
-                let message = crate::error::chain(error);
-                let outcome = CommandOutcome::Failed(&message);
-                telemetry::command_outcome(&span, C::NAME, outcome, 0);
-            }
+            Err(error) => telemetry::command_failed(&span, C::NAME, error),
         }
         answer
     }
@@ -341,12 +332,10 @@ impl Attempt {
     ) -> Result<Scheduled, Error> {
         let span = self.command_span::<C>(command);
         let scheduled = span.in_scope(|| self.schedule_in_span(command, execute_at));
-        let failure: Option<String> = scheduled.as_ref().err().map(|e| crate::error::chain(e));
-        let outcome = match failure.as_deref() {
-            None => CommandOutcome::Scheduled,
-            Some(message) => CommandOutcome::Failed(message),
-        };
-        telemetry::command_outcome(&span, C::NAME, outcome, 0);
+        match &scheduled {
+            Ok(_) => telemetry::command_outcome(&span, C::NAME, CommandOutcome::Scheduled, 0),
+            Err(error) => telemetry::command_failed(&span, C::NAME, error),
+        }
         scheduled
     }
 

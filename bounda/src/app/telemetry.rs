@@ -76,6 +76,26 @@ pub(crate) fn command_outcome(
     );
 }
 
+/// A command that rejected with `rejection` (spec 222).
+pub(crate) fn command_rejected(
+    span: &Span,
+    command_type: &str,
+    rejection: &impl crate::aggregate::Rejection,
+) {
+    let message = rejection.message();
+    let outcome = CommandOutcome::Rejected {
+        code: rejection.code(),
+        message: &message,
+    };
+    command_outcome(span, command_type, outcome, 0);
+}
+
+/// A command that could not run (spec 225: outcome `failed`).
+pub(crate) fn command_failed(span: &Span, command_type: &str, error: &crate::Error) {
+    let message = crate::error::chain(error);
+    command_outcome(span, command_type, CommandOutcome::Failed(&message), 0);
+}
+
 /// What became of a command.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum CommandOutcome<'a> {

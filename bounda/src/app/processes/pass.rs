@@ -87,12 +87,7 @@ impl App {
                     }
                 }
             }
-            let to = stop.unwrap_or(last);
-            if to > from {
-                let moved = store.move_checkpoint(PROCESSES, Some(from), to)?;
-                return Ok((true, if moved { "advanced" } else { "moved" }));
-            }
-            Ok((ran, if stop.is_some() { "held" } else { "advanced" }))
+            self.close_pass(PROCESSES, from, stop.unwrap_or(last), ran)
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
