@@ -43,14 +43,21 @@ fn short_leases() -> Config {
 }
 
 /// While its first run is under way, another writer takes the file's write lock and keeps it.
-#[derive(Default)]
 struct Intruder {
-    db: Mutex<Option<std::path::PathBuf>>,
+    db: std::path::PathBuf,
     lock: Mutex<Option<rusqlite::Connection>>,
     runs: AtomicU32,
 }
 
 impl Intruder {
+    fn new(db: &Path) -> Intruder {
+        Intruder {
+            db: db.to_owned(),
+            lock: Mutex::new(None),
+            runs: AtomicU32::new(0),
+        }
+    }
+
     fn release(&self) {
         let lock = self.lock.lock().unwrap().take().unwrap();
         lock.execute_batch("COMMIT").unwrap();
@@ -66,8 +73,7 @@ impl Policy for ConfirmWhileLocked {
     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
         let intruder = cx.port::<std::sync::Arc<Intruder>>()?;
         if intruder.runs.fetch_add(1, Ordering::SeqCst) == 0 {
-            let db = intruder.db.lock().unwrap().clone().unwrap();
-            let conn = other_writer(&db);
+            let conn = other_writer(&intruder.db);
             conn.execute_batch("BEGIN IMMEDIATE").unwrap();
             *intruder.lock.lock().unwrap() = Some(conn);
         }
@@ -85,8 +91,7 @@ impl Policy for ConfirmWhileLocked {
 async fn a_commit_locked_out_past_the_busy_timeout_writes_nothing_and_is_rerun() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.db");
-    let intruder = std::sync::Arc::new(Intruder::default());
-    *intruder.db.lock().unwrap() = Some(db.clone());
+    let intruder = std::sync::Arc::new(Intruder::new(&db));
     let builder = App::builder(impatient(&db, None))
         .config(short_leases())
         .port(intruder.clone())

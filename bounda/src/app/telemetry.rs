@@ -169,10 +169,12 @@ pub(crate) fn process_span(
     correlation_id: &str,
     attempt: u32,
 ) -> Span {
-    let at = deadline.map_or(String::new(), |field| format!(" at {field}"));
+    // Formatted only when a subscriber takes the span: nothing allocated on the hot path.
+    let at = if deadline.is_some() { " at " } else { "" };
+    let field = deadline.unwrap_or_default();
     tracing::info_span!(
         "bounda.process",
-        otel.name = %format_args!("bounda.process {aggregate}.{process}{at}"),
+        otel.name = %format_args!("bounda.process {aggregate}.{process}{at}{field}"),
         bounda.process = %format_args!("{aggregate}.{process}"),
         bounda.process.id = id,
         bounda.deadline = deadline,
