@@ -54,6 +54,13 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
     };
     conn.pragma_update(None, "synchronous", synchronous)
         .map_err(crate::sql("cannot set synchronous"))?;
+    // Keep plans stable so statements whose plan depends on a bound value (`LIMIT ?`, ranges)
+    // stay prepared in the cache instead of being prepared again after every use.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map_err(crate::sql("cannot enable query planner stability"))?;
     if let Some(pages) = options.max_pages {
         conn.pragma_update(None, "max_page_count", pages)
             .map_err(crate::sql("cannot set max_page_count"))?;

@@ -17,7 +17,8 @@ mod schema;
 mod store;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bounda::store::StoreError;
 use rusqlite::Connection;
@@ -29,6 +30,8 @@ pub use connection::{Options, Synchronous};
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// Write transactions committed on this connection, counted by SQLite's commit hook.
+    commits: Arc<AtomicU64>,
 }
 
 impl SqliteStore {
@@ -62,8 +65,16 @@ impl SqliteStore {
         schema::check_version(&conn)?;
         connection::configure(&conn, options, file)?;
         schema::migrate(&mut conn)?;
+        let commits = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&commits);
+        conn.commit_hook(Some(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+            false
+        }))
+        .map_err(|e| StoreError::with_source("cannot install the commit hook", e))?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            commits,
         })
     }
 
@@ -72,6 +83,12 @@ impl SqliteStore {
         self.conn
             .lock()
             .map_err(|_| StoreError::new("the SQLite connection is unusable after a panic"))
+    }
+
+    /// How many write transactions this store has committed since it was opened: what a
+    /// benchmark divides by the work done to see how well commits are grouped.
+    pub fn write_transactions(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     /// The journal mode in force (`wal` for a file, `memory` in memory).

@@ -122,3 +122,28 @@ fn a_corrupt_row_is_an_error_not_a_panic() {
     let error = store.read_all(0, 10).expect_err("unreadable");
     assert!(error.to_string().contains("cannot read events"), "{error}");
 }
+
+#[test]
+fn write_transactions_counts_each_commit_once_and_a_group_commit_once() {
+    let store = SqliteStore::in_memory().expect("a store");
+    let before = store.write_transactions();
+    store.commit(&one_event("e-1")).expect("committed");
+    assert_eq!(store.write_transactions(), before + 1);
+    let mut second = one_event("e-2");
+    second.appends[0].expected_version = 1;
+    let mut third = one_event("e-3");
+    third.appends[0].expected_version = 2;
+    let results = store.commit_many(&[second, third]);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(
+        store.write_transactions(),
+        before + 2,
+        "two write sets, one transaction"
+    );
+    store.head().expect("a read");
+    assert_eq!(
+        store.write_transactions(),
+        before + 2,
+        "a read commits nothing"
+    );
+}
