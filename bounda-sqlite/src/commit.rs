@@ -107,6 +107,7 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
             ("failed", Some(retry_at.to_string()), Some(error.as_str()))
         }
         InboxOutcome::DeadLettered { error } => ("dead", None, Some(error.as_str())),
+        InboxOutcome::Released => return release_inbox(conn, mark),
     };
     let changed = conn
         .prepare_cached(
@@ -126,6 +127,26 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
             ])
         })
         .map_err(sql("cannot settle an inbox claim"))?;
+    claim_held(changed, mark)
+}
+
+/// Gives a claim back unrun: free at once, its attempt not counted.
+fn release_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE bounda_inbox
+             SET attempts = attempts - 1, claimed_at = NULL, claim_id = NULL
+             WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![mark.handler, mark.event_id, mark.claim_id])
+        })
+        .map_err(sql("cannot release an inbox claim"))?;
+    claim_held(changed, mark)
+}
+
+/// A settle that changed no row found the claim taken over.
+fn claim_held(changed: usize, mark: &InboxMark) -> Result<(), CommitError> {
     if changed == 0 {
         return Err(CommitError::ClaimLost {
             key: format!("{}:{}", mark.handler, mark.event_id),

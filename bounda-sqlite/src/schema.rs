@@ -74,6 +74,14 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX bounda_dead_letters_status ON bounda_dead_letters (status, kind, seq);
     ",
+    // 2: what the worker's idle checks ask, answered from small partial indexes instead of a
+    // scan of every pending entry.
+    "
+    CREATE INDEX bounda_scheduled_claimed ON bounda_scheduled_commands (claimed_at)
+        WHERE claimed_at IS NOT NULL;
+    CREATE INDEX bounda_scheduled_retries ON bounda_scheduled_commands (execute_at)
+        WHERE attempts > 0 AND claimed_at IS NULL;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -1,12 +1,12 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, LetterFilter, ScheduledEntry,
-    Store, StoreError, WriteSet,
+    CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter,
+    ScheduledEntry, Store, StoreError, WriteSet,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
-use rusqlite::{OptionalExtension, TransactionBehavior, params, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 use crate::{SqliteStore, commit, rows, sql};
 
@@ -170,49 +170,39 @@ impl Store for SqliteStore {
         lease: Duration,
     ) -> Result<InboxClaim, StoreError> {
         let conn = self.lock()?;
-        let now_text = now.to_string();
-        let claimed: Option<u32> = conn
-            .prepare_cached(
-                "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
-                 VALUES (?1, ?2, 'pending', 1, ?3, ?4)
-                 ON CONFLICT (handler, event_id) DO UPDATE SET
-                     status = 'pending', attempts = attempts + 1,
-                     claimed_at = excluded.claimed_at, claim_id = excluded.claim_id,
-                     retry_at = NULL
-                 WHERE (status = 'pending' AND claimed_at <= ?5)
-                    OR (status = 'failed' AND retry_at <= ?3)
-                 RETURNING attempts",
-            )
-            .and_then(|mut s| {
-                s.query_row(
-                    params![handler, event_id, now_text, claim_id, expired_before(now, lease)],
-                    |row| row.get(0),
-                )
-                .optional()
-            })
-            .map_err(sql("cannot claim an inbox entry"))?;
-        if let Some(attempt) = claimed {
-            return Ok(InboxClaim::Claimed { attempt });
+        claim_one(&conn, handler, event_id, claim_id, now, lease)
+    }
+
+    /// The whole batch in one write transaction.
+    fn claim_inbox_batch(
+        &self,
+        pairs: &[InboxPair<'_>],
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Vec<InboxClaim>, StoreError> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
         }
-        let (status, retry_at): (String, Option<String>) = conn
-            .prepare_cached(
-                "SELECT status, retry_at FROM bounda_inbox WHERE handler = ?1 AND event_id = ?2",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![handler, event_id], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })
-            })
-            .map_err(sql("cannot read an inbox entry"))?;
-        Ok(match (status.as_str(), retry_at) {
-            ("succeeded", _) => InboxClaim::Succeeded,
-            ("dead", _) => InboxClaim::DeadLettered,
-            ("failed", Some(retry_at)) => InboxClaim::Waiting {
-                retry_at: Instant::parse(&retry_at)
-                    .map_err(|e| StoreError::with_source("unreadable retry moment", e))?,
-            },
-            _ => InboxClaim::Held,
-        })
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql("cannot begin a write"))?;
+        let mut held: Vec<&str> = Vec::new();
+        let mut claims = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            if held.contains(&pair.handler) {
+                claims.push(InboxClaim::Skipped);
+                continue;
+            }
+            let claim = claim_one(&tx, pair.handler, pair.event_id, claim_id, now, lease)?;
+            if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
+                held.push(pair.handler);
+            }
+            claims.push(claim);
+        }
+        tx.commit().map_err(sql("cannot commit"))?;
+        Ok(claims)
     }
 
     fn renew_inbox(
@@ -431,4 +421,65 @@ fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
         format!("WHERE {}", conditions.join(" AND "))
     };
     (clause, values)
+}
+
+/// Claims one inbox pair on `conn` (spec 123–126): a new pair, an expired claim, a released one or
+/// a failure whose retry is due is taken; anything else is reported as it stands.
+fn claim_one(
+    conn: &Connection,
+    handler: &str,
+    event_id: &str,
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+) -> Result<InboxClaim, StoreError> {
+    let now_text = now.to_string();
+    let claimed: Option<u32> = conn
+        .prepare_cached(
+            "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+             VALUES (?1, ?2, 'pending', 1, ?3, ?4)
+             ON CONFLICT (handler, event_id) DO UPDATE SET
+                 status = 'pending', attempts = attempts + 1,
+                 claimed_at = excluded.claimed_at, claim_id = excluded.claim_id,
+                 retry_at = NULL
+             WHERE (status = 'pending' AND (claimed_at IS NULL OR claimed_at <= ?5))
+                OR (status = 'failed' AND retry_at <= ?3)
+             RETURNING attempts",
+        )
+        .and_then(|mut s| {
+            s.query_row(
+                params![
+                    handler,
+                    event_id,
+                    now_text,
+                    claim_id,
+                    expired_before(now, lease)
+                ],
+                |row| row.get(0),
+            )
+            .optional()
+        })
+        .map_err(sql("cannot claim an inbox entry"))?;
+    if let Some(attempt) = claimed {
+        return Ok(InboxClaim::Claimed { attempt });
+    }
+    let (status, retry_at): (String, Option<String>) = conn
+        .prepare_cached(
+            "SELECT status, retry_at FROM bounda_inbox WHERE handler = ?1 AND event_id = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![handler, event_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+        })
+        .map_err(sql("cannot read an inbox entry"))?;
+    Ok(match (status.as_str(), retry_at) {
+        ("succeeded", _) => InboxClaim::Succeeded,
+        ("dead", _) => InboxClaim::DeadLettered,
+        ("failed", Some(retry_at)) => InboxClaim::Waiting {
+            retry_at: Instant::parse(&retry_at)
+                .map_err(|e| StoreError::with_source("unreadable retry moment", e))?,
+        },
+        _ => InboxClaim::Held,
+    })
 }

@@ -1,14 +1,16 @@
 //! Dead letters: list, count, get, retry and discard, fenced on their status (spec 162–172).
 
+use std::sync::Arc;
+
 use crate::Error;
 use crate::app::App;
+use crate::app::command_run::CommandRun;
+use crate::app::engine::{Claim, Report, Run, Work};
+use crate::app::policy_run::PolicyRun;
 use crate::app::reaction::{Cause, RejectionRecord};
-use crate::app::run::{self, run_policy};
-use crate::app::telemetry::{self, CommandOutcome};
 use crate::ids::derived_id;
 use crate::store::{
-    CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, Metadata,
-    WriteSet,
+    CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, WriteSet,
 };
 
 /// The dead letters of an app: `app.dead_letters()`.
@@ -82,10 +84,6 @@ impl DeadLetters<'_> {
     /// (spec 170).
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
         let letter = self.failed(id)?;
-        let settle = Some(LetterSettle {
-            id: id.to_owned(),
-            status: LetterStatus::Retried,
-        });
         match letter.kind {
             LetterKind::Policy => {
                 let not_retriable = |reason: &str| Error::LetterNotRetriable {
@@ -113,78 +111,69 @@ impl DeadLetters<'_> {
                     "retry",
                     &self.app.next_id(),
                 ]);
-                let span = run::policy_span(&**policy, &event, 1);
-                let staging = run_policy(self.app, &**policy, &event, key, &span)
-                    .await
-                    .map_err(|failure| Error::RetryFailed {
-                        id: id.to_owned(),
-                        message: failure.message,
-                    })?;
-                let writes = WriteSet {
-                    appends: staging.appends,
-                    schedule: staging.scheduled,
-                    settle_letter: settle,
-                    ..WriteSet::default()
-                };
-                settled(id, self.app.commit(&writes))?;
+                let lane = event.aggregate_id.clone();
+                let work = PolicyRun::with_key(Arc::clone(policy), event, key);
+                self.run_letter(id, Box::new(work), lane).await?;
                 Ok(Retried::Done)
             }
             LetterKind::Scheduled => {
-                let runner = self.app.command_runner(&letter.handler).ok_or_else(|| {
-                    Error::LetterNotRetriable {
+                if self.app.command_runner(&letter.handler).is_none() {
+                    return Err(Error::LetterNotRetriable {
                         id: id.to_owned(),
                         reason: format!("command `{}` is not registered", letter.handler),
-                    }
-                })?;
+                    });
+                }
+                // A new request, caused by the letter (spec 142).
                 let cause = Cause {
                     correlation_id: self.app.next_id(),
                     causation_id: id.to_owned(),
                     depth: 0,
                 };
-                let metadata = Metadata {
-                    depth: 0,
-                    ..cause.metadata()
-                };
-                let payload = letter.payload.clone().unwrap_or_default();
-                let span = telemetry::command_span(
+                let aggregate_id = letter.aggregate_id.clone().unwrap_or_default();
+                let work = CommandRun::new(
+                    self.app,
                     &letter.handler,
-                    runner.aggregate(),
-                    letter.aggregate_id.as_deref().unwrap_or_default(),
-                    &metadata.correlation_id,
-                    &metadata.causation_id,
+                    &aggregate_id,
+                    letter.payload.clone().unwrap_or_default(),
+                    Some(cause.metadata()),
+                    id,
                 );
-                let decided = span.in_scope(|| runner.decide(self.app, &payload, &metadata))?;
-                match decided {
-                    Ok(decision) => {
-                        let count = decision.append.as_ref().map_or(0, |a| a.events.len());
-                        let writes = WriteSet {
-                            appends: decision.append.into_iter().collect(),
-                            settle_letter: settle,
-                            ..WriteSet::default()
-                        };
-                        settled(id, self.app.commit(&writes))?;
-                        let stored = CommandOutcome::Stored;
-                        telemetry::command_outcome(&span, &letter.handler, stored, count);
-                        Ok(Retried::Done)
-                    }
-                    Err(rejection) => {
-                        let writes = WriteSet {
-                            settle_letter: settle,
-                            ..WriteSet::default()
-                        };
-                        settled(id, self.app.commit(&writes))?;
-                        // Logged as `command rejected` (spec 169).
-                        let outcome = CommandOutcome::Rejected {
-                            code: rejection.rejected,
-                            message: &rejection.message,
-                        };
-                        telemetry::command_outcome(&span, &letter.handler, outcome, 0);
-                        Ok(Retried::Rejected(rejection))
-                    }
-                }
+                let mut rejections = self.run_letter(id, Box::new(work), aggregate_id).await?;
+                // Logged as `command rejected` (spec 169).
+                Ok(match rejections.pop() {
+                    Some(rejection) => Retried::Rejected(rejection),
+                    None => Retried::Done,
+                })
             }
             LetterKind::Process => self.app.retry_process_letter(&letter).await,
         }
+    }
+}
+
+impl DeadLetters<'_> {
+    /// Runs a letter's work once through the engine, fenced on the letter and settling it
+    /// `retried` with what the run writes. Returns the run's rejections.
+    async fn run_letter(
+        &self,
+        id: &str,
+        work: Box<dyn Work>,
+        lane: String,
+    ) -> Result<Vec<RejectionRecord>, Error> {
+        let claim = Claim::Letter { id: id.to_owned() };
+        let mut report = Report::default();
+        self.app
+            .run_batch(vec![Run::new(work, claim, 1, lane)], &mut report)
+            .await?;
+        if report.letter_settled.is_some() {
+            return Err(Error::LetterSettled { id: id.to_owned() });
+        }
+        if let Some(failure) = report.failures.into_iter().next() {
+            return Err(Error::RetryFailed {
+                id: id.to_owned(),
+                message: failure.message,
+            });
+        }
+        Ok(report.rejections)
     }
 }
 

@@ -1,17 +1,20 @@
 //! The app: a store, a clock and ids, and the commands dispatched on them.
 
+mod command_run;
 mod decide;
 mod dispatcher;
+mod engine;
 mod fold;
 mod lag;
 pub(crate) mod letters;
 mod outcome;
 mod policy;
+mod policy_run;
 mod ports;
 pub(crate) mod processes;
 pub(crate) mod reaction;
-mod run;
 mod runner;
+mod subscriber;
 mod telemetry;
 mod worker;
 
@@ -147,9 +150,15 @@ impl AppBuilder {
     /// store, their checkpoint starts at the head of the log: a policy reacts only to events
     /// stored after it starts (spec 31); an existing checkpoint is kept (spec 33).
     pub fn build(self) -> Result<App, Error> {
-        if !self.refused.is_empty() {
+        let mut refused = self.refused;
+        if self.config.dispatcher.batch_size == 0 {
+            refused.push(
+                "`dispatcher.batchSize` is 0, so nothing would ever run; use 1 or more".to_owned(),
+            );
+        }
+        if !refused.is_empty() {
             return Err(Error::Configuration {
-                message: self.refused.join("; "),
+                message: refused.join("; "),
             });
         }
         let mut names: Vec<&str> = self
@@ -282,11 +291,9 @@ impl App {
         &self,
         writes: &crate::store::WriteSet,
     ) -> Result<crate::store::Committed, crate::store::CommitError> {
-        let committed = self.store().commit(writes)?;
-        for letter in &writes.dead_letters {
-            telemetry::dead_lettered(letter.kind.as_str(), &letter.handler, &letter.error_type);
-        }
-        Ok(committed)
+        self.commit_all(std::slice::from_ref(writes))
+            .pop()
+            .unwrap_or_else(|| Ok(crate::store::Committed::default()))
     }
 
     /// The store, to share with another app on the same database.

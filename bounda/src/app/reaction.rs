@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::new_events;
-use crate::app::run::Failure;
+use crate::app::engine::Failure;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided};
 use crate::ids::derived_id;
@@ -117,9 +117,6 @@ pub(crate) struct ScheduledContext {
     pub(crate) cause: Cause,
 }
 
-/// The command type of a delayed policy's run in the scheduler.
-pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";
-
 /// One stream the attempt decided on.
 struct Stream {
     aggregate_type: &'static str,
@@ -207,12 +204,7 @@ impl Attempt {
     }
 
     fn fail(&self, error: &Error) {
-        let failure = Failure {
-            code: error.code(),
-            retriable: error.is_retriable(),
-            message: crate::error::chain(error),
-            stack: format!("{error:?}"),
-        };
+        let failure = Failure::of_error(error);
         self.staged().failure.get_or_insert(failure);
     }
 

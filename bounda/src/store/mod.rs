@@ -16,7 +16,7 @@ mod records;
 mod write_set;
 
 pub use records::{
-    Appended, Committed, DeadLetter, InboxClaim, InboxFailure, LetterFilter, LetterKind,
+    Appended, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter, LetterKind,
     LetterStatus, Metadata, NewEvent, ScheduledEntry,
 };
 pub use write_set::{
@@ -79,6 +79,34 @@ pub trait Store: Send + Sync + 'static {
         now: Instant,
         lease: Duration,
     ) -> Result<InboxClaim, StoreError>;
+
+    /// Claims `pairs` in order for one batch of runs, all under `claim_id`, as
+    /// [`claim_inbox`](Store::claim_inbox) does one. Once a handler's pair is held or waiting,
+    /// its later pairs are left alone and answered [`InboxClaim::Skipped`]: a handler's later
+    /// events wait behind a held one (spec 148). A store should take the whole batch in one
+    /// write transaction; this default takes one per pair.
+    fn claim_inbox_batch(
+        &self,
+        pairs: &[InboxPair<'_>],
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Vec<InboxClaim>, StoreError> {
+        let mut held: Vec<&str> = Vec::new();
+        pairs
+            .iter()
+            .map(|pair| {
+                if held.contains(&pair.handler) {
+                    return Ok(InboxClaim::Skipped);
+                }
+                let claim = self.claim_inbox(pair.handler, pair.event_id, claim_id, now, lease)?;
+                if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
+                    held.push(pair.handler);
+                }
+                Ok(claim)
+            })
+            .collect()
+    }
 
     /// Renews a claim before a rerun (spec 128). `false` when the claim is no longer ours.
     fn renew_inbox(

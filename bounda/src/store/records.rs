@@ -113,6 +113,18 @@ pub enum InboxClaim {
     },
     /// It was given up on and dead-lettered.
     DeadLettered,
+    /// Not tried: an earlier pair of the same handler in the batch was held or waiting, so this
+    /// one waits behind it (spec 148).
+    Skipped,
+}
+
+/// One `(handler, event)` pair to claim in a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxPair<'a> {
+    /// The reaction's name.
+    pub handler: &'a str,
+    /// The event it reacts to.
+    pub event_id: &'a str,
 }
 
 /// An inbox entry waiting for its retry (spec 173's `failing`).

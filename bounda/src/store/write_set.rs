@@ -33,6 +33,9 @@ pub enum InboxOutcome {
         /// Why it failed.
         error: String,
     },
+    /// Not run: the claim is given back and its attempt not counted, so the next runner takes
+    /// it at once (a batch cut short by a held handler or a shutdown).
+    Released,
 }
 
 /// Settles the claim `claim_id` on `(handler, event_id)`: written only while the claim is still

@@ -34,6 +34,16 @@ struct Cli {
     /// restart after a SIGKILL resumes its work then (spec 125, 126).
     #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
     handler_timeout: Duration,
+    /// How many runs a worker takes and commits together: larger batches give more throughput,
+    /// a batch of 1 commits each run on its own.
+    #[arg(
+        long,
+        env = "BATCH_SIZE",
+        default_value_t = 100,
+        global = true,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    batch_size: u32,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -94,7 +104,7 @@ async fn main() -> ExitCode {
         },
         _ => RunArgs::default().timing(),
     };
-    let app = match build(&cli.db, cli.handler_timeout, timing) {
+    let app = match build(&cli.db, cli.handler_timeout, cli.batch_size, timing) {
         Ok(app) => app,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -127,6 +137,7 @@ impl RunArgs {
 fn build(
     db: &PathBuf,
     handler_timeout: Duration,
+    batch_size: u32,
     timing: storefront::Timing,
 ) -> anyhow::Result<App> {
     let store = SqliteStore::open(db)?;
@@ -134,6 +145,7 @@ fn build(
     config.commands.timeout = handler_timeout;
     config.policies.timeout = handler_timeout;
     config.processes.handler_timeout = handler_timeout;
+    config.dispatcher.batch_size = batch_size as usize;
     // `NOTIFY_LOG=path` writes each confirmation to a file several processes may share.
     let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
         Some(path) => Arc::new(FileNotifier::new(path)),

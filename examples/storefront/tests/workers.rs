@@ -229,9 +229,14 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
 async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
     let dir = tempfile::tempdir().unwrap();
     let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
-    let mut first = storefront(&db, &log_path, &["run", "--orders", "90"])
-        .spawn()
-        .unwrap();
+    // One run a commit, so the kill lands between deadlines.
+    let mut first = storefront(
+        &db,
+        &log_path,
+        &["run", "--orders", "90", "--batch-size", "1"],
+    )
+    .spawn()
+    .unwrap();
     // Let it place its orders and start running their deadlines, then kill it without warning.
     let start = StdInstant::now();
     while start.elapsed() < StdDuration::from_secs(30) {

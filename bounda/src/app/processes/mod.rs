@@ -1,5 +1,7 @@
 //! Processes at run time: instances, their steps, and their deadlines (spec 53–122).
 
+pub(crate) mod deadline_run;
+mod event_run;
 pub(crate) mod instance;
 pub(crate) mod pass;
 mod retry;
@@ -12,7 +14,7 @@ use futures_util::future::BoxFuture;
 
 use crate::aggregate::Aggregate;
 use crate::app::App;
-use crate::app::run::Failure;
+use crate::app::engine::Failure;
 use crate::process::plan::DueDeadline;
 use crate::process::{Process, instance_of};
 use crate::store::ScheduledEntry;

@@ -6,12 +6,12 @@
 use serde_json::Value;
 
 use crate::app::App;
+use crate::app::engine::Failure;
 use crate::app::letters::Retried;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
 use crate::app::processes::pass::{deadline_letter, process_letter, step_writes};
 use crate::app::processes::step::{Route, entry_key, lifecycle_append};
-use crate::app::run::Failure;
 use crate::ids::derived_id;
 use crate::process::TIMEOUT;
 use crate::process::plan::DueDeadline;

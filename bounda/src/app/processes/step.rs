@@ -1,16 +1,13 @@
 //! One step of one instance, as the runtime runs it: the handler in an attempt, the lifecycle
 //! events that record it, and the instance's one scheduler entry (spec 62–104).
 
-use std::panic::AssertUnwindSafe;
-
-use futures_util::FutureExt;
 use serde_json::{Value, json};
 
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
+use crate::app::engine::Failure;
 use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
-use crate::app::run::Failure;
 use crate::ids::derived_id;
 use crate::process::plan::{self, DueDeadline, TIMEOUT};
 use crate::process::{Context, Process, ProcessState};
@@ -198,8 +195,8 @@ pub(crate) fn lifetime<P: ProcessState>(app: &App) -> Duration {
 }
 
 /// Runs a handler future within the process handler's time limit, a panic counted as a
-/// failure.
-pub(crate) async fn guarded<P: ProcessState>(
+/// failure with its message.
+async fn guarded<P: ProcessState>(
     app: &App,
     handler: impl std::future::Future<Output = anyhow::Result<P::Patch>>,
 ) -> Result<P::Patch, Failure> {
@@ -207,22 +204,7 @@ pub(crate) async fn guarded<P: ProcessState>(
         .config()
         .for_aggregate(<P::Aggregate as Aggregate>::NAME)
         .processes_handler_timeout;
-    let error: anyhow::Error =
-        match tokio::time::timeout(limit.into(), AssertUnwindSafe(handler).catch_unwind()).await {
-            Ok(Ok(Ok(patch))) => return Ok(patch),
-            Ok(Ok(Err(error))) => error,
-            Ok(Err(_panic)) => Error::Panicked {
-                handler: P::NAME.to_owned(),
-                message: "a process handler panicked".to_owned(),
-            }
-            .into(),
-            Err(_) => Error::HandlerTimeout {
-                handler: P::NAME.to_owned(),
-                limit,
-            }
-            .into(),
-        };
-    Err(Failure::of(&error))
+    crate::app::engine::guarded(P::NAME, limit, handler).await
 }
 
 /// An event step of `P`: what `event` does to instance `id` (spec 62–64, 98, 110).

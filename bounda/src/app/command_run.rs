@@ -1,0 +1,194 @@
+//! A scheduled command's run, as the engine runs it: decided on the state when it runs, under
+//! the correlation and cause it was scheduled with (spec 8, 42–49), or again from its letter
+//! (spec 169).
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use tracing::Instrument;
+
+use crate::app::App;
+use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::policy::CommandRunner;
+use crate::app::telemetry::{self, CommandOutcome};
+use crate::config::Retry;
+use crate::ids::derived_id;
+use crate::store::{DeadLetter, LetterKind, LetterStatus, Metadata, WriteSet};
+use crate::{Error, Instant};
+
+/// One run of a stored command.
+pub(crate) struct CommandRun {
+    command_type: String,
+    runner: Option<Arc<dyn CommandRunner>>,
+    aggregate_id: String,
+    payload: serde_json::Value,
+    /// Where the command came from; `None` when its stored context no longer reads.
+    metadata: Option<Metadata>,
+    /// The scheduler entry's key, naming its letter.
+    dedupe_key: String,
+    /// The command's span, as a command dispatched now (spec 222).
+    span: tracing::Span,
+    /// The scheduler's span, if it runs from the scheduler.
+    outer: tracing::Span,
+}
+
+impl CommandRun {
+    /// A run of the stored command `command_type` with `payload`.
+    pub(crate) fn new(
+        app: &App,
+        command_type: &str,
+        aggregate_id: &str,
+        payload: serde_json::Value,
+        metadata: Option<Metadata>,
+        dedupe_key: &str,
+    ) -> CommandRun {
+        let runner = app.command_runner(command_type).cloned();
+        let span = telemetry::command_span(
+            command_type,
+            runner.as_ref().map_or("", |runner| runner.aggregate()),
+            aggregate_id,
+            metadata.as_ref().map_or("", |m| m.correlation_id.as_str()),
+            metadata.as_ref().map_or("", |m| m.causation_id.as_str()),
+        );
+        CommandRun {
+            command_type: command_type.to_owned(),
+            runner,
+            aggregate_id: aggregate_id.to_owned(),
+            payload,
+            metadata,
+            dedupe_key: dedupe_key.to_owned(),
+            span,
+            outer: tracing::Span::none(),
+        }
+    }
+
+    /// The same run inside the scheduler's span `outer`.
+    pub(crate) fn scheduled(mut self, outer: tracing::Span) -> CommandRun {
+        self.outer = outer;
+        self
+    }
+
+    fn aggregate(&self) -> &'static str {
+        self.runner.as_ref().map_or("", |runner| runner.aggregate())
+    }
+
+    fn run(&self, app: &App) -> Outcome {
+        let (runner, metadata) = match (&self.runner, &self.metadata) {
+            (Some(runner), Some(metadata)) => (runner, metadata),
+            (None, _) => {
+                return self.fail(&Error::UnknownCommand {
+                    command: self.command_type.clone(),
+                });
+            }
+            (Some(_), None) => {
+                let error = anyhow::anyhow!(
+                    "scheduled command `{}` has an unreadable context",
+                    self.command_type
+                );
+                let failure = Failure::of(&error);
+                self.mark_failed(&failure.message);
+                return Outcome::Failed(failure);
+            }
+        };
+        let decided = self
+            .span
+            .in_scope(|| runner.decide(app, &self.payload, metadata));
+        let span = self.span.clone();
+        let command_type = self.command_type.clone();
+        match decided {
+            Ok(Ok(decision)) => {
+                let count = decision.append.as_ref().map_or(0, |a| a.events.len());
+                Outcome::Commit(Done {
+                    writes: WriteSet {
+                        appends: decision.append.into_iter().collect(),
+                        ..WriteSet::default()
+                    },
+                    rejections: Vec::new(),
+                    // Counted once it is on the file (spec 225).
+                    after: Some(Box::new(move || {
+                        let stored = CommandOutcome::Stored;
+                        telemetry::command_outcome(&span, &command_type, stored, count);
+                    })),
+                })
+            }
+            // A rejection settles it (spec 25, 169).
+            Ok(Err(rejection)) => {
+                let (code, message) = (rejection.rejected, rejection.message.clone());
+                Outcome::Commit(Done {
+                    writes: WriteSet::default(),
+                    rejections: vec![rejection],
+                    after: Some(Box::new(move || {
+                        let outcome = CommandOutcome::Rejected {
+                            code,
+                            message: &message,
+                        };
+                        telemetry::command_outcome(&span, &command_type, outcome, 0);
+                    })),
+                })
+            }
+            Err(error) => self.fail(&error),
+        }
+    }
+
+    fn fail(&self, error: &Error) -> Outcome {
+        let failure = Failure::of_error(error);
+        self.mark_failed(&failure.message);
+        Outcome::Failed(failure)
+    }
+}
+
+impl Work for CommandRun {
+    fn execute<'a>(&'a mut self, app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
+        let outer = self.outer.clone();
+        Box::pin(async move { self.run(app) }.instrument(outer))
+    }
+
+    /// Retried with `policies.retry` (spec 48).
+    fn retry(&self, app: &App) -> Retry {
+        app.config().for_aggregate(self.aggregate()).policies_retry
+    }
+
+    fn concurrency_retries(&self, app: &App) -> u32 {
+        app.config()
+            .for_aggregate(self.aggregate())
+            .concurrency_retries
+    }
+
+    /// The letter of a scheduled command given up on, with its payload (spec 48, 163).
+    fn give_up(
+        &self,
+        _app: &App,
+        failure: &Failure,
+        attempts: u32,
+        now: Instant,
+    ) -> Result<WriteSet, Error> {
+        let aggregate = self.aggregate();
+        let letter = DeadLetter {
+            id: derived_id(&["scheduled", &self.dedupe_key, "dead-letter"]),
+            kind: LetterKind::Scheduled,
+            handler: self.command_type.clone(),
+            event_id: None,
+            event_type: None,
+            aggregate_type: (!aggregate.is_empty()).then(|| aggregate.to_owned()),
+            aggregate_id: Some(self.aggregate_id.clone()),
+            error_type: failure.error_type().to_owned(),
+            error_message: failure.message.clone(),
+            error_stack: Some(failure.stack.clone()),
+            attempts,
+            first_failed_at: now,
+            last_failed_at: now,
+            status: LetterStatus::Failed,
+            payload: Some(self.payload.clone()),
+        };
+        Ok(WriteSet {
+            dead_letters: vec![letter],
+            ..WriteSet::default()
+        })
+    }
+
+    fn mark_failed(&self, message: &str) {
+        telemetry::failed(&self.outer, message);
+        let failed = CommandOutcome::Failed(message);
+        telemetry::command_outcome(&self.span, &self.command_type, failed, 0);
+    }
+}

@@ -1,0 +1,121 @@
+//! What a run holds while it runs, and how its write set settles it: an inbox claim, a scheduler
+//! claim, or a dead letter being retried.
+
+use crate::Instant;
+use crate::store::{
+    InboxMark, InboxOutcome, LetterSettle, LetterStatus, ScheduledOutcome, ScheduledRelease, Store,
+    StoreError, WriteSet,
+};
+
+/// A run's claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// `(handler, event)` in the inbox (spec 123–129).
+    Inbox {
+        handler: &'static str,
+        event_id: String,
+        claim_id: String,
+    },
+    /// A scheduler entry (spec 45–47, 200–201).
+    Scheduled {
+        dedupe_key: String,
+        claim_id: String,
+    },
+    /// A dead letter an operator retries: the run is fenced on the letter still being `failed`
+    /// and settles it `retried` (spec 167–170).
+    Letter { id: String },
+}
+
+/// How a run's claim is settled.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Settle {
+    /// It ran: never again.
+    Done,
+    /// It failed: again at `at`.
+    Retry { at: Instant, error: String },
+    /// Given up on: its letter is in the same write set.
+    GiveUp { error: String },
+    /// Not run: given back, no attempt counted (spec 46).
+    Release,
+}
+
+impl Claim {
+    /// Adds the settling of this claim to `writes`: written only while the claim is still the
+    /// run's, or the whole write set is refused.
+    pub(crate) fn settle(&self, writes: &mut WriteSet, how: Settle) {
+        match self {
+            Claim::Inbox {
+                handler,
+                event_id,
+                claim_id,
+            } => {
+                let outcome = match how {
+                    Settle::Done => InboxOutcome::Succeeded,
+                    Settle::Retry { at, error } => InboxOutcome::Failed {
+                        retry_at: at,
+                        error,
+                    },
+                    Settle::GiveUp { error } => InboxOutcome::DeadLettered { error },
+                    Settle::Release => InboxOutcome::Released,
+                };
+                writes.inbox = Some(InboxMark {
+                    handler: (*handler).to_owned(),
+                    event_id: event_id.clone(),
+                    claim_id: claim_id.clone(),
+                    outcome,
+                });
+            }
+            Claim::Scheduled {
+                dedupe_key,
+                claim_id,
+            } => {
+                let outcome = match how {
+                    Settle::Done | Settle::GiveUp { .. } => ScheduledOutcome::Complete,
+                    Settle::Retry { at, error } => ScheduledOutcome::Retry {
+                        execute_at: at,
+                        error,
+                    },
+                    Settle::Release => ScheduledOutcome::Defer,
+                };
+                writes.scheduled = Some(ScheduledRelease {
+                    dedupe_key: dedupe_key.clone(),
+                    claim_id: claim_id.clone(),
+                    outcome,
+                });
+            }
+            Claim::Letter { id } => match how {
+                Settle::Done => {
+                    writes.settle_letter = Some(LetterSettle {
+                        id: id.clone(),
+                        status: LetterStatus::Retried,
+                    });
+                }
+                // An operator's retry is not retried by the runtime: the letter stays `failed`.
+                Settle::Retry { .. } | Settle::GiveUp { .. } | Settle::Release => {
+                    writes.require_letter = Some(id.clone());
+                }
+            },
+        }
+    }
+
+    /// Renews the claim before a rerun (spec 128, 133); `false` when it is no longer the run's.
+    pub(crate) fn renew(&self, store: &dyn Store, now: Instant) -> Result<bool, StoreError> {
+        match self {
+            Claim::Inbox {
+                handler,
+                event_id,
+                claim_id,
+            } => store.renew_inbox(handler, event_id, claim_id, now),
+            Claim::Scheduled {
+                dedupe_key,
+                claim_id,
+            } => store.renew_scheduled(dedupe_key, claim_id, now),
+            Claim::Letter { .. } => Ok(true),
+        }
+    }
+
+    /// Whether the runtime retries a failure itself: an operator's retry reports it instead.
+    pub(crate) fn retries(&self) -> bool {
+        !matches!(self, Claim::Letter { .. })
+    }
+}

@@ -1,0 +1,100 @@
+//! A run that failed, and the one guard every handler runs under: its time limit, and a panic
+//! caught with its message.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt;
+
+use crate::{Duration, Error};
+
+/// A run that failed: its code, whether it is retried, and its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub(crate) code: &'static str,
+    pub(crate) retriable: bool,
+    pub(crate) message: String,
+    pub(crate) stack: String,
+}
+
+impl Failure {
+    /// Classifies an error: bounda's own errors by their code (spec 154), anything else a
+    /// handler returned is retried.
+    pub(crate) fn of(error: &anyhow::Error) -> Failure {
+        let (code, retriable) = match error.downcast_ref::<Error>() {
+            Some(error) => (error.code(), error.is_retriable()),
+            None => ("HANDLER_FAILED", true),
+        };
+        Failure {
+            code,
+            retriable,
+            message: format!("{error:#}"),
+            stack: format!("{error:?}"),
+        }
+    }
+
+    /// A failure of bounda's own.
+    pub(crate) fn of_error(error: &Error) -> Failure {
+        Failure {
+            code: error.code(),
+            retriable: error.is_retriable(),
+            message: crate::error::chain(error),
+            stack: format!("{error:?}"),
+        }
+    }
+
+    /// A failure that is never retried, with its own code.
+    pub(crate) fn terminal(code: &'static str, error: &anyhow::Error) -> Failure {
+        Failure {
+            code,
+            retriable: false,
+            message: format!("{error:#}"),
+            stack: format!("{error:?}"),
+        }
+    }
+
+    /// `terminal` or `retriable_exhausted` (spec 154).
+    pub(crate) fn error_type(&self) -> &'static str {
+        if self.retriable {
+            "retriable_exhausted"
+        } else {
+            "terminal"
+        }
+    }
+}
+
+/// Runs `handler`'s future within `limit`; an error, a panic (with its message) or running past
+/// the limit is the run's failure (spec 157–161).
+pub(crate) async fn guarded<T>(
+    handler: &str,
+    limit: Duration,
+    run: impl Future<Output = anyhow::Result<T>>,
+) -> Result<T, Failure> {
+    let caught = AssertUnwindSafe(run).catch_unwind();
+    let error: anyhow::Error = match tokio::time::timeout(limit.into(), caught).await {
+        Ok(Ok(Ok(value))) => return Ok(value),
+        Ok(Ok(Err(error))) => error,
+        Ok(Err(panic)) => Error::Panicked {
+            handler: handler.to_owned(),
+            message: panic_message(panic.as_ref()),
+        }
+        .into(),
+        Err(_elapsed) => Error::HandlerTimeout {
+            handler: handler.to_owned(),
+            limit,
+        }
+        .into(),
+    };
+    Err(Failure::of(&error))
+}
+
+/// The text of a panic's payload.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}

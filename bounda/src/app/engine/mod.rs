@@ -1,0 +1,439 @@
+//! The run engine: every kind of run goes through one loop.
+//!
+//! A run is a unit of claimed work: one event to one policy or process, one scheduler entry
+//! (a delayed command, a delayed policy run, a process deadline), or one dead letter an
+//! operator retries. Its [`Work`] runs the handler and says what to write; its [`Claim`] is
+//! settled in the same write set. The loop takes a batch of claimed runs and goes through it in
+//! waves: a wave holds at most one run per lane (the aggregate instance a run concerns), so one
+//! instance's steps run and commit in order; the handlers of a wave run one after another, and
+//! the wave's write sets commit in one transaction, each alone in a savepoint, so one that is
+//! refused reruns or fails alone (spec 130–136). A moved stream reruns the handler on the new
+//! state without spending an attempt, after renewing the claim (spec 128, 133); a failure is
+//! retried after its back-off or given up with a letter (spec 151–155).
+
+mod claim;
+mod failure;
+
+use std::collections::{HashSet, VecDeque};
+
+use futures_util::future::BoxFuture;
+
+pub(crate) use claim::{Claim, Settle};
+pub(crate) use failure::{Failure, guarded};
+
+use crate::app::App;
+use crate::app::reaction::RejectionRecord;
+use crate::config::Retry;
+use crate::store::{CommitError, Committed, WriteSet};
+use crate::{Error, Instant};
+
+/// What a kind of run does: run its handler and say what to write.
+pub(crate) trait Work: Send {
+    /// Runs the handler of the run's `attempt`-th try. Writes nothing: what it returns is
+    /// committed by the engine, with the claim's settling.
+    fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome>;
+
+    /// The back-off of a failed run.
+    fn retry(&self, app: &App) -> Retry;
+
+    /// How often a moved stream reruns the handler before it counts as a failure (spec 89).
+    fn concurrency_retries(&self, app: &App) -> u32;
+
+    /// What giving up writes besides settling the claim: the letter, and for a process
+    /// `ProcessFailed` (spec 108, 163).
+    fn give_up(
+        &self,
+        app: &App,
+        failure: &Failure,
+        attempt: u32,
+        now: Instant,
+    ) -> Result<WriteSet, Error>;
+
+    /// Marks the run's spans failed when its commit is refused (spec 224).
+    fn mark_failed(&self, message: &str);
+}
+
+/// What a run's handler came to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per run, moved once into its write set"
+)]
+pub(crate) enum Outcome {
+    /// Ran: commit these writes.
+    Commit(Done),
+    /// Failed: retried or given up.
+    Failed(Failure),
+    /// Not run now (a deadline waiting for its instance's events): the claim is given back
+    /// without counting an attempt.
+    Defer,
+}
+
+impl Outcome {
+    /// A run with nothing to write but its claim's settling.
+    pub(crate) fn nothing() -> Outcome {
+        Outcome::Commit(Done::default())
+    }
+}
+
+/// The writes of a run that ran.
+#[derive(Default)]
+pub(crate) struct Done {
+    pub(crate) writes: WriteSet,
+    /// The rejections of the commands it sent, reported once it commits (spec 182).
+    pub(crate) rejections: Vec<RejectionRecord>,
+    /// What to report once it has committed (a scheduled command's outcome, spec 225).
+    pub(crate) after: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Done {
+    /// Writes `writes`.
+    pub(crate) fn writes(writes: WriteSet) -> Done {
+        Done {
+            writes,
+            ..Done::default()
+        }
+    }
+}
+
+/// One claimed run.
+pub(crate) struct Run {
+    pub(crate) work: Box<dyn Work>,
+    pub(crate) claim: Claim,
+    /// Which try this is, the first being 1.
+    pub(crate) attempt: u32,
+    /// The aggregate instance it concerns: a lane's runs commit one at a time, in order.
+    pub(crate) lane: String,
+    /// The handler whose later runs wait while this one waits for its retry (spec 109, 148).
+    pub(crate) group: Option<&'static str>,
+    /// The event's position, for a subscriber's checkpoint.
+    pub(crate) position: Option<u64>,
+    /// Reruns after a moved stream so far.
+    reruns: u32,
+}
+
+impl Run {
+    /// A run of `work` under `claim`.
+    pub(crate) fn new(work: Box<dyn Work>, claim: Claim, attempt: u32, lane: String) -> Run {
+        Run {
+            work,
+            claim,
+            attempt,
+            lane,
+            group: None,
+            position: None,
+            reruns: 0,
+        }
+    }
+
+    /// The same run, holding `group`'s later runs while it waits for a retry.
+    pub(crate) fn in_group(mut self, group: &'static str, position: u64) -> Run {
+        self.group = Some(group);
+        self.position = Some(position);
+        self
+    }
+}
+
+/// What a batch came to.
+#[derive(Default)]
+pub(crate) struct Report {
+    /// Whether any run ran (committed, failed or gave up): work moved on.
+    pub(crate) ran: bool,
+    /// The rejections of the runs that committed, in order.
+    pub(crate) rejections: Vec<RejectionRecord>,
+    /// The first position a held run stands at: a subscriber's checkpoint stops before it.
+    pub(crate) held_from: Option<u64>,
+    /// Failures of runs the runtime does not retry itself (an operator's retry), in order.
+    pub(crate) failures: Vec<Failure>,
+    /// A letter that was already settled when its retry committed (spec 170).
+    pub(crate) letter_settled: Option<String>,
+}
+
+impl Report {
+    fn hold(&mut self, run: &Run) {
+        if let Some(position) = run.position {
+            self.held_from = Some(self.held_from.map_or(position, |p| p.min(position)));
+        }
+    }
+}
+
+/// A run waiting in the batch: to execute, or with its write set ready.
+enum Queued {
+    Execute(Run),
+    Write(Box<(Run, WriteSet, Kind)>),
+}
+
+/// What a write set in a wave settles.
+enum Kind {
+    /// The handler ran.
+    Done {
+        rejections: Vec<RejectionRecord>,
+        after: Option<Box<dyn FnOnce() + Send>>,
+    },
+    /// A failure, retried (`retrying`) or given up.
+    Failed { failure: Failure, retrying: bool },
+    /// Given back unrun; `holds` when the subscriber must wait for it.
+    Released { holds: bool },
+}
+
+impl App {
+    /// Runs `runs`, in order per lane, committing each wave in one transaction. A store that
+    /// fails is reported after the rest of the batch has been tried; the runs it refused keep
+    /// their claims, which lapse (spec 126).
+    pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
+        let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
+        let mut held: HashSet<&'static str> = HashSet::new();
+        let mut store_error: Option<Error> = None;
+        while !queue.is_empty() {
+            let mut lanes: HashSet<String> = HashSet::new();
+            let mut wave: Vec<(Run, WriteSet, Kind)> = Vec::new();
+            while let Some(next) = queue.front() {
+                let lane = match next {
+                    Queued::Execute(run) => &run.lane,
+                    Queued::Write(entry) => &entry.0.lane,
+                };
+                if !lanes.insert(lane.clone()) {
+                    break;
+                }
+                let Some(next) = queue.pop_front() else { break };
+                match next {
+                    Queued::Write(entry) => wave.push(*entry),
+                    Queued::Execute(run) => {
+                        if let Some(entry) = self.execute(run, &held, report).await? {
+                            if let (Kind::Failed { retrying: true, .. }, Some(group)) =
+                                (&entry.2, entry.0.group)
+                            {
+                                held.insert(group);
+                            }
+                            wave.push(entry);
+                        }
+                    }
+                }
+            }
+            let sets: Vec<WriteSet> = wave.iter().map(|(_, writes, _)| writes.clone()).collect();
+            let results = self.commit_all(&sets);
+            let mut reruns = Vec::new();
+            for ((run, _, kind), result) in wave.into_iter().zip(results) {
+                match self.committed(run, kind, result, report, &mut held)? {
+                    Next::Finished => {}
+                    Next::Again(queued) => reruns.push(queued),
+                    Next::StoreFailed(error) => {
+                        store_error.get_or_insert(error);
+                    }
+                }
+            }
+            // Reruns go first, in order: their lanes' later runs wait behind them.
+            for queued in reruns.into_iter().rev() {
+                queue.push_front(queued);
+            }
+        }
+        match store_error {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one run's handler: its write set with the claim settled, or `None` when there is
+    /// nothing to commit (an operator's retry that failed).
+    async fn execute(
+        &self,
+        mut run: Run,
+        held: &HashSet<&'static str>,
+        report: &mut Report,
+    ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
+        // A held handler's later runs, and every run once the app is stopping, are given back
+        // unrun (spec 46, 148, 188).
+        if run.group.is_some_and(|group| held.contains(group)) || self.stopping() {
+            let mut writes = WriteSet::default();
+            run.claim.settle(&mut writes, Settle::Release);
+            return Ok(Some((run, writes, Kind::Released { holds: true })));
+        }
+        match run.work.execute(self, run.attempt).await {
+            Outcome::Commit(done) => {
+                let mut writes = done.writes;
+                run.claim.settle(&mut writes, Settle::Done);
+                let kind = Kind::Done {
+                    rejections: done.rejections,
+                    after: done.after,
+                };
+                Ok(Some((run, writes, kind)))
+            }
+            Outcome::Defer => {
+                let mut writes = WriteSet::default();
+                run.claim.settle(&mut writes, Settle::Release);
+                Ok(Some((run, writes, Kind::Released { holds: false })))
+            }
+            Outcome::Failed(failure) => self.failed(run, failure, report),
+        }
+    }
+
+    /// The write set of a failed run: its retry, or its letter (spec 151–155).
+    fn failed(
+        &self,
+        run: Run,
+        failure: Failure,
+        report: &mut Report,
+    ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
+        if !run.claim.retries() {
+            report.failures.push(failure);
+            return Ok(None);
+        }
+        let now = self.clock().now();
+        let wait = run
+            .work
+            .retry(self)
+            .delay_before(run.attempt)
+            .filter(|_| failure.retriable);
+        let (writes, retrying) = match wait {
+            Some(wait) => {
+                let mut writes = WriteSet::default();
+                let at = now + wait;
+                let error = failure.message.clone();
+                run.claim.settle(&mut writes, Settle::Retry { at, error });
+                (writes, true)
+            }
+            None => {
+                let mut writes = run.work.give_up(self, &failure, run.attempt, now)?;
+                let error = failure.message.clone();
+                run.claim.settle(&mut writes, Settle::GiveUp { error });
+                (writes, false)
+            }
+        };
+        Ok(Some((run, writes, Kind::Failed { failure, retrying })))
+    }
+
+    /// What follows a write set's commit.
+    fn committed(
+        &self,
+        run: Run,
+        kind: Kind,
+        result: Result<Committed, CommitError>,
+        report: &mut Report,
+        held: &mut HashSet<&'static str>,
+    ) -> Result<Next, Error> {
+        let error = match result {
+            Ok(_) => {
+                match kind {
+                    Kind::Done { rejections, after } => {
+                        report.ran = true;
+                        report.rejections.extend(rejections);
+                        if let Some(after) = after {
+                            after();
+                        }
+                    }
+                    Kind::Failed { retrying, .. } => {
+                        report.ran = true;
+                        if retrying {
+                            report.hold(&run);
+                        }
+                    }
+                    Kind::Released { holds } => {
+                        if holds {
+                            report.hold(&run);
+                        }
+                    }
+                }
+                return Ok(Next::Finished);
+            }
+            Err(error) => error,
+        };
+        match (error, kind) {
+            // Someone else holds the run now: it is theirs to finish (spec 47, 127).
+            (CommitError::ClaimLost { .. }, _) => {
+                report.hold(&run);
+                if let Some(group) = run.group {
+                    held.insert(group);
+                }
+                Ok(Next::Finished)
+            }
+            (CommitError::LetterSettled { id }, _) => {
+                report.letter_settled = Some(id);
+                Ok(Next::Finished)
+            }
+            // A moved stream costs no attempt: renew the claim and run again on the new state
+            // (spec 89, 128, 133).
+            (CommitError::StreamMoved { .. }, Kind::Done { .. })
+                if run.reruns < run.work.concurrency_retries(self) =>
+            {
+                let mut run = run;
+                run.reruns += 1;
+                if !run.claim.renew(self.store(), self.clock().now())? {
+                    report.hold(&run);
+                    return Ok(Next::Finished);
+                }
+                Ok(Next::Again(Queued::Execute(run)))
+            }
+            // A give-up that found the instance moved: look again after the next step.
+            (CommitError::StreamMoved { .. }, Kind::Failed { failure, .. }) => {
+                let mut writes = WriteSet::default();
+                let at = self.clock().now();
+                let error = failure.message.clone();
+                run.claim.settle(&mut writes, Settle::Retry { at, error });
+                if let Some(group) = run.group {
+                    held.insert(group);
+                }
+                let kind = Kind::Failed {
+                    failure,
+                    retrying: true,
+                };
+                Ok(Next::Again(Queued::Write(Box::new((run, writes, kind)))))
+            }
+            // A refused commit fails the run: retried, or given up (spec 154).
+            (error, Kind::Done { .. }) => {
+                let failure = Failure::of(&anyhow::Error::new(error));
+                run.work.mark_failed(&failure.message);
+                match self.failed(run, failure, report)? {
+                    Some((run, writes, kind)) => {
+                        if let (Kind::Failed { retrying: true, .. }, Some(group)) =
+                            (&kind, run.group)
+                        {
+                            held.insert(group);
+                        }
+                        Ok(Next::Again(Queued::Write(Box::new((run, writes, kind)))))
+                    }
+                    None => Ok(Next::Finished),
+                }
+            }
+            // Recording a failure or a release was refused too: the claim lapses and the run is
+            // tried again (spec 126).
+            (CommitError::Store(error), _) => {
+                report.hold(&run);
+                Ok(Next::StoreFailed(error.into()))
+            }
+            (error, _) => {
+                report.hold(&run);
+                Ok(Next::StoreFailed(Error::Store(
+                    crate::store::StoreError::with_source("a run's write set was refused", error),
+                )))
+            }
+        }
+    }
+
+    /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
+    /// file, counts the letters they filed (spec 225).
+    pub(crate) fn commit_all(&self, sets: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        let results = match sets {
+            [] => Vec::new(),
+            [one] => vec![self.store().commit(one)],
+            many => self.store().commit_many(many),
+        };
+        for (writes, result) in sets.iter().zip(&results) {
+            if result.is_ok() {
+                for letter in &writes.dead_letters {
+                    crate::app::telemetry::dead_lettered(
+                        letter.kind.as_str(),
+                        &letter.handler,
+                        &letter.error_type,
+                    );
+                }
+            }
+        }
+        results
+    }
+}
+
+/// What follows a commit.
+enum Next {
+    Finished,
+    Again(Queued),
+    StoreFailed(Error),
+}

@@ -1,0 +1,263 @@
+//! A policy's run, as the engine runs it: live from the dispatcher, delayed from the scheduler,
+//! or again from its letter (spec 27–41, 167).
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tracing::Instrument;
+
+use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
+use crate::app::policy::PolicyRunner;
+use crate::app::reaction::{Attempt, Cause};
+use crate::app::{App, telemetry};
+use crate::config::Retry;
+use crate::ids::derived_id;
+use crate::store::{DeadLetter, LetterKind, LetterStatus, ScheduledEntry, WriteSet};
+use crate::{Error, Instant, RecordedEvent};
+
+/// The command type of a delayed policy's run in the scheduler.
+pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";
+
+/// What a delayed policy run's scheduler entry holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PolicyRunPayload {
+    pub(crate) policy: String,
+    pub(crate) event_id: String,
+}
+
+/// The idempotency key of policy `name` for `event_id` (spec 137).
+pub(crate) fn policy_key(name: &str, event_id: &str) -> String {
+    derived_id(&["policy", name, event_id])
+}
+
+/// One run of a policy on one event under one key.
+pub(crate) struct PolicyRun {
+    policy: Arc<dyn PolicyRunner>,
+    event: RecordedEvent,
+    key: String,
+    span: tracing::Span,
+    /// The scheduler's span of a delayed run, failed with it.
+    outer: Option<tracing::Span>,
+}
+
+impl PolicyRun {
+    /// A live or delayed run: the same key on every try (spec 38, 137).
+    pub(crate) fn new(policy: Arc<dyn PolicyRunner>, event: RecordedEvent) -> PolicyRun {
+        let key = policy_key(policy.name(), &event.id);
+        PolicyRun::with_key(policy, event, key)
+    }
+
+    /// A run under `key`: an operator's retry passes a new one (spec 138).
+    pub(crate) fn with_key(
+        policy: Arc<dyn PolicyRunner>,
+        event: RecordedEvent,
+        key: String,
+    ) -> PolicyRun {
+        PolicyRun {
+            policy,
+            event,
+            key,
+            span: tracing::Span::none(),
+            outer: None,
+        }
+    }
+
+    /// A delayed run, inside the scheduler's span `outer`.
+    pub(crate) fn delayed(mut self, outer: tracing::Span) -> PolicyRun {
+        // The scheduled run's span learns its correlation from the event.
+        outer.record(
+            "bounda.correlation_id",
+            self.event.metadata.correlation_id.as_str(),
+        );
+        self.outer = Some(outer);
+        self
+    }
+
+    async fn run(&mut self, app: &App, attempt: u32) -> Outcome {
+        let policy = &*self.policy;
+        self.span = telemetry::policy_span(
+            policy.key().aggregate,
+            policy.name(),
+            &self.event.id,
+            &self.event.metadata.correlation_id,
+            attempt,
+        );
+        let reaction = Attempt::new(app, self.key.clone(), Cause::of_event(&self.event));
+        let limit = app
+            .config()
+            .for_aggregate(policy.key().aggregate)
+            .policies_timeout;
+        let handler = policy
+            .run(&reaction, &self.event)
+            .instrument(self.span.clone());
+        let result = guarded(policy.name(), limit, handler).await;
+        let staging = reaction.finish();
+        // A command that failed fails the run, even if the handler went on (spec 34).
+        match result.and_then(|()| staging.failure.clone().map_or(Ok(()), Err)) {
+            Ok(()) => Outcome::Commit(Done {
+                writes: WriteSet {
+                    appends: staging.appends,
+                    schedule: staging.scheduled,
+                    ..WriteSet::default()
+                },
+                rejections: staging.rejections,
+                after: None,
+            }),
+            Err(failure) => {
+                self.mark_failed(&failure.message);
+                Outcome::Failed(failure)
+            }
+        }
+    }
+}
+
+impl Work for PolicyRun {
+    fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome> {
+        let outer = self.outer.clone().unwrap_or_else(tracing::Span::none);
+        Box::pin(self.run(app, attempt).instrument(outer))
+    }
+
+    fn retry(&self, app: &App) -> Retry {
+        app.config()
+            .for_aggregate(self.policy.key().aggregate)
+            .policies_retry
+    }
+
+    fn concurrency_retries(&self, app: &App) -> u32 {
+        app.config()
+            .for_aggregate(self.policy.key().aggregate)
+            .concurrency_retries
+    }
+
+    /// The policy's letter; its id depends only on the policy and the event, so filing it again
+    /// finds the first (spec 39, 141).
+    fn give_up(
+        &self,
+        _app: &App,
+        failure: &Failure,
+        attempts: u32,
+        now: Instant,
+    ) -> Result<WriteSet, Error> {
+        let (policy, event) = (self.policy.name(), &self.event);
+        let letter = DeadLetter {
+            id: derived_id(&["policy", policy, &event.id, "dead-letter"]),
+            kind: LetterKind::Policy,
+            handler: policy.to_owned(),
+            event_id: Some(event.id.clone()),
+            event_type: Some(event.event_type.clone()),
+            aggregate_type: Some(event.aggregate_type.clone()),
+            aggregate_id: Some(event.aggregate_id.clone()),
+            error_type: failure.error_type().to_owned(),
+            error_message: failure.message.clone(),
+            error_stack: Some(failure.stack.clone()),
+            attempts,
+            first_failed_at: now,
+            last_failed_at: now,
+            status: LetterStatus::Failed,
+            payload: None,
+        };
+        Ok(WriteSet {
+            dead_letters: vec![letter],
+            ..WriteSet::default()
+        })
+    }
+
+    fn mark_failed(&self, message: &str) {
+        telemetry::failed(&self.span, message);
+        if let Some(outer) = &self.outer {
+            telemetry::failed(outer, message);
+        }
+    }
+}
+
+/// A delayed policy's delivery: its run is scheduled at the event's time plus the delay, not at
+/// read time plus the delay (spec 37, 41).
+pub(crate) struct SchedulePolicyRun {
+    pub(crate) policy: &'static str,
+    pub(crate) event: RecordedEvent,
+    pub(crate) execute_at: Instant,
+}
+
+impl Work for SchedulePolicyRun {
+    fn execute<'a>(&'a mut self, _app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
+        let payload = PolicyRunPayload {
+            policy: self.policy.to_owned(),
+            event_id: self.event.id.clone(),
+        };
+        let outcome = match serde_json::to_value(&payload) {
+            Ok(payload) => Outcome::Commit(Done::writes(WriteSet {
+                schedule: vec![ScheduledEntry {
+                    dedupe_key: derived_id(&["policy-run", self.policy, &self.event.id]),
+                    command_type: POLICY_RUN.to_owned(),
+                    aggregate_id: self.event.aggregate_id.clone(),
+                    payload,
+                    execute_at: self.execute_at,
+                    context: serde_json::json!({}),
+                    attempts: 0,
+                    last_error: None,
+                    revision: 0,
+                    claim_id: None,
+                    claimed_at: None,
+                }],
+                ..WriteSet::default()
+            })),
+            Err(source) => Outcome::Failed(Failure::of_error(&Error::Encode {
+                type_name: POLICY_RUN.to_owned(),
+                source,
+            })),
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+
+    fn retry(&self, app: &App) -> Retry {
+        app.config().policies.retry
+    }
+
+    fn concurrency_retries(&self, _app: &App) -> u32 {
+        0
+    }
+
+    fn give_up(
+        &self,
+        _app: &App,
+        _failure: &Failure,
+        _attempt: u32,
+        _now: Instant,
+    ) -> Result<WriteSet, Error> {
+        Ok(WriteSet::default())
+    }
+
+    fn mark_failed(&self, _message: &str) {}
+}
+
+/// Scheduled work with nothing left to run (a policy a deploy removed, an event gone): the entry
+/// is completed.
+pub(crate) struct NothingToRun;
+
+impl Work for NothingToRun {
+    fn execute<'a>(&'a mut self, _app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
+        Box::pin(std::future::ready(Outcome::nothing()))
+    }
+
+    fn retry(&self, app: &App) -> Retry {
+        app.config().policies.retry
+    }
+
+    fn concurrency_retries(&self, _app: &App) -> u32 {
+        0
+    }
+
+    fn give_up(
+        &self,
+        _app: &App,
+        _failure: &Failure,
+        _attempt: u32,
+        _now: Instant,
+    ) -> Result<WriteSet, Error> {
+        Ok(WriteSet::default())
+    }
+
+    fn mark_failed(&self, _message: &str) {}
+}

@@ -1,0 +1,315 @@
+//! A process deadline's run, as the engine runs it: the instance's scheduler entry came due;
+//! the state says what is due, and it runs once the instance's earlier events are handled
+//! (spec 78–91, 95–97).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tracing::Instrument;
+
+use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::processes::instance::{Instance, Lifecycle, Status};
+use crate::app::processes::pass::{deadline_letter, step_writes};
+use crate::app::processes::step::lifecycle_append;
+use crate::app::processes::{PROCESSES, ProcessRunner};
+use crate::app::{App, telemetry};
+use crate::config::Retry;
+use crate::process::plan::DueDeadline;
+use crate::store::{Metadata, WriteSet};
+use crate::{Error, Instant, RecordedEvent};
+
+/// What an instance's deadline entry holds: whose it is, and the moment it was armed at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DeadlinePayload {
+    pub(crate) process: String,
+    pub(crate) instance: String,
+    /// The moment, in epoch milliseconds.
+    pub(crate) at: i64,
+}
+
+/// Worker rounds a due deadline waits for the process runner before it runs anyway (spec 86).
+const MAX_WAIT_ROUNDS: u32 = 10;
+
+/// The field of a deadline letter whose instance's state could not be read.
+const UNREADABLE_STATE: &str = "unreadable-state";
+
+/// The events the process runner has not handled yet, as the worker saw them when it claimed a
+/// batch: for each instance they reach, the time of the earliest (spec 85).
+#[derive(Debug, Default)]
+pub(crate) struct Unhandled {
+    /// Whether every unhandled event was read; if not, any due deadline waits.
+    complete: bool,
+    /// Whether the process runner is behind at all.
+    behind: bool,
+    earliest: HashMap<(&'static str, String), Instant>,
+}
+
+/// How many unhandled events the worker reads to tell which instances they reach.
+const UNHANDLED_READ: usize = 1_000;
+
+impl Unhandled {
+    /// Reads the events after the `processes` checkpoint.
+    pub(crate) fn read(app: &App) -> Result<Unhandled, Error> {
+        let Some(from) = app.store().checkpoint(PROCESSES)? else {
+            return Ok(Unhandled {
+                complete: true,
+                ..Unhandled::default()
+            });
+        };
+        let events = app.store().read_all(from, UNHANDLED_READ)?;
+        let mut unhandled = Unhandled {
+            complete: events.len() < UNHANDLED_READ,
+            behind: !events.is_empty(),
+            earliest: HashMap::new(),
+        };
+        for event in &events {
+            unhandled.add(app, event);
+        }
+        Ok(unhandled)
+    }
+
+    fn add(&mut self, app: &App, event: &RecordedEvent) {
+        for process in app.processes().filter(|p| p.takes(event)) {
+            // An event that names no instance, or whose correlator fails, holds none back.
+            if let Ok(Some(id)) = process.instance_of(event) {
+                let earliest = self
+                    .earliest
+                    .entry((process.name(), id))
+                    .or_insert(event.timestamp);
+                *earliest = (*earliest).min(event.timestamp);
+            }
+        }
+    }
+
+    /// Whether instance `id` of `process` has an unhandled event stored at or before `at`.
+    fn holds(&self, process: &'static str, id: &str, at: Instant) -> bool {
+        if !self.complete {
+            return self.behind;
+        }
+        self.earliest
+            .get(&(process, id.to_owned()))
+            .is_some_and(|earliest| *earliest <= at)
+    }
+}
+
+/// One run of an instance's deadline entry.
+pub(crate) struct DeadlineRun {
+    process: Arc<dyn ProcessRunner>,
+    id: String,
+    /// The entry's key: its waiting rounds are counted by it.
+    key: String,
+    /// The moment the entry was armed at, for a letter when the state does not read.
+    armed_at: Instant,
+    unhandled: Arc<Unhandled>,
+    /// What the last try ran: the instance and the deadline.
+    ran: Option<(Instance, DueDeadline)>,
+    span: tracing::Span,
+    outer: tracing::Span,
+}
+
+impl DeadlineRun {
+    pub(crate) fn new(
+        process: Arc<dyn ProcessRunner>,
+        payload: DeadlinePayload,
+        key: &str,
+        armed_at: Instant,
+        unhandled: Arc<Unhandled>,
+        outer: tracing::Span,
+    ) -> DeadlineRun {
+        DeadlineRun {
+            process,
+            id: payload.instance,
+            key: key.to_owned(),
+            armed_at,
+            unhandled,
+            ran: None,
+            span: tracing::Span::none(),
+            outer,
+        }
+    }
+
+    async fn run(&mut self, app: &App, attempt: u32) -> Result<Outcome, Error> {
+        let process = Arc::clone(&self.process);
+        let id = self.id.clone();
+        self.ran = None;
+        // Nothing runs for an ended instance; a failed one's deadlines wait for its retry
+        // (spec 87, 111).
+        let Some(instance) = app
+            .load_instance(&*process, &id)?
+            .filter(|i| i.status == Status::Started)
+        else {
+            return Ok(Outcome::nothing());
+        };
+        let now = app.clock().now();
+        // The runtime does not trust the entry: the state says what is due (spec 79). A state
+        // that no longer reads fails the instance for good (spec 69).
+        let due = match process.due(&instance, now) {
+            Ok(due) => due,
+            Err(error) => {
+                let due = DueDeadline {
+                    at: self.armed_at,
+                    field: UNREADABLE_STATE,
+                };
+                self.ran = Some((instance, due));
+                return Ok(Outcome::Failed(Failure::of_error(&error)));
+            }
+        };
+        let Some(due) = due else {
+            let (schedule, unschedule) = process.arm(&id, &instance)?;
+            return Ok(Outcome::Commit(Done::writes(WriteSet {
+                schedule: schedule.into_iter().collect(),
+                unschedule: unschedule.into_iter().collect(),
+                ..WriteSet::default()
+            })));
+        };
+        // A due deadline waits until the process runner has handled the instance's events
+        // stored before it, ten worker rounds at most (spec 85–86).
+        if self.waits(app, due) {
+            return Ok(Outcome::Defer);
+        }
+        let correlation = instance
+            .set_by
+            .get(due.field)
+            .map_or("", |(_, c)| c.as_str());
+        // The scheduled run's span learns its correlation from the instance.
+        self.outer.record("bounda.correlation_id", correlation);
+        self.span = telemetry::process_span(
+            process.aggregate(),
+            process.name(),
+            &id,
+            Some(due.field),
+            correlation,
+            attempt,
+        );
+        let step = process
+            .deadline_step(app, &id, &instance, due, None)
+            .instrument(self.span.clone())
+            .await;
+        self.ran = Some((instance, due));
+        Ok(match step {
+            Ok(writes) => {
+                let rejections = writes.staging.rejections.clone();
+                Outcome::Commit(Done {
+                    writes: step_writes(writes, |_| {}),
+                    rejections,
+                    after: None,
+                })
+            }
+            Err(failure) => {
+                self.mark_failed(&failure.message);
+                Outcome::Failed(failure)
+            }
+        })
+    }
+
+    /// Whether the deadline due at `due.at` waits for the process runner, counting its rounds;
+    /// it stays counted in `waiting_deadlines` while it waits (spec 85–86, 175).
+    fn waits(&self, app: &App, due: DueDeadline) -> bool {
+        let mut waiting = app.waiting();
+        if !self.unhandled.holds(self.process.name(), &self.id, due.at) {
+            waiting.remove(&self.key);
+            return false;
+        }
+        let at = due.at.as_millis();
+        let (moment, rounds) = waiting.entry(self.key.clone()).or_insert((at, 0));
+        if *moment != at {
+            (*moment, *rounds) = (at, 0);
+        }
+        *rounds += 1;
+        if *rounds > MAX_WAIT_ROUNDS {
+            waiting.remove(&self.key);
+            return false;
+        }
+        true
+    }
+}
+
+impl Work for DeadlineRun {
+    fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome> {
+        let outer = self.outer.clone();
+        Box::pin(
+            async move {
+                let outcome = match self.run(app, attempt).await {
+                    Ok(outcome) => outcome,
+                    Err(error) => Outcome::Failed(Failure::of_error(&error)),
+                };
+                // Whatever the outcome but a wait, the entry no longer waits (spec 175).
+                if !matches!(outcome, Outcome::Defer) {
+                    app.waiting().remove(&self.key);
+                }
+                outcome
+            }
+            .instrument(outer),
+        )
+    }
+
+    fn retry(&self, app: &App) -> Retry {
+        app.config()
+            .for_aggregate(self.process.aggregate())
+            .processes_retry
+    }
+
+    fn concurrency_retries(&self, app: &App) -> u32 {
+        app.config()
+            .for_aggregate(self.process.aggregate())
+            .concurrency_retries
+    }
+
+    /// The process fails with letter `deadline:<field>`, and `ProcessFailed` records the
+    /// moment (spec 88); a failing deadline points at the instance (spec 91).
+    fn give_up(
+        &self,
+        app: &App,
+        failure: &Failure,
+        attempts: u32,
+        now: Instant,
+    ) -> Result<WriteSet, Error> {
+        let Some((instance, due)) = &self.ran else {
+            // The instance could not be read: the letter says so, with the moment armed.
+            let due = DueDeadline {
+                at: self.armed_at,
+                field: UNREADABLE_STATE,
+            };
+            let letter = deadline_letter(&*self.process, &self.id, due, failure, attempts, now);
+            return Ok(WriteSet {
+                dead_letters: vec![letter],
+                ..WriteSet::default()
+            });
+        };
+        let process = &*self.process;
+        let letter = deadline_letter(process, &self.id, *due, failure, attempts, now);
+        let stream = format!("process:{}:{}", process.name(), self.id);
+        let metadata = Metadata {
+            correlation_id: stream.clone(),
+            causation_id: stream,
+            depth: 0,
+            schema_version: 1,
+            system: true,
+        };
+        let failed = Lifecycle::Failed {
+            letter_id: letter.id.clone(),
+            at: Some(due.at),
+            event_id: None,
+        };
+        let (append, _) = lifecycle_append(
+            app,
+            process.name(),
+            &self.id,
+            instance.version,
+            vec![failed],
+            &metadata,
+        )?;
+        Ok(WriteSet {
+            appends: vec![append],
+            dead_letters: vec![letter],
+            ..WriteSet::default()
+        })
+    }
+
+    fn mark_failed(&self, message: &str) {
+        telemetry::failed(&self.span, message);
+        telemetry::failed(&self.outer, message);
+    }
+}

@@ -1,0 +1,172 @@
+//! An event's step in one process instance, as the engine runs it: route, run the handler,
+//! record it (spec 55–64, 98, 108–110).
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use tracing::Instrument;
+
+use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::processes::ProcessRunner;
+use crate::app::processes::instance::Lifecycle;
+use crate::app::processes::pass::{process_letter, step_writes};
+use crate::app::processes::step::{Route, entry_key};
+use crate::app::{App, telemetry};
+use crate::config::Retry;
+use crate::ids::derived_id;
+use crate::store::{LetterStatus, WriteSet};
+use crate::{Error, Instant, RecordedEvent};
+
+/// One event delivered to one process.
+pub(crate) struct EventRun {
+    process: Arc<dyn ProcessRunner>,
+    event: RecordedEvent,
+    /// What the last try found: the instance, its version, and the event's route.
+    found: Option<Found>,
+    span: tracing::Span,
+}
+
+struct Found {
+    id: String,
+    version: u64,
+    route: Route,
+}
+
+impl EventRun {
+    pub(crate) fn new(process: Arc<dyn ProcessRunner>, event: RecordedEvent) -> EventRun {
+        EventRun {
+            process,
+            event,
+            found: None,
+            span: tracing::Span::none(),
+        }
+    }
+
+    async fn run(&mut self, app: &App, attempt: u32) -> Result<Outcome, Error> {
+        let process = Arc::clone(&self.process);
+        let event = &self.event;
+        self.found = None;
+        let id = match process.instance_of(event) {
+            Ok(Some(id)) => id,
+            Ok(None) => return Ok(Outcome::nothing()),
+            // A correlator that fails dead-letters the event for this process only (spec 58).
+            Err(error) => {
+                return Ok(Outcome::Failed(Failure::terminal(
+                    "CORRELATION_FAILED",
+                    &error,
+                )));
+            }
+        };
+        let instance = app.load_instance(&*process, &id)?;
+        let mut route = process.route(instance.as_ref(), event);
+        // A failure whose letter was discarded gives the instance up: later events are
+        // dropped, not parked (spec 120).
+        if route == Route::Park
+            && let Some(letter_id) = instance.as_ref().and_then(|i| i.letter_id.as_deref())
+            && app
+                .store()
+                .dead_letter(letter_id)?
+                .is_some_and(|letter| letter.status == LetterStatus::Discarded)
+        {
+            route = Route::Skip;
+        }
+        if route == Route::Skip {
+            return Ok(Outcome::nothing());
+        }
+        self.found = Some(Found {
+            id: id.clone(),
+            version: instance.as_ref().map_or(0, |i| i.version),
+            route,
+        });
+        self.span = telemetry::process_span(
+            process.aggregate(),
+            process.name(),
+            &id,
+            None,
+            &event.metadata.correlation_id,
+            attempt,
+        );
+        let key = derived_id(&["process", process.name(), &event.id]);
+        let step = process
+            .event_step(app, &id, instance.as_ref(), route, event, key)
+            .instrument(self.span.clone())
+            .await;
+        Ok(match step {
+            Ok(writes) => {
+                let rejections = writes.staging.rejections.clone();
+                Outcome::Commit(Done {
+                    writes: step_writes(writes, |_| {}),
+                    rejections,
+                    after: None,
+                })
+            }
+            Err(failure) => {
+                self.mark_failed(&failure.message);
+                Outcome::Failed(failure)
+            }
+        })
+    }
+}
+
+impl Work for EventRun {
+    fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            match self.run(app, attempt).await {
+                Ok(outcome) => outcome,
+                Err(error) => Outcome::Failed(Failure::of_error(&error)),
+            }
+        })
+    }
+
+    fn retry(&self, app: &App) -> Retry {
+        app.config()
+            .for_aggregate(self.process.aggregate())
+            .processes_retry
+    }
+
+    fn concurrency_retries(&self, app: &App) -> u32 {
+        app.config()
+            .for_aggregate(self.process.aggregate())
+            .concurrency_retries
+    }
+
+    /// The letter, and `ProcessFailed` on the instance, whose later events are parked. A
+    /// follow-up that fails for good is a letter, but the process has ended already: it does
+    /// not fail (spec 100). A starting event that fails fails the instance it would have
+    /// started, so its letter can be retried (spec 108).
+    fn give_up(
+        &self,
+        app: &App,
+        failure: &Failure,
+        attempts: u32,
+        now: Instant,
+    ) -> Result<WriteSet, Error> {
+        let process = &*self.process;
+        let id = self.found.as_ref().map_or("", |found| found.id.as_str());
+        let letter = process_letter(process.name(), id, &self.event, failure, attempts, now);
+        let mut writes = WriteSet::default();
+        if let Some(found) = &self.found
+            && found.route != Route::FollowUp
+        {
+            let failed = Lifecycle::Failed {
+                letter_id: letter.id.clone(),
+                at: None,
+                event_id: Some(self.event.id.clone()),
+            };
+            writes.appends.push(app.failure_append(
+                process,
+                &found.id,
+                found.version,
+                failed,
+                &self.event,
+            )?);
+            writes.unschedule.push(entry_key(process.name(), &found.id));
+        }
+        writes.dead_letters.push(letter);
+        Ok(writes)
+    }
+
+    fn mark_failed(&self, message: &str) {
+        telemetry::failed(&self.span, message);
+    }
+}
