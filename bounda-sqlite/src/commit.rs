@@ -18,8 +18,21 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
         require_failed(conn, id)?;
     }
     let mut committed = Committed::default();
+    let head_before = match writes.skip.is_empty() || writes.appends.is_empty() {
+        true => None,
+        false => Some(head(conn)?),
+    };
     for append in &writes.appends {
         append_events(conn, append, &mut committed)?;
+    }
+    if let (Some(before), Some(after)) = (head_before, committed.events.last()) {
+        for subscriber in &writes.skip {
+            conn.prepare_cached(
+                "UPDATE bounda_checkpoints SET position = ?3 WHERE subscriber = ?1 AND position = ?2",
+            )
+            .and_then(|mut s| s.execute(params![subscriber, before, after.position]))
+            .map_err(sql("cannot move a checkpoint"))?;
+        }
     }
     if let Some(mark) = &writes.inbox {
         settle_inbox(conn, mark)?;
@@ -42,6 +55,14 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
         settle_letter(conn, settle)?;
     }
     Ok(committed)
+}
+
+/// The position of the last event, 0 when there is none.
+fn head(conn: &Connection) -> Result<u64, CommitError> {
+    Ok(conn
+        .prepare_cached("SELECT COALESCE(MAX(position), 0) FROM bounda_events")
+        .and_then(|mut s| s.query_row([], |row| row.get(0)))
+        .map_err(sql("cannot read the head"))?)
 }
 
 fn append_events(

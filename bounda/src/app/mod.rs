@@ -291,7 +291,7 @@ impl App {
         &self,
         writes: &crate::store::WriteSet,
     ) -> Result<crate::store::Committed, crate::store::CommitError> {
-        self.commit_all(std::slice::from_ref(writes))
+        self.commit_all(&mut [writes.clone()])
             .pop()
             .unwrap_or_else(|| Ok(crate::store::Committed::default()))
     }
@@ -376,11 +376,12 @@ impl App {
             let Some(append) = decision.append else {
                 return Ok(decision.decided);
             };
-            let writes = WriteSet {
+            let mut writes = [WriteSet {
                 appends: vec![append],
                 ..WriteSet::default()
-            };
-            match self.store().commit(&writes) {
+            }];
+            let result = self.commit_all(&mut writes).pop();
+            match result.unwrap_or_else(|| Ok(crate::store::Committed::default())) {
                 Ok(committed) => {
                     let mut decided = decision.decided;
                     decided.position = committed.events.last().map(|event| event.position);

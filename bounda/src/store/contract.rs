@@ -17,8 +17,8 @@
 use serde_json::json;
 
 use crate::store::{
-    Append, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, LetterFilter, LetterKind,
-    LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
+    Append, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair, LetterFilter,
+    LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
     ScheduledRelease, Store, WriteSet,
 };
 use crate::{Instant, millis, seconds};
@@ -63,6 +63,9 @@ macro_rules! store_contract_tests {
             dead_letters_are_filed_once_and_settled_once,
             dead_letters_are_listed_and_counted_by_filter,
             group_commit_leaves_out_only_the_failing_write_set,
+            a_batch_claim_skips_a_handler_after_its_held_pair,
+            a_released_inbox_claim_is_free_at_once_without_an_attempt,
+            a_skipping_write_set_moves_only_a_checkpoint_at_the_head,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -816,4 +819,102 @@ pub fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
             .collect::<Vec<_>>(),
         ["e1", "e2", "e5"]
     );
+}
+
+// spec 124, 148
+pub fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .claim_inbox("notify", "e-2", "other", now, lease)
+        .unwrap();
+    let pair = |handler, event_id| InboxPair { handler, event_id };
+    let claims = store
+        .claim_inbox_batch(
+            &[
+                pair("notify", "e-1"),
+                pair("notify", "e-2"),
+                pair("audit", "e-2"),
+                pair("notify", "e-3"),
+            ],
+            "batch",
+            now,
+            lease,
+        )
+        .unwrap();
+    assert_eq!(
+        claims,
+        [
+            InboxClaim::Claimed { attempt: 1 },
+            InboxClaim::Held,
+            InboxClaim::Claimed { attempt: 1 },
+            InboxClaim::Skipped,
+        ],
+        "a held pair stops its handler's later pairs, not another handler's"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-3", "later", now, lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "a skipped pair was left unclaimed"
+    );
+}
+
+// spec 46, 148
+pub fn a_released_inbox_claim_is_free_at_once_without_an_attempt(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, lease)
+        .unwrap();
+    let release = |claim_id: &str| WriteSet {
+        inbox: Some(InboxMark {
+            handler: "notify".into(),
+            event_id: "e-1".into(),
+            claim_id: claim_id.into(),
+            outcome: InboxOutcome::Released,
+        }),
+        ..WriteSet::default()
+    };
+    assert!(matches!(
+        store.commit(&release("not-mine")),
+        Err(CommitError::ClaimLost { .. })
+    ));
+    store.commit(&release("c-1")).unwrap();
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now, lease)
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "free before its lease ends, the released attempt not counted"
+    );
+}
+
+pub fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Store) {
+    store
+        .commit(&appending(vec![append(
+            "Order",
+            "o-1",
+            0,
+            &["OrderPlaced"],
+        )]))
+        .unwrap();
+    store.move_checkpoint("at-head", None, 1).unwrap();
+    store.move_checkpoint("behind", None, 0).unwrap();
+    let mut writes = appending(vec![append(
+        "process:Payment",
+        "o-1",
+        0,
+        &["ProcessStarted", "ProcessHandled"],
+    )]);
+    writes.skip = vec!["at-head".into(), "behind".into(), "absent".into()];
+    store.commit(&writes).unwrap();
+    assert_eq!(store.checkpoint("at-head").unwrap(), Some(3), "moved past");
+    assert_eq!(
+        store.checkpoint("behind").unwrap(),
+        Some(0),
+        "a subscriber behind reads them itself"
+    );
+    assert_eq!(store.checkpoint("absent").unwrap(), None, "none created");
 }

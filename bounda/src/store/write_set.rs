@@ -110,6 +110,10 @@ pub struct WriteSet {
     /// A dead letter that must still be `failed` for anything to be written: each step of a
     /// process retry is fenced on its letter (spec 114, 170).
     pub require_letter: Option<String>,
+    /// Subscribers that take none of the events appended here. One whose checkpoint stands at
+    /// the head when they are appended moves past them in the same transaction, as its own pass
+    /// would: work that only records (a process's lifecycle events) costs no checkpoint write.
+    pub skip: Vec<String>,
 }
 
 impl WriteSet {

@@ -185,7 +185,8 @@ impl App {
         let mut store_error: Option<Error> = None;
         while !queue.is_empty() {
             let mut lanes: HashSet<String> = HashSet::new();
-            let mut wave: Vec<(Run, WriteSet, Kind)> = Vec::new();
+            let mut wave: Vec<(Run, Kind)> = Vec::new();
+            let mut sets: Vec<WriteSet> = Vec::new();
             while let Some(next) = queue.front() {
                 let lane = match next {
                     Queued::Execute(run) => &run.lane,
@@ -195,24 +196,23 @@ impl App {
                     break;
                 }
                 let Some(next) = queue.pop_front() else { break };
-                match next {
-                    Queued::Write(entry) => wave.push(*entry),
-                    Queued::Execute(run) => {
-                        if let Some(entry) = self.execute(run, &held, report).await? {
-                            if let (Kind::Failed { retrying: true, .. }, Some(group)) =
-                                (&entry.2, entry.0.group)
-                            {
-                                held.insert(group);
-                            }
-                            wave.push(entry);
-                        }
-                    }
+                let entry = match next {
+                    Queued::Write(entry) => *entry,
+                    Queued::Execute(run) => match self.execute(run, &held, report).await? {
+                        Some(entry) => entry,
+                        None => continue,
+                    },
+                };
+                let (run, writes, kind) = entry;
+                if let (Kind::Failed { retrying: true, .. }, Some(group)) = (&kind, run.group) {
+                    held.insert(group);
                 }
+                wave.push((run, kind));
+                sets.push(writes);
             }
-            let sets: Vec<WriteSet> = wave.iter().map(|(_, writes, _)| writes.clone()).collect();
-            let results = self.commit_all(&sets);
+            let results = self.commit_all(&mut sets);
             let mut reruns = Vec::new();
-            for ((run, _, kind), result) in wave.into_iter().zip(results) {
+            for ((run, kind), result) in wave.into_iter().zip(results) {
                 match self.committed(run, kind, result, report, &mut held)? {
                     Next::Finished => {}
                     Next::Again(queued) => reruns.push(queued),
@@ -409,9 +409,13 @@ impl App {
     }
 
     /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
-    /// file, counts the letters they filed (spec 225).
-    pub(crate) fn commit_all(&self, sets: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        let results = match sets {
+    /// file, counts the letters they filed (spec 225). A subscriber that takes none of a write
+    /// set's events is skipped past them in the same transaction.
+    pub(crate) fn commit_all(&self, sets: &mut [WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        for writes in sets.iter_mut() {
+            writes.skip = self.skipping(writes);
+        }
+        let results = match &*sets {
             [] => Vec::new(),
             [one] => vec![self.store().commit(one)],
             many => self.store().commit_many(many),
@@ -428,6 +432,38 @@ impl App {
             }
         }
         results
+    }
+}
+
+impl App {
+    /// The subscribers that take none of the events `writes` appends (spec 30, 59).
+    fn skipping(&self, writes: &WriteSet) -> Vec<String> {
+        let events = || {
+            writes.appends.iter().flat_map(|append| {
+                append
+                    .events
+                    .iter()
+                    .map(|event| (append.aggregate_type.as_str(), event.event_type.as_str()))
+            })
+        };
+        if writes.appends.is_empty() {
+            return Vec::new();
+        }
+        let mut skip = Vec::new();
+        let takes = |key: crate::aggregate::EventKey, (aggregate, event): (&str, &str)| {
+            key.aggregate == aggregate && key.event == event
+        };
+        if !self.inner.policies.is_empty()
+            && !events().any(|e| self.policies().any(|p| takes(p.key(), e)))
+        {
+            skip.push(crate::app::POLICIES.to_owned());
+        }
+        if !self.inner.processes.is_empty()
+            && !events().any(|e| self.processes().any(|p| p.takes_key(e.0, e.1)))
+        {
+            skip.push(crate::app::PROCESSES.to_owned());
+        }
+        skip
     }
 }
 

@@ -33,7 +33,11 @@ pub(crate) trait ProcessRunner: Send + Sync {
     fn name(&self) -> &'static str;
     fn aggregate(&self) -> &'static str;
     /// Whether the process starts on, completes on or handles `event`.
-    fn takes(&self, event: &RecordedEvent) -> bool;
+    fn takes(&self, event: &RecordedEvent) -> bool {
+        self.takes_key(&event.aggregate_type, &event.event_type)
+    }
+    /// Whether the process takes events of `event_type` of `aggregate_type`.
+    fn takes_key(&self, aggregate_type: &str, event_type: &str) -> bool;
     fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>>;
     fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error>;
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route;
@@ -87,12 +91,12 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         <P::Aggregate as Aggregate>::NAME
     }
 
-    fn takes(&self, event: &RecordedEvent) -> bool {
+    fn takes_key(&self, aggregate_type: &str, event_type: &str) -> bool {
         P::STARTED_BY
             .iter()
             .chain(P::COMPLETED_BY)
             .chain(P::ON)
-            .any(|key| event.has_key(*key))
+            .any(|key| key.aggregate == aggregate_type && key.event == event_type)
     }
 
     fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>> {
