@@ -3,7 +3,7 @@
 
 use bounda::store::{
     Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterSettle,
-    ScheduledEntry, ScheduledOutcome, ScheduledRelease, WriteSet,
+    ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -50,6 +50,9 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
     }
     for letter in &writes.dead_letters {
         file_letter(conn, letter)?;
+    }
+    for snapshot in &writes.snapshots {
+        keep_snapshot(conn, snapshot)?;
     }
     if let Some(settle) = &writes.settle_letter {
         settle_letter(conn, settle)?;
@@ -276,6 +279,27 @@ fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError
         ])
     })
     .map_err(sql("cannot file a dead letter"))?;
+    Ok(())
+}
+
+/// Keeps a snapshot unless a newer one is kept already.
+fn keep_snapshot(conn: &Connection, snapshot: &Snapshot) -> Result<(), CommitError> {
+    conn.prepare_cached(
+        "INSERT INTO bounda_snapshots (aggregate_type, aggregate_id, version, state)
+         VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
+             version = excluded.version, state = excluded.state
+         WHERE excluded.version > version",
+    )
+    .and_then(|mut statement| {
+        statement.execute(params![
+            snapshot.aggregate_type,
+            snapshot.aggregate_id,
+            snapshot.version,
+            snapshot.state.to_string(),
+        ])
+    })
+    .map_err(sql("cannot keep a snapshot"))?;
     Ok(())
 }
 

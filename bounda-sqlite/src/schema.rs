@@ -82,6 +82,17 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX bounda_scheduled_retries ON bounda_scheduled_commands (execute_at)
         WHERE attempts > 0 AND claimed_at IS NULL;
     ",
+    // 3: what the runtime folded from a stream, so a process instance is loaded from its latest
+    // state and the few events after it.
+    "
+    CREATE TABLE bounda_snapshots (
+        aggregate_type TEXT    NOT NULL,
+        aggregate_id   TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        state          TEXT    NOT NULL,
+        PRIMARY KEY (aggregate_type, aggregate_id)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.

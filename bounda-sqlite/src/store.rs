@@ -2,7 +2,7 @@
 
 use bounda::store::{
     CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    ScheduledEntry, Store, StoreError, WriteSet,
+    ScheduledEntry, Snapshot, Store, StoreError, WriteSet,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -33,6 +33,51 @@ impl Store for SqliteStore {
             .query_map(params![aggregate_type, aggregate_id], rows::event)
             .and_then(Iterator::collect)
             .map_err(sql("cannot read a stream"))
+    }
+
+    fn read_stream_after(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        version: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_events
+                 WHERE aggregate_type = ?1 AND aggregate_id = ?2 AND version > ?3
+                 ORDER BY version",
+                rows::EVENT_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a stream read"))?;
+        statement
+            .query_map(params![aggregate_type, aggregate_id, version], rows::event)
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read a stream"))
+    }
+
+    fn snapshot(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "SELECT version, state FROM bounda_snapshots
+             WHERE aggregate_type = ?1 AND aggregate_id = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![aggregate_type, aggregate_id], |row| {
+                Ok(Snapshot {
+                    aggregate_type: aggregate_type.to_owned(),
+                    aggregate_id: aggregate_id.to_owned(),
+                    version: row.get(0)?,
+                    state: rows::json(row, 1)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(sql("cannot read a snapshot"))
     }
 
     fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {

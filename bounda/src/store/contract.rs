@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::store::{
     Append, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair, LetterFilter,
     LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
-    ScheduledRelease, Store, WriteSet,
+    ScheduledRelease, Snapshot, Store, WriteSet,
 };
 use crate::{Instant, millis, seconds};
 
@@ -66,6 +66,8 @@ macro_rules! store_contract_tests {
             a_batch_claim_skips_a_handler_after_its_held_pair,
             a_released_inbox_claim_is_free_at_once_without_an_attempt,
             a_skipping_write_set_moves_only_a_checkpoint_at_the_head,
+            a_snapshot_is_kept_unless_a_newer_one_is,
+            a_stream_reads_after_a_version,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -917,4 +919,53 @@ pub fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Stor
         "a subscriber behind reads them itself"
     );
     assert_eq!(store.checkpoint("absent").unwrap(), None, "none created");
+}
+
+pub fn a_snapshot_is_kept_unless_a_newer_one_is(store: &dyn Store) {
+    assert_eq!(store.snapshot("process:Payment", "o-1").unwrap(), None);
+    let snapshot = |version: u64| Snapshot {
+        aggregate_type: "process:Payment".into(),
+        aggregate_id: "o-1".into(),
+        version,
+        state: json!({ "version": version }),
+    };
+    let keep = |version| WriteSet {
+        snapshots: vec![snapshot(version)],
+        ..WriteSet::default()
+    };
+    store.commit(&keep(2)).unwrap();
+    store.commit(&keep(1)).unwrap();
+    assert_eq!(
+        store.snapshot("process:Payment", "o-1").unwrap(),
+        Some(snapshot(2)),
+        "an older one is ignored"
+    );
+    store.commit(&keep(3)).unwrap();
+    assert_eq!(
+        store.snapshot("process:Payment", "o-1").unwrap(),
+        Some(snapshot(3))
+    );
+    assert_eq!(store.snapshot("process:Payment", "o-2").unwrap(), None);
+}
+
+pub fn a_stream_reads_after_a_version(store: &dyn Store) {
+    store
+        .commit(&appending(vec![append(
+            "Order",
+            "o-1",
+            0,
+            &["e-1", "e-2", "e-3"],
+        )]))
+        .unwrap();
+    let ids = |after| -> Vec<String> {
+        store
+            .read_stream_after("Order", "o-1", after)
+            .unwrap()
+            .into_iter()
+            .map(|event| event.id)
+            .collect()
+    };
+    assert_eq!(ids(1), ["e-2", "e-3"]);
+    assert_eq!(ids(3), Vec::<String>::new());
+    assert_eq!(ids(0).len(), 3);
 }

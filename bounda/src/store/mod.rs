@@ -17,7 +17,7 @@ mod write_set;
 
 pub use records::{
     Appended, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter, LetterKind,
-    LetterStatus, Metadata, NewEvent, ScheduledEntry,
+    LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot,
 };
 pub use write_set::{
     Append, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome, ScheduledRelease,
@@ -34,6 +34,25 @@ pub trait Store: Send + Sync + 'static {
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// The events of one stream after `version`, oldest first.
+    fn read_stream_after(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        version: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let mut events = self.read_stream(aggregate_type, aggregate_id)?;
+        events.retain(|event| event.version > version);
+        Ok(events)
+    }
+
+    /// The snapshot kept for a stream, if any.
+    fn snapshot(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Option<Snapshot>, StoreError>;
 
     /// Up to `limit` events of the global stream after `position`, in position order.
     fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError>;

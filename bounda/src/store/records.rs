@@ -224,3 +224,18 @@ pub struct LetterFilter {
     /// At most this many, oldest first.
     pub limit: Option<usize>,
 }
+
+/// What the runtime folded from a stream up to `version`, kept so the next load starts there
+/// and folds only the events after it. An optimisation: a snapshot that is missing, behind or
+/// unreadable costs a longer fold, never a wrong answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The stream's aggregate type.
+    pub aggregate_type: String,
+    /// The stream's aggregate instance.
+    pub aggregate_id: String,
+    /// The stream's version it was folded to.
+    pub version: u64,
+    /// What was folded, as the runtime writes it.
+    pub state: serde_json::Value,
+}

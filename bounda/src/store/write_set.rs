@@ -1,7 +1,7 @@
 //! A write set: everything one attempt writes, committed together or not at all (spec 130–136).
 
 use crate::Instant;
-use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry};
+use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry, Snapshot};
 
 /// Events to append to one stream, at the version the decision saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,6 +114,8 @@ pub struct WriteSet {
     /// the head when they are appended moves past them in the same transaction, as its own pass
     /// would: work that only records (a process's lifecycle events) costs no checkpoint write.
     pub skip: Vec<String>,
+    /// Snapshots to keep; one older than the snapshot already kept for its stream is ignored.
+    pub snapshots: Vec<Snapshot>,
 }
 
 impl WriteSet {

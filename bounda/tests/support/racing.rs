@@ -59,6 +59,17 @@ impl Store for Racing {
     fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
         self.inner.read_stream(t, id)
     }
+    fn read_stream_after(
+        &self,
+        t: &str,
+        id: &str,
+        version: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_stream_after(t, id, version)
+    }
+    fn snapshot(&self, t: &str, id: &str) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.snapshot(t, id)
+    }
     fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
         self.inner.read_all(after, limit)
     }

@@ -5,7 +5,43 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::store::{Snapshot, Store};
 use crate::{Error, Instant, RecordedEvent};
+
+/// Instance `id` of process `name`, whose deadline fields are `fields` (name, serialised key):
+/// its snapshot and the lifecycle events after it, or its whole stream when the snapshot is
+/// missing or does not read.
+pub(crate) fn load(
+    store: &dyn Store,
+    name: &str,
+    fields: &[(&str, &str)],
+    id: &str,
+) -> Result<Option<Instance>, Error> {
+    let stream = stream_type(name);
+    let base = store.snapshot(&stream, id)?.and_then(|snapshot| {
+        serde_json::from_value::<Instance>(snapshot.state)
+            .ok()
+            .filter(|instance| instance.version == snapshot.version)
+    });
+    let events = match &base {
+        Some(base) => store.read_stream_after(&stream, id, base.version)?,
+        None => store.read_stream(&stream, id)?,
+    };
+    Instance::fold(base, &events, fields)
+}
+
+/// The snapshot of instance `id` of process `name`.
+pub(crate) fn snapshot(name: &str, id: &str, instance: &Instance) -> Result<Snapshot, Error> {
+    Ok(Snapshot {
+        aggregate_type: stream_type(name),
+        aggregate_id: id.to_owned(),
+        version: instance.version,
+        state: serde_json::to_value(instance).map_err(|source| Error::Encode {
+            type_name: "process instance".to_owned(),
+            source,
+        })?,
+    })
+}
 
 /// The stream type of process `name`'s instances (spec 55).
 pub(crate) fn stream_type(name: &str) -> String {
@@ -105,7 +141,7 @@ impl Lifecycle {
 }
 
 /// Where an instance stands (spec 65).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     /// Running.
     Started,
@@ -118,15 +154,16 @@ pub enum Status {
 }
 
 /// An event parked behind a failure (spec 110).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Parked {
     pub(crate) event_id: String,
     /// When the parked event was stored: a deadline due before it runs first (spec 113).
     pub(crate) parked_at: Instant,
 }
 
-/// What the instance's history says.
-#[derive(Debug, Clone)]
+/// What the instance's history says; kept as its stream's snapshot (serde, so a snapshot this
+/// build cannot read is folded again from the stream).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Instance {
     pub(crate) status: Status,
     /// The state, as last written.
@@ -167,15 +204,9 @@ impl Instance {
             .is_some_and(|moments| moments.contains(&at.as_millis()))
     }
 
-    /// Folds an instance's stream; `None` when it has none.
-    pub(crate) fn fold(
-        events: &[RecordedEvent],
-        deadline_fields: &[(&str, &str)],
-    ) -> Result<Option<Instance>, Error> {
-        let Some(first) = events.first() else {
-            return Ok(None);
-        };
-        let mut instance = Instance {
+    /// An instance with no history yet.
+    pub(crate) fn empty() -> Instance {
+        Instance {
             status: Status::Started,
             state: Value::Null,
             timeout_at: None,
@@ -191,110 +222,135 @@ impl Instance {
             failed_step_done: false,
             parked: Vec::new(),
             last_id: None,
-        };
-        let _ = first;
+        }
+    }
+
+    /// Folds an instance's stream onto `base` (its snapshot, or nothing); `None` when there is
+    /// neither.
+    pub(crate) fn fold(
+        base: Option<Instance>,
+        events: &[RecordedEvent],
+        deadline_fields: &[(&str, &str)],
+    ) -> Result<Option<Instance>, Error> {
+        if base.is_none() && events.is_empty() {
+            return Ok(None);
+        }
+        let mut instance = base.unwrap_or_else(Instance::empty);
         for event in events {
             let lifecycle = Lifecycle::decode(event)?;
-            let mut new_state = None;
-            match lifecycle {
-                Lifecycle::Started {
-                    state,
-                    event_id,
-                    timeout_at,
-                } => {
-                    instance.timeout_at = timeout_at;
-                    instance.started = true;
-                    if instance.failed_event.as_ref() == Some(&event_id) {
-                        instance.failed_step_done = true;
-                    }
-                    instance.seen.push(event_id);
-                    instance.set_by.insert(
-                        crate::process::TIMEOUT.to_owned(),
-                        (event.id.clone(), event.metadata.correlation_id.clone()),
-                    );
-                    new_state = Some(state);
-                }
-                Lifecycle::Handled {
-                    event_id, state, ..
-                } => {
-                    if instance.failed_event.as_ref() == Some(&event_id) {
-                        instance.failed_step_done = true;
-                    }
-                    // A parked event handled during a retry is drained (spec 113–114).
-                    instance.parked.retain(|parked| parked.event_id != event_id);
-                    instance.seen.push(event_id);
-                    new_state = Some(state);
-                }
-                Lifecycle::DeadlineReached { field, at, state } => {
-                    if instance.status == Status::Failed && instance.failed_at == Some(at) {
-                        instance.failed_step_done = true;
-                    }
-                    instance
-                        .reached
-                        .entry(field)
-                        .or_default()
-                        .insert(at.as_millis());
-                    new_state = Some(state);
-                }
-                Lifecycle::Completed { event_id } => {
-                    instance.seen.push(event_id);
-                    instance.status = Status::Completed;
-                }
-                Lifecycle::TimedOut {
-                    at,
-                    state,
-                    follow_ups,
-                } => {
-                    instance
-                        .reached
-                        .entry(crate::process::TIMEOUT.to_owned())
-                        .or_default()
-                        .insert(at.as_millis());
-                    instance.status = Status::TimedOut;
-                    instance.follow_ups = follow_ups;
-                    new_state = Some(state);
-                }
-                Lifecycle::Failed {
-                    letter_id,
-                    at,
-                    event_id,
-                } => {
-                    instance.status = Status::Failed;
-                    instance.letter_id = Some(letter_id);
-                    instance.failed_event = event_id;
-                    instance.failed_at = at;
-                    instance.failed_step_done = false;
-                }
-                Lifecycle::EventParked { event_id, at, .. } => {
-                    instance.seen.push(event_id.clone());
-                    instance.parked.push(Parked {
-                        event_id,
-                        parked_at: at,
-                    });
-                }
-                Lifecycle::Resumed {} => {
-                    instance.status = Status::Started;
-                    instance.letter_id = None;
-                    instance.failed_event = None;
-                    instance.failed_at = None;
-                    instance.parked.clear();
-                }
-            }
-            if let Some(state) = new_state {
-                // A deadline whose moment this step changed was set by it (spec 91).
-                for (field, key) in deadline_fields {
-                    if state.get(*key) != instance.state.get(*key) {
-                        instance.set_by.insert(
-                            (*field).to_owned(),
-                            (event.id.clone(), event.metadata.correlation_id.clone()),
-                        );
-                    }
-                }
-                instance.state = state;
-            }
-            instance.version = event.version;
-            instance.last_id = Some(event.id.clone());
+            let (id, correlation) = (&event.id, &event.metadata.correlation_id);
+            instance.apply(lifecycle, id, event.version, correlation, deadline_fields);
         }
         Ok(Some(instance))
+    }
+
+    /// Applies one lifecycle event, stored as `id` at `version` in `correlation`.
+    pub(crate) fn apply(
+        &mut self,
+        lifecycle: Lifecycle,
+        id: &str,
+        version: u64,
+        correlation: &str,
+        deadline_fields: &[(&str, &str)],
+    ) {
+        let instance = self;
+        let mut new_state = None;
+        match lifecycle {
+            Lifecycle::Started {
+                state,
+                event_id,
+                timeout_at,
+            } => {
+                instance.timeout_at = timeout_at;
+                instance.started = true;
+                if instance.failed_event.as_ref() == Some(&event_id) {
+                    instance.failed_step_done = true;
+                }
+                instance.seen.push(event_id);
+                instance.set_by.insert(
+                    crate::process::TIMEOUT.to_owned(),
+                    (id.to_owned(), correlation.to_owned()),
+                );
+                new_state = Some(state);
+            }
+            Lifecycle::Handled {
+                event_id, state, ..
+            } => {
+                if instance.failed_event.as_ref() == Some(&event_id) {
+                    instance.failed_step_done = true;
+                }
+                // A parked event handled during a retry is drained (spec 113–114).
+                instance.parked.retain(|parked| parked.event_id != event_id);
+                instance.seen.push(event_id);
+                new_state = Some(state);
+            }
+            Lifecycle::DeadlineReached { field, at, state } => {
+                if instance.status == Status::Failed && instance.failed_at == Some(at) {
+                    instance.failed_step_done = true;
+                }
+                instance
+                    .reached
+                    .entry(field)
+                    .or_default()
+                    .insert(at.as_millis());
+                new_state = Some(state);
+            }
+            Lifecycle::Completed { event_id } => {
+                instance.seen.push(event_id);
+                instance.status = Status::Completed;
+            }
+            Lifecycle::TimedOut {
+                at,
+                state,
+                follow_ups,
+            } => {
+                instance
+                    .reached
+                    .entry(crate::process::TIMEOUT.to_owned())
+                    .or_default()
+                    .insert(at.as_millis());
+                instance.status = Status::TimedOut;
+                instance.follow_ups = follow_ups;
+                new_state = Some(state);
+            }
+            Lifecycle::Failed {
+                letter_id,
+                at,
+                event_id,
+            } => {
+                instance.status = Status::Failed;
+                instance.letter_id = Some(letter_id);
+                instance.failed_event = event_id;
+                instance.failed_at = at;
+                instance.failed_step_done = false;
+            }
+            Lifecycle::EventParked { event_id, at, .. } => {
+                instance.seen.push(event_id.clone());
+                instance.parked.push(Parked {
+                    event_id,
+                    parked_at: at,
+                });
+            }
+            Lifecycle::Resumed {} => {
+                instance.status = Status::Started;
+                instance.letter_id = None;
+                instance.failed_event = None;
+                instance.failed_at = None;
+                instance.parked.clear();
+            }
+        }
+        if let Some(state) = new_state {
+            // A deadline whose moment this step changed was set by it (spec 91).
+            for (field, key) in deadline_fields {
+                if state.get(*key) != instance.state.get(*key) {
+                    instance
+                        .set_by
+                        .insert((*field).to_owned(), (id.to_owned(), correlation.to_owned()));
+                }
+            }
+            instance.state = state;
+        }
+        instance.version = version;
+        instance.last_id = Some(id.to_owned());
     }
 }

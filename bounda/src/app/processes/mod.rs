@@ -39,7 +39,8 @@ pub(crate) trait ProcessRunner: Send + Sync {
     /// Whether the process takes events of `event_type` of `aggregate_type`.
     fn takes_key(&self, aggregate_type: &str, event_type: &str) -> bool;
     fn instance_of(&self, event: &RecordedEvent) -> anyhow::Result<Option<String>>;
-    fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error>;
+    /// The deadline fields: name and serialised key.
+    fn deadline_fields(&self) -> Vec<(&'static str, &'static str)>;
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route;
     /// The route of a parked or failed event, as if the instance were running (spec 113).
     fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route;
@@ -103,12 +104,8 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         instance_of::<P>(event)
     }
 
-    fn fold(&self, events: &[RecordedEvent]) -> Result<Option<Instance>, Error> {
-        let fields: Vec<(&str, &str)> = P::DEADLINES
-            .iter()
-            .map(|field| (field.name, field.key))
-            .collect();
-        Instance::fold(events, &fields)
+    fn deadline_fields(&self) -> Vec<(&'static str, &'static str)> {
+        step::deadline_fields::<P>()
     }
 
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route {

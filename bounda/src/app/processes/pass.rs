@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::app::App;
 use crate::app::engine::Failure;
 use crate::app::processes::event_run::EventRun;
-use crate::app::processes::instance::{Instance, Lifecycle, stream_type};
+use crate::app::processes::instance::{self, Instance, Lifecycle};
 use crate::app::processes::step::{StepWrites, lifecycle_append};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::reaction::RejectionRecord;
@@ -28,6 +28,7 @@ pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)
     }
     set.appends.extend(writes.staging.appends);
     set.schedule.extend(writes.schedule);
+    set.snapshots.extend(writes.snapshot);
     settle(&mut set);
     set
 }
@@ -59,14 +60,14 @@ impl App {
         .await
     }
 
-    /// The instance `id` of `process`, folded from its stream.
+    /// The instance `id` of `process`: its snapshot and the lifecycle events after it.
     pub(crate) fn load_instance(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
     ) -> Result<Option<Instance>, Error> {
-        let events = self.store().read_stream(&stream_type(process.name()), id)?;
-        process.fold(&events)
+        let fields = process.deadline_fields();
+        instance::load(self.store(), process.name(), &fields, id)
     }
 
     /// `ProcessFailed` appended to the instance.

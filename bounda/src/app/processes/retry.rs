@@ -11,7 +11,7 @@ use crate::app::letters::Retried;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
 use crate::app::processes::pass::{deadline_letter, process_letter, step_writes};
-use crate::app::processes::step::{Route, entry_key, lifecycle_append};
+use crate::app::processes::step::{Route, StepWrites, entry_key, lifecycle_append};
 use crate::ids::derived_id;
 use crate::process::TIMEOUT;
 use crate::process::plan::DueDeadline;
@@ -100,7 +100,7 @@ impl App {
         };
         let settle = settle_retried(letter);
         let set = match writes {
-            Some(writes) => step_writes(writes, |set| set.settle_letter = Some(settle)),
+            Some(writes) => retry_writes(writes, |set| set.settle_letter = Some(settle)),
             None => WriteSet {
                 settle_letter: Some(settle),
                 ..WriteSet::default()
@@ -290,7 +290,7 @@ impl App {
             .event_step(self, id, Some(instance), route, event, key)
             .await
         {
-            Ok(writes) => self.commit_letter(letter, step_writes(writes, |_| {})),
+            Ok(writes) => self.commit_letter(letter, retry_writes(writes, |_| {})),
             Err(failure) => {
                 self.fail_again(
                     process,
@@ -319,7 +319,7 @@ impl App {
         running.status = Status::Started;
         match process.deadline_step(self, id, &running, due, key).await {
             Ok(writes) => {
-                let mut set = step_writes(writes, |_| {});
+                let mut set = retry_writes(writes, |_| {});
                 if due.field != TIMEOUT {
                     // Still failed until resumed: no entry meanwhile (spec 111).
                     set.schedule
@@ -456,6 +456,14 @@ impl App {
             }),
         }
     }
+}
+
+/// A retry step's write set. Its steps run on the instance as if it were running, so they keep
+/// no snapshot: the next load folds them from the stream.
+fn retry_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
+    let mut set = step_writes(writes, settle);
+    set.snapshots.clear();
+    set
 }
 
 fn settle_retried(letter: &DeadLetter) -> LetterSettle {

@@ -6,12 +6,12 @@ use serde_json::{Value, json};
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
 use crate::app::engine::Failure;
-use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
+use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
 use crate::ids::derived_id;
 use crate::process::plan::{self, DueDeadline, TIMEOUT};
 use crate::process::{Context, Process, ProcessState};
-use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
+use crate::store::{Append, Metadata, NewEvent, ScheduledEntry, Snapshot};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
 /// The scheduler's command type for process deadlines (spec 78).
@@ -62,6 +62,29 @@ pub(crate) struct StepWrites {
     pub(crate) staging: Staging,
     pub(crate) schedule: Option<ScheduledEntry>,
     pub(crate) unschedule: Option<String>,
+    /// The instance once the step is written, for the next step to start from.
+    pub(crate) snapshot: Option<Snapshot>,
+}
+
+/// The snapshot of instance `id` once `append` is written: `instance` with `lifecycle` (the
+/// events of `append`, before encoding) applied.
+fn snapshot_after<P: ProcessState>(
+    id: &str,
+    instance: Option<&Instance>,
+    lifecycle: Vec<Lifecycle>,
+    append: &Append,
+) -> Result<Option<Snapshot>, Error> {
+    if lifecycle.is_empty() {
+        return Ok(None);
+    }
+    let mut after = instance.cloned().unwrap_or_else(Instance::empty);
+    let fields = deadline_fields::<P>();
+    for (offset, (lifecycle, event)) in lifecycle.into_iter().zip(&append.events).enumerate() {
+        let version = append.expected_version + offset as u64 + 1;
+        let correlation = &event.metadata.correlation_id;
+        after.apply(lifecycle, &event.id, version, correlation, &fields);
+    }
+    Ok(Some(instance::snapshot(P::NAME, id, &after)?))
 }
 
 /// The key of an instance's one scheduler entry.
@@ -158,6 +181,14 @@ pub(crate) fn lifecycle_append(
         },
         ids,
     ))
+}
+
+/// `P`'s deadline fields: name and serialised key.
+pub(crate) fn deadline_fields<P: ProcessState>() -> Vec<(&'static str, &'static str)> {
+    P::DEADLINES
+        .iter()
+        .map(|field| (field.name, field.key))
+        .collect()
 }
 
 /// The state stored in `instance`, read as `P`; a refused state fails for good (spec 69).
@@ -309,15 +340,10 @@ pub(crate) async fn event_step<P: Process>(
         system: true,
     };
     let version = instance.map_or(0, |i| i.version);
-    let (append, _) = lifecycle_append(
-        app,
-        P::NAME,
-        id,
-        version,
-        std::mem::take(&mut lifecycle),
-        &metadata,
-    )
-    .map_err(fail)?;
+    let lifecycle = std::mem::take(&mut lifecycle);
+    let (append, _) =
+        lifecycle_append(app, P::NAME, id, version, lifecycle.clone(), &metadata).map_err(fail)?;
+    let snapshot = snapshot_after::<P>(id, instance, lifecycle, &append).map_err(fail)?;
     // A parked or followed-up instance keeps its entry as it is: failed deadlines wait, ended
     // ones never come due (spec 87, 101).
     let (schedule, unschedule) = match route {
@@ -335,6 +361,7 @@ pub(crate) async fn event_step<P: Process>(
         staging,
         schedule,
         unschedule,
+        snapshot,
     })
 }
 
@@ -435,7 +462,7 @@ pub(crate) async fn deadline_step<P: Process>(
         P::NAME,
         id,
         instance.version,
-        vec![lifecycle],
+        vec![lifecycle.clone()],
         &metadata,
     )
     .map_err(fail)?;
@@ -443,6 +470,8 @@ pub(crate) async fn deadline_step<P: Process>(
     if let Some(event) = append.events.first_mut() {
         event.id = lifecycle_id;
     }
+    let snapshot =
+        snapshot_after::<P>(id, Some(instance), vec![lifecycle], &append).map_err(fail)?;
     // This step's own entry is released in the same write set: re-arm from scratch, the pair
     // that just came due counting as reached.
     let mut after = instance.clone();
@@ -457,5 +486,6 @@ pub(crate) async fn deadline_step<P: Process>(
         staging,
         schedule,
         unschedule,
+        snapshot,
     })
 }

@@ -4,8 +4,8 @@ use crate::app::App;
 use crate::process::Process;
 use crate::{Error, Instant};
 
-use super::instance::{Instance, Status, stream_type};
-use super::step::read_state;
+use super::instance::{Status, load};
+use super::step::{deadline_fields, read_state};
 
 /// One process instance, as its history has it.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,12 +26,8 @@ impl App {
         &self,
         id: &str,
     ) -> Result<Option<ProcessInstance<P>>, Error> {
-        let events = self.store().read_stream(&stream_type(P::NAME), id)?;
-        let fields: Vec<(&str, &str)> = P::DEADLINES
-            .iter()
-            .map(|field| (field.name, field.key))
-            .collect();
-        let Some(instance) = Instance::fold(&events, &fields)? else {
+        let fields = deadline_fields::<P>();
+        let Some(instance) = load(self.store(), P::NAME, &fields, id)? else {
             return Ok(None);
         };
         Ok(Some(ProcessInstance {
