@@ -297,6 +297,23 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
+        // Nothing due is the common answer: find it out with a read, not a write transaction.
+        let due: Option<i64> = conn
+            .prepare_cached(
+                "SELECT 1 FROM bounda_scheduled_commands
+                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?2) LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(
+                    params![now.to_string(), expired_before(now, lease)],
+                    |row| row.get(0),
+                )
+                .optional()
+            })
+            .map_err(sql("cannot look for due entries"))?;
+        if due.is_none() {
+            return Ok(Vec::new());
+        }
         let mut statement = conn
             .prepare_cached(&format!(
                 "UPDATE bounda_scheduled_commands

@@ -1,0 +1,235 @@
+//! The run engine: claimed runs committed in groups, one instance's steps in order, each
+//! deadline waiting only for its own instance's earlier events (spec 85, 130–136).
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::sync::Arc;
+
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, Snapshot, Store, WriteSet};
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+mod fragile {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// A process whose starting handler panics.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Fragile {
+        pub started: bool,
+    }
+
+    #[process]
+    impl Fragile {
+        async fn on_order_placed(_cx: On<'_, Self, OrderPlaced>) -> Result<FragilePatch> {
+            panic!("the fragile handler broke on purpose")
+        }
+    }
+}
+
+/// A test app with the order-payment process on `store`.
+fn app_on(store: &Arc<SqliteStore>) -> TestApp {
+    let shared: Arc<dyn Store> = store.clone();
+    TestApp::new(App::builder_shared(shared).process::<OrderPayment>()).unwrap()
+}
+
+fn place(id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: id.into(),
+        total: 10,
+    }
+}
+
+fn reminders(app: &TestApp, id: &str) -> usize {
+    app.app()
+        .store()
+        .read_stream("process:OrderPayment", id)
+        .unwrap()
+        .iter()
+        .filter(|e| e.payload["field"] == "next_reminder")
+        .count()
+}
+
+// Issue 8: a batch of due deadlines commits together, not one transaction per firing, and
+// recording lifecycle events costs the subscribers no checkpoint writes of their own.
+#[tokio::test]
+async fn a_batch_of_due_deadlines_commits_in_a_few_transactions() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let app = app_on(&store);
+    for n in 0..50 {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let before = store.write_transactions();
+    app.advance(hours(24)).await.unwrap();
+    let spent = store.write_transactions() - before;
+    for n in 0..50 {
+        assert_eq!(reminders(&app, &format!("o-{n}")), 1, "o-{n} reminded once");
+    }
+    assert!(
+        spent <= 3,
+        "50 firings took {spent} write transactions: a claim and a commit are enough"
+    );
+    assert_eq!(
+        app.lag().unwrap().max_lag,
+        0,
+        "the checkpoints moved with them"
+    );
+}
+
+// spec 85: a due deadline waits for the unhandled events of its own instance only.
+#[tokio::test]
+async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let app = app_on(&store);
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.advance(hours(24) - seconds(1)).await.unwrap();
+    // o-2 is paid a second before its reminder, and another runner holds that event's step.
+    let paid = app
+        .dispatch(MarkOrderPaid {
+            order_id: "o-2".into(),
+        })
+        .await
+        .unwrap();
+    let claim = store
+        .claim_inbox(
+            "OrderPayment",
+            &paid.event_ids[0],
+            "another-runner",
+            app.now(),
+            hours(1),
+        )
+        .unwrap();
+    assert!(matches!(claim, bounda::store::InboxClaim::Claimed { .. }));
+    app.clock().advance(seconds(1));
+    app.run_until_idle_with(3).await.unwrap();
+    assert_eq!(
+        reminders(&app, "o-1"),
+        1,
+        "o-1 has nothing unhandled: it runs"
+    );
+    assert_eq!(reminders(&app, "o-2"), 0, "o-2 waits for its payment");
+    assert_eq!(app.lag().unwrap().waiting_deadlines, 1);
+}
+
+// spec 85: an instance's event stored after the deadline's moment does not hold it back.
+#[tokio::test]
+async fn a_deadline_does_not_wait_for_its_instances_later_events() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let app = app_on(&store);
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(24) + seconds(5)).await.unwrap();
+    assert_eq!(reminders(&app, "o-1"), 1);
+    // The next reminder is due at +48h; an event of o-1 stored after that moment is held by
+    // another runner when the worker looks.
+    app.clock().advance(hours(24));
+    let paid = app
+        .dispatch(MarkOrderPaid {
+            order_id: "o-1".into(),
+        })
+        .await
+        .unwrap();
+    store
+        .claim_inbox(
+            "OrderPayment",
+            &paid.event_ids[0],
+            "another-runner",
+            app.now(),
+            hours(1),
+        )
+        .unwrap();
+    app.run_until_idle_with(3).await.unwrap();
+    assert_eq!(
+        reminders(&app, "o-1"),
+        2,
+        "the payment came after the moment: the reminder does not wait for it"
+    );
+}
+
+// spec 157: a panicking process handler's letter says what the panic said.
+#[tokio::test]
+async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
+    let app =
+        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<fragile::Fragile>())
+            .unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert!(
+        letters[0]
+            .error_message
+            .contains("the fragile handler broke on purpose"),
+        "{}",
+        letters[0].error_message
+    );
+}
+
+// Issue 8: a step keeps the instance's snapshot; a load starts from it and folds only what
+// came after, and a snapshot that does not read is folded again from the stream.
+#[tokio::test]
+async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let app = app_on(&store);
+    app.dispatch(place("o-1")).await.unwrap();
+    app.advance(hours(48)).await.unwrap();
+    let stream = store.read_stream("process:OrderPayment", "o-1").unwrap();
+    let snapshot = store
+        .snapshot("process:OrderPayment", "o-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(snapshot.version, stream.len() as u64, "kept at every step");
+    let expected = app
+        .app()
+        .process_instance::<OrderPayment>("o-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(expected.state.reminders, 2);
+
+    // A snapshot this build cannot read, newer than any kept: the stream is folded instead.
+    store
+        .commit(&WriteSet {
+            snapshots: vec![Snapshot {
+                aggregate_type: "process:OrderPayment".into(),
+                aggregate_id: "o-1".into(),
+                version: snapshot.version + 100,
+                state: serde_json::json!({ "not": "an instance" }),
+            }],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let reread = app
+        .app()
+        .process_instance::<OrderPayment>("o-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(reread, expected);
+    app.advance(hours(24)).await.unwrap();
+    assert_eq!(
+        reminders(&app, "o-1"),
+        3,
+        "the third reminder ran from the stream"
+    );
+    assert_eq!(
+        app.app()
+            .process_instance::<OrderPayment>("o-1")
+            .unwrap()
+            .unwrap()
+            .state
+            .reminders,
+        3
+    );
+}
