@@ -8,7 +8,7 @@
 mod support;
 
 use bounda::aggregate::{Event, EventSet};
-use bounda::process::{Context, DueDeadline, ProcessState, TIMEOUT, plan};
+use bounda::process::{Context, DueDeadline, ProcessState, Reached, TIMEOUT, plan};
 use bounda::{Deadline, Instant, Process, RecordedEvent, days, hours, millis};
 use serde::Serialize;
 use support::storefront::*;
@@ -153,6 +153,11 @@ fn deadline_setters_take_moments_and_at_types_require_their_field() {
     assert_eq!(patch.payment_deadline, None);
 }
 
+/// No deadline has come due yet.
+fn none() -> Reached {
+    Reached::default()
+}
+
 // spec 78, 81
 #[test]
 fn plan_picks_the_earliest_deadline_timeout_included() {
@@ -163,7 +168,7 @@ fn plan_picks_the_earliest_deadline_timeout_included() {
     };
     let timeout_at = Some(at("2026-01-31T00:00:00Z"));
     assert_eq!(
-        plan::next(&state, timeout_at),
+        plan::next(&state, timeout_at, &none()),
         Some(DueDeadline {
             at: at("2026-01-02T00:00:00Z"),
             field: "next_reminder"
@@ -171,14 +176,14 @@ fn plan_picks_the_earliest_deadline_timeout_included() {
     );
     let early_timeout = Some(at("2026-01-01T12:00:00Z"));
     assert_eq!(
-        plan::next(&state, early_timeout),
+        plan::next(&state, early_timeout, &none()),
         Some(DueDeadline {
             at: at("2026-01-01T12:00:00Z"),
             field: TIMEOUT
         })
     );
     assert_eq!(
-        plan::pending(&state, timeout_at)
+        plan::pending(&state, timeout_at, &none())
             .iter()
             .map(|d| d.field)
             .collect::<Vec<_>>(),
@@ -196,11 +201,11 @@ fn plan_breaks_ties_by_field_name_timeout_included() {
         ..OrderPayment::default()
     };
     assert_eq!(
-        plan::next(&state, None).map(|d| d.field),
+        plan::next(&state, None, &none()).map(|d| d.field),
         Some("next_reminder")
     );
     assert_eq!(
-        plan::pending(&state, Some(moment))
+        plan::pending(&state, Some(moment), &none())
             .iter()
             .map(|d| d.field)
             .collect::<Vec<_>>(),
@@ -211,7 +216,7 @@ fn plan_breaks_ties_by_field_name_timeout_included() {
         ..OrderPayment::default()
     };
     assert_eq!(
-        plan::next(&only_payment, Some(moment)).map(|d| d.field),
+        plan::next(&only_payment, Some(moment), &none()).map(|d| d.field),
         Some("payment_deadline"),
         "`payment_deadline` sorts before `timeout`"
     );
@@ -226,23 +231,51 @@ fn plan_is_due_at_or_after_its_moment_never_before() {
         ..OrderPayment::default()
     };
     let before = moment.checked_sub(millis(1)).expect("representable");
-    assert_eq!(plan::due(&state, None, before), None);
-    assert_eq!(plan::due(&state, None, moment).map(|d| d.at), Some(moment));
+    assert_eq!(plan::due(&state, None, &none(), before), None);
     assert_eq!(
-        plan::due(&state, None, moment + days(5)).map(|d| d.at),
+        plan::due(&state, None, &none(), moment).map(|d| d.at),
+        Some(moment)
+    );
+    assert_eq!(
+        plan::due(&state, None, &none(), moment + days(5)).map(|d| d.at),
         Some(moment),
         "a moment long past is due at once, at its own moment"
     );
 }
 
+// spec 80: a (field, moment) pair comes due once, even if the state sets it back.
+#[test]
+fn plan_does_not_run_a_moment_that_already_came_due() {
+    let moment = at("2026-01-04T00:00:00Z");
+    let state = OrderPayment {
+        next_reminder: Deadline::at(moment),
+        payment_deadline: Deadline::at(moment + hours(1)),
+        ..OrderPayment::default()
+    };
+    let mut reached = Reached::default();
+    reached.insert("next_reminder", moment);
+    assert!(reached.contains("next_reminder", moment));
+    assert!(!reached.contains("payment_deadline", moment));
+    assert_eq!(
+        plan::due(&state, None, &reached, moment + days(1)).map(|d| d.field),
+        Some("payment_deadline"),
+        "the reminder's moment came due before: the next pending one is due"
+    );
+    assert_eq!(
+        plan::next(&state, None, &reached).map(|d| d.at),
+        Some(moment + hours(1))
+    );
+    assert_eq!(plan::pending(&state, None, &reached).len(), 1);
+}
+
 #[test]
 fn plan_of_a_state_without_deadlines_is_the_timeout_or_nothing() {
     let state = OrderPayment::default();
-    assert_eq!(plan::next(&state, None), None);
-    assert_eq!(plan::pending(&state, None), []);
+    assert_eq!(plan::next(&state, None, &none()), None);
+    assert_eq!(plan::pending(&state, None, &none()), []);
     let timeout_at = at("2026-01-31T00:00:00Z");
     assert_eq!(
-        plan::next(&state, Some(timeout_at)).map(|d| d.field),
+        plan::next(&state, Some(timeout_at), &none()).map(|d| d.field),
         Some(TIMEOUT)
     );
 }
@@ -269,7 +302,7 @@ async fn handlers_chain_reminders_from_the_moment_that_came_due() {
     let now = placed_at + days(5);
     let timeout_at = Some(placed_at + days(30));
     let mut ran = Vec::new();
-    while let Some(due) = plan::due(&state, timeout_at, now) {
+    while let Some(due) = plan::due(&state, timeout_at, &none(), now) {
         ran.push((due.field, due.at));
         fire(&mut state, due, now).await;
     }
@@ -284,7 +317,7 @@ async fn handlers_chain_reminders_from_the_moment_that_came_due() {
     );
     assert_eq!(state.reminders, 3);
     assert_eq!(
-        plan::next(&state, timeout_at).map(|d| d.field),
+        plan::next(&state, timeout_at, &none()).map(|d| d.field),
         Some(TIMEOUT)
     );
 }
@@ -321,7 +354,7 @@ async fn paying_clears_both_deadlines() {
     )
     .await;
     assert_eq!(state.paid_at, Some(paid_at));
-    assert_eq!(plan::next(&state, None), None);
+    assert_eq!(plan::next(&state, None, &none()), None);
 }
 
 #[tokio::test]
@@ -495,7 +528,7 @@ async fn a_deadline_handler_that_returns_the_moment_that_came_due_fails() {
         tries: 0,
         retry: Deadline::at(due_at),
     };
-    let due = plan::due(&state, None, due_at + hours(1)).expect("due");
+    let due = plan::due(&state, None, &none(), due_at + hours(1)).expect("due");
     let error = step::run_deadline(&mut state, "o-1", due, due_at + hours(1))
         .await
         .expect_err("the deadline did not move");
@@ -538,7 +571,7 @@ async fn a_deadline_handler_that_moves_its_deadline_back_fails() {
     let mut state = eager::Eager {
         retry: Deadline::at(due_at),
     };
-    let due = plan::due(&state, None, due_at).expect("due");
+    let due = plan::due(&state, None, &none(), due_at).expect("due");
     let error = step::run_deadline(&mut state, "o-1", due, due_at)
         .await
         .expect_err("moved back");

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::app::RejectionRecord;
 use crate::app::policy_run::{PolicyRun, SchedulePolicyRun};
-use crate::app::reaction::RejectionRecord;
 use crate::app::subscriber::Delivery;
 use crate::app::{App, POLICIES};
 use crate::{Error, Instant};

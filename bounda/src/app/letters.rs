@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use crate::Error;
 use crate::app::App;
+use crate::app::RejectionRecord;
 use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::policy_run::PolicyRun;
-use crate::app::reaction::{Cause, RejectionRecord};
+use crate::app::reaction::Cause;
 use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, WriteSet,

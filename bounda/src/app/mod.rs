@@ -23,10 +23,10 @@ use std::sync::Arc;
 pub use fold::{Loaded, fold};
 pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
-pub use outcome::{Decided, DispatchError};
+pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
 pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus};
-pub use reaction::{Answer, Cause, Reaction, RejectionRecord, Scheduled};
+pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use telemetry::METRICS;
 
 use std::collections::HashMap;

@@ -88,3 +88,18 @@ impl<R> From<crate::store::StoreError> for DispatchError<R> {
         DispatchError::Failed(Error::Store(error))
     }
 }
+
+/// A rejection that happened in a reaction or in the scheduler (spec 182).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RejectionRecord {
+    /// The command type (`MarkOrderPaid`).
+    pub command_type: &'static str,
+    /// The code (`NotOpen`).
+    pub rejected: &'static str,
+    /// The message.
+    pub message: String,
+    /// The aggregate type.
+    pub aggregate_type: &'static str,
+    /// The aggregate instance.
+    pub aggregate_id: String,
+}

@@ -7,8 +7,9 @@ use futures_util::future::BoxFuture;
 
 use crate::aggregate::{Aggregate, Command, Event, EventKey, Rejection};
 use crate::app::App;
+use crate::app::RejectionRecord;
 use crate::app::decide::{Decision, decide};
-use crate::app::reaction::{Attempt, Reaction, RejectionRecord};
+use crate::app::reaction::{Attempt, Reaction};
 use crate::store::Metadata;
 use crate::{Duration, DurationError, Error, RecordedEvent};
 

@@ -11,7 +11,7 @@ use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::new_events;
 use crate::app::engine::Failure;
 use crate::app::telemetry::{self, CommandOutcome};
-use crate::app::{App, Decided};
+use crate::app::{App, Decided, RejectionRecord};
 use crate::ids::derived_id;
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
 use crate::{Duration, Error, Instant, RecordedEvent};
@@ -51,21 +51,6 @@ impl Cause {
             system: false,
         }
     }
-}
-
-/// A rejection that happened in a reaction or in the scheduler (spec 182).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RejectionRecord {
-    /// The command type (`MarkOrderPaid`).
-    pub command_type: &'static str,
-    /// The code (`NotOpen`).
-    pub rejected: &'static str,
-    /// The message.
-    pub message: String,
-    /// The aggregate type.
-    pub aggregate_type: &'static str,
-    /// The aggregate instance.
-    pub aggregate_id: String,
 }
 
 /// What a command sent in a reaction answered (spec 20): the events it decided, or its typed

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 
 use crate::Error;
-use crate::app::reaction::RejectionRecord;
+use crate::app::RejectionRecord;
 use crate::app::{App, POLICIES, PROCESSES, telemetry};
 
 impl App {

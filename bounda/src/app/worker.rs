@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
+use crate::app::RejectionRecord;
 use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::policy_run::{NothingToRun, POLICY_RUN, PolicyRun, PolicyRunPayload};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
 use crate::app::processes::step::PROCESS_DEADLINE;
-use crate::app::reaction::{RejectionRecord, ScheduledContext};
+use crate::app::reaction::ScheduledContext;
 use crate::app::{App, telemetry};
 use crate::store::ScheduledEntry;
 use crate::{Error, Instant};

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 
 pub use context::{At, Context, On};
 pub use patch::{IntoDeadline, IntoPatch};
-pub use plan::{DueDeadline, TIMEOUT};
+pub use plan::{DueDeadline, Reached, TIMEOUT};
 pub use routing::instance_of;
 
 use crate::aggregate::{Aggregate, EventKey};

@@ -1,8 +1,9 @@
 //! One step of one instance, without a runtime: run a handler and merge what it returns.
 //!
-//! The runtime wraps these in an attempt (claim, transaction, lifecycle event); a test can call
-//! them directly to check a process's handlers on their own.
+//! The runtime runs these same functions, wrapped in an attempt (claim, transaction, lifecycle
+//! event); a test can call them directly to check a process's handlers on their own.
 
+use crate::app::reaction::Attempt;
 use crate::process::plan::{DueDeadline, TIMEOUT};
 use crate::process::{Context, Process};
 use crate::{Error, Instant, RecordedEvent};
@@ -16,7 +17,19 @@ pub async fn handle_event<P: Process>(
     event: &RecordedEvent,
     now: Instant,
 ) -> anyhow::Result<bool> {
-    let patch = match P::on_event(Context::new(state, id, event.timestamp, now), event) {
+    handle_event_in(state, id, event, now, None).await
+}
+
+/// [`handle_event`], the handler sending its commands in `attempt`: what the runtime calls.
+pub(crate) async fn handle_event_in<P: Process>(
+    state: &mut P,
+    id: &str,
+    event: &RecordedEvent,
+    now: Instant,
+    attempt: Option<&Attempt>,
+) -> anyhow::Result<bool> {
+    let cx = in_attempt(Context::new(state, id, event.timestamp, now), attempt);
+    let patch = match P::on_event(cx, event) {
         Some(handler) => handler.await?,
         None => return Ok(false),
     };
@@ -36,7 +49,19 @@ pub async fn run_deadline<P: Process>(
     due: DueDeadline,
     now: Instant,
 ) -> anyhow::Result<()> {
-    let patch = match P::at_deadline(Context::new(state, id, due.at, now), due.field) {
+    run_deadline_in(state, id, due, now, None).await
+}
+
+/// [`run_deadline`], the handler sending its commands in `attempt`: what the runtime calls.
+pub(crate) async fn run_deadline_in<P: Process>(
+    state: &mut P,
+    id: &str,
+    due: DueDeadline,
+    now: Instant,
+    attempt: Option<&Attempt>,
+) -> anyhow::Result<()> {
+    let cx = in_attempt(Context::new(state, id, due.at, now), attempt);
+    let patch = match P::at_deadline(cx, due.field) {
         Some(handler) => handler.await?,
         None if due.field == TIMEOUT => return Ok(()),
         None => anyhow::bail!("process `{}` has no handler `at_{}`", P::NAME, due.field),
@@ -57,4 +82,12 @@ pub async fn run_deadline<P: Process>(
     }
     *state = next;
     Ok(())
+}
+
+/// `cx`, sending its commands in `attempt` if there is one.
+fn in_attempt<'a, P: Process>(cx: Context<'a, P>, attempt: Option<&'a Attempt>) -> Context<'a, P> {
+    match attempt {
+        Some(attempt) => cx.in_attempt(attempt),
+        None => cx,
+    }
 }

@@ -22,7 +22,7 @@ pub(crate) use claim::{Claim, Settle};
 pub(crate) use failure::{Failure, guarded};
 
 use crate::app::App;
-use crate::app::reaction::RejectionRecord;
+use crate::app::RejectionRecord;
 use crate::config::Retry;
 use crate::store::{CommitError, Committed, WriteSet};
 use crate::{Error, Instant};

@@ -11,8 +11,8 @@ use tracing::Instrument;
 
 use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
-use crate::app::processes::pass::{deadline_letter, step_writes};
 use crate::app::processes::step::lifecycle_append;
+use crate::app::processes::writes::{deadline_letter, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::config::Retry;

@@ -1,10 +1,11 @@
 //! A process instance: its lifecycle events, and what is folded from them (spec 62–65, 71).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::process::Reached;
 use crate::store::{Snapshot, Store};
 use crate::{Error, Instant, RecordedEvent};
 
@@ -173,7 +174,7 @@ pub(crate) struct Instance {
     pub(crate) version: u64,
     /// The moments each deadline came due, in epoch milliseconds: a (field, moment) pair runs
     /// once (spec 80).
-    pub(crate) reached: HashMap<String, HashSet<i64>>,
+    pub(crate) reached: Reached,
     /// Whether `ProcessStarted` was written (a starting event may fail before it is).
     pub(crate) started: bool,
     /// The lifecycle event whose step set each deadline's moment: its id and correlation
@@ -197,13 +198,6 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    /// Whether `field` already came due at `at` (spec 80).
-    pub(crate) fn was_reached(&self, field: &str, at: Instant) -> bool {
-        self.reached
-            .get(field)
-            .is_some_and(|moments| moments.contains(&at.as_millis()))
-    }
-
     /// An instance with no history yet.
     pub(crate) fn empty() -> Instance {
         Instance {
@@ -211,7 +205,7 @@ impl Instance {
             state: Value::Null,
             timeout_at: None,
             version: 0,
-            reached: HashMap::new(),
+            reached: Reached::default(),
             started: false,
             set_by: HashMap::new(),
             follow_ups: Vec::new(),
@@ -288,11 +282,7 @@ impl Instance {
                 if instance.status == Status::Failed && instance.failed_at == Some(at) {
                     instance.failed_step_done = true;
                 }
-                instance
-                    .reached
-                    .entry(field)
-                    .or_default()
-                    .insert(at.as_millis());
+                instance.reached.insert(&field, at);
                 new_state = Some(state);
             }
             Lifecycle::Completed { event_id } => {
@@ -304,11 +294,7 @@ impl Instance {
                 state,
                 follow_ups,
             } => {
-                instance
-                    .reached
-                    .entry(crate::process::TIMEOUT.to_owned())
-                    .or_default()
-                    .insert(at.as_millis());
+                instance.reached.insert(crate::process::TIMEOUT, at);
                 instance.status = Status::TimedOut;
                 instance.follow_ups = follow_ups;
                 new_state = Some(state);

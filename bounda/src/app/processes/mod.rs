@@ -7,6 +7,7 @@ pub(crate) mod pass;
 mod retry;
 pub(crate) mod step;
 mod view;
+mod writes;
 
 use std::marker::PhantomData;
 
@@ -15,7 +16,7 @@ use futures_util::future::BoxFuture;
 use crate::aggregate::Aggregate;
 use crate::app::App;
 use crate::app::engine::Failure;
-use crate::process::plan::DueDeadline;
+use crate::process::plan::{self, DueDeadline};
 use crate::process::{Process, instance_of};
 use crate::store::ScheduledEntry;
 use crate::{Error, Instant, RecordedEvent};
@@ -144,19 +145,21 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     }
 
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error> {
-        Ok(self
-            .pending(instance)?
-            .into_iter()
-            .next()
-            .filter(|due| due.at <= now))
+        let state: P = step::read_state(Some(instance))?;
+        Ok(plan::due(
+            &state,
+            instance.timeout_at,
+            &instance.reached,
+            now,
+        ))
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {
         let state: P = step::read_state(Some(instance))?;
-        Ok(step::pending_of(
+        Ok(plan::pending(
             &state,
             instance.timeout_at,
-            Some(instance),
+            &instance.reached,
         ))
     }
 
@@ -171,7 +174,7 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
             &state,
             instance.status,
             instance.timeout_at,
-            Some(instance),
+            &instance.reached,
             None,
         ))
     }

@@ -9,8 +9,9 @@ use crate::app::engine::Failure;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
 use crate::ids::derived_id;
+use crate::process::Reached;
 use crate::process::plan::{self, DueDeadline, TIMEOUT};
-use crate::process::{Context, Process, ProcessState};
+use crate::process::{self, Process, ProcessState};
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry, Snapshot};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
@@ -92,20 +93,6 @@ pub(crate) fn entry_key(process: &str, instance: &str) -> String {
     derived_id(&["process-deadline", process, instance])
 }
 
-/// Every pending deadline of `state` that has not come due at its moment before, soonest first
-/// (spec 78, 80–81).
-pub(crate) fn pending_of<P: ProcessState>(
-    state: &P,
-    timeout_at: Option<Instant>,
-    instance: Option<&Instance>,
-) -> Vec<DueDeadline> {
-    let mut pending = plan::pending(state, timeout_at);
-    if let Some(instance) = instance {
-        pending.retain(|due| !instance.was_reached(due.field, due.at));
-    }
-    pending
-}
-
 /// The instance's scheduler entry at its earliest pending deadline, or its removal (spec 78).
 /// An entry waiting for the retry of that same deadline is left as it is, so a step does not
 /// undo its back-off (spec 88, 152).
@@ -114,12 +101,12 @@ pub(crate) fn arm<P: ProcessState>(
     state: &P,
     status: Status,
     timeout_at: Option<Instant>,
-    instance: Option<&Instance>,
+    reached: &Reached,
     existing: Option<&ScheduledEntry>,
 ) -> (Option<ScheduledEntry>, Option<String>) {
     let key = entry_key(P::NAME, id);
     let next = (status == Status::Started)
-        .then(|| pending_of(state, timeout_at, instance).into_iter().next())
+        .then(|| plan::next(state, timeout_at, reached))
         .flatten();
     let Some(next) = next else {
         return (None, Some(key));
@@ -227,10 +214,10 @@ pub(crate) fn lifetime<P: ProcessState>(app: &App) -> Duration {
 
 /// Runs a handler future within the process handler's time limit, a panic counted as a
 /// failure with its message.
-async fn guarded<P: ProcessState>(
+async fn guarded<P: ProcessState, T>(
     app: &App,
-    handler: impl std::future::Future<Output = anyhow::Result<P::Patch>>,
-) -> Result<P::Patch, Failure> {
+    handler: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> Result<T, Failure> {
     let limit = app
         .config()
         .for_aggregate(<P::Aggregate as Aggregate>::NAME)
@@ -253,14 +240,8 @@ pub(crate) async fn event_step<P: Process>(
     let attempt = Attempt::new(app, key, cause);
     let now = app.clock().now();
     if matches!(route, Route::Start | Route::Handle | Route::FollowUp) {
-        let cx = Context::new(&state, id, event.timestamp, now).in_attempt(&attempt);
-        let patch = match P::on_event(cx, event) {
-            Some(handler) => Some(guarded::<P>(app, handler).await?),
-            None => None,
-        };
-        if let Some(patch) = patch {
-            state.merge(patch);
-        }
+        let handled = process::step::handle_event_in(&mut state, id, event, now, Some(&attempt));
+        guarded::<P, _>(app, handled).await?;
     }
     let staging = attempt.finish();
     if let Some(failure) = staging.failure.clone() {
@@ -353,7 +334,8 @@ pub(crate) async fn event_step<P: Process>(
                 .store()
                 .scheduled(&entry_key(P::NAME, id))
                 .map_err(|e| fail(e.into()))?;
-            arm(id, &state, status, timeout_at, instance, existing.as_ref())
+            let reached = instance.map(|i| i.reached.clone()).unwrap_or_default();
+            arm(id, &state, status, timeout_at, &reached, existing.as_ref())
         }
     };
     Ok(StepWrites {
@@ -395,14 +377,8 @@ pub(crate) async fn deadline_step<P: Process>(
     let key = key.unwrap_or_else(|| derived_id(&["process", P::NAME, &subject]));
     let attempt = Attempt::new(app, key, cause);
     let now = app.clock().now();
-    let cx = Context::new(&state, id, due.at, now).in_attempt(&attempt);
-    let patch = match P::at_deadline(cx, due.field) {
-        Some(handler) => Some(guarded::<P>(app, handler).await?),
-        None => None,
-    };
-    if let Some(patch) = patch {
-        state.merge(patch);
-    }
+    let ran = process::step::run_deadline_in(&mut state, id, due, now, Some(&attempt));
+    guarded::<P, _>(app, ran).await?;
     let staging = attempt.finish();
     if let Some(failure) = staging.failure.clone() {
         return Err(failure);
@@ -431,18 +407,8 @@ pub(crate) async fn deadline_step<P: Process>(
         };
         (timed_out, Status::TimedOut)
     } else {
-        // A handler that leaves its deadline at or before the moment that came due fails the
-        // process (spec 84).
-        let moment = P::DEADLINES
-            .iter()
-            .find(|field| field.name == due.field)
-            .and_then(|field| (field.get)(&state).moment());
-        if moment.is_some_and(|moment| moment <= due.at) {
-            return Err(fail(Error::DeadlineNotAdvanced {
-                field: due.field.to_owned(),
-                at: due.at,
-            }));
-        }
+        // A handler that left its deadline at or before the moment that came due failed in
+        // `run_deadline` (spec 84).
         let reached = Lifecycle::DeadlineReached {
             field: due.field.to_owned(),
             at: due.at,
@@ -474,13 +440,9 @@ pub(crate) async fn deadline_step<P: Process>(
         snapshot_after::<P>(id, Some(instance), vec![lifecycle], &append).map_err(fail)?;
     // This step's own entry is released in the same write set: re-arm from scratch, the pair
     // that just came due counting as reached.
-    let mut after = instance.clone();
-    after
-        .reached
-        .entry(due.field.to_owned())
-        .or_default()
-        .insert(due.at.as_millis());
-    let (schedule, unschedule) = arm(id, &state, status, instance.timeout_at, Some(&after), None);
+    let mut reached = instance.reached.clone();
+    reached.insert(due.field, due.at);
+    let (schedule, unschedule) = arm(id, &state, status, instance.timeout_at, &reached, None);
     Ok(StepWrites {
         lifecycle: append,
         staging,

@@ -1,0 +1,115 @@
+//! What a process step writes besides its handler's commands: the step's write set, the
+//! letters of a step given up on, and `ProcessFailed` (spec 88, 108).
+
+use crate::app::App;
+use crate::app::engine::Failure;
+use crate::app::processes::ProcessRunner;
+use crate::app::processes::instance::Lifecycle;
+use crate::app::processes::step::{StepWrites, lifecycle_append};
+use crate::ids::derived_id;
+use crate::process::plan::DueDeadline;
+use crate::store::{DeadLetter, LetterKind, LetterStatus, Metadata, WriteSet};
+use crate::{Error, Instant, RecordedEvent};
+
+/// The write set of a step, with how it settles its claim.
+pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
+    let mut set = WriteSet {
+        appends: Vec::new(),
+        schedule: writes.staging.scheduled,
+        unschedule: writes.unschedule.into_iter().collect(),
+        ..WriteSet::default()
+    };
+    if !writes.lifecycle.events.is_empty() {
+        set.appends.push(writes.lifecycle);
+    }
+    set.appends.extend(writes.staging.appends);
+    set.schedule.extend(writes.schedule);
+    set.snapshots.extend(writes.snapshot);
+    settle(&mut set);
+    set
+}
+
+impl App {
+    /// `ProcessFailed` appended to the instance.
+    pub(crate) fn failure_append(
+        &self,
+        process: &dyn ProcessRunner,
+        id: &str,
+        version: u64,
+        failed: Lifecycle,
+        event: &RecordedEvent,
+    ) -> Result<crate::store::Append, Error> {
+        let metadata = Metadata {
+            correlation_id: event.metadata.correlation_id.clone(),
+            causation_id: event.id.clone(),
+            depth: event.metadata.depth,
+            schema_version: 1,
+            system: true,
+        };
+        Ok(lifecycle_append(self, process.name(), id, version, vec![failed], &metadata)?.0)
+    }
+}
+
+/// The letter of deadline `due` of instance `id` failing for good: `deadline:<field>` (spec 88).
+pub(crate) fn deadline_letter(
+    process: &dyn ProcessRunner,
+    id: &str,
+    due: DueDeadline,
+    failure: &Failure,
+    attempts: u32,
+    now: Instant,
+) -> DeadLetter {
+    let subject = format!("deadline:{}", due.field);
+    DeadLetter {
+        id: derived_id(&[
+            "process",
+            process.name(),
+            id,
+            &subject,
+            &due.at.as_millis().to_string(),
+            "dead-letter",
+        ]),
+        kind: LetterKind::Process,
+        handler: process.name().to_owned(),
+        event_id: None,
+        event_type: Some(subject),
+        aggregate_type: Some(process.aggregate().to_owned()),
+        aggregate_id: Some(id.to_owned()),
+        error_type: failure.error_type().to_owned(),
+        error_message: failure.message.clone(),
+        error_stack: Some(failure.stack.clone()),
+        attempts,
+        first_failed_at: now,
+        last_failed_at: now,
+        status: LetterStatus::Failed,
+        payload: Some(serde_json::json!({ "instance": id, "at": due.at })),
+    }
+}
+
+/// The letter of a process step on `event` that failed for good (spec 108).
+pub(crate) fn process_letter(
+    process: &str,
+    id: &str,
+    event: &RecordedEvent,
+    failure: &Failure,
+    attempts: u32,
+    now: Instant,
+) -> DeadLetter {
+    DeadLetter {
+        id: derived_id(&["process", process, id, &event.id, "dead-letter"]),
+        kind: LetterKind::Process,
+        handler: process.to_owned(),
+        event_id: Some(event.id.clone()),
+        event_type: Some(event.event_type.clone()),
+        aggregate_type: Some(event.aggregate_type.clone()),
+        aggregate_id: Some(event.aggregate_id.clone()),
+        error_type: failure.error_type().to_owned(),
+        error_message: failure.message.clone(),
+        error_stack: Some(failure.stack.clone()),
+        attempts,
+        first_failed_at: now,
+        last_failed_at: now,
+        status: LetterStatus::Failed,
+        payload: Some(serde_json::json!({ "instance": id })),
+    }
+}
