@@ -160,7 +160,10 @@ impl DeadLetters<'_> {
         work: Box<dyn Work>,
         lane: String,
     ) -> Result<Vec<RejectionRecord>, Error> {
-        let claim = Claim::Letter { id: id.to_owned() };
+        let claim = Claim::Letter {
+            id: id.to_owned(),
+            settles: true,
+        };
         let mut report = Report::default();
         self.app
             .run_batch(vec![Run::new(work, claim, 1, lane)], &mut report)

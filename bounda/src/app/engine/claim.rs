@@ -22,8 +22,9 @@ pub(crate) enum Claim {
         claim_id: String,
     },
     /// A dead letter an operator retries: the run is fenced on the letter still being `failed`
-    /// and settles it `retried` (spec 167–170).
-    Letter { id: String },
+    /// and, if `settles`, settles it `retried` (spec 167–170). A process letter's retry runs
+    /// several steps, each fenced, and settles the letter in the last (spec 113–114).
+    Letter { id: String, settles: bool },
 }
 
 /// How a run's claim is settled.
@@ -83,16 +84,19 @@ impl Claim {
                     outcome,
                 });
             }
-            Claim::Letter { id } => match how {
-                Settle::Done => {
+            Claim::Letter { id, settles } => match how {
+                Settle::Done if *settles => {
                     writes.settle_letter = Some(LetterSettle {
                         id: id.clone(),
                         status: LetterStatus::Retried,
                     });
                 }
-                // An operator's retry is not retried by the runtime: the letter stays `failed`.
-                Settle::Retry { .. } | Settle::GiveUp { .. } | Settle::Release => {
-                    writes.require_letter = Some(id.clone());
+                // A step before the last, or a failure: the letter stays `failed` (an operator's
+                // retry is not retried by the runtime).
+                Settle::Done | Settle::Retry { .. } | Settle::GiveUp { .. } | Settle::Release => {
+                    if writes.settle_letter.is_none() {
+                        writes.require_letter = Some(id.clone());
+                    }
                 }
             },
         }

@@ -51,6 +51,17 @@ pub(crate) trait Work: Send {
 
     /// Marks the run's spans failed when its commit is refused (spec 224).
     fn mark_failed(&self, message: &str);
+
+    /// What a failure writes when an operator's retry runs it: by default nothing, and the
+    /// letter stays `failed`.
+    fn operator_failure(
+        &self,
+        _app: &App,
+        _failure: &Failure,
+        _now: Instant,
+    ) -> Result<WriteSet, Error> {
+        Ok(WriteSet::default())
+    }
 }
 
 /// What a run's handler came to.
@@ -273,11 +284,21 @@ impl App {
         failure: Failure,
         report: &mut Report,
     ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
-        if !run.claim.retries() {
-            report.failures.push(failure);
-            return Ok(None);
-        }
         let now = self.clock().now();
+        if !run.claim.retries() {
+            let mut writes = run.work.operator_failure(self, &failure, now)?;
+            report.failures.push(failure.clone());
+            if writes.is_empty() {
+                return Ok(None);
+            }
+            let error = failure.message.clone();
+            run.claim.settle(&mut writes, Settle::GiveUp { error });
+            let kind = Kind::Failed {
+                failure,
+                retrying: false,
+            };
+            return Ok(Some((run, writes, kind)));
+        }
         let wait = run
             .work
             .retry(self)

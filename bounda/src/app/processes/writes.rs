@@ -1,6 +1,8 @@
 //! What a process step writes besides its handler's commands: the step's write set, the
 //! letters of a step given up on, and `ProcessFailed` (spec 88, 108).
 
+use serde::{Deserialize, Serialize};
+
 use crate::app::App;
 use crate::app::engine::Failure;
 use crate::app::processes::ProcessRunner;
@@ -10,6 +12,28 @@ use crate::ids::derived_id;
 use crate::process::plan::DueDeadline;
 use crate::store::{DeadLetter, LetterKind, LetterStatus, Metadata, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
+
+/// What a process letter keeps: the instance, and for a deadline's letter the deadline and the
+/// moment that failed; what its retry reads back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LetterPayload {
+    pub(crate) instance: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) deadline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) at: Option<Instant>,
+}
+
+impl LetterPayload {
+    /// The payload of `letter`, if it is a process letter's.
+    pub(crate) fn of(letter: &DeadLetter) -> Option<LetterPayload> {
+        serde_json::from_value(letter.payload.clone()?).ok()
+    }
+
+    fn to_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self).ok()
+    }
+}
 
 /// The write set of a step, with how it settles its claim.
 pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
@@ -82,7 +106,12 @@ pub(crate) fn deadline_letter(
         first_failed_at: now,
         last_failed_at: now,
         status: LetterStatus::Failed,
-        payload: Some(serde_json::json!({ "instance": id, "at": due.at })),
+        payload: LetterPayload {
+            instance: id.to_owned(),
+            deadline: Some(due.field.to_owned()),
+            at: Some(due.at),
+        }
+        .to_json(),
     }
 }
 
@@ -110,6 +139,11 @@ pub(crate) fn process_letter(
         first_failed_at: now,
         last_failed_at: now,
         status: LetterStatus::Failed,
-        payload: Some(serde_json::json!({ "instance": id })),
+        payload: LetterPayload {
+            instance: id.to_owned(),
+            deadline: None,
+            at: None,
+        }
+        .to_json(),
     }
 }
