@@ -54,6 +54,10 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
     for snapshot in &writes.snapshots {
         keep_snapshot(conn, snapshot)?;
     }
+    if let Some(next) = &writes.claim_due {
+        committed.claimed =
+            crate::store::claim(conn, &next.claim_id, next.now, next.lease, next.limit)?;
+    }
     if let Some(settle) = &writes.settle_letter {
         settle_letter(conn, settle)?;
     }

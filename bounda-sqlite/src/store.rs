@@ -314,32 +314,7 @@ impl Store for SqliteStore {
         if due.is_none() {
             return Ok(Vec::new());
         }
-        let mut statement = conn
-            .prepare_cached(&format!(
-                "UPDATE bounda_scheduled_commands
-                 SET attempts = attempts + (claimed_at IS NOT NULL), claimed_at = ?1, claim_id = ?2
-                 WHERE dedupe_key IN (
-                     SELECT dedupe_key FROM bounda_scheduled_commands
-                     WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?3)
-                     ORDER BY execute_at, dedupe_key LIMIT ?4)
-                 RETURNING {}",
-                rows::SCHEDULED_COLUMNS
-            ))
-            .map_err(sql("cannot prepare a claim"))?;
-        let mut entries: Vec<ScheduledEntry> = statement
-            .query_map(
-                params![
-                    now.to_string(),
-                    claim_id,
-                    expired_before(now, lease),
-                    limit as u64
-                ],
-                rows::scheduled,
-            )
-            .and_then(Iterator::collect)
-            .map_err(sql("cannot claim due entries"))?;
-        entries.sort_by(|a, b| (a.execute_at, &a.dedupe_key).cmp(&(b.execute_at, &b.dedupe_key)));
-        Ok(entries)
+        claim(&conn, claim_id, now, lease, limit)
     }
 
     fn renew_scheduled(
@@ -544,4 +519,40 @@ fn claim_one(
         },
         _ => InboxClaim::Held,
     })
+}
+
+/// Claims up to `limit` entries due at `now` on `conn`, in due order (spec 200).
+pub(crate) fn claim(
+    conn: &Connection,
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+    limit: usize,
+) -> Result<Vec<ScheduledEntry>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(&format!(
+            "UPDATE bounda_scheduled_commands
+             SET attempts = attempts + (claimed_at IS NOT NULL), claimed_at = ?1, claim_id = ?2
+             WHERE dedupe_key IN (
+                 SELECT dedupe_key FROM bounda_scheduled_commands
+                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?3)
+                 ORDER BY execute_at, dedupe_key LIMIT ?4)
+             RETURNING {}",
+            rows::SCHEDULED_COLUMNS
+        ))
+        .map_err(sql("cannot prepare a claim"))?;
+    let mut entries: Vec<ScheduledEntry> = statement
+        .query_map(
+            params![
+                now.to_string(),
+                claim_id,
+                expired_before(now, lease),
+                limit as u64
+            ],
+            rows::scheduled,
+        )
+        .and_then(Iterator::collect)
+        .map_err(sql("cannot claim due entries"))?;
+    entries.sort_by(|a, b| (a.execute_at, &a.dedupe_key).cmp(&(b.execute_at, &b.dedupe_key)));
+    Ok(entries)
 }

@@ -85,6 +85,37 @@ async fn a_batch_of_due_deadlines_commits_in_a_few_transactions() {
     );
 }
 
+// Issue 8: when each batch holds one run, each commit claims the next, so a firing costs about
+// one write transaction.
+#[tokio::test]
+async fn batches_of_one_cost_about_one_transaction_a_firing() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 1;
+    let shared: Arc<dyn Store> = store.clone();
+    let app = TestApp::new(
+        App::builder_shared(shared)
+            .config(config)
+            .process::<OrderPayment>(),
+    )
+    .unwrap();
+    for n in 0..40 {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let before = store.write_transactions();
+    app.advance(hours(24)).await.unwrap();
+    let spent = store.write_transactions() - before;
+    for n in 0..40 {
+        assert_eq!(reminders(&app, &format!("o-{n}")), 1, "o-{n} reminded once");
+    }
+    assert!(
+        spent <= 42,
+        "40 firings one at a time took {spent} write transactions"
+    );
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
 // spec 85: a due deadline waits for the unhandled events of its own instance only.
 #[tokio::test]
 async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {

@@ -11,7 +11,10 @@ use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandle
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::reaction::ScheduledContext;
 use crate::app::{App, telemetry};
-use crate::store::ScheduledEntry;
+use crate::store::{ClaimDue, ScheduledEntry};
+
+/// About how many runs one worker pass makes before the subscribers' passes get their turn.
+const RUNS_PER_PASS: usize = 1_000;
 use crate::{Error, Instant};
 
 impl App {
@@ -24,12 +27,41 @@ impl App {
     ) -> Result<bool, Error> {
         let claim_id = self.next_id();
         let limit = self.config().dispatcher.batch_size;
-        let entries = self
+        let mut entries = self
             .store()
             .claim_due(&claim_id, now, self.lease(), limit)?;
-        if entries.is_empty() {
-            return Ok(false);
+        let mut ran = false;
+        // While batches come full, each commit claims the next one; a pass runs about
+        // `RUNS_PER_PASS` runs before the subscribers get their turn.
+        let mut rounds = RUNS_PER_PASS.div_ceil(limit);
+        while !entries.is_empty() {
+            rounds -= 1;
+            let full = entries.len() >= limit;
+            let mut report = Report {
+                then_claim: (full && rounds > 0 && !self.stopping()).then(|| ClaimDue {
+                    claim_id: claim_id.clone(),
+                    now: self.clock().now(),
+                    lease: self.lease(),
+                    limit,
+                }),
+                ..Report::default()
+            };
+            let runs = self.scheduled_runs(entries, &claim_id)?;
+            let result = self.run_batch(runs, &mut report).await;
+            rejections.append(&mut report.rejections);
+            result?;
+            ran |= report.ran;
+            entries = report.claimed;
         }
+        Ok(ran)
+    }
+
+    /// The runs of claimed entries, in due order.
+    fn scheduled_runs(
+        &self,
+        entries: Vec<ScheduledEntry>,
+        claim_id: &str,
+    ) -> Result<Vec<Run>, Error> {
         // Which instances have events the process runner has not handled, read once a batch.
         let unhandled = if entries.iter().any(|e| e.command_type == PROCESS_DEADLINE) {
             Arc::new(Unhandled::read(self)?)
@@ -41,7 +73,7 @@ impl App {
             let work = self.scheduled_work(&entry, &unhandled)?;
             let claim = Claim::Scheduled {
                 dedupe_key: entry.dedupe_key,
-                claim_id: claim_id.clone(),
+                claim_id: claim_id.to_owned(),
             };
             runs.push(Run::new(
                 work,
@@ -50,10 +82,7 @@ impl App {
                 entry.aggregate_id,
             ));
         }
-        let mut report = Report::default();
-        let result = self.run_batch(runs, &mut report).await;
-        rejections.append(&mut report.rejections);
-        result.map(|()| report.ran)
+        Ok(runs)
     }
 
     /// What a scheduler entry runs: a delayed policy run, a process deadline, or a command.

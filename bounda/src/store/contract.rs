@@ -17,9 +17,9 @@
 use serde_json::json;
 
 use crate::store::{
-    Append, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair, LetterFilter,
-    LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
-    ScheduledRelease, Snapshot, Store, WriteSet,
+    Append, ClaimDue, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair,
+    LetterFilter, LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry,
+    ScheduledOutcome, ScheduledRelease, Snapshot, Store, WriteSet,
 };
 use crate::{Instant, millis, seconds};
 
@@ -68,6 +68,7 @@ macro_rules! store_contract_tests {
             a_skipping_write_set_moves_only_a_checkpoint_at_the_head,
             a_snapshot_is_kept_unless_a_newer_one_is,
             a_stream_reads_after_a_version,
+            a_write_set_claims_the_next_due_entries_in_its_transaction,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -968,4 +969,78 @@ pub fn a_stream_reads_after_a_version(store: &dyn Store) {
     assert_eq!(ids(1), ["e-2", "e-3"]);
     assert_eq!(ids(3), Vec::<String>::new());
     assert_eq!(ids(0).len(), 3);
+}
+
+// spec 45, 200: a worker commits one batch and claims the next in one transaction.
+pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn Store) {
+    let now = t("2026-01-02T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("a", "2026-01-01T00:00:00Z"),
+                entry("b", "2026-01-01T12:00:00Z"),
+                entry("c", "2026-01-01T18:00:00Z"),
+                entry("later", "2026-01-05T00:00:00Z"),
+            ],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let first = store.claim_due("w-1", now, lease, 1).unwrap();
+    assert_eq!(first[0].dedupe_key, "a");
+    let claim = |claim_id: &str| ClaimDue {
+        claim_id: claim_id.into(),
+        now,
+        lease,
+        limit: 2,
+    };
+    let done = WriteSet {
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: "a".into(),
+            claim_id: "w-1".into(),
+            outcome: ScheduledOutcome::Complete,
+        }),
+        claim_due: Some(claim("w-1")),
+        ..WriteSet::default()
+    };
+    let committed = store.commit(&done).unwrap();
+    assert_eq!(
+        committed
+            .claimed
+            .iter()
+            .map(|e| (e.dedupe_key.as_str(), e.claim_id.as_deref()))
+            .collect::<Vec<_>>(),
+        [("b", Some("w-1")), ("c", Some("w-1"))],
+        "the next batch, in due order, under the claim"
+    );
+    assert!(
+        store.scheduled("a").unwrap().is_none(),
+        "and the run committed"
+    );
+    assert!(
+        store.claim_due("w-2", now, lease, 10).unwrap().is_empty(),
+        "what it claimed is held"
+    );
+    // A refused write set claims nothing.
+    let refused = WriteSet {
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: "b".into(),
+            claim_id: "not-mine".into(),
+            outcome: ScheduledOutcome::Complete,
+        }),
+        claim_due: Some(ClaimDue {
+            now: t("2026-01-06T00:00:00Z"),
+            ..claim("w-3")
+        }),
+        ..WriteSet::default()
+    };
+    assert!(matches!(
+        store.commit(&refused),
+        Err(CommitError::ClaimLost { .. })
+    ));
+    assert_eq!(
+        store.scheduled("later").unwrap().unwrap().claim_id,
+        None,
+        "rolled back with the rest"
+    );
 }

@@ -20,8 +20,8 @@ pub use records::{
     LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot,
 };
 pub use write_set::{
-    Append, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome, ScheduledRelease,
-    StoreError, WriteSet,
+    Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome,
+    ScheduledRelease, StoreError, WriteSet,
 };
 
 use crate::{Duration, Instant, RecordedEvent};

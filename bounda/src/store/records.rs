@@ -61,10 +61,13 @@ pub struct Appended {
 }
 
 /// What a committed write set stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Committed {
     /// The appended events, in order.
     pub events: Vec<Appended>,
+    /// The scheduler entries the write set's [`ClaimDue`](crate::store::ClaimDue) claimed, in
+    /// due order.
+    pub claimed: Vec<ScheduledEntry>,
 }
 
 /// A row of the scheduler: a delayed command, a delayed policy run or a process deadline.

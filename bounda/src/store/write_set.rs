@@ -116,6 +116,25 @@ pub struct WriteSet {
     pub skip: Vec<String>,
     /// Snapshots to keep; one older than the snapshot already kept for its stream is ignored.
     pub snapshots: Vec<Snapshot>,
+    /// Claims the next due scheduler entries in the same transaction, as
+    /// [`Store::claim_due`](crate::store::Store::claim_due) does, answered in
+    /// [`Committed::claimed`](crate::store::Committed::claimed): a worker under load commits
+    /// one batch and claims the next in one write.
+    pub claim_due: Option<ClaimDue>,
+}
+
+/// What to claim: up to `limit` entries due at `now` whose claim is free or older than `lease`,
+/// under `claim_id` (spec 200).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimDue {
+    /// The claim's id.
+    pub claim_id: String,
+    /// The moment entries must be due at.
+    pub now: Instant,
+    /// How long a claim lasts.
+    pub lease: crate::Duration,
+    /// The most entries to claim.
+    pub limit: usize,
 }
 
 impl WriteSet {

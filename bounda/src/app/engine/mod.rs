@@ -24,7 +24,7 @@ pub(crate) use failure::{Failure, guarded};
 use crate::app::App;
 use crate::app::RejectionRecord;
 use crate::config::Retry;
-use crate::store::{CommitError, Committed, WriteSet};
+use crate::store::{ClaimDue, CommitError, Committed, ScheduledEntry, WriteSet};
 use crate::{Error, Instant};
 
 /// What a kind of run does: run its handler and say what to write.
@@ -157,6 +157,13 @@ pub(crate) struct Report {
     pub(crate) failures: Vec<Failure>,
     /// A letter that was already settled when its retry committed (spec 170).
     pub(crate) letter_settled: Option<String>,
+    /// The next entries to claim with the batch's last commit, unless a run was deferred: a
+    /// worker under load claims its next batch in the transaction that commits this one.
+    pub(crate) then_claim: Option<ClaimDue>,
+    /// What `then_claim` claimed.
+    pub(crate) claimed: Vec<ScheduledEntry>,
+    /// Whether a run was deferred unrun (a deadline waiting for its instance's events).
+    pub(crate) deferred: bool,
 }
 
 impl Report {
@@ -221,7 +228,29 @@ impl App {
                 wave.push((run, kind));
                 sets.push(writes);
             }
-            let results = self.commit_all(&mut sets);
+            // The batch's last wave claims the next batch in its transaction.
+            let claiming = queue.is_empty() && !report.deferred;
+            if let Some(next) = report.then_claim.take().filter(|_| claiming) {
+                sets.push(WriteSet {
+                    claim_due: Some(next),
+                    ..WriteSet::default()
+                });
+            }
+            let mut results = self.commit_all(&mut sets);
+            if results.len() > wave.len() {
+                match results.pop() {
+                    Some(Ok(committed)) => report.claimed = committed.claimed,
+                    Some(Err(error)) => {
+                        store_error.get_or_insert(Error::Store(
+                            crate::store::StoreError::with_source(
+                                "cannot claim due entries",
+                                error,
+                            ),
+                        ));
+                    }
+                    None => {}
+                }
+            }
             let mut reruns = Vec::new();
             for ((run, kind), result) in wave.into_iter().zip(results) {
                 match self.committed(run, kind, result, report, &mut held)? {
@@ -269,6 +298,7 @@ impl App {
                 Ok(Some((run, writes, kind)))
             }
             Outcome::Defer => {
+                report.deferred = true;
                 let mut writes = WriteSet::default();
                 run.claim.settle(&mut writes, Settle::Release);
                 Ok(Some((run, writes, Kind::Released { holds: false })))
