@@ -2,7 +2,7 @@
 
 use bounda::store::{
     CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    ScheduledEntry, Snapshot, Store, StoreError, WriteSet,
+    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, claim_in_order,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -21,18 +21,8 @@ impl Store for SqliteStore {
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let conn = self.lock()?;
-        let mut statement = conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM bounda_events WHERE aggregate_type = ?1 AND aggregate_id = ?2
-                 ORDER BY version",
-                rows::EVENT_COLUMNS
-            ))
-            .map_err(sql("cannot prepare a stream read"))?;
-        statement
-            .query_map(params![aggregate_type, aggregate_id], rows::event)
-            .and_then(Iterator::collect)
-            .map_err(sql("cannot read a stream"))
+        // Versions start at 1.
+        self.read_stream_after(aggregate_type, aggregate_id, 0)
     }
 
     fn read_stream_after(
@@ -233,19 +223,9 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("cannot begin a write"))?;
-        let mut held: Vec<&str> = Vec::new();
-        let mut claims = Vec::with_capacity(pairs.len());
-        for pair in pairs {
-            if held.contains(&pair.handler) {
-                claims.push(InboxClaim::Skipped);
-                continue;
-            }
-            let claim = claim_one(&tx, pair.handler, pair.event_id, claim_id, now, lease)?;
-            if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
-                held.push(pair.handler);
-            }
-            claims.push(claim);
-        }
+        let claims = claim_in_order(pairs, |pair| {
+            claim_one(&tx, pair.handler, pair.event_id, claim_id, now, lease)
+        })?;
         tx.commit().map_err(sql("cannot commit"))?;
         Ok(claims)
     }

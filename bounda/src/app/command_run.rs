@@ -11,9 +11,8 @@ use crate::app::App;
 use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::policy::CommandRunner;
 use crate::app::telemetry::{self, CommandOutcome};
-use crate::config::Retry;
 use crate::ids::derived_id;
-use crate::store::{DeadLetter, LetterKind, LetterStatus, Metadata, WriteSet};
+use crate::store::{DeadLetter, LetterKind, Metadata, WriteSet};
 use crate::{Error, Instant};
 
 /// One run of a stored command.
@@ -66,10 +65,6 @@ impl CommandRun {
     pub(crate) fn scheduled(mut self, outer: tracing::Span) -> CommandRun {
         self.outer = outer;
         self
-    }
-
-    fn aggregate(&self) -> &'static str {
-        self.runner.as_ref().map_or("", |runner| runner.aggregate())
     }
 
     fn run(&self, app: &App) -> Outcome {
@@ -143,15 +138,8 @@ impl Work for CommandRun {
         Box::pin(async move { self.run(app) }.instrument(outer))
     }
 
-    /// Retried with `policies.retry` (spec 48).
-    fn retry(&self, app: &App) -> Retry {
-        app.config().for_aggregate(self.aggregate()).policies_retry
-    }
-
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.aggregate())
-            .concurrency_retries
+    fn aggregate(&self) -> &'static str {
+        self.runner.as_ref().map_or("", |runner| runner.aggregate())
     }
 
     /// The letter of a scheduled command given up on, with its payload (spec 48, 163).
@@ -163,22 +151,12 @@ impl Work for CommandRun {
         now: Instant,
     ) -> Result<WriteSet, Error> {
         let aggregate = self.aggregate();
+        let id = derived_id(&["scheduled", &self.dedupe_key, "dead-letter"]);
         let letter = DeadLetter {
-            id: derived_id(&["scheduled", &self.dedupe_key, "dead-letter"]),
-            kind: LetterKind::Scheduled,
-            handler: self.command_type.clone(),
-            event_id: None,
-            event_type: None,
             aggregate_type: (!aggregate.is_empty()).then(|| aggregate.to_owned()),
             aggregate_id: Some(self.aggregate_id.clone()),
-            error_type: failure.error_type().to_owned(),
-            error_message: failure.message.clone(),
-            error_stack: Some(failure.stack.clone()),
-            attempts,
-            first_failed_at: now,
-            last_failed_at: now,
-            status: LetterStatus::Failed,
             payload: Some(self.payload.clone()),
+            ..failure.letter(id, LetterKind::Scheduled, &self.command_type, attempts, now)
         };
         Ok(WriteSet {
             dead_letters: vec![letter],

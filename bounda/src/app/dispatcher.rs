@@ -30,6 +30,7 @@ impl App {
                     work: match policy.delay() {
                         Some(delay) => Box::new(SchedulePolicyRun {
                             policy: policy.name(),
+                            aggregate: policy.key().aggregate,
                             event: event.clone(),
                             execute_at: event.timestamp + delay,
                         }),

@@ -11,9 +11,8 @@ use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
 use crate::app::policy::PolicyRunner;
 use crate::app::reaction::{Attempt, Cause};
 use crate::app::{App, telemetry};
-use crate::config::Retry;
 use crate::ids::derived_id;
-use crate::store::{DeadLetter, LetterKind, LetterStatus, ScheduledEntry, WriteSet};
+use crate::store::{DeadLetter, LetterKind, ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// The command type of a delayed policy's run in the scheduler.
@@ -119,16 +118,8 @@ impl Work for PolicyRun {
         Box::pin(self.run(app, attempt).instrument(outer))
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config()
-            .for_aggregate(self.policy.key().aggregate)
-            .policies_retry
-    }
-
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.policy.key().aggregate)
-            .concurrency_retries
+    fn aggregate(&self) -> &'static str {
+        self.policy.key().aggregate
     }
 
     /// The policy's letter; its id depends only on the policy and the event, so filing it again
@@ -141,22 +132,13 @@ impl Work for PolicyRun {
         now: Instant,
     ) -> Result<WriteSet, Error> {
         let (policy, event) = (self.policy.name(), &self.event);
+        let id = derived_id(&["policy", policy, &event.id, "dead-letter"]);
         let letter = DeadLetter {
-            id: derived_id(&["policy", policy, &event.id, "dead-letter"]),
-            kind: LetterKind::Policy,
-            handler: policy.to_owned(),
             event_id: Some(event.id.clone()),
             event_type: Some(event.event_type.clone()),
             aggregate_type: Some(event.aggregate_type.clone()),
             aggregate_id: Some(event.aggregate_id.clone()),
-            error_type: failure.error_type().to_owned(),
-            error_message: failure.message.clone(),
-            error_stack: Some(failure.stack.clone()),
-            attempts,
-            first_failed_at: now,
-            last_failed_at: now,
-            status: LetterStatus::Failed,
-            payload: None,
+            ..failure.letter(id, LetterKind::Policy, policy, attempts, now)
         };
         Ok(WriteSet {
             dead_letters: vec![letter],
@@ -176,6 +158,7 @@ impl Work for PolicyRun {
 /// read time plus the delay (spec 37, 41).
 pub(crate) struct SchedulePolicyRun {
     pub(crate) policy: &'static str,
+    pub(crate) aggregate: &'static str,
     pub(crate) event: RecordedEvent,
     pub(crate) execute_at: Instant,
 }
@@ -211,25 +194,9 @@ impl Work for SchedulePolicyRun {
         Box::pin(std::future::ready(outcome))
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config().policies.retry
+    fn aggregate(&self) -> &'static str {
+        self.aggregate
     }
-
-    fn concurrency_retries(&self, _app: &App) -> u32 {
-        0
-    }
-
-    fn give_up(
-        &self,
-        _app: &App,
-        _failure: &Failure,
-        _attempt: u32,
-        _now: Instant,
-    ) -> Result<WriteSet, Error> {
-        Ok(WriteSet::default())
-    }
-
-    fn mark_failed(&self, _message: &str) {}
 }
 
 /// Scheduled work with nothing left to run (a policy a deploy removed, an event gone): the entry
@@ -241,23 +208,7 @@ impl Work for NothingToRun {
         Box::pin(std::future::ready(Outcome::nothing()))
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config().policies.retry
+    fn aggregate(&self) -> &'static str {
+        ""
     }
-
-    fn concurrency_retries(&self, _app: &App) -> u32 {
-        0
-    }
-
-    fn give_up(
-        &self,
-        _app: &App,
-        _failure: &Failure,
-        _attempt: u32,
-        _now: Instant,
-    ) -> Result<WriteSet, Error> {
-        Ok(WriteSet::default())
-    }
-
-    fn mark_failed(&self, _message: &str) {}
 }

@@ -111,20 +111,9 @@ pub trait Store: Send + Sync + 'static {
         now: Instant,
         lease: Duration,
     ) -> Result<Vec<InboxClaim>, StoreError> {
-        let mut held: Vec<&str> = Vec::new();
-        pairs
-            .iter()
-            .map(|pair| {
-                if held.contains(&pair.handler) {
-                    return Ok(InboxClaim::Skipped);
-                }
-                let claim = self.claim_inbox(pair.handler, pair.event_id, claim_id, now, lease)?;
-                if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
-                    held.push(pair.handler);
-                }
-                Ok(claim)
-            })
-            .collect()
+        claim_in_order(pairs, |pair| {
+            self.claim_inbox(pair.handler, pair.event_id, claim_id, now, lease)
+        })
     }
 
     /// Renews a claim before a rerun (spec 128). `false` when the claim is no longer ours.
@@ -186,4 +175,26 @@ pub trait Store: Send + Sync + 'static {
 
     /// The dead letter with this id.
     fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+}
+
+/// Claims `pairs` in order with `claim`, leaving a handler's pairs after one that is held or
+/// waiting unclaimed ([`InboxClaim::Skipped`]): what [`Store::claim_inbox_batch`] promises.
+pub fn claim_in_order(
+    pairs: &[InboxPair<'_>],
+    mut claim: impl FnMut(&InboxPair<'_>) -> Result<InboxClaim, StoreError>,
+) -> Result<Vec<InboxClaim>, StoreError> {
+    let mut held: Vec<&str> = Vec::new();
+    pairs
+        .iter()
+        .map(|pair| {
+            if held.contains(&pair.handler) {
+                return Ok(InboxClaim::Skipped);
+            }
+            let claimed = claim(pair)?;
+            if matches!(claimed, InboxClaim::Held | InboxClaim::Waiting { .. }) {
+                held.push(pair.handler);
+            }
+            Ok(claimed)
+        })
+        .collect()
 }

@@ -6,7 +6,8 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use crate::{Duration, Error};
+use crate::store::{DeadLetter, LetterKind, LetterStatus};
+use crate::{Duration, Error, Instant};
 
 /// A run that failed: its code, whether it is retried, and its message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,35 @@ impl Failure {
             retriable: false,
             message: format!("{error:#}"),
             stack: format!("{error:?}"),
+        }
+    }
+
+    /// The dead letter of this failure, filed at `now` after `attempts` runs; the caller adds
+    /// what it concerns (event, aggregate, payload) (spec 163).
+    pub(crate) fn letter(
+        &self,
+        id: String,
+        kind: LetterKind,
+        handler: &str,
+        attempts: u32,
+        now: Instant,
+    ) -> DeadLetter {
+        DeadLetter {
+            id,
+            kind,
+            handler: handler.to_owned(),
+            event_id: None,
+            event_type: None,
+            aggregate_type: None,
+            aggregate_id: None,
+            error_type: self.error_type().to_owned(),
+            error_message: self.message.clone(),
+            error_stack: Some(self.stack.clone()),
+            attempts,
+            first_failed_at: now,
+            last_failed_at: now,
+            status: LetterStatus::Failed,
+            payload: None,
         }
     }
 

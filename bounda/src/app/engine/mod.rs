@@ -33,24 +33,45 @@ pub(crate) trait Work: Send {
     /// committed by the engine, with the claim's settling.
     fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome>;
 
+    /// The aggregate whose settings the run follows ("" for none).
+    fn aggregate(&self) -> &'static str;
+
+    /// Whether it is a process step, retried with `processes.retry`; any other run is retried
+    /// with `policies.retry` (spec 48, 152).
+    fn process_step(&self) -> bool {
+        false
+    }
+
     /// The back-off of a failed run.
-    fn retry(&self, app: &App) -> Retry;
+    fn retry(&self, app: &App) -> Retry {
+        let settings = app.config().for_aggregate(self.aggregate());
+        match self.process_step() {
+            true => settings.processes_retry,
+            false => settings.policies_retry,
+        }
+    }
 
     /// How often a moved stream reruns the handler before it counts as a failure (spec 89).
-    fn concurrency_retries(&self, app: &App) -> u32;
+    fn concurrency_retries(&self, app: &App) -> u32 {
+        app.config()
+            .for_aggregate(self.aggregate())
+            .concurrency_retries
+    }
 
     /// What giving up writes besides settling the claim: the letter, and for a process
-    /// `ProcessFailed` (spec 108, 163).
+    /// `ProcessFailed` (spec 108, 163). Nothing by default.
     fn give_up(
         &self,
-        app: &App,
-        failure: &Failure,
-        attempt: u32,
-        now: Instant,
-    ) -> Result<WriteSet, Error>;
+        _app: &App,
+        _failure: &Failure,
+        _attempt: u32,
+        _now: Instant,
+    ) -> Result<WriteSet, Error> {
+        Ok(WriteSet::default())
+    }
 
     /// Marks the run's spans failed when its commit is refused (spec 224).
-    fn mark_failed(&self, message: &str);
+    fn mark_failed(&self, _message: &str) {}
 
     /// What a failure writes when an operator's retry runs it: by default nothing, and the
     /// letter stays `failed`.
@@ -83,6 +104,11 @@ impl Outcome {
     /// A run with nothing to write but its claim's settling.
     pub(crate) fn nothing() -> Outcome {
         Outcome::Commit(Done::default())
+    }
+
+    /// The outcome of a run whose reads may fail: a store that fails fails the run (retried).
+    pub(crate) fn of(result: Result<Outcome, Error>) -> Outcome {
+        result.unwrap_or_else(|error| Outcome::Failed(Failure::of_error(&error)))
     }
 }
 

@@ -15,7 +15,6 @@ use crate::app::processes::step::lifecycle_append;
 use crate::app::processes::writes::{deadline_letter, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
-use crate::config::Retry;
 use crate::process::plan::DueDeadline;
 use crate::store::{Metadata, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
@@ -231,10 +230,7 @@ impl Work for DeadlineRun {
         let outer = self.outer.clone();
         Box::pin(
             async move {
-                let outcome = match self.run(app, attempt).await {
-                    Ok(outcome) => outcome,
-                    Err(error) => Outcome::Failed(Failure::of_error(&error)),
-                };
+                let outcome = Outcome::of(self.run(app, attempt).await);
                 // Whatever the outcome but a wait, the entry no longer waits (spec 175).
                 if !matches!(outcome, Outcome::Defer) {
                     app.waiting().remove(&self.key);
@@ -245,16 +241,12 @@ impl Work for DeadlineRun {
         )
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .processes_retry
+    fn aggregate(&self) -> &'static str {
+        self.process.aggregate()
     }
 
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .concurrency_retries
+    fn process_step(&self) -> bool {
+        true
     }
 
     /// The process fails with letter `deadline:<field>`, and `ProcessFailed` records the

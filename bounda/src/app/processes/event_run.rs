@@ -12,7 +12,6 @@ use crate::app::processes::instance::Lifecycle;
 use crate::app::processes::step::{Route, entry_key};
 use crate::app::processes::writes::{process_letter, step_writes};
 use crate::app::{App, telemetry};
-use crate::config::Retry;
 use crate::ids::derived_id;
 use crate::store::{LetterStatus, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
@@ -110,24 +109,15 @@ impl EventRun {
 
 impl Work for EventRun {
     fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match self.run(app, attempt).await {
-                Ok(outcome) => outcome,
-                Err(error) => Outcome::Failed(Failure::of_error(&error)),
-            }
-        })
+        Box::pin(async move { Outcome::of(self.run(app, attempt).await) })
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .processes_retry
+    fn aggregate(&self) -> &'static str {
+        self.process.aggregate()
     }
 
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .concurrency_retries
+    fn process_step(&self) -> bool {
+        true
     }
 
     /// The letter, and `ProcessFailed` on the instance, whose later events are parked. A

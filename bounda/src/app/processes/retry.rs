@@ -14,7 +14,6 @@ use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
 use crate::app::processes::step::{Route, StepWrites, entry_key, lifecycle_append};
 use crate::app::processes::writes::{LetterPayload, deadline_letter, process_letter, step_writes};
-use crate::config::Retry;
 use crate::ids::derived_id;
 use crate::process::TIMEOUT;
 use crate::process::plan::DueDeadline;
@@ -336,37 +335,16 @@ impl RetryStep {
 
 impl Work for RetryStep {
     fn execute<'a>(&'a mut self, app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match self.run(app).await {
-                Ok(outcome) => outcome,
-                Err(error) => Outcome::Failed(Failure::of_error(&error)),
-            }
-        })
+        Box::pin(async move { Outcome::of(self.run(app).await) })
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .processes_retry
+    fn aggregate(&self) -> &'static str {
+        self.process.aggregate()
     }
 
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .concurrency_retries
+    fn process_step(&self) -> bool {
+        true
     }
-
-    fn give_up(
-        &self,
-        _app: &App,
-        _failure: &Failure,
-        _attempt: u32,
-        _now: Instant,
-    ) -> Result<WriteSet, Error> {
-        Ok(WriteSet::default())
-    }
-
-    fn mark_failed(&self, _message: &str) {}
 
     /// A new failure during a retry: `ProcessFailed` with a letter of its own; the old one is
     /// settled, its step having run (spec 116). The failed step failing again changes nothing.
@@ -450,37 +428,16 @@ impl FollowUpRetry {
 
 impl Work for FollowUpRetry {
     fn execute<'a>(&'a mut self, app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            match self.run(app).await {
-                Ok(outcome) => outcome,
-                Err(error) => Outcome::Failed(Failure::of_error(&error)),
-            }
-        })
+        Box::pin(async move { Outcome::of(self.run(app).await) })
     }
 
-    fn retry(&self, app: &App) -> Retry {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .processes_retry
+    fn aggregate(&self) -> &'static str {
+        self.process.aggregate()
     }
 
-    fn concurrency_retries(&self, app: &App) -> u32 {
-        app.config()
-            .for_aggregate(self.process.aggregate())
-            .concurrency_retries
+    fn process_step(&self) -> bool {
+        true
     }
-
-    fn give_up(
-        &self,
-        _app: &App,
-        _failure: &Failure,
-        _attempt: u32,
-        _now: Instant,
-    ) -> Result<WriteSet, Error> {
-        Ok(WriteSet::default())
-    }
-
-    fn mark_failed(&self, _message: &str) {}
 }
 
 /// One lifecycle event appended to the instance, pointing at the event it concerns, or at the

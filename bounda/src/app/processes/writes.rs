@@ -10,7 +10,7 @@ use crate::app::processes::instance::Lifecycle;
 use crate::app::processes::step::{StepWrites, lifecycle_append};
 use crate::ids::derived_id;
 use crate::process::plan::DueDeadline;
-use crate::store::{DeadLetter, LetterKind, LetterStatus, Metadata, WriteSet};
+use crate::store::{DeadLetter, LetterKind, Metadata, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// What a process letter keeps: the instance, and for a deadline's letter the deadline and the
@@ -84,34 +84,31 @@ pub(crate) fn deadline_letter(
     now: Instant,
 ) -> DeadLetter {
     let subject = format!("deadline:{}", due.field);
+    let letter_id = derived_id(&[
+        "process",
+        process.name(),
+        id,
+        &subject,
+        &due.at.as_millis().to_string(),
+        "dead-letter",
+    ]);
     DeadLetter {
-        id: derived_id(&[
-            "process",
-            process.name(),
-            id,
-            &subject,
-            &due.at.as_millis().to_string(),
-            "dead-letter",
-        ]),
-        kind: LetterKind::Process,
-        handler: process.name().to_owned(),
-        event_id: None,
         event_type: Some(subject),
         aggregate_type: Some(process.aggregate().to_owned()),
         aggregate_id: Some(id.to_owned()),
-        error_type: failure.error_type().to_owned(),
-        error_message: failure.message.clone(),
-        error_stack: Some(failure.stack.clone()),
-        attempts,
-        first_failed_at: now,
-        last_failed_at: now,
-        status: LetterStatus::Failed,
         payload: LetterPayload {
             instance: id.to_owned(),
             deadline: Some(due.field.to_owned()),
             at: Some(due.at),
         }
         .to_json(),
+        ..failure.letter(
+            letter_id,
+            LetterKind::Process,
+            process.name(),
+            attempts,
+            now,
+        )
     }
 }
 
@@ -124,26 +121,18 @@ pub(crate) fn process_letter(
     attempts: u32,
     now: Instant,
 ) -> DeadLetter {
+    let letter_id = derived_id(&["process", process, id, &event.id, "dead-letter"]);
     DeadLetter {
-        id: derived_id(&["process", process, id, &event.id, "dead-letter"]),
-        kind: LetterKind::Process,
-        handler: process.to_owned(),
         event_id: Some(event.id.clone()),
         event_type: Some(event.event_type.clone()),
         aggregate_type: Some(event.aggregate_type.clone()),
         aggregate_id: Some(event.aggregate_id.clone()),
-        error_type: failure.error_type().to_owned(),
-        error_message: failure.message.clone(),
-        error_stack: Some(failure.stack.clone()),
-        attempts,
-        first_failed_at: now,
-        last_failed_at: now,
-        status: LetterStatus::Failed,
         payload: LetterPayload {
             instance: id.to_owned(),
             deadline: None,
             at: None,
         }
         .to_json(),
+        ..failure.letter(letter_id, LetterKind::Process, process, attempts, now)
     }
 }
