@@ -258,33 +258,35 @@ async fn main() {
         }
     }
 
-    let mode = Mode::Full;
     let fired = sizes.pending_fired;
-    let mut by_pending = Vec::new();
-    for pending in sizes.pending {
-        let what = format!("deadline firings, {} pending", short(pending));
-        if !wants(&what) {
-            continue;
+    for mode in [Mode::Full, Mode::Normal] {
+        let mut by_pending = Vec::new();
+        for pending in sizes.pending {
+            let what = format!("deadline firings, {} pending", short(pending));
+            if !wants(&what) {
+                continue;
+            }
+            let measured =
+                measure::deadline_firings(files.fresh("pending").path(), mode, fired, 100, pending)
+                    .await;
+            let pending_floors = floors(&files, "pending", |path, per_tx| {
+                floor::deadline_firings(path, mode, fired, per_tx, pending)
+            });
+            let row = row(&what, mode, measured, pending_floors);
+            by_pending.push((pending, row.bounda, row.floor1, row.floor100));
+            rows.push(row);
         }
-        let measured =
-            measure::deadline_firings(files.fresh("pending").path(), mode, fired, 100, pending)
-                .await;
-        let pending_floors = floors(&files, "pending", |path, per_tx| {
-            floor::deadline_firings(path, mode, fired, per_tx, pending)
-        });
-        let row = row(&what, mode, measured, pending_floors);
-        by_pending.push((pending, row.bounda, row.floor1, row.floor100));
-        rows.push(row);
-    }
-    if let [first, .., last] = by_pending.as_slice() {
-        let (low, high) = (short(first.0), short(last.0));
-        notes.push(format!(
-            "rate({high} pending) / rate({low} pending) at FULL: bounda {}, floor 1/tx {}, \
-             floor 100/tx {}",
-            table::ratio(last.1, first.1),
-            table::ratio(last.2, first.2),
-            table::ratio(last.3, first.3),
-        ));
+        if let [first, .., last] = by_pending.as_slice() {
+            let (low, high) = (short(first.0), short(last.0));
+            notes.push(format!(
+                "rate({high} pending) / rate({low} pending) at {}: bounda {}, floor 1/tx {}, \
+                 floor 100/tx {}",
+                mode.label(),
+                table::ratio(last.1, first.1),
+                table::ratio(last.2, first.2),
+                table::ratio(last.3, first.3),
+            ));
+        }
     }
 
     notes.push(format!(
