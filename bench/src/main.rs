@@ -9,17 +9,18 @@
 //! ```
 
 mod domain;
+mod files;
 mod floor;
 mod measure;
 mod memory;
 mod table;
 
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Parser;
 
+use crate::files::Files;
 use crate::measure::Measured;
 use crate::table::Row;
 
@@ -105,52 +106,6 @@ impl Sizes {
         pending: [1_000, 2_000, 5_000],
         pending_fired: 100,
     };
-}
-
-/// Fresh database files in one temporary directory.
-struct Files {
-    dir: tempfile::TempDir,
-    made: Cell<usize>,
-}
-
-impl Files {
-    fn new(parent: Option<&Path>) -> Files {
-        let dir = match parent {
-            Some(parent) => tempfile::tempdir_in(parent),
-            None => tempfile::tempdir(),
-        };
-        Files {
-            dir: dir.expect("cannot create a temporary directory for the database files"),
-            made: Cell::new(0),
-        }
-    }
-
-    /// A path no measurement has used, deleted with its WAL when the guard drops.
-    fn fresh(&self, name: &str) -> DbFile {
-        let n = self.made.get() + 1;
-        self.made.set(n);
-        DbFile(self.dir.path().join(format!("{n:02}-{name}.db")))
-    }
-}
-
-/// One measurement's database file; dropping it deletes the file, its WAL and shared memory.
-struct DbFile(PathBuf);
-
-impl DbFile {
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for DbFile {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut file = self.0.clone().into_os_string();
-            file.push(suffix);
-            // A file SQLite did not create is fine to miss.
-            let _ = std::fs::remove_file(file);
-        }
-    }
 }
 
 /// The floors of one kind of work: 1 and 100 units per transaction.
