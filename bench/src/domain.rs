@@ -1,0 +1,144 @@
+//! The ticket: the smallest domain that exercises what is measured. One aggregate with two
+//! events, two commands, a process with one deadline and a policy that sends one command.
+
+use bounda::prelude::*;
+
+/// A ticket was opened.
+#[derive(Debug, Clone, Serialize, Deserialize, Event)]
+#[event(aggregate = Ticket)]
+pub struct TicketOpened {
+    /// The ticket.
+    pub ticket_id: String,
+}
+
+/// A ticket was acknowledged.
+#[derive(Debug, Clone, Serialize, Deserialize, Event)]
+#[event(aggregate = Ticket)]
+pub struct TicketAcknowledged {
+    /// The ticket.
+    pub ticket_id: String,
+}
+
+/// The ticket's events.
+#[derive(Debug, Clone, Serialize, Deserialize, Events)]
+pub enum TicketEvent {
+    /// See [`TicketOpened`].
+    Opened(TicketOpened),
+    /// See [`TicketAcknowledged`].
+    Acknowledged(TicketAcknowledged),
+}
+
+/// A ticket; every field false until its event.
+#[derive(Debug, Default)]
+pub struct Ticket {
+    /// Whether it was opened.
+    pub opened: bool,
+    /// Whether it was acknowledged.
+    pub acknowledged: bool,
+}
+
+impl Aggregate for Ticket {
+    const NAME: &'static str = "Ticket";
+    const ID_FIELD: &'static str = "ticket_id";
+    type Event = TicketEvent;
+
+    fn apply(&mut self, event: &TicketEvent) {
+        match event {
+            TicketEvent::Opened(_) => self.opened = true,
+            TicketEvent::Acknowledged(_) => self.acknowledged = true,
+        }
+    }
+}
+
+/// Opens a ticket: always one `TicketOpened`, so every dispatch appends one event.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpenTicket {
+    /// The ticket.
+    pub ticket_id: String,
+}
+
+impl Command for OpenTicket {
+    const NAME: &'static str = "OpenTicket";
+    type Aggregate = Ticket;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.ticket_id
+    }
+
+    fn decide(&self, _ticket: &Ticket) -> Decision<Self> {
+        Ok(vec![
+            TicketOpened {
+                ticket_id: self.ticket_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Acknowledges a ticket: always one `TicketAcknowledged`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AcknowledgeTicket {
+    /// The ticket.
+    pub ticket_id: String,
+}
+
+impl Command for AcknowledgeTicket {
+    const NAME: &'static str = "AcknowledgeTicket";
+    type Aggregate = Ticket;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.ticket_id
+    }
+
+    fn decide(&self, _ticket: &Ticket) -> Decision<Self> {
+        Ok(vec![
+            TicketAcknowledged {
+                ticket_id: self.ticket_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Acknowledges every ticket opened: one reaction, one command, one event.
+#[policy]
+pub async fn acknowledge_on_ticket_opened(cx: Reaction<'_, TicketOpened>) -> Result<()> {
+    cx.send(AcknowledgeTicket {
+        ticket_id: cx.event().ticket_id.clone(),
+    })
+    .await?;
+    Ok(())
+}
+
+/// The process whose deadline firings are measured, in a module of its own as bounda asks of
+/// processes (its generated `At<Field>` types live next to it).
+pub mod expiry {
+    use bounda::prelude::*;
+
+    use super::{Ticket, TicketOpened};
+
+    /// The hour after which an opened ticket expires; a year after, the instance times out.
+    pub const EXPIRES_AFTER_HOURS: u64 = 1;
+
+    /// One deadline, set when the ticket opens and cleared when it fires. The instance stays
+    /// open (its timeout is a year away), so a firing is exactly one deadline, not an ending.
+    #[process(on = Ticket, started_by = [TicketOpened], timeout = "365d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Expiry {
+        #[deadline]
+        expires: Deadline,
+    }
+
+    #[process]
+    impl Expiry {
+        async fn on_ticket_opened(cx: On<'_, Self, TicketOpened>) -> Result<ExpiryPatch> {
+            Ok(ExpiryPatch::default().expires(cx.after(hours(EXPIRES_AFTER_HOURS))))
+        }
+
+        async fn at_expires(_cx: At<'_, Self>) -> Result<AtExpires> {
+            Ok(AtExpires::new(Deadline::none()))
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! The floors: the least plain rusqlite can do to make the same writes bounda makes, on the
+//! same tables, in the same journal mode, committing every `per_tx` units of work. bounda's
+//! rate divided by a floor's is the benchmark's figure (`PERFORMANCE.md`).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, params};
+
+use crate::Mode;
+
+/// bounda's tables as `bounda-sqlite/src/schema.rs` (migration 1) creates them, for the tables
+/// the floors write: events, inbox and scheduler, with their indexes.
+const SCHEMA: &str = "
+    CREATE TABLE bounda_events (
+        position       INTEGER PRIMARY KEY AUTOINCREMENT,
+        id             TEXT    NOT NULL UNIQUE,
+        aggregate_type TEXT    NOT NULL,
+        aggregate_id   TEXT    NOT NULL,
+        version        INTEGER NOT NULL,
+        type           TEXT    NOT NULL,
+        payload        TEXT    NOT NULL,
+        timestamp      TEXT    NOT NULL,
+        metadata       TEXT    NOT NULL,
+        UNIQUE (aggregate_type, aggregate_id, version)
+    );
+    CREATE TABLE bounda_inbox (
+        handler    TEXT    NOT NULL,
+        event_id   TEXT    NOT NULL,
+        status     TEXT    NOT NULL,
+        attempts   INTEGER NOT NULL,
+        claimed_at TEXT,
+        claim_id   TEXT,
+        last_error TEXT,
+        retry_at   TEXT,
+        PRIMARY KEY (handler, event_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_inbox_retry ON bounda_inbox (handler, retry_at) WHERE status = 'failed';
+    CREATE TABLE bounda_scheduled_commands (
+        dedupe_key   TEXT    PRIMARY KEY,
+        command_type TEXT    NOT NULL,
+        aggregate_id TEXT    NOT NULL,
+        payload      TEXT    NOT NULL,
+        execute_at   TEXT    NOT NULL,
+        context      TEXT    NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        claimed_at   TEXT,
+        last_error   TEXT,
+        revision     INTEGER NOT NULL DEFAULT 0,
+        claim_id     TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_scheduled_due ON bounda_scheduled_commands (execute_at, dedupe_key);
+";
+
+/// The simulated start, as bounda writes moments: ISO 8601, milliseconds, `Z`.
+const START: &str = "2026-01-01T00:00:00.000Z";
+/// An hour after the start: when the floor's deadlines are due.
+const DUE: &str = "2026-01-01T01:00:00.000Z";
+/// When the floor's firings happen.
+const NOW: &str = "2026-01-01T02:00:00.000Z";
+/// Where the pending deadlines sit: after everything the benchmark makes come due.
+pub const FAR_FUTURE: &str = "2030-01-01T00:00:00.000Z";
+/// Metadata shaped like what bounda stores with each event.
+const METADATA: &str = r#"{"correlationId":"id-000000001","causationId":"id-000000001","depth":0,"schemaVersion":1,"system":false}"#;
+
+/// Opens a fresh database at `path` as bounda-sqlite does (WAL, `synchronous` per `mode`, a
+/// 5 s busy timeout) and creates the tables.
+pub fn open(path: &Path, mode: Mode) -> Connection {
+    let conn = Connection::open(path).expect("the floor cannot open its database file");
+    configure(&conn, mode);
+    conn.execute_batch(SCHEMA)
+        .expect("the floor cannot create bounda's tables");
+    conn
+}
+
+/// Sets the pragmas bounda-sqlite sets on a file.
+pub fn configure(conn: &Connection, mode: Mode) {
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("cannot set the busy timeout");
+    let journal: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .expect("cannot switch to WAL");
+    assert!(
+        journal.eq_ignore_ascii_case("wal"),
+        "the database would not switch to WAL (journal_mode is `{journal}`)"
+    );
+    conn.pragma_update(None, "synchronous", mode.pragma())
+        .expect("cannot set synchronous");
+}
+
+/// Moves everything in the WAL into the database file and empties the WAL, so that what setup
+/// wrote is not checkpointed during the timed part. Panics if a reader holds it back.
+pub fn checkpoint(conn: &Connection) {
+    let (busy, _, _): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .expect("cannot checkpoint the WAL");
+    assert_eq!(busy, 0, "the WAL checkpoint was held back by a reader");
+}
+
+/// A key that starts like bounda's derived ids (UUID v5: 64 bits in hex, spread over the key
+/// space), from `bits`, and ends in a readable `<prefix><n>` that says what the row is.
+fn uuid_like(bits: u64, prefix: &str, n: usize) -> String {
+    format!(
+        "{:08x}-{:04x}-{:04x}-{prefix}{n}",
+        bits >> 32,
+        (bits >> 16) & 0xffff,
+        bits & 0xffff
+    )
+}
+
+/// The key of due deadline `n`: scattered, as derived ids are.
+fn scramble_key(prefix: &str, n: usize) -> String {
+    // splitmix64: a cheap, fixed scattering of `n` over 64 bits.
+    let mut z = (n as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    uuid_like(z, prefix, n)
+}
+
+/// The key of pending deadline `n` of `count`: evenly spaced over the key space and rising
+/// with `n`, so a million rows insert in key order (quickly, with SQLite's small default cache)
+/// yet end up spread between the due rows as random ids would.
+fn spaced_key(prefix: &str, n: usize, count: usize) -> String {
+    let step = u64::MAX / (count.max(1) as u64);
+    uuid_like(step.wrapping_mul(n as u64), prefix, n)
+}
+
+/// An event id shaped like time-ordered ids (UUID v7 in production, `id-N` in tests): each
+/// new one sorts after the last.
+fn event_id(n: u64) -> String {
+    format!("ev-{n:012}")
+}
+
+/// Appends one event with the next position; the caller keeps `next` counting.
+fn insert_event(
+    conn: &Connection,
+    next: &mut u64,
+    aggregate_type: &str,
+    aggregate_id: &str,
+    version: u64,
+    event_type: &str,
+) {
+    *next += 1;
+    let payload = format!(r#"{{"ticket_id":"{aggregate_id}"}}"#);
+    conn.prepare_cached(
+        "INSERT INTO bounda_events
+             (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )
+    .and_then(|mut statement| {
+        statement.execute(params![
+            event_id(*next),
+            aggregate_type,
+            aggregate_id,
+            version,
+            event_type,
+            payload,
+            NOW,
+            METADATA
+        ])
+    })
+    .expect("the floor cannot append an event");
+}
+
+/// Stores `count` events of `count` tickets, one transaction: what the timed work reads or
+/// follows. Returns the last event number used.
+fn prefill_events(conn: &mut Connection, count: usize) -> u64 {
+    let tx = conn.transaction().expect("cannot begin the prefill");
+    let mut next = 0;
+    for n in 0..count {
+        insert_event(&tx, &mut next, "Ticket", &ticket(n), 1, "TicketOpened");
+    }
+    tx.commit().expect("cannot commit the prefill");
+    next
+}
+
+/// The id of ticket `n`.
+pub fn ticket(n: usize) -> String {
+    format!("t-{n}")
+}
+
+/// Inserts `count` scheduler rows of process deadlines due at `FAR_FUTURE` into bounda's
+/// scheduler table on `conn`, in one transaction with one prepared statement. Their keys are
+/// spread over the key space like bounda's own and end in `pending-<n>` (`spaced_key`).
+pub fn insert_pending(conn: &mut Connection, count: usize) {
+    insert_deadlines(conn, "pending-", count, FAR_FUTURE, |n| {
+        spaced_key("pending-", n, count)
+    });
+}
+
+/// Inserts `count` process-deadline rows due at `at`, keyed by `key(n)`, instances
+/// `<prefix><n>`.
+fn insert_deadlines(
+    conn: &mut Connection,
+    prefix: &str,
+    count: usize,
+    at: &str,
+    key: impl Fn(usize) -> String,
+) {
+    let tx = conn
+        .transaction()
+        .expect("cannot begin inserting deadlines");
+    {
+        let mut statement = tx
+            .prepare(
+                "INSERT INTO bounda_scheduled_commands
+                     (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+                 VALUES (?1, 'bounda.ProcessDeadline', ?2, ?3, ?4, '{}')",
+            )
+            .expect("cannot prepare the deadline insert");
+        for n in 0..count {
+            let instance = format!("{prefix}{n}");
+            let payload =
+                format!(r#"{{"at":1893456000000,"instance":"{instance}","process":"Expiry"}}"#);
+            statement
+                .execute(params![key(n), instance, payload, at])
+                .expect("cannot insert a deadline");
+        }
+    }
+    tx.commit().expect("cannot commit the deadlines");
+}
+
+/// Runs `units` units of `work` on `conn`, committing every `per_tx`, and returns the rate in
+/// units per second. Only this loop is timed.
+fn timed(
+    conn: &mut Connection,
+    units: usize,
+    per_tx: usize,
+    mut work: impl FnMut(&Connection, usize),
+) -> f64 {
+    let start = Instant::now();
+    let mut done = 0;
+    while done < units {
+        let tx = conn.transaction().expect("the floor cannot begin");
+        let end = (done + per_tx).min(units);
+        for unit in done..end {
+            work(&tx, unit);
+        }
+        tx.commit().expect("the floor cannot commit");
+        done = end;
+    }
+    units as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Deadline firings with `pending` far-future deadlines beside them: per firing, select the
+/// first due row, append one event, delete the row.
+pub fn deadline_firings(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    per_tx: usize,
+    pending: usize,
+) -> f64 {
+    let mut conn = open(path, mode);
+    // What bounda's file holds before its firings: each ticket's `TicketOpened` and each
+    // instance's `ProcessStarted`, one scheduler row per instance, and the pending rows.
+    let mut next = prefill_events(&mut conn, units * 2);
+    insert_deadlines(&mut conn, "due-", units, DUE, |n| scramble_key("due-", n));
+    insert_pending(&mut conn, pending);
+    checkpoint(&conn);
+    let fired = timed(&mut conn, units, per_tx, |conn, _| {
+        let (key, instance): (String, String) = conn
+            .prepare_cached(
+                "SELECT dedupe_key, aggregate_id FROM bounda_scheduled_commands
+                 WHERE execute_at <= ?1 AND claimed_at IS NULL
+                 ORDER BY execute_at, dedupe_key LIMIT 1",
+            )
+            .and_then(|mut statement| {
+                statement.query_row([NOW], |row| Ok((row.get(0)?, row.get(1)?)))
+            })
+            .expect("the floor found no due deadline");
+        insert_event(
+            conn,
+            &mut next,
+            "process:Expiry",
+            &instance,
+            2,
+            "ProcessDeadlineReached",
+        );
+        conn.prepare_cached("DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1")
+            .and_then(|mut statement| statement.execute([key]))
+            .expect("the floor cannot delete a deadline");
+    });
+    let left: u64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM bounda_scheduled_commands WHERE execute_at <= ?1",
+            [NOW],
+            |row| row.get(0),
+        )
+        .expect("cannot count what is left due");
+    assert_eq!(left, 0, "the floor left deadlines due");
+    fired
+}
+
+/// Reactions: per reaction, mark the event done in the inbox and append the command's event.
+pub fn reactions(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
+    let mut conn = open(path, mode);
+    let mut next = prefill_events(&mut conn, units);
+    checkpoint(&conn);
+    timed(&mut conn, units, per_tx, |conn, unit| {
+        conn.prepare_cached(
+            "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+             VALUES ('acknowledge_on_ticket_opened', ?1, 'done', 1, ?2, ?3)",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![event_id(unit as u64 + 1), START, "claim"])
+        })
+        .expect("the floor cannot mark the inbox");
+        insert_event(
+            conn,
+            &mut next,
+            "Ticket",
+            &ticket(unit),
+            2,
+            "TicketAcknowledged",
+        );
+    })
+}
+
+/// Commands: per command, append one event to a new instance.
+pub fn commands(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
+    let mut conn = open(path, mode);
+    let mut next = 0;
+    checkpoint(&conn);
+    timed(&mut conn, units, per_tx, |conn, unit| {
+        insert_event(conn, &mut next, "Ticket", &ticket(unit), 1, "TicketOpened");
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_floor_does_its_work() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        for (n, per_tx) in [(1, 1), (7, 3)] {
+            let name = |what: &str| dir.path().join(format!("{what}-{n}.db"));
+            assert!(deadline_firings(&name("d"), Mode::Normal, 5, per_tx, 4) > 0.0);
+            assert!(reactions(&name("r"), Mode::Normal, 5, per_tx) > 0.0);
+            assert!(commands(&name("c"), Mode::Normal, 5, per_tx) > 0.0);
+        }
+        let conn = Connection::open(dir.path().join("d-7.db")).expect("the floor's file");
+        let (events, left): (u64, u64) = conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM bounda_events WHERE type = 'ProcessDeadlineReached'),
+                        (SELECT COUNT(*) FROM bounda_scheduled_commands)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("counts");
+        assert_eq!((events, left), (5, 4), "five fired, the four pending left");
+    }
+
+    #[test]
+    fn scheduler_keys_are_distinct_and_spread() {
+        for key in [
+            |n| scramble_key("pending-", n),
+            |n| spaced_key("pending-", n, 1000),
+        ] {
+            let keys: std::collections::BTreeSet<String> = (0..1000).map(key).collect();
+            assert_eq!(keys.len(), 1000);
+            assert!(key(7).ends_with("-pending-7"));
+            let leading: std::collections::BTreeSet<char> =
+                keys.iter().filter_map(|key| key.chars().next()).collect();
+            assert_eq!(leading.len(), 16, "spread over every leading hex digit");
+        }
+        let spaced: Vec<String> = (0..1000).map(|n| spaced_key("p-", n, 1000)).collect();
+        assert!(spaced.is_sorted(), "pending keys rise with n");
+    }
+}

@@ -1,0 +1,304 @@
+//! bounda's benchmark: deadline firings, reactions and commands on SQLite files, each beside a
+//! floor, plain rusqlite making the same writes, measured in the same run. It reports rates,
+//! ratios to the floors, write transactions per unit of work and peak memory; it asserts no
+//! times, only that the work it timed was done.
+//!
+//! ```sh
+//! cargo run --release -p bounda-bench              # full sizes, a few minutes
+//! cargo run --release -p bounda-bench -- --smoke   # tiny sizes, seconds (CI)
+//! ```
+
+mod domain;
+mod files;
+mod floor;
+mod measure;
+mod memory;
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Parser;
+
+use crate::files::Files;
+use crate::measure::Measured;
+use crate::table::Row;
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[command(about = "bounda against plain rusqlite doing the same writes, on SQLite files")]
+struct Args {
+    /// Tiny sizes: a run of seconds that checks the benchmark still works.
+    #[arg(long)]
+    smoke: bool,
+    /// Where to write the table (also printed on stdout).
+    #[arg(long, default_value = "target/bounda-bench.md")]
+    out: PathBuf,
+    /// Only the rows whose name contains this (`reactions`, `1M pending`); all by default.
+    #[arg(long)]
+    only: Option<String>,
+    /// The directory the temporary database files go in (the system's temporary directory by
+    /// default); put it on the disk you want measured.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// How much a commit waits for the disk: bounda-sqlite's `Synchronous`, for both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `synchronous = FULL`, bounda's default.
+    Full,
+    /// `synchronous = NORMAL`.
+    Normal,
+}
+
+impl Mode {
+    /// The label in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Full => "FULL",
+            Mode::Normal => "NORMAL",
+        }
+    }
+
+    /// The pragma's value.
+    pub fn pragma(self) -> &'static str {
+        self.label()
+    }
+
+    /// bounda-sqlite's option.
+    pub fn synchronous(self) -> bounda_sqlite::Synchronous {
+        match self {
+            Mode::Full => bounda_sqlite::Synchronous::Full,
+            Mode::Normal => bounda_sqlite::Synchronous::Normal,
+        }
+    }
+}
+
+/// How much work each measurement does.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    /// Deadline firings (and instances started for them).
+    deadlines: usize,
+    /// Reactions.
+    reactions: usize,
+    /// Commands dispatched.
+    commands: usize,
+    /// The pending deadline counts the firing rate is measured beside.
+    pending: [usize; 3],
+    /// Firings timed beside each pending count.
+    pending_fired: usize,
+}
+
+impl Sizes {
+    const FULL: Sizes = Sizes {
+        deadlines: 10_000,
+        reactions: 10_000,
+        commands: 5_000,
+        pending: [10_000, 100_000, 1_000_000],
+        pending_fired: 2_000,
+    };
+
+    const SMOKE: Sizes = Sizes {
+        deadlines: 200,
+        reactions: 200,
+        commands: 100,
+        pending: [1_000, 2_000, 5_000],
+        pending_fired: 100,
+    };
+}
+
+/// The floors of one kind of work: 1 and 100 units per transaction.
+fn floors(files: &Files, name: &str, run: impl Fn(&Path, usize) -> f64) -> (f64, f64) {
+    let one = run(files.fresh(&format!("{name}-floor1")).path(), 1);
+    let hundred = run(files.fresh(&format!("{name}-floor100")).path(), 100);
+    (one, hundred)
+}
+
+/// A table row from bounda's measurement and the floors' rates.
+fn row(what: &str, mode: Mode, measured: Measured, (floor1, floor100): (f64, f64)) -> Row {
+    let row = Row {
+        what: what.to_owned(),
+        mode: mode.label(),
+        units: measured.units,
+        bounda: measured.rate(),
+        floor1,
+        floor100,
+        tx_per_unit: measured.tx_per_unit(),
+        rss_kib: memory::resident_kib(),
+    };
+    eprintln!(
+        "  {what} ({}): {:.0}/s in {:.2?}, floors {floor1:.0}/s and {floor100:.0}/s, {:.2} tx/unit",
+        mode.label(),
+        row.bounda,
+        measured.elapsed,
+        row.tx_per_unit
+    );
+    row
+}
+
+/// A count as `10k`, `1M`.
+fn short(count: usize) -> String {
+    match count {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args = Args::parse();
+    let sizes = if args.smoke {
+        Sizes::SMOKE
+    } else {
+        Sizes::FULL
+    };
+    let started = Instant::now();
+    let files = Files::new(args.dir.as_deref());
+    eprintln!(
+        "bounda-bench ({}), files in {}",
+        if args.smoke { "smoke" } else { "full" },
+        files.dir.path().display()
+    );
+    let wants = |what: &str| args.only.as_deref().is_none_or(|only| what.contains(only));
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+
+    for mode in [Mode::Full, Mode::Normal] {
+        let n = sizes.deadlines;
+        let mut deadline_floors = None;
+        if wants("deadline firings") {
+            let firings =
+                measure::deadline_firings(files.fresh("deadlines").path(), mode, n, 100, 0).await;
+            let measured_floors = floors(&files, "deadlines", |path, per_tx| {
+                floor::deadline_firings(path, mode, n, per_tx, 0)
+            });
+            deadline_floors = Some(measured_floors);
+            rows.push(row("deadline firings", mode, firings, measured_floors));
+        }
+        if wants("deadline firings, batch 1") {
+            let one_by_one =
+                measure::deadline_firings(files.fresh("deadlines-batch1").path(), mode, n, 1, 0)
+                    .await;
+            let measured_floors = deadline_floors.unwrap_or_else(|| {
+                floors(&files, "deadlines", |path, per_tx| {
+                    floor::deadline_firings(path, mode, n, per_tx, 0)
+                })
+            });
+            rows.push(row(
+                "deadline firings, batch 1",
+                mode,
+                one_by_one,
+                measured_floors,
+            ));
+        }
+
+        let n = sizes.reactions;
+        if wants("reactions") {
+            let reactions = measure::reactions(files.fresh("reactions").path(), mode, n).await;
+            let reaction_floors = floors(&files, "reactions", |path, per_tx| {
+                floor::reactions(path, mode, n, per_tx)
+            });
+            rows.push(row("reactions", mode, reactions, reaction_floors));
+        }
+
+        let n = sizes.commands;
+        if wants("commands") {
+            let commands = measure::commands(files.fresh("commands").path(), mode, n).await;
+            let command_floors = floors(&files, "commands", |path, per_tx| {
+                floor::commands(path, mode, n, per_tx)
+            });
+            rows.push(row("commands", mode, commands, command_floors));
+        }
+    }
+
+    let fired = sizes.pending_fired;
+    for mode in [Mode::Full, Mode::Normal] {
+        let mut by_pending = Vec::new();
+        for pending in sizes.pending {
+            let what = format!("deadline firings, {} pending", short(pending));
+            if !wants(&what) {
+                continue;
+            }
+            let measured =
+                measure::deadline_firings(files.fresh("pending").path(), mode, fired, 100, pending)
+                    .await;
+            let pending_floors = floors(&files, "pending", |path, per_tx| {
+                floor::deadline_firings(path, mode, fired, per_tx, pending)
+            });
+            let row = row(&what, mode, measured, pending_floors);
+            by_pending.push((pending, row.bounda, row.floor1, row.floor100));
+            rows.push(row);
+        }
+        if let [first, .., last] = by_pending.as_slice() {
+            let (low, high) = (short(first.0), short(last.0));
+            notes.push(format!(
+                "rate({high} pending) / rate({low} pending) at {}: bounda {}, floor 1/tx {}, \
+                 floor 100/tx {}",
+                mode.label(),
+                table::ratio(last.1, first.1),
+                table::ratio(last.2, first.2),
+                table::ratio(last.3, first.3),
+            ));
+        }
+    }
+
+    notes.push(format!(
+        "peak memory (VmHWM, the whole process: bounda, floors and benchmark): {}",
+        memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)
+    ));
+    notes.push(
+        "the batch-1 rows reuse the floors measured for the default batch (100): the floor \
+         does not depend on bounda's batch size"
+            .to_owned(),
+    );
+    notes.push(format!(
+        "sizes: {} deadlines, {} reactions, {} commands; {} firings beside each pending count; \
+         one fresh file per measurement, its WAL checkpointed after setup; the floor firing \
+         deletes its row, bounda re-arms it at the instance's timeout; write transactions are \
+         counted by SQLite's commit hook on bounda's connection, claims included",
+        sizes.deadlines, sizes.reactions, sizes.commands, sizes.pending_fired
+    ));
+    notes.push(format!(
+        "whole run: {:.1} s{}",
+        started.elapsed().as_secs_f64(),
+        if args.smoke { " (smoke sizes)" } else { "" }
+    ));
+
+    let title = if args.smoke {
+        "bounda benchmark (smoke)"
+    } else {
+        "bounda benchmark"
+    };
+    let report = table::render(title, &rows, &notes);
+    print!("{report}");
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .unwrap_or_else(|error| panic!("cannot create {}: {error}", parent.display()));
+    }
+    std::fs::write(&args.out, &report)
+        .unwrap_or_else(|error| panic!("cannot write {}: {error}", args.out.display()));
+    eprintln!("written to {}", args.out.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_read_short() {
+        assert_eq!(short(10_000), "10k");
+        assert_eq!(short(1_000_000), "1M");
+        assert_eq!(short(2_500), "2500");
+    }
+
+    #[test]
+    fn arguments_parse() {
+        let args = Args::try_parse_from(["bench", "--smoke", "--only", "1M pending"])
+            .expect("valid arguments");
+        assert!(args.smoke);
+        assert_eq!(args.only.as_deref(), Some("1M pending"));
+        assert_eq!(args.out, PathBuf::from("target/bounda-bench.md"));
+    }
+}

@@ -1,0 +1,242 @@
+//! bounda doing the work: each measurement opens a fresh file, builds a `TestApp` on the
+//! simulated clock, sets up untimed, then times the work alone and counts the write
+//! transactions the store committed meanwhile. Each checks afterwards, untimed, that the work
+//! it timed was done, and panics if not: a benchmark that measures nothing is worse than none.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bounda::config::Config;
+use bounda::testing::TestApp;
+use bounda::{App, AppBuilder, hours};
+use bounda_sqlite::{Options, SqliteStore};
+use rusqlite::Connection;
+
+use crate::Mode;
+use crate::domain::expiry::{EXPIRES_AFTER_HOURS, Expiry};
+use crate::domain::{AcknowledgeOnTicketOpened, OpenTicket};
+use crate::floor;
+
+/// Passes `run_until_idle` may make: far more than any measurement needs (bounda's own limit,
+/// 10,000, is one pass short of 10,000 firings one at a time).
+const MAX_PASSES: usize = 10_000_000;
+
+/// What one timed run did.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// Units of work done.
+    pub units: usize,
+    /// Wall time of the timed part.
+    pub elapsed: Duration,
+    /// Write transactions committed during the timed part.
+    pub write_tx: u64,
+}
+
+impl Measured {
+    /// Units per second.
+    pub fn rate(&self) -> f64 {
+        self.units as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Write transactions per unit.
+    pub fn tx_per_unit(&self) -> f64 {
+        self.write_tx as f64 / self.units as f64
+    }
+}
+
+/// The store on a fresh file at `path`, shared so the benchmark can read its counter.
+fn open(path: &Path, mode: Mode) -> Arc<SqliteStore> {
+    let options = Options {
+        synchronous: mode.synchronous(),
+        ..Options::default()
+    };
+    Arc::new(SqliteStore::open_with(path, options).expect("cannot open bounda's store"))
+}
+
+/// A builder on `store`, sharing it, with `config`.
+fn builder(store: &Arc<SqliteStore>, config: Config) -> AppBuilder {
+    App::builder_shared(Arc::clone(store) as Arc<dyn bounda::store::Store>).config(config)
+}
+
+/// Empties the WAL of the file at `path` through a connection of its own, so that setup's
+/// writes are not checkpointed during the timed part (the floors do the same).
+fn checkpoint(path: &Path) {
+    let conn = Connection::open(path).expect("cannot open the file to checkpoint it");
+    floor::checkpoint(&conn);
+}
+
+/// Dispatches one `OpenTicket` per ticket `0..count`, one after another.
+async fn open_tickets(app: &TestApp, count: usize) {
+    for n in 0..count {
+        app.dispatch(OpenTicket {
+            ticket_id: floor::ticket(n),
+        })
+        .await
+        .expect("an OpenTicket was not stored");
+    }
+}
+
+/// Runs until nothing is left to do, and insists that it got there.
+async fn settle(app: &TestApp, what: &str) {
+    let idle = app
+        .run_until_idle_with(MAX_PASSES)
+        .await
+        .unwrap_or_else(|error| panic!("{what}: the app failed: {error}"));
+    assert!(idle.idle, "{what}: the app did not come to rest");
+    assert!(
+        idle.rejections.is_empty(),
+        "{what}: commands were rejected: {:?}",
+        idle.rejections
+    );
+}
+
+/// Counts the events of type `event_type` in the file at `path`, through a connection of its
+/// own.
+pub fn count_events(path: &Path, event_type: &str) -> usize {
+    let conn = Connection::open(path).expect("cannot open the file to check it");
+    let count: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM bounda_events WHERE type = ?1",
+            [event_type],
+            |row| row.get(0),
+        )
+        .expect("cannot count events");
+    usize::try_from(count).unwrap_or_default()
+}
+
+/// Panics unless the file at `path` holds `expected` events of type `event_type`.
+fn check_events(path: &Path, event_type: &str, expected: usize, what: &str) {
+    let found = count_events(path, event_type);
+    assert_eq!(
+        found, expected,
+        "{what}: expected {expected} `{event_type}` events after the timed run, found {found}; \
+         the measurement did not measure the work it names"
+    );
+}
+
+/// Deadline firings: `units` instances of `Expiry`, started untimed, whose deadlines come due
+/// together; timed from moving the clock past them until the app is idle again. `pending`
+/// far-future deadlines are inserted beside them first, and `batch_size` is the dispatcher's.
+pub async fn deadline_firings(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    batch_size: usize,
+    pending: usize,
+) -> Measured {
+    let store = open(path, mode);
+    if pending > 0 {
+        let mut conn = Connection::open(path).expect("cannot open the file to add pending rows");
+        floor::insert_pending(&mut conn, pending);
+    }
+    let mut config = Config::default();
+    config.dispatcher.batch_size = batch_size;
+    let app = TestApp::new(builder(&store, config).process::<Expiry>())
+        .expect("cannot build the deadline app");
+    open_tickets(&app, units).await;
+    settle(&app, "starting the instances").await;
+    checkpoint(path);
+    let before = store.write_transactions();
+    let start = Instant::now();
+    app.clock().advance(hours(EXPIRES_AFTER_HOURS + 1));
+    settle(&app, "firing the deadlines").await;
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    drop((app, store));
+    check_events(path, "ProcessDeadlineReached", units, "deadline firings");
+    Measured {
+        units,
+        elapsed,
+        write_tx,
+    }
+}
+
+/// Reactions: a policy that sends one command per `TicketOpened`. The app is built first, so
+/// the policy starts at the head, then `units` tickets are opened untimed; timed is the run
+/// until idle in which the policy reacts to each.
+pub async fn reactions(path: &Path, mode: Mode, units: usize) -> Measured {
+    let store = open(path, mode);
+    let app =
+        TestApp::new(builder(&store, Config::default()).policy::<AcknowledgeOnTicketOpened>())
+            .expect("cannot build the reaction app");
+    open_tickets(&app, units).await;
+    checkpoint(path);
+    let before = store.write_transactions();
+    let start = Instant::now();
+    settle(&app, "reacting").await;
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    drop((app, store));
+    check_events(path, "TicketAcknowledged", units, "reactions");
+    Measured {
+        units,
+        elapsed,
+        write_tx,
+    }
+}
+
+/// Commands: `units` `OpenTicket`s dispatched one after another, each to a new ticket.
+pub async fn commands(path: &Path, mode: Mode, units: usize) -> Measured {
+    let store = open(path, mode);
+    let app = TestApp::new(builder(&store, Config::default())).expect("cannot build the app");
+    checkpoint(path);
+    let before = store.write_transactions();
+    let start = Instant::now();
+    open_tickets(&app, units).await;
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    drop((app, store));
+    check_events(path, "TicketOpened", units, "commands");
+    Measured {
+        units,
+        elapsed,
+        write_tx,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn each_measurement_does_its_work() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = |name: &str| dir.path().join(name);
+        let fired = deadline_firings(&path("d.db"), Mode::Normal, 3, 100, 5).await;
+        assert_eq!(fired.units, 3);
+        assert!(fired.write_tx >= 3, "each firing commits: {fired:?}");
+        let one_by_one = deadline_firings(&path("d1.db"), Mode::Normal, 3, 1, 0).await;
+        assert!(one_by_one.write_tx >= 3, "{one_by_one:?}");
+        let reacted = reactions(&path("r.db"), Mode::Normal, 3).await;
+        assert!(reacted.write_tx >= 3, "{reacted:?}");
+        let dispatched = commands(&path("c.db"), Mode::Normal, 3).await;
+        assert_eq!(dispatched.write_tx, 3, "one transaction per command");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn pending_rows_are_written_as_bounda_writes_moments() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("format.db");
+        let store = open(&path, Mode::Normal);
+        let app =
+            TestApp::new(builder(&store, Config::default()).process::<Expiry>()).expect("the app");
+        open_tickets(&app, 1).await;
+        settle(&app, "starting").await;
+        let conn = Connection::open(&path).expect("the file");
+        let (command_type, execute_at): (String, String) = conn
+            .query_row(
+                "SELECT command_type, execute_at FROM bounda_scheduled_commands",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("bounda's one scheduler row");
+        assert_eq!(command_type, "bounda.ProcessDeadline");
+        assert_eq!(execute_at, "2026-01-01T01:00:00.000Z");
+        assert_eq!(execute_at.len(), floor::FAR_FUTURE.len());
+        assert!(
+            floor::FAR_FUTURE > execute_at.as_str(),
+            "pending rows sort after"
+        );
+    }
+}
