@@ -1,5 +1,5 @@
 //! The floors: the least plain rusqlite can do to make the same writes bounda makes, on the
-//! same tables, in the same journal mode, committing every `per_tx` units of work. bounda's
+//! same tables (made by bounda-sqlite's migrations), in the same journal mode, committing every `per_tx` units of work. bounda's
 //! rate divided by a floor's is the benchmark's figure (`PERFORMANCE.md`).
 
 use std::path::Path;
@@ -9,67 +9,33 @@ use rusqlite::{Connection, params};
 
 use crate::Mode;
 
-/// bounda's tables as `bounda-sqlite/src/schema.rs` (migration 1) creates them, for the tables
-/// the floors write: events, inbox and scheduler, with their indexes.
-const SCHEMA: &str = "
-    CREATE TABLE bounda_events (
-        position       INTEGER PRIMARY KEY AUTOINCREMENT,
-        id             TEXT    NOT NULL UNIQUE,
-        aggregate_type TEXT    NOT NULL,
-        aggregate_id   TEXT    NOT NULL,
-        version        INTEGER NOT NULL,
-        type           TEXT    NOT NULL,
-        payload        TEXT    NOT NULL,
-        timestamp      TEXT    NOT NULL,
-        metadata       TEXT    NOT NULL,
-        UNIQUE (aggregate_type, aggregate_id, version)
-    );
-    CREATE TABLE bounda_inbox (
-        handler    TEXT    NOT NULL,
-        event_id   TEXT    NOT NULL,
-        status     TEXT    NOT NULL,
-        attempts   INTEGER NOT NULL,
-        claimed_at TEXT,
-        claim_id   TEXT,
-        last_error TEXT,
-        retry_at   TEXT,
-        PRIMARY KEY (handler, event_id)
-    ) WITHOUT ROWID;
-    CREATE INDEX bounda_inbox_retry ON bounda_inbox (handler, retry_at) WHERE status = 'failed';
-    CREATE TABLE bounda_scheduled_commands (
-        dedupe_key   TEXT    PRIMARY KEY,
-        command_type TEXT    NOT NULL,
-        aggregate_id TEXT    NOT NULL,
-        payload      TEXT    NOT NULL,
-        execute_at   TEXT    NOT NULL,
-        context      TEXT    NOT NULL,
-        attempts     INTEGER NOT NULL DEFAULT 0,
-        claimed_at   TEXT,
-        last_error   TEXT,
-        revision     INTEGER NOT NULL DEFAULT 0,
-        claim_id     TEXT
-    ) WITHOUT ROWID;
-    CREATE INDEX bounda_scheduled_due ON bounda_scheduled_commands (execute_at, dedupe_key);
-";
-
 /// The simulated start, as bounda writes moments: ISO 8601, milliseconds, `Z`.
 const START: &str = "2026-01-01T00:00:00.000Z";
 /// An hour after the start: when the floor's deadlines are due.
 const DUE: &str = "2026-01-01T01:00:00.000Z";
 /// When the floor's firings happen.
 const NOW: &str = "2026-01-01T02:00:00.000Z";
+/// Where a fired deadline's row moves: the instance's timeout, a year on.
+const TIMEOUT: &str = "2027-01-01T00:00:00.000Z";
 /// Where the pending deadlines sit: after everything the benchmark makes come due.
 pub const FAR_FUTURE: &str = "2030-01-01T00:00:00.000Z";
 /// Metadata shaped like what bounda stores with each event.
 const METADATA: &str = r#"{"correlationId":"id-000000001","causationId":"id-000000001","depth":0,"schemaVersion":1,"system":false}"#;
 
 /// Opens a fresh database at `path` as bounda-sqlite does (WAL, `synchronous` per `mode`, a
-/// 5 s busy timeout) and creates the tables.
+/// 5 s busy timeout), with bounda's own tables: bounda-sqlite's migrations make them, so the
+/// floor writes the same layout whatever it becomes.
 pub fn open(path: &Path, mode: Mode) -> Connection {
+    let options = bounda_sqlite::Options {
+        synchronous: mode.synchronous(),
+        ..bounda_sqlite::Options::default()
+    };
+    drop(
+        bounda_sqlite::SqliteStore::open_with(path, options)
+            .expect("bounda-sqlite cannot create its tables for the floor"),
+    );
     let conn = Connection::open(path).expect("the floor cannot open its database file");
     configure(&conn, mode);
-    conn.execute_batch(SCHEMA)
-        .expect("the floor cannot create bounda's tables");
     conn
 }
 
@@ -246,7 +212,8 @@ fn timed(
 }
 
 /// Deadline firings with `pending` far-future deadlines beside them: per firing, select the
-/// first due row, append one event, delete the row.
+/// first due row, append one event, move the row to the instance's next moment (as bounda
+/// re-arms it at the timeout).
 pub fn deadline_firings(
     path: &Path,
     mode: Mode,
@@ -280,9 +247,11 @@ pub fn deadline_firings(
             2,
             "ProcessDeadlineReached",
         );
-        conn.prepare_cached("DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1")
-            .and_then(|mut statement| statement.execute([key]))
-            .expect("the floor cannot delete a deadline");
+        conn.prepare_cached(
+            "UPDATE bounda_scheduled_commands SET execute_at = ?2 WHERE dedupe_key = ?1",
+        )
+        .and_then(|mut statement| statement.execute(params![key, TIMEOUT]))
+        .expect("the floor cannot move a deadline");
     });
     let left: u64 = conn
         .query_row(
@@ -352,7 +321,11 @@ mod tests {
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .expect("counts");
-        assert_eq!((events, left), (5, 4), "five fired, the four pending left");
+        assert_eq!(
+            (events, left),
+            (5, 9),
+            "five fired and moved on, the four pending left"
+        );
     }
 
     #[test]

@@ -255,8 +255,8 @@ async fn main() {
     );
     notes.push(format!(
         "sizes: {} deadlines, {} reactions, {} commands; {} firings beside each pending count; \
-         one fresh file per measurement, its WAL checkpointed after setup; the floor firing \
-         deletes its row, bounda re-arms it at the instance's timeout; write transactions are \
+         one fresh file per measurement, its WAL checkpointed after setup; a floor firing \
+         moves its row to the timeout, as bounda re-arms it; write transactions are \
          counted by SQLite's commit hook on bounda's connection, claims included",
         sizes.deadlines, sizes.reactions, sizes.commands, sizes.pending_fired
     ));

@@ -205,11 +205,17 @@ mod tests {
         let path = |name: &str| dir.path().join(name);
         let fired = deadline_firings(&path("d.db"), Mode::Normal, 3, 100, 5).await;
         assert_eq!(fired.units, 3);
-        assert!(fired.write_tx >= 3, "each firing commits: {fired:?}");
+        assert!(
+            (1..=3).contains(&fired.write_tx),
+            "a batch commits together: {fired:?}"
+        );
         let one_by_one = deadline_firings(&path("d1.db"), Mode::Normal, 3, 1, 0).await;
-        assert!(one_by_one.write_tx >= 3, "{one_by_one:?}");
+        assert!(
+            one_by_one.write_tx >= 3,
+            "batches of one commit each: {one_by_one:?}"
+        );
         let reacted = reactions(&path("r.db"), Mode::Normal, 3).await;
-        assert!(reacted.write_tx >= 3, "{reacted:?}");
+        assert!(reacted.write_tx >= 1, "{reacted:?}");
         let dispatched = commands(&path("c.db"), Mode::Normal, 3).await;
         assert_eq!(dispatched.write_tx, 3, "one transaction per command");
     }

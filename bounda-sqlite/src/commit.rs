@@ -37,15 +37,32 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
     if let Some(mark) = &writes.inbox {
         settle_inbox(conn, mark)?;
     }
-    if let Some(release) = &writes.scheduled {
-        release_scheduled(conn, release)?;
+    // A run that completes its entry and schedules the same key again (a deadline re-armed at
+    // the instance's next moment) moves the entry in place: one row written, not two.
+    let moved = writes.scheduled.as_ref().and_then(|release| {
+        let completes = release.outcome == ScheduledOutcome::Complete;
+        let again = writes
+            .schedule
+            .iter()
+            .find(|e| e.dedupe_key == release.dedupe_key);
+        again.filter(|_| completes).map(|entry| (release, entry))
+    });
+    match (moved, &writes.scheduled) {
+        (Some((release, entry)), _) => move_entry(conn, release, entry)?,
+        (None, Some(release)) => release_scheduled(conn, release)?,
+        (None, None) => {}
     }
     for key in &writes.unschedule {
         conn.prepare_cached("DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1")
             .and_then(|mut statement| statement.execute([key]))
             .map_err(sql("cannot unschedule"))?;
     }
-    for entry in &writes.schedule {
+    let moved_key = moved.map(|(release, _)| release.dedupe_key.as_str());
+    for entry in writes
+        .schedule
+        .iter()
+        .filter(|entry| Some(entry.dedupe_key.as_str()) != moved_key)
+    {
         schedule(conn, entry)?;
     }
     for letter in &writes.dead_letters {
@@ -213,6 +230,41 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
             .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
     }
     .map_err(sql("cannot release a scheduler claim"))?;
+    if changed == 0 {
+        return Err(CommitError::ClaimLost {
+            key: release.dedupe_key.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Completes the claimed entry `release` and schedules `entry` under the same key, as one update
+/// of its row: released, its attempts and error cleared, its revision bumped.
+fn move_entry(
+    conn: &Connection,
+    release: &ScheduledRelease,
+    entry: &ScheduledEntry,
+) -> Result<(), CommitError> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE bounda_scheduled_commands
+             SET command_type = ?3, aggregate_id = ?4, payload = ?5, execute_at = ?6,
+                 context = ?7, attempts = 0, last_error = NULL, claimed_at = NULL,
+                 claim_id = NULL, revision = revision + 1
+             WHERE dedupe_key = ?1 AND claim_id = ?2",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                release.dedupe_key,
+                release.claim_id,
+                entry.command_type,
+                entry.aggregate_id,
+                entry.payload.to_string(),
+                entry.execute_at.to_string(),
+                entry.context.to_string(),
+            ])
+        })
+        .map_err(sql("cannot move a scheduler entry"))?;
     if changed == 0 {
         return Err(CommitError::ClaimLost {
             key: release.dedupe_key.clone(),

@@ -93,6 +93,37 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (aggregate_type, aggregate_id)
     ) WITHOUT ROWID;
     ",
+    // 4: the scheduler as a rowid table: an entry keeps its row when it is claimed, released or
+    // moved, so firing a deadline rewrites its row and the due-moment index and leaves the key
+    // index alone; entries of instances started together sit together, however many others
+    // are pending.
+    "
+    CREATE TABLE bounda_scheduled (
+        dedupe_key   TEXT    NOT NULL UNIQUE,
+        command_type TEXT    NOT NULL,
+        aggregate_id TEXT    NOT NULL,
+        payload      TEXT    NOT NULL,
+        execute_at   TEXT    NOT NULL,
+        context      TEXT    NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        claimed_at   TEXT,
+        last_error   TEXT,
+        revision     INTEGER NOT NULL DEFAULT 0,
+        claim_id     TEXT
+    );
+    INSERT INTO bounda_scheduled (dedupe_key, command_type, aggregate_id, payload, execute_at,
+        context, attempts, claimed_at, last_error, revision, claim_id)
+        SELECT dedupe_key, command_type, aggregate_id, payload, execute_at, context, attempts,
+            claimed_at, last_error, revision, claim_id
+        FROM bounda_scheduled_commands;
+    DROP TABLE bounda_scheduled_commands;
+    ALTER TABLE bounda_scheduled RENAME TO bounda_scheduled_commands;
+    CREATE INDEX bounda_scheduled_due ON bounda_scheduled_commands (execute_at, dedupe_key);
+    CREATE INDEX bounda_scheduled_claimed ON bounda_scheduled_commands (claimed_at)
+        WHERE claimed_at IS NOT NULL;
+    CREATE INDEX bounda_scheduled_retries ON bounda_scheduled_commands (execute_at)
+        WHERE attempts > 0 AND claimed_at IS NULL;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -69,6 +69,7 @@ macro_rules! store_contract_tests {
             a_snapshot_is_kept_unless_a_newer_one_is,
             a_stream_reads_after_a_version,
             a_write_set_claims_the_next_due_entries_in_its_transaction,
+            completing_an_entry_and_scheduling_its_key_moves_it,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1042,5 +1043,52 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
         store.scheduled("later").unwrap().unwrap().claim_id,
         None,
         "rolled back with the rest"
+    );
+}
+
+// spec 78, 201: a deadline's run completes the instance's entry and re-arms the same key.
+pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
+    let now = t("2026-01-02T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let claimed = store.claim_due("w-1", now, lease, 10).unwrap();
+    assert_eq!(claimed.len(), 1);
+    let rearm = |claim_id: &str| WriteSet {
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: "k".into(),
+            claim_id: claim_id.into(),
+            outcome: ScheduledOutcome::Complete,
+        }),
+        schedule: vec![entry("k", "2026-01-03T00:00:00Z")],
+        ..WriteSet::default()
+    };
+    assert!(
+        matches!(
+            store.commit(&rearm("not-mine")),
+            Err(CommitError::ClaimLost { .. })
+        ),
+        "fenced on the claim"
+    );
+    store.commit(&rearm("w-1")).unwrap();
+    let moved = store.scheduled("k").unwrap().unwrap();
+    assert_eq!(moved.execute_at, t("2026-01-03T00:00:00Z"));
+    assert_eq!((moved.claim_id, moved.claimed_at), (None, None), "released");
+    assert_eq!((moved.attempts, moved.last_error), (0, None));
+    assert_eq!(moved.revision, claimed[0].revision + 1, "rescheduled");
+    assert!(
+        store.claim_due("w-2", now, lease, 10).unwrap().is_empty(),
+        "not due before its new moment"
+    );
+    assert_eq!(
+        store
+            .claim_due("w-2", t("2026-01-03T00:00:00Z"), lease, 10)
+            .unwrap()
+            .len(),
+        1
     );
 }
