@@ -142,3 +142,33 @@ pub mod expiry {
         }
     }
 }
+
+/// A process whose deadline comes due a moment after its ticket opens, on the real clock: what
+/// the latency of `App::run` is measured with.
+pub mod soon {
+    use bounda::prelude::*;
+
+    use super::{Ticket, TicketOpened};
+
+    /// How long after the ticket opens its deadline comes due, in milliseconds.
+    pub const DUE_AFTER_MS: u64 = 250;
+
+    /// One deadline, cleared when it fires.
+    #[process(on = Ticket, started_by = [TicketOpened], timeout = "365d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Soon {
+        #[deadline]
+        due: Deadline,
+    }
+
+    #[process]
+    impl Soon {
+        async fn on_ticket_opened(cx: On<'_, Self, TicketOpened>) -> Result<SoonPatch> {
+            Ok(SoonPatch::default().due(cx.after(millis(DUE_AFTER_MS))))
+        }
+
+        async fn at_due(_cx: At<'_, Self>) -> Result<AtDue> {
+            Ok(AtDue::new(Deadline::none()))
+        }
+    }
+}

@@ -244,6 +244,26 @@ async fn main() {
         }
     }
 
+    if wants("latency") {
+        let (units, spacing) = if args.smoke { (5, 20) } else { (40, 37) };
+        let late = measure::lateness(
+            files.fresh("latency").path(),
+            Mode::Full,
+            units,
+            std::time::Duration::from_millis(spacing),
+        )
+        .await;
+        eprintln!("  latency: {late:?}");
+        notes.push(format!(
+            "deadline lateness under `App::run` on the real clock, an idle worker, poll interval \
+             {} ms (FULL): median {} ms, max {} ms over {} deadlines",
+            late.poll.as_millis(),
+            late.median.as_millis(),
+            late.max.as_millis(),
+            late.units
+        ));
+    }
+
     notes.push(format!(
         "peak memory (VmHWM, the whole process: bounda, floors and benchmark): {}",
         memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)

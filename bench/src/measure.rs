@@ -195,6 +195,97 @@ pub async fn commands(path: &Path, mode: Mode, units: usize) -> Measured {
     }
 }
 
+/// How late deadlines ran under `App::run` on the real clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Lateness {
+    /// Deadlines measured.
+    pub units: usize,
+    /// The poll interval the app ran with.
+    pub poll: Duration,
+    /// The median lateness: from a deadline's moment to its `ProcessDeadlineReached`.
+    pub median: Duration,
+    /// The largest.
+    pub max: Duration,
+}
+
+/// Deadline latency on the real clock: `units` tickets opened `spacing` apart while `App::run`
+/// runs with its default poll interval; each deadline comes due a moment after its ticket
+/// opens, when the worker is otherwise idle. Lateness is read from each
+/// `ProcessDeadlineReached`: its time, minus the moment that came due.
+pub async fn lateness(path: &Path, mode: Mode, units: usize, spacing: Duration) -> Lateness {
+    use crate::domain::soon::{DUE_AFTER_MS, Soon};
+
+    let store = open(path, mode);
+    let app = builder(&store, Config::default())
+        .process::<Soon>()
+        .build()
+        .expect("the app");
+    let poll: Duration = app.config().dispatcher.poll_interval.into();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    for n in 0..units {
+        app.dispatch(OpenTicket {
+            ticket_id: floor::ticket(n),
+        })
+        .await
+        .expect("an OpenTicket was not stored");
+        tokio::time::sleep(spacing).await;
+    }
+    // Every deadline is due a moment after the last ticket; wait for them, a while at most.
+    let deadline = Instant::now() + Duration::from_millis(DUE_AFTER_MS) + poll * 20;
+    while count_events(path, "ProcessDeadlineReached") < units && Instant::now() < deadline {
+        tokio::time::sleep(poll / 4).await;
+    }
+    let _ = stop.send(());
+    runner
+        .await
+        .expect("the runner task")
+        .expect("App::run failed");
+    check_events(path, "ProcessDeadlineReached", units, "latency");
+    let conn = Connection::open(path).expect("cannot open the file to read lateness");
+    let mut late: Vec<Duration> = conn
+        .prepare(
+            "SELECT payload, timestamp FROM bounda_events WHERE type = 'ProcessDeadlineReached'",
+        )
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| {
+                    Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+                })?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .expect("cannot read the deadlines reached")
+        .into_iter()
+        .map(|(payload, timestamp)| {
+            let payload: serde_json::Value =
+                serde_json::from_str(&payload).expect("a lifecycle payload");
+            let at: bounda::Instant = payload["at"]
+                .as_str()
+                .and_then(|at| at.parse().ok())
+                .expect("the moment that came due");
+            let ran: bounda::Instant = timestamp.parse().expect("the event's time");
+            Duration::from_millis(
+                u64::try_from(ran.as_millis() - at.as_millis()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    late.sort();
+    Lateness {
+        units,
+        poll,
+        median: late[late.len() / 2],
+        max: late[late.len() - 1],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +307,9 @@ mod tests {
         );
         let reacted = reactions(&path("r.db"), Mode::Normal, 3).await;
         assert!(reacted.write_tx >= 1, "{reacted:?}");
+        let late = lateness(&path("l.db"), Mode::Normal, 2, Duration::from_millis(10)).await;
+        assert_eq!(late.units, 2);
+        assert!(late.max >= late.median);
         let dispatched = commands(&path("c.db"), Mode::Normal, 3).await;
         assert_eq!(dispatched.write_tx, 3, "one transaction per command");
     }
