@@ -3,8 +3,7 @@
 //! The runtime keeps one scheduler entry per instance at [`next`]; when it comes due it does not
 //! trust the entry but asks [`due`] again, so an entry the state no longer backs runs nothing
 //! (spec 79). A (field, moment) pair comes due once: the pairs that already did are
-//! [`Reached`], and a state that sets a field back to one of them does not run it again
-//! (spec 80).
+//! [`Reached`], and a state that sets a field back to one of them does not run it again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,8 +24,8 @@ pub struct DueDeadline {
     pub field: &'static str,
 }
 
-/// The (field, moment) pairs of an instance that already came due, to the millisecond
-/// (spec 80). Empty for a new instance.
+/// The (field, moment) pairs of an instance that already came due, to the millisecond: each
+/// comes due once. Empty for a new instance.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reached(HashMap<String, HashSet<i64>>);
 

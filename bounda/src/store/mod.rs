@@ -4,8 +4,8 @@
 //! [`Store::commit`] writes atomically or refuses with the precondition that failed
 //! ([`CommitError`]), writing nothing. [`Store::commit_many`] commits several write sets in one
 //! transaction, each still all-or-nothing, so a store can pass the disk's flush latency (see
-//! `PERFORMANCE.md` in the design notes). Every store passes the contract suite in
-//! [`contract`] (feature `contract-tests`).
+//! `PERFORMANCE.md`). Every store passes the contract suite in `store::contract` (feature
+//! `contract-tests`).
 //!
 //! The trait is synchronous: SQLite answers in microseconds, and a store for a networked database
 //! can run its client blocking on a worker thread.
@@ -102,7 +102,7 @@ pub trait Store: Send + Sync + 'static {
     /// Claims `pairs` in order for one batch of runs, all under `claim_id`, as
     /// [`claim_inbox`](Store::claim_inbox) does one. Once a handler's pair is held or waiting,
     /// its later pairs are left alone and answered [`InboxClaim::Skipped`]: a handler's later
-    /// events wait behind a held one (spec 148). A store should take the whole batch in one
+    /// events wait behind a held one. A store should take the whole batch in one
     /// write transaction; this default takes one per pair.
     fn claim_inbox_batch(
         &self,

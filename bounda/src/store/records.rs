@@ -117,7 +117,7 @@ pub enum InboxClaim {
     /// It was given up on and dead-lettered.
     DeadLettered,
     /// Not tried: an earlier pair of the same handler in the batch was held or waiting, so this
-    /// one waits behind it (spec 148).
+    /// one waits behind it.
     Skipped,
 }
 

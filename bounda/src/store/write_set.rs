@@ -124,7 +124,7 @@ pub struct WriteSet {
 }
 
 /// What to claim: up to `limit` entries due at `now` whose claim is free or older than `lease`,
-/// under `claim_id` (spec 200).
+/// under `claim_id`, as [`Store::claim_due`](crate::store::Store::claim_due) does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimDue {
     /// The claim's id.
