@@ -35,6 +35,45 @@ mod fragile {
     }
 }
 
+/// How often `confirm_on_reminder_sent` ran.
+static CONFIRMATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Records a confirmation, every time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ConfirmAgain {
+    order_id: String,
+}
+
+impl Command for ConfirmAgain {
+    const NAME: &'static str = "ConfirmAgain";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, _order: &Order) -> Decision<Self> {
+        Ok(vec![
+            ConfirmationSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// Confirms each reminder, counting its runs.
+#[policy]
+async fn confirm_on_reminder_sent(cx: Reaction<'_, ReminderSent>) -> Result<()> {
+    CONFIRMATIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    cx.send(ConfirmAgain {
+        order_id: cx.event().order_id.clone(),
+    })
+    .await?;
+    Ok(())
+}
+
 /// A test app with the order-payment process on `store`.
 fn app_on(store: &Arc<SqliteStore>) -> TestApp {
     let shared: Arc<dyn Store> = store.clone();
@@ -114,6 +153,42 @@ async fn batches_of_one_cost_about_one_transaction_a_firing() {
         "40 firings one at a time took {spent} write transactions"
     );
     assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
+// Issue 8: runs of one instance in one batch commit one after another, each deciding on the
+// state the one before committed: no handler runs twice for a stream its neighbour moved.
+#[tokio::test]
+async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnReminderSent>(),
+    )
+    .unwrap();
+    app.dispatch(place("o-1")).await.unwrap();
+    for _ in 0..3 {
+        app.dispatch(SendReminder {
+            order_id: "o-1".into(),
+        })
+        .await
+        .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        [
+            "OrderPlaced",
+            "ReminderSent",
+            "ReminderSent",
+            "ReminderSent",
+            "ConfirmationSent",
+            "ConfirmationSent",
+            "ConfirmationSent"
+        ]
+    );
+    assert_eq!(
+        CONFIRMATIONS.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "each reaction ran once: none decided on a state its neighbour had moved"
+    );
 }
 
 // spec 85: a due deadline waits for the unhandled events of its own instance only.
