@@ -244,18 +244,7 @@ pub async fn execute(
 
 /// How many events are parked behind a process letter (spec 165).
 fn parked_behind(app: &App, letter: &DeadLetter) -> Result<usize, crate::Error> {
-    if letter.kind != LetterKind::Process {
-        return Ok(0);
-    }
-    let instance = letter
-        .payload
-        .as_ref()
-        .and_then(|p| p.get("instance"))
-        .and_then(|v| v.as_str());
-    match instance {
-        Some(instance) => app.parked_behind(&letter.handler, instance),
-        None => Ok(0),
-    }
+    app.parked_behind_letter(letter)
 }
 
 /// A letter as `--json` and `show` print it; `parked` counts the events behind a process

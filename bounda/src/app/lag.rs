@@ -1,6 +1,8 @@
 //! How far behind the subscribers are (spec 173–176).
 
 use crate::app::App;
+use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::processes::writes::LetterPayload;
 use crate::{Error, Instant};
 
 /// One subscriber's progress.
@@ -92,7 +94,8 @@ impl App {
             let armed = self
                 .store()
                 .scheduled(&key)?
-                .is_some_and(|entry| entry.payload.get("at").and_then(|v| v.as_i64()) == Some(at));
+                .and_then(|entry| DeadlinePayload::of(&entry))
+                .is_some_and(|payload| payload.at == at);
             if armed {
                 count += 1;
             } else {
@@ -143,21 +146,18 @@ impl App {
         let waiting = self.waiting().clone();
         let mut pending = Vec::new();
         for entry in entries {
-            let name = entry
-                .payload
-                .get("process")
-                .and_then(|v| v.as_str())
-                .unwrap_or_default();
-            let Some(process) = self.processes().find(|p| p.name() == name) else {
+            let Some(payload) = DeadlinePayload::of(&entry) else {
+                continue;
+            };
+            let Some(process) = self.processes().find(|p| p.name() == payload.process) else {
                 continue;
             };
             let Some(instance) = self.load_instance(&**process, &entry.aggregate_id)? else {
                 continue;
             };
-            let at = entry.payload.get("at").and_then(|v| v.as_i64());
             let waits = waiting
                 .get(&entry.dedupe_key)
-                .is_some_and(|(moment, _)| Some(*moment) == at);
+                .is_some_and(|(moment, _)| *moment == payload.at);
             for (index, due) in process.pending(&instance)?.into_iter().enumerate() {
                 pending.push(crate::app::PendingDeadline {
                     process: process.name(),
@@ -181,6 +181,21 @@ impl App {
             .load_instance(&**runner, id)?
             .filter(|instance| instance.status == crate::app::ProcessStatus::Failed)
             .map_or(0, |instance| instance.parked.len()))
+    }
+
+    /// How many events are parked behind the instance a process letter names; 0 for any other
+    /// letter.
+    pub(crate) fn parked_behind_letter(
+        &self,
+        letter: &crate::store::DeadLetter,
+    ) -> Result<usize, Error> {
+        if letter.kind != crate::store::LetterKind::Process {
+            return Ok(0);
+        }
+        match LetterPayload::of(letter) {
+            Some(payload) => self.parked_behind(&letter.handler, &payload.instance),
+            None => Ok(0),
+        }
     }
 
     /// The earliest pending retry of a policy or a scheduled entry.

@@ -16,7 +16,7 @@ use crate::app::processes::writes::{deadline_letter, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::process::plan::DueDeadline;
-use crate::store::{Metadata, WriteSet};
+use crate::store::{Metadata, ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// What an instance's deadline entry holds: whose it is, and the moment it was armed at.
@@ -26,6 +26,18 @@ pub(crate) struct DeadlinePayload {
     pub(crate) instance: String,
     /// The moment, in epoch milliseconds.
     pub(crate) at: i64,
+}
+
+impl DeadlinePayload {
+    /// The payload of a deadline entry, if it reads as one.
+    pub(crate) fn of(entry: &ScheduledEntry) -> Option<DeadlinePayload> {
+        serde_json::from_value(entry.payload.clone()).ok()
+    }
+
+    /// As stored.
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({ "process": self.process, "instance": self.instance, "at": self.at })
+    }
 }
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway (spec 86).

@@ -7,7 +7,7 @@ pub(crate) mod pass;
 mod retry;
 pub(crate) mod step;
 mod view;
-mod writes;
+pub(crate) mod writes;
 
 use std::marker::PhantomData;
 

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
 use crate::app::engine::Failure;
+use crate::app::processes::deadline_run::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
 use crate::ids::derived_id;
@@ -111,16 +112,22 @@ pub(crate) fn arm<P: ProcessState>(
     let Some(next) = next else {
         return (None, Some(key));
     };
-    let at = json!(next.at.as_millis());
-    if existing.is_some_and(|entry| entry.attempts > 0 && entry.payload.get("at") == Some(&at)) {
+    let at = next.at.as_millis();
+    let armed_at = |entry: &ScheduledEntry| DeadlinePayload::of(entry).map(|payload| payload.at);
+    if existing.is_some_and(|entry| entry.attempts > 0 && armed_at(entry) == Some(at)) {
         return (None, None);
     }
+    let payload = DeadlinePayload {
+        process: P::NAME.to_owned(),
+        instance: id.to_owned(),
+        at,
+    };
     (
         Some(ScheduledEntry {
             dedupe_key: key,
             command_type: PROCESS_DEADLINE.to_owned(),
             aggregate_id: id.to_owned(),
-            payload: json!({ "process": P::NAME, "instance": id, "at": at }),
+            payload: payload.to_json(),
             execute_at: next.at,
             context: json!({}),
             attempts: 0,
