@@ -306,9 +306,10 @@ impl App {
         held: &HashSet<&'static str>,
         report: &mut Report,
     ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
-        // A held handler's later runs, and every run once the app is stopping, are given back
-        // unrun (spec 46, 148, 188).
-        if run.group.is_some_and(|group| held.contains(group)) || self.stopping() {
+        // A held handler's later runs, and the runtime's own runs once the app is stopping, are
+        // given back unrun (spec 46, 148, 188); an operator's retry runs to its answer.
+        let stopping = self.stopping() && run.claim.retries();
+        if run.group.is_some_and(|group| held.contains(group)) || stopping {
             let mut writes = WriteSet::default();
             run.claim.settle(&mut writes, Settle::Release);
             return Ok(Some((run, writes, Kind::Released { holds: true })));
