@@ -242,9 +242,16 @@ pub async fn execute(
     Ok(ExitCode::SUCCESS)
 }
 
-/// How many events are parked behind a process letter (spec 165).
+/// How many events are parked behind the instance a process letter names (spec 165); 0 for
+/// any other letter.
 fn parked_behind(app: &App, letter: &DeadLetter) -> Result<usize, crate::Error> {
-    app.parked_behind_letter(letter)
+    if letter.kind != LetterKind::Process {
+        return Ok(0);
+    }
+    match crate::app::processes::writes::LetterPayload::of(letter) {
+        Some(payload) => app.parked_behind(&letter.handler, &payload.instance),
+        None => Ok(0),
+    }
 }
 
 /// A letter as `--json` and `show` print it; `parked` counts the events behind a process

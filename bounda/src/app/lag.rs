@@ -2,7 +2,6 @@
 
 use crate::app::App;
 use crate::app::processes::deadline_run::DeadlinePayload;
-use crate::app::processes::writes::LetterPayload;
 use crate::{Error, Instant};
 
 /// One subscriber's progress.
@@ -181,21 +180,6 @@ impl App {
             .load_instance(&**runner, id)?
             .filter(|instance| instance.status == crate::app::ProcessStatus::Failed)
             .map_or(0, |instance| instance.parked.len()))
-    }
-
-    /// How many events are parked behind the instance a process letter names; 0 for any other
-    /// letter.
-    pub(crate) fn parked_behind_letter(
-        &self,
-        letter: &crate::store::DeadLetter,
-    ) -> Result<usize, Error> {
-        if letter.kind != crate::store::LetterKind::Process {
-            return Ok(0);
-        }
-        match LetterPayload::of(letter) {
-            Some(payload) => self.parked_behind(&letter.handler, &payload.instance),
-            None => Ok(0),
-        }
     }
 
     /// The earliest pending retry of a policy or a scheduled entry.
