@@ -143,14 +143,21 @@ pub(crate) fn check_version(conn: &Connection) -> Result<u32, StoreError> {
     Ok(version)
 }
 
-/// Runs the migrations the database lacks, each in its own transaction with its version.
+/// Runs the migrations the database lacks, each in its own write transaction with its version.
+/// The version is read again once the write lock is held, so processes opening one new file at
+/// once each run a migration once between them.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let version = check_version(conn)?;
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    if check_version(conn)? == SCHEMA_VERSION {
+        return Ok(());
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate() {
         let next = index + 1;
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| StoreError::with_source("cannot start a migration", e))?;
+        if check_version(&tx)? as usize >= next {
+            continue;
+        }
         tx.execute_batch(sql)
             .and_then(|()| tx.pragma_update(None, "user_version", next))
             .and_then(|()| tx.commit())

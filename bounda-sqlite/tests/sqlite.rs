@@ -147,3 +147,20 @@ fn write_transactions_counts_each_commit_once_and_a_group_commit_once() {
         "a read commits nothing"
     );
 }
+
+// Issue 9: processes started together on a new file all open it; each migration runs once.
+#[test]
+fn many_openers_of_one_new_file_all_succeed() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("shared.db");
+    let openers: Vec<_> = (0..16)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || SqliteStore::open(&path).map(|store| store.head()))
+        })
+        .collect();
+    for opener in openers {
+        let opened = opener.join().expect("the thread ran");
+        assert!(matches!(opened, Ok(Ok(0))), "{opened:?}");
+    }
+}
