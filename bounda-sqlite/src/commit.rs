@@ -231,7 +231,7 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
     }
     .map_err(sql("cannot release a scheduler claim"))?;
     if changed == 0 {
-        return Err(CommitError::ClaimLost {
+        return Err(CommitError::ScheduledClaimLost {
             key: release.dedupe_key.clone(),
         });
     }
@@ -266,7 +266,7 @@ fn move_entry(
         })
         .map_err(sql("cannot move a scheduler entry"))?;
     if changed == 0 {
-        return Err(CommitError::ClaimLost {
+        return Err(CommitError::ScheduledClaimLost {
             key: release.dedupe_key.clone(),
         });
     }

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, param
 
 use crate::{SqliteStore, commit, rows, sql};
 
-/// `now - lease`: claims taken at or before it have expired.
+/// `now - lease`: claims taken before it have expired; one taken at it ends its lease now, and
+/// is taken over only once the lease has passed.
 fn expired_before(now: Instant, lease: Duration) -> String {
     now.checked_sub(lease).unwrap_or(now).to_string()
 }
@@ -281,7 +282,7 @@ impl Store for SqliteStore {
         let due: Option<i64> = conn
             .prepare_cached(
                 "SELECT 1 FROM bounda_scheduled_commands
-                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?2) LIMIT 1",
+                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?2) LIMIT 1",
             )
             .and_then(|mut s| {
                 s.query_row(
@@ -459,7 +460,7 @@ fn claim_one(
                  status = 'pending', attempts = attempts + 1,
                  claimed_at = excluded.claimed_at, claim_id = excluded.claim_id,
                  retry_at = NULL
-             WHERE (status = 'pending' AND (claimed_at IS NULL OR claimed_at <= ?5))
+             WHERE (status = 'pending' AND (claimed_at IS NULL OR claimed_at < ?5))
                 OR (status = 'failed' AND retry_at <= ?3)
              RETURNING attempts",
         )
@@ -515,7 +516,7 @@ pub(crate) fn claim(
              SET attempts = attempts + (claimed_at IS NOT NULL), claimed_at = ?1, claim_id = ?2
              WHERE dedupe_key IN (
                  SELECT dedupe_key FROM bounda_scheduled_commands
-                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at <= ?3)
+                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?3)
                  ORDER BY execute_at, dedupe_key LIMIT ?4)
              RETURNING {}",
             rows::SCHEDULED_COLUMNS

@@ -121,6 +121,12 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
     assert_eq!(test.lag().unwrap().max_lag, 1, "the hold shows as lag");
     test.advance(seconds(60)).await.unwrap();
     assert_eq!(
+        test.events_of::<Order>("o-1").unwrap().len(),
+        1,
+        "a lease that ends now has not passed yet"
+    );
+    test.advance(millis(1)).await.unwrap();
+    assert_eq!(
         test.events_of::<Order>("o-1").unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );

@@ -325,6 +325,13 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(90), lease)
             .unwrap(),
+        InboxClaim::Held,
+        "a lease that ends now has not passed yet"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(90) + millis(1), lease)
+            .unwrap(),
         InboxClaim::Claimed { attempt: 2 },
         "an expired claim is taken over"
     );
@@ -525,12 +532,13 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     );
     assert!(
         store
-            .claim_due("w-3", now + seconds(59), lease, 10)
+            .claim_due("w-3", now + seconds(60), lease, 10)
             .unwrap()
-            .is_empty()
+            .is_empty(),
+        "a lease that ends now has not passed yet"
     );
     let reclaimed = store
-        .claim_due("w-3", now + seconds(60), lease, 10)
+        .claim_due("w-3", now + seconds(60) + millis(1), lease, 10)
         .unwrap();
     assert_eq!(
         reclaimed
@@ -577,7 +585,9 @@ pub fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    assert!(matches!(store.commit(&late), Err(CommitError::ClaimLost { key }) if key == "k"));
+    assert!(
+        matches!(store.commit(&late), Err(CommitError::ScheduledClaimLost { key }) if key == "k")
+    );
     assert_eq!(store.head().unwrap(), 0);
     assert!(store.scheduled("k").unwrap().is_some());
 }
@@ -1037,7 +1047,7 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
     };
     assert!(matches!(
         store.commit(&refused),
-        Err(CommitError::ClaimLost { .. })
+        Err(CommitError::ScheduledClaimLost { .. })
     ));
     assert_eq!(
         store.scheduled("later").unwrap().unwrap().claim_id,
@@ -1070,7 +1080,7 @@ pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
     assert!(
         matches!(
             store.commit(&rearm("not-mine")),
-            Err(CommitError::ClaimLost { .. })
+            Err(CommitError::ScheduledClaimLost { .. })
         ),
         "fenced on the claim"
     );

@@ -69,7 +69,7 @@ pub enum ScheduledOutcome {
 }
 
 /// Settles the claim `claim_id` on scheduler entry `dedupe_key`; written only while the claim is
-/// still ours, else [`CommitError::ClaimLost`] (spec 47, 201).
+/// still ours, else [`CommitError::ScheduledClaimLost`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScheduledRelease {
     /// The entry.
@@ -161,10 +161,16 @@ pub enum CommitError {
         /// The version found.
         actual_version: u64,
     },
-    /// An inbox or scheduler claim was taken over (spec 47, 127).
+    /// An inbox claim was taken over by another runner after its lease.
     #[error("the claim on `{key}` was lost to another runner")]
     ClaimLost {
-        /// The inbox `handler:event` or the scheduler key.
+        /// The inbox `handler:event`.
+        key: String,
+    },
+    /// A scheduler entry's claim was taken over by another runner after its lease.
+    #[error("the claim on scheduled entry `{key}` was lost to another runner")]
+    ScheduledClaimLost {
+        /// The scheduler key.
         key: String,
     },
     /// The dead letter is no longer `failed` (spec 170).
@@ -184,6 +190,7 @@ impl CommitError {
         match self {
             CommitError::StreamMoved { .. } => "CONCURRENCY_CONFLICT",
             CommitError::ClaimLost { .. } => "CLAIM_LOST",
+            CommitError::ScheduledClaimLost { .. } => "SCHEDULED_CLAIM_LOST",
             CommitError::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
             CommitError::Store(error) => error.code(),
         }

@@ -416,7 +416,7 @@ impl App {
         };
         match (error, kind) {
             // Someone else holds the run now: it is theirs to finish (spec 47, 127).
-            (CommitError::ClaimLost { .. }, _) => {
+            (CommitError::ClaimLost { .. } | CommitError::ScheduledClaimLost { .. }, _) => {
                 report.hold(&run);
                 if let Some(group) = run.group {
                     held.insert(group);
