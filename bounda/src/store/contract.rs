@@ -585,8 +585,12 @@ pub fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    assert!(
-        matches!(store.commit(&late), Err(CommitError::ScheduledClaimLost { key }) if key == "k")
+    let lost = store.commit(&late);
+    assert!(matches!(&lost, Err(CommitError::ScheduledClaimLost { key }) if key == "k"));
+    assert_eq!(
+        lost.err().map(|error| error.code()),
+        Some("SCHEDULED_CLAIM_LOST"),
+        "the original's code for a scheduled entry"
     );
     assert_eq!(store.head().unwrap(), 0);
     assert!(store.scheduled("k").unwrap().is_some());
