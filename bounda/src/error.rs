@@ -144,6 +144,15 @@ pub enum Error {
         /// The port's type.
         port: String,
     },
+    /// A command whose aggregate id is empty or blank: it names no instance to decide for.
+    #[error(
+        "command `{command}` has an empty aggregate id; every command names the instance it \
+         decides for"
+    )]
+    EmptyAggregateId {
+        /// The command type.
+        command: String,
+    },
     /// A handler sent a command outside the runtime (in `process::step`), where none can run.
     #[error("commands run in an app; this handler ran outside one (`process::step`)")]
     NoRuntime,
@@ -176,7 +185,8 @@ impl Error {
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
             | Error::Encode { .. }
-            | Error::DeadlineNotAdvanced { .. } => "VALIDATION_FAILED",
+            | Error::DeadlineNotAdvanced { .. }
+            | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
             Error::Store(error) => error.code(),
             Error::ChainDepthExceeded { .. } => "CHAIN_DEPTH_EXCEEDED",
@@ -199,7 +209,8 @@ impl Error {
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
             | Error::Encode { .. }
-            | Error::DeadlineNotAdvanced { .. } => false,
+            | Error::DeadlineNotAdvanced { .. }
+            | Error::EmptyAggregateId { .. } => false,
             Error::Concurrency { .. }
             | Error::Store(_)
             | Error::Panicked { .. }

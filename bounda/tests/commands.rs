@@ -254,3 +254,27 @@ async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_i
     );
     assert_eq!(app.store().head().unwrap(), 2);
 }
+
+// Issue 9: a command whose aggregate id is empty or blank is refused at dispatch, naming it.
+#[tokio::test]
+async fn a_command_with_an_empty_aggregate_id_is_refused() {
+    let app =
+        bounda::testing::TestApp::new(App::builder(SqliteStore::in_memory().unwrap())).unwrap();
+    for blank in ["", " \t"] {
+        let refused = app
+            .dispatch(PlaceOrder {
+                order_id: blank.into(),
+                total: 1,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), "VALIDATION_FAILED");
+        assert!(
+            refused
+                .to_string()
+                .contains("`PlaceOrder` has an empty aggregate id"),
+            "{refused}"
+        );
+    }
+    assert_eq!(app.app().store().head().unwrap(), 0, "nothing stored");
+}

@@ -241,6 +241,67 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
     assert_eq!(state(&app, "o-1").refunds, 1, "the other events carry on");
 }
 
+// Issue 9: an id field holding an empty or blank id, or a correlator returning one, names no
+// instance: a terminal letter for the process naming it, and the rest goes on.
+#[tokio::test]
+async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(SettlePayment {
+        payment_id: "p-1".into(),
+        order_id: Some("  ".into()),
+    })
+    .await
+    .unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-2".into(),
+        reference: "order:".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(RefundPayment {
+        payment_id: "p-3".into(),
+        reference: "order:o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    let messages: Vec<&str> = letters.iter().map(|l| l.error_message.as_str()).collect();
+    assert_eq!(letters.len(), 2, "{messages:?}");
+    assert!(
+        letters
+            .iter()
+            .all(|l| (l.kind, l.error_type.as_str()) == (LetterKind::Process, "terminal"))
+    );
+    assert!(
+        messages[0].contains("`order_id` with an empty id"),
+        "names the field: {}",
+        messages[0]
+    );
+    assert!(
+        messages[1].contains("returned an empty id"),
+        "names the correlator: {}",
+        messages[1]
+    );
+    for blank in ["", "  "] {
+        assert!(
+            app.app()
+                .store()
+                .read_stream("process:Settlement", blank)
+                .unwrap()
+                .is_empty(),
+            "no instance `{blank}`"
+        );
+    }
+    assert_eq!(state(&app, "o-1").refunds, 1, "the other events carry on");
+    assert_eq!(app.lag().unwrap().max_lag, 0);
+}
+
 // spec 60: a starting event never reopens an ended instance.
 #[tokio::test]
 async fn a_starting_event_never_reopens_an_ended_instance() {

@@ -20,6 +20,7 @@ pub(crate) fn decide<C: Command>(
     metadata: &Metadata,
 ) -> Result<Result<Decision, C::Rejection>, Error> {
     let aggregate = <C::Aggregate as Aggregate>::NAME;
+    names_an_instance(command)?;
     let id = command.aggregate_id().to_owned();
     let loaded = app.load::<C::Aggregate>(&id)?;
     let events = match command.decide(&loaded.state) {
@@ -42,6 +43,16 @@ pub(crate) fn decide<C: Command>(
         events: new_events,
     });
     Ok(Ok(Decision { decided, append }))
+}
+
+/// Refuses a command whose aggregate id is empty or blank: it would decide for no instance.
+pub(crate) fn names_an_instance<C: Command>(command: &C) -> Result<(), Error> {
+    if command.aggregate_id().trim().is_empty() {
+        return Err(Error::EmptyAggregateId {
+            command: C::NAME.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// Events ready to append: new ids, the clock's time, and `metadata`.

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::{Aggregate, Command, Rejection};
-use crate::app::decide::new_events;
+use crate::app::decide::{names_an_instance, new_events};
 use crate::app::engine::Failure;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided, RejectionRecord};
@@ -227,6 +227,7 @@ impl Attempt {
     fn send_in_span<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
+        names_an_instance(command).inspect_err(|error| self.fail(error))?;
         let id = command.aggregate_id().to_owned();
         let mut staged = self.staged();
         self.command_id(&mut staged, C::NAME);
@@ -323,6 +324,7 @@ impl Attempt {
     ) -> Result<Scheduled, Error> {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
+        names_an_instance(command).inspect_err(|error| self.fail(error))?;
         if !self.app.knows_command(C::NAME) {
             let error = Error::UnknownCommand {
                 command: C::NAME.to_owned(),

@@ -12,27 +12,45 @@ use crate::process::Process;
 /// An event of the process's own aggregate names the instance by its aggregate id; another
 /// aggregate's event by its handler's `#[correlate(..)]` function if it has one, else by its
 /// payload field named after the main aggregate's id (`order_id`), where `null` or a missing
-/// field names no instance (spec 56–57). A correlator that fails, or an id field that is neither
-/// text, a number nor `null`, is an error: the runtime dead-letters that event for this process
-/// only (spec 58).
+/// field names no instance (spec 56–57). A correlator that fails or returns an empty id, or an id
+/// field that is empty or neither text, a number nor `null`, is an error: the runtime
+/// dead-letters that event for this process only (spec 58).
 pub fn instance_of<P: Process>(event: &RecordedEvent) -> anyhow::Result<Option<String>> {
     let main = <P::Aggregate as Aggregate>::NAME;
+    let what = || format!("`{}.{}`", event.aggregate_type, event.event_type);
     if event.aggregate_type == main {
+        if event.aggregate_id.trim().is_empty() {
+            bail!(
+                "event {} has an empty aggregate id, which names no instance",
+                what()
+            );
+        }
         return Ok(Some(event.aggregate_id.clone()));
     }
     if let Some(correlated) = P::correlate(event) {
-        return correlated.map_err(|error| {
-            anyhow!(
-                "the correlator of process `{}` failed on `{}.{}`: {error:#}",
+        return match correlated {
+            Ok(Some(id)) if id.trim().is_empty() => Err(anyhow!(
+                "the correlator of process `{}` returned an empty id for {}; return `None` for \
+                 an event that names no instance",
                 P::NAME,
-                event.aggregate_type,
-                event.event_type
-            )
-        });
+                what()
+            )),
+            Ok(id) => Ok(id),
+            Err(error) => Err(anyhow!(
+                "the correlator of process `{}` failed on {}: {error:#}",
+                P::NAME,
+                what()
+            )),
+        };
     }
     let field = <P::Aggregate as Aggregate>::ID_FIELD;
     match event.payload.get(field) {
         None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) if id.trim().is_empty() => bail!(
+            "event {} names its `{main}` in `{field}` with an empty id; leave `{field}` out or \
+             null when it names none",
+            what()
+        ),
         Some(Value::String(id)) => Ok(Some(id.clone())),
         Some(Value::Number(id)) => Ok(Some(id.to_string())),
         Some(other) => bail!(
