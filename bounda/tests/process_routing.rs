@@ -192,6 +192,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
             "ProcessStarted",
             "ProcessHandled",
             "ProcessHandled",
+            "ProcessHandled",
             "ProcessCompleted"
         ],
         "the correlated refund, then the settlement that completes it; the ones naming no order are skipped"
@@ -335,7 +336,12 @@ async fn a_starting_event_never_reopens_an_ended_instance() {
     app.advance(days(10)).await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessHandled", "ProcessCompleted"]
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessHandled",
+            "ProcessCompleted"
+        ]
     );
 }
 
@@ -448,7 +454,7 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     app.run_until_idle().await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessHandled"],
+        ["ProcessStarted", "ProcessHandled", "ProcessHandled"],
         "the payment cleared the chase first"
     );
     assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
@@ -491,7 +497,7 @@ async fn a_deadline_held_by_a_stuck_runner_runs_after_ten_rounds() {
     app.run_until_idle_with(1).await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessDeadlineReached"],
+        ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
         "best effort: it ran anyway"
     );
     assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
@@ -534,10 +540,13 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
         ("Settlement", "OrderPaid", 1)
     );
     app.run_until_idle().await.unwrap();
-    assert_eq!(types(&lifecycle(&app, "o-2")), ["ProcessStarted"]);
+    assert_eq!(
+        types(&lifecycle(&app, "o-2")),
+        ["ProcessStarted", "ProcessHandled"]
+    );
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessHandled"]
+        ["ProcessStarted", "ProcessHandled", "ProcessHandled"]
     );
     let store: &dyn Store = app.app().store();
     assert_eq!(
@@ -576,6 +585,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         types(&lifecycle(&app, "o-1")),
         [
             "ProcessStarted",
+            "ProcessHandled",
             "ProcessFailed",
             "ProcessEventParked",
             "ProcessEventParked"
@@ -587,7 +597,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     assert!(error.to_string().contains("failed as planned"), "{error}");
     let events = lifecycle(&app, "o-1");
     assert_eq!(
-        types(&events)[4..],
+        types(&events)[5..],
         ["ProcessHandled", "ProcessFailed"],
         "the failed step ran; the parked payment failed at once, no retries"
     );
@@ -604,7 +614,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     );
     assert_eq!(letters[1].status, bounda::store::LetterStatus::Failed);
     assert_eq!(
-        events[5].payload["letterId"],
+        events[6].payload["letterId"],
         serde_json::json!(letters[1].id)
     );
     // The fulfilment is still parked behind the new letter; retrying it drains it and completes.
@@ -633,6 +643,7 @@ async fn follow_ups_go_one_hop_only() {
         events,
         [
             "ProcessStarted",
+            "ProcessHandled",
             "ProcessDeadlineReached",
             "ProcessTimedOut",
             "ProcessHandled"
@@ -816,7 +827,10 @@ async fn a_follow_up_failing_retriably_holds_the_processs_later_events() {
     );
     REFUND_FAILS.with(|f| f.set(false));
     app.run_until_idle().await.unwrap();
-    assert_eq!(types(&lifecycle(&app, "o-2")), ["ProcessStarted"]);
+    assert_eq!(
+        types(&lifecycle(&app, "o-2")),
+        ["ProcessStarted", "ProcessHandled"]
+    );
     assert!(
         state(&app, "o-1").cancelled,
         "the follow-up ran on its retry"

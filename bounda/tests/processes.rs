@@ -156,7 +156,7 @@ async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step(
     let start = app.now();
     app.run_until_idle().await.unwrap();
     let events = lifecycle(&app, "o-1");
-    assert_eq!(types(&events), ["ProcessStarted"]);
+    assert_eq!(types(&events), ["ProcessStarted", "ProcessHandled"]);
     let started = &events[0];
     assert!(
         started.metadata.system,
@@ -168,8 +168,15 @@ async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step(
     );
     assert_eq!(
         started.payload["state"]["next_reminder"],
-        serde_json::json!((start + hours(24)).to_string())
+        serde_json::Value::Null,
+        "`ProcessStarted` holds the initial state"
     );
+    assert_eq!(
+        events[1].payload["state"]["next_reminder"],
+        serde_json::json!((start + hours(24)).to_string()),
+        "`ProcessHandled` holds what the handler made of it"
+    );
+    assert_eq!(events[1].payload["eventId"], started.payload["eventId"]);
     let entries = app.app().pending_deadlines().unwrap();
     assert_eq!(
         entries.iter().map(|d| (d.field, d.at)).collect::<Vec<_>>(),
@@ -209,6 +216,7 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
         types(&events),
         [
             "ProcessStarted",
+            "ProcessHandled",
             "ProcessDeadlineReached",
             "ProcessDeadlineReached",
             "ProcessDeadlineReached",
@@ -372,21 +380,29 @@ async fn a_deadline_never_runs_before_its_moment() {
     );
 }
 
-// spec 90, 91: a deadline's commands start a chain at depth 0, caused by the lifecycle event.
+// spec 90, 91, 144: a deadline's lifecycle event starts a chain at depth 0; its commands are
+// caused by it, one hop deeper.
 #[tokio::test]
-async fn a_deadlines_commands_start_at_depth_zero_caused_by_its_lifecycle_event() {
+async fn a_deadline_starts_a_chain_and_its_commands_are_one_hop_deeper() {
     let app = app();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(24)).await.unwrap();
     let placed = &app.events_of::<Order>("o-1").unwrap().0[0];
     let reminder = &app.events_of::<Order>("o-1").unwrap().0[1];
     let events = lifecycle(&app, "o-1");
-    let (started, reached) = (&events[0], &events[1]);
-    assert_eq!(reminder.metadata.depth, 0);
+    let (started, handled, reached) = (&events[0], &events[1], &events[2]);
+    assert_eq!(
+        reached.metadata.depth, 0,
+        "the deadline's lifecycle event starts a chain"
+    );
+    assert_eq!(
+        reminder.metadata.depth, 1,
+        "its commands are one hop deeper, as any reaction's"
+    );
     assert_eq!(reminder.metadata.causation_id, reached.id);
     assert_eq!(
-        reached.metadata.causation_id, started.id,
-        "set by the step that started it"
+        reached.metadata.causation_id, handled.id,
+        "set by the step whose state set the moment"
     );
     assert_eq!(
         reached.metadata.correlation_id,
@@ -397,7 +413,11 @@ async fn a_deadlines_commands_start_at_depth_zero_caused_by_its_lifecycle_event(
         placed.metadata.correlation_id
     );
     assert_eq!(
-        started.metadata.causation_id, placed.id,
+        (
+            started.metadata.causation_id.as_str(),
+            handled.metadata.causation_id.as_str()
+        ),
+        (placed.id.as_str(), placed.id.as_str()),
         "lifecycle events point at their event (spec 144)"
     );
 }
@@ -457,12 +477,13 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
         [
             "ProcessStarted",
             "ProcessHandled",
+            "ProcessHandled",
             "ProcessTimedOut",
             "ProcessHandled"
         ],
         "the cancellation is handled after the timeout, and does not complete the instance"
     );
-    let timed_out = &events[2];
+    let timed_out = &events[3];
     assert_eq!(
         timed_out.payload["at"],
         serde_json::json!((start + days(30)).to_string())
@@ -533,7 +554,10 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         .store()
         .read_stream("process:Stubborn", "o-1")
         .unwrap();
-    assert_eq!(types(&events), ["ProcessStarted", "ProcessFailed"]);
+    assert_eq!(
+        types(&events),
+        ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
+    );
     let letters = app
         .app()
         .dead_letters()
@@ -545,7 +569,7 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         (LetterKind::Process, Some("deadline:retry"))
     );
     assert_eq!(
-        events[1].payload["letterId"],
+        events[2].payload["letterId"],
         serde_json::json!(letters[0].id)
     );
     assert_eq!(letters[0].error_type, "terminal");
@@ -569,7 +593,7 @@ async fn failed_instance(app: &TestApp) -> String {
     assert_eq!(letters.len(), 1);
     assert_eq!(
         types(&lifecycle(app, "o-1")),
-        ["ProcessStarted", "ProcessFailed"]
+        ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
     letters[0].id.clone()
 }
@@ -579,7 +603,7 @@ async fn failed_instance(app: &TestApp) -> String {
 async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_letter_is_retried() {
     let app = app();
     let letter = failed_instance(&app).await;
-    let failed = &lifecycle(&app, "o-1")[1];
+    let failed = &lifecycle(&app, "o-1")[2];
     assert_eq!(failed.payload["letterId"], serde_json::json!(letter));
     // While failed: events that would do something are parked, deadlines wait.
     app.dispatch(MarkOrderPaid {
@@ -590,7 +614,12 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
     app.advance(hours(100)).await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessFailed", "ProcessEventParked"],
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessFailed",
+            "ProcessEventParked"
+        ],
         "OrderPaid is parked, and no deadline ran: no reminder, no cancellation"
     );
     assert_eq!(
@@ -617,6 +646,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         types(&events),
         [
             "ProcessStarted",
+            "ProcessHandled",
             "ProcessFailed",
             "ProcessEventParked",
             "ProcessHandled",
@@ -625,11 +655,11 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         ]
     );
     assert_eq!(
-        events[3].payload["eventType"], "ConfirmationSent",
+        events[4].payload["eventType"], "ConfirmationSent",
         "the failed step first"
     );
     assert_eq!(
-        events[4].payload["eventType"], "OrderPaid",
+        events[5].payload["eventType"], "OrderPaid",
         "then what was parked, in order"
     );
     assert_eq!(
@@ -672,7 +702,7 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
     app.advance(days(40)).await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessFailed"],
+        ["ProcessStarted", "ProcessHandled", "ProcessFailed"],
         "dropped, not parked; nothing ran"
     );
     assert!(matches!(
@@ -704,7 +734,7 @@ async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
     assert_eq!(status, bounda::store::LetterStatus::Failed);
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessFailed"]
+        ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
 }
 
@@ -751,9 +781,12 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
         .store()
         .read_stream("process:Flaky", "o-1")
         .unwrap();
-    assert_eq!(types(&events), ["ProcessStarted", "ProcessDeadlineReached"]);
     assert_eq!(
-        events[1].payload["at"],
+        types(&events),
+        ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"]
+    );
+    assert_eq!(
+        events[2].payload["at"],
         serde_json::json!((start + hours(1)).to_string()),
         "the moment that came due"
     );
@@ -868,6 +901,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
         types(&events),
         [
             "ProcessStarted",
+            "ProcessHandled",
             "ProcessFailed",
             "ProcessEventParked",
             "ProcessHandled",
@@ -877,11 +911,11 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
         ]
     );
     assert_eq!(
-        events[4].payload["at"],
+        events[5].payload["at"],
         serde_json::json!((start + hours(24)).to_string()),
         "the reminder due at 24 h, before the payment parked at 30 h"
     );
-    assert_eq!(events[5].payload["eventType"], "OrderPaid");
+    assert_eq!(events[6].payload["eventType"], "OrderPaid");
 }
 
 // spec 118: a parked event that completes the instance completes it; what is parked after it is
@@ -915,7 +949,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
         .map(str::to_owned)
         .collect::<Vec<_>>();
     assert_eq!(
-        types[6..],
+        types[7..],
         ["ProcessHandled", "ProcessHandled", "ProcessCompleted"].map(str::to_owned),
         "the confirmation, the first payment, then the fulfilment completes it"
     );
@@ -946,7 +980,12 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     app.advance(days(31)).await.unwrap();
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessHandled",
+            "ProcessFailed"
+        ]
     );
     let letter = app
         .app()
@@ -962,7 +1001,7 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
-    assert_eq!(events[3], "ProcessTimedOut");
+    assert_eq!(events[4], "ProcessTimedOut");
     assert!(!events.contains(&"ProcessResumed".to_owned()));
     assert_eq!(
         app.events_of::<Order>("o-1").unwrap().types().last(),
@@ -1051,7 +1090,12 @@ async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_agai
         .unwrap();
     assert_eq!(
         types(&events),
-        ["ProcessStarted", "ProcessDeadlineReached", "ProcessHandled"]
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessDeadlineReached",
+            "ProcessHandled"
+        ]
     );
     assert!(
         app.app()
@@ -1150,7 +1194,12 @@ async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
         .unwrap();
     assert_eq!(
         types(&events),
-        ["ProcessFailed", "ProcessStarted", "ProcessResumed"]
+        [
+            "ProcessFailed",
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessResumed"
+        ]
     );
     app.advance(hours(1)).await.unwrap();
     let events = app
@@ -1209,14 +1258,19 @@ async fn deadline_causation_follows_serde_renames() {
         .unwrap();
     assert_eq!(
         types(&events),
-        ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"]
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessHandled",
+            "ProcessDeadlineReached"
+        ]
     );
     assert!(
-        events[1].payload["state"].get("followUpAt").is_some(),
+        events[2].payload["state"].get("followUpAt").is_some(),
         "stored under its serde name"
     );
     assert_eq!(
-        events[2].metadata.causation_id, events[1].id,
+        events[3].metadata.causation_id, events[2].id,
         "set by the confirmation's step"
     );
 }

@@ -110,6 +110,17 @@ pub(crate) enum Lifecycle {
 }
 
 impl Lifecycle {
+    /// `ProcessHandled` of `event`, with the state the step left.
+    pub(crate) fn handled(event: &RecordedEvent, state: Value) -> Lifecycle {
+        Lifecycle::Handled {
+            event_id: event.id.clone(),
+            event_type: event.event_type.clone(),
+            aggregate_type: event.aggregate_type.clone(),
+            aggregate_id: event.aggregate_id.clone(),
+            state,
+        }
+    }
+
     /// The stored event type and payload.
     pub(crate) fn encode(&self) -> Result<(String, Value), Error> {
         let tagged = serde_json::to_value(self).map_err(|source| Error::Encode {

@@ -275,13 +275,7 @@ impl RetryStep {
         let process = Arc::clone(&self.process);
         let route = process.route_as_started(&instance, &event);
         if matches!(route, Route::Skip | Route::Park) {
-            let handled = Lifecycle::Handled {
-                event_id: event.id.clone(),
-                event_type: event.event_type.clone(),
-                aggregate_type: event.aggregate_type.clone(),
-                aggregate_id: event.aggregate_id.clone(),
-                state: instance.state.clone(),
-            };
+            let handled = Lifecycle::handled(&event, instance.state.clone());
             let append = lifecycle_at(app, &*process, &self.id, &instance, handled, Some(&event))?;
             return Ok(Outcome::Commit(Done::writes(WriteSet {
                 appends: vec![append],

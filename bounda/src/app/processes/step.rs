@@ -246,9 +246,15 @@ pub(crate) async fn event_step<P: Process>(
     let cause = Cause::of_event(event);
     let attempt = Attempt::new(app, key, cause);
     let now = app.clock().now();
+    // A start records the initial state, then what its handler made of it (spec 62–63).
+    let initial = match route {
+        Route::Start => Some(write_state(&state).map_err(fail)?),
+        _ => None,
+    };
+    let mut has_handler = false;
     if matches!(route, Route::Start | Route::Handle | Route::FollowUp) {
         let handled = process::step::handle_event_in(&mut state, id, event, now, Some(&attempt));
-        guarded::<P, _>(app, handled).await?;
+        has_handler = guarded::<P, _>(app, handled).await?;
     }
     let staging = attempt.finish();
     if let Some(failure) = staging.failure.clone() {
@@ -260,10 +266,13 @@ pub(crate) async fn event_step<P: Process>(
         Route::Start => {
             let timeout_at = Some(event.timestamp + lifetime::<P>(app));
             let mut events = vec![Lifecycle::Started {
-                state: stored,
+                state: initial.unwrap_or_else(|| stored.clone()),
                 event_id: event.id.clone(),
                 timeout_at,
             }];
+            if has_handler {
+                events.push(Lifecycle::handled(event, stored));
+            }
             if completes {
                 events.push(Lifecycle::Completed {
                     event_id: event.id.clone(),
@@ -277,13 +286,7 @@ pub(crate) async fn event_step<P: Process>(
             (events, status, timeout_at)
         }
         Route::Handle | Route::FollowUp => {
-            let handled = Lifecycle::Handled {
-                event_id: event.id.clone(),
-                event_type: event.event_type.clone(),
-                aggregate_type: event.aggregate_type.clone(),
-                aggregate_id: event.aggregate_id.clone(),
-                state: stored,
-            };
+            let handled = Lifecycle::handled(event, stored);
             let instance = instance.map(|i| (i.status, i.timeout_at));
             let (status, timeout_at) = instance.unwrap_or((Status::Started, None));
             // A follow-up never completes the process again (spec 100).
@@ -373,11 +376,12 @@ pub(crate) async fn deadline_step<P: Process>(
         .cloned()
         .unwrap_or_else(|| (instance_stream.clone(), instance_stream));
     let lifecycle_id = app.next_id();
-    // The deadline's commands are caused by the lifecycle event written now, at depth 0 (spec 90).
+    // The lifecycle event written now starts a chain at depth 0 (spec 90); the commands its
+    // handler sends are caused by it, one hop deeper, as any reaction's are (spec 144).
     let cause = Cause {
         correlation_id: correlation.clone(),
         causation_id: lifecycle_id.clone(),
-        depth: 0,
+        depth: 1,
     };
     // The same key on every automatic retry; an operator's retry passes a new one (spec 137–138).
     let subject = format!("{id}:deadline:{}:{}", due.field, due.at.as_millis());
