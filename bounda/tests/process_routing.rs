@@ -303,6 +303,59 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
     assert_eq!(app.lag().unwrap().max_lag, 0);
 }
 
+// Review of issue 8: an event step whose instance cannot be read at all files a letter that
+// names the instance, so an operator can find it.
+#[tokio::test]
+async fn an_unreadable_instance_is_named_in_its_letter() {
+    let app = app();
+    app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let version = lifecycle(&app, "o-1").len() as u64;
+    let garbled = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "process:Settlement".into(),
+            aggregate_id: "o-1".into(),
+            expected_version: version,
+            events: vec![bounda::store::NewEvent {
+                id: "garbled".into(),
+                event_type: "ProcessSomethingNew".into(),
+                payload: serde_json::json!({}),
+                timestamp: app.now(),
+                metadata: bounda::store::Metadata::of_command("x"),
+            }],
+        }],
+        ..Default::default()
+    };
+    app.app().store().commit(&garbled).unwrap();
+    for order in ["o-1", "o-2"] {
+        app.dispatch(RefundPayment {
+            payment_id: format!("p-{order}"),
+            reference: format!("order:{order}"),
+        })
+        .await
+        .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].error_type, "terminal");
+    assert_eq!(
+        letters[0].payload.as_ref().map(|p| p["instance"].clone()),
+        Some(serde_json::json!("o-1")),
+        "the letter names the instance it could not read"
+    );
+    assert_eq!(
+        state(&app, "o-2").refunds,
+        1,
+        "the other instance carries on"
+    );
+}
+
 // spec 60: a starting event never reopens an ended instance.
 #[tokio::test]
 async fn a_starting_event_never_reopens_an_ended_instance() {

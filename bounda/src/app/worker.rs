@@ -71,9 +71,11 @@ impl App {
         let mut runs = Vec::with_capacity(entries.len());
         for entry in entries {
             let work = self.scheduled_work(&entry, &unhandled)?;
+            // Each entry under the claim it was taken with: batches claimed with the previous
+            // commit have claims of their own.
             let claim = Claim::Scheduled {
                 dedupe_key: entry.dedupe_key,
-                claim_id: claim_id.to_owned(),
+                claim_id: entry.claim_id.unwrap_or_else(|| claim_id.to_owned()),
             };
             runs.push(Run::new(
                 work,

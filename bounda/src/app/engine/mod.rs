@@ -190,9 +190,18 @@ pub(crate) struct Report {
     pub(crate) claimed: Vec<ScheduledEntry>,
     /// Whether a run was deferred unrun (a deadline waiting for its instance's events).
     pub(crate) deferred: bool,
+    /// The first failure of the store itself: reported once the rest of the batch was tried;
+    /// the runs it stopped keep their claims, which lapse (spec 126).
+    pub(crate) store_error: Option<Error>,
 }
 
 impl Report {
+    /// Records a failure of the store that stopped `run`, which is held.
+    fn store_failed(&mut self, run: &Run, error: Error) {
+        self.hold(run);
+        self.store_error.get_or_insert(error);
+    }
+
     fn hold(&mut self, run: &Run) {
         if let Some(position) = run.position {
             self.held_from = Some(self.held_from.map_or(position, |p| p.min(position)));
@@ -226,7 +235,6 @@ impl App {
     pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
         let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
         let mut held: HashSet<&'static str> = HashSet::new();
-        let mut store_error: Option<Error> = None;
         while !queue.is_empty() {
             let mut lanes: HashSet<String> = HashSet::new();
             let mut wave: Vec<(Run, Kind)> = Vec::new();
@@ -242,7 +250,7 @@ impl App {
                 let Some(next) = queue.pop_front() else { break };
                 let entry = match next {
                     Queued::Write(entry) => *entry,
-                    Queued::Execute(run) => match self.execute(run, &held, report).await? {
+                    Queued::Execute(run) => match self.execute(run, &held, report).await {
                         Some(entry) => entry,
                         None => continue,
                     },
@@ -257,8 +265,13 @@ impl App {
             // The batch's last wave claims the next batch in its transaction.
             let claiming = queue.is_empty() && !report.deferred;
             if let Some(next) = report.then_claim.take().filter(|_| claiming) {
+                // Claimed now, under a claim of its own, so its lease counts from now.
                 sets.push(WriteSet {
-                    claim_due: Some(next),
+                    claim_due: Some(ClaimDue {
+                        claim_id: self.next_id(),
+                        now: self.clock().now(),
+                        ..next
+                    }),
                     ..WriteSet::default()
                 });
             }
@@ -267,7 +280,7 @@ impl App {
                 match results.pop() {
                     Some(Ok(committed)) => report.claimed = committed.claimed,
                     Some(Err(error)) => {
-                        store_error.get_or_insert(Error::Store(
+                        report.store_error.get_or_insert(Error::Store(
                             crate::store::StoreError::with_source(
                                 "cannot claim due entries",
                                 error,
@@ -279,12 +292,8 @@ impl App {
             }
             let mut reruns = Vec::new();
             for ((run, kind), result) in wave.into_iter().zip(results) {
-                match self.committed(run, kind, result, report, &mut held)? {
-                    Next::Finished => {}
-                    Next::Again(queued) => reruns.push(queued),
-                    Next::StoreFailed(error) => {
-                        store_error.get_or_insert(error);
-                    }
+                if let Some(queued) = self.committed(run, kind, result, report, &mut held) {
+                    reruns.push(queued);
                 }
             }
             // Reruns go first, in order: their lanes' later runs wait behind them.
@@ -292,7 +301,7 @@ impl App {
                 queue.push_front(queued);
             }
         }
-        match store_error {
+        match report.store_error.take() {
             Some(error) => Err(error),
             None => Ok(()),
         }
@@ -305,14 +314,14 @@ impl App {
         mut run: Run,
         held: &HashSet<&'static str>,
         report: &mut Report,
-    ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
+    ) -> Option<(Run, WriteSet, Kind)> {
         // A held handler's later runs, and the runtime's own runs once the app is stopping, are
         // given back unrun (spec 46, 148, 188); an operator's retry runs to its answer.
         let stopping = self.stopping() && run.claim.retries();
         if run.group.is_some_and(|group| held.contains(group)) || stopping {
             let mut writes = WriteSet::default();
             run.claim.settle(&mut writes, Settle::Release);
-            return Ok(Some((run, writes, Kind::Released { holds: true })));
+            return Some((run, writes, Kind::Released { holds: true }));
         }
         match run.work.execute(self, run.attempt).await {
             Outcome::Commit(done) => {
@@ -322,31 +331,39 @@ impl App {
                     rejections: done.rejections,
                     after: done.after,
                 };
-                Ok(Some((run, writes, kind)))
+                Some((run, writes, kind))
             }
             Outcome::Defer => {
                 report.deferred = true;
                 let mut writes = WriteSet::default();
                 run.claim.settle(&mut writes, Settle::Release);
-                Ok(Some((run, writes, Kind::Released { holds: false })))
+                Some((run, writes, Kind::Released { holds: false }))
             }
             Outcome::Failed(failure) => self.failed(run, failure, report),
         }
     }
 
-    /// The write set of a failed run: its retry, or its letter (spec 151–155).
+    /// The write set of a failed run: its retry, or its letter (spec 151–155). `None` when
+    /// there is nothing to write (an operator's retry that failed), or when what giving up
+    /// writes could not be made (the run is held, its claim lapses, and the error is reported).
     fn failed(
         &self,
         run: Run,
         failure: Failure,
         report: &mut Report,
-    ) -> Result<Option<(Run, WriteSet, Kind)>, Error> {
+    ) -> Option<(Run, WriteSet, Kind)> {
         let now = self.clock().now();
         if !run.claim.retries() {
-            let mut writes = run.work.operator_failure(self, &failure, now)?;
             report.failures.push(failure.clone());
+            let mut writes = match run.work.operator_failure(self, &failure, now) {
+                Ok(writes) => writes,
+                Err(error) => {
+                    report.store_failed(&run, error);
+                    return None;
+                }
+            };
             if writes.is_empty() {
-                return Ok(None);
+                return None;
             }
             let error = failure.message.clone();
             run.claim.settle(&mut writes, Settle::GiveUp { error });
@@ -354,7 +371,7 @@ impl App {
                 failure,
                 retrying: false,
             };
-            return Ok(Some((run, writes, kind)));
+            return Some((run, writes, kind));
         }
         let wait = run
             .work
@@ -370,13 +387,19 @@ impl App {
                 (writes, true)
             }
             None => {
-                let mut writes = run.work.give_up(self, &failure, run.attempt, now)?;
+                let mut writes = match run.work.give_up(self, &failure, run.attempt, now) {
+                    Ok(writes) => writes,
+                    Err(error) => {
+                        report.store_failed(&run, error);
+                        return None;
+                    }
+                };
                 let error = failure.message.clone();
                 run.claim.settle(&mut writes, Settle::GiveUp { error });
                 (writes, false)
             }
         };
-        Ok(Some((run, writes, Kind::Failed { failure, retrying })))
+        Some((run, writes, Kind::Failed { failure, retrying }))
     }
 
     /// What follows a write set's commit.
@@ -387,7 +410,7 @@ impl App {
         result: Result<Committed, CommitError>,
         report: &mut Report,
         held: &mut HashSet<&'static str>,
-    ) -> Result<Next, Error> {
+    ) -> Option<Queued> {
         let error = match result {
             Ok(_) => {
                 match kind {
@@ -410,7 +433,7 @@ impl App {
                         }
                     }
                 }
-                return Ok(Next::Finished);
+                return None;
             }
             Err(error) => error,
         };
@@ -421,11 +444,11 @@ impl App {
                 if let Some(group) = run.group {
                     held.insert(group);
                 }
-                Ok(Next::Finished)
+                None
             }
             (CommitError::LetterSettled { id }, _) => {
                 report.letter_settled = Some(id);
-                Ok(Next::Finished)
+                None
             }
             // A moved stream costs no attempt: renew the claim and run again on the new state
             // (spec 89, 128, 133).
@@ -434,11 +457,17 @@ impl App {
             {
                 let mut run = run;
                 run.reruns += 1;
-                if !run.claim.renew(self.store(), self.clock().now())? {
-                    report.hold(&run);
-                    return Ok(Next::Finished);
+                match run.claim.renew(self.store(), self.clock().now()) {
+                    Ok(true) => Some(Queued::Execute(run)),
+                    Ok(false) => {
+                        report.hold(&run);
+                        None
+                    }
+                    Err(error) => {
+                        report.store_failed(&run, error.into());
+                        None
+                    }
                 }
-                Ok(Next::Again(Queued::Execute(run)))
             }
             // A give-up that found the instance moved: look again after the next step.
             (CommitError::StreamMoved { .. }, Kind::Failed { failure, .. }) => {
@@ -453,35 +482,29 @@ impl App {
                     failure,
                     retrying: true,
                 };
-                Ok(Next::Again(Queued::Write(Box::new((run, writes, kind)))))
+                Some(Queued::Write(Box::new((run, writes, kind))))
             }
             // A refused commit fails the run: retried, or given up (spec 154).
             (error, Kind::Done { .. }) => {
                 let failure = Failure::of(&anyhow::Error::new(error));
                 run.work.mark_failed(&failure.message);
-                match self.failed(run, failure, report)? {
-                    Some((run, writes, kind)) => {
-                        if let (Kind::Failed { retrying: true, .. }, Some(group)) =
-                            (&kind, run.group)
-                        {
-                            held.insert(group);
-                        }
-                        Ok(Next::Again(Queued::Write(Box::new((run, writes, kind)))))
-                    }
-                    None => Ok(Next::Finished),
+                let (run, writes, kind) = self.failed(run, failure, report)?;
+                if let (Kind::Failed { retrying: true, .. }, Some(group)) = (&kind, run.group) {
+                    held.insert(group);
                 }
+                Some(Queued::Write(Box::new((run, writes, kind))))
             }
             // Recording a failure or a release was refused too: the claim lapses and the run is
             // tried again (spec 126).
             (CommitError::Store(error), _) => {
-                report.hold(&run);
-                Ok(Next::StoreFailed(error.into()))
+                report.store_failed(&run, error.into());
+                None
             }
             (error, _) => {
-                report.hold(&run);
-                Ok(Next::StoreFailed(Error::Store(
-                    crate::store::StoreError::with_source("a run's write set was refused", error),
-                )))
+                let error =
+                    crate::store::StoreError::with_source("a run's write set was refused", error);
+                report.store_failed(&run, Error::Store(error));
+                None
             }
         }
     }
@@ -543,11 +566,4 @@ impl App {
         }
         skip
     }
-}
-
-/// What follows a commit.
-enum Next {
-    Finished,
-    Again(Queued),
-    StoreFailed(Error),
 }

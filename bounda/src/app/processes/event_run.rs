@@ -27,8 +27,8 @@ pub(crate) struct EventRun {
 
 struct Found {
     id: String,
-    version: u64,
-    route: Route,
+    /// The instance's version and the event's route, once the instance was read.
+    read: Option<(u64, Route)>,
 }
 
 impl EventRun {
@@ -56,6 +56,11 @@ impl EventRun {
                 )));
             }
         };
+        // The letter names the instance even if it cannot be read.
+        self.found = Some(Found {
+            id: id.clone(),
+            read: None,
+        });
         let instance = app.load_instance(&*process, &id)?;
         let mut route = process.route(instance.as_ref(), event);
         // A failure whose letter was discarded gives the instance up: later events are
@@ -74,8 +79,7 @@ impl EventRun {
         }
         self.found = Some(Found {
             id: id.clone(),
-            version: instance.as_ref().map_or(0, |i| i.version),
-            route,
+            read: Some((instance.as_ref().map_or(0, |i| i.version), route)),
         });
         self.span = telemetry::process_span(
             process.aggregate(),
@@ -136,7 +140,8 @@ impl Work for EventRun {
         let letter = process_letter(process.name(), id, &self.event, failure, attempts, now);
         let mut writes = WriteSet::default();
         if let Some(found) = &self.found
-            && found.route != Route::FollowUp
+            && let Some((version, route)) = found.read
+            && route != Route::FollowUp
         {
             let failed = Lifecycle::Failed {
                 letter_id: letter.id.clone(),
@@ -146,7 +151,7 @@ impl Work for EventRun {
             writes.appends.push(app.failure_append(
                 process,
                 &found.id,
-                found.version,
+                version,
                 failed,
                 &self.event,
             )?);

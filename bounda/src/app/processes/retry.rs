@@ -40,6 +40,12 @@ impl App {
             .load_instance(&*process, &id)?
             .ok_or_else(|| not_retriable("its instance has no history"))?;
         match instance.status {
+            // Running: a step that failed before it could read the instance wrote no
+            // `ProcessFailed`; the retry re-arms its deadlines and settles the letter.
+            Status::Started => {
+                self.retry_failed_instance(process, &id, letter, payload)
+                    .await
+            }
             Status::Failed if instance.letter_id.as_deref() == Some(letter.id.as_str()) => {
                 self.retry_failed_instance(process, &id, letter, payload)
                     .await
@@ -175,11 +181,17 @@ impl RetryStep {
                 unschedule: vec![entry_key(self.process.name(), &self.id)],
                 ..WriteSet::default()
             })),
-            // Running already: the letter's work is done.
-            Status::Started => Outcome::Commit(Done::writes(WriteSet {
-                settle_letter: Some(settle_retried(&self.letter)),
-                ..WriteSet::default()
-            })),
+            // Running: the letter's step failed before it could read the instance, or ran
+            // since; its deadlines are armed again as its state says, and the letter settled.
+            Status::Started => {
+                let (schedule, unschedule) = self.process.arm(&self.id, &instance)?;
+                Outcome::Commit(Done::writes(WriteSet {
+                    schedule: schedule.into_iter().collect(),
+                    unschedule: unschedule.into_iter().collect(),
+                    settle_letter: Some(settle_retried(&self.letter)),
+                    ..WriteSet::default()
+                }))
+            }
             // (1) The failed step, with a new key (spec 113, 138).
             Status::Failed if !instance.failed_step_done => {
                 self.rerun_failed_step(app, instance).await?
