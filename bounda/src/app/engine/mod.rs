@@ -229,9 +229,10 @@ enum Kind {
 }
 
 impl App {
-    /// Runs `runs`, in order per lane, committing each wave in one transaction. A store that
-    /// fails is reported after the rest of the batch has been tried; the runs it refused keep
-    /// their claims, which lapse (spec 126).
+    /// Runs `runs`, in order per lane, committing each wave in one transaction. A commit the
+    /// store refuses fails its runs like any failure (retried after their back-off, spec 154);
+    /// when recording that failure is refused too, the runs keep their claims, which lapse
+    /// (spec 126), and the store's error is returned once the rest of the batch was tried.
     pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
         let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
         let mut held: HashSet<&'static str> = HashSet::new();
