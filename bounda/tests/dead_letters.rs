@@ -270,3 +270,151 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
         Err(Error::LetterSettled { .. })
     ));
 }
+
+/// Confirms an order an hour after it is placed.
+struct ConfirmLater;
+
+impl Policy for ConfirmLater {
+    const NAME: &'static str = "confirm_later";
+    type Event = OrderPlaced;
+
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(Some(hours(1)))
+    }
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+/// An app on `store` reading `clock`, with what `build` adds, and ids of its own.
+fn another_app(
+    store: &std::sync::Arc<dyn bounda::store::Store>,
+    clock: &std::sync::Arc<bounda::clock::SimulatedClock>,
+    build: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
+) -> TestApp {
+    let builder = App::builder_shared(store.clone())
+        .clock(clock.clone())
+        .ids(std::sync::Arc::new(bounda::ids::UuidV7));
+    TestApp::with_app(build(builder).build().unwrap(), clock.clone())
+}
+
+// Issue 9: a delayed run whose policy a deploy removed is a terminal letter naming the policy,
+// retriable once it is back.
+#[tokio::test]
+async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
+    let store: std::sync::Arc<dyn bounda::store::Store> =
+        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let first = TestApp::new(App::builder_shared(store.clone()).policy::<ConfirmLater>()).unwrap();
+    first
+        .dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            total: 1,
+        })
+        .await
+        .unwrap();
+    first.run_until_idle().await.unwrap();
+    let clock = first.clock().clone();
+    let dropped = another_app(&store, &clock, |builder| builder);
+    dropped.advance(hours(2)).await.unwrap();
+    let letters = dropped
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1, "not completed in silence");
+    let letter = &letters[0];
+    assert_eq!(
+        (
+            letter.kind,
+            letter.handler.as_str(),
+            letter.error_type.as_str()
+        ),
+        (LetterKind::Policy, "confirm_later", "terminal")
+    );
+    assert!(
+        letter
+            .error_message
+            .contains("`confirm_later` is no longer in the app"),
+        "{}",
+        letter.error_message
+    );
+    assert!(dropped.app().next_due_at().unwrap().is_none());
+
+    let back = another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>());
+    assert_eq!(
+        back.app().dead_letters().retry(&letter.id).await.unwrap(),
+        Retried::Done
+    );
+    assert_eq!(
+        back.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
+
+// Issue 9: a deadline of a process a deploy removed is a terminal letter naming the process;
+// retried once the process is back, the instance's deadlines are armed again and run.
+#[tokio::test]
+async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
+    let store: std::sync::Arc<dyn bounda::store::Store> =
+        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let first = TestApp::new(App::builder_shared(store.clone()).process::<OrderPayment>()).unwrap();
+    first
+        .dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            total: 1,
+        })
+        .await
+        .unwrap();
+    first.run_until_idle().await.unwrap();
+    let clock = first.clock().clone();
+    let dropped = another_app(&store, &clock, |builder| builder);
+    dropped.advance(hours(25)).await.unwrap();
+    let letters = dropped
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1, "not completed in silence");
+    let letter = &letters[0];
+    assert_eq!(
+        (
+            letter.kind,
+            letter.handler.as_str(),
+            letter.error_type.as_str()
+        ),
+        (LetterKind::Process, "OrderPayment", "terminal")
+    );
+    assert!(
+        letter
+            .error_message
+            .contains("`OrderPayment` is no longer in the app"),
+        "{}",
+        letter.error_message
+    );
+
+    let back = another_app(&store, &clock, |builder| builder.process::<OrderPayment>());
+    assert_eq!(
+        back.app().dead_letters().retry(&letter.id).await.unwrap(),
+        Retried::Done
+    );
+    back.run_until_idle().await.unwrap();
+    let reached: Vec<String> = back
+        .app()
+        .store()
+        .read_stream("process:OrderPayment", "o-1")
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.event_type == "ProcessDeadlineReached")
+        .map(|e| e.payload["field"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        reached,
+        ["next_reminder"],
+        "the overdue reminder ran once back"
+    );
+}

@@ -7,6 +7,7 @@ mod engine;
 mod fold;
 mod lag;
 pub(crate) mod letters;
+mod missing;
 mod outcome;
 mod policy;
 mod policy_run;

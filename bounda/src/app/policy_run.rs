@@ -198,17 +198,3 @@ impl Work for SchedulePolicyRun {
         self.aggregate
     }
 }
-
-/// Scheduled work with nothing left to run (a policy a deploy removed, an event gone): the entry
-/// is completed.
-pub(crate) struct NothingToRun;
-
-impl Work for NothingToRun {
-    fn execute<'a>(&'a mut self, _app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
-        Box::pin(std::future::ready(Outcome::nothing()))
-    }
-
-    fn aggregate(&self) -> &'static str {
-        ""
-    }
-}

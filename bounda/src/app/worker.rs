@@ -6,16 +6,19 @@ use std::sync::Arc;
 use crate::app::RejectionRecord;
 use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
-use crate::app::policy_run::{NothingToRun, POLICY_RUN, PolicyRun, PolicyRunPayload};
+use crate::app::missing::Missing;
+use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
 use crate::app::processes::step::PROCESS_DEADLINE;
+use crate::app::processes::writes::LetterPayload;
 use crate::app::reaction::ScheduledContext;
 use crate::app::{App, telemetry};
-use crate::store::{ClaimDue, ScheduledEntry};
+use crate::ids::derived_id;
+use crate::store::{ClaimDue, DeadLetter, LetterKind, ScheduledEntry};
 
 /// About how many runs one worker pass makes before the subscribers' passes get their turn.
 const RUNS_PER_PASS: usize = 1_000;
-use crate::{Error, Instant};
+use crate::{Error, Instant, RecordedEvent};
 
 impl App {
     /// One worker pass at `now`: runs every entry due, in order. Returns whether any ran; a
@@ -100,33 +103,32 @@ impl App {
         let span = telemetry::scheduled_span(&entry.command_type, correlation, entry.attempts + 1);
         Ok(match entry.command_type.as_str() {
             POLICY_RUN => {
-                let payload: Option<PolicyRunPayload> =
-                    serde_json::from_value(entry.payload.clone()).ok();
-                let policy = payload.as_ref().and_then(|payload| {
-                    self.policies()
-                        .find(|policy| policy.name() == payload.policy)
-                });
-                let event = match &payload {
-                    Some(payload) => self.store().read_event(&payload.event_id)?,
-                    None => None,
+                let Some(payload) =
+                    serde_json::from_value::<PolicyRunPayload>(entry.payload.clone()).ok()
+                else {
+                    return Ok(unreadable(entry));
                 };
+                let policy = self
+                    .policies()
+                    .find(|policy| policy.name() == payload.policy);
+                let event = self.store().read_event(&payload.event_id)?;
                 match (policy, event) {
                     (Some(policy), Some(event)) => {
                         Box::new(PolicyRun::new(Arc::clone(policy), event).delayed(span))
                     }
-                    // A policy a deploy removed, or an event gone: nothing left to run.
-                    _ => Box::new(NothingToRun),
+                    (None, event) => Box::new(policy_missing(payload, event)),
+                    (Some(_), None) => Box::new(event_missing(payload)),
                 }
             }
             PROCESS_DEADLINE => {
-                let payload: Option<DeadlinePayload> =
-                    serde_json::from_value(entry.payload.clone()).ok();
-                let process = payload.as_ref().and_then(|payload| {
-                    self.processes()
-                        .find(|process| process.name() == payload.process)
-                });
-                match (payload, process) {
-                    (Some(payload), Some(process)) => Box::new(DeadlineRun::new(
+                let Some(payload) = DeadlinePayload::of(entry) else {
+                    return Ok(unreadable(entry));
+                };
+                let process = self
+                    .processes()
+                    .find(|process| process.name() == payload.process);
+                match process {
+                    Some(process) => Box::new(DeadlineRun::new(
                         Arc::clone(process),
                         payload,
                         &entry.dedupe_key,
@@ -134,10 +136,11 @@ impl App {
                         Arc::clone(unhandled),
                         span,
                     )),
-                    // A process a deploy removed: nothing left to run.
-                    _ => Box::new(NothingToRun),
+                    None => Box::new(process_missing(payload, entry.execute_at)),
                 }
             }
+            // A command type no longer registered fails as its run (`UnknownCommand`), with the
+            // command's letter and payload.
             command_type => Box::new(
                 CommandRun::new(
                     self,
@@ -151,4 +154,96 @@ impl App {
             ),
         })
     }
+}
+
+/// A delayed policy run whose policy the app no longer has: the policy's letter on its event.
+fn policy_missing(payload: PolicyRunPayload, event: Option<RecordedEvent>) -> Missing {
+    let reason = format!(
+        "policy `{}` is no longer in the app; add it back and retry this letter",
+        payload.policy
+    );
+    Missing::new(
+        reason,
+        Box::new(move |failure, attempts, now| {
+            let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
+            DeadLetter {
+                event_id: Some(payload.event_id.clone()),
+                event_type: event.as_ref().map(|e| e.event_type.clone()),
+                aggregate_type: event.as_ref().map(|e| e.aggregate_type.clone()),
+                aggregate_id: event.as_ref().map(|e| e.aggregate_id.clone()),
+                ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
+            }
+        }),
+    )
+}
+
+/// A delayed policy run whose event is not in the store.
+fn event_missing(payload: PolicyRunPayload) -> Missing {
+    let reason = format!(
+        "the event `{}` of policy `{}`'s delayed run is not in the store",
+        payload.event_id, payload.policy
+    );
+    Missing::new(
+        reason,
+        Box::new(move |failure, attempts, now| {
+            let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
+            DeadLetter {
+                event_id: Some(payload.event_id.clone()),
+                ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
+            }
+        }),
+    )
+}
+
+/// A deadline of a process the app no longer has: the process's letter on its instance; its
+/// retry, once the process is back, arms the instance's deadlines again.
+fn process_missing(payload: DeadlinePayload, at: Instant) -> Missing {
+    let reason = format!(
+        "process `{}` is no longer in the app; add it back and retry this letter",
+        payload.process
+    );
+    Missing::new(
+        reason,
+        Box::new(move |failure, attempts, now| {
+            let id = derived_id(&[
+                "process",
+                &payload.process,
+                &payload.instance,
+                "deadline",
+                &payload.at.to_string(),
+                "dead-letter",
+            ]);
+            DeadLetter {
+                aggregate_id: Some(payload.instance.clone()),
+                payload: serde_json::to_value(LetterPayload {
+                    instance: payload.instance.clone(),
+                    deadline: None,
+                    at: Some(at),
+                })
+                .ok(),
+                ..failure.letter(id, LetterKind::Process, &payload.process, attempts, now)
+            }
+        }),
+    )
+}
+
+/// An entry of the runtime's own whose payload no longer reads: a scheduled letter keeping it.
+fn unreadable(entry: &ScheduledEntry) -> Box<dyn Work> {
+    let reason = format!(
+        "scheduled `{}` entry `{}` has a payload this app cannot read: {}",
+        entry.command_type, entry.dedupe_key, entry.payload
+    );
+    let (key, command_type) = (entry.dedupe_key.clone(), entry.command_type.clone());
+    let (aggregate_id, payload) = (entry.aggregate_id.clone(), entry.payload.clone());
+    Box::new(Missing::new(
+        reason,
+        Box::new(move |failure, attempts, now| {
+            let id = derived_id(&["scheduled", &key, "dead-letter"]);
+            DeadLetter {
+                aggregate_id: Some(aggregate_id.clone()),
+                payload: Some(payload.clone()),
+                ..failure.letter(id, LetterKind::Scheduled, &command_type, attempts, now)
+            }
+        }),
+    ))
 }
