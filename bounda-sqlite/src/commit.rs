@@ -1,6 +1,7 @@
 //! Applying a write set inside a transaction or savepoint: every precondition is checked by the
 //! statement that writes, and the first one that fails makes the caller roll back.
 
+use bounda::Instant;
 use bounda::store::{
     Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterSettle,
     ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, WriteSet,
@@ -17,6 +18,11 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
     if let Some(id) = &writes.require_letter {
         require_failed(conn, id)?;
     }
+    // A letter filed with its claim's give-up keeps the run's first failure.
+    let first_failure = match writes.dead_letters.is_empty() {
+        true => None,
+        false => first_failure(conn, writes)?,
+    };
     let mut committed = Committed::default();
     let head_before = match writes.skip.is_empty() || writes.appends.is_empty() {
         true => None,
@@ -66,7 +72,16 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
         schedule(conn, entry)?;
     }
     for letter in &writes.dead_letters {
-        file_letter(conn, letter)?;
+        match first_failure.filter(|first| *first < letter.first_failed_at) {
+            Some(first) => file_letter(
+                conn,
+                &DeadLetter {
+                    first_failed_at: first,
+                    ..letter.clone()
+                },
+            )?,
+            None => file_letter(conn, letter)?,
+        }
     }
     for snapshot in &writes.snapshots {
         keep_snapshot(conn, snapshot)?;
@@ -79,6 +94,38 @@ pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, C
         settle_letter(conn, settle)?;
     }
     Ok(committed)
+}
+
+/// When the run whose claim `writes` settles first failed, if it failed before.
+fn first_failure(conn: &Connection, writes: &WriteSet) -> Result<Option<Instant>, CommitError> {
+    let text: Option<String> = if let Some(mark) = &writes.inbox {
+        conn.prepare_cached(
+            "SELECT first_failed_at FROM bounda_inbox WHERE handler = ?1 AND event_id = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![mark.handler, mark.event_id], |row| row.get(0))
+                .optional()
+        })
+        .map_err(sql("cannot read a claim's first failure"))?
+        .flatten()
+    } else if let Some(release) = &writes.scheduled {
+        conn.prepare_cached(
+            "SELECT first_failed_at FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([&release.dedupe_key], |row| row.get(0))
+                .optional()
+        })
+        .map_err(sql("cannot read a claim's first failure"))?
+        .flatten()
+    } else {
+        None
+    };
+    text.map(|text| {
+        Instant::parse(&text)
+            .map_err(|e| bounda::store::StoreError::with_source("unreadable moment", e).into())
+    })
+    .transpose()
 }
 
 /// The position of the last event, 0 when there is none.
@@ -146,19 +193,26 @@ fn append_events(
 }
 
 fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> {
-    let (status, retry_at, error) = match &mark.outcome {
-        InboxOutcome::Succeeded => ("succeeded", None, None),
-        InboxOutcome::Failed { retry_at, error } => {
-            ("failed", Some(retry_at.to_string()), Some(error.as_str()))
-        }
-        InboxOutcome::DeadLettered { error } => ("dead", None, Some(error.as_str())),
+    let (status, retry_at, error, failed_at) = match &mark.outcome {
+        InboxOutcome::Succeeded => ("succeeded", None, None, None),
+        InboxOutcome::Failed {
+            retry_at,
+            error,
+            failed_at,
+        } => (
+            "failed",
+            Some(retry_at.to_string()),
+            Some(error.as_str()),
+            Some(failed_at.to_string()),
+        ),
+        InboxOutcome::DeadLettered { error } => ("dead", None, Some(error.as_str()), None),
         InboxOutcome::Released => return release_inbox(conn, mark),
     };
     let changed = conn
         .prepare_cached(
             "UPDATE bounda_inbox
              SET status = ?4, retry_at = ?5, last_error = COALESCE(?6, last_error),
-                 claimed_at = NULL
+                 first_failed_at = COALESCE(first_failed_at, ?7), claimed_at = NULL
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
         .and_then(|mut statement| {
@@ -168,7 +222,8 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
                 mark.claim_id,
                 status,
                 retry_at,
-                error
+                error,
+                failed_at
             ])
         })
         .map_err(sql("cannot settle an inbox claim"))?;
@@ -207,10 +262,15 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
                 "DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1 AND claim_id = ?2",
             )
             .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
-        ScheduledOutcome::Retry { execute_at, error } => conn
+        ScheduledOutcome::Retry {
+            execute_at,
+            error,
+            failed_at,
+        } => conn
             .prepare_cached(
                 "UPDATE bounda_scheduled_commands
                  SET execute_at = ?3, last_error = ?4, attempts = attempts + 1,
+                     first_failed_at = COALESCE(first_failed_at, ?5),
                      claimed_at = NULL, claim_id = NULL
                  WHERE dedupe_key = ?1 AND claim_id = ?2",
             )
@@ -219,7 +279,8 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
                     release.dedupe_key,
                     release.claim_id,
                     execute_at.to_string(),
-                    error
+                    error,
+                    failed_at.to_string()
                 ])
             }),
         ScheduledOutcome::Defer => conn
@@ -249,8 +310,8 @@ fn move_entry(
         .prepare_cached(
             "UPDATE bounda_scheduled_commands
              SET command_type = ?3, aggregate_id = ?4, payload = ?5, execute_at = ?6,
-                 context = ?7, attempts = 0, last_error = NULL, claimed_at = NULL,
-                 claim_id = NULL, revision = revision + 1
+                 context = ?7, attempts = 0, last_error = NULL, first_failed_at = NULL,
+                 claimed_at = NULL, claim_id = NULL, revision = revision + 1
              WHERE dedupe_key = ?1 AND claim_id = ?2",
         )
         .and_then(|mut s| {
@@ -283,7 +344,8 @@ fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError
              command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
              payload = excluded.payload, execute_at = excluded.execute_at,
              context = excluded.context, attempts = 0, last_error = NULL,
-             claimed_at = NULL, claim_id = NULL, revision = revision + 1
+             first_failed_at = NULL, claimed_at = NULL, claim_id = NULL,
+             revision = revision + 1
          WHERE command_type IS NOT excluded.command_type
             OR aggregate_id IS NOT excluded.aggregate_id
             OR payload IS NOT excluded.payload

@@ -124,6 +124,11 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX bounda_scheduled_retries ON bounda_scheduled_commands (execute_at)
         WHERE attempts > 0 AND claimed_at IS NULL;
     ",
+    // 5: when a run first failed, kept on its claim for the letter it may end as.
+    "
+    ALTER TABLE bounda_inbox ADD COLUMN first_failed_at TEXT;
+    ALTER TABLE bounda_scheduled_commands ADD COLUMN first_failed_at TEXT;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -283,6 +283,15 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
         (letter.attempts, letter.error_type.as_str()),
         (3, "retriable_exhausted")
     );
+    assert_eq!(
+        letter.first_failed_at,
+        bounda::clock::SimulatedClock::start(),
+        "when the first run failed"
+    );
+    assert!(
+        letter.last_failed_at > letter.first_failed_at,
+        "the last failure came after its retries' back-off"
+    );
     assert_eq!(letter.aggregate_id.as_deref(), Some("o-1"));
     assert!(
         letter.error_message.contains("failed on purpose"),

@@ -70,6 +70,7 @@ macro_rules! store_contract_tests {
             a_stream_reads_after_a_version,
             a_write_set_claims_the_next_due_entries_in_its_transaction,
             completing_an_entry_and_scheduling_its_key_moves_it,
+            a_letter_filed_with_its_claim_keeps_the_runs_first_failure,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -374,6 +375,7 @@ pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
             outcome: InboxOutcome::Failed {
                 retry_at: now + seconds(1),
                 error: "boom".into(),
+                failed_at: now,
             },
         }),
         ..WriteSet::default()
@@ -626,6 +628,7 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
             ScheduledOutcome::Retry {
                 execute_at: now + seconds(1),
                 error: "boom".into(),
+                failed_at: now,
             },
         ))
         .unwrap();
@@ -1104,5 +1107,117 @@ pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
             .unwrap()
             .len(),
         1
+    );
+}
+
+// spec 163: a letter's first failure is its run's first, not the one that gave up.
+pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn Store) {
+    let t0 = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    let at = |n: u64| t0 + seconds(n);
+    let failing = |letter_at: u64| DeadLetter {
+        first_failed_at: at(letter_at),
+        last_failed_at: at(letter_at),
+        ..letter("l-inbox", LetterKind::Policy, "notify")
+    };
+    // Inbox: failed at 0 and at 1, given up at 2.
+    for (n, claim_id) in [(0, "c-0"), (1, "c-1")] {
+        store
+            .claim_inbox("notify", "e-1", claim_id, at(n), lease)
+            .unwrap();
+        store
+            .commit(&WriteSet {
+                inbox: Some(InboxMark {
+                    handler: "notify".into(),
+                    event_id: "e-1".into(),
+                    claim_id: claim_id.into(),
+                    outcome: InboxOutcome::Failed {
+                        retry_at: at(n + 1),
+                        error: "boom".into(),
+                        failed_at: at(n),
+                    },
+                }),
+                ..WriteSet::default()
+            })
+            .unwrap();
+    }
+    store
+        .claim_inbox("notify", "e-1", "c-2", at(2), lease)
+        .unwrap();
+    store
+        .commit(&WriteSet {
+            inbox: Some(InboxMark {
+                handler: "notify".into(),
+                event_id: "e-1".into(),
+                claim_id: "c-2".into(),
+                outcome: InboxOutcome::DeadLettered {
+                    error: "boom".into(),
+                },
+            }),
+            dead_letters: vec![failing(2)],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let filed = store.dead_letter("l-inbox").unwrap().unwrap();
+    assert_eq!(
+        (filed.first_failed_at, filed.last_failed_at),
+        (at(0), at(2)),
+        "the first failure kept, the last the give-up"
+    );
+
+    // Scheduler: failed at 10, given up at 11; rescheduled, it starts afresh.
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:10Z")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let release = |claim_id: &str, outcome| WriteSet {
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: "k".into(),
+            claim_id: claim_id.into(),
+            outcome,
+        }),
+        ..WriteSet::default()
+    };
+    store.claim_due("w-1", at(10), lease, 1).unwrap();
+    store
+        .commit(&release(
+            "w-1",
+            ScheduledOutcome::Retry {
+                execute_at: at(11),
+                error: "boom".into(),
+                failed_at: at(10),
+            },
+        ))
+        .unwrap();
+    store.claim_due("w-2", at(11), lease, 1).unwrap();
+    let given_up = |claim_id: &str, id: &str, n: u64| WriteSet {
+        dead_letters: vec![DeadLetter {
+            id: id.into(),
+            kind: LetterKind::Scheduled,
+            ..failing(n)
+        }],
+        ..release(claim_id, ScheduledOutcome::Complete)
+    };
+    store.commit(&given_up("w-2", "l-scheduled", 11)).unwrap();
+    let filed = store.dead_letter("l-scheduled").unwrap().unwrap();
+    assert_eq!(
+        (filed.first_failed_at, filed.last_failed_at),
+        (at(10), at(11))
+    );
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:20Z")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    store.claim_due("w-3", at(20), lease, 1).unwrap();
+    store.commit(&given_up("w-3", "l-again", 20)).unwrap();
+    let filed = store.dead_letter("l-again").unwrap().unwrap();
+    assert_eq!(
+        filed.first_failed_at,
+        at(20),
+        "a new schedule starts with no failure"
     );
 }

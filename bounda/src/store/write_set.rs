@@ -27,6 +27,8 @@ pub enum InboxOutcome {
         retry_at: Instant,
         /// Why it failed.
         error: String,
+        /// When it failed: the first failure of a run is kept for its letter.
+        failed_at: Instant,
     },
     /// Given up on; its dead letter is in the same write set.
     DeadLettered {
@@ -63,6 +65,8 @@ pub enum ScheduledOutcome {
         execute_at: Instant,
         /// Why it failed.
         error: String,
+        /// When it failed: the first failure of a run is kept for its letter.
+        failed_at: Instant,
     },
     /// Not run (reached too late in a batch): released, no attempt counted (spec 46).
     Defer,
@@ -103,7 +107,9 @@ pub struct WriteSet {
     pub inbox: Option<InboxMark>,
     /// The scheduler claim to settle.
     pub scheduled: Option<ScheduledRelease>,
-    /// Dead letters to file; one whose id exists already is left as it is (spec 141).
+    /// Dead letters to file; one whose id exists already is left as it is (spec 141). Filed
+    /// with the settling of a claim whose run failed before, a letter keeps that first failure
+    /// as its `first_failed_at`.
     pub dead_letters: Vec<DeadLetter>,
     /// A dead letter to settle.
     pub settle_letter: Option<LetterSettle>,

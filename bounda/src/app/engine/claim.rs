@@ -32,8 +32,12 @@ pub(crate) enum Claim {
 pub(crate) enum Settle {
     /// It ran: never again.
     Done,
-    /// It failed: again at `at`.
-    Retry { at: Instant, error: String },
+    /// It failed at `failed_at`: again at `at`.
+    Retry {
+        at: Instant,
+        error: String,
+        failed_at: Instant,
+    },
     /// Given up on: its letter is in the same write set.
     GiveUp { error: String },
     /// Not run: given back, no attempt counted (spec 46).
@@ -52,9 +56,14 @@ impl Claim {
             } => {
                 let outcome = match how {
                     Settle::Done => InboxOutcome::Succeeded,
-                    Settle::Retry { at, error } => InboxOutcome::Failed {
+                    Settle::Retry {
+                        at,
+                        error,
+                        failed_at,
+                    } => InboxOutcome::Failed {
                         retry_at: at,
                         error,
+                        failed_at,
                     },
                     Settle::GiveUp { error } => InboxOutcome::DeadLettered { error },
                     Settle::Release => InboxOutcome::Released,
@@ -72,9 +81,14 @@ impl Claim {
             } => {
                 let outcome = match how {
                     Settle::Done | Settle::GiveUp { .. } => ScheduledOutcome::Complete,
-                    Settle::Retry { at, error } => ScheduledOutcome::Retry {
+                    Settle::Retry {
+                        at,
+                        error,
+                        failed_at,
+                    } => ScheduledOutcome::Retry {
                         execute_at: at,
                         error,
+                        failed_at,
                     },
                     Settle::Release => ScheduledOutcome::Defer,
                 };

@@ -384,7 +384,14 @@ impl App {
                 let mut writes = WriteSet::default();
                 let at = now + wait;
                 let error = failure.message.clone();
-                run.claim.settle(&mut writes, Settle::Retry { at, error });
+                run.claim.settle(
+                    &mut writes,
+                    Settle::Retry {
+                        at,
+                        error,
+                        failed_at: now,
+                    },
+                );
                 (writes, true)
             }
             None => {
@@ -475,7 +482,14 @@ impl App {
                 let mut writes = WriteSet::default();
                 let at = self.clock().now();
                 let error = failure.message.clone();
-                run.claim.settle(&mut writes, Settle::Retry { at, error });
+                run.claim.settle(
+                    &mut writes,
+                    Settle::Retry {
+                        at,
+                        error,
+                        failed_at: at,
+                    },
+                );
                 if let Some(group) = run.group {
                     held.insert(group);
                 }
