@@ -120,7 +120,9 @@ impl TestApp {
 
     /// Runs dispatcher passes and due scheduled work until nothing moves (spec 181). Pending
     /// retries are waited for by moving the clock to them, never beyond the last retry; what is
-    /// due before that runs on the way, in order (spec 184).
+    /// due before that runs on the way, in order (spec 184). A due deadline held back for its
+    /// instance's unhandled events gets its worker rounds at the current moment first, and runs
+    /// once they are up (spec 86).
     pub async fn run_until_idle(&self) -> Result<Idle, Error> {
         self.run_until_idle_with(MAX_PASSES).await
     }
@@ -134,6 +136,11 @@ impl TestApp {
             let moved_processes = self.app.process_pass(now, &mut rejections).await?;
             let moved_work = self.app.worker_pass(now, &mut rejections).await?;
             if moved_policies || moved_processes || moved_work {
+                continue;
+            }
+            // A deadline held back for its instance's unhandled events gets its worker rounds
+            // at this moment, and then runs, before the clock moves on (spec 86).
+            if self.app.waiting_deadline_count()? > 0 {
                 continue;
             }
             let Some(retry) = self.app.next_retry_at()? else {

@@ -477,8 +477,8 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
     assert!(types(&lifecycle(&app, "o-1")).contains(&"ProcessTimedOut"));
 }
 
-// spec 85, 175: a due deadline waits while the process runner is behind, so an event stored
-// before it is handled first; `waiting_deadlines` counts it meanwhile.
+// spec 85, 86, 175: a due deadline waits while its instance's earlier event is unhandled;
+// `waiting_deadlines` counts it meanwhile; a step in back-off holds it ten rounds at most.
 #[tokio::test]
 async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     PAID_FAILS.with(|f| f.set(1));
@@ -505,10 +505,16 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
         "{pending:?}"
     );
     app.run_until_idle().await.unwrap();
+    // The payment's step waits for its back-off; the chase, held back its ten rounds at its
+    // moment, runs first (best effort, spec 86); the payment is handled on its retry.
     assert_eq!(
         types(&lifecycle(&app, "o-1")),
-        ["ProcessStarted", "ProcessHandled", "ProcessHandled"],
-        "the payment cleared the chase first"
+        [
+            "ProcessStarted",
+            "ProcessHandled",
+            "ProcessDeadlineReached",
+            "ProcessHandled"
+        ],
     );
     assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
     assert_eq!(
@@ -554,6 +560,42 @@ async fn a_deadline_held_by_a_stuck_runner_runs_after_ten_rounds() {
         "best effort: it ran anyway"
     );
     assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
+}
+
+// spec 86, 184, issue 9: a failing event holds its instance's step in back-off; the instance's
+// due deadline gets its ten rounds at the moment it came due, then runs, before the clock moves
+// on to the failing step's retry.
+#[tokio::test]
+async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_moment() {
+    PAID_FAILS.with(|f| f.set(100));
+    let mut config = Config::default();
+    config.processes.retry = bounda::config::Retry {
+        strategy: bounda::config::Strategy::Fixed,
+        max_attempts: 5,
+        base_delay: minutes(10),
+        max_delay: minutes(10),
+    };
+    let app = app_with(config);
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.advance(minutes(59)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(minutes(2)).await.unwrap();
+    let events = lifecycle(&app, "o-1");
+    let reached = events
+        .iter()
+        .find(|e| e.event_type == "ProcessDeadlineReached")
+        .expect("the chase ran");
+    assert_eq!(
+        reached.timestamp,
+        start + hours(1),
+        "it ran at its moment, once its ten rounds were up, not after the retry"
+    );
+    PAID_FAILS.with(|f| f.set(0));
 }
 
 // spec 109: while a step waits for its back-off, the process gets none of its later events,

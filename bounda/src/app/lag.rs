@@ -76,13 +76,13 @@ impl App {
         Ok(Lag {
             subscribers,
             max_lag,
-            waiting_deadlines: self.waiting_deadlines()?,
+            waiting_deadlines: self.waiting_deadline_count()?,
         })
     }
 
     /// Deadlines held back for the process runner whose entries are still armed at the moment
     /// they wait for (spec 175): one the awaited event cleared or moved no longer counts.
-    fn waiting_deadlines(&self) -> Result<u64, Error> {
+    pub(crate) fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let waiting: Vec<(String, i64)> = self
             .waiting()
             .iter()
