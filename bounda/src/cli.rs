@@ -152,6 +152,14 @@ pub async fn execute(
                     .map_err(io)?;
                 }
             }
+            for s in &lag.stale {
+                writeln!(
+                    out,
+                    "{:<12} position {:>8}  lag {:>6}  stale: this app does not run it",
+                    s.subscriber, s.position, s.lag
+                )
+                .map_err(io)?;
+            }
             writeln!(
                 out,
                 "max lag {}, waiting deadlines {}",

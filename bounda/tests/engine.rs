@@ -339,3 +339,42 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
         3
     );
 }
+
+// Issue 9: lag counts the subscribers this app runs; a checkpoint of one it does not run (a
+// deploy removed it, or another app on the store runs it) is listed apart as stale.
+#[tokio::test]
+async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let with_policy =
+        TestApp::new(App::builder_shared(store.clone()).policy::<ConfirmOnReminderSent>()).unwrap();
+    let processes_only =
+        TestApp::new(App::builder_shared(store.clone()).process::<OrderPayment>()).unwrap();
+    processes_only.dispatch(place("o-1")).await.unwrap();
+    processes_only.run_until_idle().await.unwrap();
+    let lag = processes_only.lag().unwrap();
+    let head = store.head().unwrap();
+    assert_eq!(
+        lag.subscribers
+            .iter()
+            .map(|s| s.subscriber.as_str())
+            .collect::<Vec<_>>(),
+        ["processes"]
+    );
+    assert_eq!(
+        lag.max_lag, 0,
+        "the policies' checkpoint is not this app's lag"
+    );
+    assert_eq!(
+        lag.stale
+            .iter()
+            .map(|s| (s.subscriber.as_str(), s.lag))
+            .collect::<Vec<_>>(),
+        [("policies", head)],
+        "listed apart, with its lag"
+    );
+    assert_eq!(
+        with_policy.lag().unwrap().max_lag,
+        head,
+        "the other app sees its own lag"
+    );
+}

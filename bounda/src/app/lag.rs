@@ -39,43 +39,54 @@ pub struct Failing {
 /// How far behind the app is: zero means every consequence of every stored event has happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lag {
-    /// Every subscriber, by name.
+    /// The subscribers this app runs, by name.
     pub subscribers: Vec<SubscriberLag>,
-    /// The largest lag.
+    /// The largest lag among them.
     pub max_lag: u64,
+    /// Checkpoints in the store of subscribers this app does not run (one a deploy removed, or
+    /// one only another app on the same store runs), with their lag: not counted in `max_lag`;
+    /// an operator may remove them.
+    pub stale: Vec<SubscriberLag>,
     /// Process deadlines held back behind unhandled events (spec 175).
     pub waiting_deadlines: u64,
 }
 
 impl App {
-    /// The lag of every subscriber, read from the store (spec 173–174).
+    /// The lag of each subscriber this app runs, read from the store (spec 173–174); the
+    /// checkpoints of subscribers it does not run are listed apart as stale.
     pub fn lag(&self) -> Result<Lag, Error> {
         let head = self.store().head()?;
-        let subscribers: Vec<SubscriberLag> = self
-            .store()
-            .checkpoints()?
-            .into_iter()
-            .map(|(subscriber, position)| {
-                let handlers: Vec<&str> = if subscriber == crate::app::POLICIES {
-                    self.inner.policies.iter().map(|p| p.name()).collect()
-                } else if subscriber == crate::app::PROCESSES {
-                    self.inner.processes.iter().map(|p| p.name()).collect()
-                } else {
-                    Vec::new()
-                };
-                let failing = self.failing(&handlers)?;
-                Ok(SubscriberLag {
-                    subscriber,
-                    position,
-                    lag: head.saturating_sub(position),
-                    failing,
-                })
-            })
-            .collect::<Result<_, Error>>()?;
+        let mut subscribers = Vec::new();
+        let mut stale = Vec::new();
+        for (subscriber, position) in self.store().checkpoints()? {
+            let handlers: Option<Vec<&str>> = if subscriber == crate::app::POLICIES {
+                (!self.inner.policies.is_empty())
+                    .then(|| self.inner.policies.iter().map(|p| p.name()).collect())
+            } else if subscriber == crate::app::PROCESSES {
+                (!self.inner.processes.is_empty())
+                    .then(|| self.inner.processes.iter().map(|p| p.name()).collect())
+            } else {
+                None
+            };
+            let lag = SubscriberLag {
+                failing: match &handlers {
+                    Some(handlers) => self.failing(handlers)?,
+                    None => None,
+                },
+                subscriber,
+                position,
+                lag: head.saturating_sub(position),
+            };
+            match handlers {
+                Some(_) => subscribers.push(lag),
+                None => stale.push(lag),
+            }
+        }
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
         Ok(Lag {
             subscribers,
             max_lag,
+            stale,
             waiting_deadlines: self.waiting_deadline_count()?,
         })
     }
