@@ -200,6 +200,9 @@ pub struct Overrides {
     pub processes_timeout: Option<Duration>,
 }
 
+/// The longest handler time limit a configuration may set.
+pub const MAX_TIME_LIMIT: Duration = days(1);
+
 /// A configuration that cannot be read: the path of the first problem and what it is.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration at `{path}`: {message}")]
@@ -222,13 +225,62 @@ impl Config {
     /// type or an unreadable duration is an error naming its path (spec 192).
     pub fn from_json(json: &str) -> Result<Config, ConfigError> {
         let deserializer = &mut serde_json::Deserializer::from_str(json);
-        serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|error| {
             let path = error.path().to_string();
             ConfigError {
                 path,
                 message: error.into_inner().to_string(),
             }
-        })
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Refuses settings the runtime cannot keep its promises with: a handler time limit of 0
+    /// or beyond a day (a claim lasts twice the longest, and another runner takes over a claim
+    /// whose lease has passed), or a batch size of 0 (nothing would run). The error names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut limits = vec![
+            ("commands.timeout".to_owned(), self.commands.timeout),
+            ("policies.timeout".to_owned(), self.policies.timeout),
+            (
+                "processes.handlerTimeout".to_owned(),
+                self.processes.handler_timeout,
+            ),
+        ];
+        for (aggregate, overrides) in &self.overrides {
+            let keys = [
+                ("commandsTimeout", overrides.commands_timeout),
+                ("policiesTimeout", overrides.policies_timeout),
+                (
+                    "processesHandlerTimeout",
+                    overrides.processes_handler_timeout,
+                ),
+            ];
+            for (key, limit) in keys {
+                if let Some(limit) = limit {
+                    limits.push((format!("overrides.{aggregate}.{key}"), limit));
+                }
+            }
+        }
+        for (path, limit) in limits {
+            if limit == Duration::ZERO || limit > MAX_TIME_LIMIT {
+                return Err(ConfigError {
+                    path,
+                    message: format!(
+                        "a handler time limit must be more than 0 and at most {MAX_TIME_LIMIT}, \
+                         not {limit}"
+                    ),
+                });
+            }
+        }
+        if self.dispatcher.batch_size == 0 {
+            return Err(ConfigError {
+                path: "dispatcher.batchSize".to_owned(),
+                message: "the batch size must be 1 or more: with 0 nothing would run".to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// The settings for `aggregate`: its overrides over the app's settings.
@@ -299,6 +351,33 @@ mod tests {
             (Strategy::Exponential, 3, seconds(1), seconds(30))
         );
         assert_eq!(Config::from_json("{}").unwrap(), config);
+    }
+
+    // Issue 9: a time limit of 0, or one whose lease overflows the calendar, is refused by key.
+    #[test]
+    fn time_limits_outside_a_sane_range_are_refused_by_key() {
+        for (json, path) in [
+            (
+                r#"{"processes":{"handlerTimeout":"0ms"}}"#,
+                "processes.handlerTimeout",
+            ),
+            (r#"{"policies":{"timeout":"400000d"}}"#, "policies.timeout"),
+            (r#"{"commands":{"timeout":"2d"}}"#, "commands.timeout"),
+            (
+                r#"{"overrides":{"Order":{"policiesTimeout":"0s"}}}"#,
+                "overrides.Order.policiesTimeout",
+            ),
+            (r#"{"dispatcher":{"batchSize":0}}"#, "dispatcher.batchSize"),
+        ] {
+            let error = Config::from_json(json).expect_err(json);
+            assert_eq!(error.path, path, "{json}");
+            assert_eq!(error.code(), "INVALID_CONFIGURATION");
+        }
+        let longest = r#"{"processes":{"handlerTimeout":"1d"},"policies":{"timeout":"1ms"}}"#;
+        assert!(
+            Config::from_json(longest).is_ok(),
+            "the bounds themselves are fine"
+        );
     }
 
     // spec 152, 153

@@ -158,3 +158,20 @@ async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
         "{error}"
     );
 }
+
+// Issue 9: a configuration given in code is checked as one read from JSON: a time limit of 0
+// refuses the app, naming the key.
+#[tokio::test]
+async fn a_time_limit_of_zero_refuses_the_app_naming_the_key() {
+    let mut config = bounda::config::Config::default();
+    config.processes.handler_timeout = millis(0);
+    let error = App::builder(SqliteStore::in_memory().unwrap())
+        .config(config)
+        .build()
+        .unwrap_err();
+    assert_eq!(error.code(), "INVALID_CONFIGURATION");
+    assert!(
+        error.to_string().contains("`processes.handlerTimeout`"),
+        "{error}"
+    );
+}

@@ -152,10 +152,8 @@ impl AppBuilder {
     /// stored after it starts (spec 31); an existing checkpoint is kept (spec 33).
     pub fn build(self) -> Result<App, Error> {
         let mut refused = self.refused;
-        if self.config.dispatcher.batch_size == 0 {
-            refused.push(
-                "`dispatcher.batchSize` is 0, so nothing would ever run; use 1 or more".to_owned(),
-            );
+        if let Err(error) = self.config.validate() {
+            refused.push(error.to_string());
         }
         if !refused.is_empty() {
             return Err(Error::Configuration {

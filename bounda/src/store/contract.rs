@@ -71,6 +71,7 @@ macro_rules! store_contract_tests {
             a_write_set_claims_the_next_due_entries_in_its_transaction,
             completing_an_entry_and_scheduling_its_key_moves_it,
             a_letter_filed_with_its_claim_keeps_the_runs_first_failure,
+            a_lease_longer_than_the_calendar_never_lapses,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1219,5 +1220,34 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
         filed.first_failed_at,
         at(20),
         "a new schedule starts with no failure"
+    );
+}
+
+// Issue 9: lease arithmetic saturates: a lease that runs past the calendar expires nothing.
+pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let forever = crate::Duration::MAX;
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, forever)
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", now + seconds(1), forever)
+            .unwrap(),
+        InboxClaim::Held
+    );
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    assert_eq!(store.claim_due("w-1", now, forever, 1).unwrap().len(), 1);
+    assert!(
+        store
+            .claim_due("w-2", now + seconds(1), forever, 1)
+            .unwrap()
+            .is_empty(),
+        "a live claim is not taken over"
     );
 }
