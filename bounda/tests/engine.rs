@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, Snapshot, Store, WriteSet};
+use bounda::{Duration, DurationError};
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
@@ -376,5 +377,70 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
         with_policy.lag().unwrap().max_lag,
         head,
         "the other app sees its own lag"
+    );
+}
+
+/// Confirms an order an hour after it is placed.
+struct ConfirmLater;
+
+impl Policy for ConfirmLater {
+    const NAME: &'static str = "confirm_later";
+    type Event = OrderPlaced;
+
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(Some(hours(1)))
+    }
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+// Issue 9: one scheduler entry that cannot be prepared (its event cannot be read) fails alone,
+// with its back-off and then its letter; the rest of its round runs.
+#[tokio::test]
+async fn an_entry_that_cannot_be_read_fails_alone() {
+    let store = Arc::new(support::racing::Racing::losing(0));
+    let shared: Arc<dyn Store> = store.clone();
+    let app = TestApp::new(App::builder_shared(shared).policy::<ConfirmLater>()).unwrap();
+    let placed = app.dispatch(place("o-1")).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    *store.unreadable.lock().unwrap() = Some(placed.event_ids[0].clone());
+    app.advance(hours(2)).await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-2").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"],
+        "the other entry ran"
+    );
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        (
+            letters[0].handler.as_str(),
+            letters[0].event_id.as_deref(),
+            letters[0].error_type.as_str(),
+            letters[0].attempts
+        ),
+        (
+            "confirm_later",
+            Some(placed.event_ids[0].as_str()),
+            "retriable_exhausted",
+            3
+        ),
+        "retried with its back-off, then its letter"
+    );
+    assert!(
+        letters[0].error_message.contains("disk I/O error"),
+        "{}",
+        letters[0].error_message
     );
 }

@@ -1,6 +1,7 @@
-//! Scheduled work whose handler the app no longer has (a policy, a process or a command a
-//! deploy removed), or whose entry no longer reads: never completed in silence, but given up at
-//! once with a terminal letter that names what is missing, retriable once it is back.
+//! Scheduled work that cannot run: its handler is gone (a policy or a process a deploy
+//! removed), its entry no longer reads, or the store failed reading what it needs. Never
+//! completed in silence: it fails as its run, with a letter that names what is missing,
+//! retriable once it is back.
 
 use futures_util::future::BoxFuture;
 
@@ -12,27 +13,32 @@ use crate::{Error, Instant};
 /// The letter a missing handler's run files: built from its failure, attempts and time.
 pub(crate) type LetterOf = Box<dyn Fn(&Failure, u32, Instant) -> DeadLetter + Send>;
 
-/// A run that cannot run: it fails at once, terminally, with `reason`.
+/// A run that cannot run: it fails at once with its failure, and giving up files its letter.
 pub(crate) struct Missing {
-    reason: String,
+    failure: Failure,
     letter: LetterOf,
 }
 
 impl Missing {
-    /// A run missing what `reason` says; giving up files `letter`.
+    /// A run missing what `reason` says: terminal; giving up files `letter`.
     pub(crate) fn new(reason: String, letter: LetterOf) -> Missing {
-        Missing { reason, letter }
+        let error = Error::Configuration { message: reason };
+        Missing::failing(&error, letter)
+    }
+
+    /// A run that could not be prepared because of `error` (a store that failed reading what
+    /// it needs): retried as the error says, then `letter`.
+    pub(crate) fn failing(error: &Error, letter: LetterOf) -> Missing {
+        Missing {
+            failure: Failure::of_error(error),
+            letter,
+        }
     }
 }
 
 impl Work for Missing {
     fn execute<'a>(&'a mut self, _app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
-        let error = Error::Configuration {
-            message: self.reason.clone(),
-        };
-        Box::pin(std::future::ready(Outcome::Failed(Failure::of_error(
-            &error,
-        ))))
+        Box::pin(std::future::ready(Outcome::Failed(self.failure.clone())))
     }
 
     fn aggregate(&self) -> &'static str {

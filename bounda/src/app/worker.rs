@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::app::RejectionRecord;
 use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
-use crate::app::missing::Missing;
+use crate::app::missing::{LetterOf, Missing};
 use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
 use crate::app::processes::step::PROCESS_DEADLINE;
@@ -67,7 +67,15 @@ impl App {
     ) -> Result<Vec<Run>, Error> {
         // Which instances have events the process runner has not handled, read once a batch.
         let unhandled = if entries.iter().any(|e| e.command_type == PROCESS_DEADLINE) {
-            Arc::new(Unhandled::read(self)?)
+            Arc::new(Unhandled::read(self).unwrap_or_else(|error| {
+                tracing::warn!(
+                    code = error.code(),
+                    "cannot read the events the process runner has not handled; due deadlines \
+                     wait a round: {}",
+                    crate::error::chain(&error)
+                );
+                Unhandled::unknown()
+            }))
         } else {
             Arc::default()
         };
@@ -111,7 +119,14 @@ impl App {
                 let policy = self
                     .policies()
                     .find(|policy| policy.name() == payload.policy);
-                let event = self.store().read_event(&payload.event_id)?;
+                let event = match self.store().read_event(&payload.event_id) {
+                    Ok(event) => event,
+                    // This entry fails alone (retried, then its letter); the others run.
+                    Err(error) => {
+                        let letter = policy_letter(payload);
+                        return Ok(Box::new(Missing::failing(&error.into(), letter)));
+                    }
+                };
                 match (policy, event) {
                     (Some(policy), Some(event)) => {
                         Box::new(PolicyRun::new(Arc::clone(policy), event).delayed(span))
@@ -162,16 +177,16 @@ fn policy_missing(payload: PolicyRunPayload, event: Option<RecordedEvent>) -> Mi
         "policy `{}` is no longer in the app; add it back and retry this letter",
         payload.policy
     );
+    let letter = policy_letter(payload);
     Missing::new(
         reason,
         Box::new(move |failure, attempts, now| {
-            let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
+            let letter = letter(failure, attempts, now);
             DeadLetter {
-                event_id: Some(payload.event_id.clone()),
                 event_type: event.as_ref().map(|e| e.event_type.clone()),
                 aggregate_type: event.as_ref().map(|e| e.aggregate_type.clone()),
                 aggregate_id: event.as_ref().map(|e| e.aggregate_id.clone()),
-                ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
+                ..letter
             }
         }),
     )
@@ -183,16 +198,18 @@ fn event_missing(payload: PolicyRunPayload) -> Missing {
         "the event `{}` of policy `{}`'s delayed run is not in the store",
         payload.event_id, payload.policy
     );
-    Missing::new(
-        reason,
-        Box::new(move |failure, attempts, now| {
-            let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
-            DeadLetter {
-                event_id: Some(payload.event_id.clone()),
-                ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
-            }
-        }),
-    )
+    Missing::new(reason, policy_letter(payload))
+}
+
+/// The letter of a delayed policy run on the event it names.
+fn policy_letter(payload: PolicyRunPayload) -> LetterOf {
+    Box::new(move |failure, attempts, now| {
+        let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
+        DeadLetter {
+            event_id: Some(payload.event_id.clone()),
+            ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
+        }
+    })
 }
 
 /// A deadline of a process the app no longer has: the process's letter on its instance; its

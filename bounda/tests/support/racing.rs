@@ -1,6 +1,8 @@
 //! A store that loses races on purpose: before each of its first commits to a stream, another
-//! writer appends to that stream, so the commit finds it moved.
+//! writer appends to that stream, so the commit finds it moved. It can also fail reading one
+//! event, as a disk would.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bounda::store::*;
@@ -13,6 +15,8 @@ pub struct Racing {
     pub races: AtomicU32,
     /// Races to arm once the first commit is through.
     pub after_first: AtomicU32,
+    /// An event whose reads fail.
+    pub unreadable: Mutex<Option<String>>,
 }
 
 impl Racing {
@@ -21,6 +25,7 @@ impl Racing {
             inner: SqliteStore::in_memory().expect("a store"),
             races: AtomicU32::new(races),
             after_first: AtomicU32::new(0),
+            unreadable: Mutex::new(None),
         }
     }
 
@@ -74,6 +79,12 @@ impl Store for Racing {
         self.inner.read_all(after, limit)
     }
     fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        let unreadable = self.unreadable.lock().expect("not poisoned");
+        if unreadable.as_deref() == Some(id) {
+            return Err(StoreError::new(format!(
+                "cannot read event `{id}`: disk I/O error"
+            )));
+        }
         self.inner.read_event(id)
     }
     fn head(&self) -> Result<u64, StoreError> {

@@ -61,6 +61,15 @@ pub(crate) struct Unhandled {
 const UNHANDLED_READ: usize = 1_000;
 
 impl Unhandled {
+    /// What is known when the unhandled events could not be read: any due deadline waits.
+    pub(crate) fn unknown() -> Unhandled {
+        Unhandled {
+            complete: false,
+            behind: true,
+            earliest: HashMap::new(),
+        }
+    }
+
     /// Reads the events after the `processes` checkpoint.
     pub(crate) fn read(app: &App) -> Result<Unhandled, Error> {
         let Some(from) = app.store().checkpoint(PROCESSES)? else {
