@@ -196,7 +196,7 @@ pub async fn execute(
                 limit: args.limit,
             };
             for letter in app.dead_letters().list(&filter)? {
-                let parked = parked_behind(app, &letter)?;
+                let parked = app.dead_letters().parked(&letter)?;
                 if args.json {
                     writeln!(out, "{}", letter_json(&letter, parked)).map_err(io)?;
                 } else {
@@ -220,7 +220,7 @@ pub async fn execute(
         }
         Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id)? {
             Some(letter) => {
-                let parked = parked_behind(app, &letter)?;
+                let parked = app.dead_letters().parked(&letter)?;
                 writeln!(out, "{:#}", letter_json(&letter, parked)).map_err(io)?;
             }
             None => {
@@ -231,6 +231,19 @@ pub async fn execute(
         },
         Operator::DeadLetters(Letters::Retry { id }) => match app.dead_letters().retry(&id).await {
             Ok(Retried::Done) => writeln!(out, "retried {id}").map_err(io)?,
+            Ok(Retried::FailedAgain {
+                letter,
+                drained,
+                parked,
+            }) => {
+                writeln!(
+                    out,
+                    "retried {id}: its step ran and {drained} parked events were handled, then \
+                     a later step failed: new letter {letter}, {parked} events parked behind it"
+                )
+                .map_err(io)?;
+                return Ok(ExitCode::from(2));
+            }
             Ok(Retried::Rejected(rejection)) => writeln!(
                 out,
                 "retried {id}: command rejected, {} {}: {}",
@@ -248,18 +261,6 @@ pub async fn execute(
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// How many events are parked behind the instance a process letter names (spec 165); 0 for
-/// any other letter.
-fn parked_behind(app: &App, letter: &DeadLetter) -> Result<usize, crate::Error> {
-    if letter.kind != LetterKind::Process {
-        return Ok(0);
-    }
-    match crate::app::processes::writes::LetterPayload::of(letter) {
-        Some(payload) => app.parked_behind(&letter.handler, &payload.instance),
-        None => Ok(0),
-    }
 }
 
 /// A letter as `--json` and `show` print it; `parked` counts the events behind a process

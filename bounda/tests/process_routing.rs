@@ -688,8 +688,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     );
 
     PAID_PLAN.with(|plan| *plan.borrow_mut() = vec![false, true]);
-    let error = app.app().dead_letters().retry(&first).await.unwrap_err();
-    assert!(error.to_string().contains("failed as planned"), "{error}");
+    let answer = app.app().dead_letters().retry(&first).await.unwrap();
     let events = lifecycle(&app, "o-1");
     assert_eq!(
         types(&events)[5..],
@@ -708,9 +707,29 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         "its step ran"
     );
     assert_eq!(letters[1].status, bounda::store::LetterStatus::Failed);
+    assert!(
+        letters[1].error_message.contains("failed as planned"),
+        "{}",
+        letters[1].error_message
+    );
     assert_eq!(
         events[6].payload["letterId"],
         serde_json::json!(letters[1].id)
+    );
+    assert_eq!(
+        answer,
+        bounda::Retried::FailedAgain {
+            letter: letters[1].id.clone(),
+            drained: 0,
+            parked: 1,
+        },
+        "the answer agrees with the store: settled, and the new failure is the new letter"
+    );
+    let parked = |letter: &bounda::store::DeadLetter| app.app().dead_letters().parked(letter);
+    assert_eq!(
+        (parked(&letters[0]).unwrap(), parked(&letters[1]).unwrap()),
+        (0, 1),
+        "parked belongs to the letter: the settled one shows 0, the new one its fulfilment"
     );
     // The fulfilment is still parked behind the new letter; retrying it drains it and completes.
     app.app()

@@ -711,6 +711,33 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
     ));
 }
 
+// Issue 9: `parked` belongs to the letter: its instance's parked events while it is the
+// current failure, 0 once it is discarded.
+#[tokio::test]
+async fn a_letter_counts_the_events_parked_behind_it_until_it_is_settled() {
+    let app = app();
+    let letter = failed_instance(&app).await;
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letters = app.app().dead_letters();
+    let parked = || {
+        letters
+            .parked(&letters.get(&letter).unwrap().unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        parked(),
+        1,
+        "the payment, not the letter's own failed event"
+    );
+    letters.discard(&letter).unwrap();
+    assert_eq!(parked(), 0, "a discarded letter holds nothing back");
+}
+
 // spec 113, 170: a retry whose failed step fails again changes nothing.
 #[tokio::test]
 async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {

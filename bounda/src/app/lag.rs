@@ -193,6 +193,36 @@ impl App {
             .map_or(0, |instance| instance.parked.len()))
     }
 
+    /// How many events wait parked behind process letter `letter` (see
+    /// [`DeadLetters::parked`](crate::DeadLetters::parked)).
+    pub(crate) fn parked_behind_letter(
+        &self,
+        letter: &crate::store::DeadLetter,
+    ) -> Result<usize, Error> {
+        if letter.kind != crate::store::LetterKind::Process
+            || letter.status != crate::store::LetterStatus::Failed
+        {
+            return Ok(0);
+        }
+        let Some(payload) = crate::app::processes::writes::LetterPayload::of(letter) else {
+            return Ok(0);
+        };
+        let Some(runner) = self.processes().find(|p| p.name() == letter.handler) else {
+            return Ok(0);
+        };
+        let Some(instance) = self.load_instance(&**runner, &payload.instance)? else {
+            return Ok(0);
+        };
+        if instance.letter_id.as_deref() != Some(letter.id.as_str()) {
+            return Ok(0);
+        }
+        Ok(instance
+            .parked
+            .iter()
+            .filter(|parked| letter.event_id.as_deref() != Some(parked.event_id.as_str()))
+            .count())
+    }
+
     /// The earliest pending retry of a policy or a scheduled entry.
     pub(crate) fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry()?;

@@ -27,6 +27,18 @@ pub enum Retried {
     Done,
     /// The scheduled command rejected; the letter is settled as `retried` (spec 169).
     Rejected(RejectionRecord),
+    /// A process letter's failed step ran, so the letter is `retried`, but a later step of the
+    /// retry (an event parked behind it, or a deadline due before one) failed: that failure is
+    /// the instance's new letter, `letter`, with `parked` events waiting behind it; `drained`
+    /// parked events were handled before it (spec 116).
+    FailedAgain {
+        /// The new letter.
+        letter: String,
+        /// Parked events handled before the new failure.
+        drained: usize,
+        /// Events parked behind the new letter.
+        parked: usize,
+    },
 }
 
 impl App {
@@ -61,6 +73,13 @@ impl DeadLetters<'_> {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }
         Ok(letter)
+    }
+
+    /// How many events wait parked behind `letter`: those of its instance's failure, when the
+    /// letter is that failure's and still `failed` (its own failed event not counted); 0 for a
+    /// letter that is settled, superseded by a later failure, or not a process's (spec 110).
+    pub fn parked(&self, letter: &DeadLetter) -> Result<usize, Error> {
+        self.app.parked_behind_letter(letter)
     }
 
     /// Gives the letter up: `discarded`, nothing run (spec 172).

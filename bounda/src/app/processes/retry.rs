@@ -77,6 +77,9 @@ impl App {
         letter: &DeadLetter,
         payload: LetterPayload,
     ) -> Result<Retried, Error> {
+        let parked_before = self
+            .load_instance(&*process, id)?
+            .map_or(0, |instance| instance.parked.len());
         let mut version = None;
         loop {
             let step = RetryStep {
@@ -86,7 +89,14 @@ impl App {
                 deadline: payload.deadline.clone(),
                 failed: None,
             };
-            self.retry_step(letter, Box::new(step), id, false).await?;
+            if let Err(error) = self.retry_step(letter, Box::new(step), id, false).await {
+                // A later step failed once the failed one had run: the letter is settled and
+                // the new failure is the instance's new letter; the answer says so.
+                return match self.failed_again(&*process, id, letter, parked_before)? {
+                    Some(again) => Ok(again),
+                    None => Err(error),
+                };
+            }
             let settled = self
                 .store()
                 .dead_letter(&letter.id)?
@@ -104,6 +114,43 @@ impl App {
             }
             version = Some(now);
         }
+    }
+
+    /// The answer of a retry whose later step failed after the letter was settled: the new
+    /// letter and what is parked behind it; `None` if the letter was not settled (the failed
+    /// step itself failed again).
+    fn failed_again(
+        &self,
+        process: &dyn ProcessRunner,
+        id: &str,
+        letter: &DeadLetter,
+        parked_before: usize,
+    ) -> Result<Option<Retried>, Error> {
+        let settled = self
+            .store()
+            .dead_letter(&letter.id)?
+            .is_some_and(|now| now.status == LetterStatus::Retried);
+        let Some(instance) = self.load_instance(process, id)? else {
+            return Ok(None);
+        };
+        let Some(new) = instance
+            .letter_id
+            .as_ref()
+            .filter(|new| settled && **new != letter.id)
+        else {
+            return Ok(None);
+        };
+        let failed_event = instance.failed_event.as_deref();
+        let parked = instance
+            .parked
+            .iter()
+            .filter(|parked| Some(parked.event_id.as_str()) != failed_event)
+            .count();
+        Ok(Some(Retried::FailedAgain {
+            letter: new.clone(),
+            drained: parked_before.saturating_sub(instance.parked.len()),
+            parked,
+        }))
     }
 
     /// Runs one step of a retry through the engine, fenced on the letter.
