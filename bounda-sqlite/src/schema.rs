@@ -129,6 +129,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE bounda_inbox ADD COLUMN first_failed_at TEXT;
     ALTER TABLE bounda_scheduled_commands ADD COLUMN first_failed_at TEXT;
     ",
+    // 6: an operator's retry claims its letter, so two retries at once run it once.
+    "
+    ALTER TABLE bounda_dead_letters ADD COLUMN claim_id TEXT;
+    ALTER TABLE bounda_dead_letters ADD COLUMN claimed_at TEXT;
+    ",
 ];
 
 /// The schema version this build writes.

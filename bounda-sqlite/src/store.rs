@@ -377,6 +377,41 @@ impl Store for SqliteStore {
         .map_err(sql("cannot read a scheduler entry"))
     }
 
+    fn claim_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_dead_letters SET claim_id = ?2, claimed_at = ?3
+             WHERE id = ?1 AND status = 'failed' AND (claim_id IS NULL OR claimed_at < ?4)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                claim_id,
+                now.to_string(),
+                expired_before(now, lease)
+            ])
+        })
+        .map(|changed| changed == 1)
+        .map_err(sql("cannot claim a dead letter"))
+    }
+
+    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_dead_letters SET claim_id = NULL, claimed_at = NULL
+             WHERE id = ?1 AND claim_id = ?2",
+        )
+        .and_then(|mut s| s.execute(params![id, claim_id]))
+        .map(|_| ())
+        .map_err(sql("cannot release a dead letter"))
+    }
+
     fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
         let (clause, mut values) = letter_filter(filter);
         let limit = filter.limit.map_or(-1, |limit| limit as i64);

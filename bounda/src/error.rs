@@ -117,7 +117,7 @@ pub enum Error {
         limit: crate::Duration,
     },
     /// A dead letter that is not `failed` any more (spec 170).
-    #[error("dead letter `{id}` is already settled")]
+    #[error("dead letter `{id}` is already settled, or being retried")]
     LetterSettled {
         /// The letter.
         id: String,

@@ -30,6 +30,8 @@ impl Policy for ConfirmOnOrderPlaced {
 
     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
         KEYS.with(|keys| keys.borrow_mut().push(cx.idempotency_key().to_owned()));
+        // Another task may run meanwhile, as another operator's retry would.
+        tokio::task::yield_now().await;
         if BROKEN.with(Cell::get) {
             anyhow::bail!("the mail server is down");
         }
@@ -416,5 +418,37 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
         reached,
         ["next_reminder"],
         "the overdue reminder ran once back"
+    );
+}
+
+// Issue 9, spec 170: two retries of one letter at the same moment: the letter is claimed before
+// the handler runs, so one runs it and the other gets DEAD_LETTER_SETTLED and runs nothing.
+#[tokio::test]
+async fn two_retries_at_once_run_the_letter_once() {
+    let (app, id) = app_with_a_letter().await;
+    BROKEN.with(|b| b.set(false));
+    let runs_before = KEYS.with(|keys| keys.borrow().len());
+    let letters = app.app().dead_letters();
+    let (first, second) = tokio::join!(letters.retry(&id), letters.retry(&id));
+    let answers = [first, second];
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| matches!(a, Ok(Retried::Done)))
+            .count(),
+        1,
+        "{answers:?}"
+    );
+    let refused = answers.iter().find_map(|a| a.as_ref().err()).unwrap();
+    assert_eq!(refused.code(), "DEAD_LETTER_SETTLED");
+    assert!(refused.to_string().contains("being retried"), "{refused}");
+    assert_eq!(
+        KEYS.with(|keys| keys.borrow().len()) - runs_before,
+        1,
+        "the handler ran once, under one key"
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
     );
 }

@@ -104,6 +104,22 @@ impl DeadLetters<'_> {
     /// (spec 170).
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
         let letter = self.failed(id)?;
+        // Claimed before anything runs: of two retries at once, the second runs nothing.
+        let store = self.app.store();
+        let claim_id = self.app.next_id();
+        let now = self.app.clock().now();
+        if !store.claim_letter(id, &claim_id, now, self.app.lease())? {
+            return Err(Error::LetterSettled { id: id.to_owned() });
+        }
+        let retried = self.retry_claimed(letter).await;
+        // Settled, the claim no longer matters; failed again, the letter is free to retry.
+        store.release_letter(id, &claim_id)?;
+        retried
+    }
+
+    /// Runs a letter's work again, its claim held.
+    async fn retry_claimed(&self, letter: DeadLetter) -> Result<Retried, Error> {
+        let id = letter.id.as_str();
         match letter.kind {
             LetterKind::Policy => {
                 let not_retriable = |reason: &str| Error::LetterNotRetriable {

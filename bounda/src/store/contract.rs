@@ -72,6 +72,7 @@ macro_rules! store_contract_tests {
             completing_an_entry_and_scheduling_its_key_moves_it,
             a_letter_filed_with_its_claim_keeps_the_runs_first_failure,
             a_lease_longer_than_the_calendar_never_lapses,
+            a_letter_is_claimed_by_one_retry_at_a_time,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1250,4 +1251,53 @@ pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
             .is_empty(),
         "a live claim is not taken over"
     );
+}
+
+// spec 170, issue 9: one operator's retry at a time holds a letter.
+pub fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .commit(&WriteSet {
+            dead_letters: vec![letter("l-1", LetterKind::Policy, "notify")],
+            ..WriteSet::default()
+        })
+        .unwrap();
+    assert!(store.claim_letter("l-1", "r-1", now, lease).unwrap());
+    assert!(
+        !store
+            .claim_letter("l-1", "r-2", now + seconds(60), lease)
+            .unwrap(),
+        "held until its lease has passed"
+    );
+    store.release_letter("l-1", "r-2").unwrap();
+    assert!(
+        !store.claim_letter("l-1", "r-2", now, lease).unwrap(),
+        "only its holder releases it"
+    );
+    store.release_letter("l-1", "r-1").unwrap();
+    assert!(store.claim_letter("l-1", "r-2", now, lease).unwrap());
+    assert!(
+        store
+            .claim_letter("l-1", "r-3", now + seconds(61), lease)
+            .unwrap(),
+        "a lapsed retry's claim is taken over"
+    );
+    store
+        .commit(&WriteSet {
+            settle_letter: Some(LetterSettle {
+                id: "l-1".into(),
+                status: LetterStatus::Discarded,
+            }),
+            ..WriteSet::default()
+        })
+        .unwrap();
+    store.release_letter("l-1", "r-3").unwrap();
+    assert!(
+        !store
+            .claim_letter("l-1", "r-4", now + seconds(999), lease)
+            .unwrap(),
+        "a settled letter is never claimed"
+    );
+    assert!(!store.claim_letter("nope", "r-5", now, lease).unwrap());
 }

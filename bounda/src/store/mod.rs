@@ -167,6 +167,20 @@ pub trait Store: Send + Sync + 'static {
     /// The scheduler entry with this key.
     fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 
+    /// Claims dead letter `id` for one operator's retry under `claim_id`: taken while it is
+    /// `failed` and no other retry holds it (or that retry's claim is older than `lease`).
+    /// `false` when it is settled or being retried (spec 170).
+    fn claim_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError>;
+
+    /// Gives back the retry claim `claim_id` on letter `id`, if it still holds it.
+    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError>;
+
     /// Dead letters matching `filter`, oldest first.
     fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError>;
 

@@ -151,6 +151,18 @@ impl Store for Racing {
     fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         self.inner.scheduled(k)
     }
+    fn claim_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.claim_letter(id, claim_id, now, lease)
+    }
+    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+        self.inner.release_letter(id, claim_id)
+    }
     fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
         self.inner.dead_letters(f)
     }
