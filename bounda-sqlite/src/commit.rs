@@ -212,7 +212,8 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
         .prepare_cached(
             "UPDATE bounda_inbox
              SET status = ?4, retry_at = ?5, last_error = COALESCE(?6, last_error),
-                 first_failed_at = COALESCE(first_failed_at, ?7), claimed_at = NULL
+                 first_failed_at = COALESCE(first_failed_at, ?7), claimed_at = NULL,
+                 attempts = attempts + (?4 <> 'succeeded')
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
         .and_then(|mut statement| {
@@ -230,12 +231,12 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
     claim_held(changed, mark)
 }
 
-/// Gives a claim back unrun: free at once, its attempt not counted.
+/// Gives a claim back unrun: free at once, no attempt counted.
 fn release_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> {
     let changed = conn
         .prepare_cached(
             "UPDATE bounda_inbox
-             SET attempts = attempts - 1, claimed_at = NULL, claim_id = NULL
+             SET claimed_at = NULL, claim_id = NULL
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
         .and_then(|mut statement| {

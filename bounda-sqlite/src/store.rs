@@ -478,7 +478,8 @@ fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
 }
 
 /// Claims one inbox pair on `conn` (spec 123–126): a new pair, an expired claim, a released one or
-/// a failure whose retry is due is taken; anything else is reported as it stands.
+/// a failure whose retry is due is taken; anything else is reported as it stands. `attempts`
+/// counts the runs that failed, so a claim that lapsed (its runner killed) spends none.
 fn claim_one(
     conn: &Connection,
     handler: &str,
@@ -491,14 +492,13 @@ fn claim_one(
     let claimed: Option<u32> = conn
         .prepare_cached(
             "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
-             VALUES (?1, ?2, 'pending', 1, ?3, ?4)
+             VALUES (?1, ?2, 'pending', 0, ?3, ?4)
              ON CONFLICT (handler, event_id) DO UPDATE SET
-                 status = 'pending', attempts = attempts + 1,
-                 claimed_at = excluded.claimed_at, claim_id = excluded.claim_id,
-                 retry_at = NULL
+                 status = 'pending', claimed_at = excluded.claimed_at,
+                 claim_id = excluded.claim_id, retry_at = NULL
              WHERE (status = 'pending' AND (claimed_at IS NULL OR claimed_at < ?5))
                 OR (status = 'failed' AND retry_at <= ?3)
-             RETURNING attempts",
+             RETURNING attempts + 1",
         )
         .and_then(|mut s| {
             s.query_row(
@@ -549,7 +549,7 @@ pub(crate) fn claim(
     let mut statement = conn
         .prepare_cached(&format!(
             "UPDATE bounda_scheduled_commands
-             SET attempts = attempts + (claimed_at IS NOT NULL), claimed_at = ?1, claim_id = ?2
+             SET claimed_at = ?1, claim_id = ?2
              WHERE dedupe_key IN (
                  SELECT dedupe_key FROM bounda_scheduled_commands
                  WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?3)

@@ -444,3 +444,55 @@ async fn an_entry_that_cannot_be_read_fails_alone() {
         letters[0].error_message
     );
 }
+
+/// How often `always_fails_on_order_placed` ran.
+static FAILED_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Fails every time.
+#[policy]
+async fn always_fails_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    FAILED_RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    anyhow::bail!("down")
+}
+
+// Issue 9: a claim that lapsed (its runner killed) spends no attempt: the run still gets its
+// three real tries before its letter.
+#[tokio::test]
+async fn lapsed_claims_spend_no_attempts() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let shared: Arc<dyn Store> = store.clone();
+    let app =
+        TestApp::new(App::builder_shared(shared).policy::<AlwaysFailsOnOrderPlaced>()).unwrap();
+    let placed = app.dispatch(place("o-1")).await.unwrap();
+    let event = &placed.event_ids[0];
+    let lease = seconds(60); // twice the default 30 s time limit
+    for crashed in ["crashed-1", "crashed-2"] {
+        let claim = store
+            .claim_inbox(
+                "always_fails_on_order_placed",
+                event,
+                crashed,
+                app.now(),
+                lease,
+            )
+            .unwrap();
+        assert!(
+            matches!(claim, bounda::store::InboxClaim::Claimed { attempt: 1 }),
+            "{crashed}: {claim:?}"
+        );
+        app.clock().advance(lease + millis(1));
+    }
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        FAILED_RUNS.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "three real runs"
+    );
+    let letters = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].attempts, 3);
+}

@@ -136,7 +136,8 @@ pub trait Store: Send + Sync + 'static {
     fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
 
     /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
-    /// `lease`, ordered by (`execute_at`, `dedupe_key`) (spec 200).
+    /// `lease`, ordered by (`execute_at`, `dedupe_key`) (spec 200). Taking over a lapsed claim
+    /// counts no attempt: only runs that failed do.
     fn claim_due(
         &self,
         claim_id: &str,

@@ -85,7 +85,7 @@ pub struct ScheduledEntry {
     pub execute_at: Instant,
     /// What the runtime needs to run it in context (correlation, causation, key).
     pub context: serde_json::Value,
-    /// Runs that failed or were cut short (a claim that expired).
+    /// Runs that failed; a run whose claim lapsed (its runner killed) is not counted.
     pub attempts: u32,
     /// The last failure, if any.
     pub last_error: Option<String>,
@@ -100,7 +100,8 @@ pub struct ScheduledEntry {
 /// What claiming `(handler, event)` in the inbox found (spec 124).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboxClaim {
-    /// The claim is ours; this is the `attempt`-th run (from 1).
+    /// The claim is ours; this is the `attempt`-th run (from 1): one more than the runs that
+    /// failed before (a run whose claim lapsed, its runner killed, is not counted).
     Claimed {
         /// The run's number, the first being 1.
         attempt: u32,
