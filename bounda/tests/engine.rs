@@ -10,6 +10,7 @@ mod support;
 
 use std::sync::Arc;
 
+use bounda::clock::Clock;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, Snapshot, Store, WriteSet};
 use bounda::{Duration, DurationError};
@@ -495,4 +496,77 @@ async fn lapsed_claims_spend_no_attempts() {
         .unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].attempts, 3);
+}
+
+/// What `slow_on_order_placed` reaches: the test's clock and store, and what it ran.
+struct Hooks {
+    clock: Arc<bounda::clock::SimulatedClock>,
+    store: Arc<SqliteStore>,
+    /// The event another runner takes over once the lease has passed.
+    rival_takes: std::sync::Mutex<Option<String>>,
+    ran: std::sync::Mutex<Vec<String>>,
+}
+
+/// Takes longer than its lease on `o-1`, meanwhile another runner takes over the next claim.
+#[policy]
+async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    let hooks = cx.port::<Arc<Hooks>>()?;
+    hooks.ran.lock().unwrap().push(cx.event().order_id.clone());
+    if cx.event().order_id == "o-1" {
+        hooks.clock.advance(seconds(60) + millis(1));
+        if let Some(event) = hooks.rival_takes.lock().unwrap().take() {
+            hooks.store.claim_inbox(
+                "slow_on_order_placed",
+                &event,
+                "rival",
+                hooks.clock.now(),
+                seconds(60),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+// Issue 9, spec 128: a run of a long batch whose claim another runner took over meanwhile
+// runs nothing; its claim is checked (and renewed) before it runs, not only at commit.
+#[tokio::test]
+async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
+    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let hooks = Arc::new(Hooks {
+        clock: clock.clone(),
+        store: store.clone(),
+        rival_takes: std::sync::Mutex::new(None),
+        ran: std::sync::Mutex::new(Vec::new()),
+    });
+    let shared: Arc<dyn Store> = store.clone();
+    let app = App::builder_shared(shared)
+        .clock(clock.clone())
+        .port(hooks.clone())
+        .policy::<SlowOnOrderPlaced>()
+        .build()
+        .unwrap();
+    let app = TestApp::with_app(app, clock);
+    app.dispatch(place("o-1")).await.unwrap();
+    let second = app.dispatch(place("o-2")).await.unwrap();
+    *hooks.rival_takes.lock().unwrap() = Some(second.event_ids[0].clone());
+    app.run_until_idle_with(1).await.unwrap();
+    assert_eq!(
+        *hooks.ran.lock().unwrap(),
+        ["o-1"],
+        "o-2's claim is the rival's: not run here"
+    );
+    assert_eq!(
+        store
+            .claim_inbox(
+                "slow_on_order_placed",
+                &second.event_ids[0],
+                "third",
+                app.now(),
+                seconds(60)
+            )
+            .unwrap(),
+        bounda::store::InboxClaim::Held,
+        "the rival holds it"
+    );
 }

@@ -64,7 +64,10 @@ impl App {
                             claim_id: claim_id.clone(),
                         };
                         let run = Run::new(delivery.work, claim, attempt, delivery.lane);
-                        runs.push(run.in_group(delivery.handler, event.position));
+                        let run = run
+                            .in_group(delivery.handler, event.position)
+                            .claimed_at(now);
+                        runs.push(run);
                     }
                     InboxClaim::Succeeded | InboxClaim::DeadLettered => {}
                     InboxClaim::Held | InboxClaim::Waiting { .. } | InboxClaim::Skipped => {

@@ -88,12 +88,11 @@ impl App {
                 dedupe_key: entry.dedupe_key,
                 claim_id: entry.claim_id.unwrap_or_else(|| claim_id.to_owned()),
             };
-            runs.push(Run::new(
-                work,
-                claim,
-                entry.attempts + 1,
-                entry.aggregate_id,
-            ));
+            let run = Run::new(work, claim, entry.attempts + 1, entry.aggregate_id);
+            runs.push(match entry.claimed_at {
+                Some(at) => run.claimed_at(at),
+                None => run,
+            });
         }
         Ok(runs)
     }

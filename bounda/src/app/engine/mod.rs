@@ -144,6 +144,8 @@ pub(crate) struct Run {
     pub(crate) group: Option<&'static str>,
     /// The event's position, for a subscriber's checkpoint.
     pub(crate) position: Option<u64>,
+    /// When its claim was taken or last renewed, for a claim with a lease.
+    claimed_at: Option<Instant>,
     /// Reruns after a moved stream so far.
     reruns: u32,
 }
@@ -158,8 +160,16 @@ impl Run {
             lane,
             group: None,
             position: None,
+            claimed_at: None,
             reruns: 0,
         }
+    }
+
+    /// The same run, its claim taken at `at`: before it runs, a claim that has used half its
+    /// lease is renewed, and a run whose claim was taken over runs nothing (spec 128).
+    pub(crate) fn claimed_at(mut self, at: Instant) -> Run {
+        self.claimed_at = Some(at);
+        self
     }
 
     /// The same run, holding `group`'s later runs while it waits for a retry.
@@ -251,7 +261,7 @@ impl App {
                 let Some(next) = queue.pop_front() else { break };
                 let entry = match next {
                     Queued::Write(entry) => *entry,
-                    Queued::Execute(run) => match self.execute(run, &held, report).await {
+                    Queued::Execute(run) => match self.execute(run, &mut held, report).await {
                         Some(entry) => entry,
                         None => continue,
                     },
@@ -313,7 +323,7 @@ impl App {
     async fn execute(
         &self,
         mut run: Run,
-        held: &HashSet<&'static str>,
+        held: &mut HashSet<&'static str>,
         report: &mut Report,
     ) -> Option<(Run, WriteSet, Kind)> {
         // A held handler's later runs, and the runtime's own runs once the app is stopping, are
@@ -323,6 +333,12 @@ impl App {
             let mut writes = WriteSet::default();
             run.claim.settle(&mut writes, Settle::Release);
             return Some((run, writes, Kind::Released { holds: true }));
+        }
+        if !self.still_claimed(&mut run, report) {
+            if let Some(group) = run.group {
+                held.insert(group);
+            }
+            return None;
         }
         match run.work.execute(self, run.attempt).await {
             Outcome::Commit(done) => {
@@ -341,6 +357,33 @@ impl App {
                 Some((run, writes, Kind::Released { holds: false }))
             }
             Outcome::Failed(failure) => self.failed(run, failure, report),
+        }
+    }
+
+    /// Whether `run` still holds its claim: one that has used half its lease (a long batch) is
+    /// renewed first; one taken over meanwhile is someone else's, and the run is held.
+    fn still_claimed(&self, run: &mut Run, report: &mut Report) -> bool {
+        let Some(claimed_at) = run.claimed_at else {
+            return true;
+        };
+        let now = self.clock().now();
+        let half = crate::millis(self.lease().as_millis() / 2);
+        if now <= claimed_at + half {
+            return true;
+        }
+        match run.claim.renew(self.store(), now) {
+            Ok(true) => {
+                run.claimed_at = Some(now);
+                true
+            }
+            Ok(false) => {
+                report.hold(run);
+                false
+            }
+            Err(error) => {
+                report.store_failed(run, error.into());
+                false
+            }
         }
     }
 
