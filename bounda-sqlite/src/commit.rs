@@ -256,11 +256,14 @@ fn claim_held(changed: usize, mark: &InboxMark) -> Result<(), CommitError> {
     Ok(())
 }
 
+/// Settles a scheduler claim. An entry rescheduled while it was held keeps its new schedule:
+/// completing or retrying it only gives the claim back.
 fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<(), CommitError> {
     let changed = match &release.outcome {
         ScheduledOutcome::Complete => conn
             .prepare_cached(
-                "DELETE FROM bounda_scheduled_commands WHERE dedupe_key = ?1 AND claim_id = ?2",
+                "DELETE FROM bounda_scheduled_commands
+                 WHERE dedupe_key = ?1 AND claim_id = ?2 AND rescheduled = 0",
             )
             .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
         ScheduledOutcome::Retry {
@@ -273,7 +276,7 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
                  SET execute_at = ?3, last_error = ?4, attempts = attempts + 1,
                      first_failed_at = COALESCE(first_failed_at, ?5),
                      claimed_at = NULL, claim_id = NULL
-                 WHERE dedupe_key = ?1 AND claim_id = ?2",
+                 WHERE dedupe_key = ?1 AND claim_id = ?2 AND rescheduled = 0",
             )
             .and_then(|mut s| {
                 s.execute(params![
@@ -284,14 +287,21 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
                     failed_at.to_string()
                 ])
             }),
-        ScheduledOutcome::Defer => conn
-            .prepare_cached(
-                "UPDATE bounda_scheduled_commands SET claimed_at = NULL, claim_id = NULL
-                 WHERE dedupe_key = ?1 AND claim_id = ?2",
-            )
-            .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id])),
+        ScheduledOutcome::Defer => Ok(0),
     }
     .map_err(sql("cannot release a scheduler claim"))?;
+    // Deferred, or rescheduled meanwhile: the claim is given back, the schedule kept.
+    let changed = match changed {
+        0 => conn
+            .prepare_cached(
+                "UPDATE bounda_scheduled_commands
+                 SET claimed_at = NULL, claim_id = NULL, rescheduled = 0
+                 WHERE dedupe_key = ?1 AND claim_id = ?2",
+            )
+            .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id]))
+            .map_err(sql("cannot release a scheduler claim"))?,
+        changed => changed,
+    };
     if changed == 0 {
         return Err(CommitError::ScheduledClaimLost {
             key: release.dedupe_key.clone(),
@@ -312,7 +322,7 @@ fn move_entry(
             "UPDATE bounda_scheduled_commands
              SET command_type = ?3, aggregate_id = ?4, payload = ?5, execute_at = ?6,
                  context = ?7, attempts = 0, last_error = NULL, first_failed_at = NULL,
-                 claimed_at = NULL, claim_id = NULL, revision = revision + 1
+                 claimed_at = NULL, claim_id = NULL, rescheduled = 0, revision = revision + 1
              WHERE dedupe_key = ?1 AND claim_id = ?2",
         )
         .and_then(|mut s| {
@@ -336,6 +346,8 @@ fn move_entry(
 }
 
 /// Adds or moves an entry; an identical one is left untouched, its claim and revision included.
+/// Moving one a worker holds keeps the claim, marked rescheduled: exactly one run commits, and
+/// its completion keeps the new schedule.
 fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError> {
     conn.prepare_cached(
         "INSERT INTO bounda_scheduled_commands
@@ -345,7 +357,7 @@ fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError
              command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
              payload = excluded.payload, execute_at = excluded.execute_at,
              context = excluded.context, attempts = 0, last_error = NULL,
-             first_failed_at = NULL, claimed_at = NULL, claim_id = NULL,
+             first_failed_at = NULL, rescheduled = (claim_id IS NOT NULL),
              revision = revision + 1
          WHERE command_type IS NOT excluded.command_type
             OR aggregate_id IS NOT excluded.aggregate_id

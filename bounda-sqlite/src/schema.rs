@@ -134,6 +134,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE bounda_dead_letters ADD COLUMN claim_id TEXT;
     ALTER TABLE bounda_dead_letters ADD COLUMN claimed_at TEXT;
     ",
+    // 7: an entry rescheduled while a worker holds it keeps the claim and says so, so the
+    // holder's completion releases it instead of removing the new schedule.
+    "
+    ALTER TABLE bounda_scheduled_commands ADD COLUMN rescheduled INTEGER NOT NULL DEFAULT 0;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -549,7 +549,7 @@ pub(crate) fn claim(
     let mut statement = conn
         .prepare_cached(&format!(
             "UPDATE bounda_scheduled_commands
-             SET claimed_at = ?1, claim_id = ?2
+             SET claimed_at = ?1, claim_id = ?2, rescheduled = 0
              WHERE dedupe_key IN (
                  SELECT dedupe_key FROM bounda_scheduled_commands
                  WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?3)

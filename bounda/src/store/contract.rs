@@ -469,16 +469,62 @@ pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
     assert_eq!(same.revision, 0, "an identical entry is left untouched");
     assert_eq!(same.claim_id.as_deref(), Some("w-1"), "its claim included");
     let moved = WriteSet {
-        schedule: vec![entry("k-1", "2026-01-03T00:00:00Z")],
+        schedule: vec![entry("k-1", "2026-01-02T00:00:10Z")],
         ..WriteSet::default()
     };
     store.commit(&moved).unwrap();
     let moved = store.scheduled("k-1").unwrap().unwrap();
     assert_eq!(
         (moved.revision, moved.execute_at),
-        (1, t("2026-01-03T00:00:00Z"))
+        (1, t("2026-01-02T00:00:10Z"))
     );
-    assert_eq!(moved.claim_id, None, "moving an entry frees it");
+    assert_eq!(
+        moved.claim_id.as_deref(),
+        Some("w-1"),
+        "moving a held entry keeps its claim: no second worker takes it meanwhile"
+    );
+    assert!(
+        store
+            .claim_due("w-2", t("2026-01-02T00:00:30Z"), seconds(60), 10)
+            .unwrap()
+            .is_empty()
+    );
+    // The holder completes what it claimed: the new schedule stays, released.
+    store
+        .commit(&WriteSet {
+            scheduled: Some(ScheduledRelease {
+                dedupe_key: "k-1".into(),
+                claim_id: "w-1".into(),
+                outcome: ScheduledOutcome::Complete,
+            }),
+            ..WriteSet::default()
+        })
+        .unwrap();
+    let kept = store.scheduled("k-1").unwrap().unwrap();
+    assert_eq!(
+        (kept.execute_at, kept.claim_id),
+        (t("2026-01-02T00:00:10Z"), None),
+        "the latest schedule honoured, its claim given back"
+    );
+    let again = store
+        .claim_due("w-2", t("2026-01-02T00:00:30Z"), seconds(60), 10)
+        .unwrap();
+    assert_eq!(again.len(), 1, "due at its new moment");
+    store
+        .commit(&WriteSet {
+            scheduled: Some(ScheduledRelease {
+                dedupe_key: "k-1".into(),
+                claim_id: "w-2".into(),
+                outcome: ScheduledOutcome::Complete,
+            }),
+            ..WriteSet::default()
+        })
+        .unwrap();
+    assert!(
+        store.scheduled("k-1").unwrap().is_none(),
+        "not rescheduled since its claim: completed"
+    );
+    store.commit(&once).unwrap();
     let gone = WriteSet {
         unschedule: vec!["k-1".into()],
         ..WriteSet::default()
