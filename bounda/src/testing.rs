@@ -70,6 +70,15 @@ impl TestApp {
         self.app.dispatch(command).await
     }
 
+    /// Runs `command` from outside, as [`App::dispatch_with`]: later, or in a correlation.
+    pub async fn dispatch_with<C: Command>(
+        &self,
+        command: C,
+        options: crate::DispatchOptions,
+    ) -> Result<crate::Dispatched, DispatchError<C::Rejection>> {
+        self.app.dispatch_with(command, options).await
+    }
+
     /// The events of aggregate instance `id`.
     pub fn events_of<A: Aggregate>(&self, id: &str) -> Result<Events, Error> {
         Ok(Events(self.app.events_of::<A>(id)?))

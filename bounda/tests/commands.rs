@@ -278,3 +278,98 @@ async fn a_command_with_an_empty_aggregate_id_is_refused() {
     }
     assert_eq!(app.app().store().head().unwrap(), 0, "nothing stored");
 }
+
+// Issue 9, spec 143: a caller's correlation id is kept on the command's events and on what they
+// cause; a delayed command is stored, answered with its moment, and decided then on the state
+// then.
+#[tokio::test]
+async fn dispatch_takes_a_correlation_and_a_delay() {
+    use bounda::prelude::*;
+    use bounda::{DispatchOptions, Dispatched};
+
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .command::<SendReminder>()
+            .command::<CancelOrder>(),
+    )
+    .unwrap();
+    let placed = app
+        .dispatch_with(
+            PlaceOrder {
+                order_id: "o-1".into(),
+                total: 1,
+            },
+            DispatchOptions::default().correlation_id("request-7"),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(placed, Dispatched::Decided(_)), "{placed:?}");
+    let start = app.now();
+    let reminder = app
+        .dispatch_with(
+            SendReminder {
+                order_id: "o-1".into(),
+            },
+            DispatchOptions::default()
+                .delay(hours(2))
+                .correlation_id("request-7"),
+        )
+        .await
+        .unwrap();
+    let Dispatched::Scheduled(scheduled) = reminder else {
+        panic!("stored to run later: {reminder:?}");
+    };
+    assert_eq!(scheduled.execute_at, start + hours(2));
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().len(),
+        1,
+        "not yet decided"
+    );
+    app.advance(hours(1)).await.unwrap();
+    // Cancelled meanwhile: the reminder decides then, on the state then, and does nothing.
+    app.dispatch(CancelOrder {
+        order_id: "o-1".into(),
+        reason: "changed my mind".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch_with(
+        SendReminder {
+            order_id: "o-1".into(),
+        },
+        DispatchOptions::default().delay(hours(2)),
+    )
+    .await
+    .unwrap();
+    app.advance(hours(3)).await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap();
+    assert_eq!(events.types(), ["OrderPlaced", "OrderCancelled"]);
+    assert_eq!(events.0[0].metadata.correlation_id, "request-7");
+    assert_eq!(app.app().next_due_at().unwrap(), None, "both ran");
+}
+
+// Issue 9: a delayed command's events keep the caller's correlation.
+#[tokio::test]
+async fn a_delayed_command_keeps_the_callers_correlation() {
+    use bounda::DispatchOptions;
+    use bounda::prelude::*;
+
+    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).command::<PlaceOrder>())
+        .unwrap();
+    app.dispatch_with(
+        PlaceOrder {
+            order_id: "o-1".into(),
+            total: 1,
+        },
+        DispatchOptions::default()
+            .delay(minutes(5))
+            .correlation_id("request-8"),
+    )
+    .await
+    .unwrap();
+    app.advance(minutes(5)).await.unwrap();
+    let events = app.events_of::<Order>("o-1").unwrap();
+    assert_eq!(events.types(), ["OrderPlaced"]);
+    assert_eq!(events.0[0].metadata.correlation_id, "request-8");
+    assert_eq!(events.0[0].metadata.depth, 0);
+}

@@ -2,6 +2,7 @@
 
 mod command_run;
 mod decide;
+mod dispatch;
 mod dispatcher;
 mod engine;
 mod fold;
@@ -15,12 +16,14 @@ mod ports;
 pub(crate) mod processes;
 pub(crate) mod reaction;
 mod runner;
+mod schedule;
 mod subscriber;
 mod telemetry;
 mod worker;
 
 use std::sync::Arc;
 
+pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
 pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
@@ -40,7 +43,7 @@ use crate::aggregate::{Aggregate, Command};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::ids::{IdGenerator, UuidV7};
-use crate::store::{CommitError, Metadata, Store, WriteSet};
+use crate::store::Store;
 use crate::{Error, RecordedEvent};
 
 /// The subscriber all policies share (spec 30).
@@ -323,91 +326,5 @@ impl App {
     /// Aggregate instance `id`, folded from its events.
     pub fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, Error> {
         fold(&self.events_of::<A>(id)?)
-    }
-
-    /// Runs `command` from outside the runtime: a new command id, its own correlation, depth 0
-    /// (spec 143). Decides on the instance's current state and appends at the version it saw; if
-    /// the stream moved meanwhile, loads it again and decides again, up to
-    /// `commands.concurrencyRetries` times (spec 7). A rejection stores nothing and is returned
-    /// typed (spec 18–19).
-    pub async fn dispatch<C: Command>(
-        &self,
-        command: C,
-    ) -> Result<Decided, DispatchError<C::Rejection>> {
-        let command_id = self.next_id();
-        let metadata = Metadata::of_command(&command_id);
-        let aggregate = <C::Aggregate as Aggregate>::NAME;
-        let span = telemetry::command_span(
-            C::NAME,
-            aggregate,
-            command.aggregate_id(),
-            &metadata.correlation_id,
-            &metadata.causation_id,
-        );
-        let result = span.in_scope(|| self.dispatch_in_span(&command, &metadata));
-        match &result {
-            Ok(decided) => telemetry::command_outcome(
-                &span,
-                C::NAME,
-                telemetry::CommandOutcome::Stored,
-                decided.event_ids.len(),
-            ),
-            Err(DispatchError::Rejected(rejection)) => {
-                telemetry::command_rejected(&span, C::NAME, rejection);
-            }
-            Err(DispatchError::Failed(error)) => telemetry::command_failed(&span, C::NAME, error),
-        }
-        result
-    }
-
-    /// The body of [`dispatch`](Self::dispatch): decide, append, rerun on a moved stream.
-    fn dispatch_in_span<C: Command>(
-        &self,
-        command: &C,
-        metadata: &Metadata,
-    ) -> Result<Decided, DispatchError<C::Rejection>> {
-        let aggregate = <C::Aggregate as Aggregate>::NAME;
-        let retries = self.config().for_aggregate(aggregate).concurrency_retries;
-        let mut run = 0;
-        loop {
-            let decision =
-                decide::decide(self, command, metadata)?.map_err(DispatchError::Rejected)?;
-            let Some(append) = decision.append else {
-                return Ok(decision.decided);
-            };
-            let mut writes = [WriteSet {
-                appends: vec![append],
-                ..WriteSet::default()
-            }];
-            let result = self.commit_all(&mut writes).pop();
-            match result.unwrap_or_else(|| Ok(crate::store::Committed::default())) {
-                Ok(committed) => {
-                    let mut decided = decision.decided;
-                    decided.position = committed.events.last().map(|event| event.position);
-                    return Ok(decided);
-                }
-                Err(CommitError::StreamMoved {
-                    expected_version,
-                    actual_version,
-                    ..
-                }) if run >= retries => {
-                    return Err(DispatchError::Failed(Error::Concurrency {
-                        aggregate_type: aggregate.to_owned(),
-                        aggregate_id: command.aggregate_id().to_owned(),
-                        expected_version,
-                        actual_version,
-                    }));
-                }
-                Err(CommitError::StreamMoved { .. }) => run += 1,
-                Err(CommitError::Store(error)) => return Err(error.into()),
-                Err(other) => {
-                    return Err(Error::Store(crate::store::StoreError::with_source(
-                        "a command's write set was refused",
-                        other,
-                    ))
-                    .into());
-                }
-            }
-        }
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::{names_an_instance, new_events};
 use crate::app::engine::Failure;
+use crate::app::schedule::scheduled_entry;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided, RejectionRecord};
 use crate::ids::derived_id;
@@ -90,16 +91,6 @@ pub struct Scheduled {
     pub aggregate_id: String,
     /// When it runs.
     pub execute_at: Instant,
-}
-
-/// The context a scheduled command keeps (spec 8, 49).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ScheduledContext {
-    /// The command's id, also its idempotency key (spec 8).
-    pub(crate) command_id: String,
-    /// Where it came from.
-    pub(crate) cause: Cause,
 }
 
 /// One stream the attempt decided on.
@@ -325,40 +316,17 @@ impl Attempt {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
         names_an_instance(command).inspect_err(|error| self.fail(error))?;
-        if !self.app.knows_command(C::NAME) {
-            let error = Error::UnknownCommand {
-                command: C::NAME.to_owned(),
-            };
-            self.fail(&error);
-            return Err(error);
-        }
-        // Validated in its JSON form now, so what would fail when it runs fails at once (spec 43).
-        let payload = serde_json::to_value(command)
-            .and_then(|json| serde_json::from_value::<C>(json.clone()).map(|_| json))
-            .map_err(|source| Error::Encode {
-                type_name: C::NAME.to_owned(),
-                source,
-            })
-            .inspect_err(|e| self.fail(e))?;
         let mut staged = self.staged();
         let command_id = self.command_id(&mut staged, C::NAME);
-        let context = ScheduledContext {
-            command_id: command_id.clone(),
-            cause: self.cause.clone(),
-        };
-        staged.scheduled.push(ScheduledEntry {
-            dedupe_key: command_id,
-            command_type: C::NAME.to_owned(),
-            aggregate_id: command.aggregate_id().to_owned(),
-            payload,
+        let entry = scheduled_entry(
+            &self.app,
+            command,
+            command_id,
+            self.cause.clone(),
             execute_at,
-            context: serde_json::to_value(&context).unwrap_or_default(),
-            attempts: 0,
-            last_error: None,
-            revision: 0,
-            claim_id: None,
-            claimed_at: None,
-        });
+        )
+        .inspect_err(|e| self.fail(e))?;
+        staged.scheduled.push(entry);
         Ok(Scheduled {
             aggregate_type: aggregate,
             aggregate_id: command.aggregate_id().to_owned(),

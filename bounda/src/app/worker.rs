@@ -11,7 +11,7 @@ use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::processes::writes::LetterPayload;
-use crate::app::reaction::ScheduledContext;
+use crate::app::schedule::ScheduledContext;
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
 use crate::store::{ClaimDue, DeadLetter, LetterKind, ScheduledEntry};
