@@ -316,8 +316,8 @@ impl Attempt {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
         names_an_instance(command).inspect_err(|error| self.fail(error))?;
-        let mut staged = self.staged();
-        let command_id = self.command_id(&mut staged, C::NAME);
+        let command_id = self.command_id(&mut self.staged(), C::NAME);
+        // Built with the staging unlocked: a refusal records the run's failure in it.
         let entry = scheduled_entry(
             &self.app,
             command,
@@ -326,7 +326,7 @@ impl Attempt {
             execute_at,
         )
         .inspect_err(|e| self.fail(e))?;
-        staged.scheduled.push(entry);
+        self.staged().scheduled.push(entry);
         Ok(Scheduled {
             aggregate_type: aggregate,
             aggregate_id: command.aggregate_id().to_owned(),
