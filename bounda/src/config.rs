@@ -94,6 +94,9 @@ pub struct Dispatcher {
     pub poll_interval: Duration,
     /// Events read per subscriber per pass (spec 150). Default 100.
     pub batch_size: usize,
+    /// How long a subscriber whose pass failed (its store failing) waits before it tries again:
+    /// `baseDelay`, doubling after each failure in a row, at most `maxDelay`.
+    pub backoff: Backoff,
 }
 
 impl Default for Dispatcher {
@@ -101,7 +104,40 @@ impl Default for Dispatcher {
         Dispatcher {
             poll_interval: millis(100),
             batch_size: 100,
+            backoff: Backoff::default(),
         }
+    }
+}
+
+/// `runtime.dispatcher.backoff`: the wait of a failing subscriber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Backoff {
+    /// The first wait. Default `1s`.
+    pub base_delay: Duration,
+    /// The longest wait. Default `30s`.
+    pub max_delay: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Backoff {
+        Backoff {
+            base_delay: seconds(1),
+            max_delay: seconds(30),
+        }
+    }
+}
+
+impl Backoff {
+    /// The wait after `failures` failures in a row (1 for the first).
+    pub fn delay_after(&self, failures: u32) -> Duration {
+        let factor = 2u64
+            .checked_pow(failures.saturating_sub(1))
+            .unwrap_or(u64::MAX);
+        self.base_delay
+            .checked_mul(factor)
+            .unwrap_or(Duration::MAX)
+            .min(self.max_delay)
     }
 }
 

@@ -570,3 +570,72 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
         "the rival holds it"
     );
 }
+
+// Issue 9: a subscriber whose pass fails waits its back-off (`dispatcher.backoff`, 1 s first)
+// instead of trying again every poll, and `lag` shows until when.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
+    let store = Arc::new(support::racing::Racing::losing(0));
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.poll_interval = millis(5);
+    let shared: Arc<dyn Store> = store.clone();
+    let app = App::builder_shared(shared)
+        .clock(clock.clone())
+        .config(config)
+        .policy::<ConfirmOnReminderSent>()
+        .build()
+        .unwrap();
+    store
+        .log_fails
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    let reads = || store.log_reads.load(std::sync::atomic::Ordering::SeqCst);
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "{what}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    wait_for("the first pass", &|| reads() >= 1);
+    // Many polls pass; the simulated clock does not move, so the back-off does not end.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(reads(), 1, "tried once, then waiting its back-off");
+    let lag = app.lag().unwrap();
+    let policies = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == "policies")
+        .unwrap();
+    assert_eq!(
+        policies.paused_until,
+        Some(clock.now() + seconds(1)),
+        "lag shows when it tries again"
+    );
+    clock.advance(seconds(1));
+    wait_for("the second try", &|| reads() >= 2);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(reads(), 2, "failed again: now it waits 2 s");
+    store
+        .log_fails
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    clock.advance(seconds(2));
+    wait_for("recovered", &|| {
+        app.lag().unwrap().subscribers[0].paused_until.is_none()
+    });
+    let _ = stop.send(());
+    runner.await.unwrap().unwrap();
+}

@@ -15,6 +15,8 @@ pub struct SubscriberLag {
     pub lag: u64,
     /// The event it is held on while a retry is pending, if any (spec 173).
     pub failing: Option<Failing>,
+    /// While its pass fails (its store failing), when it tries again, after its back-off.
+    pub paused_until: Option<Instant>,
 }
 
 /// A subscriber held by a failing run (spec 173).
@@ -69,6 +71,7 @@ impl App {
                 None
             };
             let lag = SubscriberLag {
+                paused_until: self.paused_until(&subscriber),
                 failing: match &handlers {
                     Some(handlers) => self.failing(handlers)?,
                     None => None,

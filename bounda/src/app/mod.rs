@@ -70,6 +70,8 @@ struct Inner {
     /// Due deadlines held back for the process runner, by entry: the moment waited for (epoch
     /// ms) and the rounds waited so far (spec 86).
     waiting: std::sync::Mutex<HashMap<String, (i64, u32)>>,
+    /// Subscribers whose pass failed, by name: failures in a row, and when to try again.
+    paused: std::sync::Mutex<HashMap<String, (u32, crate::Instant)>>,
 }
 
 impl std::fmt::Debug for App {
@@ -199,6 +201,7 @@ impl AppBuilder {
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),
+                paused: std::sync::Mutex::new(HashMap::new()),
             }),
         })
     }

@@ -53,18 +53,72 @@ impl App {
     /// One dispatcher pass and one worker pass at the clock's time.
     ///
     /// A subscriber that fails is logged (`subscriber failed`, spec 226) and the others still
-    /// run; the failed one tries again on the next pass.
+    /// run; the failed one waits its back-off (`dispatcher.backoff`), doubling while it keeps
+    /// failing, shown in `lag` (`paused_until`).
     async fn pass_once(&self) -> Result<(bool, Vec<RejectionRecord>), Error> {
         let mut rejections = Vec::new();
         let now = self.clock().now();
-        let policies = self.policy_pass(now, &mut rejections).await;
-        let policies = subscriber_result(POLICIES, policies);
-        let processes = self.process_pass(now, &mut rejections).await;
-        let processes = subscriber_result(PROCESSES, processes);
-        let work = self.worker_pass(now, &mut rejections).await;
-        let work = subscriber_result("scheduled", work);
+        let mut moved = false;
+        if self.may_run(POLICIES, now) {
+            let policies = self.policy_pass(now, &mut rejections).await;
+            moved |= self.subscriber_result(POLICIES, policies);
+        }
+        if self.may_run(PROCESSES, now) {
+            let processes = self.process_pass(now, &mut rejections).await;
+            moved |= self.subscriber_result(PROCESSES, processes);
+        }
+        if self.may_run(SCHEDULED, now) {
+            let work = self.worker_pass(now, &mut rejections).await;
+            moved |= self.subscriber_result(SCHEDULED, work);
+        }
         telemetry::lag(self);
-        Ok((policies || processes || work, rejections))
+        Ok((moved, rejections))
+    }
+
+    /// Whether `subscriber` may run at `now`: not while it waits its back-off.
+    fn may_run(&self, subscriber: &str, now: crate::Instant) -> bool {
+        self.paused_until(subscriber)
+            .is_none_or(|until| now >= until)
+    }
+
+    /// When `subscriber`, whose pass failed, tries again.
+    pub(crate) fn paused_until(&self, subscriber: &str) -> Option<crate::Instant> {
+        let paused = self
+            .inner
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        paused.get(subscriber).map(|(_, until)| *until)
+    }
+
+    /// Whether a subscriber's pass moved anything. A failure is logged and pauses it for its
+    /// back-off; a pass that went through ends the pause.
+    fn subscriber_result(&self, subscriber: &str, result: Result<bool, Error>) -> bool {
+        let mut paused = self
+            .inner
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match result {
+            Ok(moved) => {
+                paused.remove(subscriber);
+                moved
+            }
+            Err(error) => {
+                let failures = paused.get(subscriber).map_or(0, |(n, _)| *n) + 1;
+                let wait = self.config().dispatcher.backoff.delay_after(failures);
+                let until = self.clock().now() + wait;
+                paused.insert(subscriber.to_owned(), (failures, until));
+                tracing::warn!(
+                    bounda.subscriber = subscriber,
+                    code = error.code(),
+                    failures,
+                    "subscriber failed, trying again at {until}: {}",
+                    crate::error::chain(&error)
+                );
+                false
+            }
+        }
     }
 
     /// Whether a pass moved anything; a failure is logged. Rejections were logged in their
@@ -89,19 +143,5 @@ impl App {
     }
 }
 
-/// Whether a subscriber's pass moved anything; a failure is logged and counts as not moving.
-fn subscriber_result(subscriber: &str, result: Result<bool, Error>) -> bool {
-    match result {
-        Ok(moved) => moved,
-        Err(error) => {
-            // The store failed; the next pass tries again after the poll interval.
-            tracing::warn!(
-                bounda.subscriber = subscriber,
-                code = error.code(),
-                "subscriber failed: {}",
-                crate::error::chain(&error)
-            );
-            false
-        }
-    }
-}
+/// The scheduled worker, as its failures are named and paused.
+const SCHEDULED: &str = "scheduled";

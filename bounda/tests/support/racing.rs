@@ -17,6 +17,10 @@ pub struct Racing {
     pub after_first: AtomicU32,
     /// An event whose reads fail.
     pub unreadable: Mutex<Option<String>>,
+    /// Whether reading the log fails, as a broken disk would.
+    pub log_fails: std::sync::atomic::AtomicBool,
+    /// How often the log was read.
+    pub log_reads: AtomicU32,
 }
 
 impl Racing {
@@ -26,6 +30,8 @@ impl Racing {
             races: AtomicU32::new(races),
             after_first: AtomicU32::new(0),
             unreadable: Mutex::new(None),
+            log_fails: std::sync::atomic::AtomicBool::new(false),
+            log_reads: AtomicU32::new(0),
         }
     }
 
@@ -76,6 +82,10 @@ impl Store for Racing {
         self.inner.snapshot(t, id)
     }
     fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.log_reads.fetch_add(1, Ordering::SeqCst);
+        if self.log_fails.load(Ordering::SeqCst) {
+            return Err(StoreError::new("cannot read the log: disk I/O error"));
+        }
         self.inner.read_all(after, limit)
     }
     fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
