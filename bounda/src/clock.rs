@@ -1,14 +1,25 @@
 //! Time comes from a [`Clock`]: the system clock in production, a simulated one in tests. No other
 //! code reads the wall clock.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 use crate::{Duration, Instant};
+
+/// A future that completes when a clock has passed a moment.
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Where the runtime reads the time.
 pub trait Clock: Send + Sync + 'static {
     /// The current moment.
     fn now(&self) -> Instant;
+
+    /// Completes once `duration` has passed on this clock: what handler time limits count.
+    /// By default, real time.
+    fn sleep(&self, duration: Duration) -> Sleep {
+        Box::pin(tokio::time::sleep(duration.into()))
+    }
 }
 
 /// The system's clock.
@@ -21,11 +32,18 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to: tests run months in milliseconds (spec 180).
+/// A clock that moves only when told to: tests run months in milliseconds (spec 180). Handler
+/// time limits count its time too, so a test of a slow handler (a fake that moves the clock)
+/// does not depend on the machine; a handler that never finishes is still cut after a real
+/// minute, so a test does not hang.
 #[derive(Debug)]
 pub struct SimulatedClock {
     now: Mutex<Instant>,
+    moved: tokio::sync::watch::Sender<Instant>,
 }
+
+/// How long, in real time, a handler on the simulated clock may wait for nothing at all.
+const REAL_TIME_BACKSTOP: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl SimulatedClock {
     /// The default start of a simulation: `2026-01-01T00:00:00Z` (spec 180).
@@ -39,6 +57,7 @@ impl SimulatedClock {
     pub fn at(now: Instant) -> SimulatedClock {
         SimulatedClock {
             now: Mutex::new(now),
+            moved: tokio::sync::watch::Sender::new(now),
         }
     }
 
@@ -46,6 +65,7 @@ impl SimulatedClock {
     pub fn advance(&self, duration: Duration) {
         let mut now = self.lock();
         *now = *now + duration;
+        self.moved.send_replace(*now);
     }
 
     /// Moves the clock to `moment` if it is later; the clock never goes back.
@@ -53,6 +73,7 @@ impl SimulatedClock {
         let mut now = self.lock();
         if moment > *now {
             *now = moment;
+            self.moved.send_replace(*now);
         }
     }
 
@@ -73,6 +94,16 @@ impl Default for SimulatedClock {
 impl Clock for SimulatedClock {
     fn now(&self) -> Instant {
         *self.lock()
+    }
+
+    /// Completes once the clock has been moved `duration` on, or after a real minute.
+    fn sleep(&self, duration: Duration) -> Sleep {
+        let until = self.now() + duration;
+        let mut moved = self.moved.subscribe();
+        Box::pin(async move {
+            let passed = moved.wait_for(|now| *now >= until);
+            let _ = tokio::time::timeout(REAL_TIME_BACKSTOP, passed).await;
+        })
     }
 }
 

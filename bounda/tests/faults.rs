@@ -32,13 +32,15 @@ impl Policy for ConfirmOnOrderPlaced {
     }
 }
 
+/// Calls a provider that takes a simulated minute: the test's clock moves while it waits.
 struct Stuck;
 
 impl Policy for Stuck {
     const NAME: &'static str = "stuck";
     type Event = OrderPlaced;
 
-    async fn handle(_: Reaction<'_, OrderPlaced>) -> Result<()> {
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.port::<Arc<SimulatedClock>>()?.advance(minutes(1));
         std::future::pending::<()>().await;
         Ok(())
     }
@@ -180,17 +182,22 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
     );
 }
 
-// spec 158: the run fails, is retried, and is dead-lettered.
+// spec 158, 185: the run fails on the test clock, is retried, and is dead-lettered.
 #[tokio::test]
 async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
     let mut config = Config::default();
     config.policies.timeout = millis(20);
-    let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
-            .config(config)
-            .policy::<Stuck>(),
-    )
-    .unwrap();
+    // The limit counts the test's simulated time, not the machine's: the provider's simulated
+    // minute runs past it at once, however fast or slow the machine is (spec 185).
+    let clock = Arc::new(SimulatedClock::default());
+    let app = App::builder(SqliteStore::in_memory().unwrap())
+        .clock(clock.clone())
+        .config(config)
+        .port(clock.clone())
+        .policy::<Stuck>()
+        .build()
+        .unwrap();
+    let app = TestApp::with_app(app, clock);
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -214,5 +221,54 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
             .contains("ran past its limit of 20ms"),
         "{}",
         letters[0].error_message
+    );
+}
+
+/// Takes real time, none on the test clock: a slow machine, not a slow provider.
+struct SlowMachine;
+
+impl Policy for SlowMachine {
+    const NAME: &'static str = "slow_machine";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+// spec 185: on the test clock a time limit counts simulated time, so a machine that is slow
+// (here, 60 ms of real time against a 20 ms limit) does not fail a handler.
+#[tokio::test]
+async fn a_time_limit_counts_the_test_clock_not_the_machine() {
+    let mut config = Config::default();
+    config.policies.timeout = millis(20);
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .config(config)
+            .policy::<SlowMachine>(),
+    )
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.events_of::<Order>("o-1").unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .unwrap(),
+        0
     );
 }

@@ -91,7 +91,7 @@ impl PolicyRun {
         let handler = policy
             .run(&reaction, &self.event)
             .instrument(self.span.clone());
-        let result = guarded(policy.name(), limit, handler).await;
+        let result = guarded(app.clock(), policy.name(), limit, handler).await;
         let staging = reaction.finish();
         // A command that failed fails the run, even if the handler went on (spec 34).
         match result.and_then(|()| staging.failure.clone().map_or(Ok(()), Err)) {

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
+use crate::clock::Clock;
 use crate::store::{DeadLetter, LetterKind, LetterStatus};
 use crate::{Duration, Error, Instant};
 
@@ -93,23 +94,28 @@ impl Failure {
     }
 }
 
-/// Runs `handler`'s future within `limit`; an error, a panic (with its message) or running past
-/// the limit is the run's failure (spec 157–161).
+/// Runs `handler`'s future within `limit` on `clock` (real time, or a test's simulated time);
+/// an error, a panic (with its message) or running past the limit is the run's failure
+/// (spec 157–161, 185).
 pub(crate) async fn guarded<T>(
+    clock: &dyn Clock,
     handler: &str,
     limit: Duration,
     run: impl Future<Output = anyhow::Result<T>>,
 ) -> Result<T, Failure> {
     let caught = AssertUnwindSafe(run).catch_unwind();
-    let error: anyhow::Error = match tokio::time::timeout(limit.into(), caught).await {
-        Ok(Ok(Ok(value))) => return Ok(value),
-        Ok(Ok(Err(error))) => error,
-        Ok(Err(panic)) => Error::Panicked {
-            handler: handler.to_owned(),
-            message: panic_message(panic.as_ref()),
-        }
-        .into(),
-        Err(_elapsed) => Error::HandlerTimeout {
+    let error: anyhow::Error = tokio::select! {
+        biased;
+        outcome = caught => match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) => error,
+            Err(panic) => Error::Panicked {
+                handler: handler.to_owned(),
+                message: panic_message(panic.as_ref()),
+            }
+            .into(),
+        },
+        () = clock.sleep(limit) => Error::HandlerTimeout {
             handler: handler.to_owned(),
             limit,
         }

@@ -229,7 +229,7 @@ async fn guarded<P: ProcessState, T>(
         .config()
         .for_aggregate(<P::Aggregate as Aggregate>::NAME)
         .processes_handler_timeout;
-    crate::app::engine::guarded(P::NAME, limit, handler).await
+    crate::app::engine::guarded(app.clock(), P::NAME, limit, handler).await
 }
 
 /// An event step of `P`: what `event` does to instance `id` (spec 62–64, 98, 110).
