@@ -76,11 +76,7 @@ async fn app_with_a_letter() -> (TestApp, String) {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     (app, letters[0].id.clone())
 }
@@ -228,11 +224,7 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
         clock,
     );
     dropped.advance(hours(2)).await.unwrap();
-    let letters = dropped
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
     assert_eq!(
@@ -323,11 +315,7 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
     let clock = first.clock().clone();
     let dropped = another_app(&store, &clock, |builder| builder);
     dropped.advance(hours(2)).await.unwrap();
-    let letters = dropped
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1, "not completed in silence");
     let letter = &letters[0];
     assert_eq!(
@@ -376,11 +364,7 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
     let clock = first.clock().clone();
     let dropped = another_app(&store, &clock, |builder| builder);
     dropped.advance(hours(25)).await.unwrap();
-    let letters = dropped
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1, "not completed in silence");
     let letter = &letters[0];
     assert_eq!(

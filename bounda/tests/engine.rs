@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bounda::clock::Clock;
 use bounda::prelude::*;
-use bounda::store::{LetterFilter, Snapshot, Store, WriteSet};
+use bounda::store::{Snapshot, Store, WriteSet};
 use bounda::{Duration, DurationError};
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
@@ -271,11 +271,7 @@ async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
             .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert!(
         letters[0]
@@ -418,11 +414,7 @@ async fn an_entry_that_cannot_be_read_fails_alone() {
         ["OrderPlaced", "ConfirmationSent"],
         "the other entry ran"
     );
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (
@@ -489,11 +481,7 @@ async fn lapsed_claims_spend_no_attempts() {
         3,
         "three real runs"
     );
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].attempts, 3);
 }

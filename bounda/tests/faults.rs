@@ -159,11 +159,7 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
     };
     app.app().store().commit(&odd).unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].error_type.as_str(), letters[0].attempts),
@@ -205,11 +201,7 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].attempts, letters[0].error_type.as_str()),

@@ -894,11 +894,7 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
     let start = without.now();
     without.run_until_idle().await.unwrap();
     assert_eq!(without.now(), start, "not retried");
-    let letters = without
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&without);
     assert_eq!(
         (letters.len(), letters[0].error_type.as_str()),
         (1, "terminal")

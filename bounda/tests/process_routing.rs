@@ -12,7 +12,7 @@ use std::cell::Cell;
 
 use bounda::config::Config;
 use bounda::prelude::*;
-use bounda::store::{LetterFilter, LetterKind, Store};
+use bounda::store::{LetterKind, Store};
 use bounda::{PROCESSES, RecordedEvent};
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
@@ -222,11 +222,7 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].kind, letters[0].error_type.as_str()),
@@ -267,11 +263,7 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     let messages: Vec<&str> = letters.iter().map(|l| l.error_message.as_str()).collect();
     assert_eq!(letters.len(), 2, "{messages:?}");
     assert!(
@@ -337,11 +329,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
         .unwrap();
     }
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].error_type, "terminal");
     assert_eq!(
@@ -445,11 +433,7 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
         1,
         "the cancellation; not the delayed reminder"
     );
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].event_type.as_deref(), Some("OrderCancelled"));
     assert!(
@@ -663,13 +647,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let first = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap()[0]
-        .id
-        .clone();
+    let first = support::letters(&app)[0].id.clone();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
     })
@@ -695,11 +673,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         ["ProcessHandled", "ProcessFailed"],
         "the failed step ran; the parked payment failed at once, no retries"
     );
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 2);
     assert_eq!(
         letters[0].status,
@@ -813,11 +787,7 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
     let start = app.now();
     app.run_until_idle().await.unwrap();
     assert_eq!(app.now(), start, "no retries: terminal");
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(
         (letters.len(), letters[0].error_type.as_str()),
         (1, "terminal")
@@ -893,13 +863,7 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
         .await
         .unwrap();
     first.run_until_idle().await.unwrap();
-    let letter = first
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap()[0]
-        .id
-        .clone();
+    let letter = support::letters(&first)[0].id.clone();
     let next = App::builder_shared(store.clone())
         .clock(clock.clone())
         .ids(std::sync::Arc::new(bounda::ids::UuidV7))

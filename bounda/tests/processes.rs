@@ -558,11 +558,7 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         types(&events),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].kind, letters[0].event_type.as_deref()),
@@ -585,11 +581,7 @@ async fn failed_instance(app: &TestApp) -> String {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(app);
     assert_eq!(letters.len(), 1);
     assert_eq!(
         types(&lifecycle(app, "o-1")),
@@ -907,13 +899,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letter = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap()[0]
-        .id
-        .clone();
+    let letter = support::letters(&app)[0].id.clone();
     app.advance(hours(29)).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -1014,12 +1000,7 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
             "ProcessFailed"
         ]
     );
-    let letter = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap()[0]
-        .clone();
+    let letter = support::letters(&app)[0].clone();
     assert_eq!(letter.event_type.as_deref(), Some("deadline:timeout"));
     payment::TIMEOUT_BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter.id).await.unwrap();
@@ -1205,13 +1186,7 @@ async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
         ),
         ["ProcessFailed"]
     );
-    let letter = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap()[0]
-        .id
-        .clone();
+    let letter = support::letters(&app)[0].id.clone();
     recompute::START_FAILS.with(|f| f.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
     let events = app

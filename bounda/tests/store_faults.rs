@@ -249,11 +249,7 @@ async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
     let app = TestApp::new(archiving(full)).unwrap();
     let head = app.app().store().head().unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = app
-        .app()
-        .dead_letters()
-        .list(&LetterFilter::default())
-        .unwrap();
+    let letters = support::letters(&app);
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(letters[0].attempts, 3, "retried before giving up");
     assert!(
