@@ -1,5 +1,5 @@
 //! The operator's command-line interface, for an app to embed in its own binary so that a retry
-//! runs the app's own handlers (spec 165–172).
+//! runs the app's own handlers.
 //!
 //! ```no_run
 //! use clap::{Parser, Subcommand};
@@ -46,7 +46,7 @@ pub enum Operator {
     DeadLetters(Letters),
 }
 
-/// `dead-letters` subcommands (spec 166).
+/// `dead-letters` subcommands: list, show, retry or discard the runs given up on.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Letters {
     /// Lists letters, oldest first.
@@ -107,7 +107,7 @@ pub enum Status {
 }
 
 /// Runs `command` on `app`, printing to standard output; errors go to standard error. Exit code
-/// 2 when a retry fails (spec 166), 1 for any other error.
+/// 2 when a retry fails, 1 for any other error.
 pub async fn run(app: &App, command: Operator) -> ExitCode {
     let mut out = std::io::stdout().lock();
     match execute(app, command, &mut out).await {

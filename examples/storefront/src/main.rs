@@ -31,7 +31,7 @@ struct Cli {
     )]
     db: PathBuf,
     /// How long one handler run may take. A crashed run's claims lapse after twice this, so a
-    /// restart after a SIGKILL resumes its work then (spec 125, 126).
+    /// restart after a SIGKILL resumes its work then.
     #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
     handler_timeout: Duration,
     /// How many runs a worker takes and commits together: larger batches give more throughput,
