@@ -165,7 +165,7 @@ pub use app::{
     Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
     Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
     ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, SubscriberLag,
-    fold,
+    fold, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

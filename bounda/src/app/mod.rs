@@ -31,6 +31,7 @@ pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
 pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus};
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
+pub use runner::shutdown_signal;
 pub use telemetry::METRICS;
 
 use std::collections::HashMap;

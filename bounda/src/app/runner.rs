@@ -9,15 +9,10 @@ use crate::app::RejectionRecord;
 use crate::app::{App, POLICIES, PROCESSES, telemetry};
 
 impl App {
-    /// Runs the dispatcher and the scheduled worker until Ctrl-C.
+    /// Runs the dispatcher and the scheduled worker until Ctrl-C or SIGTERM (what service
+    /// managers send), finishing the run in flight.
     pub async fn run(&self) -> Result<(), Error> {
-        self.run_until(async {
-            // Without a signal handler, run until the process is killed.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
-        .await
+        self.run_until(shutdown_signal()).await
     }
 
     /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
@@ -145,3 +140,28 @@ impl App {
 
 /// The scheduled worker, as its failures are named and paused.
 const SCHEDULED: &str = "scheduled";
+
+/// Completes on Ctrl-C, or on SIGTERM where there are signals: pass it to
+/// [`App::run_until`] with other ways to stop. Without a signal handler it never completes.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    () = ctrl_c => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => ctrl_c.await,
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}

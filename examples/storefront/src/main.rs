@@ -161,9 +161,7 @@ async fn work(app: &App, seconds: Option<u64>) -> anyhow::Result<()> {
     let stop = async {
         match seconds {
             Some(seconds) => tokio::time::sleep(StdDuration::from_secs(seconds)).await,
-            None => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            None => bounda::shutdown_signal().await,
         }
     };
     app.run_until(stop).await?;
@@ -293,12 +291,20 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
             }
         }
     };
-    tokio::select! {
-        result = app.run_until(job) => result?,
-        _ = tokio::signal::ctrl_c() => {
-            println!("interrupted: run again to resume the open orders");
-            return Ok(());
+    // A signal stops the app between runs: the run in flight finishes, no claim is left.
+    let interrupted = std::sync::atomic::AtomicBool::new(false);
+    let stop = async {
+        tokio::select! {
+            () = job => {}
+            () = bounda::shutdown_signal() => {
+                interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
         }
+    };
+    app.run_until(stop).await?;
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        println!("interrupted: run again to resume the open orders");
+        return Ok(());
     }
 
     println!("what happened:");

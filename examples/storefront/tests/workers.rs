@@ -317,3 +317,43 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
         Some(store.head().unwrap())
     );
 }
+
+// Issue 10: SIGTERM, what service managers send, stops a run as Ctrl-C does: the run in flight
+// finishes, the process exits 0, and no claim is left behind to block the next start.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_between_runs_and_leaves_no_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let child = storefront(
+        &db,
+        &log_path,
+        &["run", "--orders", "60", "--batch-size", "1"],
+    )
+    .spawn()
+    .unwrap();
+    let start = StdInstant::now();
+    while start.elapsed() < StdDuration::from_secs(30) {
+        std::thread::sleep(StdDuration::from_millis(5));
+        if db.exists() && deadlines_ran(&db) > 0 {
+            break;
+        }
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = finished_within(child, 30);
+    assert!(status.success(), "stopped cleanly: {status:?}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (inbox, scheduled): (i64, i64) = conn
+        .query_row(
+            "SELECT
+                 (SELECT COUNT(*) FROM bounda_inbox WHERE status = 'pending' AND claim_id IS NOT NULL),
+                 (SELECT COUNT(*) FROM bounda_scheduled_commands WHERE claim_id IS NOT NULL)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((inbox, scheduled), (0, 0), "no claim left behind");
+}
