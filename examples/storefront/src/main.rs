@@ -93,6 +93,13 @@ impl clap::CommandFactory for RunArgs {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // The runtime's logs and spans, to standard error; `RUST_LOG` chooses (warnings by default).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let command = cli
         .command

@@ -357,3 +357,22 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
         .unwrap();
     assert_eq!((inbox, scheduled), (0, 0), "no claim left behind");
 }
+
+// Issue 10: the binary logs what the runtime reports, filtered by `RUST_LOG`.
+#[test]
+fn the_binary_logs_the_runtime_filtered_by_rust_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let output = storefront(&db, &log_path, &["run", "--orders", "1"])
+        .env("RUST_LOG", "bounda::metrics=debug")
+        .env("PAYMENT_WINDOW", "200ms")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let logged = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        logged.contains("monotonic_counter.bounda.commands"),
+        "the runtime's counters reach the log: {logged}"
+    );
+}
