@@ -49,6 +49,19 @@ impl SqliteStore {
         SqliteStore::setup(conn, options, true)
     }
 
+    /// Opens the database at `path`, which must exist: what an operator's command uses, so a
+    /// mistyped path is an error naming it rather than a new, empty database.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(StoreError::new(format!(
+                "no database at `{}`; check the path",
+                path.display()
+            )));
+        }
+        SqliteStore::open(path)
+    }
+
     /// A database in memory, gone when the store is dropped: for tests.
     pub fn in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory()

@@ -111,7 +111,15 @@ async fn main() -> ExitCode {
         },
         _ => RunArgs::default().timing(),
     };
-    let app = match build(&cli.db, cli.handler_timeout, cli.batch_size, timing) {
+    // An operator's command reads an existing file; it never creates one.
+    let existing = matches!(command, Command::Operator(_));
+    let app = match build(
+        &cli.db,
+        existing,
+        cli.handler_timeout,
+        cli.batch_size,
+        timing,
+    ) {
         Ok(app) => app,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -143,11 +151,15 @@ impl RunArgs {
 
 fn build(
     db: &PathBuf,
+    existing: bool,
     handler_timeout: Duration,
     batch_size: u32,
     timing: storefront::Timing,
 ) -> anyhow::Result<App> {
-    let store = SqliteStore::open(db)?;
+    let store = match existing {
+        true => SqliteStore::open_existing(db)?,
+        false => SqliteStore::open(db)?,
+    };
     let mut config = bounda::config::Config::default();
     config.commands.timeout = handler_timeout;
     config.policies.timeout = handler_timeout;

@@ -376,3 +376,20 @@ fn the_binary_logs_the_runtime_filtered_by_rust_log() {
         "the runtime's counters reach the log: {logged}"
     );
 }
+
+// Issue 10: an operator's command never creates a database: a mistyped path is an error naming it.
+#[test]
+fn an_operator_command_on_a_missing_file_names_it_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("typo.db"), dir.path().join("notified.log"));
+    for args in [&["lag"][..], &["dead-letters", "list"], &["deadlines"]] {
+        let output = storefront(&db, &log_path, args)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains("typo.db"), "{args:?}: {said}");
+        assert!(!db.exists(), "{args:?} created the file");
+    }
+}
