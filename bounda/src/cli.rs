@@ -195,15 +195,20 @@ pub async fn execute(
                 }),
                 limit: args.limit,
             };
-            for letter in app.dead_letters().list(&filter)? {
+            let letters = app.dead_letters().list(&filter)?;
+            if letters.is_empty() && !args.json {
+                writeln!(out, "no dead letters match").map_err(io)?;
+            }
+            for letter in letters {
                 let parked = app.dead_letters().parked(&letter)?;
                 if args.json {
                     writeln!(out, "{}", letter_json(&letter, parked)).map_err(io)?;
                 } else {
                     writeln!(
                         out,
-                        "{}  {:?} {}  {} on {}  {}  ({} attempts)",
+                        "{}  {} {:?} {}  {} on {}  {}  ({} attempts)",
                         letter.id,
+                        letter.status.as_str(),
                         letter.kind,
                         letter.handler,
                         letter.error_type,
@@ -250,6 +255,8 @@ pub async fn execute(
                 rejection.command_type, rejection.rejected, rejection.message
             )
             .map_err(io)?,
+            // An unknown letter is a mistake like any other (1); a retry that ran and failed is 2.
+            Err(error @ crate::Error::NotFound { .. }) => return Err(error),
             Err(error) => {
                 eprintln!("error: {}", crate::error::chain(&error));
                 return Ok(ExitCode::from(2));

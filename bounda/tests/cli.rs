@@ -53,8 +53,10 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     let (code, text) = output(app, list(false)).await;
     assert_eq!(code, ExitCode::SUCCESS);
     assert!(
-        text.contains("confirm_on_order_placed") && text.contains("the mail server is down"),
-        "{text}"
+        text.contains("confirm_on_order_placed")
+            && text.contains("the mail server is down")
+            && text.contains(" failed "),
+        "each letter with its status: {text}"
     );
     let (_, json) = output(app, list(true)).await;
     let letter: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
@@ -89,4 +91,45 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     );
     let (_, deadlines) = output(app, Operator::Deadlines).await;
     assert_eq!(deadlines.trim(), "0 pending");
+}
+
+// Issue 10: `list` shows each letter's status and says so when none match; an unknown letter id
+// is the same mistake (exit 1) for show, discard and retry.
+#[tokio::test]
+async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_command() {
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+    )
+    .unwrap();
+    let app = app.app();
+    let list = Operator::DeadLetters(Letters::List(ListArgs {
+        kind: None,
+        handler: None,
+        status: None,
+        limit: None,
+        json: false,
+    }));
+    let (code, text) = output(app, list).await;
+    assert_eq!(
+        (code, text.trim()),
+        (ExitCode::SUCCESS, "no dead letters match")
+    );
+    for command in [
+        Operator::DeadLetters(Letters::Show { id: "nope".into() }),
+        Operator::DeadLetters(Letters::Discard { id: "nope".into() }),
+        Operator::DeadLetters(Letters::Retry { id: "nope".into() }),
+    ] {
+        let mut out = Vec::new();
+        let error = execute(app, command, &mut out).await.unwrap_err();
+        assert_eq!(error.code(), "NOT_FOUND", "{error}");
+    }
+    assert_eq!(
+        bounda::cli::run(
+            app,
+            Operator::DeadLetters(Letters::Retry { id: "nope".into() })
+        )
+        .await,
+        ExitCode::FAILURE,
+        "exit 1, as for show and discard"
+    );
 }

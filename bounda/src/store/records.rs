@@ -169,7 +169,7 @@ impl LetterKind {
     }
 }
 
-/// A dead letter's status (spec 164). Letters are never deleted.
+/// A dead letter's status. Letters are never deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LetterStatus {
@@ -179,6 +179,17 @@ pub enum LetterStatus {
     Retried,
     /// Given up.
     Discarded,
+}
+
+impl LetterStatus {
+    /// The status as stored and shown: `failed`, `retried` or `discarded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LetterStatus::Failed => "failed",
+            LetterStatus::Retried => "retried",
+            LetterStatus::Discarded => "discarded",
+        }
+    }
 }
 
 /// A run the runtime gave up on (spec 163).
