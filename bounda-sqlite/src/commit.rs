@@ -379,7 +379,7 @@ fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError
     Ok(())
 }
 
-/// Files a letter once: the same id again leaves the first as it is (spec 141).
+/// Files a letter once: the same id again leaves the first as it is.
 fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError> {
     conn.prepare_cached(
         "INSERT INTO bounda_dead_letters
@@ -447,7 +447,7 @@ fn require_failed(conn: &Connection, id: &str) -> Result<(), CommitError> {
     }
 }
 
-/// Moves a letter out of `failed`, fenced on its status (spec 170).
+/// Moves a letter out of `failed`, fenced on its status.
 fn settle_letter(conn: &Connection, settle: &LetterSettle) -> Result<(), CommitError> {
     let changed = conn
         .prepare_cached(

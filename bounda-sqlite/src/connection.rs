@@ -30,7 +30,7 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// A 5 s busy timeout (spec 202) and `synchronous = FULL`.
+    /// A 5 s busy timeout and `synchronous = FULL`.
     fn default() -> Options {
         Options {
             busy_timeout_ms: 5_000,

@@ -26,7 +26,7 @@ use rusqlite::Connection;
 pub use connection::{Options, Synchronous};
 
 /// The SQLite store. One connection, behind a mutex: SQLite has one writer per file anyway, and
-/// statements within a process run one after another around write transactions (spec 202).
+/// statements within a process run one after another around write transactions.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,

@@ -1,4 +1,4 @@
-//! The tables (spec 195–197) and their migrations, keyed on `PRAGMA user_version`.
+//! The tables and their migrations, keyed on `PRAGMA user_version`.
 //!
 //! Migrations are an append-only list: the database's `user_version` is how many have run. A
 //! database whose version is beyond this list was written by a newer bounda and is refused

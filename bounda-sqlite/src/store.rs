@@ -477,7 +477,7 @@ fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
     (clause, values)
 }
 
-/// Claims one inbox pair on `conn` (spec 123–126): a new pair, an expired claim, a released one or
+/// Claims one inbox pair on `conn`: a new pair, an expired claim, a released one or
 /// a failure whose retry is due is taken; anything else is reported as it stands. `attempts`
 /// counts the runs that failed, so a claim that lapsed (its runner killed) spends none.
 fn claim_one(
@@ -538,7 +538,7 @@ fn claim_one(
     })
 }
 
-/// Claims up to `limit` entries due at `now` on `conn`, in due order (spec 200).
+/// Claims up to `limit` entries due at `now` on `conn`, in due order.
 pub(crate) fn claim(
     conn: &Connection,
     claim_id: &str,

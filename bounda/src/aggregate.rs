@@ -1,4 +1,4 @@
-//! Aggregates, their events and the commands that decide them (spec 1–19).
+//! Aggregates, their events and the commands that decide them.
 
 use std::fmt::Debug;
 
@@ -35,16 +35,16 @@ pub trait Aggregate: Default + Send + Sync + 'static {
     /// The aggregate type as stored with its events (`Order`); unique in an app.
     const NAME: &'static str;
     /// The payload field that names an instance of this aggregate in other aggregates' events
-    /// and in commands, by convention `<aggregate>_id` (`order_id`, spec 4, 56).
+    /// and in commands, by convention `<aggregate>_id` (`order_id`).
     const ID_FIELD: &'static str;
     /// The aggregate's events: an enum deriving [`Events`](macro@crate::Events).
     type Event: EventSet<Aggregate = Self>;
 
-    /// Folds one event into the state (spec 9). The state before the first event is `Default`.
+    /// Folds one event into the state. The state before the first event is `Default`.
     fn apply(&mut self, event: &Self::Event);
 }
 
-/// One event type of one aggregate, a serde payload (spec 12).
+/// One event type of one aggregate, a serde payload.
 ///
 /// Derive it with `#[derive(Event)]` and `#[event(aggregate = Order)]`; the type name is the
 /// struct's name unless `#[event(name = "..")]` says otherwise. An event type is scoped to its
@@ -60,7 +60,7 @@ pub trait Event: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
     /// The event type as stored (`OrderPlaced`).
     const TYPE: &'static str;
     /// The payload's field names, as serialised: an event of another aggregate reaches a
-    /// process through the field named after the process's aggregate id (spec 56).
+    /// process through the field named after the process's aggregate id.
     const FIELDS: &'static [&'static str];
 
     /// The key the runtime routes this event type by.
@@ -72,7 +72,7 @@ pub trait Event: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
     }
 }
 
-/// An event type as the runtime routes it: aggregate type and event type (spec 12).
+/// An event type as the runtime routes it: aggregate type and event type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventKey {
     /// The aggregate type (`Order`).
@@ -98,8 +98,7 @@ pub trait EventSet: Debug + Send + Sync + Sized + 'static {
     fn from_json(event_type: &str, payload: serde_json::Value) -> Result<Self, crate::Error>;
 }
 
-/// A command: a request to one aggregate instance that decides events or is rejected (spec 5,
-/// 15–18).
+/// A command: a request to one aggregate instance that decides events or is rejected.
 ///
 /// ```
 /// # use bounda::prelude::*;
@@ -157,7 +156,7 @@ pub trait Command: Serialize + DeserializeOwned + Debug + Send + Sync + 'static 
     fn aggregate_id(&self) -> &str;
 
     /// Decides the events to append, given the instance's current state. An empty list means
-    /// "already done" and is not a rejection (spec 6); a rejection stores nothing (spec 18).
+    /// "already done" and is not a rejection; a rejection stores nothing.
     fn decide(&self, state: &Self::Aggregate) -> Decision<Self>;
 }
 
@@ -165,11 +164,11 @@ pub trait Command: Serialize + DeserializeOwned + Debug + Send + Sync + 'static 
 pub type Decision<C> =
     Result<Vec<<<C as Command>::Aggregate as Aggregate>::Event>, <C as Command>::Rejection>;
 
-/// The typed reasons a command may refuse, an enum with one variant per code (spec 15–16).
+/// The typed reasons a command may refuse, an enum with one variant per code.
 ///
 /// Derive it with `#[derive(Rejection)]`: the code is the variant's name (`NotOpen`), the
 /// message comes from `#[rejection("..")]` on the variant (which may name the variant's fields,
-/// `"{status}"`), or is the code itself when there is none (spec 17).
+/// `"{status}"`), or is the code itself when there is none.
 pub trait Rejection: Debug + Send + Sync + 'static {
     /// The code, named after the reason: `NotOpen`.
     fn code(&self) -> &'static str;

@@ -271,7 +271,7 @@ pub async fn execute(
 }
 
 /// A letter as `--json` and `show` print it; `parked` counts the events behind a process
-/// letter (spec 165).
+/// letter.
 fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
     serde_json::json!({
         "id": letter.id,

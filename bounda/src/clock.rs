@@ -32,7 +32,7 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to: tests run months in milliseconds (spec 180). Handler
+/// A clock that moves only when told to: tests run months in milliseconds. Handler
 /// time limits count its time too, so a test of a slow handler (a fake that moves the clock)
 /// does not depend on the machine; a handler that never finishes is still cut after a real
 /// minute, so a test does not hang.
@@ -46,7 +46,7 @@ pub struct SimulatedClock {
 const REAL_TIME_BACKSTOP: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl SimulatedClock {
-    /// The default start of a simulation: `2026-01-01T00:00:00Z` (spec 180).
+    /// The default start of a simulation: `2026-01-01T00:00:00Z`.
     pub fn start() -> Instant {
         // 2026-01-01T00:00:00Z in milliseconds since the epoch.
         Instant::from_millis(1_767_225_600_000)

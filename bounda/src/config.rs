@@ -1,4 +1,4 @@
-//! The runtime's settings, with the defaults of spec §25 and per-aggregate overrides (spec 212).
+//! The runtime's settings, with their defaults and per-aggregate overrides.
 
 use std::collections::BTreeMap;
 
@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Duration, days, millis, seconds};
 
-/// Every setting of the runtime. `Config::default()` is the defaults of spec §25; read one from
+/// Every setting of the runtime. `Config::default()` is the defaults; read one from
 /// JSON with [`Config::from_json`], where a missing key keeps its default.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -27,9 +27,9 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Commands {
-    /// How long one command-handler run may take (spec 157). Default `30s`.
+    /// How long one command-handler run may take. Default `30s`.
     pub timeout: Duration,
-    /// How many times a command reruns after its stream moved (spec 7). Default 3.
+    /// How many times a command reruns after its stream moved. Default 3.
     pub concurrency_retries: u32,
 }
 
@@ -46,11 +46,11 @@ impl Default for Commands {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Policies {
-    /// How long one policy-handler run may take (spec 158). Default `30s`.
+    /// How long one policy-handler run may take. Default `30s`.
     pub timeout: Duration,
-    /// How policy runs and scheduled commands retry (spec 48, 151).
+    /// How policy runs and scheduled commands retry.
     pub retry: Retry,
-    /// How deep a chain of reactions may go (spec 145). Default 25.
+    /// How deep a chain of reactions may go. Default 25.
     pub max_chain_depth: u32,
 }
 
@@ -68,11 +68,11 @@ impl Default for Policies {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Processes {
-    /// A process's lifetime when its `#[process(timeout = ..)]` says none (spec 95). Default `7d`.
+    /// A process's lifetime when its `#[process(timeout = ..)]` says none. Default `7d`.
     pub timeout: Duration,
-    /// How long one process-handler run may take (spec 159). Default `30s`.
+    /// How long one process-handler run may take. Default `30s`.
     pub handler_timeout: Duration,
-    /// How process steps retry: the built-in default, never inherited from policies (spec 156).
+    /// How process steps retry: the built-in default, never inherited from policies.
     pub retry: Retry,
 }
 
@@ -90,9 +90,9 @@ impl Default for Processes {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Dispatcher {
-    /// How often passes and the scheduled worker run (spec 50). Default `100ms`.
+    /// How often passes and the scheduled worker run. Default `100ms`.
     pub poll_interval: Duration,
-    /// Events read per subscriber per pass (spec 150). Default 100.
+    /// Events read per subscriber per pass. Default 100.
     pub batch_size: usize,
     /// How long a subscriber whose pass failed (its store failing) waits before it tries again:
     /// `baseDelay`, doubling after each failure in a row, at most `maxDelay`.
@@ -141,8 +141,7 @@ impl Backoff {
     }
 }
 
-/// How a failed run is retried (spec 151–153). `strategy` is required whenever `retry` is given
-/// (spec 156).
+/// How a failed run is retried. `strategy` is required whenever `retry` is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retry {
@@ -159,7 +158,7 @@ pub struct Retry {
     pub max_delay: Duration,
 }
 
-/// How the wait before a retry grows (spec 152).
+/// How the wait before a retry grows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
@@ -207,7 +206,7 @@ impl Retry {
 }
 
 impl Default for Retry {
-    /// Exponential, 3 attempts, `1s` then doubling, at most `30s` (spec 151).
+    /// Exponential, 3 attempts, `1s` then doubling, at most `30s`.
     fn default() -> Retry {
         Retry {
             strategy: Strategy::Exponential,
@@ -218,7 +217,7 @@ impl Default for Retry {
     }
 }
 
-/// Settings for one aggregate; a key left out comes from the app's settings (spec 212).
+/// Settings for one aggregate; a key left out comes from the app's settings.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Overrides {
@@ -250,7 +249,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    /// The stable code (spec 219).
+    /// The stable code.
     pub fn code(&self) -> &'static str {
         "INVALID_CONFIGURATION"
     }
@@ -258,7 +257,7 @@ impl ConfigError {
 
 impl Config {
     /// Reads a configuration from JSON; missing keys keep their defaults, an unknown key, a wrong
-    /// type or an unreadable duration is an error naming its path (spec 192).
+    /// type or an unreadable duration is an error naming its path.
     pub fn from_json(json: &str) -> Result<Config, ConfigError> {
         let deserializer = &mut serde_json::Deserializer::from_str(json);
         let config: Config = serde_path_to_error::deserialize(deserializer).map_err(|error| {

@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Instant;
 
-/// A moment a process acts at, or none while nothing is due (spec 73).
+/// A moment a process acts at, or none while nothing is due.
 ///
 /// A process keeps each deadline as a field of its state marked `#[deadline]`: setting it
 /// schedules its `at_<field>` handler, changing it moves it, [`Deadline::none`] cancels it. It is
-/// distinct from an `Option<Instant>`, which only records a moment (spec 74). It serialises as the
+/// distinct from an `Option<Instant>`, which only records a moment. It serialises as the
 /// moment or `null`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
@@ -39,8 +39,7 @@ impl Deadline {
         self.0.is_some()
     }
 
-    /// Whether it is set and its moment is at or before `now`: a deadline never comes due early
-    /// (spec 82).
+    /// Whether it is set and its moment is at or before `now`: a deadline never comes due early.
     pub fn is_due(self, now: Instant) -> bool {
         matches!(self.0, Some(moment) if moment <= now)
     }

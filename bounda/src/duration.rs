@@ -1,4 +1,4 @@
-//! Durations: `250ms`, `1.5s`, `30s`, `15m`, `72h`, `7d` (spec 211).
+//! Durations: `250ms`, `1.5s`, `30s`, `15m`, `72h`, `7d`.
 //!
 //! One parser serves both sides: [`Duration::parse_const`] is a `const fn`, so the `timeout`
 //! literal of `#[process]` is checked while compiling, and [`str::parse`] uses the same code at
@@ -232,8 +232,7 @@ pub struct DurationError {
     pub kind: DurationErrorKind,
 }
 
-/// The duration in environment variable `name`, or `default` when it is unset (spec 211's
-/// `asDuration(process.env.X ?? "1m")`). A value that is not a duration is an error naming the
+/// The duration in environment variable `name`, or `default` when it is unset. A value that is not a duration is an error naming the
 /// variable and the value.
 pub fn env_duration(name: &str, default: Duration) -> Result<Duration, DurationError> {
     named_duration(name, std::env::var(name).ok().as_deref(), default)
@@ -290,7 +289,7 @@ impl Serialize for Duration {
 }
 
 impl<'de> Deserialize<'de> for Duration {
-    /// A string in the notation (`"72h"`), or a whole number of milliseconds (spec 211).
+    /// A string in the notation (`"72h"`), or a whole number of milliseconds.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]

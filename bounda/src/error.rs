@@ -1,5 +1,4 @@
-//! The framework's errors, each with a stable code and whether the runtime retries it
-//! (spec 213–221).
+//! The framework's errors, each with a stable code and whether the runtime retries it.
 
 use crate::DurationError;
 use crate::aggregate::EventKey;
@@ -7,7 +6,7 @@ use crate::aggregate::EventKey;
 /// What bounda itself can fail with.
 ///
 /// Handlers return `anyhow::Error` so any error can be propagated with `?`; the runtime looks for
-/// an `Error` inside it to classify the failure (spec 154).
+/// an `Error` inside it to classify the failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -46,10 +45,10 @@ pub enum Error {
         /// Its event type.
         event_type: String,
     },
-    /// A duration that does not parse (spec 211).
+    /// A duration that does not parse.
     #[error(transparent)]
     InvalidDuration(#[from] DurationError),
-    /// A command's stream kept moving: it was rerun `concurrencyRetries` times (spec 7).
+    /// A command's stream kept moving: it was rerun `concurrencyRetries` times.
     #[error(
         "stream `{aggregate_type}:{aggregate_id}` moved while the command was deciding: \
          expected version {expected_version}, found {actual_version}"
@@ -76,7 +75,7 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A reaction dispatched a command past `maxChainDepth` (spec 145).
+    /// A reaction dispatched a command past `maxChainDepth`.
     #[error(
         "command `{command}` would be {depth} reactions deep, past the limit of {max_depth}; two reactions may be answering each other"
     )]
@@ -94,7 +93,7 @@ pub enum Error {
         /// The command type.
         command: String,
     },
-    /// The app's declaration or configuration is refused (spec 189–192).
+    /// The app's declaration or configuration is refused.
     #[error("invalid configuration: {message}")]
     Configuration {
         /// What is wrong and how to fix it.
@@ -108,7 +107,7 @@ pub enum Error {
         /// The panic's message.
         message: String,
     },
-    /// A handler ran past its time limit (spec 158–159).
+    /// A handler ran past its time limit.
     #[error("handler `{handler}` ran past its limit of {limit}")]
     HandlerTimeout {
         /// The handler.
@@ -116,13 +115,13 @@ pub enum Error {
         /// The limit.
         limit: crate::Duration,
     },
-    /// A dead letter that is not `failed` any more (spec 170).
+    /// A dead letter that is not `failed` any more.
     #[error("dead letter `{id}` is already settled, or being retried")]
     LetterSettled {
         /// The letter.
         id: String,
     },
-    /// A dead letter that cannot be retried (spec 171).
+    /// A dead letter that cannot be retried.
     #[error("dead letter `{id}` cannot be retried: {reason}")]
     LetterNotRetriable {
         /// The letter.
@@ -138,7 +137,7 @@ pub enum Error {
         /// Why the run failed.
         message: String,
     },
-    /// A handler asked for a port the app was not given (spec 187).
+    /// A handler asked for a port the app was not given.
     #[error("the app has no port `{port}`; give it one with `.port(..)` when building the app")]
     MissingPort {
         /// The port's type.
@@ -156,14 +155,13 @@ pub enum Error {
     /// A handler sent a command outside the runtime (in `process::step`), where none can run.
     #[error("commands run in an app; this handler ran outside one (`process::step`)")]
     NoRuntime,
-    /// Something asked for does not exist (spec 219).
+    /// Something asked for does not exist.
     #[error("{what} does not exist")]
     NotFound {
         /// What was asked for.
         what: String,
     },
-    /// A deadline handler that set its deadline to the moment that came due, or an earlier one
-    /// (spec 84).
+    /// A deadline handler that set its deadline to the moment that came due, or an earlier one.
     #[error(
         "`at_{field}` left `{field}` at or before {at}, the moment that came due; \
          set a later moment or `Deadline::none()`"
@@ -177,7 +175,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The stable code of this error (spec 213–221).
+    /// The stable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidPayload { .. }
@@ -201,7 +199,7 @@ impl Error {
         }
     }
 
-    /// Whether the runtime retries an attempt that failed with this error (spec 154).
+    /// Whether the runtime retries an attempt that failed with this error.
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::InvalidPayload { .. }

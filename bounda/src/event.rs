@@ -6,8 +6,7 @@ use crate::aggregate::{Aggregate, Event, EventKey};
 use crate::store::Metadata;
 use crate::{Error, Instant};
 
-/// An event as the store holds it: its payload as JSON plus where and when it was written
-/// (spec 1–2).
+/// An event as the store holds it: its payload as JSON plus where and when it was written.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedEvent {
     /// The event's id.
@@ -18,7 +17,7 @@ pub struct RecordedEvent {
     pub aggregate_id: String,
     /// The event type (`OrderPlaced`).
     pub event_type: String,
-    /// The event's number within its aggregate instance, from 1 (spec 3).
+    /// The event's number within its aggregate instance, from 1.
     pub version: u64,
     /// The event's place in the global stream, from 1.
     pub position: u64,
@@ -26,12 +25,12 @@ pub struct RecordedEvent {
     pub timestamp: Instant,
     /// The payload.
     pub payload: Value,
-    /// How it came to be: correlation, causation, depth (spec 2).
+    /// How it came to be: correlation, causation, depth.
     pub metadata: Metadata,
 }
 
 impl RecordedEvent {
-    /// Whether this is an `E`, by aggregate and event type (spec 12).
+    /// Whether this is an `E`, by aggregate and event type.
     pub fn is<E: Event>(&self) -> bool {
         self.aggregate_type == <E::Aggregate as Aggregate>::NAME && self.event_type == E::TYPE
     }

@@ -1,5 +1,5 @@
-//! Ids: random (UUID v7) in production, sequential in tests (spec 179), and derived ids that
-//! depend only on their inputs (UUID v5, spec 44, 137–141).
+//! Ids: random (UUID v7) in production, sequential in tests, and derived ids that
+//! depend only on their inputs (UUID v5).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,7 +21,7 @@ impl IdGenerator for UuidV7 {
     }
 }
 
-/// `id-1`, `id-2`, …: readable assertions in tests (spec 179).
+/// `id-1`, `id-2`, …: readable assertions in tests.
 #[derive(Debug, Default)]
 pub struct Sequential {
     next: AtomicU64,
@@ -37,13 +37,13 @@ impl IdGenerator for Sequential {
 const NAMESPACE: Uuid = Uuid::from_u128(0x6b0f_5d1c_9a7e_4e21_b3d4_0c8f_2a61_7e95);
 
 /// A UUID that depends only on `parts`: the same parts give the same id on every run, retry and
-/// machine (spec 44, 137, 139).
+/// machine.
 pub fn derived_id(parts: &[&str]) -> String {
     Uuid::new_v5(&NAMESPACE, parts.join("\u{1f}").as_bytes()).to_string()
 }
 
 /// A UUID that depends only on `key` and `name`: the id of an aggregate a run creates, or a
-/// per-call key for a provider (spec 139).
+/// per-call key for a provider.
 pub fn idempotency_key_for(key: &str, name: &str) -> String {
     derived_id(&["key-for", key, name])
 }

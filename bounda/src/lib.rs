@@ -37,7 +37,7 @@ pub use aggregate::{
 ///
 /// | argument | meaning |
 /// | --- | --- |
-/// | `on = Order` | the aggregate the process follows: one instance per `Order` instance (spec 55) |
+/// | `on = Order` | the aggregate the process follows: one instance per `Order` instance |
 /// | `started_by = [OrderPlaced, ..]` | the events that start an instance (required, at least one) |
 /// | `completed_by = [OrderCancelled, ..]` | the events that complete it, after their handler runs |
 /// | `timeout = "30d"` | how long an instance may stay open; checked while compiling; default from configuration (`7d`) |
@@ -111,13 +111,13 @@ pub use aggregate::{
 /// ```
 pub use bounda_macros::process;
 
-/// Declares a policy: one event in, commands out, no memory (spec 27–29).
+/// Declares a policy: one event in, commands out, no memory.
 ///
 /// On an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`, it generates a
 /// unit struct named after the function (`notify_on_order_placed` → `NotifyOnOrderPlaced`) that
 /// implements [`Policy`]; register it with `.policy::<NotifyOnOrderPlaced>()`. The policy's key
-/// is the function's name. `#[policy(delay = "1m")]` runs it a minute after the event's time
-/// (spec 37), the literal checked while compiling; `delay = env("WELCOME_DELAY", "1m")` reads
+/// is the function's name. `#[policy(delay = "1m")]` runs it a minute after the event's time,
+/// the literal checked while compiling; `delay = env("WELCOME_DELAY", "1m")` reads
 /// the variable when the app is built and refuses the app if it is not a duration.
 ///
 /// ```

@@ -165,7 +165,7 @@ pub const fn is_field<P: ProcessState>(name: &str) -> bool {
     contains(P::FIELDS, name)
 }
 
-/// Whether an `E` can name an instance of `P` (spec 56–57, 190): it is an event of the main
+/// Whether an `E` can name an instance of `P`: it is an event of the main
 /// aggregate, or its payload has the main aggregate's id field, or its handler correlates it.
 pub const fn reaches<P: ProcessState>(event: EventInfo, correlated: bool) -> bool {
     let main = <P::Aggregate as Aggregate>::NAME;
@@ -262,7 +262,7 @@ where
 }
 
 /// An `At<Field>` type: a patch that sets deadline `FIELD`. What an `at_<field>` handler
-/// returns, so it cannot leave its own deadline out (spec 84).
+/// returns, so it cannot leave its own deadline out.
 #[diagnostic::on_unimplemented(
     message = "a deadline handler must return `Result<At<Field>>`, not `Result<{Self}>`",
     label = "this type lets the handler leave its deadline out",
@@ -321,7 +321,7 @@ pub fn into_deadline<T: IntoDeadline>(value: T) -> Deadline {
 }
 
 /// What a `#[correlate(..)]` function may return: the instance's id, or `None` for no instance,
-/// optionally inside a `Result` whose error dead-letters the event for the process (spec 57–58).
+/// optionally inside a `Result` whose error dead-letters the event for the process.
 #[diagnostic::on_unimplemented(
     message = "a correlator must return `Option<String>` or `Result<Option<String>>`, not `{Self}`",
     label = "not an instance id",

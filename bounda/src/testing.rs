@@ -1,5 +1,4 @@
-//! The test harness: an app on simulated time, where one `advance` runs every consequence
-//! (spec 179–188).
+//! The test harness: an app on simulated time, where one `advance` runs every consequence.
 
 use std::sync::Arc;
 
@@ -10,14 +9,14 @@ use crate::ids::Sequential;
 use crate::{Duration, Error, Instant, RecordedEvent};
 
 /// An app on a simulated clock that starts at `2026-01-01T00:00:00Z` and moves only when the
-/// test moves it, with sequential ids (`id-1`, `id-2`, …) (spec 179–180).
+/// test moves it, with sequential ids (`id-1`, `id-2`, …).
 #[derive(Debug, Clone)]
 pub struct TestApp {
     app: App,
     clock: Arc<SimulatedClock>,
 }
 
-/// What [`TestApp::run_until_idle`] found (spec 177, 181–182).
+/// What [`TestApp::run_until_idle`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Idle {
     /// Whether nothing was left to run; false when the passes ran out first.
@@ -90,7 +89,7 @@ impl TestApp {
     }
 
     /// Moves the clock by `duration`, then runs until idle: every deadline, delayed command and
-    /// retry it passes runs, in order (spec 183).
+    /// retry it passes runs, in order.
     pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {
         let target = self.clock.now() + duration;
         // What is pending now happens now, as it would have: a policy reacts to the event just
@@ -127,16 +126,16 @@ impl TestApp {
         })
     }
 
-    /// Runs dispatcher passes and due scheduled work until nothing moves (spec 181). Pending
+    /// Runs dispatcher passes and due scheduled work until nothing moves. Pending
     /// retries are waited for by moving the clock to them, never beyond the last retry; what is
-    /// due before that runs on the way, in order (spec 184). A due deadline held back for its
+    /// due before that runs on the way, in order. A due deadline held back for its
     /// instance's unhandled events gets its worker rounds at the current moment first, and runs
-    /// once they are up (spec 86).
+    /// once they are up.
     pub async fn run_until_idle(&self) -> Result<Idle, Error> {
         self.run_until_idle_with(MAX_PASSES).await
     }
 
-    /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes (spec 177).
+    /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes.
     pub async fn run_until_idle_with(&self, max_passes: usize) -> Result<Idle, Error> {
         let mut rejections = Vec::new();
         for _ in 0..max_passes {

@@ -1,4 +1,4 @@
-//! The operator's commands (spec 165–172), as an app embeds them.
+//! The operator's commands, as an app embeds them.
 
 #![cfg(feature = "cli")]
 #![allow(

@@ -1,4 +1,4 @@
-//! Commands from outside the runtime, on the SQLite store in memory (spec 1–19, 143).
+//! Commands from outside the runtime, on the SQLite store in memory.
 
 #![allow(
     clippy::unwrap_used,

@@ -1,4 +1,4 @@
-//! Dead letters: listed, counted, retried and discarded, fenced on their status (spec 162–172).
+//! Dead letters: listed, counted, retried and discarded, fenced on their status.
 
 #![allow(
     clippy::unwrap_used,

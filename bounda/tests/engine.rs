@@ -1,5 +1,5 @@
 //! The run engine: claimed runs committed in groups, one instance's steps in order, each
-//! deadline waiting only for its own instance's earlier events (spec 85, 130–136).
+//! deadline waiting only for its own instance's earlier events.
 
 #![allow(
     clippy::unwrap_used,

@@ -1,4 +1,4 @@
-//! What goes wrong around a reaction, and what the runtime makes of it (spec 124–133, 154, 158).
+//! What goes wrong around a reaction, and what the runtime makes of it.
 
 #![allow(
     clippy::unwrap_used,

@@ -1,4 +1,4 @@
-//! What the runtime tells `tracing` (spec 222–226): the spans of commands, subscriber passes,
+//! What the runtime tells `tracing`: the spans of commands, subscriber passes,
 //! policy runs, process steps and scheduled runs, with their fields, and the metric events.
 
 #![allow(

@@ -1,5 +1,4 @@
-//! Policies, delayed policies and scheduled commands on simulated time and the SQLite store
-//! (spec 20–52, 123–156, 162–165, 173–184).
+//! Policies, delayed policies and scheduled commands on simulated time and the SQLite store.
 
 #![allow(
     clippy::unwrap_used,

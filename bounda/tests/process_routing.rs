@@ -1,5 +1,4 @@
-//! Processes fed by other aggregates, and the finer points of deadlines, follow-ups and holds
-//! (spec 54–60, 85–86, 95, 99–100, 109).
+//! Processes fed by other aggregates, and the finer points of deadlines, follow-ups and holds.
 
 #![allow(
     clippy::unwrap_used,

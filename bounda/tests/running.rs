@@ -1,4 +1,4 @@
-//! The app on the real clock: passes every `pollInterval` until shut down (spec 50, 178, 188).
+//! The app on the real clock: passes every `pollInterval` until shut down.
 
 #![allow(
     clippy::unwrap_used,

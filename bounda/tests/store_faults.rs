@@ -1,6 +1,6 @@
 //! A SQLite file that will not take a write: locked by another writer past the busy timeout, or
-//! full. The attempt fails whole, nothing of it is on the file, and it is retried (spec 122,
-//! 126, 127, 202; issue 5).
+//! full. The attempt fails whole, nothing of it is on the file, and it is retried (spec 126,
+//! 127, 202; issue 5).
 
 #![allow(
     clippy::unwrap_used,

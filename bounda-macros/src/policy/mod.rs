@@ -1,5 +1,5 @@
 //! `#[policy]` on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`:
-//! a unit struct named after the function that implements `Policy` (spec 27–29, 37).
+//! a unit struct named after the function that implements `Policy`.
 
 use heck::{ToSnakeCase, ToUpperCamelCase};
 use proc_macro2::{Span, TokenStream};

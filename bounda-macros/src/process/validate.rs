@@ -31,7 +31,7 @@ pub(crate) fn check_required_args(args: &ProcessArgs, errors: &mut Errors) {
     }
 }
 
-/// No deadline field is named `timeout`: that deadline is the process lifetime (spec 97, 189).
+/// No deadline field is named `timeout`: that deadline is the process lifetime.
 pub(crate) fn check_reserved_deadline(state: &State, errors: &mut Errors) {
     for field in state.deadlines() {
         if field.name() == symbol::RESERVED_DEADLINE {
@@ -61,7 +61,7 @@ pub(crate) fn check_reserved_field(state: &State, errors: &mut Errors) {
     }
 }
 
-/// One handler per event: a second handler for the same event is left out (spec 53).
+/// One handler per event: a second handler for the same event is left out.
 pub(crate) fn check_duplicate_events(handlers: &mut Handlers, errors: &mut Errors) {
     let mut seen: Vec<(String, syn::Ident)> = Vec::new();
     let mut dropped = Vec::new();
@@ -124,7 +124,7 @@ pub(crate) fn check_duplicate_deadlines(handlers: &mut Handlers, errors: &mut Er
     });
 }
 
-/// An `at_<field>` handler does not return another deadline's `At<Field>` (spec 84). Only the
+/// An `at_<field>` handler does not return another deadline's `At<Field>`. Only the
 /// first type argument of its return type is read (`Result<AtOther, _>`), so an error type that
 /// happens to start with `At` is not mistaken for one.
 pub(crate) fn check_at_return_names(handlers: &Handlers, errors: &mut Errors) {

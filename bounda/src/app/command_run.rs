@@ -1,6 +1,5 @@
 //! A scheduled command's run, as the engine runs it: decided on the state when it runs, under
-//! the correlation and cause it was scheduled with (spec 8, 42–49), or again from its letter
-//! (spec 169).
+//! the correlation and cause it was scheduled with, or again from its letter.
 
 use std::sync::Arc;
 
@@ -25,7 +24,7 @@ pub(crate) struct CommandRun {
     metadata: Option<Metadata>,
     /// The scheduler entry's key, naming its letter.
     dedupe_key: String,
-    /// The command's span, as a command dispatched now (spec 222).
+    /// The command's span, as a command dispatched now.
     span: tracing::Span,
     /// The scheduler's span, if it runs from the scheduler.
     outer: tracing::Span,
@@ -142,7 +141,7 @@ impl Work for CommandRun {
         self.runner.as_ref().map_or("", |runner| runner.aggregate())
     }
 
-    /// The letter of a scheduled command given up on, with its payload (spec 48, 163).
+    /// The letter of a scheduled command given up on, with its payload.
     fn give_up(
         &self,
         _app: &App,

@@ -1,5 +1,5 @@
 //! Commands from outside the runtime: decided now, or stored to run later, in the caller's
-//! correlation or a new one (spec 7, 42, 143).
+//! correlation or a new one.
 
 use crate::aggregate::{Aggregate, Command};
 use crate::app::reaction::{Cause, Scheduled};
@@ -43,11 +43,11 @@ pub enum Dispatched {
 }
 
 impl App {
-    /// Runs `command` from outside the runtime: a new command id, its own correlation, depth 0
-    /// (spec 143). Decides on the instance's current state and appends at the version it saw; if
+    /// Runs `command` from outside the runtime: a new command id, its own correlation, depth 0.
+    /// Decides on the instance's current state and appends at the version it saw; if
     /// the stream moved meanwhile, loads it again and decides again, up to
-    /// `commands.concurrencyRetries` times (spec 7). A rejection stores nothing and is returned
-    /// typed (spec 18–19).
+    /// `commands.concurrencyRetries` times. A rejection stores nothing and is returned
+    /// typed.
     pub async fn dispatch<C: Command>(
         &self,
         command: C,

@@ -1,5 +1,5 @@
 //! The dispatcher's pass over the `policies` subscriber: each event to the policies that take
-//! it, a delayed policy's run scheduled instead (spec 30–41).
+//! it, a delayed policy's run scheduled instead.
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Loading an aggregate: its stream, folded into its state (spec 9).
+//! Loading an aggregate: its stream, folded into its state.
 
 use crate::aggregate::{Aggregate, EventSet};
 use crate::{Error, RecordedEvent};

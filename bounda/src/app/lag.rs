@@ -1,4 +1,4 @@
-//! How far behind the subscribers are (spec 173–176).
+//! How far behind the subscribers are.
 
 use crate::app::App;
 use crate::app::processes::deadline_run::DeadlinePayload;
@@ -11,15 +11,15 @@ pub struct SubscriberLag {
     pub subscriber: String,
     /// Its checkpoint.
     pub position: u64,
-    /// Events stored after its checkpoint (spec 174).
+    /// Events stored after its checkpoint.
     pub lag: u64,
-    /// The event it is held on while a retry is pending, if any (spec 173).
+    /// The event it is held on while a retry is pending, if any.
     pub failing: Option<Failing>,
     /// While its pass fails (its store failing), when it tries again, after its back-off.
     pub paused_until: Option<Instant>,
 }
 
-/// A subscriber held by a failing run (spec 173).
+/// A subscriber held by a failing run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failing {
     /// The handler that failed.
@@ -49,12 +49,12 @@ pub struct Lag {
     /// one only another app on the same store runs), with their lag: not counted in `max_lag`;
     /// an operator may remove them.
     pub stale: Vec<SubscriberLag>,
-    /// Process deadlines held back behind unhandled events (spec 175).
+    /// Process deadlines held back behind unhandled events.
     pub waiting_deadlines: u64,
 }
 
 impl App {
-    /// The lag of each subscriber this app runs, read from the store (spec 173–174); the
+    /// The lag of each subscriber this app runs, read from the store; the
     /// checkpoints of subscribers it does not run are listed apart as stale.
     pub fn lag(&self) -> Result<Lag, Error> {
         let head = self.store().head()?;
@@ -95,7 +95,7 @@ impl App {
     }
 
     /// Deadlines held back for the process runner whose entries are still armed at the moment
-    /// they wait for (spec 175): one the awaited event cleared or moved no longer counts.
+    /// they wait for: one the awaited event cleared or moved no longer counts.
     pub(crate) fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let waiting: Vec<(String, i64)> = self
             .waiting()
@@ -143,14 +143,13 @@ impl App {
         }))
     }
 
-    /// The earliest moment a scheduled command, delayed policy run or deadline becomes due
-    /// (spec 176).
+    /// The earliest moment a scheduled command, delayed policy run or deadline becomes due.
     pub fn next_due_at(&self) -> Result<Option<Instant>, Error> {
         Ok(self.store().next_due_at(self.lease())?)
     }
 
     /// Every pending deadline of every open instance, soonest first: which instance, which
-    /// field, when, and whether it is waiting for the process runner (beyond the spec, which only
+    /// field, when, and whether it is waiting for the process runner (beyond the original, which only
     /// counts them).
     pub fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
         let entries = self
@@ -185,7 +184,7 @@ impl App {
         Ok(pending)
     }
 
-    /// How many events are parked behind the failure of `process`'s instance `id` (spec 165).
+    /// How many events are parked behind the failure of `process`'s instance `id`.
     pub fn parked_behind(&self, process: &str, id: &str) -> Result<usize, Error> {
         let Some(runner) = self.processes().find(|p| p.name() == process) else {
             return Ok(0);

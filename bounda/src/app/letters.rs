@@ -1,4 +1,4 @@
-//! Dead letters: list, count, get, retry and discard, fenced on their status (spec 162–172).
+//! Dead letters: list, count, get, retry and discard, fenced on their status.
 
 use std::sync::Arc;
 
@@ -25,12 +25,12 @@ pub struct DeadLetters<'a> {
 pub enum Retried {
     /// The run committed; the letter is `retried`.
     Done,
-    /// The scheduled command rejected; the letter is settled as `retried` (spec 169).
+    /// The scheduled command rejected; the letter is settled as `retried`.
     Rejected(RejectionRecord),
     /// A process letter's failed step ran, so the letter is `retried`, but a later step of the
     /// retry (an event parked behind it, or a deadline due before one) failed: that failure is
     /// the instance's new letter, `letter`, with `parked` events waiting behind it; `drained`
-    /// parked events were handled before it (spec 116).
+    /// parked events were handled before it.
     FailedAgain {
         /// The new letter.
         letter: String,
@@ -77,12 +77,12 @@ impl DeadLetters<'_> {
 
     /// How many events wait parked behind `letter`: those of its instance's failure, when the
     /// letter is that failure's and still `failed` (its own failed event not counted); 0 for a
-    /// letter that is settled, superseded by a later failure, or not a process's (spec 110).
+    /// letter that is settled, superseded by a later failure, or not a process's.
     pub fn parked(&self, letter: &DeadLetter) -> Result<usize, Error> {
         self.app.parked_behind_letter(letter)
     }
 
-    /// Gives the letter up: `discarded`, nothing run (spec 172).
+    /// Gives the letter up: `discarded`, nothing run.
     pub fn discard(&self, id: &str) -> Result<(), Error> {
         self.failed(id)?;
         let writes = WriteSet {
@@ -95,13 +95,12 @@ impl DeadLetters<'_> {
         settled(id, self.app.commit(&writes))
     }
 
-    /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids
-    /// (spec 138, 142). A policy letter runs its handler once on the stored event, bypassing the
-    /// inbox, and is marked `retried` with what the run writes (spec 39, 167); a scheduled letter
+    /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids.
+    /// A policy letter runs its handler once on the stored event, bypassing the
+    /// inbox, and is marked `retried` with what the run writes; a scheduled letter
     /// dispatches its command with the recorded payload in a new correlation caused by the
-    /// letter (spec 142, 169). A retry that fails leaves the letter `failed` and returns the
-    /// error; of two retries, or a retry and a discard, the second gets `DEAD_LETTER_SETTLED`
-    /// (spec 170).
+    /// letter. A retry that fails leaves the letter `failed` and returns the
+    /// error; of two retries, or a retry and a discard, the second gets `DEAD_LETTER_SETTLED`.
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
         let letter = self.failed(id)?;
         // Claimed before anything runs: of two retries at once, the second runs nothing.

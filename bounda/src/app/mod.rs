@@ -47,7 +47,7 @@ use crate::ids::{IdGenerator, UuidV7};
 use crate::store::Store;
 use crate::{Error, RecordedEvent};
 
-/// The subscriber all policies share (spec 30).
+/// The subscriber all policies share.
 pub const POLICIES: &str = "policies";
 
 /// A running bounda application. Cheap to clone: clones share everything.
@@ -69,7 +69,7 @@ struct Inner {
     /// Set when the app is shutting down: passes stop between attempts.
     stopping: std::sync::atomic::AtomicBool,
     /// Due deadlines held back for the process runner, by entry: the moment waited for (epoch
-    /// ms) and the rounds waited so far (spec 86).
+    /// ms) and the rounds waited so far.
     waiting: std::sync::Mutex<HashMap<String, (i64, u32)>>,
     /// Subscribers whose pass failed, by name: failures in a row, and when to try again.
     paused: std::sync::Mutex<HashMap<String, (u32, crate::Instant)>>,
@@ -153,9 +153,9 @@ impl AppBuilder {
         self
     }
 
-    /// The app. Refuses two policies with one name (spec 191). The first time policies run on a
+    /// The app. Refuses two policies with one name. The first time policies run on a
     /// store, their checkpoint starts at the head of the log: a policy reacts only to events
-    /// stored after it starts (spec 31); an existing checkpoint is kept (spec 33).
+    /// stored after it starts; an existing checkpoint is kept.
     pub fn build(self) -> Result<App, Error> {
         let mut refused = self.refused;
         if let Err(error) = self.config.validate() {
@@ -229,7 +229,7 @@ impl App {
         }
     }
 
-    /// How long a claim lasts: twice the longest handler time limit configured (spec 51, 125).
+    /// How long a claim lasts: twice the longest handler time limit configured.
     pub(crate) fn lease(&self) -> crate::Duration {
         let config = self.config();
         let longest = config
@@ -254,7 +254,7 @@ impl App {
     }
 
     /// The port of type `T`; a port the app was not given is a configuration error, never
-    /// retried (spec 187).
+    /// retried.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
         self.inner.ports.get::<T>()
     }
@@ -292,7 +292,7 @@ impl App {
         &*self.inner.store
     }
 
-    /// Commits `writes`; once they are on the file, counts the letters they filed (spec 225).
+    /// Commits `writes`; once they are on the file, counts the letters they filed.
     pub(crate) fn commit(
         &self,
         writes: &crate::store::WriteSet,

@@ -1,12 +1,11 @@
-//! What a command answers (spec 11, 20).
+//! What a command answers.
 
 use std::fmt;
 
 use crate::Error;
 use crate::aggregate::Rejection;
 
-/// The events a command decided, in order (spec 11, 20). An empty list means "already done"
-/// (spec 6).
+/// The events a command decided, in order. An empty list means "already done".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided {
     /// The aggregate type.
@@ -20,14 +19,14 @@ pub struct Decided {
     /// The types of the decided events.
     pub event_types: Vec<&'static str>,
     /// The global position of the last event stored; `None` when nothing was decided, and inside
-    /// a reaction, where nothing is stored until the attempt commits (spec 21).
+    /// a reaction, where nothing is stored until the attempt commits.
     pub position: Option<u64>,
 }
 
 /// A command that did not decide events: rejected with one of its codes, or failed.
 #[derive(Debug)]
 pub enum DispatchError<R> {
-    /// The command rejected with a code it declares; nothing was stored (spec 16, 18).
+    /// The command rejected with a code it declares; nothing was stored.
     Rejected(R),
     /// The command could not run: its stream kept moving, a stored event could not be read, the
     /// store failed.
@@ -45,7 +44,7 @@ impl<R> DispatchError<R> {
 }
 
 impl<R: Rejection> DispatchError<R> {
-    /// The stable code: `DOMAIN_ERROR` for a rejection (spec 213), the error's own otherwise.
+    /// The stable code: `DOMAIN_ERROR` for a rejection, the error's own otherwise.
     pub fn code(&self) -> &'static str {
         match self {
             DispatchError::Rejected(_) => "DOMAIN_ERROR",
@@ -89,7 +88,7 @@ impl<R> From<crate::store::StoreError> for DispatchError<R> {
     }
 }
 
-/// A rejection that happened in a reaction or in the scheduler (spec 182).
+/// A rejection that happened in a reaction or in the scheduler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RejectionRecord {
     /// The command type (`MarkOrderPaid`).

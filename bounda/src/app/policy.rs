@@ -1,4 +1,4 @@
-//! Policies: one event in, commands out, no memory (spec 27–41).
+//! Policies: one event in, commands out, no memory.
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -13,7 +13,7 @@ use crate::app::reaction::{Attempt, Reaction};
 use crate::store::Metadata;
 use crate::{Duration, DurationError, Error, RecordedEvent};
 
-/// A policy: reacts to one event type with commands, and keeps no memory (spec 29).
+/// A policy: reacts to one event type with commands, and keeps no memory.
 ///
 /// ```
 /// # use bounda::prelude::*;
@@ -49,13 +49,13 @@ use crate::{Duration, DurationError, Error, RecordedEvent};
 /// }
 /// ```
 pub trait Policy: Send + Sync + 'static {
-    /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it
-    /// (spec 27, 140). Unique in the app.
+    /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it.
+    /// Unique in the app.
     const NAME: &'static str;
     /// The event it reacts to.
     type Event: Event;
 
-    /// Run this long after the event's time instead of at once (spec 37). Read once, when the
+    /// Run this long after the event's time instead of at once. Read once, when the
     /// app is built; an error refuses the app, naming the policy. Use
     /// [`env_duration`](crate::env_duration) for a delay from the environment.
     fn delay() -> Result<Option<Duration>, DurationError> {
@@ -63,7 +63,7 @@ pub trait Policy: Send + Sync + 'static {
     }
 
     /// Reacts to one event. The commands it sends are stored when the run commits; an error
-    /// fails the run, which is retried and then dead-lettered (spec 48, 151–154).
+    /// fails the run, which is retried and then dead-lettered.
     fn handle(cx: Reaction<'_, Self::Event>) -> impl Future<Output = anyhow::Result<()>> + Send;
 }
 
@@ -85,7 +85,7 @@ pub(crate) struct PolicyEntry<P> {
 }
 
 impl<P: Policy> PolicyEntry<P> {
-    /// The entry, with the policy's delay read once (spec 37: an invalid one refuses the app).
+    /// The entry, with the policy's delay read once (an invalid one refuses the app).
     pub(crate) fn new() -> Result<PolicyEntry<P>, String> {
         let delay = P::delay()
             .map_err(|error| format!("policy `{}` has an invalid delay: {error}", P::NAME))?;

@@ -1,5 +1,5 @@
 //! A policy's run, as the engine runs it: live from the dispatcher, delayed from the scheduler,
-//! or again from its letter (spec 27–41, 167).
+//! or again from its letter.
 
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ pub(crate) struct PolicyRunPayload {
     pub(crate) event_id: String,
 }
 
-/// The idempotency key of policy `name` for `event_id` (spec 137).
+/// The idempotency key of policy `name` for `event_id`.
 pub(crate) fn policy_key(name: &str, event_id: &str) -> String {
     derived_id(&["policy", name, event_id])
 }
@@ -42,13 +42,13 @@ pub(crate) struct PolicyRun {
 }
 
 impl PolicyRun {
-    /// A live or delayed run: the same key on every try (spec 38, 137).
+    /// A live or delayed run: the same key on every try.
     pub(crate) fn new(policy: Arc<dyn PolicyRunner>, event: RecordedEvent) -> PolicyRun {
         let key = policy_key(policy.name(), &event.id);
         PolicyRun::with_key(policy, event, key)
     }
 
-    /// A run under `key`: an operator's retry passes a new one (spec 138).
+    /// A run under `key`: an operator's retry passes a new one.
     pub(crate) fn with_key(
         policy: Arc<dyn PolicyRunner>,
         event: RecordedEvent,
@@ -123,7 +123,7 @@ impl Work for PolicyRun {
     }
 
     /// The policy's letter; its id depends only on the policy and the event, so filing it again
-    /// finds the first (spec 39, 141).
+    /// finds the first.
     fn give_up(
         &self,
         _app: &App,
@@ -155,7 +155,7 @@ impl Work for PolicyRun {
 }
 
 /// A delayed policy's delivery: its run is scheduled at the event's time plus the delay, not at
-/// read time plus the delay (spec 37, 41).
+/// read time plus the delay.
 pub(crate) struct SchedulePolicyRun {
     pub(crate) policy: &'static str,
     pub(crate) aggregate: &'static str,

@@ -17,7 +17,7 @@ impl Ports {
         self.by_type.insert(TypeId::of::<T>(), Arc::new(port));
     }
 
-    /// The port of type `T`, or the error that names the missing type (spec 187).
+    /// The port of type `T`, or the error that names the missing type.
     pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
         self.by_type
             .get(&TypeId::of::<T>())

@@ -1,5 +1,5 @@
 //! One attempt of one reaction: the commands it sends are decided on the spot and staged; the
-//! attempt commits them together with its claim, or not at all (spec 130–136).
+//! attempt commits them together with its claim, or not at all.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -17,7 +17,7 @@ use crate::ids::derived_id;
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
-/// Where a reaction's commands come from (spec 143–144): the correlation they join, what caused
+/// Where a reaction's commands come from: the correlation they join, what caused
 /// them, how deep their chain is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -26,14 +26,14 @@ pub struct Cause {
     pub correlation_id: String,
     /// What caused them: the event handled.
     pub causation_id: String,
-    /// The depth the commands' events get: one deeper than the event handled (spec 144), or
-    /// 0 for a deadline, which starts a chain of its own (spec 90).
+    /// The depth the commands' events get: one deeper than the event handled, or
+    /// 0 for a deadline, which starts a chain of its own.
     pub depth: u32,
 }
 
 impl Cause {
     /// The cause of commands a reaction to `event` sends: its correlation, the event itself, one
-    /// hop deeper (spec 144).
+    /// hop deeper.
     pub fn of_event(event: &RecordedEvent) -> Cause {
         Cause {
             correlation_id: event.metadata.correlation_id.clone(),
@@ -54,11 +54,11 @@ impl Cause {
     }
 }
 
-/// What a command sent in a reaction answered (spec 20): the events it decided, or its typed
+/// What a command sent in a reaction answered: the events it decided, or its typed
 /// rejection. Failures are the `Err` of the call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer<R> {
-    /// The aggregate decided these events; they are stored when the attempt commits (spec 21).
+    /// The aggregate decided these events; they are stored when the attempt commits.
     Decided(Decided),
     /// The command rejected with one of its codes; nothing was decided.
     Rejected(R),
@@ -82,7 +82,7 @@ impl<R> Answer<R> {
     }
 }
 
-/// What a command sent with a delay answered: when it will run (spec 42).
+/// What a command sent with a delay answered: when it will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scheduled {
     /// The aggregate type.
@@ -107,9 +107,9 @@ struct Stream {
 struct Staged {
     streams: Vec<Stream>,
     scheduled: Vec<ScheduledEntry>,
-    /// Commands sent so far, by type: the counter in each command's derived id (spec 44).
+    /// Commands sent so far, by type: the counter in each command's derived id.
     sent: HashMap<&'static str, u32>,
-    /// A command that failed fails the run, even if the handler caught it (spec 34).
+    /// A command that failed fails the run, even if the handler caught it.
     failure: Option<Failure>,
     rejections: Vec<RejectionRecord>,
 }
@@ -150,12 +150,12 @@ impl Attempt {
         &self.app
     }
 
-    /// The idempotency key of the run (spec 137).
+    /// The idempotency key of the run.
     pub(crate) fn key(&self) -> &str {
         &self.key
     }
 
-    /// The derived id of the next command of type `C` (spec 44).
+    /// The derived id of the next command of type `C`.
     fn command_id(&self, staged: &mut Staged, command_type: &'static str) -> String {
         let count = staged.sent.entry(command_type).or_default();
         let id = derived_id(&[&self.key, "command", command_type, &count.to_string()]);
@@ -163,7 +163,7 @@ impl Attempt {
         id
     }
 
-    /// Refuses a command past `maxChainDepth` (spec 145); a refusal fails the run.
+    /// Refuses a command past `maxChainDepth`; a refusal fails the run.
     fn check_depth(&self, command: &'static str, aggregate: &str) -> Result<(), Error> {
         let max_depth = self.app.config().for_aggregate(aggregate).max_chain_depth;
         let depth = self.cause.depth;
@@ -185,7 +185,7 @@ impl Attempt {
     }
 
     /// Decides `command` now, on its instance's state with this attempt's staged decisions
-    /// applied (spec 26); the events are staged, not stored.
+    /// applied; the events are staged, not stored.
     pub(crate) fn send<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
         let span = self.command_span::<C>(command);
         let answer = span.in_scope(|| self.send_in_span(command));
@@ -292,8 +292,8 @@ impl Attempt {
         }))
     }
 
-    /// Stages `command` to run at `execute_at` (spec 42): stored only if the attempt commits
-    /// (spec 52), keyed by its derived id so a retried run schedules it once (spec 44).
+    /// Stages `command` to run at `execute_at`: stored only if the attempt commits,
+    /// keyed by its derived id so a retried run schedules it once.
     pub(crate) fn schedule<C: Command>(
         &self,
         command: &C,
@@ -359,7 +359,7 @@ impl Attempt {
     }
 }
 
-/// The context of a policy handler: the event, and the commands it may send (spec 28).
+/// The context of a policy handler: the event, and the commands it may send.
 pub struct Reaction<'a, E> {
     attempt: &'a Attempt,
     event: &'a E,
@@ -394,14 +394,14 @@ impl<'a, E> Reaction<'a, E> {
         self.recorded
     }
 
-    /// The run's idempotency key: the same on every automatic retry, new on each operator retry
-    /// (spec 137–138). Pass it to providers that accept one.
+    /// The run's idempotency key: the same on every automatic retry, new on each operator retry.
+    /// Pass it to providers that accept one.
     pub fn idempotency_key(&self) -> &str {
         self.attempt.key()
     }
 
     /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a
-    /// per-call key for a provider (spec 139).
+    /// per-call key for a provider.
     pub fn key_for(&self, name: &str) -> String {
         crate::ids::idempotency_key_for(self.attempt.key(), name)
     }
@@ -411,19 +411,19 @@ impl<'a, E> Reaction<'a, E> {
         self.attempt.app.clock().now()
     }
 
-    /// The app's port of type `T` (spec 28); a missing one is a configuration error.
+    /// The app's port of type `T`; a missing one is a configuration error.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
         self.attempt.app().port::<T>()
     }
 
     /// Sends `command`: decided now, stored when the attempt commits. Answers the decided events
-    /// or the typed rejection (spec 20); a failure is the `Err`, and fails the run (spec 23, 34).
+    /// or the typed rejection; a failure is the `Err`, and fails the run.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
         self.attempt.send(&command)
     }
 
-    /// Sends `command` to run `delay` from now (spec 42). It is stored when the attempt commits,
-    /// once however often the run is retried (spec 44, 52).
+    /// Sends `command` to run `delay` from now. It is stored when the attempt commits,
+    /// once however often the run is retried.
     pub async fn send_after<C: Command>(
         &self,
         command: C,

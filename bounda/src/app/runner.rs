@@ -1,5 +1,5 @@
 //! Running on the real clock: a dispatcher pass and a worker pass every `pollInterval`, until
-//! shut down (spec 50, 178, 203).
+//! shut down.
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -17,7 +17,7 @@ impl App {
 
     /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
     /// flight when it does finishes and commits; nothing is left half-written, and what was not
-    /// started is left for the next run (spec 188).
+    /// started is left for the next run.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         let poll = self.config().dispatcher.poll_interval;
         tokio::pin!(shutdown);
@@ -47,7 +47,7 @@ impl App {
 
     /// One dispatcher pass and one worker pass at the clock's time.
     ///
-    /// A subscriber that fails is logged (`subscriber failed`, spec 226) and the others still
+    /// A subscriber that fails is logged (`subscriber failed`) and the others still
     /// run; the failed one waits its back-off (`dispatcher.backoff`), doubling while it keeps
     /// failing, shown in `lag` (`paused_until`).
     async fn pass_once(&self) -> Result<(bool, Vec<RejectionRecord>), Error> {
@@ -117,7 +117,7 @@ impl App {
     }
 
     /// Whether a pass moved anything; a failure is logged. Rejections were logged in their
-    /// commands' spans (spec 222).
+    /// commands' spans.
     fn report(&self, result: Result<(bool, Vec<RejectionRecord>), Error>) -> bool {
         match result {
             Ok((moved, _)) => moved,

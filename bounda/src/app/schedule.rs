@@ -1,5 +1,5 @@
 //! A command stored to run later: its scheduler entry, validated now so that what would fail
-//! when it runs fails at once (spec 42–44, 49).
+//! when it runs fails at once.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,11 +9,11 @@ use crate::app::reaction::Cause;
 use crate::store::ScheduledEntry;
 use crate::{Error, Instant};
 
-/// The context a scheduled command keeps (spec 8, 49).
+/// The context a scheduled command keeps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ScheduledContext {
-    /// The command's id, also its idempotency key (spec 8).
+    /// The command's id, also its idempotency key.
     pub(crate) command_id: String,
     /// Where it came from.
     pub(crate) cause: Cause,
@@ -21,7 +21,7 @@ pub(crate) struct ScheduledContext {
 
 /// The scheduler entry of `command`, id `command_id` (also its key, so the same command is
 /// scheduled once), to run at `execute_at` under `cause`. A command type the app cannot run, or
-/// a payload that does not read back, is refused now (spec 43).
+/// a payload that does not read back, is refused now.
 pub(crate) fn scheduled_entry<C: Command>(
     app: &App,
     command: &C,

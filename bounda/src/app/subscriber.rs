@@ -1,6 +1,6 @@
 //! A subscriber's pass: read the events after its checkpoint, claim each delivery in the inbox
-//! in one batch, run them through the engine, and move the checkpoint past what is done
-//! (spec 30–36, 123–129, 147–155). The `policies` and `processes` subscribers are two uses of it.
+//! in one batch, run them through the engine, and move the checkpoint past what is done.
+//! The `policies` and `processes` subscribers are two uses of it.
 
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::{App, telemetry};
@@ -10,7 +10,7 @@ use tracing::Instrument;
 
 /// One event for one handler of a subscriber.
 pub(crate) struct Delivery {
-    /// The handler's name: its inbox key (spec 123).
+    /// The handler's name: its inbox key.
     pub(crate) handler: &'static str,
     /// The aggregate instance the run concerns.
     pub(crate) lane: String,
@@ -90,9 +90,9 @@ impl App {
     }
 
     /// Ends a pass of `subscriber` that read from `from`: moves its checkpoint to `to`, past the
-    /// events before the first held one so they are not read again (spec 149). Someone else
-    /// moving it first is fine: they read the same events (spec 147). Returns whether anything
-    /// moved, and the pass's outcome for its span (spec 223).
+    /// events before the first held one so they are not read again. Someone else
+    /// moving it first is fine: they read the same events. Returns whether anything
+    /// moved, and the pass's outcome for its span.
     fn close_pass(
         &self,
         subscriber: &str,

@@ -1,9 +1,9 @@
-//! What the runtime tells `tracing` (spec 222–226): a span per command, per subscriber pass that
+//! What the runtime tells `tracing`: a span per command, per subscriber pass that
 //! read events, per policy run, process step and scheduled run; counters and the lag gauge as
 //! events on the [`METRICS`] target.
 //!
 //! Span names are static in `tracing`, so each span also carries `otel.name` with the name the
-//! spec gives it (`bounda.policy Order.notify_on_order_placed`), which `tracing-opentelemetry`
+//! original gives it (`bounda.policy Order.notify_on_order_placed`), which `tracing-opentelemetry`
 //! uses as the exported name. A failed run sets `otel.status_code = "ERROR"` and `error`. The
 //! metrics follow `tracing-opentelemetry`'s `MetricsLayer` naming: `monotonic_counter.<name>`
 //! and `gauge.<name>` fields, the other fields being the attributes.
@@ -14,7 +14,7 @@ use tracing::field::Empty;
 /// The target of the metric events, `debug` level: enable it where metrics are collected.
 pub const METRICS: &str = "bounda::metrics";
 
-/// The span of one command: `bounda.command <Type>` (spec 222).
+/// The span of one command: `bounda.command <Type>`.
 pub(crate) fn command_span(
     command_type: &str,
     aggregate: &str,
@@ -38,7 +38,7 @@ pub(crate) fn command_span(
 }
 
 /// What became of a command: its span's outcome and event count, a rejection's event and log
-/// line, and the `bounda.commands` counter (spec 222, 225, 226).
+/// line, and the `bounda.commands` counter.
 pub(crate) fn command_outcome(
     span: &Span,
     command_type: &str,
@@ -76,7 +76,7 @@ pub(crate) fn command_outcome(
     );
 }
 
-/// A command that rejected with `rejection` (spec 222).
+/// A command that rejected with `rejection`.
 pub(crate) fn command_rejected(
     span: &Span,
     command_type: &str,
@@ -90,7 +90,7 @@ pub(crate) fn command_rejected(
     command_outcome(span, command_type, outcome, 0);
 }
 
-/// A command that could not run (spec 225: outcome `failed`).
+/// A command that could not run (outcome `failed`).
 pub(crate) fn command_failed(span: &Span, command_type: &str, error: &crate::Error) {
     let message = crate::error::chain(error);
     command_outcome(span, command_type, CommandOutcome::Failed(&message), 0);
@@ -105,7 +105,7 @@ pub(crate) enum CommandOutcome<'a> {
     Failed(&'a str),
 }
 
-/// The span of one subscriber pass that read events: `bounda.subscriber <name>` (spec 223).
+/// The span of one subscriber pass that read events: `bounda.subscriber <name>`.
 pub(crate) fn subscriber_span(name: &str, kind: &str, after: u64, events: usize) -> Span {
     tracing::info_span!(
         "bounda.subscriber",
@@ -139,7 +139,7 @@ pub(crate) fn pass_outcome(
     }
 }
 
-/// The span of one policy run: `bounda.policy <aggregate>.<policy>` (spec 224).
+/// The span of one policy run: `bounda.policy <aggregate>.<policy>`.
 pub(crate) fn policy_span(
     aggregate: &str,
     policy: &str,
@@ -160,7 +160,7 @@ pub(crate) fn policy_span(
 }
 
 /// The span of one process step: `bounda.process <aggregate>.<process>`, with ` at <field>`
-/// for a deadline (spec 224).
+/// for a deadline.
 pub(crate) fn process_span(
     aggregate: &str,
     process: &str,
@@ -186,7 +186,7 @@ pub(crate) fn process_span(
 }
 
 /// The span of one scheduled run: `bounda.scheduled <Type>`, `bounda.ProcessDeadline` for a
-/// deadline (spec 224). A delayed policy run or a deadline learns its correlation once its
+/// deadline. A delayed policy run or a deadline learns its correlation once its
 /// event or instance is read, and records it then.
 pub(crate) fn scheduled_span(command_type: &str, correlation_id: &str, attempt: u32) -> Span {
     let span = tracing::info_span!(
@@ -204,13 +204,13 @@ pub(crate) fn scheduled_span(command_type: &str, correlation_id: &str, attempt: 
     span
 }
 
-/// Marks `span` as failed with `message` (spec 224).
+/// Marks `span` as failed with `message`.
 pub(crate) fn failed(span: &Span, message: &str) {
     span.record("otel.status_code", "ERROR");
     span.record("error", message);
 }
 
-/// Counts a dead letter (spec 225): `outcome` is `terminal` or `retriable_exhausted`.
+/// Counts a dead letter: `outcome` is `terminal` or `retriable_exhausted`.
 pub(crate) fn dead_lettered(kind: &str, handler: &str, outcome: &str) {
     tracing::event!(
         target: METRICS,
@@ -222,7 +222,7 @@ pub(crate) fn dead_lettered(kind: &str, handler: &str, outcome: &str) {
     );
 }
 
-/// Reports each subscriber's lag (spec 225), when the metrics target is enabled.
+/// Reports each subscriber's lag, when the metrics target is enabled.
 pub(crate) fn lag(app: &crate::App) {
     if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
         return;

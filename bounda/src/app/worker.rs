@@ -1,5 +1,5 @@
 //! The scheduled worker: claims the entries due, in order, and runs them through the engine,
-//! each committing with the release of its claim (spec 38–52, 135, 200–201).
+//! each committing with the release of its claim.
 
 use std::sync::Arc;
 

@@ -56,31 +56,30 @@ impl<'a, P: ProcessState> Context<'a, P> {
         self.attempt.ok_or(Error::NoRuntime)
     }
 
-    /// The app's port of type `T` (spec 63); outside the runtime, or missing, an error.
+    /// The app's port of type `T`; outside the runtime, or missing, an error.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
         self.attempt()?.app().port::<T>()
     }
 
     /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a
-    /// per-call key for a provider (spec 139). Outside the runtime, an error.
+    /// per-call key for a provider. Outside the runtime, an error.
     pub fn key_for(&self, name: &str) -> Result<String, Error> {
         let key = self.attempt()?.key();
         Ok(crate::ids::idempotency_key_for(key, name))
     }
 
-    /// The run's idempotency key (spec 137), or `None` outside the runtime.
+    /// The run's idempotency key, or `None` outside the runtime.
     pub fn idempotency_key(&self) -> Option<&'a str> {
         self.attempt.map(Attempt::key)
     }
 
     /// Sends `command`: decided now, stored when the step commits. Answers the decided events
-    /// or the typed rejection (spec 20); a failure fails the step.
+    /// or the typed rejection; a failure fails the step.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
         self.attempt()?.send(&command)
     }
 
-    /// Sends `command` to run `delay` from now (spec 42); its events are never follow-ups
-    /// (spec 99).
+    /// Sends `command` to run `delay` from now; its events are never follow-ups.
     pub async fn send_after<C: Command>(
         &self,
         command: C,
@@ -110,7 +109,7 @@ impl<'a, P: ProcessState> Context<'a, P> {
     }
 
     /// The deadline `duration` after the trigger, never after the wall clock, so a retry or a
-    /// late run sets the same moment and a daily reminder does not drift (spec 76).
+    /// late run sets the same moment and a daily reminder does not drift.
     pub fn after(&self, duration: Duration) -> Deadline {
         Deadline::at(self.trigger + duration)
     }
@@ -163,7 +162,7 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
         self.cx.now
     }
 
-    /// The deadline `duration` after the event's time (spec 76).
+    /// The deadline `duration` after the event's time.
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
     }
@@ -244,14 +243,12 @@ impl<'a, P: ProcessState> At<'a, P> {
         self.cx.now
     }
 
-    /// The deadline `duration` after the moment that came due, so a chain does not drift
-    /// (spec 76).
+    /// The deadline `duration` after the moment that came due, so a chain does not drift.
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
     }
 
-    /// See [`Context::send`]. Commands a deadline sends start a chain of their own at depth 0
-    /// (spec 90).
+    /// See [`Context::send`]. Commands a deadline sends start a chain of their own at depth 0.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
         self.cx.send(command).await
     }

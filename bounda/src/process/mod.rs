@@ -43,24 +43,24 @@ pub trait ProcessState:
 {
     /// The process type (`OrderPayment`); its instances live in `process:<NAME>` streams.
     const NAME: &'static str;
-    /// The events that start an instance (spec 53, 62).
+    /// The events that start an instance.
     const STARTED_BY: &'static [EventKey];
-    /// The events that complete an instance, after their handler (spec 64).
+    /// The events that complete an instance, after their handler.
     const COMPLETED_BY: &'static [EventKey];
-    /// The `timeout` argument, or `None` to use the configured default (spec 95).
+    /// The `timeout` argument, or `None` to use the configured default.
     const TIMEOUT: Option<Duration>;
     /// Every field of the state, in declaration order.
     const FIELDS: &'static [&'static str];
     /// The deadline fields, sorted by name.
     const DEADLINES: &'static [DeadlineField<Self>];
 
-    /// The aggregate whose instances the process follows, one process instance each (spec 55).
+    /// The aggregate whose instances the process follows, one process instance each.
     type Aggregate: Aggregate;
     /// `<Name>Patch`: every field optional; what a handler changes.
     type Patch: Default + Debug + Send + 'static;
 
     /// Merges `patch` over the state: a set field replaces the old value whole, an unset one
-    /// keeps it (spec 66–68).
+    /// keeps it.
     fn merge(&mut self, patch: Self::Patch);
 }
 
@@ -106,6 +106,6 @@ pub trait Process: ProcessState {
     fn at_deadline<'a>(cx: Context<'a, Self>, field: &str) -> Option<HandlerFuture<'a, Self>>;
 
     /// Runs the handler's `#[correlate(..)]` function for `event`: `None` when the event has no
-    /// correlator, so it is routed by convention (spec 56–57).
+    /// correlator, so it is routed by convention.
     fn correlate(event: &RecordedEvent) -> Option<anyhow::Result<Option<String>>>;
 }

@@ -3,7 +3,7 @@
 use crate::process::ProcessState;
 use crate::{Deadline, Instant};
 
-/// A handler's return value as a patch of the state: `()` keeps the state as it is (spec 66),
+/// A handler's return value as a patch of the state: `()` keeps the state as it is,
 /// `<Name>Patch` and the `At<Field>` types change what they set.
 #[diagnostic::on_unimplemented(
     message = "a handler of `{P}` cannot return `{Self}`",

@@ -1,8 +1,8 @@
-//! The deadline plan: from the state alone, which deadline comes due next (spec 78–82).
+//! The deadline plan: from the state alone, which deadline comes due next.
 //!
 //! The runtime keeps one scheduler entry per instance at [`next`]; when it comes due it does not
-//! trust the entry but asks [`due`] again, so an entry the state no longer backs runs nothing
-//! (spec 79). A (field, moment) pair comes due once: the pairs that already did are
+//! trust the entry but asks [`due`] again, so an entry the state no longer backs runs nothing.
+//! A (field, moment) pair comes due once: the pairs that already did are
 //! [`Reached`], and a state that sets a field back to one of them does not run it again.
 
 use std::collections::{HashMap, HashSet};
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::Instant;
 use crate::process::ProcessState;
 
-/// The reserved deadline that ends a process when its lifetime runs out (spec 95).
+/// The reserved deadline that ends a process when its lifetime runs out.
 pub const TIMEOUT: &str = "timeout";
 
 /// A pending deadline: which field, and when.
@@ -20,7 +20,7 @@ pub const TIMEOUT: &str = "timeout";
 pub struct DueDeadline {
     /// When it comes due. Compared first, so the earliest deadline sorts first.
     pub at: Instant,
-    /// The deadline field, or [`TIMEOUT`]. Breaks ties between equal moments (spec 81).
+    /// The deadline field, or [`TIMEOUT`]. Breaks ties between equal moments.
     pub field: &'static str,
 }
 
@@ -68,7 +68,7 @@ pub fn pending<P: ProcessState>(
     pending
 }
 
-/// The earliest pending deadline, where the instance's one scheduler entry belongs (spec 78).
+/// The earliest pending deadline, where the instance's one scheduler entry belongs.
 pub fn next<P: ProcessState>(
     state: &P,
     timeout_at: Option<Instant>,
@@ -77,8 +77,8 @@ pub fn next<P: ProcessState>(
     pending(state, timeout_at, reached).into_iter().next()
 }
 
-/// The deadline to run at `now`: the earliest pending one if its moment is at or before `now`
-/// (spec 81–82). A moment already past is due at once; none is ever due early.
+/// The deadline to run at `now`: the earliest pending one if its moment is at or before `now`.
+/// A moment already past is due at once; none is ever due early.
 pub fn due<P: ProcessState>(
     state: &P,
     timeout_at: Option<Instant>,

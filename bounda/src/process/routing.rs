@@ -1,4 +1,4 @@
-//! Which process instance an event reaches (spec 55–58).
+//! Which process instance an event reaches.
 
 use anyhow::{anyhow, bail};
 use serde_json::Value;
@@ -12,9 +12,9 @@ use crate::process::Process;
 /// An event of the process's own aggregate names the instance by its aggregate id; another
 /// aggregate's event by its handler's `#[correlate(..)]` function if it has one, else by its
 /// payload field named after the main aggregate's id (`order_id`), where `null` or a missing
-/// field names no instance (spec 56–57). A correlator that fails or returns an empty id, or an id
+/// field names no instance. A correlator that fails or returns an empty id, or an id
 /// field that is empty or neither text, a number nor `null`, is an error: the runtime
-/// dead-letters that event for this process only (spec 58).
+/// dead-letters that event for this process only.
 pub fn instance_of<P: Process>(event: &RecordedEvent) -> anyhow::Result<Option<String>> {
     let main = <P::Aggregate as Aggregate>::NAME;
     let what = || format!("`{}.{}`", event.aggregate_type, event.event_type);

@@ -41,7 +41,7 @@ pub(crate) async fn handle_event_in<P: Process>(
 /// into `state`; the reserved `timeout` without an `at_timeout` merges nothing.
 ///
 /// A handler that sets its deadline back to the moment that came due fails with
-/// [`Error::DeadlineNotAdvanced`] (spec 84), and so does one that sets an earlier moment: it
+/// [`Error::DeadlineNotAdvanced`], and so does one that sets an earlier moment: it
 /// would come due again at once, and again, without end. On error `state` is left as it was.
 pub async fn run_deadline<P: Process>(
     state: &mut P,

@@ -63,7 +63,7 @@ pub trait Store: Send + Sync + 'static {
     /// The position of the last event, 0 when there is none.
     fn head(&self) -> Result<u64, StoreError>;
 
-    /// Commits one write set atomically (spec 131).
+    /// Commits one write set atomically.
     fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError>;
 
     /// Commits several write sets in one transaction, each all-or-nothing on its own: one whose
@@ -79,7 +79,7 @@ pub trait Store: Send + Sync + 'static {
     fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError>;
 
     /// Moves a checkpoint from `from` (`None`: not yet created) to `to` by compare-and-set.
-    /// Returns `false`, writing nothing, when someone else moved it first (spec 147).
+    /// Returns `false`, writing nothing, when someone else moved it first.
     fn move_checkpoint(
         &self,
         subscriber: &str,
@@ -87,9 +87,9 @@ pub trait Store: Send + Sync + 'static {
         to: u64,
     ) -> Result<bool, StoreError>;
 
-    /// Claims `(handler, event_id)` for one run, outside any attempt's transaction (spec 123,
-    /// 126): a new claim, an expired one, or a failure whose retry is due is taken under
-    /// `claim_id`; anything else is reported as it stands (spec 124).
+    /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:
+    /// a new claim, an expired one, or a failure whose retry is due is taken under
+    /// `claim_id`; anything else is reported as it stands.
     fn claim_inbox(
         &self,
         handler: &str,
@@ -116,7 +116,7 @@ pub trait Store: Send + Sync + 'static {
         })
     }
 
-    /// Renews a claim before a rerun (spec 128). `false` when the claim is no longer ours.
+    /// Renews a claim before a rerun. `false` when the claim is no longer ours.
     fn renew_inbox(
         &self,
         handler: &str,
@@ -136,7 +136,7 @@ pub trait Store: Send + Sync + 'static {
     fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
 
     /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
-    /// `lease`, ordered by (`execute_at`, `dedupe_key`) (spec 200). Taking over a lapsed claim
+    /// `lease`, ordered by (`execute_at`, `dedupe_key`). Taking over a lapsed claim
     /// counts no attempt: only runs that failed do.
     fn claim_due(
         &self,
@@ -146,7 +146,7 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
-    /// Renews a scheduler claim (spec 46, 201). `false` when the claim is no longer ours.
+    /// Renews a scheduler claim. `false` when the claim is no longer ours.
     fn renew_scheduled(
         &self,
         dedupe_key: &str,
@@ -155,11 +155,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// The earliest moment a scheduler entry becomes due; a claimed entry counts as due again
-    /// 1 ms after its lease ends (spec 176).
+    /// 1 ms after its lease ends.
     fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
 
     /// The earliest moment a scheduler entry that failed before is due to run again: what a test
-    /// clock moves to while retries are pending (spec 184).
+    /// clock moves to while retries are pending.
     fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError>;
 
     /// Every scheduler entry of `command_type`, by due moment.
@@ -170,7 +170,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Claims dead letter `id` for one operator's retry under `claim_id`: taken while it is
     /// `failed` and no other retry holds it (or that retry's claim is older than `lease`).
-    /// `false` when it is settled or being retried (spec 170).
+    /// `false` when it is settled or being retried.
     fn claim_letter(
         &self,
         id: &str,

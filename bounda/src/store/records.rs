@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Instant;
 
-/// An event's metadata (spec 2): how it came to be.
+/// An event's metadata: how it came to be.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
@@ -12,9 +12,9 @@ pub struct Metadata {
     pub correlation_id: String,
     /// What caused it: the command's id, or the event a reaction handled.
     pub causation_id: String,
-    /// How many reactions deep in its chain (spec 143–145).
+    /// How many reactions deep in its chain.
     pub depth: u32,
-    /// The payload's schema version (spec 13); 1 until upcasts exist.
+    /// The payload's schema version; 1 until upcasts exist.
     pub schema_version: u32,
     /// Whether the runtime wrote it (process lifecycle events).
     pub system: bool,
@@ -22,7 +22,7 @@ pub struct Metadata {
 
 impl Metadata {
     /// The metadata of an event decided by a command from outside, with id `command_id`: its own
-    /// correlation and cause, depth 0 (spec 143).
+    /// correlation and cause, depth 0.
     pub fn of_command(command_id: &str) -> Metadata {
         Metadata {
             correlation_id: command_id.to_owned(),
@@ -73,13 +73,13 @@ pub struct Committed {
 /// A row of the scheduler: a delayed command, a delayed policy run or a process deadline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScheduledEntry {
-    /// Its key: the same key schedules once (spec 44, 201).
+    /// Its key: the same key schedules once.
     pub dedupe_key: String,
     /// What runs: a command type, or a runtime kind such as `bounda.ProcessDeadline`.
     pub command_type: String,
     /// The aggregate instance it concerns.
     pub aggregate_id: String,
-    /// The command payload as JSON (spec 43).
+    /// The command payload as JSON.
     pub payload: serde_json::Value,
     /// When it is due.
     pub execute_at: Instant,
@@ -97,7 +97,7 @@ pub struct ScheduledEntry {
     pub claimed_at: Option<Instant>,
 }
 
-/// What claiming `(handler, event)` in the inbox found (spec 124).
+/// What claiming `(handler, event)` in the inbox found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboxClaim {
     /// The claim is ours; this is the `attempt`-th run (from 1): one more than the runs that
@@ -131,7 +131,7 @@ pub struct InboxPair<'a> {
     pub event_id: &'a str,
 }
 
-/// An inbox entry waiting for its retry (spec 173's `failing`).
+/// An inbox entry waiting for its retry (`Lag`'s `failing`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxFailure {
     /// The handler.
@@ -146,7 +146,7 @@ pub struct InboxFailure {
     pub retry_at: Instant,
 }
 
-/// A dead letter's kind (spec 162).
+/// A dead letter's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LetterKind {
@@ -192,10 +192,10 @@ impl LetterStatus {
     }
 }
 
-/// A run the runtime gave up on (spec 163).
+/// A run the runtime gave up on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadLetter {
-    /// Its id; deterministic, so filing it twice finds the first (spec 141).
+    /// Its id; deterministic, so filing it twice finds the first.
     pub id: String,
     /// Policy, process or scheduled.
     pub kind: LetterKind,
@@ -209,7 +209,7 @@ pub struct DeadLetter {
     pub aggregate_type: Option<String>,
     /// The aggregate instance concerned.
     pub aggregate_id: Option<String>,
-    /// `terminal` or `retriable_exhausted` (spec 154).
+    /// `terminal` or `retriable_exhausted`.
     pub error_type: String,
     /// The error's message.
     pub error_message: String,

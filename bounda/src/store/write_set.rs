@@ -1,4 +1,4 @@
-//! A write set: everything one attempt writes, committed together or not at all (spec 130–136).
+//! A write set: everything one attempt writes, committed together or not at all.
 
 use crate::Instant;
 use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry, Snapshot};
@@ -10,13 +10,13 @@ pub struct Append {
     pub aggregate_type: String,
     /// The aggregate instance.
     pub aggregate_id: String,
-    /// The stream's version when the decision was made; the append fails if it moved (spec 7).
+    /// The stream's version when the decision was made; the append fails if it moved.
     pub expected_version: u64,
     /// The events, in order.
     pub events: Vec<NewEvent>,
 }
 
-/// How an attempt settles its inbox claim (spec 127).
+/// How an attempt settles its inbox claim.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InboxOutcome {
     /// Done: never run again.
@@ -54,7 +54,7 @@ pub struct InboxMark {
     pub outcome: InboxOutcome,
 }
 
-/// How a worker settles a scheduler entry it claimed (spec 45, 201).
+/// How a worker settles a scheduler entry it claimed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScheduledOutcome {
     /// Ran: the entry is removed.
@@ -68,7 +68,7 @@ pub enum ScheduledOutcome {
         /// When it failed: the first failure of a run is kept for its letter.
         failed_at: Instant,
     },
-    /// Not run (reached too late in a batch): released, no attempt counted (spec 46).
+    /// Not run (reached too late in a batch): released, no attempt counted.
     Defer,
 }
 
@@ -85,7 +85,7 @@ pub struct ScheduledRelease {
 }
 
 /// Moves a dead letter out of `failed`: written only while it is `failed`, else
-/// [`CommitError::LetterSettled`] (spec 170).
+/// [`CommitError::LetterSettled`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct LetterSettle {
     /// The letter.
@@ -99,7 +99,7 @@ pub struct LetterSettle {
 pub struct WriteSet {
     /// Events to append, per stream.
     pub appends: Vec<Append>,
-    /// Scheduler entries to add or move; an identical entry is left untouched (spec 201).
+    /// Scheduler entries to add or move; an identical entry is left untouched.
     pub schedule: Vec<ScheduledEntry>,
     /// Scheduler entries to remove, by key.
     pub unschedule: Vec<String>,
@@ -107,14 +107,14 @@ pub struct WriteSet {
     pub inbox: Option<InboxMark>,
     /// The scheduler claim to settle.
     pub scheduled: Option<ScheduledRelease>,
-    /// Dead letters to file; one whose id exists already is left as it is (spec 141). Filed
+    /// Dead letters to file; one whose id exists already is left as it is. Filed
     /// with the settling of a claim whose run failed before, a letter keeps that first failure
     /// as its `first_failed_at`.
     pub dead_letters: Vec<DeadLetter>,
     /// A dead letter to settle.
     pub settle_letter: Option<LetterSettle>,
     /// A dead letter that must still be `failed` for anything to be written: each step of a
-    /// process retry is fenced on its letter (spec 114, 170).
+    /// process retry is fenced on its letter.
     pub require_letter: Option<String>,
     /// Subscribers that take none of the events appended here. One whose checkpoint stands at
     /// the head when they are appended moves past them in the same transaction, as its own pass
@@ -153,7 +153,7 @@ impl WriteSet {
 /// Why a write set was not committed. Nothing of it was written.
 #[derive(Debug, thiserror::Error)]
 pub enum CommitError {
-    /// A stream moved since the decision was made (spec 7).
+    /// A stream moved since the decision was made.
     #[error(
         "stream `{aggregate_type}:{aggregate_id}` is at version {actual_version}, not {expected_version}"
     )]
@@ -179,7 +179,7 @@ pub enum CommitError {
         /// The scheduler key.
         key: String,
     },
-    /// The dead letter is no longer `failed` (spec 170).
+    /// The dead letter is no longer `failed`.
     #[error("dead letter `{id}` is already settled")]
     LetterSettled {
         /// The letter.
@@ -191,7 +191,7 @@ pub enum CommitError {
 }
 
 impl CommitError {
-    /// The stable code of this error (spec 215, 220).
+    /// The stable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
             CommitError::StreamMoved { .. } => "CONCURRENCY_CONFLICT",

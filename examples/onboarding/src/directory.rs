@@ -1,4 +1,4 @@
-//! The users directory and user details (spec §30.2), read from the event log when asked. The
+//! The users directory and user details, read from the event log when asked. The
 //! original kept them as read models; here they are folds over the `User` events, which is
 //! enough for an example and always up to date.
 

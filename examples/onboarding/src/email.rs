@@ -1,5 +1,5 @@
 //! The email sender port: who sends the welcome email. The policy passes its run's key, so a
-//! sender that honours it sends once however often the run is retried (spec 136).
+//! sender that honours it sends once however often the run is retried.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! The onboarding example (spec §30.2): a user registers, gets a welcome email a minute later,
+//! The onboarding example: a user registers, gets a welcome email a minute later,
 //! and has seven days to activate before the registration expires.
 //!
 //! - [`user`]: the `User` aggregate, its commands, rejections and events; the payload rules

@@ -1,4 +1,4 @@
-//! The `UserOnboarding` process (spec §30.2): it follows a user from registration to activation,
+//! The `UserOnboarding` process: it follows a user from registration to activation,
 //! and when its timeout comes first, expires the registration.
 
 use bounda::prelude::*;

@@ -1,4 +1,4 @@
-//! The user (spec §30.2): registered, then active or expired.
+//! The user: registered, then active or expired.
 //!
 //! The original validated payloads with a schema and raised `ValidationError`. Here the rules
 //! are types: a [`UserId`] is a uuid, an [`Email`] has a local part and a domain, a [`Name`] is

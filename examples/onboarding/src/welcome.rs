@@ -1,4 +1,4 @@
-//! The welcome email, a minute after registration (spec §30.2).
+//! The welcome email, a minute after registration.
 
 use bounda::prelude::*;
 

@@ -1,4 +1,4 @@
-//! The onboarding's five scenarios (spec §30.2), on simulated time and SQLite in memory. Where
+//! The onboarding's five scenarios, on simulated time and SQLite in memory. Where
 //! the original read a read model, these read the events, the state and the directory folds.
 
 #![allow(

@@ -1,4 +1,4 @@
-//! The storefront of the design notes (spec §30.1): orders and payments, their policies, and the
+//! The storefront of the design notes: orders and payments, their policies, and the
 //! order-lifecycle process, on bounda.
 
 pub mod lifecycle;

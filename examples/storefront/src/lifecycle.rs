@@ -1,4 +1,4 @@
-//! The `OrderLifecycle` process (spec §30.1): requests the payment, gives up on it after the
+//! The `OrderLifecycle` process: requests the payment, gives up on it after the
 //! payment window, and compensates in one place, `on_order_cancelled`, however the order ends.
 
 use bounda::prelude::*;

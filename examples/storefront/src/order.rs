@@ -1,4 +1,4 @@
-//! The order (spec §30.1): placed, paying, paid, fulfilled or cancelled.
+//! The order: placed, paying, paid, fulfilled or cancelled.
 
 use bounda::prelude::*;
 
@@ -72,7 +72,7 @@ pub enum OrderStatus {
 }
 
 impl OrderStatus {
-    /// The status as the spec writes it.
+    /// The status as the scenarios write it.
     pub fn name(status: Option<OrderStatus>) -> &'static str {
         match status {
             None => "new",

@@ -1,4 +1,4 @@
-//! The payment (spec §30.1): requested, processing, settled, declined or cancelled, with its
+//! The payment: requested, processing, settled, declined or cancelled, with its
 //! refund. Its events name their order in `order_id`, which is how they reach the order's process.
 
 use bounda::prelude::*;

@@ -1,4 +1,4 @@
-//! The storefront's policies (spec §30.1).
+//! The storefront's policies.
 
 use bounda::prelude::*;
 

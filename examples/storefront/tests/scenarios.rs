@@ -1,4 +1,4 @@
-//! The storefront's twelve scenarios (spec §30.1), on simulated time and SQLite in memory. Where
+//! The storefront's twelve scenarios, on simulated time and SQLite in memory. Where
 //! the original read a read model, these read the events and the state.
 
 #![allow(

@@ -1,5 +1,5 @@
 //! The storefront as it runs in production: OS processes on one SQLite file, killed and
-//! restarted (spec 199–200; issue: several workers, crashes, restarts).
+//! restarted (issue: several workers, crashes, restarts).
 
 #![allow(
     clippy::unwrap_used,

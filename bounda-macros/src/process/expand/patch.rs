@@ -1,4 +1,4 @@
-//! `<Name>Patch` and the `At<Field>` types (spec 66–68, 84).
+//! `<Name>Patch` and the `At<Field>` types.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};

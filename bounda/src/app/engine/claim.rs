@@ -10,20 +10,20 @@ use crate::store::{
 /// A run's claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Claim {
-    /// `(handler, event)` in the inbox (spec 123–129).
+    /// `(handler, event)` in the inbox.
     Inbox {
         handler: &'static str,
         event_id: String,
         claim_id: String,
     },
-    /// A scheduler entry (spec 45–47, 200–201).
+    /// A scheduler entry.
     Scheduled {
         dedupe_key: String,
         claim_id: String,
     },
     /// A dead letter an operator retries: the run is fenced on the letter still being `failed`
-    /// and, if `settles`, settles it `retried` (spec 167–170). A process letter's retry runs
-    /// several steps, each fenced, and settles the letter in the last (spec 113–114).
+    /// and, if `settles`, settles it `retried`. A process letter's retry runs
+    /// several steps, each fenced, and settles the letter in the last.
     Letter { id: String, settles: bool },
 }
 
@@ -40,7 +40,7 @@ pub(crate) enum Settle {
     },
     /// Given up on: its letter is in the same write set.
     GiveUp { error: String },
-    /// Not run: given back, no attempt counted (spec 46).
+    /// Not run: given back, no attempt counted.
     Release,
 }
 
@@ -116,7 +116,7 @@ impl Claim {
         }
     }
 
-    /// Renews the claim before a rerun (spec 128, 133); `false` when it is no longer the run's.
+    /// Renews the claim before a rerun; `false` when it is no longer the run's.
     pub(crate) fn renew(&self, store: &dyn Store, now: Instant) -> Result<bool, StoreError> {
         match self {
             Claim::Inbox {

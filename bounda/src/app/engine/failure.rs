@@ -20,7 +20,7 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    /// Classifies an error: bounda's own errors by their code (spec 154), anything else a
+    /// Classifies an error: bounda's own errors by their code, anything else a
     /// handler returned is retried.
     pub(crate) fn of(error: &anyhow::Error) -> Failure {
         let (code, retriable) = match error.downcast_ref::<Error>() {
@@ -56,7 +56,7 @@ impl Failure {
     }
 
     /// The dead letter of this failure, filed at `now` after `attempts` runs; the caller adds
-    /// what it concerns (event, aggregate, payload) (spec 163).
+    /// what it concerns (event, aggregate, payload).
     pub(crate) fn letter(
         &self,
         id: String,
@@ -84,7 +84,7 @@ impl Failure {
         }
     }
 
-    /// `terminal` or `retriable_exhausted` (spec 154).
+    /// `terminal` or `retriable_exhausted`.
     pub(crate) fn error_type(&self) -> &'static str {
         if self.retriable {
             "retriable_exhausted"
@@ -95,8 +95,7 @@ impl Failure {
 }
 
 /// Runs `handler`'s future within `limit` on `clock` (real time, or a test's simulated time);
-/// an error, a panic (with its message) or running past the limit is the run's failure
-/// (spec 157–161, 185).
+/// an error, a panic (with its message) or running past the limit is the run's failure.
 pub(crate) async fn guarded<T>(
     clock: &dyn Clock,
     handler: &str,

@@ -7,9 +7,9 @@
 //! waves: a wave holds at most one run per lane (the aggregate instance a run concerns), so one
 //! instance's steps run and commit in order; the handlers of a wave run one after another, and
 //! the wave's write sets commit in one transaction, each alone in a savepoint, so one that is
-//! refused reruns or fails alone (spec 130–136). A moved stream reruns the handler on the new
-//! state without spending an attempt, after renewing the claim (spec 128, 133); a failure is
-//! retried after its back-off or given up with a letter (spec 151–155).
+//! refused reruns or fails alone. A moved stream reruns the handler on the new
+//! state without spending an attempt, after renewing the claim; a failure is
+//! retried after its back-off or given up with a letter.
 
 mod claim;
 mod failure;
@@ -37,7 +37,7 @@ pub(crate) trait Work: Send {
     fn aggregate(&self) -> &'static str;
 
     /// Whether it is a process step, retried with `processes.retry`; any other run is retried
-    /// with `policies.retry` (spec 48, 152).
+    /// with `policies.retry`.
     fn process_step(&self) -> bool {
         false
     }
@@ -51,7 +51,7 @@ pub(crate) trait Work: Send {
         }
     }
 
-    /// How often a moved stream reruns the handler before it counts as a failure (spec 89).
+    /// How often a moved stream reruns the handler before it counts as a failure.
     fn concurrency_retries(&self, app: &App) -> u32 {
         app.config()
             .for_aggregate(self.aggregate())
@@ -59,7 +59,7 @@ pub(crate) trait Work: Send {
     }
 
     /// What giving up writes besides settling the claim: the letter, and for a process
-    /// `ProcessFailed` (spec 108, 163). Nothing by default.
+    /// `ProcessFailed`. Nothing by default.
     fn give_up(
         &self,
         _app: &App,
@@ -70,7 +70,7 @@ pub(crate) trait Work: Send {
         Ok(WriteSet::default())
     }
 
-    /// Marks the run's spans failed when its commit is refused (spec 224).
+    /// Marks the run's spans failed when its commit is refused.
     fn mark_failed(&self, _message: &str) {}
 
     /// What a failure writes when an operator's retry runs it: by default nothing, and the
@@ -116,9 +116,9 @@ impl Outcome {
 #[derive(Default)]
 pub(crate) struct Done {
     pub(crate) writes: WriteSet,
-    /// The rejections of the commands it sent, reported once it commits (spec 182).
+    /// The rejections of the commands it sent, reported once it commits.
     pub(crate) rejections: Vec<RejectionRecord>,
-    /// What to report once it has committed (a scheduled command's outcome, spec 225).
+    /// What to report once it has committed (a scheduled command's outcome).
     pub(crate) after: Option<Box<dyn FnOnce() + Send>>,
 }
 
@@ -140,7 +140,7 @@ pub(crate) struct Run {
     pub(crate) attempt: u32,
     /// The aggregate instance it concerns: a lane's runs commit one at a time, in order.
     pub(crate) lane: String,
-    /// The handler whose later runs wait while this one waits for its retry (spec 109, 148).
+    /// The handler whose later runs wait while this one waits for its retry.
     pub(crate) group: Option<&'static str>,
     /// The event's position, for a subscriber's checkpoint.
     pub(crate) position: Option<u64>,
@@ -166,7 +166,7 @@ impl Run {
     }
 
     /// The same run, its claim taken at `at`: before it runs, a claim that has used half its
-    /// lease is renewed, and a run whose claim was taken over runs nothing (spec 128).
+    /// lease is renewed, and a run whose claim was taken over runs nothing.
     pub(crate) fn claimed_at(mut self, at: Instant) -> Run {
         self.claimed_at = Some(at);
         self
@@ -191,7 +191,7 @@ pub(crate) struct Report {
     pub(crate) held_from: Option<u64>,
     /// Failures of runs the runtime does not retry itself (an operator's retry), in order.
     pub(crate) failures: Vec<Failure>,
-    /// A letter that was already settled when its retry committed (spec 170).
+    /// A letter that was already settled when its retry committed.
     pub(crate) letter_settled: Option<String>,
     /// The next entries to claim with the batch's last commit, unless a run was deferred: a
     /// worker under load claims its next batch in the transaction that commits this one.
@@ -201,7 +201,7 @@ pub(crate) struct Report {
     /// Whether a run was deferred unrun (a deadline waiting for its instance's events).
     pub(crate) deferred: bool,
     /// The first failure of the store itself: reported once the rest of the batch was tried;
-    /// the runs it stopped keep their claims, which lapse (spec 126).
+    /// the runs it stopped keep their claims, which lapse.
     pub(crate) store_error: Option<Error>,
 }
 
@@ -240,9 +240,9 @@ enum Kind {
 
 impl App {
     /// Runs `runs`, in order per lane, committing each wave in one transaction. A commit the
-    /// store refuses fails its runs like any failure (retried after their back-off, spec 154);
-    /// when recording that failure is refused too, the runs keep their claims, which lapse
-    /// (spec 126), and the store's error is returned once the rest of the batch was tried.
+    /// store refuses fails its runs like any failure (retried after their back-off);
+    /// when recording that failure is refused too, the runs keep their claims, which lapse,
+    /// and the store's error is returned once the rest of the batch was tried.
     pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
         let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
         let mut held: HashSet<&'static str> = HashSet::new();
@@ -387,7 +387,7 @@ impl App {
         }
     }
 
-    /// The write set of a failed run: its retry, or its letter (spec 151–155). `None` when
+    /// The write set of a failed run: its retry, or its letter. `None` when
     /// there is nothing to write (an operator's retry that failed), or when what giving up
     /// writes could not be made (the run is held, its claim lapses, and the error is reported).
     fn failed(
@@ -568,7 +568,7 @@ impl App {
     }
 
     /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
-    /// file, counts the letters they filed (spec 225). A subscriber that takes none of a write
+    /// file, counts the letters they filed. A subscriber that takes none of a write
     /// set's events is skipped past them in the same transaction.
     pub(crate) fn commit_all(&self, sets: &mut [WriteSet]) -> Vec<Result<Committed, CommitError>> {
         for writes in sets.iter_mut() {
@@ -595,7 +595,7 @@ impl App {
 }
 
 impl App {
-    /// The subscribers that take none of the events `writes` appends (spec 30, 59).
+    /// The subscribers that take none of the events `writes` appends.
     fn skipping(&self, writes: &WriteSet) -> Vec<String> {
         let events = || {
             writes.appends.iter().flat_map(|append| {

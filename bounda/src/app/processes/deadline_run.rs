@@ -1,6 +1,5 @@
 //! A process deadline's run, as the engine runs it: the instance's scheduler entry came due;
-//! the state says what is due, and it runs once the instance's earlier events are handled
-//! (spec 78–91, 95–97).
+//! the state says what is due, and it runs once the instance's earlier events are handled.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -40,14 +39,14 @@ impl DeadlinePayload {
     }
 }
 
-/// Worker rounds a due deadline waits for the process runner before it runs anyway (spec 86).
+/// Worker rounds a due deadline waits for the process runner before it runs anyway.
 const MAX_WAIT_ROUNDS: u32 = 10;
 
 /// The field of a deadline letter whose instance's state could not be read.
 const UNREADABLE_STATE: &str = "unreadable-state";
 
 /// The events the process runner has not handled yet, as the worker saw them when it claimed a
-/// batch: for each instance they reach, the time of the earliest (spec 85).
+/// batch: for each instance they reach, the time of the earliest.
 #[derive(Debug, Default)]
 pub(crate) struct Unhandled {
     /// Whether every unhandled event was read; if not, any due deadline waits.
@@ -225,7 +224,7 @@ impl DeadlineRun {
     }
 
     /// Whether the deadline due at `due.at` waits for the process runner, counting its rounds;
-    /// it stays counted in `waiting_deadlines` while it waits (spec 85–86, 175).
+    /// it stays counted in `waiting_deadlines` while it waits.
     fn waits(&self, app: &App, due: DueDeadline) -> bool {
         let mut waiting = app.waiting();
         if !self.unhandled.holds(self.process.name(), &self.id, due.at) {
@@ -271,7 +270,7 @@ impl Work for DeadlineRun {
     }
 
     /// The process fails with letter `deadline:<field>`, and `ProcessFailed` records the
-    /// moment (spec 88); a failing deadline points at the instance (spec 91).
+    /// moment; a failing deadline points at the instance.
     fn give_up(
         &self,
         app: &App,

@@ -1,5 +1,5 @@
 //! An event's step in one process instance, as the engine runs it: route, run the handler,
-//! record it (spec 55–64, 98, 108–110).
+//! record it.
 
 use std::sync::Arc;
 
@@ -126,8 +126,8 @@ impl Work for EventRun {
 
     /// The letter, and `ProcessFailed` on the instance, whose later events are parked. A
     /// follow-up that fails for good is a letter, but the process has ended already: it does
-    /// not fail (spec 100). A starting event that fails fails the instance it would have
-    /// started, so its letter can be retried (spec 108).
+    /// not fail. A starting event that fails fails the instance it would have
+    /// started, so its letter can be retried.
     fn give_up(
         &self,
         app: &App,

@@ -1,4 +1,4 @@
-//! A process instance: its lifecycle events, and what is folded from them (spec 62–65, 71).
+//! A process instance: its lifecycle events, and what is folded from them.
 
 use std::collections::HashMap;
 
@@ -44,24 +44,24 @@ pub(crate) fn snapshot(name: &str, id: &str, instance: &Instance) -> Result<Snap
     })
 }
 
-/// The stream type of process `name`'s instances (spec 55).
+/// The stream type of process `name`'s instances.
 pub(crate) fn stream_type(name: &str) -> String {
     format!("process:{name}")
 }
 
-/// A lifecycle event: what happened to an instance, with the state where it changed (spec 65,
-/// 71). Stored with `system: true`.
+/// A lifecycle event: what happened to an instance, with the state where it changed.
+/// Stored with `system: true`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload")]
 pub(crate) enum Lifecycle {
-    /// The first starting event: the state after its handler, and the lifetime's end (spec 62).
+    /// The first starting event: the state after its handler, and the lifetime's end.
     #[serde(rename = "ProcessStarted", rename_all = "camelCase")]
     Started {
         state: Value,
         event_id: String,
         timeout_at: Option<Instant>,
     },
-    /// An event handled (spec 63).
+    /// An event handled.
     #[serde(rename = "ProcessHandled", rename_all = "camelCase")]
     Handled {
         event_id: String,
@@ -70,31 +70,31 @@ pub(crate) enum Lifecycle {
         aggregate_id: String,
         state: Value,
     },
-    /// A deadline ran (spec 83).
+    /// A deadline ran.
     #[serde(rename = "ProcessDeadlineReached", rename_all = "camelCase")]
     DeadlineReached {
         field: String,
         at: Instant,
         state: Value,
     },
-    /// A completing event was handled (spec 64, 105).
+    /// A completing event was handled.
     #[serde(rename = "ProcessCompleted", rename_all = "camelCase")]
     Completed { event_id: String },
-    /// The lifetime ran out; `follow_ups` may still reach the instance (spec 96, 98).
+    /// The lifetime ran out; `follow_ups` may still reach the instance.
     #[serde(rename = "ProcessTimedOut", rename_all = "camelCase")]
     TimedOut {
         at: Instant,
         state: Value,
         follow_ups: Vec<String>,
     },
-    /// A step failed for good (spec 108).
+    /// A step failed for good.
     #[serde(rename = "ProcessFailed", rename_all = "camelCase")]
     Failed {
         letter_id: String,
         at: Option<Instant>,
         event_id: Option<String>,
     },
-    /// An event that arrived while the instance was failed (spec 110).
+    /// An event that arrived while the instance was failed.
     #[serde(rename = "ProcessEventParked", rename_all = "camelCase")]
     EventParked {
         event_id: String,
@@ -104,7 +104,7 @@ pub(crate) enum Lifecycle {
         /// When the parked event was stored: a deadline due before it runs first on retry.
         at: Instant,
     },
-    /// A failed instance resumed (spec 113, 121).
+    /// A failed instance resumed.
     #[serde(rename = "ProcessResumed")]
     Resumed {},
 }
@@ -152,7 +152,7 @@ impl Lifecycle {
     }
 }
 
-/// Where an instance stands (spec 65).
+/// Where an instance stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
     /// Running.
@@ -165,11 +165,11 @@ pub enum Status {
     TimedOut,
 }
 
-/// An event parked behind a failure (spec 110).
+/// An event parked behind a failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Parked {
     pub(crate) event_id: String,
-    /// When the parked event was stored: a deadline due before it runs first (spec 113).
+    /// When the parked event was stored: a deadline due before it runs first.
     pub(crate) parked_at: Instant,
 }
 
@@ -184,12 +184,11 @@ pub(crate) struct Instance {
     /// The stream's version: where the next lifecycle event goes.
     pub(crate) version: u64,
     /// The moments each deadline came due, in epoch milliseconds: a (field, moment) pair runs
-    /// once (spec 80).
+    /// once.
     pub(crate) reached: Reached,
     /// Whether `ProcessStarted` was written (a starting event may fail before it is).
     pub(crate) started: bool,
-    /// The lifecycle event whose step set each deadline's moment: its id and correlation
-    /// (spec 91).
+    /// The lifecycle event whose step set each deadline's moment: its id and correlation.
     pub(crate) set_by: HashMap<String, (String, String)>,
     /// Events decided by `at_timeout`'s commands that may still reach the ended instance.
     pub(crate) follow_ups: Vec<String>,
@@ -200,7 +199,7 @@ pub(crate) struct Instance {
     /// What failed: the event's id, or the deadline's moment.
     pub(crate) failed_event: Option<String>,
     pub(crate) failed_at: Option<Instant>,
-    /// Whether the failed step has since been run again successfully (spec 113, 114).
+    /// Whether the failed step has since been run again successfully.
     pub(crate) failed_step_done: bool,
     /// Events parked behind the failure, in arrival order.
     pub(crate) parked: Vec<Parked>,

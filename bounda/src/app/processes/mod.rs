@@ -1,4 +1,4 @@
-//! Processes at run time: instances, their steps, and their deadlines (spec 53–122).
+//! Processes at run time: instances, their steps, and their deadlines.
 
 pub(crate) mod deadline_run;
 mod event_run;
@@ -43,7 +43,7 @@ pub(crate) trait ProcessRunner: Send + Sync {
     /// The deadline fields: name and serialised key.
     fn deadline_fields(&self) -> Vec<(&'static str, &'static str)>;
     fn route(&self, instance: Option<&Instance>, event: &RecordedEvent) -> Route;
-    /// The route of a parked or failed event, as if the instance were running (spec 113).
+    /// The route of a parked or failed event, as if the instance were running.
     fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route;
     /// The static name of deadline `field`, `timeout` included.
     fn field(&self, field: &str) -> Option<&'static str>;
@@ -56,7 +56,7 @@ pub(crate) trait ProcessRunner: Send + Sync {
         event: &'a RecordedEvent,
         key: String,
     ) -> BoxFuture<'a, Result<StepWrites, Failure>>;
-    /// The deadline due at `now`, if any (spec 79, 81–82).
+    /// The deadline due at `now`, if any.
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error>;
     /// Every pending deadline, soonest first.
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error>;
@@ -191,7 +191,7 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     }
 }
 
-/// A pending deadline of one instance (beyond the spec: deadlines can be listed).
+/// A pending deadline of one instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingDeadline {
     /// The process.
@@ -202,12 +202,12 @@ pub struct PendingDeadline {
     pub field: &'static str,
     /// When it comes due.
     pub at: Instant,
-    /// Whether it came due and waits for the events stored before it (spec 85).
+    /// Whether it came due and waits for the events stored before it.
     pub waiting: bool,
 }
 
 impl Status {
-    /// Whether the instance has ended: nothing of it runs but follow-ups (spec 105–107).
+    /// Whether the instance has ended: nothing of it runs but follow-ups.
     pub fn has_ended(self) -> bool {
         matches!(self, Status::Completed | Status::TimedOut)
     }

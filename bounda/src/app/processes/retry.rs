@@ -1,7 +1,7 @@
 //! Retrying a process's letter: the failed step again, then what was parked behind it, in
-//! order, then `ProcessResumed` (spec 113–121, 168). Each step is a run of the engine fenced on
+//! order, then `ProcessResumed`. Each step is a run of the engine fenced on
 //! the letter still being `failed`, so a retry cut short goes on from the last step written when
-//! the letter is retried again, and a discard stops it (spec 114, 120, 170).
+//! the letter is retried again, and a discard stops it.
 
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ use crate::store::{DeadLetter, LetterSettle, LetterStatus, Metadata, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 impl App {
-    /// Retries process letter `letter` (spec 113).
+    /// Retries process letter `letter`.
     pub(crate) async fn retry_process_letter(&self, letter: &DeadLetter) -> Result<Retried, Error> {
         let not_retriable = |reason: &str| Error::LetterNotRetriable {
             id: letter.id.clone(),
@@ -322,8 +322,8 @@ impl RetryStep {
         self.event(app, instance, event, key).await
     }
 
-    /// An event step during a retry: a handler a deploy removed lets the event through
-    /// (spec 117); one that fails is the new failure at once (spec 116).
+    /// An event step during a retry: a handler a deploy removed lets the event through;
+    /// one that fails is the new failure at once.
     async fn event(
         &mut self,
         app: &App,
@@ -353,7 +353,7 @@ impl RetryStep {
         })
     }
 
-    /// A deadline during a retry; the timeout ends the instance as timed out (spec 119).
+    /// A deadline during a retry; the timeout ends the instance as timed out.
     async fn deadline(
         &mut self,
         app: &App,
@@ -400,7 +400,7 @@ impl Work for RetryStep {
     }
 
     /// A new failure during a retry: `ProcessFailed` with a letter of its own; the old one is
-    /// settled, its step having run (spec 116). The failed step failing again changes nothing.
+    /// settled, its step having run. The failed step failing again changes nothing.
     fn operator_failure(
         &self,
         app: &App,
@@ -494,7 +494,7 @@ impl Work for FollowUpRetry {
 }
 
 /// One lifecycle event appended to the instance, pointing at the event it concerns, or at the
-/// instance (spec 91, 144).
+/// instance.
 fn lifecycle_at(
     app: &App,
     process: &dyn ProcessRunner,

@@ -1,5 +1,5 @@
 //! One step of one instance, as the runtime runs it: the handler in an attempt, the lifecycle
-//! events that record it, and the instance's one scheduler entry (spec 62–104).
+//! events that record it, and the instance's one scheduler entry.
 
 use serde_json::{Value, json};
 
@@ -16,23 +16,23 @@ use crate::process::{self, Process, ProcessState};
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry, Snapshot};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
-/// The scheduler's command type for process deadlines (spec 78).
+/// The scheduler's command type for process deadlines.
 pub(crate) const PROCESS_DEADLINE: &str = "bounda.ProcessDeadline";
 
 /// What an event means to an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
-    /// Nothing: no instance, an ended one, or nothing to do (spec 59, 60, 107).
+    /// Nothing: no instance, an ended one, or nothing to do.
     Skip,
-    /// Start the instance, running the handler if there is one (spec 62).
+    /// Start the instance, running the handler if there is one.
     Start,
-    /// Run the handler, then complete if it completes (spec 64).
+    /// Run the handler, then complete if it completes.
     Handle,
-    /// Complete without a handler (spec 105).
+    /// Complete without a handler.
     Complete,
-    /// A follow-up of the timeout: run the handler on the ended instance (spec 98, 100–102).
+    /// A follow-up of the timeout: run the handler on the ended instance.
     FollowUp,
-    /// The instance failed: park the event (spec 110).
+    /// The instance failed: park the event.
     Park,
 }
 
@@ -94,9 +94,9 @@ pub(crate) fn entry_key(process: &str, instance: &str) -> String {
     derived_id(&["process-deadline", process, instance])
 }
 
-/// The instance's scheduler entry at its earliest pending deadline, or its removal (spec 78).
+/// The instance's scheduler entry at its earliest pending deadline, or its removal.
 /// An entry waiting for the retry of that same deadline is left as it is, so a step does not
-/// undo its back-off (spec 88, 152).
+/// undo its back-off.
 pub(crate) fn arm<P: ProcessState>(
     id: &str,
     state: &P,
@@ -185,7 +185,7 @@ pub(crate) fn deadline_fields<P: ProcessState>() -> Vec<(&'static str, &'static 
         .collect()
 }
 
-/// The state stored in `instance`, read as `P`; a refused state fails for good (spec 69).
+/// The state stored in `instance`, read as `P`; a refused state fails for good.
 pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result<P, Error> {
     match instance {
         None => Ok(P::default()),
@@ -210,7 +210,7 @@ pub(crate) fn write_state<P: ProcessState>(state: &P) -> Result<Value, Error> {
     })
 }
 
-/// The process's lifetime: its own `timeout`, else the configuration's (spec 95, 212).
+/// The process's lifetime: its own `timeout`, else the configuration's.
 pub(crate) fn lifetime<P: ProcessState>(app: &App) -> Duration {
     P::TIMEOUT.unwrap_or_else(|| {
         app.config()
@@ -232,7 +232,7 @@ async fn guarded<P: ProcessState, T>(
     crate::app::engine::guarded(app.clock(), P::NAME, limit, handler).await
 }
 
-/// An event step of `P`: what `event` does to instance `id` (spec 62–64, 98, 110).
+/// An event step of `P`: what `event` does to instance `id`.
 pub(crate) async fn event_step<P: Process>(
     app: &App,
     id: &str,
@@ -358,7 +358,7 @@ pub(crate) async fn event_step<P: Process>(
 }
 
 /// A deadline step of `P`: the handler of `due`, and `ProcessDeadlineReached` or, for the
-/// timeout, `ProcessTimedOut` with its follow-ups (spec 83, 90–91, 95–99).
+/// timeout, `ProcessTimedOut` with its follow-ups.
 pub(crate) async fn deadline_step<P: Process>(
     app: &App,
     id: &str,

@@ -16,7 +16,7 @@ pub struct ProcessInstance<P> {
     pub status: Status,
     /// When its lifetime runs out, while it runs.
     pub timeout_at: Option<Instant>,
-    /// How many events a failure holds parked behind it (spec 110).
+    /// How many events a failure holds parked behind it.
     pub parked: usize,
 }
 

@@ -1,5 +1,5 @@
 //! What a process step writes besides its handler's commands: the step's write set, the
-//! letters of a step given up on, and `ProcessFailed` (spec 88, 108).
+//! letters of a step given up on, and `ProcessFailed`.
 
 use serde::{Deserialize, Serialize};
 
@@ -74,7 +74,7 @@ impl App {
     }
 }
 
-/// The letter of deadline `due` of instance `id` failing for good: `deadline:<field>` (spec 88).
+/// The letter of deadline `due` of instance `id` failing for good: `deadline:<field>`.
 pub(crate) fn deadline_letter(
     process: &dyn ProcessRunner,
     id: &str,
@@ -112,7 +112,7 @@ pub(crate) fn deadline_letter(
     }
 }
 
-/// The letter of a process step on `event` that failed for good (spec 108).
+/// The letter of a process step on `event` that failed for good.
 pub(crate) fn process_letter(
     process: &str,
     id: &str,
