@@ -297,13 +297,22 @@ fn another_app(
     TestApp::with_app(build(builder).build().unwrap(), clock.clone())
 }
 
-// Issue 9: a delayed run whose policy a deploy removed is a terminal letter naming the policy,
-// retriable once it is back.
-#[tokio::test]
-async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
+/// Places order `o-1` in an app built by `with_handler`, then, after a deploy that dropped the
+/// handler, moves the clock `by`: the run that came due is the one terminal letter of `kind`
+/// naming `handler` as missing. Returns the store, the clock and that letter.
+async fn letter_of_a_dropped_handler(
+    with_handler: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
+    by: Duration,
+    kind: LetterKind,
+    handler: &str,
+) -> (
+    std::sync::Arc<dyn bounda::store::Store>,
+    std::sync::Arc<bounda::clock::SimulatedClock>,
+    bounda::store::DeadLetter,
+) {
     let store: std::sync::Arc<dyn bounda::store::Store> =
         std::sync::Arc::new(SqliteStore::in_memory().unwrap());
-    let first = TestApp::new(App::builder_shared(store.clone()).policy::<ConfirmLater>()).unwrap();
+    let first = TestApp::new(with_handler(App::builder_shared(store.clone()))).unwrap();
     first
         .dispatch(PlaceOrder {
             order_id: "o-1".into(),
@@ -314,27 +323,43 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
     first.run_until_idle().await.unwrap();
     let clock = first.clock().clone();
     let dropped = another_app(&store, &clock, |builder| builder);
-    dropped.advance(hours(2)).await.unwrap();
-    let letters = support::letters(&dropped);
+    dropped.advance(by).await.unwrap();
+    let mut letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1, "not completed in silence");
-    let letter = &letters[0];
+    let letter = letters.remove(0);
     assert_eq!(
         (
             letter.kind,
             letter.handler.as_str(),
             letter.error_type.as_str()
         ),
-        (LetterKind::Policy, "confirm_later", "terminal")
+        (kind, handler, "terminal")
     );
     assert!(
         letter
             .error_message
-            .contains("`confirm_later` is no longer in the app"),
+            .contains(&format!("`{handler}` is no longer in the app")),
         "{}",
         letter.error_message
     );
-    assert!(dropped.app().next_due_at().unwrap().is_none());
+    assert!(
+        dropped.app().next_due_at().unwrap().is_none(),
+        "given up, not left due"
+    );
+    (store, clock, letter)
+}
 
+// Issue 9: a delayed run whose policy a deploy removed is a terminal letter naming the policy,
+// retriable once it is back.
+#[tokio::test]
+async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
+    let (store, clock, letter) = letter_of_a_dropped_handler(
+        |builder| builder.policy::<ConfirmLater>(),
+        hours(2),
+        LetterKind::Policy,
+        "confirm_later",
+    )
+    .await;
     let back = another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>());
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
@@ -350,39 +375,13 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
 // retried once the process is back, the instance's deadlines are armed again and run.
 #[tokio::test]
 async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
-    let store: std::sync::Arc<dyn bounda::store::Store> =
-        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
-    let first = TestApp::new(App::builder_shared(store.clone()).process::<OrderPayment>()).unwrap();
-    first
-        .dispatch(PlaceOrder {
-            order_id: "o-1".into(),
-            total: 1,
-        })
-        .await
-        .unwrap();
-    first.run_until_idle().await.unwrap();
-    let clock = first.clock().clone();
-    let dropped = another_app(&store, &clock, |builder| builder);
-    dropped.advance(hours(25)).await.unwrap();
-    let letters = support::letters(&dropped);
-    assert_eq!(letters.len(), 1, "not completed in silence");
-    let letter = &letters[0];
-    assert_eq!(
-        (
-            letter.kind,
-            letter.handler.as_str(),
-            letter.error_type.as_str()
-        ),
-        (LetterKind::Process, "OrderPayment", "terminal")
-    );
-    assert!(
-        letter
-            .error_message
-            .contains("`OrderPayment` is no longer in the app"),
-        "{}",
-        letter.error_message
-    );
-
+    let (store, clock, letter) = letter_of_a_dropped_handler(
+        |builder| builder.process::<OrderPayment>(),
+        hours(25),
+        LetterKind::Process,
+        "OrderPayment",
+    )
+    .await;
     let back = another_app(&store, &clock, |builder| builder.process::<OrderPayment>());
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
