@@ -131,13 +131,16 @@ impl Default for Backoff {
 impl Backoff {
     /// The wait after `failures` failures in a row (1 for the first).
     pub fn delay_after(&self, failures: u32) -> Duration {
-        let factor = 2u64
-            .checked_pow(failures.saturating_sub(1))
-            .unwrap_or(u64::MAX);
-        self.base_delay
-            .checked_mul(factor)
-            .unwrap_or(Duration::MAX)
-            .min(self.max_delay)
+        // The waits of a failed run's exponential back-off, without an end.
+        let doubling = Retry {
+            strategy: Strategy::Exponential,
+            max_attempts: u32::MAX,
+            base_delay: self.base_delay,
+            max_delay: self.max_delay,
+        };
+        doubling
+            .delay_before(failures.max(1))
+            .unwrap_or(self.max_delay)
     }
 }
 

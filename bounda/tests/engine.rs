@@ -295,17 +295,27 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
         .unwrap();
     assert_eq!(expected.state.reminders, 2);
 
+    // A load reads the snapshot rather than refolding: a (made-up) newer one is what it sees.
+    let mut newer = snapshot.state.clone();
+    newer["version"] = serde_json::json!(snapshot.version + 1);
+    newer["state"]["reminders"] = serde_json::json!(99);
+    let keep = |version, state| WriteSet {
+        snapshots: vec![Snapshot {
+            aggregate_type: "process:OrderPayment".into(),
+            aggregate_id: "o-1".into(),
+            version,
+            state,
+        }],
+        ..WriteSet::default()
+    };
+    store.commit(&keep(snapshot.version + 1, newer)).unwrap();
+    let from_snapshot = app.app().process_instance::<OrderPayment>("o-1").unwrap();
+    assert_eq!(from_snapshot.unwrap().state.reminders, 99);
+
     // A snapshot this build cannot read, newer than any kept: the stream is folded instead.
+    let unreadable = serde_json::json!({ "not": "an instance" });
     store
-        .commit(&WriteSet {
-            snapshots: vec![Snapshot {
-                aggregate_type: "process:OrderPayment".into(),
-                aggregate_id: "o-1".into(),
-                version: snapshot.version + 100,
-                state: serde_json::json!({ "not": "an instance" }),
-            }],
-            ..WriteSet::default()
-        })
+        .commit(&keep(snapshot.version + 100, unreadable))
         .unwrap();
     let reread = app
         .app()
@@ -609,6 +619,12 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
     wait_for("the second try", &|| reads() >= 2);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert_eq!(reads(), 2, "failed again: now it waits 2 s");
+    let paused = |app: &App| app.lag().unwrap().subscribers[0].paused_until;
+    assert_eq!(
+        paused(&app),
+        Some(clock.now() + seconds(2)),
+        "the back-off doubled"
+    );
     store
         .log_fails
         .store(false, std::sync::atomic::Ordering::SeqCst);

@@ -14,6 +14,11 @@ use crate::ids::derived_id;
 use crate::store::{DeadLetter, LetterKind, Metadata, WriteSet};
 use crate::{Error, Instant};
 
+/// The id of the letter of scheduler entry `dedupe_key`: the same however often it is filed.
+pub(crate) fn scheduled_letter_id(dedupe_key: &str) -> String {
+    derived_id(&["scheduled", dedupe_key, "dead-letter"])
+}
+
 /// One run of a stored command.
 pub(crate) struct CommandRun {
     command_type: String,
@@ -150,7 +155,7 @@ impl Work for CommandRun {
         now: Instant,
     ) -> Result<WriteSet, Error> {
         let aggregate = self.aggregate();
-        let id = derived_id(&["scheduled", &self.dedupe_key, "dead-letter"]);
+        let id = scheduled_letter_id(&self.dedupe_key);
         let letter = DeadLetter {
             aggregate_type: (!aggregate.is_empty()).then(|| aggregate.to_owned()),
             aggregate_id: Some(self.aggregate_id.clone()),

@@ -92,19 +92,19 @@ impl App {
         };
         let execute_at = self.clock().now() + delay;
         let entry = scheduled_entry(self, command, command_id, cause, execute_at)?;
-        let mut writes = [WriteSet {
+        let writes = WriteSet {
             schedule: vec![entry],
             ..WriteSet::default()
-        }];
-        match self.commit_all(&mut writes).pop() {
-            Some(Err(CommitError::Store(error))) => return Err(error.into()),
-            Some(Err(other)) => {
+        };
+        match self.commit(&writes) {
+            Ok(_) => {}
+            Err(CommitError::Store(error)) => return Err(error.into()),
+            Err(other) => {
                 return Err(Error::Store(crate::store::StoreError::with_source(
                     "a scheduled command was refused",
                     other,
                 )));
             }
-            Some(Ok(_)) | None => {}
         }
         Ok(Scheduled {
             aggregate_type: <C::Aggregate as Aggregate>::NAME,
@@ -163,12 +163,11 @@ impl App {
             let Some(append) = decision.append else {
                 return Ok(decision.decided);
             };
-            let mut writes = [WriteSet {
+            let writes = WriteSet {
                 appends: vec![append],
                 ..WriteSet::default()
-            }];
-            let result = self.commit_all(&mut writes).pop();
-            match result.unwrap_or_else(|| Ok(crate::store::Committed::default())) {
+            };
+            match self.commit(&writes) {
                 Ok(committed) => {
                     let mut decided = decision.decided;
                     decided.position = committed.events.last().map(|event| event.position);

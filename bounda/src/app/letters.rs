@@ -148,7 +148,7 @@ impl DeadLetters<'_> {
                 ]);
                 let lane = event.aggregate_id.clone();
                 let work = PolicyRun::with_key(Arc::clone(policy), event, key);
-                self.run_letter(id, Box::new(work), lane).await?;
+                self.app.run_letter(id, Box::new(work), lane, true).await?;
                 Ok(Retried::Done)
             }
             LetterKind::Scheduled => {
@@ -173,7 +173,10 @@ impl DeadLetters<'_> {
                     Some(cause.metadata()),
                     id,
                 );
-                let mut rejections = self.run_letter(id, Box::new(work), aggregate_id).await?;
+                let mut rejections = self
+                    .app
+                    .run_letter(id, Box::new(work), aggregate_id, true)
+                    .await?;
                 // Logged as `command rejected` (spec 169).
                 Ok(match rejections.pop() {
                     Some(rejection) => Retried::Rejected(rejection),
@@ -185,22 +188,23 @@ impl DeadLetters<'_> {
     }
 }
 
-impl DeadLetters<'_> {
-    /// Runs a letter's work once through the engine, fenced on the letter and settling it
-    /// `retried` with what the run writes. Returns the run's rejections.
-    async fn run_letter(
+impl App {
+    /// Runs one piece of letter `id`'s work through the engine, fenced on the letter and, if
+    /// `settles`, settling it `retried` with what the run writes. Returns the run's rejections;
+    /// a run that failed is `RetryFailed`, a letter settled meanwhile `LetterSettled`.
+    pub(crate) async fn run_letter(
         &self,
         id: &str,
         work: Box<dyn Work>,
         lane: String,
+        settles: bool,
     ) -> Result<Vec<RejectionRecord>, Error> {
         let claim = Claim::Letter {
             id: id.to_owned(),
-            settles: true,
+            settles,
         };
         let mut report = Report::default();
-        self.app
-            .run_batch(vec![Run::new(work, claim, 1, lane)], &mut report)
+        self.run_batch(vec![Run::new(work, claim, 1, lane)], &mut report)
             .await?;
         if report.letter_settled.is_some() {
             return Err(Error::LetterSettled { id: id.to_owned() });

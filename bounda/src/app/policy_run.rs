@@ -31,6 +31,11 @@ pub(crate) fn policy_key(name: &str, event_id: &str) -> String {
     derived_id(&["policy", name, event_id])
 }
 
+/// The id of policy `name`'s letter on `event_id`: the same however often it is filed.
+pub(crate) fn policy_letter_id(name: &str, event_id: &str) -> String {
+    derived_id(&["policy", name, event_id, "dead-letter"])
+}
+
 /// One run of a policy on one event under one key.
 pub(crate) struct PolicyRun {
     policy: Arc<dyn PolicyRunner>,
@@ -132,7 +137,7 @@ impl Work for PolicyRun {
         now: Instant,
     ) -> Result<WriteSet, Error> {
         let (policy, event) = (self.policy.name(), &self.event);
-        let id = derived_id(&["policy", policy, &event.id, "dead-letter"]);
+        let id = policy_letter_id(policy, &event.id);
         let letter = DeadLetter {
             event_id: Some(event.id.clone()),
             event_type: Some(event.event_type.clone()),

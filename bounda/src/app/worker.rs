@@ -4,17 +4,17 @@
 use std::sync::Arc;
 
 use crate::app::RejectionRecord;
-use crate::app::command_run::CommandRun;
+use crate::app::command_run::{CommandRun, scheduled_letter_id};
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::missing::{LetterOf, Missing};
-use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload};
+use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload, policy_letter_id};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::processes::writes::LetterPayload;
 use crate::app::schedule::ScheduledContext;
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
-use crate::store::{ClaimDue, DeadLetter, LetterKind, ScheduledEntry};
+use crate::store::{DeadLetter, LetterKind, ScheduledEntry};
 
 /// About how many runs one worker pass makes before the subscribers' passes get their turn.
 const RUNS_PER_PASS: usize = 1_000;
@@ -41,12 +41,7 @@ impl App {
             rounds -= 1;
             let full = entries.len() >= limit;
             let mut report = Report {
-                then_claim: (full && rounds > 0 && !self.stopping()).then(|| ClaimDue {
-                    claim_id: claim_id.clone(),
-                    now: self.clock().now(),
-                    lease: self.lease(),
-                    limit,
-                }),
+                then_claim: (full && rounds > 0 && !self.stopping()).then_some(limit),
                 ..Report::default()
             };
             let runs = self.scheduled_runs(entries, &claim_id)?;
@@ -146,7 +141,6 @@ impl App {
                         Arc::clone(process),
                         payload,
                         &entry.dedupe_key,
-                        entry.execute_at,
                         Arc::clone(unhandled),
                         span,
                     )),
@@ -203,7 +197,7 @@ fn event_missing(payload: PolicyRunPayload) -> Missing {
 /// The letter of a delayed policy run on the event it names.
 fn policy_letter(payload: PolicyRunPayload) -> LetterOf {
     Box::new(move |failure, attempts, now| {
-        let id = derived_id(&["policy", &payload.policy, &payload.event_id, "dead-letter"]);
+        let id = policy_letter_id(&payload.policy, &payload.event_id);
         DeadLetter {
             event_id: Some(payload.event_id.clone()),
             ..failure.letter(id, LetterKind::Policy, &payload.policy, attempts, now)
@@ -254,7 +248,7 @@ fn unreadable(entry: &ScheduledEntry) -> Box<dyn Work> {
     Box::new(Missing::new(
         reason,
         Box::new(move |failure, attempts, now| {
-            let id = derived_id(&["scheduled", &key, "dead-letter"]);
+            let id = scheduled_letter_id(&key);
             DeadLetter {
                 aggregate_id: Some(aggregate_id.clone()),
                 payload: Some(payload.clone()),

@@ -21,7 +21,7 @@ use crate::store::{
     LetterFilter, LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry,
     ScheduledOutcome, ScheduledRelease, Snapshot, Store, WriteSet,
 };
-use crate::{Instant, millis, seconds};
+use crate::{Instant, days, millis, seconds};
 
 /// What a contract test runs on: a store, or a store with a guard that must outlive it (such
 /// as the temporary directory of a file).
@@ -1279,9 +1279,10 @@ pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
         .unwrap();
     assert_eq!(
         store
-            .claim_inbox("notify", "e-1", "c-2", now + seconds(1), forever)
+            .claim_inbox("notify", "e-1", "c-2", now + days(3650), forever)
             .unwrap(),
-        InboxClaim::Held
+        InboxClaim::Held,
+        "a decade on, still held"
     );
     store
         .commit(&WriteSet {
@@ -1292,7 +1293,7 @@ pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
     assert_eq!(store.claim_due("w-1", now, forever, 1).unwrap().len(), 1);
     assert!(
         store
-            .claim_due("w-2", now + seconds(1), forever, 1)
+            .claim_due("w-2", now + days(3650), forever, 1)
             .unwrap()
             .is_empty(),
         "a live claim is not taken over"

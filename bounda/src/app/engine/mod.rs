@@ -193,9 +193,9 @@ pub(crate) struct Report {
     pub(crate) failures: Vec<Failure>,
     /// A letter that was already settled when its retry committed.
     pub(crate) letter_settled: Option<String>,
-    /// The next entries to claim with the batch's last commit, unless a run was deferred: a
+    /// How many entries to claim with the batch's last commit, unless a run was deferred: a
     /// worker under load claims its next batch in the transaction that commits this one.
-    pub(crate) then_claim: Option<ClaimDue>,
+    pub(crate) then_claim: Option<usize>,
     /// What `then_claim` claimed.
     pub(crate) claimed: Vec<ScheduledEntry>,
     /// Whether a run was deferred unrun (a deadline waiting for its instance's events).
@@ -275,13 +275,14 @@ impl App {
             }
             // The batch's last wave claims the next batch in its transaction.
             let claiming = queue.is_empty() && !report.deferred;
-            if let Some(next) = report.then_claim.take().filter(|_| claiming) {
+            if let Some(limit) = report.then_claim.take().filter(|_| claiming) {
                 // Claimed now, under a claim of its own, so its lease counts from now.
                 sets.push(WriteSet {
                     claim_due: Some(ClaimDue {
                         claim_id: self.next_id(),
                         now: self.clock().now(),
-                        ..next
+                        lease: self.lease(),
+                        limit,
                     }),
                     ..WriteSet::default()
                 });

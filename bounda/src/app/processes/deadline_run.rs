@@ -10,12 +10,11 @@ use tracing::Instrument;
 
 use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
-use crate::app::processes::step::lifecycle_append;
-use crate::app::processes::writes::{deadline_letter, step_writes};
+use crate::app::processes::writes::{deadline_letter, lifecycle_at, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::process::plan::DueDeadline;
-use crate::store::{Metadata, ScheduledEntry, WriteSet};
+use crate::store::{ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// What an instance's deadline entry holds: whose it is, and the moment it was armed at.
@@ -51,8 +50,6 @@ const UNREADABLE_STATE: &str = "unreadable-state";
 pub(crate) struct Unhandled {
     /// Whether every unhandled event was read; if not, any due deadline waits.
     complete: bool,
-    /// Whether the process runner is behind at all.
-    behind: bool,
     earliest: HashMap<(&'static str, String), Instant>,
 }
 
@@ -64,7 +61,6 @@ impl Unhandled {
     pub(crate) fn unknown() -> Unhandled {
         Unhandled {
             complete: false,
-            behind: true,
             earliest: HashMap::new(),
         }
     }
@@ -80,7 +76,6 @@ impl Unhandled {
         let events = app.store().read_all(from, UNHANDLED_READ)?;
         let mut unhandled = Unhandled {
             complete: events.len() < UNHANDLED_READ,
-            behind: !events.is_empty(),
             earliest: HashMap::new(),
         };
         for event in &events {
@@ -105,7 +100,7 @@ impl Unhandled {
     /// Whether instance `id` of `process` has an unhandled event stored at or before `at`.
     fn holds(&self, process: &'static str, id: &str, at: Instant) -> bool {
         if !self.complete {
-            return self.behind;
+            return true;
         }
         self.earliest
             .get(&(process, id.to_owned()))
@@ -133,7 +128,6 @@ impl DeadlineRun {
         process: Arc<dyn ProcessRunner>,
         payload: DeadlinePayload,
         key: &str,
-        armed_at: Instant,
         unhandled: Arc<Unhandled>,
         outer: tracing::Span,
     ) -> DeadlineRun {
@@ -141,7 +135,7 @@ impl DeadlineRun {
             process,
             id: payload.instance,
             key: key.to_owned(),
-            armed_at,
+            armed_at: Instant::from_millis(payload.at).unwrap_or_else(Instant::min_value),
             unhandled,
             ran: None,
             span: tracing::Span::none(),
@@ -211,7 +205,7 @@ impl DeadlineRun {
             Ok(writes) => {
                 let rejections = writes.staging.rejections.clone();
                 Outcome::Commit(Done {
-                    writes: step_writes(writes, |_| {}),
+                    writes: step_writes(writes),
                     rejections,
                     after: None,
                 })
@@ -292,27 +286,13 @@ impl Work for DeadlineRun {
         };
         let process = &*self.process;
         let letter = deadline_letter(process, &self.id, *due, failure, attempts, now);
-        let stream = format!("process:{}:{}", process.name(), self.id);
-        let metadata = Metadata {
-            correlation_id: stream.clone(),
-            causation_id: stream,
-            depth: 0,
-            schema_version: 1,
-            system: true,
-        };
         let failed = Lifecycle::Failed {
             letter_id: letter.id.clone(),
             at: Some(due.at),
             event_id: None,
         };
-        let (append, _) = lifecycle_append(
-            app,
-            process.name(),
-            &self.id,
-            instance.version,
-            vec![failed],
-            &metadata,
-        )?;
+        // A failing deadline points at the instance.
+        let append = lifecycle_at(app, process, &self.id, instance.version, failed, None)?;
         Ok(WriteSet {
             appends: vec![append],
             dead_letters: vec![letter],

@@ -10,7 +10,7 @@ use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::Lifecycle;
 use crate::app::processes::step::{Route, entry_key};
-use crate::app::processes::writes::{process_letter, step_writes};
+use crate::app::processes::writes::{lifecycle_at, process_letter, step_writes};
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
 use crate::store::{LetterStatus, WriteSet};
@@ -20,6 +20,9 @@ use crate::{Error, Instant, RecordedEvent};
 pub(crate) struct EventRun {
     process: Arc<dyn ProcessRunner>,
     event: RecordedEvent,
+    /// The instance the event names, routed once; a correlator that failed is a terminal
+    /// failure for this process only (spec 58).
+    routed: Result<Option<String>, Failure>,
     /// What the last try found: the instance, its version, and the event's route.
     found: Option<Found>,
     span: tracing::Span,
@@ -32,10 +35,16 @@ struct Found {
 }
 
 impl EventRun {
-    pub(crate) fn new(process: Arc<dyn ProcessRunner>, event: RecordedEvent) -> EventRun {
+    /// The step of `event` for `process`, which routed it to `routed`.
+    pub(crate) fn new(
+        process: Arc<dyn ProcessRunner>,
+        event: RecordedEvent,
+        routed: anyhow::Result<Option<String>>,
+    ) -> EventRun {
         EventRun {
             process,
             event,
+            routed: routed.map_err(|error| Failure::terminal("CORRELATION_FAILED", &error)),
             found: None,
             span: tracing::Span::none(),
         }
@@ -45,16 +54,10 @@ impl EventRun {
         let process = Arc::clone(&self.process);
         let event = &self.event;
         self.found = None;
-        let id = match process.instance_of(event) {
-            Ok(Some(id)) => id,
+        let id = match &self.routed {
+            Ok(Some(id)) => id.clone(),
             Ok(None) => return Ok(Outcome::nothing()),
-            // A correlator that fails dead-letters the event for this process only (spec 58).
-            Err(error) => {
-                return Ok(Outcome::Failed(Failure::terminal(
-                    "CORRELATION_FAILED",
-                    &error,
-                )));
-            }
+            Err(failure) => return Ok(Outcome::Failed(failure.clone())),
         };
         // The letter names the instance even if it cannot be read.
         self.found = Some(Found {
@@ -98,7 +101,7 @@ impl EventRun {
             Ok(writes) => {
                 let rejections = writes.staging.rejections.clone();
                 Outcome::Commit(Done {
-                    writes: step_writes(writes, |_| {}),
+                    writes: step_writes(writes),
                     rejections,
                     after: None,
                 })
@@ -148,12 +151,13 @@ impl Work for EventRun {
                 at: None,
                 event_id: Some(self.event.id.clone()),
             };
-            writes.appends.push(app.failure_append(
+            writes.appends.push(lifecycle_at(
+                app,
                 process,
                 &found.id,
                 version,
                 failed,
-                &self.event,
+                Some(&self.event),
             )?);
             writes.unschedule.push(entry_key(process.name(), &found.id));
         }

@@ -23,14 +23,17 @@ impl App {
         self.subscriber_pass(PROCESSES, "process", now, rejections, |event| {
             self.processes()
                 .filter(|process| process.takes(event))
-                .map(|process| Delivery {
-                    handler: process.name(),
-                    // An instance's steps run in order; an event that names none runs alone.
-                    lane: match process.instance_of(event) {
-                        Ok(Some(id)) => id,
-                        _ => event.aggregate_id.clone(),
-                    },
-                    work: Box::new(EventRun::new(Arc::clone(process), event.clone())),
+                .map(|process| {
+                    let routed = process.instance_of(event);
+                    Delivery {
+                        handler: process.name(),
+                        // An instance's steps run in order; an event that names none runs alone.
+                        lane: match &routed {
+                            Ok(Some(id)) => id.clone(),
+                            _ => event.aggregate_id.clone(),
+                        },
+                        work: Box::new(EventRun::new(Arc::clone(process), event.clone(), routed)),
+                    }
                 })
                 .collect()
         })

@@ -8,16 +8,18 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use crate::app::App;
-use crate::app::engine::{Claim, Done, Failure, Outcome, Report, Run, Work};
+use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::letters::Retried;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
-use crate::app::processes::step::{Route, StepWrites, entry_key, lifecycle_append};
-use crate::app::processes::writes::{LetterPayload, deadline_letter, process_letter, step_writes};
+use crate::app::processes::step::{Route, StepWrites, entry_key};
+use crate::app::processes::writes::{
+    LetterPayload, deadline_letter, lifecycle_at, process_letter, step_writes,
+};
 use crate::ids::derived_id;
 use crate::process::TIMEOUT;
 use crate::process::plan::DueDeadline;
-use crate::store::{DeadLetter, LetterSettle, LetterStatus, Metadata, WriteSet};
+use crate::store::{DeadLetter, LetterSettle, LetterStatus, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 impl App {
@@ -58,7 +60,8 @@ impl App {
                     id: id.clone(),
                     event: self.letter_event(letter)?,
                 };
-                self.retry_step(letter, Box::new(step), &id, true).await?;
+                self.run_letter(&letter.id, Box::new(step), id.clone(), true)
+                    .await?;
                 Ok(Retried::Done)
             }
             // The instance failed on another step, whose letter comes first (spec 171).
@@ -89,7 +92,8 @@ impl App {
                 deadline: payload.deadline.clone(),
                 failed: None,
             };
-            if let Err(error) = self.retry_step(letter, Box::new(step), id, false).await {
+            let step = self.run_letter(&letter.id, Box::new(step), id.to_owned(), false);
+            if let Err(error) = step.await {
                 // A later step failed once the failed one had run: the letter is settled and
                 // the new failure is the instance's new letter; the answer says so.
                 return match self.failed_again(&*process, id, letter, parked_before)? {
@@ -151,35 +155,6 @@ impl App {
             drained: parked_before.saturating_sub(instance.parked.len()),
             parked,
         }))
-    }
-
-    /// Runs one step of a retry through the engine, fenced on the letter.
-    async fn retry_step(
-        &self,
-        letter: &DeadLetter,
-        step: Box<dyn Work>,
-        id: &str,
-        settles: bool,
-    ) -> Result<(), Error> {
-        let claim = Claim::Letter {
-            id: letter.id.clone(),
-            settles,
-        };
-        let mut report = Report::default();
-        self.run_batch(vec![Run::new(step, claim, 1, id.to_owned())], &mut report)
-            .await?;
-        if report.letter_settled.is_some() {
-            return Err(Error::LetterSettled {
-                id: letter.id.clone(),
-            });
-        }
-        if let Some(failure) = report.failures.into_iter().next() {
-            return Err(Error::RetryFailed {
-                id: letter.id.clone(),
-                message: failure.message,
-            });
-        }
-        Ok(())
     }
 
     /// The event a letter names.
@@ -253,7 +228,7 @@ impl RetryStep {
                     app,
                     &*self.process,
                     &self.id,
-                    &instance,
+                    instance.version,
                     Lifecycle::Resumed {},
                     None,
                 )?;
@@ -335,7 +310,14 @@ impl RetryStep {
         let route = process.route_as_started(&instance, &event);
         if matches!(route, Route::Skip | Route::Park) {
             let handled = Lifecycle::handled(&event, instance.state.clone());
-            let append = lifecycle_at(app, &*process, &self.id, &instance, handled, Some(&event))?;
+            let append = lifecycle_at(
+                app,
+                &*process,
+                &self.id,
+                instance.version,
+                handled,
+                Some(&event),
+            )?;
             return Ok(Outcome::Commit(Done::writes(WriteSet {
                 appends: vec![append],
                 ..WriteSet::default()
@@ -345,7 +327,7 @@ impl RetryStep {
             .event_step(app, &self.id, Some(&instance), route, &event, key)
             .await;
         Ok(match step {
-            Ok(writes) => Outcome::Commit(Done::writes(retry_writes(writes, |_| {}))),
+            Ok(writes) => Outcome::Commit(Done::writes(retry_writes(writes))),
             Err(failure) => {
                 self.failed = Some((instance, Failed::Event(event)));
                 Outcome::Failed(failure)
@@ -369,7 +351,7 @@ impl RetryStep {
             .await;
         Ok(match step {
             Ok(writes) => {
-                let mut set = retry_writes(writes, |_| {});
+                let mut set = retry_writes(writes);
                 if due.field != TIMEOUT {
                     // Still failed until resumed: no entry meanwhile (spec 111).
                     let own = entry_key(process.name(), &self.id);
@@ -434,7 +416,7 @@ impl Work for RetryStep {
                 (new_letter, lifecycle, None)
             }
         };
-        let append = lifecycle_at(app, process, &self.id, instance, lifecycle, cause)?;
+        let append = lifecycle_at(app, process, &self.id, instance.version, lifecycle, cause)?;
         Ok(WriteSet {
             appends: vec![append],
             dead_letters: vec![new_letter],
@@ -473,7 +455,7 @@ impl FollowUpRetry {
             .event_step(app, &self.id, Some(&instance), route, &self.event, key)
             .await;
         Ok(match step {
-            Ok(writes) => Outcome::Commit(Done::writes(retry_writes(writes, |_| {}))),
+            Ok(writes) => Outcome::Commit(Done::writes(retry_writes(writes))),
             Err(failure) => Outcome::Failed(failure),
         })
     }
@@ -493,48 +475,10 @@ impl Work for FollowUpRetry {
     }
 }
 
-/// One lifecycle event appended to the instance, pointing at the event it concerns, or at the
-/// instance.
-fn lifecycle_at(
-    app: &App,
-    process: &dyn ProcessRunner,
-    id: &str,
-    instance: &Instance,
-    lifecycle: Lifecycle,
-    cause: Option<&RecordedEvent>,
-) -> Result<crate::store::Append, Error> {
-    let stream = format!("process:{}:{id}", process.name());
-    let metadata = match cause {
-        Some(event) => Metadata {
-            correlation_id: event.metadata.correlation_id.clone(),
-            causation_id: event.id.clone(),
-            depth: event.metadata.depth,
-            schema_version: 1,
-            system: true,
-        },
-        None => Metadata {
-            correlation_id: stream.clone(),
-            causation_id: stream,
-            depth: 0,
-            schema_version: 1,
-            system: true,
-        },
-    };
-    let (append, _) = lifecycle_append(
-        app,
-        process.name(),
-        id,
-        instance.version,
-        vec![lifecycle],
-        &metadata,
-    )?;
-    Ok(append)
-}
-
 /// A retry step's write set. Its steps run on the instance as if it were running, so they keep
 /// no snapshot: the next load folds them from the stream.
-fn retry_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
-    let mut set = step_writes(writes, settle);
+fn retry_writes(writes: StepWrites) -> WriteSet {
+    let mut set = step_writes(writes);
     set.snapshots.clear();
     set
 }

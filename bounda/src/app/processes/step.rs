@@ -241,7 +241,7 @@ pub(crate) async fn event_step<P: Process>(
     event: &RecordedEvent,
     key: String,
 ) -> Result<StepWrites, Failure> {
-    let fail = |error: Error| Failure::of(&anyhow::Error::new(error));
+    let fail = |error: Error| Failure::of_error(&error);
     let mut state: P = read_state(instance).map_err(fail)?;
     let cause = Cause::of_event(event);
     let attempt = Attempt::new(app, key, cause);
@@ -366,7 +366,7 @@ pub(crate) async fn deadline_step<P: Process>(
     due: DueDeadline,
     key: Option<String>,
 ) -> Result<StepWrites, Failure> {
-    let fail = |error: Error| Failure::of(&anyhow::Error::new(error));
+    let fail = |error: Error| Failure::of_error(&error);
     let mut state: P = read_state(Some(instance)).map_err(fail)?;
     // Caused by the lifecycle event whose step set the moment, in its correlation (spec 91).
     let instance_stream = format!("process:{}:{id}", P::NAME);

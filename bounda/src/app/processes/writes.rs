@@ -35,8 +35,8 @@ impl LetterPayload {
     }
 }
 
-/// The write set of a step, with how it settles its claim.
-pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)) -> WriteSet {
+/// The write set of a step; the engine adds the settling of its claim.
+pub(crate) fn step_writes(writes: StepWrites) -> WriteSet {
     let mut set = WriteSet {
         appends: Vec::new(),
         schedule: writes.staging.scheduled,
@@ -49,29 +49,39 @@ pub(crate) fn step_writes(writes: StepWrites, settle: impl FnOnce(&mut WriteSet)
     set.appends.extend(writes.staging.appends);
     set.schedule.extend(writes.schedule);
     set.snapshots.extend(writes.snapshot);
-    settle(&mut set);
     set
 }
 
-impl App {
-    /// `ProcessFailed` appended to the instance.
-    pub(crate) fn failure_append(
-        &self,
-        process: &dyn ProcessRunner,
-        id: &str,
-        version: u64,
-        failed: Lifecycle,
-        event: &RecordedEvent,
-    ) -> Result<crate::store::Append, Error> {
-        let metadata = Metadata {
+/// One lifecycle event appended to instance `id` at `version`, pointing at the event it
+/// concerns, or at the instance.
+pub(crate) fn lifecycle_at(
+    app: &App,
+    process: &dyn ProcessRunner,
+    id: &str,
+    version: u64,
+    lifecycle: Lifecycle,
+    cause: Option<&RecordedEvent>,
+) -> Result<crate::store::Append, Error> {
+    let stream = format!("process:{}:{id}", process.name());
+    let metadata = match cause {
+        Some(event) => Metadata {
             correlation_id: event.metadata.correlation_id.clone(),
             causation_id: event.id.clone(),
             depth: event.metadata.depth,
             schema_version: 1,
             system: true,
-        };
-        Ok(lifecycle_append(self, process.name(), id, version, vec![failed], &metadata)?.0)
-    }
+        },
+        None => Metadata {
+            correlation_id: stream.clone(),
+            causation_id: stream,
+            depth: 0,
+            schema_version: 1,
+            system: true,
+        },
+    };
+    let (append, _) =
+        lifecycle_append(app, process.name(), id, version, vec![lifecycle], &metadata)?;
+    Ok(append)
 }
 
 /// The letter of deadline `due` of instance `id` failing for good: `deadline:<field>`.
