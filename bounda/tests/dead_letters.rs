@@ -265,26 +265,6 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
     ));
 }
 
-/// Confirms an order an hour after it is placed.
-struct ConfirmLater;
-
-impl Policy for ConfirmLater {
-    const NAME: &'static str = "confirm_later";
-    type Event = OrderPlaced;
-
-    fn delay() -> Result<Option<Duration>, DurationError> {
-        Ok(Some(hours(1)))
-    }
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        cx.send(RecordConfirmationSent {
-            order_id: cx.event().order_id.clone(),
-        })
-        .await?;
-        Ok(())
-    }
-}
-
 /// An app on `store` reading `clock`, with what `build` adds, and ids of its own.
 fn another_app(
     store: &std::sync::Arc<dyn bounda::store::Store>,

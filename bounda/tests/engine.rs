@@ -13,7 +13,6 @@ use std::sync::Arc;
 use bounda::clock::Clock;
 use bounda::prelude::*;
 use bounda::store::{Snapshot, Store, WriteSet};
-use bounda::{Duration, DurationError};
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
@@ -377,26 +376,6 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
         head,
         "the other app sees its own lag"
     );
-}
-
-/// Confirms an order an hour after it is placed.
-struct ConfirmLater;
-
-impl Policy for ConfirmLater {
-    const NAME: &'static str = "confirm_later";
-    type Event = OrderPlaced;
-
-    fn delay() -> Result<Option<Duration>, DurationError> {
-        Ok(Some(hours(1)))
-    }
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        cx.send(RecordConfirmationSent {
-            order_id: cx.event().order_id.clone(),
-        })
-        .await?;
-        Ok(())
-    }
 }
 
 // Issue 9: one scheduler entry that cannot be prepared (its event cannot be read) fails alone,

@@ -447,3 +447,23 @@ impl Command for RefundPayment {
         ])
     }
 }
+
+/// Confirms an order an hour after it is placed.
+pub struct ConfirmLater;
+
+impl Policy for ConfirmLater {
+    const NAME: &'static str = "confirm_later";
+    type Event = OrderPlaced;
+
+    fn delay() -> Result<Option<Duration>, DurationError> {
+        Ok(Some(hours(1)))
+    }
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: cx.event().order_id.clone(),
+        })
+        .await?;
+        Ok(())
+    }
+}
