@@ -21,7 +21,7 @@ pub(crate) struct EventRun {
     process: Arc<dyn ProcessRunner>,
     event: RecordedEvent,
     /// The instance the event names, routed once; a correlator that failed is a terminal
-    /// failure for this process only (spec 58).
+    /// failure for this process only.
     routed: Result<Option<String>, Failure>,
     /// What the last try found: the instance, its version, and the event's route.
     found: Option<Found>,
