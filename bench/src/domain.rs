@@ -57,6 +57,7 @@ pub struct OpenTicket {
     pub ticket_id: String,
 }
 
+#[command]
 impl Command for OpenTicket {
     const NAME: &'static str = "OpenTicket";
     type Aggregate = Ticket;
@@ -83,6 +84,7 @@ pub struct AcknowledgeTicket {
     pub ticket_id: String,
 }
 
+#[command]
 impl Command for AcknowledgeTicket {
     const NAME: &'static str = "AcknowledgeTicket";
     type Aggregate = Ticket;

@@ -56,7 +56,9 @@ fn open(path: &Path, mode: Mode) -> Arc<SqliteStore> {
 
 /// A builder on `store`, sharing it, with `config`.
 fn builder(store: &Arc<SqliteStore>, config: Config) -> AppBuilder {
-    App::builder_shared(Arc::clone(store) as Arc<dyn bounda::store::Store>).config(config)
+    App::builder_shared(Arc::clone(store) as Arc<dyn bounda::store::Store>)
+        .only_listed()
+        .config(config)
 }
 
 /// Empties the WAL of the file at `path` through a connection of its own, so that setup's

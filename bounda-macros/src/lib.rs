@@ -12,6 +12,7 @@ mod names;
 mod paths;
 mod policy;
 mod process;
+mod register;
 mod serde_names;
 mod symbol;
 
@@ -27,11 +28,31 @@ pub fn process(args: TokenStream, input: TokenStream) -> TokenStream {
     output.into()
 }
 
-/// Declares a policy on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>)`.
+/// Declares a policy on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>)`, or
+/// registers a hand-written `impl Policy for ..`.
 #[proc_macro_attribute]
 pub fn policy(args: TokenStream, input: TokenStream) -> TokenStream {
     let output = policy::expand(args.into(), input.into());
     debug("policy", &output);
+    output.into()
+}
+
+/// Registers a hand-written `impl Command for ..`, so apps can run it when it is scheduled.
+#[proc_macro_attribute]
+pub fn command(args: TokenStream, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    let output = match syn::parse2::<syn::ItemImpl>(input.clone()) {
+        Ok(item) => register::expand_impl(register::Kind::Command, args.into(), item),
+        Err(_) => {
+            let error = syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "`#[command]` goes on an `impl Command for YourCommand`",
+            )
+            .to_compile_error();
+            quote::quote!(#error #input)
+        }
+    };
+    debug("command", &output);
     output.into()
 }
 

@@ -66,8 +66,7 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
             .map_err(crate::sql("cannot set max_page_count"))?;
     }
     if file {
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        let mode = wal_mode(conn, options.busy_timeout_ms)
             .map_err(crate::sql("cannot set the journal mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(format!(
@@ -77,4 +76,23 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
         }
     }
     Ok(())
+}
+
+/// Switches the file to WAL. The switch on a new file can answer "busy" at once while another
+/// opener migrates it, without waiting on the busy timeout, so it is tried again until the
+/// timeout has passed.
+fn wal_mode(conn: &Connection, busy_timeout_ms: u32) -> rusqlite::Result<String> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(u64::from(busy_timeout_ms));
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            answer => return answer,
+        }
+    }
 }

@@ -124,6 +124,7 @@ pub trait EventSet: Debug + Send + Sync + Sized + 'static {
 ///     AlreadyPlaced { order_id: String },
 /// }
 ///
+/// #[command]
 /// impl Command for PlaceOrder {
 ///     const NAME: &'static str = "PlaceOrder";
 ///     type Aggregate = Order;
@@ -144,7 +145,9 @@ pub trait EventSet: Debug + Send + Sync + Sized + 'static {
 /// let refused = PlaceOrder { order_id: "o-1".into(), total: 139 }.decide(&Order { placed: true });
 /// assert_eq!(refused.unwrap_err().code(), "AlreadyPlaced");
 /// ```
-pub trait Command: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
+pub trait Command:
+    crate::__private::CommandRegistered + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
+{
     /// The command type (`PlaceOrder`), used in outcomes, rejections and the scheduler.
     const NAME: &'static str;
     /// The aggregate the command decides on.

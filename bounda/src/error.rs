@@ -87,8 +87,11 @@ pub enum Error {
         /// `policies.maxChainDepth`.
         max_depth: u32,
     },
-    /// A command type the app cannot run later, because it was not registered.
-    #[error("command `{command}` is not registered; add `.command::<{command}>()` to the app")]
+    /// A command type the app cannot run later: the binary no longer has it (removed or
+    /// renamed since it was scheduled), or the app was built `only_listed` without it.
+    #[error(
+        "command `{command}` is not in this app: it was removed or renamed since it was scheduled, or the app is `only_listed()`; add `.command::<{command}>()` to the app"
+    )]
     UnknownCommand {
         /// The command type.
         command: String,
@@ -155,6 +158,16 @@ pub enum Error {
     /// A handler sent a command outside the runtime (in `process::step`), where none can run.
     #[error("commands run in an app; this handler ran outside one (`process::step`)")]
     NoRuntime,
+    /// A [`TestApp`](crate::testing::TestApp) call filed dead letters the test did not say it
+    /// expects.
+    #[error(
+        "dead letters were filed: {}; if the test expects them, make the TestApp with `.expecting_letters()`",
+        letters.join("; ")
+    )]
+    UnexpectedDeadLetters {
+        /// Each letter filed: its handler, what it failed on, and why.
+        letters: Vec<String>,
+    },
     /// Something asked for does not exist.
     #[error("{what} does not exist")]
     NotFound {
@@ -195,6 +208,7 @@ impl Error {
             Error::LetterNotRetriable { .. } => "DEAD_LETTER_NOT_RETRIABLE",
             Error::NotFound { .. } => "NOT_FOUND",
             Error::RetryFailed { .. } => "RETRY_FAILED",
+            Error::UnexpectedDeadLetters { .. } => "UNEXPECTED_DEAD_LETTERS",
             Error::NoRuntime | Error::MissingPort { .. } => "INVALID_CONFIGURATION",
         }
     }
@@ -220,6 +234,7 @@ impl Error {
             | Error::LetterNotRetriable { .. }
             | Error::NotFound { .. }
             | Error::RetryFailed { .. }
+            | Error::UnexpectedDeadLetters { .. }
             | Error::NoRuntime
             | Error::MissingPort { .. } => false,
         }

@@ -115,8 +115,9 @@ pub use bounda_macros::process;
 ///
 /// On an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`, it generates a
 /// unit struct named after the function (`notify_on_order_placed` → `NotifyOnOrderPlaced`) that
-/// implements [`Policy`]; register it with `.policy::<NotifyOnOrderPlaced>()`. The policy's key
-/// is the function's name. `#[policy(delay = "1m")]` runs it a minute after the event's time,
+/// implements [`Policy`]. The policy registers itself: every app built in the binary runs it
+/// (see [`AppBuilder::only_listed`] to choose). The policy's key is the function's name.
+/// On a hand-written `impl Policy for ..` it registers that policy. `#[policy(delay = "1m")]` runs it a minute after the event's time,
 /// the literal checked while compiling; `delay = env("WELCOME_DELAY", "1m")` reads
 /// the variable when the app is built and refuses the app if it is not a duration.
 ///
@@ -146,6 +147,41 @@ pub use bounda_macros::process;
 /// assert_eq!(<WelcomeOnOrderPlaced as Policy>::delay(), Ok(Some(minutes(1))));
 /// ```
 pub use bounda_macros::policy;
+
+/// Registers a command: put it above `impl Command for YourCommand`. Every app built in the
+/// binary can then run the command when a reaction or `dispatch_with` schedules it for later,
+/// including after a restart. A command without it does not compile.
+///
+/// ```
+/// # use bounda::prelude::*;
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
+/// # #[event(aggregate = Order)]
+/// # pub struct OrderCancelled { pub order_id: String }
+/// # #[derive(Debug, Clone, Serialize, Deserialize, Events)]
+/// # pub enum OrderEvent { Cancelled(OrderCancelled) }
+/// # #[derive(Debug, Default)]
+/// # pub struct Order;
+/// # impl Aggregate for Order {
+/// #     const NAME: &'static str = "Order";
+/// #     const ID_FIELD: &'static str = "order_id";
+/// #     type Event = OrderEvent;
+/// #     fn apply(&mut self, _: &OrderEvent) {}
+/// # }
+/// #[derive(Debug, Serialize, Deserialize)]
+/// pub struct CancelOrder { pub order_id: String }
+///
+/// #[command]
+/// impl Command for CancelOrder {
+///     const NAME: &'static str = "CancelOrder";
+///     type Aggregate = Order;
+///     type Rejection = NoRejection;
+///     fn aggregate_id(&self) -> &str { &self.order_id }
+///     fn decide(&self, _: &Order) -> Decision<Self> {
+///         Ok(vec![OrderCancelled { order_id: self.order_id.clone() }.into()])
+///     }
+/// }
+/// ```
+pub use bounda_macros::command;
 
 /// Marks a deadline field of a `#[process(..)]` state; see [`process`](macro@process). It is
 /// read and removed by `#[process]`; used on anything else it is an error.
@@ -189,7 +225,7 @@ pub mod prelude {
     pub use crate::aggregate::{Aggregate, Command, Decision, EventSet, NoRejection};
     pub use crate::process::{At, On, Process, ProcessState};
     pub use crate::testing::TestApp;
-    pub use crate::{Answer, App, Policy, Reaction, policy};
+    pub use crate::{Answer, App, Policy, Reaction, command, policy};
     pub use crate::{
         Deadline, Duration, Event, Events, Instant, Rejection, Result, days, deadline, hours,
         millis, minutes, process, seconds,

@@ -5,10 +5,12 @@
 //! the answer at the user's token, with a message the macro wrote.
 
 pub use anyhow;
+pub use inventory;
 pub use serde;
 pub use serde_json;
 
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
+pub use crate::app::registry::Registration;
 pub use crate::app::{Policy, Reaction};
 pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
@@ -17,6 +19,25 @@ pub use crate::process::{
 pub use crate::{
     Deadline, Duration, DurationError, DurationErrorKind, Error, RecordedEvent, env_duration,
 };
+
+/// Written by `#[command]`: the command registered itself, so every app of the binary can run
+/// it when it is scheduled. A supertrait of `Command`, so a command without `#[command]` does not
+/// compile.
+#[diagnostic::on_unimplemented(
+    message = "command `{Self}` is not registered",
+    label = "add `#[command]` above this `impl Command for {Self}`",
+    note = "`#[command]` registers the command, so an app can run it when it comes due after a delay"
+)]
+pub trait CommandRegistered {}
+
+/// Written by `#[policy]`: the policy registered itself, so every app of the binary runs it. A
+/// supertrait of `Policy`, so a policy without `#[policy]` does not compile.
+#[diagnostic::on_unimplemented(
+    message = "policy `{Self}` is not registered",
+    label = "add `#[policy]` above this `impl Policy for {Self}`",
+    note = "`#[policy]` registers the policy, so every app built in this binary runs it"
+)]
+pub trait PolicyRegistered {}
 
 /// What a `#[policy]` function returns, as the run's result: `Result<()>` with any error.
 pub fn handler_result_unit<E: Into<anyhow::Error>>(result: Result<(), E>) -> anyhow::Result<()> {

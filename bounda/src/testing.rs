@@ -1,19 +1,26 @@
 //! The test harness: an app on simulated time, where one `advance` runs every consequence.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::aggregate::{Aggregate, Command};
 use crate::app::{App, AppBuilder, Decided, DispatchError, Lag, RejectionRecord};
 use crate::clock::{Clock, SimulatedClock};
 use crate::ids::Sequential;
+use crate::store::{DeadLetter, LetterFilter};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
 /// An app on a simulated clock that starts at `2026-01-01T00:00:00Z` and moves only when the
 /// test moves it, with sequential ids (`id-1`, `id-2`, …).
+///
+/// A call that files a dead letter fails with [`Error::UnexpectedDeadLetters`], unless the test
+/// said it expects letters with [`expecting_letters`](TestApp::expecting_letters): a test that
+/// does not look at letters cannot pass over a failure.
 #[derive(Debug, Clone)]
 pub struct TestApp {
     app: App,
     clock: Arc<SimulatedClock>,
+    letters_expected: bool,
 }
 
 /// What [`TestApp::run_until_idle`] found.
@@ -37,13 +44,24 @@ impl TestApp {
             .clock(clock.clone())
             .ids(Arc::new(Sequential::default()))
             .build()?;
-        Ok(TestApp { app, clock })
+        Ok(TestApp::with_app(app, clock))
+    }
+
+    /// The same test app, whose calls may file dead letters: for a test of failures, which
+    /// then looks at them with `app().dead_letters()`.
+    pub fn expecting_letters(mut self) -> TestApp {
+        self.letters_expected = true;
+        self
     }
 
     /// A test app around `app`, which must read time from `clock`: for several apps on one
     /// store, each with ids of its own.
     pub fn with_app(app: App, clock: Arc<SimulatedClock>) -> TestApp {
-        TestApp { app, clock }
+        TestApp {
+            app,
+            clock,
+            letters_expected: false,
+        }
     }
 
     /// The simulated clock.
@@ -91,10 +109,17 @@ impl TestApp {
     /// Moves the clock by `duration`, then runs until idle: every deadline, delayed command and
     /// retry it passes runs, in order.
     pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {
+        let before = self.letter_ids()?;
+        let idle = self.advance_by(duration).await?;
+        self.no_new_letters(&before)?;
+        Ok(idle)
+    }
+
+    async fn advance_by(&self, duration: Duration) -> Result<Idle, Error> {
         let target = self.clock.now() + duration;
         // What is pending now happens now, as it would have: a policy reacts to the event just
         // stored before the clock moves on.
-        let settled = self.run_until_idle().await?;
+        let settled = self.settle(MAX_PASSES).await?;
         let mut rejections = settled.rejections;
         if !settled.idle {
             return Ok(Idle {
@@ -105,7 +130,7 @@ impl TestApp {
         // Stop at each moment something is due on the way, so later work sees earlier work done.
         while let Some(due) = self.app.next_due_at()?.filter(|due| *due <= target) {
             self.clock.advance_to(due);
-            let idle = self.run_until_idle().await?;
+            let idle = self.settle(MAX_PASSES).await?;
             rejections.extend(idle.rejections);
             if !idle.idle {
                 return Ok(Idle {
@@ -118,7 +143,7 @@ impl TestApp {
             }
         }
         self.clock.advance_to(target);
-        let idle = self.run_until_idle().await?;
+        let idle = self.settle(MAX_PASSES).await?;
         rejections.extend(idle.rejections);
         Ok(Idle {
             idle: idle.idle,
@@ -137,6 +162,43 @@ impl TestApp {
 
     /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes.
     pub async fn run_until_idle_with(&self, max_passes: usize) -> Result<Idle, Error> {
+        let before = self.letter_ids()?;
+        let idle = self.settle(max_passes).await?;
+        self.no_new_letters(&before)?;
+        Ok(idle)
+    }
+
+    /// The ids of the dead letters stored now, unless letters are expected.
+    fn letter_ids(&self) -> Result<HashSet<String>, Error> {
+        if self.letters_expected {
+            return Ok(HashSet::new());
+        }
+        let letters = self.app.dead_letters().list(&LetterFilter::default())?;
+        Ok(letters.into_iter().map(|letter| letter.id).collect())
+    }
+
+    /// Fails with the letters filed since `before` was read, unless letters are expected.
+    fn no_new_letters(&self, before: &HashSet<String>) -> Result<(), Error> {
+        if self.letters_expected {
+            return Ok(());
+        }
+        let filed: Vec<String> = self
+            .app
+            .dead_letters()
+            .list(&LetterFilter::default())?
+            .into_iter()
+            .filter(|letter| !before.contains(&letter.id))
+            .map(|letter| describe(&letter))
+            .collect();
+        if filed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::UnexpectedDeadLetters { letters: filed })
+        }
+    }
+
+    /// Runs until nothing moves, letters or not.
+    async fn settle(&self, max_passes: usize) -> Result<Idle, Error> {
         let mut rejections = Vec::new();
         for _ in 0..max_passes {
             let now = self.clock.now();
@@ -177,6 +239,20 @@ impl TestApp {
             rejections,
         })
     }
+}
+
+/// One line on a letter: its handler, what it failed on, and why.
+fn describe(letter: &DeadLetter) -> String {
+    let on = match (&letter.event_type, &letter.aggregate_id) {
+        (Some(event), Some(id)) => format!(" on {event} of `{id}`"),
+        (Some(event), None) => format!(" on {event}"),
+        (None, Some(id)) => format!(" for `{id}`"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "`{}`{on} after {} attempt(s): {}",
+        letter.handler, letter.attempts, letter.error_message
+    )
 }
 
 /// An aggregate instance's events, for assertions.

@@ -29,9 +29,12 @@ async fn output(app: &App, command: Operator) -> (ExitCode, String) {
 #[tokio::test]
 async fn the_operator_lists_shows_retries_and_discards_letters() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
     )
-    .unwrap();
+    .unwrap()
+    .expecting_letters();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -98,7 +101,9 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
 #[tokio::test]
 async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_command() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
     )
     .unwrap();
     let app = app.app();

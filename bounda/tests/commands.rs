@@ -18,6 +18,7 @@ use support::storefront::*;
 
 fn app() -> App {
     App::builder(SqliteStore::in_memory().expect("a store"))
+        .only_listed()
         .clock(Arc::new(SimulatedClock::default()))
         .ids(Arc::new(Sequential::default()))
         .build()
@@ -161,7 +162,10 @@ async fn a_rejection_is_typed_stores_nothing_and_carries_its_message() {
 #[tokio::test]
 async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
     // A rival places the order between our load and our append: the rerun sees it placed.
-    let app = App::builder(Racing::losing(1)).build().expect("an app");
+    let app = App::builder(Racing::losing(1))
+        .only_listed()
+        .build()
+        .expect("an app");
     let error = app.dispatch(place("o-1")).await.unwrap_err();
     assert_eq!(
         error.rejection(),
@@ -179,7 +183,10 @@ async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
 // spec 7
 #[tokio::test]
 async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
-    let app = App::builder(Racing::losing(3)).build().expect("an app");
+    let app = App::builder(Racing::losing(3))
+        .only_listed()
+        .build()
+        .expect("an app");
     let decided = app
         .dispatch(PayAndFulfil {
             order_id: "o-1".into(),
@@ -194,7 +201,10 @@ async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
 // spec 7
 #[tokio::test]
 async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_reruns() {
-    let app = App::builder(Racing::losing(4)).build().expect("an app");
+    let app = App::builder(Racing::losing(4))
+        .only_listed()
+        .build()
+        .expect("an app");
     let error = app
         .dispatch(PayAndFulfil {
             order_id: "o-1".into(),
@@ -258,8 +268,10 @@ async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_i
 // Issue 9: a command whose aggregate id is empty or blank is refused at dispatch, naming it.
 #[tokio::test]
 async fn a_command_with_an_empty_aggregate_id_is_refused() {
-    let app =
-        bounda::testing::TestApp::new(App::builder(SqliteStore::in_memory().unwrap())).unwrap();
+    let app = bounda::testing::TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap()).only_listed(),
+    )
+    .unwrap();
     for blank in ["", " \t"] {
         let refused = app
             .dispatch(PlaceOrder {
@@ -289,6 +301,7 @@ async fn dispatch_takes_a_correlation_and_a_delay() {
 
     let app = TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
             .command::<SendReminder>()
             .command::<CancelOrder>(),
     )
@@ -354,8 +367,12 @@ async fn a_delayed_command_keeps_the_callers_correlation() {
     use bounda::DispatchOptions;
     use bounda::prelude::*;
 
-    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).command::<PlaceOrder>())
-        .unwrap();
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .command::<PlaceOrder>(),
+    )
+    .unwrap();
     app.dispatch_with(
         PlaceOrder {
             order_id: "o-1".into(),

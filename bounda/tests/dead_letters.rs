@@ -24,6 +24,7 @@ thread_local! {
 
 struct ConfirmOnOrderPlaced;
 
+#[policy]
 impl Policy for ConfirmOnOrderPlaced {
     const NAME: &'static str = "confirm_on_order_placed";
     type Event = OrderPlaced;
@@ -45,6 +46,7 @@ impl Policy for ConfirmOnOrderPlaced {
 
 struct ReminderIn1h;
 
+#[policy]
 impl Policy for ReminderIn1h {
     const NAME: &'static str = "reminder_in_1h";
     type Event = OrderPlaced;
@@ -66,9 +68,12 @@ impl Policy for ReminderIn1h {
 async fn app_with_a_letter() -> (TestApp, String) {
     BROKEN.with(|b| b.set(true));
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
     )
-    .unwrap();
+    .unwrap()
+    .expecting_letters();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -181,7 +186,7 @@ async fn a_settled_letter_refuses_a_second_retry_or_discard() {
 async fn a_letter_whose_policy_is_gone_is_not_retriable() {
     let (app, id) = app_with_a_letter().await;
     let store = std::sync::Arc::clone(&app.app().store_arc());
-    let without = App::builder_shared(store).build().unwrap();
+    let without = App::builder_shared(store).only_listed().build().unwrap();
     let error = without.dead_letters().retry(&id).await.unwrap_err();
     assert_eq!(error.code(), "DEAD_LETTER_NOT_RETRIABLE");
     assert!(
@@ -202,10 +207,12 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
         std::sync::Arc::new(SqliteStore::in_memory().unwrap());
     let app = TestApp::new(
         App::builder_shared(store.clone())
+            .only_listed()
             .policy::<ReminderIn1h>()
             .command::<CancelOrder>(),
     )
-    .unwrap();
+    .unwrap()
+    .expecting_letters();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -217,12 +224,14 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
     let clock = app.clock().clone();
     let dropped = TestApp::with_app(
         App::builder_shared(store.clone())
+            .only_listed()
             .clock(clock.clone())
             .ids(std::sync::Arc::new(bounda::ids::UuidV7))
             .build()
             .unwrap(),
         clock,
     );
+    let dropped = dropped.expecting_letters();
     dropped.advance(hours(2)).await.unwrap();
     let letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1);
@@ -272,6 +281,7 @@ fn another_app(
     build: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
 ) -> TestApp {
     let builder = App::builder_shared(store.clone())
+        .only_listed()
         .clock(clock.clone())
         .ids(std::sync::Arc::new(bounda::ids::UuidV7));
     TestApp::with_app(build(builder).build().unwrap(), clock.clone())
@@ -292,7 +302,10 @@ async fn letter_of_a_dropped_handler(
 ) {
     let store: std::sync::Arc<dyn bounda::store::Store> =
         std::sync::Arc::new(SqliteStore::in_memory().unwrap());
-    let first = TestApp::new(with_handler(App::builder_shared(store.clone()))).unwrap();
+    let first = TestApp::new(with_handler(
+        App::builder_shared(store.clone()).only_listed(),
+    ))
+    .unwrap();
     first
         .dispatch(PlaceOrder {
             order_id: "o-1".into(),
@@ -302,7 +315,7 @@ async fn letter_of_a_dropped_handler(
         .unwrap();
     first.run_until_idle().await.unwrap();
     let clock = first.clock().clone();
-    let dropped = another_app(&store, &clock, |builder| builder);
+    let dropped = another_app(&store, &clock, |builder| builder).expecting_letters();
     dropped.advance(by).await.unwrap();
     let mut letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1, "not completed in silence");
@@ -340,7 +353,8 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
         "confirm_later",
     )
     .await;
-    let back = another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>());
+    let back =
+        another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>()).expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
         Retried::Done
@@ -362,7 +376,8 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
         "OrderPayment",
     )
     .await;
-    let back = another_app(&store, &clock, |builder| builder.process::<OrderPayment>());
+    let back = another_app(&store, &clock, |builder| builder.process::<OrderPayment>())
+        .expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
         Retried::Done

@@ -45,6 +45,7 @@ struct ConfirmAgain {
     order_id: String,
 }
 
+#[command]
 impl Command for ConfirmAgain {
     const NAME: &'static str = "ConfirmAgain";
     type Aggregate = Order;
@@ -78,7 +79,12 @@ async fn confirm_on_reminder_sent(cx: Reaction<'_, ReminderSent>) -> Result<()> 
 /// A test app with the order-payment process on `store`.
 fn app_on(store: &Arc<SqliteStore>) -> TestApp {
     let shared: Arc<dyn Store> = store.clone();
-    TestApp::new(App::builder_shared(shared).process::<OrderPayment>()).unwrap()
+    TestApp::new(
+        App::builder_shared(shared)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .unwrap()
 }
 
 fn place(id: &str) -> PlaceOrder {
@@ -106,7 +112,7 @@ async fn transactions_to_fire(instances: usize, batch_size: usize) -> u64 {
     let mut config = bounda::config::Config::default();
     config.dispatcher.batch_size = batch_size;
     let shared: Arc<dyn Store> = store.clone();
-    let builder = App::builder_shared(shared).config(config);
+    let builder = App::builder_shared(shared).only_listed().config(config);
     let app = TestApp::new(builder.process::<OrderPayment>()).unwrap();
     for n in 0..instances {
         app.dispatch(place(&format!("o-{n}"))).await.unwrap();
@@ -153,7 +159,9 @@ async fn batches_of_one_cost_about_one_transaction_a_firing() {
 #[tokio::test]
 async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnReminderSent>(),
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .policy::<ConfirmOnReminderSent>(),
     )
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
@@ -257,9 +265,13 @@ async fn a_deadline_does_not_wait_for_its_instances_later_events() {
 // spec 157: a panicking process handler's letter says what the panic said.
 #[tokio::test]
 async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
-    let app =
-        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<fragile::Fragile>())
-            .unwrap();
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<fragile::Fragile>(),
+    )
+    .unwrap()
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let letters = support::letters(&app);
@@ -344,10 +356,18 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
 #[tokio::test]
 async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
-    let with_policy =
-        TestApp::new(App::builder_shared(store.clone()).policy::<ConfirmOnReminderSent>()).unwrap();
-    let processes_only =
-        TestApp::new(App::builder_shared(store.clone()).process::<OrderPayment>()).unwrap();
+    let with_policy = TestApp::new(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .policy::<ConfirmOnReminderSent>(),
+    )
+    .unwrap();
+    let processes_only = TestApp::new(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .unwrap();
     processes_only.dispatch(place("o-1")).await.unwrap();
     processes_only.run_until_idle().await.unwrap();
     let lag = processes_only.lag().unwrap();
@@ -384,7 +404,13 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
 async fn an_entry_that_cannot_be_read_fails_alone() {
     let store = Arc::new(support::racing::Racing::losing(0));
     let shared: Arc<dyn Store> = store.clone();
-    let app = TestApp::new(App::builder_shared(shared).policy::<ConfirmLater>()).unwrap();
+    let app = TestApp::new(
+        App::builder_shared(shared)
+            .only_listed()
+            .policy::<ConfirmLater>(),
+    )
+    .unwrap()
+    .expecting_letters();
     let placed = app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -435,8 +461,13 @@ async fn always_fails_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<
 async fn lapsed_claims_spend_no_attempts() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
     let shared: Arc<dyn Store> = store.clone();
-    let app =
-        TestApp::new(App::builder_shared(shared).policy::<AlwaysFailsOnOrderPlaced>()).unwrap();
+    let app = TestApp::new(
+        App::builder_shared(shared)
+            .only_listed()
+            .policy::<AlwaysFailsOnOrderPlaced>(),
+    )
+    .unwrap()
+    .expecting_letters();
     let placed = app.dispatch(place("o-1")).await.unwrap();
     let event = &placed.event_ids[0];
     let lease = seconds(60); // twice the default 30 s time limit
@@ -510,6 +541,7 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
     });
     let shared: Arc<dyn Store> = store.clone();
     let app = App::builder_shared(shared)
+        .only_listed()
         .clock(clock.clone())
         .port(hooks.clone())
         .policy::<SlowOnOrderPlaced>()
@@ -550,6 +582,7 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
     config.dispatcher.poll_interval = millis(5);
     let shared: Arc<dyn Store> = store.clone();
     let app = App::builder_shared(shared)
+        .only_listed()
         .clock(clock.clone())
         .config(config)
         .policy::<ConfirmOnReminderSent>()

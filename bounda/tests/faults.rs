@@ -19,6 +19,7 @@ use support::storefront::*;
 
 struct ConfirmOnOrderPlaced;
 
+#[policy]
 impl Policy for ConfirmOnOrderPlaced {
     const NAME: &'static str = "confirm_on_order_placed";
     type Event = OrderPlaced;
@@ -35,6 +36,7 @@ impl Policy for ConfirmOnOrderPlaced {
 /// Calls a provider that takes a simulated minute: the test's clock moves while it waits.
 struct Stuck;
 
+#[policy]
 impl Policy for Stuck {
     const NAME: &'static str = "stuck";
     type Event = OrderPlaced;
@@ -49,9 +51,12 @@ impl Policy for Stuck {
 // spec 26, 133: the rerun decides on the new state, and the race spends no attempt.
 #[tokio::test]
 async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_an_attempt() {
-    let app =
-        TestApp::new(App::builder(Racing::after_first_commit(1)).policy::<ConfirmOnOrderPlaced>())
-            .unwrap();
+    let app = TestApp::new(
+        App::builder(Racing::after_first_commit(1))
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -91,6 +96,7 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let clock = Arc::new(SimulatedClock::default());
     let app = App::builder_shared(store.clone())
+        .only_listed()
         .clock(clock.clone())
         .policy::<ConfirmOnOrderPlaced>()
         .build()
@@ -139,9 +145,12 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
 #[tokio::test]
 async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).policy::<ConfirmOnOrderPlaced>(),
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
     )
-    .unwrap();
+    .unwrap()
+    .expecting_letters();
     let odd = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
             aggregate_type: "Order".into(),
@@ -187,13 +196,14 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
     // minute runs past it at once, however fast or slow the machine is (spec 185).
     let clock = Arc::new(SimulatedClock::default());
     let app = App::builder(SqliteStore::in_memory().unwrap())
+        .only_listed()
         .clock(clock.clone())
         .config(config)
         .port(clock.clone())
         .policy::<Stuck>()
         .build()
         .unwrap();
-    let app = TestApp::with_app(app, clock);
+    let app = TestApp::with_app(app, clock).expecting_letters();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -219,6 +229,7 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
 /// Takes real time, none on the test clock: a slow machine, not a slow provider.
 struct SlowMachine;
 
+#[policy]
 impl Policy for SlowMachine {
     const NAME: &'static str = "slow_machine";
     type Event = OrderPlaced;
@@ -241,6 +252,7 @@ async fn a_time_limit_counts_the_test_clock_not_the_machine() {
     config.policies.timeout = millis(20);
     let app = TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
             .config(config)
             .policy::<SlowMachine>(),
     )

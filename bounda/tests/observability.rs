@@ -110,6 +110,7 @@ impl Recorder {
 
 struct ConfirmOnOrderPlaced;
 
+#[policy]
 impl Policy for ConfirmOnOrderPlaced {
     const NAME: &'static str = "confirm_on_order_placed";
     type Event = OrderPlaced;
@@ -125,6 +126,7 @@ impl Policy for ConfirmOnOrderPlaced {
 
 struct RemindLater;
 
+#[policy]
 impl Policy for RemindLater {
     const NAME: &'static str = "remind_later";
     type Event = OrderPlaced;
@@ -138,6 +140,7 @@ impl Policy for RemindLater {
 
 struct Broken;
 
+#[policy]
 impl Policy for Broken {
     const NAME: &'static str = "broken";
     type Event = OrderPlaced;
@@ -154,12 +157,13 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     let _default = tracing::subscriber::set_default(subscriber);
 
     let builder = App::builder(SqliteStore::in_memory().unwrap())
+        .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .policy::<Broken>()
         .policy::<RemindLater>()
         .command::<SendReminder>()
         .process::<OrderPayment>();
-    let app = TestApp::new(builder).unwrap();
+    let app = TestApp::new(builder).unwrap().expecting_letters();
     let place = || PlaceOrder {
         order_id: "o-1".into(),
         total: 5,
@@ -354,6 +358,7 @@ async fn a_running_app_reports_its_lag() {
     let subscriber = tracing_subscriber::registry().with(recorder.clone());
     let _default = tracing::subscriber::set_default(subscriber);
     let app = App::builder(SqliteStore::in_memory().unwrap())
+        .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .build()
         .unwrap();
@@ -387,6 +392,7 @@ async fn a_failing_subscriber_is_logged_by_name_and_its_pass_marked_failed() {
         ..bounda_sqlite::Options::default()
     };
     let app = App::builder(SqliteStore::open_with(&db, options).unwrap())
+        .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .build()
         .unwrap();

@@ -47,6 +47,7 @@ fn maybe_fail(policy: &str) -> Result<()> {
 
 struct ConfirmOnOrderPlaced;
 
+#[policy]
 impl Policy for ConfirmOnOrderPlaced {
     const NAME: &'static str = "confirm_on_order_placed";
     type Event = OrderPlaced;
@@ -63,6 +64,7 @@ impl Policy for ConfirmOnOrderPlaced {
 
 struct RemindOnOrderPlaced;
 
+#[policy]
 impl Policy for RemindOnOrderPlaced {
     const NAME: &'static str = "remind_on_order_placed";
     type Event = OrderPlaced;
@@ -82,6 +84,7 @@ impl Policy for RemindOnOrderPlaced {
 
 struct CancelOnOrderFulfilled;
 
+#[policy]
 impl Policy for CancelOnOrderFulfilled {
     const NAME: &'static str = "cancel_on_order_fulfilled";
     type Event = OrderFulfilled;
@@ -105,6 +108,7 @@ impl Policy for CancelOnOrderFulfilled {
 /// Answers every reminder with another: a chain that never ends by itself.
 struct EchoOnReminderSent;
 
+#[policy]
 impl Policy for EchoOnReminderSent {
     const NAME: &'static str = "echo_on_reminder_sent";
     type Event = ReminderSent;
@@ -120,6 +124,7 @@ impl Policy for EchoOnReminderSent {
 
 struct WelcomeOnOrderPlaced;
 
+#[policy]
 impl Policy for WelcomeOnOrderPlaced {
     const NAME: &'static str = "welcome_on_order_placed";
     type Event = OrderPlaced;
@@ -163,7 +168,11 @@ fn place(id: &str) -> PlaceOrder {
 // spec 20, 21, 27–29, 131, 174
 #[tokio::test]
 async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark() {
-    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     assert_eq!(app.lag().unwrap().max_lag, 1, "not yet handled");
     let idle = app.run_until_idle().await.unwrap();
@@ -183,7 +192,11 @@ async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark(
 // spec 144
 #[tokio::test]
 async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_go_one_deeper() {
-    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let events = app.events_of::<Order>("o-1").unwrap().0;
@@ -200,7 +213,7 @@ async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_g
 #[tokio::test]
 async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
     let store: Arc<dyn Store> = Arc::new(store());
-    let before = test_app(App::builder_shared(store.clone()));
+    let before = test_app(App::builder_shared(store.clone()).only_listed());
     before.dispatch(place("o-1")).await.unwrap();
     assert_eq!(
         store.checkpoint(POLICIES).unwrap(),
@@ -208,7 +221,11 @@ async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
         "no policy, no checkpoint (spec 32)"
     );
 
-    let after = shared(App::builder_shared(store.clone()).policy::<ConfirmOnOrderPlaced>());
+    let after = shared(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
     after.dispatch(place("o-2")).await.unwrap();
     after.run_until_idle().await.unwrap();
     assert_eq!(
@@ -222,9 +239,13 @@ async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
     );
 
     // The last policy removed: its checkpoint stays; brought back, it catches up (spec 33).
-    let without = shared(App::builder_shared(store.clone()));
+    let without = shared(App::builder_shared(store.clone()).only_listed());
     without.dispatch(place("o-3")).await.unwrap();
-    let back = shared(App::builder_shared(store.clone()).policy::<ConfirmOnOrderPlaced>());
+    let back = shared(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
     back.run_until_idle().await.unwrap();
     assert_eq!(
         back.events_of::<Order>("o-3").unwrap().types(),
@@ -236,7 +257,11 @@ async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
 #[tokio::test]
 async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for_it() {
     failing(ConfirmOnOrderPlaced::NAME, 2, false);
-    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     let idle = app.run_until_idle().await.unwrap();
@@ -263,7 +288,12 @@ async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for
 #[tokio::test]
 async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
     failing(ConfirmOnOrderPlaced::NAME, 3, false);
-    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -312,7 +342,12 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
 #[tokio::test]
 async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
     failing(ConfirmOnOrderPlaced::NAME, 1, true);
-    let app = test_app(App::builder(store()).policy::<ConfirmOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
@@ -341,7 +376,12 @@ async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
 // spec 145, 154
 #[tokio::test]
 async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
-    let app = test_app(App::builder(store()).policy::<EchoOnReminderSent>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<EchoOnReminderSent>(),
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(SendReminder {
         order_id: "o-1".into(),
@@ -378,7 +418,11 @@ async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
 // spec 22, 182
 #[tokio::test]
 async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_idle() {
-    let app = test_app(App::builder(store()).policy::<CancelOnOrderFulfilled>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<CancelOnOrderFulfilled>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -407,6 +451,7 @@ async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_
 #[tokio::test]
 async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
     struct ConfirmTwice;
+    #[policy]
     impl Policy for ConfirmTwice {
         const NAME: &'static str = "confirm_twice";
         type Event = OrderPlaced;
@@ -435,7 +480,7 @@ async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
             Ok(())
         }
     }
-    let app = test_app(App::builder(store()).policy::<ConfirmTwice>());
+    let app = test_app(App::builder(store()).only_listed().policy::<ConfirmTwice>());
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
@@ -450,6 +495,7 @@ async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
     failing(ConfirmOnOrderPlaced::NAME, 1, false);
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .policy::<ConfirmOnOrderPlaced>()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
@@ -501,6 +547,7 @@ async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cau
     failing(RemindOnOrderPlaced::NAME, 1, false);
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
     );
@@ -539,6 +586,7 @@ async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cau
 #[tokio::test]
 async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
     struct CancelLater;
+    #[policy]
     impl Policy for CancelLater {
         const NAME: &'static str = "cancel_later";
         type Event = OrderPlaced;
@@ -557,6 +605,7 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
     }
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .policy::<CancelLater>()
             .command::<CancelOrder>(),
     );
@@ -587,7 +636,12 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
 
 #[tokio::test]
 async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() {
-    let app = test_app(App::builder(store()).policy::<RemindOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<RemindOnOrderPlaced>(),
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let letters = app
@@ -609,7 +663,11 @@ async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() 
 // spec 37, 38, 41
 #[tokio::test]
 async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
-    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<WelcomeOnOrderPlaced>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     let placed_at = app.now();
     app.run_until_idle().await.unwrap();
@@ -634,7 +692,11 @@ async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
 // spec 37: read late, due at the event's time plus the delay all the same.
 #[tokio::test]
 async fn a_delayed_policy_read_late_is_not_pushed_later() {
-    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<WelcomeOnOrderPlaced>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     let placed_at = app.now();
     let idle = app.advance(seconds(30)).await.unwrap();
@@ -649,7 +711,12 @@ async fn a_delayed_policy_read_late_is_not_pushed_later() {
 #[tokio::test]
 async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
     failing("welcome_on_order_placed:o-1", 3, false);
-    let app = test_app(App::builder(store()).policy::<WelcomeOnOrderPlaced>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<WelcomeOnOrderPlaced>(),
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.advance(minutes(2)).await.unwrap();
@@ -686,7 +753,11 @@ async fn notify_on_order_paid(cx: Reaction<'_, OrderPaid>) -> Result<()> {
 // spec 27–29
 #[tokio::test]
 async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
-    let app = test_app(App::builder(store()).policy::<NotifyOnOrderPaid>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<NotifyOnOrderPaid>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -714,6 +785,7 @@ async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
 async fn one_advance_runs_the_policy_then_the_delayed_command_it_scheduled() {
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
     );
@@ -742,6 +814,7 @@ async fn events_are_read_in_batches_and_every_one_is_handled() {
     config.dispatcher.batch_size = 2;
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
     );
@@ -762,6 +835,7 @@ async fn events_are_read_in_batches_and_every_one_is_handled() {
 #[tokio::test]
 async fn rejections_of_a_failed_attempt_are_not_reported() {
     struct RejectedThenFails;
+    #[policy]
     impl Policy for RejectedThenFails {
         const NAME: &'static str = "rejected_then_fails";
         type Event = OrderFulfilled;
@@ -777,7 +851,11 @@ async fn rejections_of_a_failed_attempt_are_not_reported() {
         }
     }
     failing(RejectedThenFails::NAME, 1, false);
-    let app = test_app(App::builder(store()).policy::<RejectedThenFails>());
+    let app = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<RejectedThenFails>(),
+    );
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -805,6 +883,7 @@ async fn a_claim_lasts_twice_the_longest_time_limit() {
     );
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
     );
@@ -875,9 +954,11 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
     let port: Arc<dyn Notifier> = notifier.clone();
     let app = test_app(
         App::builder(store())
+            .only_listed()
             .port(port)
             .policy::<NotifyOnOrderPlaced>(),
-    );
+    )
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let calls = notifier.0.lock().unwrap().clone();
@@ -888,7 +969,12 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
         ["OrderPlaced", "ConfirmationSent"]
     );
 
-    let without = test_app(App::builder(store()).policy::<NotifyOnOrderPlaced>());
+    let without = test_app(
+        App::builder(store())
+            .only_listed()
+            .policy::<NotifyOnOrderPlaced>(),
+    )
+    .expecting_letters();
     without.dispatch(place("o-1")).await.unwrap();
     let start = without.now();
     without.run_until_idle().await.unwrap();

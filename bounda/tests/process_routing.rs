@@ -115,6 +115,7 @@ impl Settlement {
 fn app_with(config: Config) -> TestApp {
     TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
             .config(config)
             .process::<Settlement>()
             .command::<SendReminder>(),
@@ -206,7 +207,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
 // spec 58: a correlator that fails dead-letters that event for the process only.
 #[tokio::test]
 async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(RefundPayment {
         payment_id: "p-1".into(),
@@ -241,7 +242,7 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
 // instance: a terminal letter for the process naming it, and the rest goes on.
 #[tokio::test]
 async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(SettlePayment {
         payment_id: "p-1".into(),
@@ -298,7 +299,7 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
 // names the instance, so an operator can find it.
 #[tokio::test]
 async fn an_unreadable_instance_is_named_in_its_letter() {
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -396,7 +397,7 @@ async fn the_lifetime_defaults_to_the_configuration() {
             ..Default::default()
         },
     );
-    let app = app_with(config);
+    let app = app_with(config).expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
@@ -418,7 +419,7 @@ async fn the_lifetime_defaults_to_the_configuration() {
 #[tokio::test]
 async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
     REFUND_FAILS.with(|f| f.set(true));
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(days(7)).await.unwrap();
     let events = lifecycle(&app, "o-1");
@@ -558,7 +559,7 @@ async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_momen
         base_delay: minutes(10),
         max_delay: minutes(10),
     };
-    let app = app_with(config);
+    let app = app_with(config).expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.advance(minutes(59)).await.unwrap();
@@ -638,7 +639,7 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
 #[tokio::test]
 async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     PAID_FAILS.with(|f| f.set(3));
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -754,7 +755,7 @@ async fn follow_ups_go_one_hop_only() {
 // spec 69: a stored state the process can no longer read fails the step for good.
 #[tokio::test]
 async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let version = lifecycle(&app, "o-1").len() as u64;
@@ -848,12 +849,14 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
     let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
     let first = TestApp::with_app(
         App::builder_shared(store.clone())
+            .only_listed()
             .clock(clock.clone())
             .process::<v1::Deployed>()
             .build()
             .unwrap(),
         clock.clone(),
-    );
+    )
+    .expecting_letters();
     first.dispatch(place("o-1")).await.unwrap();
     first
         .dispatch(MarkOrderPaid {
@@ -864,6 +867,7 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
     first.run_until_idle().await.unwrap();
     let letter = support::letters(&first)[0].id.clone();
     let next = App::builder_shared(store.clone())
+        .only_listed()
         .clock(clock.clone())
         .ids(std::sync::Arc::new(bounda::ids::UuidV7))
         .process::<v2::Deployed>()

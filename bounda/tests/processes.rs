@@ -116,7 +116,12 @@ mod payment {
 use payment::Payment;
 
 fn app() -> TestApp {
-    TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Payment>()).unwrap()
+    TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<Payment>(),
+    )
+    .unwrap()
 }
 
 fn place(id: &str) -> PlaceOrder {
@@ -545,8 +550,13 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         }
     }
 
-    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Stubborn>())
-        .unwrap();
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<Stubborn>(),
+    )
+    .unwrap()
+    .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(2)).await.unwrap();
     let events = app
@@ -593,7 +603,7 @@ async fn failed_instance(app: &TestApp) -> String {
 // spec 108, 109, 110, 111, 113, 121, 168: the last scenario.
 #[tokio::test]
 async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_letter_is_retried() {
-    let app = app();
+    let app = app().expecting_letters();
     let letter = failed_instance(&app).await;
     let failed = &lifecycle(&app, "o-1")[2];
     assert_eq!(failed.payload["letterId"], serde_json::json!(letter));
@@ -683,7 +693,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
 // spec 120: a discarded letter gives the instance up.
 #[tokio::test]
 async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
-    let app = app();
+    let app = app().expecting_letters();
     let letter = failed_instance(&app).await;
     app.app().dead_letters().discard(&letter).unwrap();
     app.dispatch(MarkOrderPaid {
@@ -707,7 +717,7 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
 // current failure, 0 once it is discarded.
 #[tokio::test]
 async fn a_letter_counts_the_events_parked_behind_it_until_it_is_settled() {
-    let app = app();
+    let app = app().expecting_letters();
     let letter = failed_instance(&app).await;
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -733,7 +743,7 @@ async fn a_letter_counts_the_events_parked_behind_it_until_it_is_settled() {
 // spec 113, 170: a retry whose failed step fails again changes nothing.
 #[tokio::test]
 async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
-    let app = app();
+    let app = app().expecting_letters();
     let letter = failed_instance(&app).await;
     let error = app.app().dead_letters().retry(&letter).await.unwrap_err();
     assert_eq!(error.code(), "RETRY_FAILED");
@@ -790,8 +800,12 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
         }
     }
 
-    let app =
-        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Flaky>()).unwrap();
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<Flaky>(),
+    )
+    .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.advance(hours(1)).await.unwrap();
@@ -829,7 +843,9 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
 #[tokio::test]
 async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
     let app = TestApp::new(
-        App::builder(support::racing::Racing::after_first_commit(1)).process::<Payment>(),
+        App::builder(support::racing::Racing::after_first_commit(1))
+            .only_listed()
+            .process::<Payment>(),
     )
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
@@ -888,7 +904,7 @@ async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
 // spec 113: during a retry, a deadline due before a parked event's arrival runs first.
 #[tokio::test]
 async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
-    let app = app();
+    let app = app().expecting_letters();
     payment::BROKEN.with(|b| b.set(true));
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
@@ -935,7 +951,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
 // dropped.
 #[tokio::test]
 async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
-    let app = app();
+    let app = app().expecting_letters();
     let letter = failed_instance(&app).await;
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -982,7 +998,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
 #[tokio::test]
 async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     payment::TIMEOUT_BROKEN.with(|b| b.set(true));
-    let app = app();
+    let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -1075,8 +1091,12 @@ mod recompute {
 }
 
 fn recompute_app() -> TestApp {
-    TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<recompute::Recompute>())
-        .unwrap()
+    TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<recompute::Recompute>(),
+    )
+    .unwrap()
 }
 
 // spec 80: a (field, moment) pair comes due once, even if a handler sets it back.
@@ -1174,7 +1194,7 @@ async fn an_event_step_keeps_a_failing_deadlines_back_off() {
 #[tokio::test]
 async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
     recompute::START_FAILS.with(|f| f.set(true));
-    let app = recompute_app();
+    let app = recompute_app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
@@ -1243,8 +1263,12 @@ async fn deadline_causation_follows_serde_renames() {
         }
     }
 
-    let app =
-        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).process::<Renamed>()).unwrap();
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<Renamed>(),
+    )
+    .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     app.dispatch(RecordConfirmationSent {

@@ -18,6 +18,7 @@ use support::storefront::*;
 
 struct RemindSoon;
 
+#[policy]
 impl Policy for RemindSoon {
     const NAME: &'static str = "remind_soon";
     type Event = OrderPlaced;
@@ -31,6 +32,7 @@ impl Policy for RemindSoon {
 
 struct ConfirmLater;
 
+#[policy]
 impl Policy for ConfirmLater {
     const NAME: &'static str = "confirm_later";
     type Event = OrderPlaced;
@@ -68,6 +70,7 @@ async fn until_events(store: Arc<dyn Store>, count: usize) {
 async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let app = App::builder_shared(store.clone())
+        .only_listed()
         .config(fast())
         .policy::<RemindSoon>()
         .policy::<ConfirmLater>()
@@ -103,6 +106,7 @@ async fn work_left_at_shutdown_is_done_by_the_next_run() {
     let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
     let builder = || {
         App::builder_shared(store.clone())
+            .only_listed()
             .config(fast())
             .policy::<RemindSoon>()
             .command::<SendReminder>()
@@ -136,6 +140,7 @@ async fn work_left_at_shutdown_is_done_by_the_next_run() {
 #[tokio::test]
 async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
     struct Broken;
+    #[policy]
     impl Policy for Broken {
         const NAME: &'static str = "broken";
         type Event = OrderPlaced;
@@ -147,6 +152,7 @@ async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
         }
     }
     let error = App::builder(SqliteStore::in_memory().unwrap())
+        .only_listed()
         .policy::<Broken>()
         .build()
         .unwrap_err();
@@ -166,6 +172,7 @@ async fn a_time_limit_of_zero_refuses_the_app_naming_the_key() {
     let mut config = bounda::config::Config::default();
     config.processes.handler_timeout = millis(0);
     let error = App::builder(SqliteStore::in_memory().unwrap())
+        .only_listed()
         .config(config)
         .build()
         .unwrap_err();

@@ -66,6 +66,7 @@ impl Intruder {
 
 struct ConfirmWhileLocked;
 
+#[policy]
 impl Policy for ConfirmWhileLocked {
     const NAME: &'static str = "confirm_while_locked";
     type Event = OrderPlaced;
@@ -93,6 +94,7 @@ async fn a_commit_locked_out_past_the_busy_timeout_writes_nothing_and_is_rerun()
     let db = dir.path().join("shop.db");
     let intruder = std::sync::Arc::new(Intruder::new(&db));
     let builder = App::builder(impatient(&db, None))
+        .only_listed()
         .config(short_leases())
         .port(intruder.clone())
         .policy::<ConfirmWhileLocked>();
@@ -181,6 +183,7 @@ pub struct ArchiveOrder {
     pub order_id: String,
 }
 
+#[command]
 impl Command for ArchiveOrder {
     const NAME: &'static str = "ArchiveOrder";
     type Aggregate = Archive;
@@ -203,6 +206,7 @@ impl Command for ArchiveOrder {
 
 struct ArchiveOnOrderPlaced;
 
+#[policy]
 impl Policy for ArchiveOnOrderPlaced {
     const NAME: &'static str = "archive_on_order_placed";
     type Event = OrderPlaced;
@@ -218,6 +222,7 @@ impl Policy for ArchiveOnOrderPlaced {
 
 fn archiving(store: SqliteStore) -> bounda::AppBuilder {
     App::builder(store)
+        .only_listed()
         .config(short_leases())
         .policy::<ArchiveOnOrderPlaced>()
 }
@@ -234,7 +239,9 @@ fn page_count(db: &Path) -> u32 {
 async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.db");
-    let setup = TestApp::new(archiving(SqliteStore::open(&db).unwrap())).unwrap();
+    let setup = TestApp::new(archiving(SqliteStore::open(&db).unwrap()))
+        .unwrap()
+        .expecting_letters();
     setup
         .dispatch(PlaceOrder {
             order_id: "o-1".into(),
@@ -246,7 +253,7 @@ async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
 
     // The file may grow by a few pages: enough for claims and letters, not for a 256 KiB event.
     let full = impatient(&db, Some(page_count(&db) + 8));
-    let app = TestApp::new(archiving(full)).unwrap();
+    let app = TestApp::new(archiving(full)).unwrap().expecting_letters();
     let head = app.app().store().head().unwrap();
     app.run_until_idle().await.unwrap();
     let letters = support::letters(&app);

@@ -15,9 +15,7 @@ use std::time::Duration as StdDuration;
 
 use bounda::App;
 use bounda_sqlite::SqliteStore;
-use order::{CancelOrder, Order, PlaceOrder, RecordWelcome, SendReminder};
-use order_payment::OrderPayment;
-use policies::WelcomeOnOrderPlaced;
+use order::{Order, PlaceOrder};
 
 /// How long the example waits for the order to be cancelled before it gives up.
 const PATIENCE: StdDuration = StdDuration::from_secs(30);
@@ -41,13 +39,8 @@ async fn run() -> anyhow::Result<()> {
         Ok(path) => SqliteStore::open(path)?,
         Err(_) => SqliteStore::in_memory()?,
     };
-    let app = App::builder(store)
-        .process::<OrderPayment>()
-        .policy::<WelcomeOnOrderPlaced>()
-        .command::<SendReminder>()
-        .command::<RecordWelcome>()
-        .command::<CancelOrder>()
-        .build()?;
+    // Every `#[process]`, `#[policy]` and `#[command]` of the binary registers itself.
+    let app = App::builder(store).build()?;
 
     let order_id = format!("o-{}", app.next_id());
     app.dispatch(PlaceOrder {

@@ -130,6 +130,7 @@ pub enum PlaceOrderRejection {
     AlreadyPlaced,
 }
 
+#[command]
 impl Command for PlaceOrder {
     const NAME: &'static str = "PlaceOrder";
     type Aggregate = Order;
@@ -160,6 +161,7 @@ pub struct SendReminder {
     pub order_id: String,
 }
 
+#[command]
 impl Command for SendReminder {
     const NAME: &'static str = "SendReminder";
     type Aggregate = Order;
@@ -189,6 +191,7 @@ pub struct RecordWelcome {
     pub order_id: String,
 }
 
+#[command]
 impl Command for RecordWelcome {
     const NAME: &'static str = "RecordWelcome";
     type Aggregate = Order;
@@ -228,6 +231,7 @@ pub enum CancelOrderRejection {
     NotCancellable,
 }
 
+#[command]
 impl Command for CancelOrder {
     const NAME: &'static str = "CancelOrder";
     type Aggregate = Order;

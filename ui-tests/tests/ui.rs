@@ -11,4 +11,5 @@ fn ui() {
     cases.compile_fail("tests/ui/patch/*.rs");
     cases.compile_fail("tests/ui/derive/*.rs");
     cases.compile_fail("tests/ui/policy/*.rs");
+    cases.compile_fail("tests/ui/register/*.rs");
 }

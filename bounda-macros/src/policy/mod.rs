@@ -10,6 +10,7 @@ use syn::{Expr, FnArg, GenericArgument, ItemFn, LitStr, PathArguments, Token, Ty
 use crate::errors::Errors;
 use crate::names;
 use crate::paths;
+use crate::register;
 use crate::symbol;
 
 /// `delay = "1m"` or `delay = env("VAR", "1m")`.
@@ -77,12 +78,15 @@ fn parse_delay(value: &Expr) -> syn::Result<Delay> {
 
 /// Expands `#[policy(..)] async fn ..`.
 pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+    if let Ok(item) = syn::parse2::<syn::ItemImpl>(input.clone()) {
+        return register::expand_impl(register::Kind::Policy, args, item);
+    }
     let function = match syn::parse2::<ItemFn>(input.clone()) {
         Ok(function) => function,
         Err(_) => {
             let error = syn::Error::new(
                 Span::call_site(),
-                "`#[policy]` goes on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`",
+                "`#[policy]` goes on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`, or on an `impl Policy for YourPolicy`",
             )
             .to_compile_error();
             return quote!(#error #input);
@@ -209,10 +213,14 @@ fn policy_impl(function: &ItemFn, event: &Type, delay: Option<&Delay>) -> TokenS
             }
         }
     });
+    let policy_ty: Type = syn::parse_quote!(#policy);
+    let registration = register::registration(register::Kind::Policy, &policy_ty);
     quote! {
         #[doc = #doc]
         #[allow(non_camel_case_types, reason = "named after the policy's function")]
         #vis struct #policy;
+
+        #registration
 
         impl #private::Policy for #policy {
             const NAME: &'static #str = #name;

@@ -15,6 +15,7 @@ mod policy_run;
 mod ports;
 pub(crate) mod processes;
 pub(crate) mod reaction;
+pub(crate) mod registry;
 mod runner;
 mod schedule;
 mod subscriber;
@@ -95,6 +96,11 @@ pub struct AppBuilder {
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
+    /// Whether only the processes and policies given by name run, not every one the binary
+    /// registers.
+    only_listed: bool,
+    /// The processes, policies and commands added so far, so each is added once.
+    added: std::collections::HashSet<std::any::TypeId>,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -124,8 +130,27 @@ impl AppBuilder {
         self
     }
 
-    /// Adds policy `P`.
+    /// Runs only the processes, policies and commands given with [`process`](Self::process),
+    /// [`policy`](Self::policy) and [`command`](Self::command), instead of every one in the
+    /// binary: for a test of one reaction, or a binary that splits its reactions between apps.
+    /// List the commands its reactions schedule too; a scheduled command the app does not have
+    /// is a dead letter.
+    pub fn only_listed(mut self) -> AppBuilder {
+        self.only_listed = true;
+        self
+    }
+
+    /// Whether `T` was added before; marks it added.
+    fn seen<T: 'static>(&mut self) -> bool {
+        !self.added.insert(std::any::TypeId::of::<T>())
+    }
+
+    /// Adds policy `P`. Every `#[policy]` of the binary is added when the app is built, unless
+    /// [`only_listed`](Self::only_listed) says otherwise; adding one twice adds it once.
     pub fn policy<P: Policy>(mut self) -> AppBuilder {
+        if self.seen::<P>() {
+            return self;
+        }
         match PolicyEntry::<P>::new() {
             Ok(entry) => self.policies.push(Arc::new(entry)),
             Err(message) => self.refused.push(message),
@@ -140,23 +165,47 @@ impl AppBuilder {
         self
     }
 
-    /// Adds process `P`.
+    /// Adds process `P`. Every `#[process]` of the binary is added when the app is built,
+    /// unless [`only_listed`](Self::only_listed) says otherwise; adding one twice adds it once.
     pub fn process<P: crate::process::Process>(mut self) -> AppBuilder {
-        self.processes.push(Arc::new(ProcessEntry::<P>::new()));
+        if !self.seen::<P>() {
+            self.processes.push(Arc::new(ProcessEntry::<P>::new()));
+        }
         self
     }
 
-    /// Lets reactions send `C` with a delay, and the scheduled worker run it.
+    /// Lets reactions send `C` with a delay, and the scheduled worker run it. Every `#[command]`
+    /// of the binary is added when the app is built; two command types with one name are
+    /// refused, since a scheduled command is found by its name.
     pub fn command<C: Command>(mut self) -> AppBuilder {
-        self.commands
-            .insert(C::NAME, Arc::new(CommandEntry::<C>::new()));
+        if self.seen::<C>() {
+            return self;
+        }
+        let type_name = std::any::type_name::<C>();
+        match self.commands.entry(C::NAME) {
+            std::collections::hash_map::Entry::Occupied(entry) => {
+                let other = entry.get().type_name();
+                self.refused.push(format!(
+                    "two commands are named `{}`: `{other}` and `{type_name}`; a scheduled command is found by its name, so give one another `NAME`",
+                    C::NAME
+                ));
+            }
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(Arc::new(CommandEntry::<C>::new()));
+            }
+        }
         self
     }
 
     /// The app. Refuses two policies with one name. The first time policies run on a
     /// store, their checkpoint starts at the head of the log: a policy reacts only to events
     /// stored after it starts; an existing checkpoint is kept.
-    pub fn build(self) -> Result<App, Error> {
+    pub fn build(mut self) -> Result<App, Error> {
+        for registration in registry::all() {
+            if !self.only_listed {
+                self = (registration.add)(self);
+            }
+        }
         let mut refused = self.refused;
         if let Err(error) = self.config.validate() {
             refused.push(error.to_string());
@@ -226,6 +275,8 @@ impl App {
             processes: Vec::new(),
             ports: Ports::default(),
             refused: Vec::new(),
+            only_listed: false,
+            added: std::collections::HashSet::new(),
         }
     }
 

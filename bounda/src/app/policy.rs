@@ -17,7 +17,7 @@ use crate::{Duration, DurationError, Error, RecordedEvent};
 ///
 /// ```
 /// # use bounda::prelude::*;
-/// # use bounda::{DurationError, Policy, Reaction, env_duration};
+/// # use bounda::{DurationError, Policy, Reaction, env_duration, policy};
 /// # #[derive(Debug, Clone, Serialize, Deserialize, Event)]
 /// # #[event(aggregate = Order)]
 /// # pub struct OrderPlaced { pub order_id: String }
@@ -34,6 +34,7 @@ use crate::{Duration, DurationError, Error, RecordedEvent};
 /// /// Welcomes every new order a minute after it is placed.
 /// pub struct WelcomeOnOrderPlaced;
 ///
+/// #[policy]
 /// impl Policy for WelcomeOnOrderPlaced {
 ///     const NAME: &'static str = "welcome_on_order_placed";
 ///     type Event = OrderPlaced;
@@ -48,7 +49,7 @@ use crate::{Duration, DurationError, Error, RecordedEvent};
 ///     }
 /// }
 /// ```
-pub trait Policy: Send + Sync + 'static {
+pub trait Policy: crate::__private::PolicyRegistered + Send + Sync + 'static {
     /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it.
     /// Unique in the app.
     const NAME: &'static str;
@@ -124,6 +125,8 @@ impl<P: Policy> PolicyRunner for PolicyEntry<P> {
 /// A command the scheduled worker can run by its type name.
 pub(crate) trait CommandRunner: Send + Sync {
     fn aggregate(&self) -> &'static str;
+    /// The command's Rust type, to name it when two share a name.
+    fn type_name(&self) -> &'static str;
     /// Decides the command stored as `payload`: a failure, or its decision or rejection.
     fn decide(
         &self,
@@ -144,6 +147,10 @@ impl<C> CommandEntry<C> {
 impl<C: Command> CommandRunner for CommandEntry<C> {
     fn aggregate(&self) -> &'static str {
         <C::Aggregate as Aggregate>::NAME
+    }
+
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<C>()
     }
 
     fn decide(

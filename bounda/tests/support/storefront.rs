@@ -211,6 +211,7 @@ pub enum PlaceOrderRejection {
     AlreadyPlaced { order_id: String },
 }
 
+#[command]
 impl Command for PlaceOrder {
     const NAME: &'static str = "PlaceOrder";
     type Aggregate = Order;
@@ -249,6 +250,7 @@ pub enum MarkOrderPaidRejection {
     NotOpen { status: String },
 }
 
+#[command]
 impl Command for MarkOrderPaid {
     const NAME: &'static str = "MarkOrderPaid";
     type Aggregate = Order;
@@ -280,6 +282,7 @@ pub struct PayAndFulfil {
     pub order_id: String,
 }
 
+#[command]
 impl Command for PayAndFulfil {
     const NAME: &'static str = "PayAndFulfil";
     type Aggregate = Order;
@@ -309,6 +312,7 @@ pub struct SendReminder {
     pub order_id: String,
 }
 
+#[command]
 impl Command for SendReminder {
     const NAME: &'static str = "SendReminder";
     type Aggregate = Order;
@@ -337,6 +341,7 @@ pub struct RecordConfirmationSent {
     pub order_id: String,
 }
 
+#[command]
 impl Command for RecordConfirmationSent {
     const NAME: &'static str = "RecordConfirmationSent";
     type Aggregate = Order;
@@ -371,6 +376,7 @@ pub enum CancelOrderRejection {
     NotCancellable,
 }
 
+#[command]
 impl Command for CancelOrder {
     const NAME: &'static str = "CancelOrder";
     type Aggregate = Order;
@@ -401,6 +407,7 @@ pub struct SettlePayment {
     pub order_id: Option<String>,
 }
 
+#[command]
 impl Command for SettlePayment {
     const NAME: &'static str = "SettlePayment";
     type Aggregate = Payment;
@@ -428,6 +435,7 @@ pub struct RefundPayment {
     pub reference: String,
 }
 
+#[command]
 impl Command for RefundPayment {
     const NAME: &'static str = "RefundPayment";
     type Aggregate = Payment;
@@ -451,6 +459,7 @@ impl Command for RefundPayment {
 /// Confirms an order an hour after it is placed.
 pub struct ConfirmLater;
 
+#[policy]
 impl Policy for ConfirmLater {
     const NAME: &'static str = "confirm_later";
     type Event = OrderPlaced;

@@ -18,9 +18,7 @@ use bounda::config::Config;
 use bounda::{AppBuilder, Duration, DurationError, days, env_duration};
 
 use email::EmailPort;
-use onboarding::UserOnboarding;
 use user::User;
-use welcome::SendWelcomeEmailOnUserRegistered;
 
 /// How long a user has to activate: `ONBOARDING_TIMEOUT`, seven days unless set.
 pub fn onboarding_timeout() -> Result<Duration, DurationError> {
@@ -41,9 +39,5 @@ pub fn app(
         .entry(<User as bounda::Aggregate>::NAME.to_owned())
         .or_default()
         .processes_timeout = Some(onboarding_timeout);
-    builder
-        .config(config)
-        .port(sender)
-        .policy::<SendWelcomeEmailOnUserRegistered>()
-        .process::<UserOnboarding>()
+    builder.config(config).port(sender)
 }

@@ -239,6 +239,7 @@ pub enum RegisterUserRejection {
     AlreadyRegistered,
 }
 
+#[command]
 impl Command for RegisterUser {
     const NAME: &'static str = "RegisterUser";
     type Aggregate = User;
@@ -284,6 +285,7 @@ pub enum ActivateUserRejection {
     AlreadyActive,
 }
 
+#[command]
 impl Command for ActivateUser {
     const NAME: &'static str = "ActivateUser";
     type Aggregate = User;
@@ -325,6 +327,7 @@ pub enum UpdateProfileRejection {
     NotOpen,
 }
 
+#[command]
 impl Command for UpdateProfile {
     const NAME: &'static str = "UpdateProfile";
     type Aggregate = User;
@@ -360,6 +363,7 @@ pub struct ExpireRegistration {
     pub user_id: String,
 }
 
+#[command]
 impl Command for ExpireRegistration {
     const NAME: &'static str = "ExpireRegistration";
     type Aggregate = User;
@@ -391,6 +395,7 @@ pub struct RecordWelcomeEmailSent {
     pub to: String,
 }
 
+#[command]
 impl Command for RecordWelcomeEmailSent {
     const NAME: &'static str = "RecordWelcomeEmailSent";
     type Aggregate = User;

@@ -9,12 +9,8 @@ pub mod ports;
 
 use bounda::{AppBuilder, Duration, hours};
 
-use lifecycle::{OrderLifecycle, PaymentWindow};
-use order::{CancelOrder, SendReminder};
-use policies::{
-    RefundOnRefundRequested, ReminderDelay, ScheduleReminderOnOrderPlaced,
-    SendConfirmationOnOrderPlaced,
-};
+use lifecycle::PaymentWindow;
+use policies::ReminderDelay;
 use ports::{GatewayPort, NotifierPort};
 
 /// How long things take in the storefront.
@@ -36,7 +32,7 @@ impl Default for Timing {
     }
 }
 
-/// The storefront's handlers and ports on `builder`.
+/// The storefront's ports on `builder`; its policies, process and commands register themselves.
 pub fn app(
     builder: AppBuilder,
     notifier: NotifierPort,
@@ -48,10 +44,4 @@ pub fn app(
         .port(gateway)
         .port(PaymentWindow(timing.payment_window))
         .port(ReminderDelay(timing.reminder_delay))
-        .policy::<SendConfirmationOnOrderPlaced>()
-        .policy::<ScheduleReminderOnOrderPlaced>()
-        .policy::<RefundOnRefundRequested>()
-        .process::<OrderLifecycle>()
-        .command::<SendReminder>()
-        .command::<CancelOrder>()
 }

@@ -155,6 +155,7 @@ pub enum PlaceOrderRejection {
     InvalidItems,
 }
 
+#[command]
 impl Command for PlaceOrder {
     const NAME: &'static str = "PlaceOrder";
     type Aggregate = Order;
@@ -209,6 +210,7 @@ pub enum CancelOrderRejection {
     NotCancellable,
 }
 
+#[command]
 impl Command for CancelOrder {
     const NAME: &'static str = "CancelOrder";
     type Aggregate = Order;
@@ -249,6 +251,7 @@ pub enum MarkOrderPaidRejection {
     },
 }
 
+#[command]
 impl Command for MarkOrderPaid {
     const NAME: &'static str = "MarkOrderPaid";
     type Aggregate = Order;
@@ -290,6 +293,7 @@ pub enum FulfillOrderRejection {
     },
 }
 
+#[command]
 impl Command for FulfillOrder {
     const NAME: &'static str = "FulfillOrder";
     type Aggregate = Order;
@@ -326,6 +330,7 @@ pub enum LockRejection {
     NotPlaced,
 }
 
+#[command]
 impl Command for LockOrderForPayment {
     const NAME: &'static str = "LockOrderForPayment";
     type Aggregate = Order;
@@ -361,6 +366,7 @@ pub enum PaymentFailureRejection {
     NotPaying,
 }
 
+#[command]
 impl Command for RecordPaymentFailure {
     const NAME: &'static str = "RecordPaymentFailure";
     type Aggregate = Order;
@@ -389,6 +395,7 @@ order_command!(
     RecordConfirmationSent {} rejects NoRejection
 );
 
+#[command]
 impl Command for RecordConfirmationSent {
     const NAME: &'static str = "RecordConfirmationSent";
     type Aggregate = Order;
@@ -416,6 +423,7 @@ order_command!(
     SendReminder {} rejects NoRejection
 );
 
+#[command]
 impl Command for SendReminder {
     const NAME: &'static str = "SendReminder";
     type Aggregate = Order;

@@ -124,6 +124,7 @@ payment_command!(
     RequestPayment { order_id: String, amount: u64, intent_id: String }
 );
 
+#[command]
 impl Command for RequestPayment {
     const NAME: &'static str = "RequestPayment";
     type Aggregate = Payment;
@@ -154,6 +155,7 @@ payment_command!(
     MarkPaymentProcessing {}
 );
 
+#[command]
 impl Command for MarkPaymentProcessing {
     const NAME: &'static str = "MarkPaymentProcessing";
     type Aggregate = Payment;
@@ -191,6 +193,7 @@ pub enum SettleRejection {
     NeverRequested,
 }
 
+#[command]
 impl Command for SettlePayment {
     const NAME: &'static str = "SettlePayment";
     type Aggregate = Payment;
@@ -232,6 +235,7 @@ payment_command!(
     DeclinePayment { reason: String }
 );
 
+#[command]
 impl Command for DeclinePayment {
     const NAME: &'static str = "DeclinePayment";
     type Aggregate = Payment;
@@ -261,6 +265,7 @@ payment_command!(
     CancelPayment { reason: String }
 );
 
+#[command]
 impl Command for CancelPayment {
     const NAME: &'static str = "CancelPayment";
     type Aggregate = Payment;
@@ -300,6 +305,7 @@ payment_command!(
     RecordRefund { refund_id: String }
 );
 
+#[command]
 impl Command for RecordRefund {
     const NAME: &'static str = "RecordRefund";
     type Aggregate = Payment;

@@ -9,6 +9,7 @@ use crate::paths;
 use crate::process::ast::Handlers;
 use crate::process::expand::event_info;
 use crate::process::expand::state::reach_check;
+use crate::register;
 
 /// The `Process` impl and the handler-side checks.
 pub(crate) fn process(handlers: &Handlers) -> TokenStream {
@@ -80,7 +81,10 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         })
     });
     let checks = checks(handlers);
+    let registration = register::registration(register::Kind::Process, self_ty);
     quote! {
+        #registration
+
         impl #private::Process for #self_ty {
             const ON: &'static [#private::EventKey] = &[#(#on_keys),*];
             const AT: &'static [&'static #str] = &[#(#at_names),*];
