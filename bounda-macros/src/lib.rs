@@ -8,6 +8,7 @@
 
 mod derive;
 mod errors;
+mod member;
 mod names;
 mod paths;
 mod policy;

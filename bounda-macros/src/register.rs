@@ -6,6 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ItemImpl, Type};
 
+use crate::member;
 use crate::paths;
 
 /// What is registered.
@@ -68,7 +69,18 @@ pub(crate) fn expand_impl(kind: Kind, args: TokenStream, item: ItemImpl) -> Toke
     match check_impl(kind, &args, &item) {
         Ok(()) => {
             let registration = registration(kind, &item.self_ty);
-            quote!(#item #registration)
+            let member = match (kind, policy_event(&item)) {
+                (Kind::Policy, Some(event)) => {
+                    let (private, self_ty) = (paths::private(), &item.self_ty);
+                    member::in_its_aggregate(
+                        quote!(<#self_ty as #private::Policy>::EVENT_DECLARED),
+                        &member::name(event),
+                        event.span(),
+                    )
+                }
+                _ => TokenStream::new(),
+            };
+            quote!(#item #registration #member)
         }
         Err(error) => {
             // The marker still, so the one mistake is not reported again at every use.
@@ -93,6 +105,17 @@ fn marker(kind: Kind, item: &ItemImpl) -> TokenStream {
     let self_ty = &item.self_ty;
     let (impl_generics, _, where_clause) = item.generics.split_for_impl();
     quote!(impl #impl_generics #private::#trait_ for #self_ty #where_clause {})
+}
+
+/// The event type a policy impl names in `type Event = ..`, when it is a path.
+fn policy_event(item: &ItemImpl) -> Option<&syn::Path> {
+    item.items.iter().find_map(|item| match item {
+        syn::ImplItem::Type(ty) if ty.ident == "Event" => match &ty.ty {
+            Type::Path(path) => Some(&path.path),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// The impl is of the right trait, for one concrete type, with no arguments.

@@ -63,6 +63,8 @@ pub struct EventInfo {
     pub aggregate: &'static str,
     /// The payload's fields.
     pub fields: &'static [&'static str],
+    /// Whether it is a variant of its aggregate's events enum, so that it can be stored.
+    pub declared: bool,
 }
 
 /// The [`EventInfo`] of `E`.
@@ -74,6 +76,7 @@ pub const fn event_info<E: Event>() -> EventInfo {
         },
         aggregate: <E::Aggregate as Aggregate>::NAME,
         fields: E::FIELDS,
+        declared: in_its_aggregate::<E>(),
     }
 }
 
@@ -85,6 +88,15 @@ pub fn decode_payload<T: serde::de::DeserializeOwned>(event: &RecordedEvent) -> 
         event_id: event.id.clone(),
         source,
     })
+}
+
+/// Whether event `E` is a variant of its aggregate's events enum: only then can a command store
+/// it, and a handler of it run.
+pub const fn in_its_aggregate<E: Event>() -> bool {
+    contains(
+        <<E::Aggregate as Aggregate>::Event as EventSet>::TYPES,
+        E::TYPE,
+    )
 }
 
 /// Whether two strings are equal, in a `const`.

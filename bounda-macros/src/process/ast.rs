@@ -178,6 +178,9 @@ pub(crate) struct AtHandler {
     pub(crate) field: String,
     /// The declared return type, to point errors at.
     pub(crate) output: ReturnType,
+    /// Whether its return type was refused by name already: the dispatch then converts it as
+    /// any patch, so that one error stands alone.
+    pub(crate) refused: bool,
 }
 
 impl AtHandler {
@@ -228,6 +231,7 @@ impl Handlers {
                         ident: function.sig.ident.clone(),
                         field: field.to_owned(),
                         output: function.sig.output.clone(),
+                        refused: false,
                     });
                 }
             } else if let Some(attr) = correlate {

@@ -89,7 +89,7 @@ fn handlers(args: attr::RawArgs, item: syn::ItemImpl) -> TokenStream {
     };
     validate::check_duplicate_events(&mut handlers, &mut errors);
     validate::check_duplicate_deadlines(&mut handlers, &mut errors);
-    validate::check_at_return_names(&handlers, &mut errors);
+    validate::check_at_return_names(&mut handlers, &mut errors);
     let item = &handlers.item;
     let process = expand::process(&handlers);
     let errors = errors.to_compile_errors();

@@ -124,11 +124,24 @@ pub(crate) fn check_duplicate_deadlines(handlers: &mut Handlers, errors: &mut Er
     });
 }
 
-/// An `at_<field>` handler does not return another deadline's `At<Field>`. Only the
-/// first type argument of its return type is read (`Result<AtOther, _>`), so an error type that
-/// happens to start with `At` is not mistaken for one.
-pub(crate) fn check_at_return_names(handlers: &Handlers, errors: &mut Errors) {
-    for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
+/// An `at_<field>` handler returns its own `At<Field>`: not another deadline's, and not the
+/// state's plain patch, which could leave the deadline where it is. Only the first type argument
+/// of its return type is read (`Result<AtOther, _>`), so an error type that happens to start with
+/// `At` is not mistaken for one; what this cannot tell by name the type check still refuses.
+pub(crate) fn check_at_return_names(handlers: &mut Handlers, errors: &mut Errors) {
+    let patch = match &handlers.self_ty {
+        syn::Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .map(|segment| names::patch_type(&segment.ident)),
+        _ => None,
+    };
+    for handler in handlers
+        .at
+        .iter_mut()
+        .filter(|handler| !handler.is_timeout())
+    {
         let expected = names::at_type(&handler.field);
         let Some(returned) = first_type_argument(&handler.output) else {
             continue;
@@ -137,15 +150,22 @@ pub(crate) fn check_at_return_names(handlers: &Handlers, errors: &mut Errors) {
         let rest = text
             .strip_prefix(symbol::AT_TYPE_PREFIX)
             .unwrap_or_default();
-        if rest.starts_with(|c: char| c.is_ascii_uppercase()) && *returned != expected {
-            errors.at(
-                returned,
-                format!(
-                    "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
-                    handler.ident
-                ),
-            );
-        }
+        let message = if rest.starts_with(|c: char| c.is_ascii_uppercase()) && *returned != expected
+        {
+            format!(
+                "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
+                handler.ident
+            )
+        } else if patch.as_ref().is_some_and(|patch| *returned == *patch) {
+            format!(
+                "`{}` returns `{text}`, which may leave `{}` due, to run again at once; return `{expected}`, built with `{expected}::new(next)` where `next` is a later moment (`cx.after(..)`) or `Deadline::none()`",
+                handler.ident, handler.field
+            )
+        } else {
+            continue;
+        };
+        errors.at(returned, message);
+        handler.refused = true;
     }
 }
 
@@ -305,14 +325,14 @@ mod tests {
 
     #[test]
     fn a_deadline_handler_returning_another_deadlines_type_is_refused() {
-        let (handlers, mut errors) = handlers(quote! {
+        let (mut handlers, mut errors) = handlers(quote! {
             impl P {
                 async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
                 async fn at_payment_deadline(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
                 async fn at_timeout(cx: At<'_, Self>) -> Result<AtPaymentDeadline> { todo!() }
             }
         });
-        check_at_return_names(&handlers, &mut errors);
+        check_at_return_names(&mut handlers, &mut errors);
         assert_eq!(
             errors.messages(),
             [

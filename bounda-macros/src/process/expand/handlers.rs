@@ -5,6 +5,7 @@ use quote::{quote, quote_spanned};
 use syn::ReturnType;
 use syn::spanned::Spanned;
 
+use crate::member;
 use crate::paths;
 use crate::process::ast::Handlers;
 use crate::process::expand::event_info;
@@ -50,7 +51,7 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         let (field, ident) = (&handler.field, &handler.ident);
         let span = output_span(&handler.output, ident);
         // `at_timeout` returns any patch; every other deadline handler its `At<Field>` (rule 4).
-        let convert = if handler.is_timeout() {
+        let convert = if handler.is_timeout() || handler.refused {
             quote_spanned!(span=> #private::handler_result::<Self, _>(ret))
         } else {
             let strict = quote!({ #private::is_deadline::<#self_ty>(#field) });
@@ -168,6 +169,12 @@ fn checks(handlers: &Handlers) -> TokenStream {
     }
     // Every handled event can reach the process (rule 11, spec 56–57, 190).
     for handler in &handlers.on {
+        let info = event_info(&handler.event);
+        checks.push(member::in_its_aggregate(
+            quote!(#info.declared),
+            &member::name(&handler.event),
+            handler.event.span(),
+        ));
         let correlated = if handler.correlate.is_some() {
             quote!(true)
         } else {
