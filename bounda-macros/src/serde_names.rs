@@ -30,6 +30,32 @@ pub(crate) fn serde_value(attrs: &[Attribute], key: &str) -> Option<String> {
         })
 }
 
+/// Whether `#[serde(key)]` or `#[serde(key = ..)]` is given.
+pub(crate) fn serde_has(attrs: &[Attribute], key: &str) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident(symbol::SERDE))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .any(|meta| meta.path().is_ident(key))
+}
+
+/// Whether `#[derive(..)]` among `attrs` names `name` (`Deserialize`, `serde::Deserialize`).
+pub(crate) fn derives(attrs: &[Attribute], name: &str) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("derive"))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<syn::Path, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .any(|path| path.segments.last().is_some_and(|last| last.ident == name))
+}
+
 /// A field name under serde's `rename_all = rule`.
 pub(crate) fn rename(field: &str, rule: &str) -> Option<String> {
     Some(match rule {

@@ -25,6 +25,21 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A process instance's stored state that its type no longer reads: a field changed type,
+    /// or was renamed without an alias.
+    #[error(
+        "process `{process}` cannot read its stored state{}: {source}; a renamed field reads with `#[serde(alias = \"old_name\")]`, a field whose type changed needs a new name",
+        at_path(path)
+    )]
+    UnreadableState {
+        /// The process.
+        process: String,
+        /// Where in the state it failed (`reminders`, `shipping.address`), `.` for the whole.
+        path: String,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
     /// An event type the aggregate does not declare.
     #[error("aggregate `{aggregate}` has no event type `{event_type}`; its types are {known:?}")]
     UnknownEventType {
@@ -192,6 +207,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidPayload { .. }
+            | Error::UnreadableState { .. }
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
@@ -217,6 +233,7 @@ impl Error {
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::InvalidPayload { .. }
+            | Error::UnreadableState { .. }
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }
             | Error::InvalidDuration(_)
@@ -238,6 +255,15 @@ impl Error {
             | Error::NoRuntime
             | Error::MissingPort { .. } => false,
         }
+    }
+}
+
+/// ` at `field`` for a path within a state, nothing for the state as a whole.
+fn at_path(path: &str) -> String {
+    if path == "." {
+        String::new()
+    } else {
+        format!(" at `{path}`")
     }
 }
 

@@ -51,6 +51,15 @@ pub use aggregate::{
 ///   deadline's next value, so a handler cannot leave it out.
 /// - the [`ProcessState`] impl: declaration, merge, deadline table.
 ///
+/// The state is stored with each step, and read back by the next. So that a deploy can change
+/// it while instances are live, the macro puts `#[serde(default)]` on the struct (unless it has
+/// one): a field added later reads as the struct's `Default` has it. Give a renamed field
+/// `#[serde(alias = "old_name")]`. An instance whose stored state still does not read fails
+/// alone, with a dead letter naming the field; check a copy of a production file before a
+/// deploy with `assert_eq!(app.unreadable_states()?, vec![])`
+/// ([`App::unreadable_states`]). The process registers itself: every app built in the binary
+/// runs it (see [`AppBuilder::only_listed`]).
+///
 /// # On the handlers
 ///
 /// - `async fn on_<event>(cx: On<'_, Self, Event>) -> Result<Patch>`: runs for each event of that
@@ -69,7 +78,8 @@ pub use aggregate::{
 ///
 /// Every deadline has its handler and every `at_` handler its deadline; no deadline is named
 /// `timeout`; deadline fields are `Deadline`s; one handler per event and per deadline; every
-/// handled, starting or completing event can reach the instance; the `timeout` is a duration.
+/// handled, starting or completing event can reach the instance and is in its aggregate's events
+/// enum; an `at_` handler returns its own `At<Field>`; the `timeout` is a duration.
 /// Each mistake is one error at the field or handler, saying how to fix it
 /// (`ui-tests/tests/ui/` has one case per rule).
 ///
@@ -201,7 +211,7 @@ pub use app::{
     Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
     Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
     ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, SubscriberLag,
-    fold, shutdown_signal,
+    UnreadableState, fold, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

@@ -274,19 +274,6 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
     ));
 }
 
-/// An app on `store` reading `clock`, with what `build` adds, and ids of its own.
-fn another_app(
-    store: &std::sync::Arc<dyn bounda::store::Store>,
-    clock: &std::sync::Arc<bounda::clock::SimulatedClock>,
-    build: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
-) -> TestApp {
-    let builder = App::builder_shared(store.clone())
-        .only_listed()
-        .clock(clock.clone())
-        .ids(std::sync::Arc::new(bounda::ids::UuidV7));
-    TestApp::with_app(build(builder).build().unwrap(), clock.clone())
-}
-
 /// Places order `o-1` in an app built by `with_handler`, then, after a deploy that dropped the
 /// handler, moves the clock `by`: the run that came due is the one terminal letter of `kind`
 /// naming `handler` as missing. Returns the store, the clock and that letter.
@@ -315,7 +302,7 @@ async fn letter_of_a_dropped_handler(
         .unwrap();
     first.run_until_idle().await.unwrap();
     let clock = first.clock().clone();
-    let dropped = another_app(&store, &clock, |builder| builder).expecting_letters();
+    let dropped = support::another_app(&store, &clock, |builder| builder).expecting_letters();
     dropped.advance(by).await.unwrap();
     let mut letters = support::letters(&dropped);
     assert_eq!(letters.len(), 1, "not completed in silence");
@@ -353,8 +340,8 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
         "confirm_later",
     )
     .await;
-    let back =
-        another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>()).expecting_letters();
+    let back = support::another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>())
+        .expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
         Retried::Done
@@ -376,7 +363,7 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
         "OrderPayment",
     )
     .await;
-    let back = another_app(&store, &clock, |builder| builder.process::<OrderPayment>())
+    let back = support::another_app(&store, &clock, |builder| builder.process::<OrderPayment>())
         .expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),

@@ -81,6 +81,13 @@ impl State {
             ));
         }
         let rename_all = crate::serde_names::serde_value(&item.attrs, "rename_all");
+        // A field added after instances were stored reads as the state's `Default` has it, so a
+        // deploy that adds a field does not stop every live instance.
+        if crate::serde_names::derives(&item.attrs, "Deserialize")
+            && !crate::serde_names::serde_has(&item.attrs, "default")
+        {
+            item.attrs.push(syn::parse_quote!(#[serde(default)]));
+        }
         let Fields::Named(named) = &mut item.fields else {
             return Err(syn::Error::new_spanned(
                 &item.ident,

@@ -170,7 +170,21 @@ impl App {
             let waits = waiting
                 .get(&entry.dedupe_key)
                 .is_some_and(|(moment, _)| *moment == payload.at);
-            for (index, due) in process.pending(&instance)?.into_iter().enumerate() {
+            // An instance whose state no longer reads is left out, not the whole list: its
+            // failure is its letter, and `unreadable_states` names it.
+            let dues = match process.pending(&instance) {
+                Ok(dues) => dues,
+                Err(error) => {
+                    tracing::warn!(
+                        process = process.name(),
+                        instance = %entry.aggregate_id,
+                        error = %error,
+                        "a pending deadline is left out: its instance's state cannot be read"
+                    );
+                    continue;
+                }
+            };
+            for (index, due) in dues.into_iter().enumerate() {
                 pending.push(crate::app::PendingDeadline {
                     process: process.name(),
                     instance: entry.aggregate_id.clone(),

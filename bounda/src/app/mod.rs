@@ -30,7 +30,7 @@ pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
-pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus};
+pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, UnreadableState};
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use runner::shutdown_signal;
 pub use telemetry::METRICS;

@@ -11,3 +11,20 @@ pub fn letters(app: &bounda::testing::TestApp) -> Vec<bounda::store::DeadLetter>
         .list(&bounda::store::LetterFilter::default())
         .expect("the letters read")
 }
+
+/// Another app on `store` and `clock`, as after a deploy: `build` lists what it runs, ids are
+/// fresh UUIDs so they do not collide with the first app's.
+pub fn another_app(
+    store: &std::sync::Arc<dyn bounda::store::Store>,
+    clock: &std::sync::Arc<bounda::clock::SimulatedClock>,
+    build: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
+) -> bounda::testing::TestApp {
+    let builder = bounda::App::builder_shared(store.clone())
+        .only_listed()
+        .clock(clock.clone())
+        .ids(std::sync::Arc::new(bounda::ids::UuidV7));
+    bounda::testing::TestApp::with_app(
+        build(builder).build().expect("the app builds"),
+        clock.clone(),
+    )
+}

@@ -24,7 +24,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
-pub use view::ProcessInstance;
+pub use view::{ProcessInstance, UnreadableState};
 
 /// The subscriber all processes share.
 pub const PROCESSES: &str = "processes";
@@ -60,6 +60,8 @@ pub(crate) trait ProcessRunner: Send + Sync {
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error>;
     /// Every pending deadline, soonest first.
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error>;
+    /// Whether the instance's stored state reads as the process's state type.
+    fn check_state(&self, instance: &Instance) -> Result<(), Error>;
     /// The instance's entry as its state says, or its removal.
     fn arm(
         &self,
@@ -152,6 +154,10 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
             &instance.reached,
             now,
         ))
+    }
+
+    fn check_state(&self, instance: &Instance) -> Result<(), Error> {
+        step::read_state::<P>(Some(instance)).map(drop)
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {

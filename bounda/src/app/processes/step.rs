@@ -185,21 +185,28 @@ pub(crate) fn deadline_fields<P: ProcessState>() -> Vec<(&'static str, &'static 
         .collect()
 }
 
-/// The state stored in `instance`, read as `P`; a refused state fails for good.
+/// The state stored in `instance`, read as `P`; a refused state fails for good, naming where
+/// it failed. Fields added since it was stored read as the state's `Default` has them
+/// (`#[process]` puts `#[serde(default)]` on the state).
 pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result<P, Error> {
     match instance {
         None => Ok(P::default()),
         // Failed before it started: nothing was stored yet.
         Some(instance) if instance.state.is_null() => Ok(P::default()),
-        Some(instance) => {
-            serde_json::from_value(instance.state.clone()).map_err(|source| Error::InvalidPayload {
-                aggregate: stream_type(P::NAME),
-                event_type: "state".to_owned(),
-                event_id: instance.last_id.clone().unwrap_or_default(),
-                source,
-            })
-        }
+        Some(instance) => decode_state::<P>(&instance.state),
     }
+}
+
+/// `state` read as `P`, or the error naming the field that did not read.
+pub(crate) fn decode_state<P: ProcessState>(state: &Value) -> Result<P, Error> {
+    serde_path_to_error::deserialize(state).map_err(|error| {
+        let path = error.path().to_string();
+        Error::UnreadableState {
+            process: P::NAME.to_owned(),
+            path,
+            source: error.into_inner(),
+        }
+    })
 }
 
 /// The state as stored.

@@ -4,7 +4,7 @@ use crate::app::App;
 use crate::process::Process;
 use crate::{Error, Instant};
 
-use super::instance::{Status, load};
+use super::instance::{Status, load, stream_type};
 use super::step::{deadline_fields, read_state};
 
 /// One process instance, as its history has it.
@@ -39,4 +39,61 @@ impl App {
             parked: instance.parked.len(),
         }))
     }
+
+    /// Every instance of this app's processes whose stored state its state type no longer
+    /// reads, with the error naming the field: run it in a test on a copy of a production file
+    /// before deploying a changed state, `assert_eq!(app.unreadable_states()?, vec![])`. It
+    /// reads the whole log.
+    pub fn unreadable_states(&self) -> Result<Vec<UnreadableState>, Error> {
+        let streams: Vec<(String, &'static str)> = self
+            .processes()
+            .map(|process| (stream_type(process.name()), process.name()))
+            .collect();
+        let mut instances = std::collections::BTreeSet::new();
+        let mut after = 0;
+        loop {
+            let events = self.store().read_all(after, PAGE)?;
+            let Some(last) = events.last() else { break };
+            after = last.position;
+            for event in &events {
+                if let Some((_, name)) = streams
+                    .iter()
+                    .find(|(stream, _)| *stream == event.aggregate_type)
+                {
+                    instances.insert((*name, event.aggregate_id.clone()));
+                }
+            }
+        }
+        let mut unreadable = Vec::new();
+        for (name, id) in instances {
+            let Some(process) = self.processes().find(|process| process.name() == name) else {
+                continue;
+            };
+            let Some(instance) = self.load_instance(&**process, &id)? else {
+                continue;
+            };
+            if let Err(error) = process.check_state(&instance) {
+                unreadable.push(UnreadableState {
+                    process: name,
+                    instance: id,
+                    error: error.to_string(),
+                });
+            }
+        }
+        Ok(unreadable)
+    }
+}
+
+/// Events read per page while looking for instances.
+const PAGE: usize = 1_000;
+
+/// A process instance whose stored state its state type no longer reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableState {
+    /// The process.
+    pub process: &'static str,
+    /// The instance.
+    pub instance: String,
+    /// Why, naming the field that did not read.
+    pub error: String,
 }

@@ -1,0 +1,205 @@
+//! Changing a process state with live instances stored (issue 10): a field added later reads as
+//! the state's `Default` has it; a state that no longer reads fails its instance alone, with a
+//! letter naming the field, and the other instances and the operator's reads go on.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::sync::Arc;
+
+use bounda::prelude::*;
+use bounda::store::Store;
+use bounda_sqlite::SqliteStore;
+use support::storefront::*;
+
+/// The process as first deployed.
+mod v1 {
+    use super::*;
+
+    #[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderPaid])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Trial {
+        pub reminders: u32,
+        #[deadline]
+        pub next_reminder: Deadline,
+    }
+
+    #[process]
+    impl Trial {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<TrialPatch> {
+            Ok(TrialPatch::default().next_reminder(cx.after(hours(24))))
+        }
+
+        async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+            Ok(AtNextReminder::new(cx.after(hours(24))).reminders(cx.state().reminders + 1))
+        }
+    }
+}
+
+/// The same process after a deploy that added a plain field, a list and a deadline.
+mod v2 {
+    use super::*;
+
+    #[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderPaid])]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Trial {
+        pub reminders: u32,
+        pub plan: String,
+        pub sent_at: Vec<Instant>,
+        #[deadline]
+        pub next_reminder: Deadline,
+        #[deadline]
+        pub ends: Deadline,
+    }
+
+    impl Default for Trial {
+        fn default() -> Trial {
+            Trial {
+                reminders: 0,
+                plan: "basic".into(),
+                sent_at: Vec::new(),
+                next_reminder: Deadline::none(),
+                ends: Deadline::none(),
+            }
+        }
+    }
+
+    #[process]
+    impl Trial {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<TrialPatch> {
+            Ok(TrialPatch::default().next_reminder(cx.after(hours(24))))
+        }
+
+        async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+            let mut sent_at = cx.state().sent_at.clone();
+            sent_at.push(cx.now());
+            Ok(AtNextReminder::new(cx.after(hours(24)))
+                .reminders(cx.state().reminders + 1)
+                .sent_at(sent_at))
+        }
+
+        async fn at_ends(_cx: At<'_, Self>) -> Result<AtEnds> {
+            Ok(AtEnds::new(Deadline::none()))
+        }
+    }
+}
+
+fn place(order_id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: order_id.into(),
+        total: 1,
+    }
+}
+
+/// Two orders followed by the first deploy, each a day into its reminders.
+async fn deployed_once() -> (Arc<dyn Store>, TestApp) {
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let first = TestApp::new(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .process::<v1::Trial>(),
+    )
+    .unwrap();
+    first.dispatch(place("o-1")).await.unwrap();
+    first.dispatch(place("o-2")).await.unwrap();
+    first.advance(hours(25)).await.unwrap();
+    (store, first)
+}
+
+#[tokio::test]
+async fn a_field_added_later_reads_as_the_default_and_live_instances_go_on() {
+    let (store, first) = deployed_once().await;
+    let second = support::another_app(&store, first.clock(), |builder| {
+        builder.process::<v2::Trial>()
+    });
+    assert_eq!(second.app().unreadable_states().unwrap(), vec![]);
+    // No letter: `advance` would fail if the instances could not read their stored state.
+    second.advance(hours(24)).await.unwrap();
+    let state = second
+        .app()
+        .process_instance::<v2::Trial>("o-1")
+        .unwrap()
+        .unwrap()
+        .state;
+    assert_eq!(
+        (state.reminders, state.plan.as_str(), state.sent_at.len()),
+        (2, "basic", 1),
+        "the count carried over, the new fields read as the state's Default"
+    );
+    assert_eq!(state.ends, Deadline::none());
+}
+
+#[tokio::test]
+async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_field() {
+    let (store, first) = deployed_once().await;
+    // A state written by some other code: `reminders` is text.
+    let version = first
+        .app()
+        .store()
+        .read_stream("process:Trial", "o-1")
+        .unwrap()
+        .len() as u64;
+    let odd = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "process:Trial".into(),
+            aggregate_id: "o-1".into(),
+            expected_version: version,
+            events: vec![bounda::store::NewEvent {
+                id: "odd-state".into(),
+                event_type: "ProcessHandled".into(),
+                payload: serde_json::json!({
+                    "eventId": "x", "eventType": "X", "aggregateType": "Order", "aggregateId": "o-1",
+                    "state": { "reminders": "two", "next_reminder": "2026-01-03T00:00:00.000Z" }
+                }),
+                timestamp: first.now(),
+                metadata: bounda::store::Metadata::of_command("x"),
+            }],
+        }],
+        ..Default::default()
+    };
+    store.commit(&odd).unwrap();
+
+    let unreadable = first.app().unreadable_states().unwrap();
+    assert_eq!(
+        unreadable
+            .iter()
+            .map(|state| (state.process, state.instance.as_str()))
+            .collect::<Vec<_>>(),
+        [("Trial", "o-1")]
+    );
+    assert!(
+        unreadable[0]
+            .error
+            .contains("cannot read its stored state at `reminders`"),
+        "{}",
+        unreadable[0].error
+    );
+    // The operator's reads go on, without the instance that cannot be read.
+    let pending = first.app().pending_deadlines().unwrap();
+    assert!(
+        pending.iter().all(|deadline| deadline.instance == "o-2"),
+        "{pending:?}"
+    );
+    assert!(!pending.is_empty());
+
+    let first = first.expecting_letters();
+    first.advance(hours(24)).await.unwrap();
+    let letters = support::letters(&first);
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].aggregate_id.as_deref(), Some("o-1"));
+    assert!(
+        letters[0].error_message.contains("at `reminders`"),
+        "{}",
+        letters[0].error_message
+    );
+    let other = first
+        .app()
+        .process_instance::<v1::Trial>("o-2")
+        .unwrap()
+        .unwrap();
+    assert_eq!(other.state.reminders, 2, "the other instance went on");
+}
