@@ -39,8 +39,9 @@ use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
 pub enum Operator {
     /// How far behind each subscriber is, and what holds it.
     Lag,
-    /// Pending process deadlines: instance, field, when, and whether waiting.
-    Deadlines,
+    /// Pending process deadlines, soonest first: when (and how far off), process, instance,
+    /// field, and `waiting` for one due but held for its instance's earlier events.
+    Deadlines(DeadlineArgs),
     /// Runs the app gave up on.
     #[command(subcommand)]
     DeadLetters(Letters),
@@ -83,6 +84,20 @@ pub struct ListArgs {
     /// At most this many.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// As JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Filters of `deadlines`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DeadlineArgs {
+    /// Only this process.
+    #[arg(long)]
+    pub process: Option<String>,
+    /// Only this instance.
+    #[arg(long)]
+    pub instance: Option<String>,
     /// As JSON lines.
     #[arg(long)]
     pub json: bool,
@@ -162,23 +177,47 @@ pub async fn execute(
             }
             writeln!(
                 out,
-                "max lag {}, waiting deadlines {}",
+                "max lag {}, {} deadlines waiting",
                 lag.max_lag, lag.waiting_deadlines
             )
             .map_err(io)?;
         }
-        Operator::Deadlines => {
-            let pending = app.pending_deadlines()?;
+        Operator::Deadlines(args) => {
+            let now = app.clock().now();
+            let pending: Vec<_> = app
+                .pending_deadlines()?
+                .into_iter()
+                .filter(|d| args.process.as_ref().is_none_or(|p| p == d.process))
+                .filter(|d| args.instance.as_ref().is_none_or(|i| *i == d.instance))
+                .collect();
             for d in &pending {
-                let waiting = if d.waiting { "  waiting" } else { "" };
-                writeln!(
-                    out,
-                    "{}  {}:{}  {}{waiting}",
-                    d.at, d.process, d.instance, d.field
-                )
-                .map_err(io)?;
+                if args.json {
+                    let line = serde_json::json!({
+                        "process": d.process,
+                        "instance": d.instance,
+                        "field": d.field,
+                        "at": d.at,
+                        "waiting": d.waiting,
+                    });
+                    writeln!(out, "{line}").map_err(io)?;
+                } else {
+                    let waiting = if d.waiting { "  waiting" } else { "" };
+                    writeln!(
+                        out,
+                        "{}  {:<14}  {}:{}  {}{waiting}",
+                        d.at,
+                        relative(d.at, now),
+                        d.process,
+                        d.instance,
+                        d.field
+                    )
+                    .map_err(io)?;
+                }
             }
-            writeln!(out, "{} pending", pending.len()).map_err(io)?;
+            if !args.json {
+                let waiting = pending.iter().filter(|d| d.waiting).count();
+                writeln!(out, "{} pending, {waiting} waiting", pending.len()).map_err(io)?;
+            }
         }
         Operator::DeadLetters(Letters::List(args)) => {
             let filter = LetterFilter {
@@ -290,4 +329,39 @@ fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
         "payload": letter.payload,
         "parked": parked,
     })
+}
+
+/// `at` as seen from `now`, to the two largest units: `in 2h 5m`, `overdue 3m`, `now`.
+pub fn relative(at: crate::Instant, now: crate::Instant) -> String {
+    let ms = at.as_millis() - now.as_millis();
+    let abs = ms.unsigned_abs();
+    if abs < 1_000 {
+        return "now".to_owned();
+    }
+    let units = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ];
+    let mut parts = Vec::new();
+    let mut rest = abs;
+    for (unit, suffix) in units {
+        if rest >= unit {
+            parts.push(format!("{}{suffix}", rest / unit));
+            rest %= unit;
+        } else if !parts.is_empty() {
+            // Two units next to each other: `2h 5m`, never `2h 5s`.
+            break;
+        }
+        if parts.len() == 2 {
+            break;
+        }
+    }
+    let span = parts.join(" ");
+    if ms > 0 {
+        format!("in {span}")
+    } else {
+        format!("overdue {span}")
+    }
 }

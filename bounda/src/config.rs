@@ -117,6 +117,11 @@ pub struct Backoff {
     pub base_delay: Duration,
     /// The longest wait. Default `30s`.
     pub max_delay: Duration,
+    /// Failures in a row after which [`App::run`](crate::App::run) stops with the last one's
+    /// cause, since a store that keeps refusing (a read-only file, a full disk) will not get
+    /// better by itself: a service manager restarts it, an operator sees why. Default 5 (with
+    /// the default waits, about 30 seconds of failing).
+    pub max_failures: u32,
 }
 
 impl Default for Backoff {
@@ -124,6 +129,7 @@ impl Default for Backoff {
         Backoff {
             base_delay: seconds(1),
             max_delay: seconds(30),
+            max_failures: 5,
         }
     }
 }
@@ -311,6 +317,12 @@ impl Config {
                     ),
                 });
             }
+        }
+        if self.dispatcher.backoff.max_failures == 0 {
+            return Err(ConfigError {
+                path: "dispatcher.backoff.maxFailures".to_owned(),
+                message: "must be 1 or more: the first failure is one".to_owned(),
+            });
         }
         if self.dispatcher.batch_size == 0 {
             return Err(ConfigError {

@@ -183,6 +183,19 @@ pub enum Error {
         /// Each letter filed: its handler, what it failed on, and why.
         letters: Vec<String>,
     },
+    /// [`App::run`](crate::App::run) stopped: a subscriber kept failing, with the cause of its
+    /// last failure.
+    #[error(
+        "stopped: `{subscriber}` failed {failures} times in a row without getting further; the last time: {cause}"
+    )]
+    Stalled {
+        /// The subscriber (`policies`, `processes`, `scheduled`).
+        subscriber: String,
+        /// Its failures in a row.
+        failures: u32,
+        /// The last failure and its causes, on one line.
+        cause: String,
+    },
     /// Something asked for does not exist.
     #[error("{what} does not exist")]
     NotFound {
@@ -225,6 +238,7 @@ impl Error {
             Error::NotFound { .. } => "NOT_FOUND",
             Error::RetryFailed { .. } => "RETRY_FAILED",
             Error::UnexpectedDeadLetters { .. } => "UNEXPECTED_DEAD_LETTERS",
+            Error::Stalled { .. } => "STALLED",
             Error::NoRuntime | Error::MissingPort { .. } => "INVALID_CONFIGURATION",
         }
     }
@@ -252,6 +266,7 @@ impl Error {
             | Error::NotFound { .. }
             | Error::RetryFailed { .. }
             | Error::UnexpectedDeadLetters { .. }
+            | Error::Stalled { .. }
             | Error::NoRuntime
             | Error::MissingPort { .. } => false,
         }

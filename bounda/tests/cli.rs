@@ -10,7 +10,7 @@ mod support;
 
 use std::process::ExitCode;
 
-use bounda::cli::{Letters, ListArgs, Operator, execute};
+use bounda::cli::{DeadlineArgs, Letters, ListArgs, Operator, execute, relative};
 use bounda::prelude::*;
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
@@ -92,8 +92,8 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
         lag.contains("policies") && lag.contains("max lag 0"),
         "{lag}"
     );
-    let (_, deadlines) = output(app, Operator::Deadlines).await;
-    assert_eq!(deadlines.trim(), "0 pending");
+    let (_, deadlines) = output(app, Operator::Deadlines(DeadlineArgs::default())).await;
+    assert_eq!(deadlines.trim(), "0 pending, 0 waiting");
 }
 
 // Issue 10: `list` shows each letter's status and says so when none match; an unknown letter id
@@ -137,4 +137,88 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
         ExitCode::FAILURE,
         "exit 1, as for show and discard"
     );
+}
+
+// Issue 10: `deadlines` shows how far off each one is, filters by process and instance, and
+// speaks JSON.
+#[tokio::test]
+async fn deadlines_show_relative_times_filter_and_speak_json() {
+    let app = TestApp::new(
+        App::builder(SqliteStore::in_memory().unwrap())
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .unwrap();
+    for id in ["o-1", "o-2"] {
+        app.dispatch(PlaceOrder {
+            order_id: id.into(),
+            total: 1,
+        })
+        .await
+        .unwrap();
+    }
+    app.advance(minutes(55)).await.unwrap();
+    let deadlines = |args: DeadlineArgs| output(app.app(), Operator::Deadlines(args));
+
+    let (code, all) = deadlines(DeadlineArgs::default()).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let lines: Vec<&str> = all.lines().collect();
+    assert_eq!(lines.len(), 7, "{all}");
+    assert!(
+        lines[0].contains("in 23h 5m") && lines[0].contains("OrderPayment:o-1  next_reminder"),
+        "{all}"
+    );
+    assert!(
+        lines[2].contains("in 71h 5m") || lines[2].contains("in 2d 23h"),
+        "{all}"
+    );
+    assert_eq!(lines[6], "6 pending, 0 waiting");
+
+    let (_, one) = deadlines(DeadlineArgs {
+        instance: Some("o-2".into()),
+        ..DeadlineArgs::default()
+    })
+    .await;
+    assert!(
+        one.lines()
+            .take(3)
+            .all(|line| line.contains("OrderPayment:o-2")),
+        "{one}"
+    );
+    assert!(one.ends_with("3 pending, 0 waiting\n"), "{one}");
+
+    let (_, none) = deadlines(DeadlineArgs {
+        process: Some("Shipping".into()),
+        ..DeadlineArgs::default()
+    })
+    .await;
+    assert_eq!(none.trim(), "0 pending, 0 waiting");
+
+    let (_, json) = deadlines(DeadlineArgs {
+        process: Some("OrderPayment".into()),
+        instance: Some("o-1".into()),
+        json: true,
+    })
+    .await;
+    let rows: Vec<serde_json::Value> = json
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{json}");
+    assert_eq!(rows[0]["field"], "next_reminder");
+    assert_eq!(rows[0]["instance"], "o-1");
+    assert_eq!(rows[0]["at"], "2026-01-02T00:00:00.000Z");
+    assert_eq!(rows[0]["waiting"], false);
+}
+
+#[test]
+fn relative_times_read_as_people_say_them() {
+    let now: Instant = "2026-01-01T12:00:00Z".parse().unwrap();
+    let at = |text: &str| relative(text.parse().unwrap(), now);
+    assert_eq!(at("2026-01-01T14:05:00Z"), "in 2h 5m");
+    assert_eq!(at("2026-01-01T11:57:00Z"), "overdue 3m");
+    assert_eq!(at("2026-01-01T12:00:00.400Z"), "now");
+    assert_eq!(at("2026-01-03T13:00:10Z"), "in 2d 1h");
+    assert_eq!(at("2026-01-01T14:00:07Z"), "in 2h");
+    assert_eq!(at("2026-01-01T12:00:42Z"), "in 42s");
 }

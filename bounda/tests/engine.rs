@@ -647,3 +647,55 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
     let _ = stop.send(());
     runner.await.unwrap().unwrap();
 }
+
+// Issue 10: a loop that cannot progress says why and stops.
+#[tokio::test]
+async fn a_subscriber_that_keeps_failing_stops_the_run_with_its_cause() {
+    let store = Arc::new(support::racing::Racing::losing(0));
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.poll_interval = millis(5);
+    config.dispatcher.backoff.max_failures = 3;
+    let shared: Arc<dyn Store> = store.clone();
+    let app = App::builder_shared(shared)
+        .only_listed()
+        .clock(clock.clone())
+        .config(config)
+        .policy::<ConfirmOnReminderSent>()
+        .build()
+        .unwrap();
+    store
+        .log_fails
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let runner = {
+        let app = app.clone();
+        tokio::spawn(async move { app.run_until(std::future::pending()).await })
+    };
+    // Its back-off waits 1 s, then 2 s, on the simulated clock.
+    let start = std::time::Instant::now();
+    while !runner.is_finished() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "still running after {} reads",
+            store.log_reads.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        clock.advance(seconds(1));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let error = runner.await.unwrap().unwrap_err();
+    let bounda::Error::Stalled {
+        subscriber,
+        failures,
+        cause,
+    } = &error
+    else {
+        panic!("not stalled: {error:?}");
+    };
+    assert_eq!((subscriber.as_str(), *failures), ("policies", 3));
+    assert!(cause.contains("disk I/O error"), "{cause}");
+    assert_eq!(
+        store.log_reads.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "tried three times, then stopped"
+    );
+}

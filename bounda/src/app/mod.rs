@@ -72,8 +72,8 @@ struct Inner {
     /// Due deadlines held back for the process runner, by entry: the moment waited for (epoch
     /// ms) and the rounds waited so far.
     waiting: std::sync::Mutex<HashMap<String, (i64, u32)>>,
-    /// Subscribers whose pass failed, by name: failures in a row, and when to try again.
-    paused: std::sync::Mutex<HashMap<String, (u32, crate::Instant)>>,
+    /// Subscribers whose pass failed, by name: failures in a row, when to try again, and why.
+    paused: std::sync::Mutex<HashMap<String, runner::Paused>>,
 }
 
 impl std::fmt::Debug for App {

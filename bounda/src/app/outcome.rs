@@ -68,10 +68,11 @@ impl<R: Rejection> fmt::Display for DispatchError<R> {
 }
 
 impl<R: Rejection> std::error::Error for DispatchError<R> {
+    /// A failure's causes: its own message is this error's, so it is not repeated.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             DispatchError::Rejected(_) => None,
-            DispatchError::Failed(error) => Some(error),
+            DispatchError::Failed(error) => std::error::Error::source(error),
         }
     }
 }

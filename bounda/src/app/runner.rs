@@ -35,6 +35,10 @@ impl App {
                 }
             };
             let moved = self.report(result);
+            if let Some(stalled) = self.stalled() {
+                tracing::error!(code = stalled.code(), "{stalled}");
+                return Err(stalled);
+            }
             if moved {
                 continue;
             }
@@ -70,6 +74,24 @@ impl App {
         Ok((moved, rejections))
     }
 
+    /// The error to stop with, once a subscriber has failed `max_failures` times in a row.
+    fn stalled(&self) -> Option<Error> {
+        let max = self.config().dispatcher.backoff.max_failures;
+        let paused = self
+            .inner
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        paused
+            .iter()
+            .find(|(_, failure)| failure.failures >= max)
+            .map(|(subscriber, failure)| Error::Stalled {
+                subscriber: subscriber.clone(),
+                failures: failure.failures,
+                cause: failure.cause.clone(),
+            })
+    }
+
     /// Whether `subscriber` may run at `now`: not while it waits its back-off.
     fn may_run(&self, subscriber: &str, now: crate::Instant) -> bool {
         self.paused_until(subscriber)
@@ -83,7 +105,7 @@ impl App {
             .paused
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        paused.get(subscriber).map(|(_, until)| *until)
+        paused.get(subscriber).map(|failure| failure.until)
     }
 
     /// Whether a subscriber's pass moved anything. A failure is logged and pauses it for its
@@ -100,16 +122,23 @@ impl App {
                 moved
             }
             Err(error) => {
-                let failures = paused.get(subscriber).map_or(0, |(n, _)| *n) + 1;
+                let failures = paused.get(subscriber).map_or(0, |failure| failure.failures) + 1;
                 let wait = self.config().dispatcher.backoff.delay_after(failures);
                 let until = self.clock().now() + wait;
-                paused.insert(subscriber.to_owned(), (failures, until));
+                let cause = crate::error::chain(&error);
                 tracing::warn!(
                     bounda.subscriber = subscriber,
                     code = error.code(),
                     failures,
-                    "subscriber failed, trying again at {until}: {}",
-                    crate::error::chain(&error)
+                    "subscriber failed, trying again at {until}: {cause}"
+                );
+                paused.insert(
+                    subscriber.to_owned(),
+                    Paused {
+                        failures,
+                        until,
+                        cause,
+                    },
                 );
                 false
             }
@@ -136,6 +165,15 @@ impl App {
     pub(crate) fn stopping(&self) -> bool {
         self.inner.stopping.load(Ordering::SeqCst)
     }
+}
+
+/// A subscriber whose passes fail: how many in a row, when it tries again, and why the last
+/// one failed.
+#[derive(Debug, Clone)]
+pub(crate) struct Paused {
+    pub(crate) failures: u32,
+    pub(crate) until: crate::Instant,
+    pub(crate) cause: String,
 }
 
 /// The scheduled worker, as its failures are named and paused.

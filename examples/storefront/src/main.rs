@@ -44,6 +44,10 @@ struct Cli {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     batch_size: u32,
+    /// How long the runtime waits before trying a failing store again, doubling each time.
+    /// After 5 failures in a row (a read-only file, a full disk) it stops with the cause.
+    #[arg(long, env = "BACKOFF", default_value = "1s", global = true)]
+    backoff: Duration,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -68,11 +72,33 @@ struct RunArgs {
     #[arg(long, env = "ORDERS", default_value_t = 12)]
     orders: usize,
     /// How long a customer has to pay.
-    #[arg(long, env = "PAYMENT_WINDOW", default_value = "3s")]
+    #[arg(long, env = "PAYMENT_WINDOW", default_value = PAYMENT_WINDOW)]
     payment_window: Duration,
     /// When the reminder goes.
-    #[arg(long, env = "REMINDER_DELAY", default_value = "1s")]
+    #[arg(long, env = "REMINDER_DELAY", default_value = REMINDER_DELAY)]
     reminder_delay: Duration,
+}
+
+/// `run`'s payment window, unless told otherwise.
+const PAYMENT_WINDOW: &str = "3s";
+/// `run`'s reminder delay, unless told otherwise.
+const REMINDER_DELAY: &str = "1s";
+
+/// The timing of every command but `run`, which has its own settings: an invalid `run`
+/// setting in the environment does not stop `lag`, `work` or `dead-letters`.
+fn default_timing() -> storefront::Timing {
+    storefront::Timing {
+        payment_window: const { parsed(PAYMENT_WINDOW) },
+        reminder_delay: const { parsed(REMINDER_DELAY) },
+    }
+}
+
+/// A duration written in this file, checked while compiling.
+const fn parsed(text: &str) -> Duration {
+    match Duration::parse_const(text) {
+        Ok(duration) => duration,
+        Err(_) => panic!("a default of `run` is not a duration"),
+    }
 }
 
 impl Default for RunArgs {
@@ -109,7 +135,7 @@ async fn main() -> ExitCode {
             payment_window: args.payment_window,
             reminder_delay: args.reminder_delay,
         },
-        _ => RunArgs::default().timing(),
+        _ => default_timing(),
     };
     // An operator's command reads an existing file; it never creates one.
     let existing = matches!(command, Command::Operator(_));
@@ -118,6 +144,7 @@ async fn main() -> ExitCode {
         existing,
         cli.handler_timeout,
         cli.batch_size,
+        cli.backoff,
         timing,
     ) {
         Ok(app) => app,
@@ -140,20 +167,12 @@ async fn main() -> ExitCode {
     }
 }
 
-impl RunArgs {
-    fn timing(&self) -> storefront::Timing {
-        storefront::Timing {
-            payment_window: self.payment_window,
-            reminder_delay: self.reminder_delay,
-        }
-    }
-}
-
 fn build(
     db: &PathBuf,
     existing: bool,
     handler_timeout: Duration,
     batch_size: u32,
+    backoff: Duration,
     timing: storefront::Timing,
 ) -> anyhow::Result<App> {
     let store = match existing {
@@ -165,6 +184,7 @@ fn build(
     config.policies.timeout = handler_timeout;
     config.processes.handler_timeout = handler_timeout;
     config.dispatcher.batch_size = batch_size as usize;
+    config.dispatcher.backoff.base_delay = backoff;
     // `NOTIFY_LOG=path` writes each confirmation to a file several processes may share.
     let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
         Some(path) => Arc::new(FileNotifier::new(path)),
@@ -245,16 +265,20 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
             items,
         })
         .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+        .map_err(|error| anyhow::Error::new(error).context(format!("cannot place {order_id}")))?;
         orders.insert(order_id, fate);
     }
 
     let job = {
         let app = app.clone();
         let orders = orders.clone();
+        let (payment_window, reminder_delay) = (args.payment_window, args.reminder_delay);
         async move {
             let mut acted = std::collections::HashSet::new();
             let mut last_report = tokio::time::Instant::now();
+            // What this run schedules (reminders, payment windows) is due before this; the run
+            // waits for it rather than leave it behind.
+            let horizon = app.clock().now() + payment_window + reminder_delay;
             loop {
                 for (order_id, fate) in &orders {
                     if *fate == Fate::Ignore || acted.contains(order_id) {
@@ -292,18 +316,13 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
                 let open = counts.get("placed").copied().unwrap_or(0)
                     + counts.get("paying").copied().unwrap_or(0);
                 let settled = app.lag().is_ok_and(|lag| lag.max_lag == 0);
-                if last_report.elapsed() >= StdDuration::from_millis(500) || (open == 0 && settled)
-                {
-                    let next = app
-                        .next_due_at()
-                        .ok()
-                        .flatten()
-                        .map(|at| at - app.clock().now());
-                    let next = next.map_or(String::new(), |d| format!(", next deadline in {d}"));
-                    println!("  {}{next}", describe(&counts));
+                let next = app.next_due_at().ok().flatten();
+                let done = open == 0 && settled && next.is_none_or(|at| at > horizon);
+                if last_report.elapsed() >= StdDuration::from_millis(500) || done {
+                    println!("  {}; {}", describe(&counts), scheduled(&app, next));
                     last_report = tokio::time::Instant::now();
                 }
-                if open == 0 && settled {
+                if done {
                     return;
                 }
                 tokio::time::sleep(StdDuration::from_millis(50)).await;
@@ -345,8 +364,24 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
         );
     }
     let counts = statuses(app, orders.keys());
-    println!("{}; lag {}", describe(&counts), app.lag()?.max_lag);
+    println!(
+        "{}; lag {}; {}",
+        describe(&counts),
+        app.lag()?.max_lag,
+        scheduled(app, app.next_due_at()?)
+    );
     Ok(())
+}
+
+/// What is left scheduled: nothing, or when the next run is due.
+fn scheduled(app: &App, next: Option<bounda::Instant>) -> String {
+    match next {
+        None => "nothing scheduled".to_owned(),
+        Some(at) => format!(
+            "next scheduled run {}",
+            bounda::cli::relative(at, app.clock().now())
+        ),
+    }
 }
 
 /// The payment the order's process requested, once it has.
@@ -380,6 +415,9 @@ fn statuses<'a>(
 }
 
 fn describe(counts: &BTreeMap<&'static str, usize>) -> String {
+    if counts.is_empty() {
+        return "no orders".to_owned();
+    }
     counts
         .iter()
         .map(|(status, n)| format!("{n} {status}"))

@@ -393,3 +393,104 @@ fn an_operator_command_on_a_missing_file_names_it_and_creates_nothing() {
         assert!(!db.exists(), "{args:?} created the file");
     }
 }
+
+// Issue 10: on a file it cannot write, the binary stops after a few failing passes and says why,
+// instead of looping or exiting 0 having done nothing; a placement says its cause.
+#[tokio::test]
+async fn on_a_read_only_file_run_and_work_stop_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    {
+        // Work is waiting: a placed order whose reactions have not run.
+        let app = app_on(&db);
+        app.dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            customer_id: "c".into(),
+            items: vec![Item {
+                product_id: "p".into(),
+                quantity: 1,
+                price: 100,
+            }],
+        })
+        .await
+        .unwrap();
+    }
+    // Root writes any file whatever its mode, so the file is opened read-only by its URI.
+    let read_only = format!("file:{}?mode=ro", db.display());
+    let cases: [&[&str]; 3] = [
+        &["run", "--orders", "0"],
+        &["work", "--seconds", "60"],
+        &["run", "--orders", "1"],
+    ];
+    for args in cases {
+        let started = StdInstant::now();
+        let output = storefront(&db, &log_path, args)
+            .args(["--db", &read_only, "--backoff", "50ms"])
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("attempt to write a readonly database"),
+            "{args:?} says the cause: {said}"
+        );
+        assert!(
+            started.elapsed() < StdDuration::from_secs(30),
+            "{args:?} stopped on its own"
+        );
+    }
+}
+
+// Issue 10: an invalid setting of `run` in the environment stops `run` alone; `run` waits for
+// what it scheduled and says what is left.
+#[test]
+fn run_settings_do_not_stop_other_commands_and_run_waits_for_its_reminders() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let started = StdInstant::now();
+    let output = storefront(&db, &log_path, &["run", "--orders", "3"])
+        .env("PAYMENT_WINDOW", "300ms")
+        .env("REMINDER_DELAY", "1s")
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    // Every order ends within 300 ms; the reminders are due a second after placing.
+    assert!(
+        started.elapsed() >= StdDuration::from_secs(1),
+        "it waited for the reminders"
+    );
+    let said = String::from_utf8_lossy(&output.stdout);
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.ends_with("lag 0; nothing scheduled"),
+        "the reminders ran before it ended: {said}"
+    );
+
+    for args in [&["lag"][..], &["dead-letters", "list"], &["deadlines"]] {
+        let output = storefront(&db, &log_path, args)
+            .env("PAYMENT_WINDOW", "soon")
+            .env("ORDERS", "many")
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let output = storefront(&db, &log_path, &["work", "--seconds", "0"])
+        .env("PAYMENT_WINDOW", "soon")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "work");
+    let output = storefront(&db, &log_path, &["run"])
+        .env("PAYMENT_WINDOW", "soon")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "run refuses its own setting");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("soon"));
+}
