@@ -9,6 +9,7 @@ extern crate self as bounda;
 
 pub mod aggregate;
 mod app;
+/// The operator's command-line interface; with the `cli` feature.
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;
@@ -17,6 +18,7 @@ mod deadline;
 mod duration;
 mod error;
 mod event;
+pub mod guides;
 pub mod ids;
 mod instant;
 pub mod process;

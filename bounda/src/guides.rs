@@ -1,0 +1,11 @@
+//! Guides: longer reads than the API reference, each on one task. The same files are in the
+//! repository's `docs/` folder; their examples are compiled and run as tests.
+
+#[doc = include_str!("../../docs/changing-a-process.md")]
+pub mod changing_a_process {}
+
+#[doc = include_str!("../../docs/testing-outages.md")]
+pub mod testing_outages {}
+
+#[doc = include_str!("../../docs/deploying.md")]
+pub mod deploying {}
