@@ -6,11 +6,21 @@ use quote::quote_spanned;
 
 use crate::paths;
 
+/// What an event that is never stored means for a handler.
+pub(crate) const HANDLER: &str = "this handler can never run";
+/// What it means for a starting or completing event.
+pub(crate) const LIFECYCLE: &str = "it can never start or complete this process";
+
 /// A `const` check that `declared` (a `bool` expression: is the event in its aggregate's enum?)
-/// holds, reported at `span`, the handler's event type named `name`.
-pub(crate) fn in_its_aggregate(declared: TokenStream, name: &str, span: Span) -> TokenStream {
+/// holds, reported at `span`, the event type named `name`; `consequence` says what it breaks.
+pub(crate) fn in_its_aggregate(
+    declared: TokenStream,
+    name: &str,
+    span: Span,
+    consequence: &str,
+) -> TokenStream {
     let message = paths::panic_message(&format!(
-        "event `{name}` is not in its aggregate's events enum, so it is never stored and this handler can never run; add a variant wrapping `{name}` to the aggregate's `#[derive(Events)]` enum"
+        "event `{name}` is not in its aggregate's events enum, so it is never stored and {consequence}; add a variant wrapping `{name}` to the aggregate's `#[derive(Events)]` enum"
     ));
     let panic = paths::panic_at(span);
     quote_spanned! {span=>

@@ -67,15 +67,22 @@ pub(crate) fn registration(kind: Kind, self_ty: &Type) -> TokenStream {
 /// `#[command]` or `#[policy]` on `impl <Trait> for <Type> { .. }`: the impl, registered.
 pub(crate) fn expand_impl(kind: Kind, args: TokenStream, item: ItemImpl) -> TokenStream {
     match check_impl(kind, &args, &item) {
+        // A generic impl has no one type to register: it gets its marker, and an app lists each
+        // of its types (`.command::<Wrapper<Order>>()`).
+        Ok(()) if !item.generics.params.is_empty() => {
+            let marker = marker(kind, &item);
+            quote!(#item #marker)
+        }
         Ok(()) => {
             let registration = registration(kind, &item.self_ty);
             let member = match (kind, policy_event(&item)) {
                 (Kind::Policy, Some(event)) => {
                     let (private, self_ty) = (paths::private(), &item.self_ty);
                     member::in_its_aggregate(
-                        quote!(<#self_ty as #private::Policy>::EVENT_DECLARED),
+                        quote!(<#self_ty as #private::PolicyChecks>::EVENT_DECLARED),
                         &member::name(event),
                         event.span(),
+                        member::HANDLER,
                     )
                 }
                 _ => TokenStream::new(),
@@ -142,15 +149,6 @@ fn check_impl(kind: Kind, args: &TokenStream, item: &ItemImpl) -> syn::Result<()
             path,
             format!(
                 "`#[{attribute}]` registers an `impl {trait_name} for YourType`, not this trait"
-            ),
-        ));
-    }
-    if !item.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &item.generics,
-            format!(
-                "a registered {} cannot be generic; implement `{trait_name}` for each concrete type",
-                attribute
             ),
         ));
     }

@@ -183,12 +183,30 @@ pub async fn execute(
             .map_err(io)?;
         }
         Operator::Deadlines(args) => {
+            if let Some(process) = &args.process
+                && !app.processes().any(|p| p.name() == process)
+            {
+                let known: Vec<&str> = app.processes().map(|p| p.name()).collect();
+                return Err(crate::Error::NotFound {
+                    what: format!(
+                        "process `{process}` in this app (its processes: {})",
+                        known.join(", ")
+                    ),
+                });
+            }
             let now = app.clock().now();
-            let pending: Vec<_> = app
-                .pending_deadlines()?
+            let (pending, left_out) = app.pending_and_left_out()?;
+            let wanted = |process: &str, instance: &str| {
+                args.process.as_deref().is_none_or(|p| p == process)
+                    && args.instance.as_deref().is_none_or(|i| i == instance)
+            };
+            let pending: Vec<_> = pending
                 .into_iter()
-                .filter(|d| args.process.as_ref().is_none_or(|p| p == d.process))
-                .filter(|d| args.instance.as_ref().is_none_or(|i| *i == d.instance))
+                .filter(|d| wanted(d.process, &d.instance))
+                .collect();
+            let left_out: Vec<_> = left_out
+                .into_iter()
+                .filter(|s| wanted(&s.process, &s.instance))
                 .collect();
             for d in &pending {
                 if args.json {
@@ -214,9 +232,33 @@ pub async fn execute(
                     .map_err(io)?;
                 }
             }
+            for state in &left_out {
+                let crate::StateProblem::Unreadable(error) = &state.problem else {
+                    continue;
+                };
+                if args.json {
+                    let line = serde_json::json!({
+                        "process": state.process,
+                        "instance": state.instance,
+                        "unreadable": error,
+                    });
+                    writeln!(out, "{line}").map_err(io)?;
+                } else {
+                    writeln!(
+                        out,
+                        "left out {}:{}: its state cannot be read: {error}",
+                        state.process, state.instance
+                    )
+                    .map_err(io)?;
+                }
+            }
             if !args.json {
                 let waiting = pending.iter().filter(|d| d.waiting).count();
-                writeln!(out, "{} pending, {waiting} waiting", pending.len()).map_err(io)?;
+                let left = match left_out.len() {
+                    0 => String::new(),
+                    n => format!(", {n} instance(s) left out"),
+                };
+                writeln!(out, "{} pending, {waiting} waiting{left}", pending.len()).map_err(io)?;
             }
         }
         Operator::DeadLetters(Letters::List(args)) => {

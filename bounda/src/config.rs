@@ -117,10 +117,11 @@ pub struct Backoff {
     pub base_delay: Duration,
     /// The longest wait. Default `30s`.
     pub max_delay: Duration,
-    /// Failures in a row after which [`App::run`](crate::App::run) stops with the last one's
-    /// cause, since a store that keeps refusing (a read-only file, a full disk) will not get
-    /// better by itself: a service manager restarts it, an operator sees why. Default 5 (with
-    /// the default waits, about 30 seconds of failing).
+    /// Failures in a row of one subscriber, with nothing anywhere moving since the first, after
+    /// which [`App::run`](crate::App::run) stops with the last one's cause: a store that keeps
+    /// refusing (a read-only file, a full disk) will not get better by itself; a service manager
+    /// restarts the app, an operator sees why. Default 5 (with the default waits, 15 seconds
+    /// of back-off).
     pub max_failures: u32,
 }
 
@@ -317,6 +318,13 @@ impl Config {
                     ),
                 });
             }
+        }
+        if self.dispatcher.backoff.base_delay == Duration::ZERO {
+            return Err(ConfigError {
+                path: "dispatcher.backoff.baseDelay".to_owned(),
+                message: "must be more than 0: a failing store is not tried again at once"
+                    .to_owned(),
+            });
         }
         if self.dispatcher.backoff.max_failures == 0 {
             return Err(ConfigError {

@@ -191,7 +191,7 @@ pub enum Error {
     Stalled {
         /// The subscriber (`policies`, `processes`, `scheduled`).
         subscriber: String,
-        /// Its failures in a row.
+        /// Its failures in a row, with nothing else moving.
         failures: u32,
         /// The last failure and its causes, on one line.
         cause: String,

@@ -162,7 +162,9 @@ pub use bounda_macros::policy;
 
 /// Registers a command: put it above `impl Command for YourCommand`. Every app built in the
 /// binary can then run the command when a reaction or `dispatch_with` schedules it for later,
-/// including after a restart. A command without it does not compile.
+/// including after a restart. A command without it does not compile. A generic command has no
+/// one type to register: list each of its types with
+/// [`AppBuilder::command`](crate::AppBuilder::command).
 ///
 /// ```
 /// # use bounda::prelude::*;
@@ -212,8 +214,8 @@ pub use bounda_macros::Events;
 pub use app::{
     Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
     Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
-    ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, SubscriberLag,
-    UnreadableState, fold, shutdown_signal,
+    ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, StateProblem,
+    SubscriberLag, UnreadableState, fold, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

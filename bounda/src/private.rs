@@ -99,6 +99,15 @@ pub const fn in_its_aggregate<E: Event>() -> bool {
     )
 }
 
+/// What `#[policy]` asks of a policy while compiling. Implemented for every policy and for
+/// nothing else, so no policy can answer for itself.
+pub trait PolicyChecks: Policy {
+    /// Whether the policy's event is in its aggregate's events enum, so that it can run.
+    const EVENT_DECLARED: bool = in_its_aggregate::<Self::Event>();
+}
+
+impl<P: Policy> PolicyChecks for P {}
+
 /// Whether two strings are equal, in a `const`.
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

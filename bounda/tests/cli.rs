@@ -187,12 +187,22 @@ async fn deadlines_show_relative_times_filter_and_speak_json() {
     );
     assert!(one.ends_with("3 pending, 0 waiting\n"), "{one}");
 
-    let (_, none) = deadlines(DeadlineArgs {
-        process: Some("Shipping".into()),
-        ..DeadlineArgs::default()
-    })
-    .await;
-    assert_eq!(none.trim(), "0 pending, 0 waiting");
+    let mut out = Vec::new();
+    let unknown = execute(
+        app.app(),
+        Operator::Deadlines(DeadlineArgs {
+            process: Some("Shipping".into()),
+            ..DeadlineArgs::default()
+        }),
+        &mut out,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(unknown.code(), "NOT_FOUND");
+    assert!(
+        unknown.to_string().contains("its processes: OrderPayment"),
+        "{unknown}"
+    );
 
     let (_, json) = deadlines(DeadlineArgs {
         process: Some("OrderPayment".into()),

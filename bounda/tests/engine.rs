@@ -683,19 +683,83 @@ async fn a_subscriber_that_keeps_failing_stops_the_run_with_its_cause() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let error = runner.await.unwrap().unwrap_err();
-    let bounda::Error::Stalled {
-        subscriber,
-        failures,
-        cause,
-    } = &error
-    else {
-        panic!("not stalled: {error:?}");
-    };
-    assert_eq!((subscriber.as_str(), *failures), ("policies", 3));
-    assert!(cause.contains("disk I/O error"), "{cause}");
+    assert_stalled_on_policies(&error);
     assert_eq!(
         store.log_reads.load(std::sync::atomic::Ordering::SeqCst),
         3,
         "tried three times, then stopped"
     );
+}
+
+fn assert_stalled_on_policies(error: &bounda::Error) {
+    let bounda::Error::Stalled {
+        subscriber,
+        failures,
+        cause,
+    } = error
+    else {
+        panic!("not stalled: {error:?}");
+    };
+    assert_eq!((subscriber.as_str(), *failures), ("policies", 3));
+    assert!(cause.contains("disk I/O error"), "{cause}");
+}
+
+// Issue 10: a subscriber that keeps failing does not stop an app that still gets somewhere.
+#[tokio::test]
+async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
+    let store = Arc::new(support::racing::Racing::losing(0));
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.poll_interval = millis(5);
+    config.dispatcher.backoff.max_failures = 3;
+    config.dispatcher.backoff.max_delay = seconds(1);
+    let shared: Arc<dyn Store> = store.clone();
+    let app = App::builder_shared(shared)
+        .only_listed()
+        .clock(clock.clone())
+        .config(config)
+        .policy::<ConfirmOnReminderSent>()
+        .command::<PlaceOrder>()
+        .build()
+        .unwrap();
+    // The scheduled worker has work due each second for six seconds; the policies' log reads fail.
+    for i in 1..=6 {
+        let order = PlaceOrder {
+            order_id: format!("o-{i}"),
+            total: 1,
+        };
+        app.dispatch_with(order, bounda::DispatchOptions::default().delay(seconds(i)))
+            .await
+            .unwrap();
+    }
+    store
+        .log_fails
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let runner = {
+        let app = app.clone();
+        tokio::spawn(async move { app.run_until(std::future::pending()).await })
+    };
+    let start = std::time::Instant::now();
+    let mut seconds_passed = 0;
+    while !runner.is_finished() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        clock.advance(seconds(1));
+        seconds_passed += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    let error = runner.await.unwrap().unwrap_err();
+    assert_stalled_on_policies(&error);
+    let placed = (1..=6)
+        .filter(|i| {
+            !app.store()
+                .read_stream("Order", &format!("o-{i}"))
+                .unwrap()
+                .is_empty()
+        })
+        .count();
+    assert_eq!(
+        placed, 6,
+        "the worker ran everything before the app stopped"
+    );
+    assert!(seconds_passed > 6, "stopped after {seconds_passed} s");
 }

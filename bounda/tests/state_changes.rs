@@ -11,6 +11,7 @@ mod support;
 
 use std::sync::Arc;
 
+use bounda::StateProblem;
 use bounda::prelude::*;
 use bounda::store::Store;
 use bounda_sqlite::SqliteStore;
@@ -167,16 +168,16 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
     assert_eq!(
         unreadable
             .iter()
-            .map(|state| (state.process, state.instance.as_str()))
+            .map(|state| (state.process.as_str(), state.instance.as_str()))
             .collect::<Vec<_>>(),
         [("Trial", "o-1")]
     );
+    let StateProblem::Unreadable(error) = &unreadable[0].problem else {
+        panic!("{unreadable:?}");
+    };
     assert!(
-        unreadable[0]
-            .error
-            .contains("cannot read its stored state at `reminders`"),
-        "{}",
-        unreadable[0].error
+        error.contains("cannot read its stored state at `reminders`"),
+        "{error}"
     );
     // The operator's reads go on, without the instance that cannot be read.
     let pending = first.app().pending_deadlines().unwrap();
@@ -185,6 +186,20 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
         "{pending:?}"
     );
     assert!(!pending.is_empty());
+    #[cfg(feature = "cli")]
+    {
+        let mut out = Vec::new();
+        let deadlines = bounda::cli::Operator::Deadlines(bounda::cli::DeadlineArgs::default());
+        bounda::cli::execute(first.app(), deadlines, &mut out)
+            .await
+            .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("left out Trial:o-1: its state cannot be read")
+                && out.ends_with("1 instance(s) left out\n"),
+            "{out}"
+        );
+    }
 
     let first = first.expecting_letters();
     first.advance(hours(24)).await.unwrap();
@@ -202,4 +217,72 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
         .unwrap()
         .unwrap();
     assert_eq!(other.state.reminders, 2, "the other instance went on");
+}
+
+/// The process after a deploy that renamed `reminders` without an alias.
+mod renamed {
+    use super::*;
+
+    #[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderPaid])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Trial {
+        pub reminders_sent: u32,
+        #[deadline]
+        pub next_reminder: Deadline,
+    }
+
+    #[process]
+    impl Trial {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<TrialPatch> {
+            Ok(TrialPatch::default().next_reminder(cx.after(hours(24))))
+        }
+
+        async fn at_next_reminder(cx: At<'_, Self>) -> Result<AtNextReminder> {
+            Ok(AtNextReminder::new(cx.after(hours(24)))
+                .reminders_sent(cx.state().reminders_sent + 1))
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_check_names_fields_a_rename_would_drop_and_processes_the_app_lacks() {
+    let (store, first) = deployed_once().await;
+    // o-2 ends: an ended instance is never read again, so it is not reported.
+    first
+        .dispatch(MarkOrderPaid {
+            order_id: "o-2".into(),
+        })
+        .await
+        .unwrap();
+    first.run_until_idle().await.unwrap();
+
+    let second = support::another_app(&store, first.clock(), |builder| {
+        builder.process::<renamed::Trial>()
+    });
+    assert_eq!(
+        second.app().unreadable_states().unwrap(),
+        vec![bounda::UnreadableState {
+            process: "Trial".into(),
+            instance: "o-1".into(),
+            problem: StateProblem::Dropped(vec!["reminders".into()]),
+        }],
+        "the rename without an alias would lose the count"
+    );
+
+    let other = support::another_app(&store, first.clock(), |builder| {
+        builder.process::<OrderPayment>()
+    });
+    let states = other.app().unreadable_states().unwrap();
+    assert_eq!(
+        states
+            .iter()
+            .map(|state| (state.instance.as_str(), &state.problem))
+            .collect::<Vec<_>>(),
+        [("o-1", &StateProblem::UnknownProcess)],
+        "the app has no `Trial`"
+    );
+
+    let none = support::another_app(&store, first.clock(), |builder| builder);
+    let error = none.app().unreadable_states().unwrap_err();
+    assert!(error.to_string().contains("has no processes"), "{error}");
 }

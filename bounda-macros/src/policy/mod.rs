@@ -113,9 +113,10 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
             let policy = policy_ident(&function.sig.ident);
             let private = paths::private();
             member::in_its_aggregate(
-                quote!(<#policy as #private::Policy>::EVENT_DECLARED),
+                quote!(<#policy as #private::PolicyChecks>::EVENT_DECLARED),
                 &member::name(&path.path),
                 syn::spanned::Spanned::span(path),
+                member::HANDLER,
             )
         }
         _ => TokenStream::new(),

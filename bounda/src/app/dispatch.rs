@@ -12,7 +12,8 @@ use crate::{Duration, Error};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DispatchOptions {
     /// Run it this long from now instead of at once: it is stored, and decided then on the
-    /// state then. Its type must be registered with `.command::<C>()`.
+    /// state then. Its type is found by name when it runs: a `#[command]`, or listed with
+    /// `.command::<C>()` in an app built `only_listed`.
     pub delay: Option<Duration>,
     /// Join this correlation (a request id from the caller) instead of starting one; the
     /// command's events and everything downstream carry it.

@@ -1,7 +1,7 @@
 //! How far behind the subscribers are.
 
-use crate::app::App;
 use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::{App, StateProblem, UnreadableState};
 use crate::{Error, Instant};
 
 /// One subscriber's progress.
@@ -150,13 +150,32 @@ impl App {
 
     /// Every pending deadline of every open instance, soonest first: which instance, which
     /// field, when, and whether it is waiting for the process runner (beyond the original, which only
-    /// counts them).
+    /// counts them). An instance whose stored state cannot be read is left out, with a warning
+    /// in the log; [`unreadable_states`](App::unreadable_states) names them all.
     pub fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
+        let (pending, left_out) = self.pending_and_left_out()?;
+        for state in &left_out {
+            tracing::warn!(
+                process = %state.process,
+                instance = %state.instance,
+                problem = ?state.problem,
+                "a pending deadline is left out: its instance's state cannot be read"
+            );
+        }
+        Ok(pending)
+    }
+
+    /// The pending deadlines, and the instances left out of them because their state cannot
+    /// be read.
+    pub(crate) fn pending_and_left_out(
+        &self,
+    ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
         let entries = self
             .store()
             .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)?;
         let waiting = self.waiting().clone();
         let mut pending = Vec::new();
+        let mut left_out = Vec::new();
         for entry in entries {
             let Some(payload) = DeadlinePayload::of(&entry) else {
                 continue;
@@ -170,17 +189,14 @@ impl App {
             let waits = waiting
                 .get(&entry.dedupe_key)
                 .is_some_and(|(moment, _)| *moment == payload.at);
-            // An instance whose state no longer reads is left out, not the whole list: its
-            // failure is its letter, and `unreadable_states` names it.
             let dues = match process.pending(&instance) {
                 Ok(dues) => dues,
                 Err(error) => {
-                    tracing::warn!(
-                        process = process.name(),
-                        instance = %entry.aggregate_id,
-                        error = %error,
-                        "a pending deadline is left out: its instance's state cannot be read"
-                    );
+                    left_out.push(UnreadableState {
+                        process: process.name().to_owned(),
+                        instance: entry.aggregate_id.clone(),
+                        problem: StateProblem::Unreadable(error.to_string()),
+                    });
                     continue;
                 }
             };
@@ -195,7 +211,7 @@ impl App {
             }
         }
         pending.sort_by(|a, b| (a.at, a.field, &a.instance).cmp(&(b.at, b.field, &b.instance)));
-        Ok(pending)
+        Ok((pending, left_out))
     }
 
     /// How many events are parked behind the failure of `process`'s instance `id`.

@@ -30,7 +30,9 @@ pub use lag::{Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
-pub use processes::{PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, UnreadableState};
+pub use processes::{
+    PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, StateProblem, UnreadableState,
+};
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use runner::shutdown_signal;
 pub use telemetry::METRICS;
@@ -74,6 +76,9 @@ struct Inner {
     waiting: std::sync::Mutex<HashMap<String, (i64, u32)>>,
     /// Subscribers whose pass failed, by name: failures in a row, when to try again, and why.
     paused: std::sync::Mutex<HashMap<String, runner::Paused>>,
+    /// Passes of `App::run` that moved something, to tell a failing app that still gets
+    /// somewhere from one that does not.
+    moves: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for App {
@@ -101,6 +106,8 @@ pub struct AppBuilder {
     only_listed: bool,
     /// The processes, policies and commands added so far, so each is added once.
     added: std::collections::HashSet<std::any::TypeId>,
+    /// The policies' and processes' names, with the Rust type of each: names are inbox keys.
+    reactions: HashMap<&'static str, &'static str>,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -145,12 +152,24 @@ impl AppBuilder {
         !self.added.insert(std::any::TypeId::of::<T>())
     }
 
+    /// Takes reaction name `name` for type `T`; a name another type has is refused, naming
+    /// both.
+    fn name_reaction<T: 'static>(&mut self, name: &'static str) {
+        let type_name = std::any::type_name::<T>();
+        if let Some(other) = self.reactions.insert(name, type_name) {
+            self.refused.push(format!(
+                "two reactions are named `{name}`: `{other}` and `{type_name}`; policy and process names are inbox keys and must differ: rename one, or build with `.only_listed()` and list the ones this app runs"
+            ));
+        }
+    }
+
     /// Adds policy `P`. Every `#[policy]` of the binary is added when the app is built, unless
     /// [`only_listed`](Self::only_listed) says otherwise; adding one twice adds it once.
     pub fn policy<P: Policy>(mut self) -> AppBuilder {
         if self.seen::<P>() {
             return self;
         }
+        self.name_reaction::<P>(P::NAME);
         match PolicyEntry::<P>::new() {
             Ok(entry) => self.policies.push(Arc::new(entry)),
             Err(message) => self.refused.push(message),
@@ -169,14 +188,16 @@ impl AppBuilder {
     /// unless [`only_listed`](Self::only_listed) says otherwise; adding one twice adds it once.
     pub fn process<P: crate::process::Process>(mut self) -> AppBuilder {
         if !self.seen::<P>() {
+            self.name_reaction::<P>(<P as crate::process::ProcessState>::NAME);
             self.processes.push(Arc::new(ProcessEntry::<P>::new()));
         }
         self
     }
 
     /// Lets reactions send `C` with a delay, and the scheduled worker run it. Every `#[command]`
-    /// of the binary is added when the app is built; two command types with one name are
-    /// refused, since a scheduled command is found by its name.
+    /// of the binary is added when the app is built, unless [`only_listed`](Self::only_listed);
+    /// a generic command is listed here for each of its types. Two command types with one name
+    /// are refused, since a scheduled command is found by its name.
     pub fn command<C: Command>(mut self) -> AppBuilder {
         if self.seen::<C>() {
             return self;
@@ -186,7 +207,7 @@ impl AppBuilder {
             std::collections::hash_map::Entry::Occupied(entry) => {
                 let other = entry.get().type_name();
                 self.refused.push(format!(
-                    "two commands are named `{}`: `{other}` and `{type_name}`; a scheduled command is found by its name, so give one another `NAME`",
+                    "two commands are named `{}`: `{other}` and `{type_name}`; a scheduled command is found by its name: give one another `NAME`, or build with `.only_listed()` and list the ones this app runs",
                     C::NAME
                 ));
             }
@@ -197,9 +218,15 @@ impl AppBuilder {
         self
     }
 
-    /// The app. Refuses two policies with one name. The first time policies run on a
-    /// store, their checkpoint starts at the head of the log: a policy reacts only to events
-    /// stored after it starts; an existing checkpoint is kept.
+    /// The app, with every `#[process]`, `#[policy]` and `#[command]` of the binary unless
+    /// [`only_listed`](Self::only_listed). A crate the binary never refers to is not linked, so
+    /// its registrations are not there: refer to it from the binary, if only with
+    /// `use my_crate as _;`.
+    ///
+    /// Refuses two policies or processes with one name, two commands with one name (naming
+    /// both types), and an invalid configuration. The first time policies run on a store, their
+    /// checkpoint starts at the head of the log: a policy reacts only to events stored after it
+    /// starts; an existing checkpoint is kept.
     pub fn build(mut self) -> Result<App, Error> {
         for registration in registry::all() {
             if !self.only_listed {
@@ -213,21 +240,6 @@ impl AppBuilder {
         if !refused.is_empty() {
             return Err(Error::Configuration {
                 message: refused.join("; "),
-            });
-        }
-        let mut names: Vec<&str> = self
-            .policies
-            .iter()
-            .map(|policy| policy.name())
-            .chain(self.processes.iter().map(|process| process.name()))
-            .collect();
-        names.sort_unstable();
-        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(Error::Configuration {
-                message: format!(
-                    "two reactions are named `{}`; policy and process names are inbox keys and must differ",
-                    pair[0]
-                ),
             });
         }
         for (subscriber, present) in [
@@ -252,6 +264,7 @@ impl AppBuilder {
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),
                 paused: std::sync::Mutex::new(HashMap::new()),
+                moves: std::sync::atomic::AtomicU64::new(0),
             }),
         })
     }
@@ -277,6 +290,7 @@ impl App {
             refused: Vec::new(),
             only_listed: false,
             added: std::collections::HashSet::new(),
+            reactions: HashMap::new(),
         }
     }
 

@@ -56,11 +56,6 @@ pub trait Policy: crate::__private::PolicyRegistered + Send + Sync + 'static {
     /// The event it reacts to.
     type Event: Event;
 
-    /// Whether the event is in its aggregate's events enum; `#[policy]` refuses a policy whose
-    /// event is not, since it could never run. Not meant to be set.
-    #[doc(hidden)]
-    const EVENT_DECLARED: bool = crate::__private::in_its_aggregate::<Self::Event>();
-
     /// Run this long after the event's time instead of at once. Read once, when the
     /// app is built; an error refuses the app, naming the policy. Use
     /// [`env_duration`](crate::env_duration) for a delay from the environment.

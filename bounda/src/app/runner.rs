@@ -10,7 +10,8 @@ use crate::app::{App, POLICIES, PROCESSES, telemetry};
 
 impl App {
     /// Runs the dispatcher and the scheduled worker until Ctrl-C or SIGTERM (what service
-    /// managers send), finishing the run in flight.
+    /// managers send), finishing the run in flight. Returns [`Error::Stalled`] when the app
+    /// cannot get further; see [`run_until`](App::run_until).
     pub async fn run(&self) -> Result<(), Error> {
         self.run_until(shutdown_signal()).await
     }
@@ -18,10 +19,21 @@ impl App {
     /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
     /// flight when it does finishes and commits; nothing is left half-written, and what was not
     /// started is left for the next run.
+    ///
+    /// A subscriber whose pass fails waits its back-off and tries again. When one has failed
+    /// `dispatcher.backoff.maxFailures` times in a row and nothing anywhere has moved since its
+    /// first failure (a read-only file, a full disk), it returns [`Error::Stalled`] with the
+    /// cause, rather than loop without end.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         let poll = self.config().dispatcher.poll_interval;
         tokio::pin!(shutdown);
         self.inner.stopping.store(false, Ordering::SeqCst);
+        // Failures counted by an earlier run do not count against this one.
+        self.inner
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         loop {
             let pass = self.pass_once();
             tokio::pin!(pass);
@@ -35,6 +47,9 @@ impl App {
                 }
             };
             let moved = self.report(result);
+            if moved {
+                self.inner.moves.fetch_add(1, Ordering::SeqCst);
+            }
             if let Some(stalled) = self.stalled() {
                 tracing::error!(code = stalled.code(), "{stalled}");
                 return Err(stalled);
@@ -74,8 +89,10 @@ impl App {
         Ok((moved, rejections))
     }
 
-    /// The error to stop with, once a subscriber has failed `max_failures` times in a row.
+    /// The error to stop with, once a subscriber has failed `max_failures` times in a row with
+    /// no pass moving anything in between.
     fn stalled(&self) -> Option<Error> {
+        let moves = self.inner.moves.load(Ordering::SeqCst);
         let max = self.config().dispatcher.backoff.max_failures;
         let paused = self
             .inner
@@ -84,10 +101,10 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         paused
             .iter()
-            .find(|(_, failure)| failure.failures >= max)
+            .find(|(_, failure)| failure.stuck >= max && failure.moves == moves)
             .map(|(subscriber, failure)| Error::Stalled {
                 subscriber: subscriber.clone(),
-                failures: failure.failures,
+                failures: failure.stuck,
                 cause: failure.cause.clone(),
             })
     }
@@ -122,7 +139,14 @@ impl App {
                 moved
             }
             Err(error) => {
-                let failures = paused.get(subscriber).map_or(0, |failure| failure.failures) + 1;
+                let previous = paused.get(subscriber);
+                let failures = previous.map_or(0, |failure| failure.failures) + 1;
+                // Failures count towards stopping only while nothing else moves.
+                let moves = self.inner.moves.load(Ordering::SeqCst);
+                let stuck = match previous {
+                    Some(failure) if failure.moves == moves => failure.stuck + 1,
+                    _ => 1,
+                };
                 let wait = self.config().dispatcher.backoff.delay_after(failures);
                 let until = self.clock().now() + wait;
                 let cause = crate::error::chain(&error);
@@ -136,6 +160,8 @@ impl App {
                     subscriber.to_owned(),
                     Paused {
                         failures,
+                        moves,
+                        stuck,
                         until,
                         cause,
                     },
@@ -172,6 +198,10 @@ impl App {
 #[derive(Debug, Clone)]
 pub(crate) struct Paused {
     pub(crate) failures: u32,
+    /// The app's count of passes that moved something, at the last of these failures.
+    pub(crate) moves: u64,
+    /// Failures in a row with that count unchanged: with nothing else moving.
+    pub(crate) stuck: u32,
     pub(crate) until: crate::Instant,
     pub(crate) cause: String,
 }

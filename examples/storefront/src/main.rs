@@ -61,6 +61,8 @@ enum Command {
         /// Stop after this many seconds.
         #[arg(long)]
         seconds: Option<u64>,
+        #[command(flatten)]
+        timing: TimingArgs,
     },
     #[command(flatten)]
     Operator(bounda::cli::Operator),
@@ -71,6 +73,13 @@ struct RunArgs {
     /// Orders to place.
     #[arg(long, env = "ORDERS", default_value_t = 12)]
     orders: usize,
+    #[command(flatten)]
+    timing: TimingArgs,
+}
+
+/// The timing of the handlers, read by `run` and `work`, the commands that run them.
+#[derive(Args, Clone, Copy)]
+struct TimingArgs {
     /// How long a customer has to pay.
     #[arg(long, env = "PAYMENT_WINDOW", default_value = PAYMENT_WINDOW)]
     payment_window: Duration,
@@ -79,13 +88,22 @@ struct RunArgs {
     reminder_delay: Duration,
 }
 
-/// `run`'s payment window, unless told otherwise.
+impl TimingArgs {
+    fn timing(self) -> storefront::Timing {
+        storefront::Timing {
+            payment_window: self.payment_window,
+            reminder_delay: self.reminder_delay,
+        }
+    }
+}
+
+/// The payment window, unless told otherwise.
 const PAYMENT_WINDOW: &str = "3s";
-/// `run`'s reminder delay, unless told otherwise.
+/// The reminder delay, unless told otherwise.
 const REMINDER_DELAY: &str = "1s";
 
-/// The timing of every command but `run`, which has its own settings: an invalid `run`
-/// setting in the environment does not stop `lag`, `work` or `dead-letters`.
+/// The timing of the operator's commands, which read no settings of `run` or `work`: an
+/// invalid one in the environment does not stop `lag`, `deadlines` or `dead-letters`.
 fn default_timing() -> storefront::Timing {
     storefront::Timing {
         payment_window: const { parsed(PAYMENT_WINDOW) },
@@ -131,11 +149,9 @@ async fn main() -> ExitCode {
         .command
         .unwrap_or_else(|| Command::Run(RunArgs::default()));
     let timing = match &command {
-        Command::Run(args) => storefront::Timing {
-            payment_window: args.payment_window,
-            reminder_delay: args.reminder_delay,
-        },
-        _ => default_timing(),
+        Command::Run(args) => args.timing.timing(),
+        Command::Work { timing, .. } => timing.timing(),
+        Command::Operator(_) => default_timing(),
     };
     // An operator's command reads an existing file; it never creates one.
     let existing = matches!(command, Command::Operator(_));
@@ -155,7 +171,7 @@ async fn main() -> ExitCode {
     };
     let result = match command {
         Command::Operator(command) => return bounda::cli::run(&app, command).await,
-        Command::Work { seconds } => work(&app, seconds).await,
+        Command::Work { seconds, .. } => work(&app, seconds).await,
         Command::Run(args) => run(&app, &cli.db, &args).await,
     };
     match result {
@@ -244,7 +260,7 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
         "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
         db.display(),
         args.orders,
-        args.payment_window,
+        args.timing.payment_window,
         resumed.len()
     );
     // A resumed order keeps the fate its number gave it, so one killed half-way through its
@@ -272,7 +288,8 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
     let job = {
         let app = app.clone();
         let orders = orders.clone();
-        let (payment_window, reminder_delay) = (args.payment_window, args.reminder_delay);
+        let (payment_window, reminder_delay) =
+            (args.timing.payment_window, args.timing.reminder_delay);
         async move {
             let mut acted = std::collections::HashSet::new();
             let mut last_report = tokio::time::Instant::now();

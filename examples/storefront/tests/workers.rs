@@ -442,8 +442,8 @@ async fn on_a_read_only_file_run_and_work_stop_with_the_cause() {
     }
 }
 
-// Issue 10: an invalid setting of `run` in the environment stops `run` alone; `run` waits for
-// what it scheduled and says what is left.
+// Issue 10: an invalid setting in the environment stops only the commands that read it; `run`
+// waits for what it scheduled and says what is left.
 #[test]
 fn run_settings_do_not_stop_other_commands_and_run_waits_for_its_reminders() {
     let dir = tempfile::tempdir().unwrap();
@@ -481,11 +481,22 @@ fn run_settings_do_not_stop_other_commands_and_run_waits_for_its_reminders() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+    // `work` runs the handlers, so it reads their timing, but not what only `run` reads.
     let output = storefront(&db, &log_path, &["work", "--seconds", "0"])
-        .env("PAYMENT_WINDOW", "soon")
+        .env("ORDERS", "many")
         .output()
         .unwrap();
     assert!(output.status.success(), "work");
+    let output = storefront(&db, &log_path, &["work", "--seconds", "0"])
+        .env("PAYMENT_WINDOW", "soon")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "work refuses its own setting"
+    );
     let output = storefront(&db, &log_path, &["run"])
         .env("PAYMENT_WINDOW", "soon")
         .stderr(Stdio::piped())

@@ -174,6 +174,7 @@ fn checks(handlers: &Handlers) -> TokenStream {
             quote!(#info.declared),
             &member::name(&handler.event),
             handler.event.span(),
+            member::HANDLER,
         ));
         let correlated = if handler.correlate.is_some() {
             quote!(true)

@@ -136,6 +136,12 @@ fn checks(args: &ProcessArgs, state: &State) -> TokenStream {
         for event in args.started_by.iter().chain(&args.completed_by) {
             let info = event_info(event);
             let handled = quote!(#private::has_key(#handlers.on, #info.key));
+            checks.push(crate::member::in_its_aggregate(
+                quote!((#info.declared || #handled)),
+                &crate::member::name(event),
+                syn::spanned::Spanned::span(event),
+                crate::member::LIFECYCLE,
+            ));
             checks.push(reach_check(ident, Some(aggregate), event, handled));
         }
     }

@@ -24,7 +24,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
-pub use view::{ProcessInstance, UnreadableState};
+pub use view::{ProcessInstance, StateProblem, UnreadableState};
 
 /// The subscriber all processes share.
 pub const PROCESSES: &str = "processes";
@@ -60,8 +60,9 @@ pub(crate) trait ProcessRunner: Send + Sync {
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error>;
     /// Every pending deadline, soonest first.
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error>;
-    /// Whether the instance's stored state reads as the process's state type.
-    fn check_state(&self, instance: &Instance) -> Result<(), Error>;
+    /// Whether the instance's stored state reads as the process's state type: the stored
+    /// fields it drops, or why it does not read.
+    fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error>;
     /// The instance's entry as its state says, or its removal.
     fn arm(
         &self,
@@ -156,8 +157,9 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         ))
     }
 
-    fn check_state(&self, instance: &Instance) -> Result<(), Error> {
-        step::read_state::<P>(Some(instance)).map(drop)
+    fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error> {
+        step::read_state::<P>(Some(instance))?;
+        Ok(step::dropped_fields::<P>(&instance.state))
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {

@@ -209,6 +209,18 @@ pub(crate) fn decode_state<P: ProcessState>(state: &Value) -> Result<P, Error> {
     })
 }
 
+/// The fields stored in `state` that `P` does not read (`shipping.adress`): renamed without an
+/// alias, or removed. Empty when `state` does not read at all.
+pub(crate) fn dropped_fields<P: ProcessState>(state: &Value) -> Vec<String> {
+    let mut dropped = Vec::new();
+    let read: Result<P, _> =
+        serde_ignored::deserialize(state, |path| dropped.push(path.to_string()));
+    if read.is_err() {
+        return Vec::new();
+    }
+    dropped
+}
+
 /// The state as stored.
 pub(crate) fn write_state<P: ProcessState>(state: &P) -> Result<Value, Error> {
     serde_json::to_value(state).map_err(|source| Error::Encode {

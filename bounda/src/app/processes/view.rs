@@ -4,7 +4,7 @@ use crate::app::App;
 use crate::process::Process;
 use crate::{Error, Instant};
 
-use super::instance::{Status, load, stream_type};
+use super::instance::{Status, load};
 use super::step::{deadline_fields, read_state};
 
 /// One process instance, as its history has it.
@@ -40,15 +40,19 @@ impl App {
         }))
     }
 
-    /// Every instance of this app's processes whose stored state its state type no longer
-    /// reads, with the error naming the field: run it in a test on a copy of a production file
-    /// before deploying a changed state, `assert_eq!(app.unreadable_states()?, vec![])`. It
-    /// reads the whole log.
+    /// The open instances (running or failed) whose stored state this build's state type does
+    /// not read whole, with what is wrong: a state that does not decode (naming the field),
+    /// stored fields it drops (a field renamed without `#[serde(alias = "..")]`, or removed), or
+    /// a process this app does not have. Run it in a test on a copy of a production file
+    /// before deploying a changed state: `assert_eq!(app.unreadable_states()?, vec![])`. Ended
+    /// instances are left out: no step reads them again. It reads the whole log; an app
+    /// without processes is an error, since it would check nothing.
     pub fn unreadable_states(&self) -> Result<Vec<UnreadableState>, Error> {
-        let streams: Vec<(String, &'static str)> = self
-            .processes()
-            .map(|process| (stream_type(process.name()), process.name()))
-            .collect();
+        if self.processes().next().is_none() {
+            return Err(Error::Configuration {
+                message: "the app has no processes, so no state would be checked: is the crate that declares them linked (refer to it from the binary), or the app `only_listed` without them?".to_owned(),
+            });
+        }
         let mut instances = std::collections::BTreeSet::new();
         let mut after = 0;
         loop {
@@ -56,29 +60,33 @@ impl App {
             let Some(last) = events.last() else { break };
             after = last.position;
             for event in &events {
-                if let Some((_, name)) = streams
-                    .iter()
-                    .find(|(stream, _)| *stream == event.aggregate_type)
-                {
-                    instances.insert((*name, event.aggregate_id.clone()));
+                if let Some(name) = event.aggregate_type.strip_prefix(STREAM_PREFIX) {
+                    instances.insert((name.to_owned(), event.aggregate_id.clone()));
                 }
             }
         }
         let mut unreadable = Vec::new();
         for (name, id) in instances {
-            let Some(process) = self.processes().find(|process| process.name() == name) else {
+            let process = self.processes().find(|process| process.name() == name);
+            let fields = process.map(|process| process.deadline_fields());
+            let Some(instance) = load(self.store(), &name, fields.as_deref().unwrap_or(&[]), &id)?
+            else {
                 continue;
             };
-            let Some(instance) = self.load_instance(&**process, &id)? else {
+            if matches!(instance.status, Status::Completed | Status::TimedOut) {
                 continue;
-            };
-            if let Err(error) = process.check_state(&instance) {
-                unreadable.push(UnreadableState {
-                    process: name,
-                    instance: id,
-                    error: error.to_string(),
-                });
             }
+            let problem = match process.map(|process| process.check_state(&instance)) {
+                None => StateProblem::UnknownProcess,
+                Some(Err(error)) => StateProblem::Unreadable(error.to_string()),
+                Some(Ok(dropped)) if !dropped.is_empty() => StateProblem::Dropped(dropped),
+                Some(Ok(_)) => continue,
+            };
+            unreadable.push(UnreadableState {
+                process: name,
+                instance: id,
+                problem,
+            });
         }
         Ok(unreadable)
     }
@@ -87,13 +95,29 @@ impl App {
 /// Events read per page while looking for instances.
 const PAGE: usize = 1_000;
 
-/// A process instance whose stored state its state type no longer reads.
+/// How a process instance's stream type begins: `process:<Name>`.
+const STREAM_PREFIX: &str = "process:";
+
+/// An open process instance whose stored state this build does not read whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadableState {
     /// The process.
-    pub process: &'static str,
+    pub process: String,
     /// The instance.
     pub instance: String,
-    /// Why, naming the field that did not read.
-    pub error: String,
+    /// What is wrong.
+    pub problem: StateProblem,
+}
+
+/// What is wrong with a stored state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateProblem {
+    /// It does not decode: the instance fails on its next step. The error names the field.
+    Unreadable(String),
+    /// It decodes, but these stored fields are not read: renamed without
+    /// `#[serde(alias = "..")]` (their values are lost at the next step), or removed on purpose.
+    Dropped(Vec<String>),
+    /// No process of this app has its name: removed or renamed; its deadlines become letters.
+    UnknownProcess,
 }

@@ -1,3 +1,6 @@
+//! A generic command: `#[command]` marks it, and an app lists each of its types, since there is
+//! no one type to register.
+
 use bounda::prelude::*;
 use bounda_ui_tests::*;
 
@@ -25,4 +28,11 @@ where
     }
 }
 
-fn main() {}
+/// Lists the one type of the generic command this app runs.
+fn listed(builder: bounda::AppBuilder) -> bounda::AppBuilder {
+    builder.command::<CancelOrder<String>>()
+}
+
+fn main() {
+    let _ = listed;
+}
