@@ -1,5 +1,6 @@
-//! Two command types with one name in one binary: an app built on it is refused, naming both,
-//! since a scheduled command is found by its name (issue 10).
+//! Two command types, or two policies, with one name in one binary: an app built on it is
+//! refused, naming both, since a scheduled command is found by its name and a policy's name is
+//! its inbox key (issue 10).
 
 #![allow(
     clippy::unwrap_used,
@@ -39,8 +40,30 @@ impl Command for CancelOrder {
     }
 }
 
+mod confirm {
+    use super::*;
+
+    #[policy]
+    pub async fn confirm_on_order_placed(
+        _cx: Reaction<'_, support::storefront::OrderPlaced>,
+    ) -> Result<()> {
+        Ok(())
+    }
+}
+
+mod confirm_again {
+    use super::*;
+
+    #[policy]
+    pub async fn confirm_on_order_placed(
+        _cx: Reaction<'_, support::storefront::OrderPlaced>,
+    ) -> Result<()> {
+        Ok(())
+    }
+}
+
 #[test]
-fn two_commands_with_one_name_refuse_the_app_and_name_both() {
+fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
     let error = App::builder(SqliteStore::in_memory().unwrap())
         .build()
         .unwrap_err();
@@ -51,10 +74,18 @@ fn two_commands_with_one_name_refuse_the_app_and_name_both() {
             && message.contains("support::storefront::CancelOrder"),
         "{message}"
     );
-    // Listing one of them is the way out.
+    assert!(
+        message.contains("two reactions are named `confirm_on_order_placed`")
+            && message.contains("confirm::ConfirmOnOrderPlaced")
+            && message.contains("confirm_again::ConfirmOnOrderPlaced")
+            && message.contains("`.only_listed()`"),
+        "{message}"
+    );
+    // Listing one of each is the way out.
     App::builder(SqliteStore::in_memory().unwrap())
         .only_listed()
         .command::<CancelOrder>()
+        .policy::<confirm::ConfirmOnOrderPlaced>()
         .build()
         .unwrap();
 }
