@@ -222,7 +222,7 @@ impl App {
         Ok(self
             .load_instance(&**runner, id)?
             .filter(|instance| instance.status == crate::app::ProcessStatus::Failed)
-            .map_or(0, |instance| instance.parked.len()))
+            .map_or(0, |instance| instance.parked_behind()))
     }
 
     /// How many events wait parked behind process letter `letter` (see
@@ -248,11 +248,7 @@ impl App {
         if instance.letter_id.as_deref() != Some(letter.id.as_str()) {
             return Ok(0);
         }
-        Ok(instance
-            .parked
-            .iter()
-            .filter(|parked| letter.event_id.as_deref() != Some(parked.event_id.as_str()))
-            .count())
+        Ok(instance.parked_behind())
     }
 
     /// The earliest pending retry of a policy or a scheduled entry.

@@ -208,6 +208,16 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// How many events wait parked behind the failure: the parked events, less the failed one
+    /// itself when a parked event's step is what failed.
+    pub(crate) fn parked_behind(&self) -> usize {
+        let failed = self.failed_event.as_deref();
+        self.parked
+            .iter()
+            .filter(|parked| Some(parked.event_id.as_str()) != failed)
+            .count()
+    }
+
     /// An instance with no history yet.
     pub(crate) fn empty() -> Instance {
         Instance {

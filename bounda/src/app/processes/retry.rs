@@ -144,12 +144,7 @@ impl App {
         else {
             return Ok(None);
         };
-        let failed_event = instance.failed_event.as_deref();
-        let parked = instance
-            .parked
-            .iter()
-            .filter(|parked| Some(parked.event_id.as_str()) != failed_event)
-            .count();
+        let parked = instance.parked_behind();
         Ok(Some(Retried::FailedAgain {
             letter: new.clone(),
             drained: parked_before.saturating_sub(instance.parked.len()),

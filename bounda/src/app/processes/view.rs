@@ -36,7 +36,7 @@ impl App {
             timeout_at: instance
                 .timeout_at
                 .filter(|_| instance.status == Status::Started),
-            parked: instance.parked.len(),
+            parked: instance.parked_behind(),
         }))
     }
 

@@ -1,0 +1,663 @@
+//! Runs a schedule on the real runtime (SQLite on a file, apps dropped and reopened, several
+//! runners), beside the model, and checks that they agree and that the invariants hold.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bounda::clock::{Clock, SimulatedClock, Sleep};
+use bounda::config::{Config, Retry, Strategy};
+use bounda::ids::IdGenerator;
+use bounda::store::{LetterFilter, LetterKind, LetterStatus, Store};
+use bounda::testing::TestApp;
+use bounda::{App, Duration, Instant, ProcessStatus, Retried, millis, seconds};
+use bounda_sqlite::SqliteStore;
+
+use super::domain::{self, Ask, Plan, Request, Watch};
+use super::model::{self, Model};
+use super::schedule::{Act, Step};
+
+/// What a run found: the first disagreement or broken invariant, with the step it followed.
+pub type Outcome = Result<Stats, String>;
+
+/// What a schedule exercised, for the report.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stats {
+    pub steps: usize,
+    pub checks: usize,
+    pub letters: usize,
+    pub restarts: usize,
+}
+
+/// The simulated clock, whose sleeps also end when a handler says it has run past its limit.
+struct SimClock {
+    inner: Arc<SimulatedClock>,
+    slow: Arc<tokio::sync::Notify>,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        self.inner.now()
+    }
+
+    fn sleep(&self, duration: Duration) -> Sleep {
+        let inner = self.inner.sleep(duration);
+        let slow = self.slow.clone();
+        Box::pin(async move {
+            tokio::select! {
+                () = inner => {}
+                () = slow.notified() => {}
+            }
+        })
+    }
+}
+
+/// Ids unique across every app of a schedule: `g<generation>r<runner>-<n>`.
+struct Prefixed {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl IdGenerator for Prefixed {
+    fn next_id(&self) -> String {
+        format!(
+            "{}-{}",
+            self.prefix,
+            self.next.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+}
+
+/// A schedule in progress.
+struct Run {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    clock: Arc<SimulatedClock>,
+    plan: Arc<Plan>,
+    runners: Vec<TestApp>,
+    current: usize,
+    generation: usize,
+    /// Whether work may be pending that no runner has run.
+    dirty: bool,
+    model: Model,
+    stats: Stats,
+}
+
+fn config() -> Config {
+    let mut config = Config::default();
+    let retry = Retry {
+        strategy: Strategy::Fixed,
+        max_attempts: model::MAX_ATTEMPTS as u32,
+        base_delay: millis(model::BACKOFF as u64),
+        max_delay: millis(model::BACKOFF as u64),
+    };
+    config.processes.retry = retry;
+    config.policies.retry = retry;
+    config.processes.handler_timeout = seconds(5);
+    config.policies.timeout = seconds(5);
+    config
+}
+
+fn account(n: u8) -> String {
+    format!("a{n}")
+}
+
+impl Run {
+    fn new(seed: u64) -> Run {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("sim.db");
+        let clock = Arc::new(SimulatedClock::default());
+        let plan = Arc::new(Plan {
+            seed,
+            ..Plan::default()
+        });
+        let now = clock.now().as_millis();
+        let mut run = Run {
+            _dir: dir,
+            path,
+            clock,
+            plan,
+            runners: Vec::new(),
+            current: 0,
+            generation: 0,
+            dirty: false,
+            model: Model::new(seed, now),
+            stats: Stats::default(),
+        };
+        run.start(1);
+        run
+    }
+
+    /// `count` runners on the file, as a restart brings them up.
+    fn start(&mut self, count: usize) {
+        self.runners.clear();
+        self.generation += 1;
+        for runner in 0..count.max(1) {
+            let store = SqliteStore::open(&self.path).expect("the file opens");
+            let clock = SimClock {
+                inner: self.clock.clone(),
+                slow: self.plan.slow.clone(),
+            };
+            let ids = Prefixed {
+                prefix: format!("g{}r{runner}", self.generation),
+                next: AtomicU64::new(0),
+            };
+            let app = App::builder(store)
+                .only_listed()
+                .process::<Watch>()
+                .policy::<domain::AcknowledgeOnPaid>()
+                .command::<Request>()
+                .command::<domain::Acknowledge>()
+                .command::<domain::Ping>()
+                .port(self.plan.clone())
+                .config(config())
+                .clock(Arc::new(clock))
+                .ids(Arc::new(ids))
+                .build()
+                .expect("the app builds");
+            self.runners
+                .push(TestApp::with_app(app, self.clock.clone()).expecting_letters());
+        }
+        self.current = 0;
+    }
+
+    fn runner(&self) -> &TestApp {
+        &self.runners[self.current % self.runners.len()]
+    }
+
+    fn app(&self) -> &App {
+        self.runner().app()
+    }
+
+    /// Every runner's work done, the model's too, and their clocks agreeing.
+    async fn catch_up(&mut self) -> Result<(), String> {
+        let idle = self
+            .runner()
+            .run_until_idle()
+            .await
+            .map_err(|e| format!("run_until_idle failed: {e}"))?;
+        if !idle.idle {
+            return Err("the runtime did not come to rest".into());
+        }
+        self.model.settle();
+        self.dirty = false;
+        let now = self.clock.now().as_millis();
+        if now != self.model.now {
+            return Err(format!(
+                "the clocks differ: runtime {}, model {}",
+                show(now),
+                show(self.model.now)
+            ));
+        }
+        Ok(())
+    }
+
+    async fn step(&mut self, step: Step) -> Result<(), String> {
+        self.stats.steps += 1;
+        match step {
+            Step::Send(n, act) => {
+                self.catch_up().await?;
+                let account = account(n);
+                // Keep commands away from a deadline about to come due (see the model).
+                if let Some(at) = self.model.deadline_near(&account, 10_000) {
+                    let by = (at - self.model.now + 1) as u64;
+                    self.advance(by).await?;
+                }
+                let now = self.clock.now();
+                let ask = match act {
+                    Act::Open => Ask::Open,
+                    Act::Pay(amount) => Ask::Pay(amount),
+                    Act::Move(Some(after)) => Ask::Move(Some(now + millis(after))),
+                    Act::Move(None) => Ask::Move(None),
+                    Act::Cancel => Ask::Cancel,
+                    Act::Archive => Ask::Archive,
+                };
+                let accepted = self
+                    .runner()
+                    .dispatch(Request {
+                        account_id: account.clone(),
+                        ask: ask.clone(),
+                    })
+                    .await;
+                let accepted = match accepted {
+                    Ok(_) => true,
+                    Err(bounda::DispatchError::Rejected(_)) => false,
+                    Err(error) => return Err(format!("dispatch failed: {error}")),
+                };
+                let expected = self.model.dispatch(&account, &ask);
+                if accepted != expected {
+                    return Err(format!(
+                        "{account} {ask:?}: runtime accepted {accepted}, model {expected}"
+                    ));
+                }
+                self.catch_up().await
+            }
+            Step::Advance(by) => {
+                self.catch_up().await?;
+                self.advance(by).await
+            }
+            Step::Outage(by) => {
+                self.clock.advance(millis(by));
+                self.model.outage(by as i64);
+                self.dirty = true;
+                Ok(())
+            }
+            Step::Turn(runner) => {
+                self.current = usize::from(runner) % self.runners.len();
+                self.catch_up().await
+            }
+            Step::Retry(n) | Step::Discard(n) => {
+                self.catch_up().await?;
+                let account = account(n);
+                let picked = self.model.pick(&account);
+                let letter = self.pick(&account)?;
+                match (picked, letter) {
+                    (None, None) => return Ok(()),
+                    (Some(index), Some(id)) => {
+                        if matches!(step, Step::Discard(_)) {
+                            self.app()
+                                .dead_letters()
+                                .discard(&id)
+                                .map_err(|e| format!("discard failed: {e}"))?;
+                            self.model.discard(index);
+                        } else {
+                            let through = matches!(
+                                self.app().dead_letters().retry(&id).await,
+                                Ok(Retried::Done | Retried::FailedAgain { .. })
+                            );
+                            let expected = self.model.retry(index);
+                            if through != expected {
+                                return Err(format!(
+                                    "retry of {account}'s letter: runtime went through {through}, model {expected}"
+                                ));
+                            }
+                        }
+                    }
+                    (picked, letter) => {
+                        return Err(format!(
+                            "{account}'s failed letter: model {picked:?}, runtime {letter:?}"
+                        ));
+                    }
+                }
+                self.catch_up().await
+            }
+            Step::Restart(count) => {
+                self.stats.restarts += 1;
+                self.start(usize::from(count));
+                Ok(())
+            }
+        }
+    }
+
+    async fn advance(&mut self, by: u64) -> Result<(), String> {
+        let idle = self
+            .runner()
+            .advance(millis(by))
+            .await
+            .map_err(|e| format!("advance failed: {e}"))?;
+        if !idle.idle {
+            return Err("the runtime did not come to rest".into());
+        }
+        self.model.advance(by as i64);
+        let now = self.clock.now().as_millis();
+        if now != self.model.now {
+            return Err(format!(
+                "after advancing, the clocks differ: runtime {}, model {}",
+                show(now),
+                show(self.model.now)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The runtime's failed letter for `account` the model would pick: its process letter,
+    /// else its policy letters by payment.
+    fn pick(&self, account: &str) -> Result<Option<String>, String> {
+        let letters = self
+            .app()
+            .dead_letters()
+            .list(&LetterFilter {
+                status: Some(LetterStatus::Failed),
+                ..LetterFilter::default()
+            })
+            .map_err(|e| e.to_string())?;
+        let store = self.app().store();
+        let mut mine = Vec::new();
+        for letter in letters {
+            if letter.aggregate_id.as_deref() != Some(account) {
+                continue;
+            }
+            let version = match (&letter.kind, &letter.event_id) {
+                (LetterKind::Process, _) => 0,
+                (_, Some(event)) => store
+                    .read_event(event)
+                    .map_err(|e| e.to_string())?
+                    .map_or(u64::MAX, |event| event.version),
+                (_, None) => u64::MAX,
+            };
+            mine.push(((letter.kind != LetterKind::Process, version), letter.id));
+        }
+        mine.sort();
+        Ok(mine.into_iter().next().map(|(_, id)| id))
+    }
+
+    /// The runtime and the model agree on every account, instance and letter, and the
+    /// invariants hold; a disagreement on an instance shows its history.
+    fn compare(&mut self) -> Result<(), String> {
+        self.agree().map_err(|error| {
+            let history = self.history().unwrap_or_default();
+            format!("{error}\n{history}")
+        })
+    }
+
+    /// Every account's events and lifecycle, one line each, with the model's view.
+    fn history(&self) -> Result<String, String> {
+        let store = self.app().store();
+        let mut lines = Vec::new();
+        for account in self.model.accounts.keys() {
+            for (kind, stream) in [
+                ("Account", account.clone()),
+                ("process:Watch", account.clone()),
+            ] {
+                for e in store
+                    .read_stream(kind, &stream)
+                    .map_err(|e| e.to_string())?
+                {
+                    let mut payload = e.payload.clone();
+                    if let Some(map) = payload.as_object_mut() {
+                        map.remove("state");
+                        map.remove("aggregateType");
+                        map.remove("aggregateId");
+                    }
+                    lines.push(format!(
+                        "  {} {kind}:{stream} v{} {} {} {payload}",
+                        e.timestamp, e.version, e.id, e.event_type
+                    ));
+                }
+            }
+            lines.push(format!(
+                "  model: {:?}",
+                self.model.accounts[account].instance
+            ));
+        }
+        lines.push(format!("  model letters: {:?}", self.model.letters));
+        Ok(lines.join("\n"))
+    }
+
+    fn agree(&mut self) -> Result<(), String> {
+        self.stats.checks += 1;
+        let app = self.app().clone();
+        let store = app.store();
+        for (account, expected) in &self.model.accounts {
+            let events = store
+                .read_stream("Account", account)
+                .map_err(|e| e.to_string())?;
+            let mut types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+            let mut model_types: Vec<&str> = expected.events.iter().map(|(t, _)| *t).collect();
+            types.sort_unstable();
+            model_types.sort_unstable();
+            if types != model_types {
+                return Err(format!(
+                    "{account}'s events: runtime {types:?}, model {model_types:?}"
+                ));
+            }
+            let instance = app
+                .process_instance::<Watch>(account)
+                .map_err(|e| format!("{account}'s instance does not read: {e}"))?;
+            match (&expected.instance, instance) {
+                (None, None) => {}
+                (Some(model), Some(runtime)) => {
+                    let status = match runtime.status {
+                        ProcessStatus::Started => model::Status::Started,
+                        ProcessStatus::Completed => model::Status::Completed,
+                        ProcessStatus::Failed => model::Status::Failed,
+                        ProcessStatus::TimedOut => model::Status::TimedOut,
+                    };
+                    let state = &runtime.state;
+                    let ours = (
+                        status,
+                        state.paid,
+                        state.links,
+                        state.hits,
+                        state.chain.moment().map(Instant::as_millis),
+                        state.movable.moment().map(Instant::as_millis),
+                    );
+                    let theirs = (
+                        model.status,
+                        model.paid,
+                        model.links,
+                        model.hits,
+                        model.chain,
+                        model.movable,
+                    );
+                    if ours != theirs {
+                        return Err(format!(
+                            "{account}'s instance (status, paid, links, hits, chain, movable): runtime {ours:?}, model {theirs:?}"
+                        ));
+                    }
+                    if !model.given_up && runtime.parked != model.parked.len() {
+                        return Err(format!(
+                            "{account}'s parked events: runtime {}, model {}",
+                            runtime.parked,
+                            model.parked.len()
+                        ));
+                    }
+                    let reached = reached(store, account)?;
+                    if reached != model.reached {
+                        return Err(format!(
+                            "{account}'s deadlines reached: runtime {reached:?}, model {:?}",
+                            model.reached
+                        ));
+                    }
+                }
+                (model, runtime) => {
+                    return Err(format!(
+                        "{account}'s instance: runtime {}, model {}",
+                        runtime.is_some(),
+                        model.is_some()
+                    ));
+                }
+            }
+        }
+        let letters = app
+            .dead_letters()
+            .list(&LetterFilter::default())
+            .map_err(|e| e.to_string())?;
+        let mut ours: Vec<(bool, String, &str)> = letters
+            .iter()
+            .map(|l| {
+                let status = match l.status {
+                    LetterStatus::Failed => "failed",
+                    LetterStatus::Retried => "retried",
+                    LetterStatus::Discarded => "discarded",
+                };
+                (
+                    l.kind == LetterKind::Process,
+                    l.aggregate_id.clone().unwrap_or_default(),
+                    status,
+                )
+            })
+            .collect();
+        let mut theirs: Vec<(bool, String, &str)> = self
+            .model
+            .letters
+            .iter()
+            .map(|l| {
+                let status = if l.discarded {
+                    "discarded"
+                } else if l.retried {
+                    "retried"
+                } else {
+                    "failed"
+                };
+                (l.process, l.account.clone(), status)
+            })
+            .collect();
+        ours.sort();
+        theirs.sort();
+        if ours != theirs {
+            return Err(format!("letters: runtime {ours:?}, model {theirs:?}"));
+        }
+        self.stats.letters = ours.len();
+        invariants(&app)
+    }
+}
+
+/// `(moment, field)` of every deadline an instance reached, from its history.
+fn reached(store: &dyn Store, account: &str) -> Result<Vec<(i64, &'static str)>, String> {
+    let stream = store
+        .read_stream("process:Watch", account)
+        .map_err(|e| e.to_string())?;
+    let mut reached = Vec::new();
+    for event in &stream {
+        let field = match event.event_type.as_str() {
+            "ProcessDeadlineReached" => match event.payload["field"].as_str() {
+                Some("chain") => "chain",
+                Some("movable") => "movable",
+                other => return Err(format!("an unknown deadline reached: {other:?}")),
+            },
+            "ProcessTimedOut" => "timeout",
+            _ => continue,
+        };
+        let at: Instant = serde_json::from_value(event.payload["at"].clone())
+            .map_err(|e| format!("a reached moment does not read: {e}"))?;
+        reached.push((at.as_millis(), field));
+    }
+    Ok(reached)
+}
+
+/// What must hold of any store, whatever the schedule.
+fn invariants(app: &App) -> Result<(), String> {
+    let store = app.store();
+    let mut events = Vec::new();
+    loop {
+        let after = events
+            .last()
+            .map_or(0, |e: &bounda::RecordedEvent| e.position);
+        let page = store.read_all(after, 10_000).map_err(|e| e.to_string())?;
+        if page.is_empty() {
+            break;
+        }
+        events.extend(page);
+    }
+    let mut versions: HashMap<(String, String), u64> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        if event.position != index as u64 + 1 {
+            return Err(format!(
+                "positions have a gap: {} at index {index}",
+                event.position
+            ));
+        }
+        let version = versions
+            .entry((event.aggregate_type.clone(), event.aggregate_id.clone()))
+            .or_insert(0);
+        *version += 1;
+        if event.version != *version {
+            return Err(format!(
+                "{}:{} skips from version {} to {}",
+                event.aggregate_type,
+                event.aggregate_id,
+                *version - 1,
+                event.version
+            ));
+        }
+    }
+    // Each (field, moment) once, never early, and never before its instance's events stored
+    // at or before its moment.
+    let mut by_account: BTreeMap<&str, Vec<&bounda::RecordedEvent>> = BTreeMap::new();
+    for event in &events {
+        if event.aggregate_type == "process:Watch" {
+            by_account
+                .entry(&event.aggregate_id)
+                .or_default()
+                .push(event);
+        }
+    }
+    for (account, stream) in by_account {
+        let mut seen = HashSet::new();
+        let mut handled: HashSet<String> = HashSet::new();
+        for event in stream {
+            if let Some(id) = event.payload.get("eventId").and_then(|id| id.as_str()) {
+                handled.insert(id.to_owned());
+            }
+            if event.event_type != "ProcessDeadlineReached" {
+                continue;
+            }
+            let field = event.payload["field"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let at: Instant =
+                serde_json::from_value(event.payload["at"].clone()).map_err(|e| e.to_string())?;
+            if !seen.insert((field.clone(), at)) {
+                return Err(format!("{account}: {field} at {at} reached twice"));
+            }
+            if event.timestamp < at {
+                return Err(format!(
+                    "{account}: {field} due at {at} ran early, at {}",
+                    event.timestamp
+                ));
+            }
+            let before = events.iter().filter(|e| {
+                e.aggregate_type == "Account"
+                    && e.aggregate_id == account
+                    && matches!(
+                        e.event_type.as_str(),
+                        "Opened" | "Paid" | "Moved" | "Cancelled"
+                    )
+                    && e.timestamp <= at
+            });
+            for earlier in before {
+                if !handled.contains(&earlier.id) {
+                    return Err(format!(
+                        "{account}: {field} at {at} ran before {} ({}) stored at {}",
+                        earlier.event_type, earlier.id, earlier.timestamp
+                    ));
+                }
+            }
+        }
+    }
+    let lag = app.lag().map_err(|e| e.to_string())?;
+    if lag.max_lag != 0 {
+        return Err(format!("lag {} after catching up", lag.max_lag));
+    }
+    Ok(())
+}
+
+fn show(ms: i64) -> String {
+    Instant::from_millis(ms).map_or(ms.to_string(), |at| at.to_string())
+}
+
+/// Runs `schedule` with `seed`'s plan: the first disagreement, or what it exercised.
+pub async fn run(seed: u64, schedule: &[Step]) -> Outcome {
+    let mut run = Run::new(seed);
+    for (index, step) in schedule.iter().enumerate() {
+        run.step(*step)
+            .await
+            .map_err(|error| format!("step {index} ({step:?}): {error}"))?;
+        if index % 10 == 9 && !run.dirty {
+            run.compare()
+                .map_err(|error| format!("after step {index} ({step:?}): {error}"))?;
+        }
+    }
+    run.catch_up()
+        .await
+        .map_err(|error| format!("at the end: {error}"))?;
+    run.compare()
+        .map_err(|error| format!("at the end: {error}"))?;
+    integrity(&run.path)?;
+    Ok(run.stats)
+}
+
+/// SQLite's own check of the file.
+fn integrity(path: &std::path::Path) -> Result<(), String> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+    let answer: String = conn
+        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+        .map_err(|e| e.to_string())?;
+    if answer == "ok" {
+        Ok(())
+    } else {
+        Err(format!("integrity_check: {answer}"))
+    }
+}
