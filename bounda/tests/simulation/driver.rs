@@ -16,6 +16,7 @@ use bounda_sqlite::SqliteStore;
 use super::domain::{self, Ask, Plan, Request, Watch};
 use super::model::{self, Model};
 use super::schedule::{Act, Step};
+use super::support::racing::{Faults, Racing};
 
 /// What a run found: the first disagreement or broken invariant, with the step it followed.
 pub type Outcome = Result<Stats, String>;
@@ -27,6 +28,8 @@ pub struct Stats {
     pub checks: usize,
     pub letters: usize,
     pub restarts: usize,
+    /// Commits failed on purpose: before writing (busy, full, I/O), and after.
+    pub faults: [u64; 4],
 }
 
 /// The simulated clock, whose sleeps also end when a handler says it has run past its limit.
@@ -81,6 +84,11 @@ struct Run {
     dirty: bool,
     model: Model,
     stats: Stats,
+    /// Commits fail this often (per thousand), while a runner works; the model then only
+    /// answers for what outside commands decide, and the fault checks replace it.
+    faults: Option<u64>,
+    /// The stores of the runners, to arm their faults.
+    stores: Vec<Arc<Racing>>,
 }
 
 fn config() -> Config {
@@ -98,12 +106,26 @@ fn config() -> Config {
     config
 }
 
+/// How long a claim lasts: twice the longest handler time limit, as the runtime has it.
+fn lease() -> Duration {
+    let config = config();
+    let longest = [
+        config.commands.timeout,
+        config.policies.timeout,
+        config.processes.handler_timeout,
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(Duration::ZERO);
+    millis(longest.as_millis() * 2 + 1)
+}
+
 fn account(n: u8) -> String {
     format!("a{n}")
 }
 
 impl Run {
-    fn new(seed: u64) -> Run {
+    fn new(seed: u64, faults: Option<u64>) -> Run {
         let dir = tempfile::tempdir().expect("a directory");
         let path = dir.path().join("sim.db");
         let clock = Arc::new(SimulatedClock::default());
@@ -123,6 +145,8 @@ impl Run {
             dirty: false,
             model: Model::new(seed, now),
             stats: Stats::default(),
+            faults,
+            stores: Vec::new(),
         };
         run.start(1);
         run
@@ -132,8 +156,18 @@ impl Run {
     fn start(&mut self, count: usize) {
         self.runners.clear();
         self.generation += 1;
+        self.collect_faults();
+        self.stores.clear();
         for runner in 0..count.max(1) {
-            let store = SqliteStore::open(&self.path).expect("the file opens");
+            let store: Arc<dyn Store> = match self.faults {
+                None => Arc::new(SqliteStore::open(&self.path).expect("the file opens")),
+                Some(per_mille) => {
+                    let seed = self.plan.seed ^ (self.generation as u64 * 31 + runner as u64);
+                    let racing = Arc::new(Racing::faulty(&self.path, Faults::new(seed, per_mille)));
+                    self.stores.push(racing.clone());
+                    racing
+                }
+            };
             let clock = SimClock {
                 inner: self.clock.clone(),
                 slow: self.plan.slow.clone(),
@@ -142,7 +176,7 @@ impl Run {
                 prefix: format!("g{}r{runner}", self.generation),
                 next: AtomicU64::new(0),
             };
-            let app = App::builder(store)
+            let app = App::builder_shared(store)
                 .only_listed()
                 .process::<Watch>()
                 .policy::<domain::AcknowledgeOnPaid>()
@@ -161,6 +195,33 @@ impl Run {
         self.current = 0;
     }
 
+    /// Adds the faults of the stores about to be dropped to the count.
+    fn collect_faults(&mut self) {
+        for store in &self.stores {
+            if let Some(faults) = &store.faults {
+                for (total, n) in self.stats.faults.iter_mut().zip(&faults.injected) {
+                    *total += n.load(Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    /// Arms or disarms the current runner's faults.
+    fn arm(&self, armed: bool) {
+        for store in &self.stores {
+            if let Some(faults) = &store.faults {
+                faults.armed.store(false, Ordering::SeqCst);
+            }
+        }
+        if let Some(faults) = self
+            .stores
+            .get(self.current % self.runners.len().max(1))
+            .and_then(|store| store.faults.as_ref())
+        {
+            faults.armed.store(armed, Ordering::SeqCst);
+        }
+    }
+
     fn runner(&self) -> &TestApp {
         &self.runners[self.current % self.runners.len()]
     }
@@ -171,6 +232,9 @@ impl Run {
 
     /// Every runner's work done, the model's too, and their clocks agreeing.
     async fn catch_up(&mut self) -> Result<(), String> {
+        if self.faults.is_some() {
+            return self.catch_up_through_faults(true).await;
+        }
         let idle = self
             .runner()
             .run_until_idle()
@@ -190,6 +254,29 @@ impl Run {
             ));
         }
         Ok(())
+    }
+
+    /// Runs until idle with commits failing (if `armed`): a failed pass is tried again, as a
+    /// runner would after its back-off, and a pass that keeps failing is a finding.
+    async fn catch_up_through_faults(&mut self, armed: bool) -> Result<(), String> {
+        for _ in 0..200 {
+            self.arm(armed);
+            let result = self.runner().run_until_idle().await;
+            self.arm(false);
+            let Ok(idle) = result else { continue };
+            // Work left behind a claim that a failed commit could not give back (idle to this
+            // runner, yet lagging): the claim lapses after its lease.
+            if self.app().lag().is_ok_and(|lag| lag.max_lag > 0) {
+                self.clock.advance(lease());
+                continue;
+            }
+            if idle.idle {
+                self.dirty = false;
+                self.model.now = self.clock.now().as_millis();
+                return Ok(());
+            }
+        }
+        Err("the runtime does not come to rest through the faults".into())
     }
 
     async fn step(&mut self, step: Step) -> Result<(), String> {
@@ -249,6 +336,16 @@ impl Run {
             Step::Retry(n) | Step::Discard(n) => {
                 self.catch_up().await?;
                 let account = account(n);
+                if self.faults.is_some() {
+                    if let Some(id) = self.pick(&account)? {
+                        if matches!(step, Step::Discard(_)) {
+                            let _ = self.app().dead_letters().discard(&id);
+                        } else {
+                            let _ = self.app().dead_letters().retry(&id).await;
+                        }
+                    }
+                    return self.catch_up().await;
+                }
                 let picked = self.model.pick(&account);
                 let letter = self.pick(&account)?;
                 match (picked, letter) {
@@ -290,6 +387,18 @@ impl Run {
     }
 
     async fn advance(&mut self, by: u64) -> Result<(), String> {
+        if self.faults.is_some() {
+            let target = self.clock.now() + millis(by);
+            while self.clock.now() < target {
+                let left = target.as_millis() - self.clock.now().as_millis();
+                self.arm(true);
+                let _ = self.runner().advance(millis(left as u64)).await;
+                self.arm(false);
+                self.catch_up_through_faults(true).await?;
+            }
+            self.model.now = self.clock.now().as_millis();
+            return Ok(());
+        }
         let idle = self
             .runner()
             .advance(millis(by))
@@ -344,6 +453,13 @@ impl Run {
     /// The runtime and the model agree on every account, instance and letter, and the
     /// invariants hold; a disagreement on an instance shows its history.
     fn compare(&mut self) -> Result<(), String> {
+        if self.faults.is_some() {
+            self.stats.checks += 1;
+            return fault_checks(self.app(), false).map_err(|error| {
+                let history = self.history().unwrap_or_default();
+                format!("{error}\n{history}")
+            });
+        }
         self.agree().map_err(|error| {
             let history = self.history().unwrap_or_default();
             format!("{error}\n{history}")
@@ -499,7 +615,7 @@ impl Run {
             return Err(format!("letters: runtime {ours:?}, model {theirs:?}"));
         }
         self.stats.letters = ours.len();
-        invariants(&app)
+        invariants(&app, true)
     }
 }
 
@@ -526,8 +642,11 @@ fn reached(store: &dyn Store, account: &str) -> Result<Vec<(i64, &'static str)>,
     Ok(reached)
 }
 
-/// What must hold of any store, whatever the schedule.
-fn invariants(app: &App) -> Result<(), String> {
+/// What must hold of any store, whatever the schedule. With `in_order`, also that no deadline
+/// ran before its instance's events stored at or before its moment; with failing commits that
+/// does not hold by design (spec 86: a deadline held for a process runner that is stuck runs
+/// after ten worker rounds).
+fn invariants(app: &App, in_order: bool) -> Result<(), String> {
     let store = app.store();
     let mut events = Vec::new();
     loop {
@@ -598,6 +717,9 @@ fn invariants(app: &App) -> Result<(), String> {
                     event.timestamp
                 ));
             }
+            if !in_order {
+                continue;
+            }
             let before = events.iter().filter(|e| {
                 e.aggregate_type == "Account"
                     && e.aggregate_id == account
@@ -619,7 +741,10 @@ fn invariants(app: &App) -> Result<(), String> {
     }
     let lag = app.lag().map_err(|e| e.to_string())?;
     if lag.max_lag != 0 {
-        return Err(format!("lag {} after catching up", lag.max_lag));
+        return Err(format!(
+            "lag {} after catching up: {:?}",
+            lag.max_lag, lag.subscribers
+        ));
     }
     Ok(())
 }
@@ -630,7 +755,17 @@ fn show(ms: i64) -> String {
 
 /// Runs `schedule` with `seed`'s plan: the first disagreement, or what it exercised.
 pub async fn run(seed: u64, schedule: &[Step]) -> Outcome {
-    let mut run = Run::new(seed);
+    simulate(seed, schedule, None).await
+}
+
+/// Runs `schedule` with `seed`'s plan while commits fail `per_mille` times in a thousand: runs
+/// come out whole, are never doubled and never lost.
+pub async fn run_with_faults(seed: u64, schedule: &[Step], per_mille: u64) -> Outcome {
+    simulate(seed, schedule, Some(per_mille)).await
+}
+
+async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome {
+    let mut run = Run::new(seed, faults);
     for (index, step) in schedule.iter().enumerate() {
         run.step(*step)
             .await
@@ -640,13 +775,141 @@ pub async fn run(seed: u64, schedule: &[Step]) -> Outcome {
                 .map_err(|error| format!("after step {index} ({step:?}): {error}"))?;
         }
     }
-    run.catch_up()
-        .await
-        .map_err(|error| format!("at the end: {error}"))?;
-    run.compare()
-        .map_err(|error| format!("at the end: {error}"))?;
+    if faults.is_some() {
+        // The faults stop; whatever they left is retried, and then nothing may be missing.
+        run.catch_up_through_faults(false)
+            .await
+            .map_err(|error| format!("at the end: {error}"))?;
+        run.runner()
+            .advance(millis(86_400_000))
+            .await
+            .map_err(|error| format!("at the end: {error}"))?;
+        fault_checks(run.app(), true).map_err(|error| {
+            let history = run.history().unwrap_or_default();
+            format!("at the end: {error}\n{history}")
+        })?;
+        run.collect_faults();
+    } else {
+        run.catch_up()
+            .await
+            .map_err(|error| format!("at the end: {error}"))?;
+        run.compare()
+            .map_err(|error| format!("at the end: {error}"))?;
+    }
     integrity(&run.path)?;
     Ok(run.stats)
+}
+
+/// What commits failing on purpose must not break: nothing doubled (an acknowledgement per
+/// payment at most, a ping per chain link, an event handled once), and at the end, with the
+/// faults stopped, nothing lost (every payment acknowledged or lettered, every link's ping sent
+/// or lettered, every event of a running instance handled).
+fn fault_checks(app: &App, end: bool) -> Result<(), String> {
+    invariants(app, false)?;
+    let store = app.store();
+    let now = app.clock().now();
+    let letters = app
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .map_err(|e| e.to_string())?;
+    let accounts: std::collections::BTreeSet<String> = store
+        .read_all(0, 100_000)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|e| e.aggregate_type == "Account")
+        .map(|e| e.aggregate_id)
+        .collect();
+    for account in accounts {
+        let events = store
+            .read_stream("Account", &account)
+            .map_err(|e| e.to_string())?;
+        let count = |kind: &str| events.iter().filter(|e| e.event_type == kind).count();
+        let (paid, acks) = (count("Paid"), count("Acknowledged"));
+        if acks > paid {
+            return Err(format!(
+                "{account}: {acks} acknowledgements of {paid} payments"
+            ));
+        }
+        let mut links = HashSet::new();
+        for ping in events.iter().filter(|e| e.event_type == "Pinged") {
+            if !links.insert(ping.payload["link"].as_u64()) {
+                return Err(format!(
+                    "{account}: link {} pinged twice",
+                    ping.payload["link"]
+                ));
+            }
+        }
+        let lifecycle = store
+            .read_stream("process:Watch", &account)
+            .map_err(|e| e.to_string())?;
+        let mut handled = HashSet::new();
+        for step in lifecycle
+            .iter()
+            .filter(|e| e.event_type == "ProcessHandled")
+        {
+            let id = step.payload["eventId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            if !handled.insert(id.clone()) {
+                return Err(format!("{account}: event {id} handled twice"));
+            }
+        }
+        if !end {
+            continue;
+        }
+        let mine = |kind: LetterKind| {
+            letters
+                .iter()
+                .filter(|l| l.kind == kind && l.aggregate_id.as_deref() == Some(&account))
+                .filter(|l| l.status != LetterStatus::Retried)
+                .count()
+        };
+        let ack_delay = domain::ACK_DELAY.as_millis() as i64;
+        let due = events
+            .iter()
+            .filter(|e| {
+                e.event_type == "Paid" && e.timestamp.as_millis() + ack_delay <= now.as_millis()
+            })
+            .count();
+        if acks + mine(LetterKind::Policy) < due {
+            return Err(format!(
+                "{account}: {due} payments due an acknowledgement, {acks} acknowledged, {} lettered",
+                mine(LetterKind::Policy)
+            ));
+        }
+        let ping_delay = domain::PING_DELAY.as_millis() as i64;
+        let chain = lifecycle
+            .iter()
+            .filter(|e| e.event_type == "ProcessDeadlineReached" && e.payload["field"] == "chain");
+        for (index, link) in chain.enumerate() {
+            let due = link.timestamp.as_millis() + ping_delay <= now.as_millis();
+            let sent = links.contains(&Some(index as u64 + 1));
+            if due && !sent && mine(LetterKind::Scheduled) == 0 {
+                return Err(format!("{account}: link {} never pinged", index + 1));
+            }
+        }
+        if let Some(instance) = app
+            .process_instance::<Watch>(&account)
+            .map_err(|e| e.to_string())?
+            && instance.status == ProcessStatus::Started
+        {
+            for event in events.iter().filter(|e| {
+                matches!(
+                    e.event_type.as_str(),
+                    "Opened" | "Paid" | "Moved" | "Cancelled"
+                )
+            }) {
+                if !handled.contains(&event.id) {
+                    return Err(format!(
+                        "{account}: {} ({}) never handled by its running instance",
+                        event.event_type, event.id
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// SQLite's own check of the file.

@@ -13,6 +13,9 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod domain;
 mod driver;
 mod model;
@@ -77,6 +80,14 @@ pub async fn replay(seed: u64, schedule: &[Step]) {
     check(seed, schedule).await;
 }
 
+/// Replays a schedule kept as a regression test, with commits failing.
+pub async fn replay_with_faults(seed: u64, schedule: &[Step]) {
+    quiet_planned_panics();
+    if let Err(error) = driver::run_with_faults(seed, schedule, FAULTS_PER_MILLE).await {
+        panic!("seed {seed} with faults failed: {error}");
+    }
+}
+
 /// Runs `count` schedules from `first`, and reports what they did.
 async fn simulate(seeds: impl Iterator<Item = u64>) -> (usize, driver::Stats) {
     let mut total = driver::Stats::default();
@@ -108,6 +119,51 @@ async fn new_seeds_agree_with_the_model() {
     println!("new seeds from {first}");
     let (count, stats) = simulate(first..first + 8).await;
     println!("{count} schedules: {stats:?}");
+}
+
+/// Commits fail this often, per thousand, in the fault runs.
+const FAULTS_PER_MILLE: u64 = 60;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn runs_come_out_whole_through_failing_commits() {
+    quiet_planned_panics();
+    let mut faults = [0; 4];
+    for seed in 1..=40 {
+        let schedule = schedule::generate(seed, STEPS);
+        match driver::run_with_faults(seed, &schedule, FAULTS_PER_MILLE).await {
+            Ok(stats) => {
+                for (total, n) in faults.iter_mut().zip(stats.faults) {
+                    *total += n;
+                }
+            }
+            Err(error) => {
+                let runtime = tokio::runtime::Handle::current();
+                let shrunk = schedule::shrink(&schedule, |candidate| {
+                    let candidate = candidate.to_vec();
+                    tokio::task::block_in_place(|| {
+                        runtime.block_on(async {
+                            driver::run_with_faults(seed, &candidate, FAULTS_PER_MILLE)
+                                .await
+                                .is_err()
+                        })
+                    })
+                });
+                panic!(
+                    "seed {seed} with faults failed: {error}\n\nshrunk to {} steps:\n{}",
+                    shrunk.len(),
+                    schedule::as_rust(&format!("faults_{seed}"), seed, &shrunk)
+                );
+            }
+        }
+    }
+    println!(
+        "faults injected: {} busy, {} full, {} I/O before writing, {} after writing",
+        faults[0], faults[1], faults[2], faults[3]
+    );
+    assert!(
+        faults.iter().all(|n| *n > 0),
+        "every kind of fault was injected"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

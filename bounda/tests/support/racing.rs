@@ -1,9 +1,10 @@
 //! A store that loses races on purpose: before each of its first commits to a stream, another
 //! writer appends to that stream, so the commit finds it moved. It can also fail reading one
-//! event, as a disk would.
+//! event, as a disk would, and fail commits as a lock, a full disk or a broken one makes them,
+//! before writing or after (the caller sees an error, the data is there).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use bounda::store::*;
 use bounda::{Duration, Instant, RecordedEvent};
@@ -21,6 +22,77 @@ pub struct Racing {
     pub log_fails: std::sync::atomic::AtomicBool,
     /// How often the log was read.
     pub log_reads: AtomicU32,
+    /// Commits that fail, chosen by a seed.
+    pub faults: Option<Faults>,
+}
+
+/// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
+/// every run.
+pub struct Faults {
+    seed: u64,
+    /// Out of 1000 commits, how many fail.
+    per_mille: u64,
+    calls: AtomicU64,
+    /// Whether commits fail now.
+    pub armed: AtomicBool,
+    /// How many failed, by kind: before writing (busy, full, I/O), and after.
+    pub injected: [AtomicU64; 4],
+}
+
+/// How a commit fails.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Busy,
+    Full,
+    Io,
+    /// SQLite wrote it, yet the caller sees an error.
+    AfterWrite,
+}
+
+impl Faults {
+    pub fn new(seed: u64, per_mille: u64) -> Faults {
+        Faults {
+            seed,
+            per_mille,
+            calls: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            injected: Default::default(),
+        }
+    }
+
+    fn next(&self) -> Option<Fault> {
+        if !self.armed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let call = self.calls.fetch_add(1, Ordering::SeqCst);
+        let roll = (call ^ self.seed)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29)
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        if roll % 1000 >= self.per_mille {
+            return None;
+        }
+        let fault =
+            [Fault::Busy, Fault::Full, Fault::Io, Fault::AfterWrite][(roll / 1000 % 4) as usize];
+        self.injected[fault as usize].fetch_add(1, Ordering::SeqCst);
+        Some(fault)
+    }
+
+    /// The total injected.
+    pub fn total(&self) -> u64 {
+        self.injected.iter().map(|n| n.load(Ordering::SeqCst)).sum()
+    }
+}
+
+impl Fault {
+    fn error(self) -> CommitError {
+        CommitError::Store(StoreError::new(match self {
+            Fault::Busy => "cannot commit: database is locked",
+            Fault::Full => "cannot commit: database or disk is full",
+            Fault::Io => "cannot commit: disk I/O error",
+            Fault::AfterWrite => "cannot commit: disk I/O error after the write",
+        }))
+    }
 }
 
 impl Racing {
@@ -32,7 +104,21 @@ impl Racing {
             unreadable: Mutex::new(None),
             log_fails: std::sync::atomic::AtomicBool::new(false),
             log_reads: AtomicU32::new(0),
+            faults: None,
         }
+    }
+
+    /// The file at `path`, whose commits fail as `faults` chooses.
+    pub fn faulty(path: &std::path::Path, faults: Faults) -> Racing {
+        Racing {
+            inner: SqliteStore::open(path).expect("the file opens"),
+            faults: Some(faults),
+            ..Racing::losing(0)
+        }
+    }
+
+    fn fault(&self) -> Option<Fault> {
+        self.faults.as_ref().and_then(Faults::next)
     }
 
     /// A store whose commits lose `races` races once the first commit (an outside command) is
@@ -100,7 +186,32 @@ impl Store for Racing {
     fn head(&self) -> Result<u64, StoreError> {
         self.inner.head()
     }
+    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        if self.faults.is_none() {
+            // Each write set loses its race on its own.
+            return writes.iter().map(|writes| self.commit(writes)).collect();
+        }
+        match self.fault() {
+            None => self.inner.commit_many(writes),
+            Some(Fault::AfterWrite) => {
+                let _ = self.inner.commit_many(writes);
+                writes
+                    .iter()
+                    .map(|_| Err(Fault::AfterWrite.error()))
+                    .collect()
+            }
+            Some(fault) => writes.iter().map(|_| Err(fault.error())).collect(),
+        }
+    }
     fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        match self.fault() {
+            None => {}
+            Some(Fault::AfterWrite) => {
+                let _ = self.inner.commit(writes);
+                return Err(Fault::AfterWrite.error());
+            }
+            Some(fault) => return Err(fault.error()),
+        }
         if let Some(append) = writes.appends.first()
             && self.races.load(Ordering::SeqCst) > 0
         {
