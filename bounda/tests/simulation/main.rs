@@ -169,6 +169,7 @@ async fn runs_come_out_whole_through_failing_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 #[ignore = "the long run: minutes; see the module's documentation"]
 async fn long_run() {
+    quiet_planned_panics();
     let count: u64 = std::env::var("SIMULATION_SCHEDULES")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -178,14 +179,37 @@ async fn long_run() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000);
     let start = StdInstant::now();
-    let (count, stats) = simulate(first..first + count).await;
+    let (modelled, stats) = simulate(first..first + count).await;
+    // A quarter as many again with commits failing.
+    let mut faults = [0; 4];
+    let mut faulty = 0;
+    for seed in (first..first + count).step_by(4) {
+        let schedule = schedule::generate(seed, STEPS);
+        match driver::run_with_faults(seed, &schedule, FAULTS_PER_MILLE).await {
+            Ok(stats) => {
+                for (total, n) in faults.iter_mut().zip(stats.faults) {
+                    *total += n;
+                }
+                faulty += 1;
+            }
+            Err(error) => panic!(
+                "seed {seed} with faults failed: {error}\n{}",
+                schedule::as_rust(&format!("faults_{seed}"), seed, &schedule)
+            ),
+        }
+    }
     let seconds = start.elapsed().as_secs_f64();
     println!(
-        "{count} schedules of {STEPS} steps in {seconds:.1} s: {:.1} schedules/s; {} steps, {} model comparisons (each: every account's events, instance, deadlines reached, letters; positions, versions, reached once and never early or before earlier events, lag 0), {} letters, {} restarts; integrity_check after each schedule",
-        count as f64 / seconds,
-        stats.steps,
-        stats.checks,
-        stats.letters,
-        stats.restarts
+        "{} schedules of {STEPS} steps in {seconds:.1} s: {:.1} schedules/s",
+        modelled + faulty,
+        (modelled + faulty) as f64 / seconds
+    );
+    println!(
+        "{modelled} against the model: {} steps, {} comparisons (every account's events, instance and deadlines reached, the letters; positions and versions contiguous, each deadline reached once, never early, never before its instance's earlier events, lag 0), {} letters at the end, {} restarts; integrity_check after each",
+        stats.steps, stats.checks, stats.letters, stats.restarts
+    );
+    println!(
+        "{faulty} with commits failing: {} busy, {} full, {} I/O before writing, {} after writing; nothing doubled, nothing lost",
+        faults[0], faults[1], faults[2], faults[3]
     );
 }
