@@ -1,0 +1,100 @@
+//! The PostgreSQL store of bounda: the same app on several machines, one server between them.
+//!
+//! This first part holds the connection pool and the versioned schema: [`PostgresStore::connect`]
+//! opens a pool on a server and migrates the tables (under a schema and table prefix of your
+//! choice), refusing tables written by a newer bounda. The runtime's `Store` trait is
+//! synchronous, which suits a local file but would block the runtime's threads on every network
+//! round trip; it becomes asynchronous for both stores before this one implements it.
+
+mod names;
+mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use bounda::store::StoreError;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+
+pub use schema::SCHEMA_VERSION;
+
+/// Where the tables go, and how many connections the pool keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The schema that holds the tables, created if missing. Default `bounda`.
+    pub schema: String,
+    /// Put before every table's name (`shop_events`), so several apps can share a schema.
+    /// Default empty.
+    pub table_prefix: String,
+    /// Connections in the pool. Default 8.
+    pub pool_size: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            schema: "bounda".to_owned(),
+            table_prefix: String::new(),
+            pool_size: 8,
+        }
+    }
+}
+
+/// A pool of connections to one server, with bounda's tables migrated.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    names: names::Names,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("tables", &self.names.tables())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the server of `url` (`postgres://user@host/db`, or `host=/run/postgresql
+    /// dbname=app`) and migrates the tables under `options`' schema and prefix.
+    pub async fn connect(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
+        let names = names::Names::new(&options.schema, &options.table_prefix)?;
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::with_source("the database address does not read", e))?;
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .build()
+            .map_err(|e| StoreError::with_source("cannot build the connection pool", e))?;
+        let store = PostgresStore { pool, names };
+        let mut client = store.client().await?;
+        schema::migrate(&mut client, &store.names).await?;
+        Ok(store)
+    }
+
+    /// The schema version of the tables.
+    pub async fn schema_version(&self) -> Result<i32, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                &format!("SELECT version FROM {}schema", self.names.tables()),
+                &[],
+            )
+            .await
+            .map_err(|e| StoreError::with_source("cannot read the schema version", e))?;
+        Ok(row.get(0))
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| StoreError::with_source("cannot connect to the database", e))
+    }
+}

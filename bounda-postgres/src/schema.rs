@@ -1,0 +1,172 @@
+//! The tables and their migrations, versioned in a table of their own.
+//!
+//! Migrations are an append-only list; the `<prefix>schema` table holds how many have run. A
+//! database whose version is beyond this list was written by a newer bounda and is refused
+//! before anything is written to it. Every statement names its tables through `{t}` (the schema
+//! and table prefix, `bounda.shop_`) and its indexes through `{p}` (the prefix: an index lives
+//! in its table's schema), so one database can hold several apps' tables.
+//!
+//! Global order: positions come from a one-row counter (`{t}head`) that each appending
+//! transaction updates and holds locked until it commits. Appenders are serialised, so a
+//! position is visible only after every smaller one is: a subscriber reading past its
+//! checkpoint never skips an event that commits later with a smaller position.
+
+use bounda::store::StoreError;
+
+use crate::names::Names;
+
+/// Every migration, in order. Never edit one that has shipped; append a new one.
+const MIGRATIONS: &[&str] = &[
+    // 1: the storage tables, as bounda-sqlite has them after its seventh migration.
+    "
+    CREATE TABLE {t}head (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        position BIGINT  NOT NULL
+    );
+    INSERT INTO {t}head (id, position) VALUES (1, 0);
+    CREATE TABLE {t}events (
+        position       BIGINT      PRIMARY KEY,
+        id             TEXT        NOT NULL UNIQUE,
+        aggregate_type TEXT        NOT NULL,
+        aggregate_id   TEXT        NOT NULL,
+        version        BIGINT      NOT NULL,
+        type           TEXT        NOT NULL,
+        payload        JSONB       NOT NULL,
+        timestamp      TIMESTAMPTZ NOT NULL,
+        metadata       JSONB       NOT NULL,
+        UNIQUE (aggregate_type, aggregate_id, version)
+    );
+    CREATE TABLE {t}checkpoints (
+        subscriber TEXT   PRIMARY KEY,
+        position   BIGINT NOT NULL
+    );
+    CREATE TABLE {t}inbox (
+        handler         TEXT        NOT NULL,
+        event_id        TEXT        NOT NULL,
+        status          TEXT        NOT NULL,
+        attempts        INTEGER     NOT NULL,
+        claimed_at      TIMESTAMPTZ,
+        claim_id        TEXT,
+        last_error      TEXT,
+        retry_at        TIMESTAMPTZ,
+        first_failed_at TIMESTAMPTZ,
+        PRIMARY KEY (handler, event_id)
+    );
+    CREATE INDEX {p}inbox_retry ON {t}inbox (handler, retry_at) WHERE status = 'failed';
+    CREATE TABLE {t}scheduled_commands (
+        dedupe_key      TEXT        PRIMARY KEY,
+        command_type    TEXT        NOT NULL,
+        aggregate_id    TEXT        NOT NULL,
+        payload         JSONB       NOT NULL,
+        execute_at      TIMESTAMPTZ NOT NULL,
+        context         JSONB       NOT NULL,
+        attempts        INTEGER     NOT NULL DEFAULT 0,
+        claimed_at      TIMESTAMPTZ,
+        last_error      TEXT,
+        revision        BIGINT      NOT NULL DEFAULT 0,
+        claim_id        TEXT,
+        first_failed_at TIMESTAMPTZ,
+        rescheduled     BOOLEAN     NOT NULL DEFAULT FALSE
+    );
+    CREATE INDEX {p}scheduled_due ON {t}scheduled_commands (execute_at, dedupe_key);
+    CREATE INDEX {p}scheduled_claimed ON {t}scheduled_commands (claimed_at)
+        WHERE claimed_at IS NOT NULL;
+    CREATE INDEX {p}scheduled_retries ON {t}scheduled_commands (execute_at)
+        WHERE attempts > 0 AND claimed_at IS NULL;
+    CREATE TABLE {t}dead_letters (
+        id              TEXT        PRIMARY KEY,
+        kind            TEXT        NOT NULL,
+        handler         TEXT        NOT NULL,
+        event_id        TEXT,
+        event_type      TEXT,
+        aggregate_type  TEXT,
+        aggregate_id    TEXT,
+        error_type      TEXT        NOT NULL,
+        error_message   TEXT        NOT NULL,
+        error_stack     TEXT,
+        attempts        INTEGER     NOT NULL,
+        first_failed_at TIMESTAMPTZ NOT NULL,
+        last_failed_at  TIMESTAMPTZ NOT NULL,
+        status          TEXT        NOT NULL,
+        payload         JSONB,
+        seq             BIGSERIAL,
+        claim_id        TEXT,
+        claimed_at      TIMESTAMPTZ
+    );
+    CREATE INDEX {p}dead_letters_status ON {t}dead_letters (status, kind, seq);
+    CREATE TABLE {t}snapshots (
+        aggregate_type TEXT   NOT NULL,
+        aggregate_id   TEXT   NOT NULL,
+        version        BIGINT NOT NULL,
+        state          JSONB  NOT NULL,
+        PRIMARY KEY (aggregate_type, aggregate_id)
+    );
+    ",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// A failed statement's error, saying what was being done.
+fn sql(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {
+    move |error| StoreError::with_source(what.to_owned(), error)
+}
+
+/// Runs the migrations the database lacks, in one transaction under an advisory lock, so
+/// processes starting together each see them run once. Refuses a database of a newer bounda,
+/// having changed nothing.
+pub(crate) async fn migrate(
+    client: &mut tokio_postgres::Client,
+    names: &Names,
+) -> Result<i32, StoreError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(sql("cannot start a migration"))?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&names.lock_key()])
+        .await
+        .map_err(sql("cannot take the migration lock"))?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {t}schema (version INTEGER NOT NULL);",
+        schema = names.schema(),
+        t = names.tables(),
+    ))
+    .await
+    .map_err(sql("cannot create the schema table"))?;
+    let version: i32 = tx
+        .query_opt(
+            &format!("SELECT version FROM {}schema", names.tables()),
+            &[],
+        )
+        .await
+        .map_err(sql("cannot read the schema version"))?
+        .map_or(0, |row| row.get(0));
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::new(format!(
+            "the tables `{}*` have schema version {version}, written by a newer bounda; this build knows versions up to {SCHEMA_VERSION}: upgrade bounda to open them (nothing was changed)",
+            names.tables()
+        )));
+    }
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        let migration = migration
+            .replace("{t}", &names.tables())
+            .replace("{p}", names.prefix());
+        tx.batch_execute(&migration)
+            .await
+            .map_err(|e| StoreError::with_source(format!("migration {} failed", index + 1), e))?;
+    }
+    tx.execute(&format!("DELETE FROM {}schema", names.tables()), &[])
+        .await
+        .map_err(sql("cannot record the schema version"))?;
+    tx.execute(
+        &format!("INSERT INTO {}schema (version) VALUES ($1)", names.tables()),
+        &[&SCHEMA_VERSION],
+    )
+    .await
+    .map_err(sql("cannot record the schema version"))?;
+    tx.commit()
+        .await
+        .map_err(sql("cannot commit the migrations"))?;
+    Ok(SCHEMA_VERSION)
+}

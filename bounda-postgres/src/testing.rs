@@ -1,0 +1,186 @@
+//! A throwaway PostgreSQL server for tests, started from the installed binaries in a
+//! temporary directory on a local socket, and stopped when the test process ends. Each test
+//! takes a schema of its own on it.
+//!
+//! `BOUNDA_POSTGRES_URL` points the tests at a server of your own instead; without it and
+//! without PostgreSQL's server binaries, [`schema`] fails with how to get them, never passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A server the tests of this process share: its address.
+#[derive(Debug)]
+pub struct TestServer {
+    url: String,
+    /// Kept so the directory outlives the server; the watcher removes it.
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// The server of this test process, started on first use.
+pub fn server() -> Result<&'static TestServer, String> {
+    static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
+    SERVER.get_or_init(start).as_ref().map_err(Clone::clone)
+}
+
+/// A fresh schema on the shared server, for one test: its address and the schema's name.
+pub fn schema(test: &str) -> Result<(String, String), String> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server = server()?;
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let schema = format!(
+        "t{}_{}_{n}",
+        std::process::id(),
+        test.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(24)
+            .collect::<String>()
+            .to_ascii_lowercase()
+    );
+    Ok((server.url.clone(), schema))
+}
+
+const HOW: &str = "the PostgreSQL tests need PostgreSQL: install its server (Debian: `apt-get install postgresql`; its binaries are found on PATH or in /usr/lib/postgresql/<version>/bin), or set BOUNDA_POSTGRES_URL to a server they may create schemas on";
+
+fn start() -> Result<TestServer, String> {
+    if let Ok(url) = std::env::var("BOUNDA_POSTGRES_URL") {
+        return Ok(TestServer { url, _dir: None });
+    }
+    let bin = binaries().ok_or_else(|| HOW.to_owned())?;
+    let dir = tempfile::Builder::new()
+        .prefix("bounda-pg-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a directory for the test server: {e}"))?;
+    let data = dir.path().join("data");
+    // The server refuses to run as root: it runs as `nobody` then, owning its directory.
+    let as_root = is_root();
+    if as_root {
+        chown_nobody(dir.path())?;
+    }
+    let run = |program: &str, args: &[&str]| -> Result<(), String> {
+        let program = bin.join(program);
+        let mut command = if as_root {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "nobody", "--"]).arg(&program);
+            command
+        } else {
+            Command::new(&program)
+        };
+        let output = command
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed: {}{}",
+                program.display(),
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
+        }
+    };
+    let data_arg = data.to_string_lossy().into_owned();
+    run(
+        "initdb",
+        &[
+            "-D",
+            &data_arg,
+            "-U",
+            "bounda",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+    )?;
+    let socket = dir.path().to_string_lossy().into_owned();
+    let options = format!(
+        "-k {socket} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200"
+    );
+    let log = dir.path().join("server.log").to_string_lossy().into_owned();
+    run(
+        "pg_ctl",
+        &["-D", &data_arg, "-o", &options, "-l", &log, "-w", "start"],
+    )?;
+    watch(&bin, &data, dir.path(), as_root);
+    Ok(TestServer {
+        url: format!("host={socket} user=bounda dbname=postgres"),
+        _dir: Some(dir),
+    })
+}
+
+/// Stops the server and removes its directory once this process has ended: a shell waits for
+/// it, since a test process has no hook at its end.
+fn watch(bin: &Path, data: &Path, dir: &Path, as_root: bool) {
+    let stop = format!(
+        "{} -D {} stop -m immediate",
+        bin.join("pg_ctl").display(),
+        data.display()
+    );
+    let stop = if as_root {
+        format!("runuser -u nobody -- {stop}")
+    } else {
+        stop
+    };
+    let script = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; {stop} >/dev/null 2>&1; rm -rf {dir}",
+        pid = std::process::id(),
+        dir = dir.display()
+    );
+    let _ = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// Where `initdb` and `pg_ctl` are: `BOUNDA_POSTGRES_BIN`, PATH, or Debian's directory of the
+/// newest installed version.
+fn binaries() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BOUNDA_POSTGRES_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
+    });
+    if on_path.is_some() {
+        return on_path;
+    }
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let version = entry.file_name().to_string_lossy().parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
+
+fn chown_nobody(dir: &Path) -> Result<(), String> {
+    let status = Command::new("chown")
+        .args(["nobody:nogroup"])
+        .arg(dir)
+        .status()
+        .map_err(|e| format!("cannot run chown: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("chown nobody {} failed", dir.display()))
+    }
+}
