@@ -1,11 +1,14 @@
 //! The PostgreSQL store of bounda: the same app on several machines, one server between them.
 //!
-//! This first part holds the connection pool and the versioned schema: [`PostgresStore::connect`]
-//! opens a pool on a server and migrates the tables (under a schema and table prefix of your
-//! choice), refusing tables written by a newer bounda. The runtime's `Store` trait is
+//! This first part holds the connection pool, the versioned schema and the event log:
+//! [`PostgresStore::connect`] opens a pool on a server and migrates the tables (under a schema and
+//! table prefix of your choice), refusing tables written by a newer bounda;
+//! [`PostgresStore::append`] and [`PostgresStore::read_all`] keep one global order without holes
+//! under concurrent writers. The runtime's `Store` trait is
 //! synchronous, which suits a local file but would block the runtime's threads on every network
 //! round trip; it becomes asynchronous for both stores before this one implements it.
 
+mod log;
 mod names;
 mod schema;
 #[cfg(feature = "testing")]

@@ -1,0 +1,125 @@
+//! The event log: appends at the end in global order, and reads from a position.
+
+use bounda::store::{Append, Appended, CommitError, Metadata, StoreError};
+use bounda::{Instant, RecordedEvent};
+
+use crate::PostgresStore;
+
+impl PostgresStore {
+    /// Appends each stream's events at its expected version, in one transaction: all or none.
+    /// Positions come from the one-row counter, locked until the commit, so appends are
+    /// serialised and a position is visible only after every smaller one.
+    pub async fn append(&self, appends: &[Append]) -> Result<Vec<Appended>, CommitError> {
+        let failed = |what: &'static str| {
+            move |e: tokio_postgres::Error| CommitError::Store(StoreError::with_source(what, e))
+        };
+        let t = self.names.tables();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(failed("cannot begin"))?;
+        let mut appended = Vec::new();
+        for append in appends {
+            let version: i64 = tx
+                .query_one(
+                    &format!(
+                        "SELECT coalesce(max(version), 0) FROM {t}events
+                         WHERE aggregate_type = $1 AND aggregate_id = $2"
+                    ),
+                    &[&append.aggregate_type, &append.aggregate_id],
+                )
+                .await
+                .map_err(failed("cannot read a stream's version"))?
+                .get(0);
+            if version as u64 != append.expected_version {
+                return Err(CommitError::StreamMoved {
+                    aggregate_type: append.aggregate_type.clone(),
+                    aggregate_id: append.aggregate_id.clone(),
+                    expected_version: append.expected_version,
+                    actual_version: version as u64,
+                });
+            }
+            let count = append.events.len() as i64;
+            let last: i64 = tx
+                .query_one(
+                    &format!("UPDATE {t}head SET position = position + $1 RETURNING position"),
+                    &[&count],
+                )
+                .await
+                .map_err(failed("cannot take positions"))?
+                .get(0);
+            let insert = format!(
+                "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
+                    payload, timestamp, metadata)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            );
+            for (index, event) in append.events.iter().enumerate() {
+                let position = last - count + 1 + index as i64;
+                let version = version + 1 + index as i64;
+                let metadata = serde_json::to_value(&event.metadata).map_err(|e| {
+                    CommitError::Store(StoreError::with_source("cannot write metadata", e))
+                })?;
+                tx.execute(
+                    &insert,
+                    &[
+                        &position,
+                        &event.id,
+                        &append.aggregate_type,
+                        &append.aggregate_id,
+                        &version,
+                        &event.event_type,
+                        &event.payload,
+                        &event.timestamp.to_chrono(),
+                        &metadata,
+                    ],
+                )
+                .await
+                .map_err(failed("cannot append an event"))?;
+                appended.push(Appended {
+                    id: event.id.clone(),
+                    position: position as u64,
+                    version: version as u64,
+                });
+            }
+        }
+        tx.commit().await.map_err(failed("cannot commit"))?;
+        Ok(appended)
+    }
+
+    /// Up to `limit` events after position `after`, in order.
+    pub async fn read_all(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT position, id, aggregate_type, aggregate_id, version, type, payload,
+                        timestamp, metadata
+                     FROM {}events WHERE position > $1 ORDER BY position LIMIT $2",
+                    self.names.tables()
+                ),
+                &[&(after as i64), &(limit.min(i64::MAX as usize) as i64)],
+            )
+            .await
+            .map_err(|e| StoreError::with_source("cannot read events", e))?;
+        rows.iter()
+            .map(|row| {
+                let metadata: Metadata = serde_json::from_value(row.get(8))
+                    .map_err(|e| StoreError::with_source("an event's metadata does not read", e))?;
+                let timestamp: chrono::DateTime<chrono::Utc> = row.get(7);
+                Ok(RecordedEvent {
+                    position: row.get::<_, i64>(0) as u64,
+                    id: row.get(1),
+                    aggregate_type: row.get(2),
+                    aggregate_id: row.get(3),
+                    version: row.get::<_, i64>(4) as u64,
+                    event_type: row.get(5),
+                    payload: row.get(6),
+                    timestamp: Instant::from(timestamp),
+                    metadata,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,115 @@
+//! Global order without holes (issue 12): with many writers appending at once, a subscriber
+//! reading past its checkpoint sees every event once, in position order, and never moves past
+//! a position whose transaction is still in flight.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bounda::store::{Append, Metadata, NewEvent};
+use bounda_postgres::{Options, PostgresStore, testing};
+
+const WRITERS: usize = 8;
+const EACH: usize = 60;
+
+fn event(writer: usize, n: usize) -> NewEvent {
+    NewEvent {
+        id: format!("w{writer}-{n}"),
+        event_type: "Tick".into(),
+        payload: serde_json::json!({ "writer": writer, "n": n }),
+        timestamp: bounda::Instant::from_millis(0).unwrap(),
+        metadata: Metadata::of_command("c"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_subscriber_sees_every_event_of_concurrent_writers_once_in_order() {
+    let (url, schema) = testing::schema("order").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema,
+        pool_size: WRITERS + 2,
+        ..Options::default()
+    };
+    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    let done = Arc::new(AtomicBool::new(false));
+
+    // The subscriber: reads after its checkpoint as fast as it can while the writers write.
+    let reader = {
+        let (store, done) = (store.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut checkpoint = 0;
+            loop {
+                let finished = done.load(Ordering::SeqCst);
+                let events = store.read_all(checkpoint, 25).await.unwrap();
+                for event in &events {
+                    seen.push((event.position, event.id.clone()));
+                    checkpoint = event.position;
+                }
+                if finished && events.is_empty() {
+                    return seen;
+                }
+            }
+        })
+    };
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for n in 0..EACH {
+                    let append = Append {
+                        aggregate_type: "Clock".into(),
+                        aggregate_id: format!("c{writer}"),
+                        expected_version: n as u64,
+                        events: vec![event(writer, n)],
+                    };
+                    store.append(&[append]).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    let seen = reader.await.unwrap();
+
+    assert_eq!(seen.len(), WRITERS * EACH, "every event, once");
+    for (index, (position, _)) in seen.iter().enumerate() {
+        assert_eq!(*position, index as u64 + 1, "in order, no position skipped");
+    }
+    let ids: std::collections::HashSet<_> = seen.iter().map(|(_, id)| id).collect();
+    assert_eq!(ids.len(), WRITERS * EACH, "no event twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_at_a_stale_version_is_refused_and_writes_nothing() {
+    let (url, schema) = testing::schema("stale").unwrap_or_else(|how| panic!("{how}"));
+    let store = PostgresStore::connect(
+        &url,
+        Options {
+            schema,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    let append = |version: u64, n: usize| Append {
+        aggregate_type: "Clock".into(),
+        aggregate_id: "c".into(),
+        expected_version: version,
+        events: vec![event(0, n)],
+    };
+    store.append(&[append(0, 0)]).await.unwrap();
+    let error = store
+        .append(&[append(1, 1), append(0, 2)])
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "CONCURRENCY_CONFLICT", "{error}");
+    let events = store.read_all(0, 10).await.unwrap();
+    assert_eq!(events.len(), 1, "the whole commit was refused");
+}
