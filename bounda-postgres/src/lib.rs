@@ -13,11 +13,13 @@ mod names;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wake;
 
 use bounda::store::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
 pub use schema::SCHEMA_VERSION;
+pub use wake::Wakeups;
 
 /// Where the tables go, and how many connections the pool keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +48,8 @@ impl Default for Options {
 pub struct PostgresStore {
     pool: Pool,
     names: names::Names,
+    /// The server's address, for the connection that listens for wake-ups.
+    config: tokio_postgres::Config,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -65,7 +69,7 @@ impl PostgresStore {
             .parse()
             .map_err(|e| StoreError::with_source("the database address does not read", e))?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             tokio_postgres::NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -75,7 +79,11 @@ impl PostgresStore {
             .max_size(options.pool_size.max(1))
             .build()
             .map_err(|e| StoreError::with_source("cannot build the connection pool", e))?;
-        let store = PostgresStore { pool, names };
+        let store = PostgresStore {
+            pool,
+            names,
+            config,
+        };
         let mut client = store.client().await?;
         schema::migrate(&mut client, &store.names).await?;
         Ok(store)

@@ -80,6 +80,12 @@ impl PostgresStore {
                 });
             }
         }
+        if !appended.is_empty() {
+            // Delivered at the commit, to every process listening on these tables.
+            tx.execute("SELECT pg_notify($1, '')", &[&self.appended_channel()])
+                .await
+                .map_err(failed("cannot notify the listeners"))?;
+        }
         tx.commit().await.map_err(failed("cannot commit"))?;
         Ok(appended)
     }

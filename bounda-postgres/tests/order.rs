@@ -113,3 +113,30 @@ async fn an_append_at_a_stale_version_is_refused_and_writes_nothing() {
     let events = store.read_all(0, 10).await.unwrap();
     assert_eq!(events.len(), 1, "the whole commit was refused");
 }
+
+// A process on another machine learns of an append at its commit, not at its next poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_wakes_a_listener_on_another_connection() {
+    let (url, schema) = testing::schema("wake").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema,
+        ..Options::default()
+    };
+    let writer = PostgresStore::connect(&url, options.clone()).await.unwrap();
+    let other = PostgresStore::connect(&url, options).await.unwrap();
+    let wakeups = other.wakeups().await.unwrap();
+    let woken = tokio::time::timeout(std::time::Duration::from_millis(300), wakeups.next()).await;
+    assert!(woken.is_err(), "no wake-up before an append");
+    writer
+        .append(&[Append {
+            aggregate_type: "Clock".into(),
+            aggregate_id: "c".into(),
+            expected_version: 0,
+            events: vec![event(0, 0)],
+        }])
+        .await
+        .unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), wakeups.next())
+        .await
+        .expect("woken by the append");
+}
