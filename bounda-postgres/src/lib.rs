@@ -10,6 +10,7 @@
 
 mod log;
 mod names;
+mod scheduler;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
