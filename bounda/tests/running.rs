@@ -56,9 +56,11 @@ fn fast() -> Config {
     config
 }
 
-/// Waits until `o-1` has `count` events, at most two seconds.
+/// Waits until `o-1` has `count` events, at most 30 seconds.
 async fn until_events(store: Arc<dyn Store>, count: usize) {
-    for _ in 0..400 {
+    // Up to 30 s: a loaded machine (the whole suite at once) may take seconds; it returns as soon
+    // as the events are there.
+    for _ in 0..6_000 {
         if store.read_stream("Order", "o-1").unwrap().len() >= count {
             return;
         }
