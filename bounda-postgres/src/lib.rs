@@ -8,6 +8,7 @@
 //! synchronous, which suits a local file but would block the runtime's threads on every network
 //! round trip; it becomes asynchronous for both stores before this one implements it.
 
+mod checkpoints;
 mod log;
 mod names;
 mod scheduler;
