@@ -3,6 +3,7 @@
 use bounda::store::StoreError;
 
 use crate::PostgresStore;
+use crate::sql::{bigint, failed};
 
 impl PostgresStore {
     /// Where `subscriber` is, if it has started.
@@ -17,7 +18,7 @@ impl PostgresStore {
                 &[&subscriber],
             )
             .await
-            .map_err(|e| StoreError::with_source("cannot read a checkpoint", e))?;
+            .map_err(failed("cannot read a checkpoint"))?;
         Ok(row.map(|row| row.get::<_, i64>(0) as u64))
     }
 
@@ -31,7 +32,7 @@ impl PostgresStore {
     ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let t = self.names.tables();
-        let to = to as i64;
+        let to = bigint("a checkpoint position", to)?;
         let changed = match from {
             None => {
                 client
@@ -51,12 +52,12 @@ impl PostgresStore {
                             "UPDATE {t}checkpoints SET position = $3
                              WHERE subscriber = $1 AND position = $2"
                         ),
-                        &[&subscriber, &(from as i64), &to],
+                        &[&subscriber, &bigint("a checkpoint position", from)?, &to],
                     )
                     .await
             }
         }
-        .map_err(|e| StoreError::with_source("cannot move a checkpoint", e))?;
+        .map_err(failed("cannot move a checkpoint"))?;
         Ok(changed == 1)
     }
 }

@@ -1,18 +1,22 @@
-//! The PostgreSQL store of bounda: the same app on several machines, one server between them.
+//! The PostgreSQL store of bounda, being built: it cannot run an app yet.
 //!
-//! This first part holds the connection pool, the versioned schema and the event log:
-//! [`PostgresStore::connect`] opens a pool on a server and migrates the tables (under a schema and
-//! table prefix of your choice), refusing tables written by a newer bounda;
-//! [`PostgresStore::append`] and [`PostgresStore::read_all`] keep one global order without holes
-//! under concurrent writers. The runtime's `Store` trait is
-//! synchronous, which suits a local file but would block the runtime's threads on every network
-//! round trip; it becomes asynchronous for both stores before this one implements it.
+//! What there is: [`PostgresStore::connect`] opens a pool on a server (without TLS so far) and
+//! migrates the tables under a schema and table prefix of your choice, refusing tables written
+//! by a newer bounda; [`PostgresStore::append`] and [`PostgresStore::read_all`] keep one global
+//! order without holes under concurrent writers; [`PostgresStore::wakeups`] hears appends from
+//! other machines; the scheduler's claims and the checkpoints work across machines. The
+//! runtime's `Store` trait is synchronous, which suits a local file but would block the
+//! runtime's threads on every network round trip; it becomes asynchronous for both stores
+//! before this one implements it.
+
+#![warn(missing_docs)]
 
 mod checkpoints;
 mod log;
 mod names;
 mod scheduler;
 mod schema;
+mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod wake;

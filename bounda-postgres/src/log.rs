@@ -4,18 +4,27 @@ use bounda::store::{Append, Appended, CommitError, Metadata, StoreError};
 use bounda::{Instant, RecordedEvent};
 
 use crate::PostgresStore;
+use crate::sql::{bigint, failed, transaction};
 
 impl PostgresStore {
     /// Appends each stream's events at its expected version, in one transaction: all or none.
-    /// Positions come from the one-row counter, locked until the commit, so appends are
-    /// serialised and a position is visible only after every smaller one.
+    /// Positions come from the one-row counter, locked first and until the commit, so appends
+    /// are serialised: a position is visible only after every smaller one, and two appends to
+    /// one stream meet as a stale version (`StreamMoved`), never as a store failure.
     pub async fn append(&self, appends: &[Append]) -> Result<Vec<Appended>, CommitError> {
-        let failed = |what: &'static str| {
-            move |e: tokio_postgres::Error| CommitError::Store(StoreError::with_source(what, e))
-        };
         let t = self.names.tables();
         let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(failed("cannot begin"))?;
+        let tx = transaction(&mut client).await?;
+        // The counter first: appenders queue here, so the versions read next are current.
+        let head: i64 = tx
+            .query_one(
+                &format!("SELECT position FROM {t}head WHERE id = 1 FOR UPDATE"),
+                &[],
+            )
+            .await
+            .map_err(failed("cannot take positions"))?
+            .get(0);
+        let mut next = head;
         let mut appended = Vec::new();
         for append in appends {
             let version: i64 = tx
@@ -37,22 +46,14 @@ impl PostgresStore {
                     actual_version: version as u64,
                 });
             }
-            let count = append.events.len() as i64;
-            let last: i64 = tx
-                .query_one(
-                    &format!("UPDATE {t}head SET position = position + $1 RETURNING position"),
-                    &[&count],
-                )
-                .await
-                .map_err(failed("cannot take positions"))?
-                .get(0);
             let insert = format!(
                 "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
                     payload, timestamp, metadata)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             );
             for (index, event) in append.events.iter().enumerate() {
-                let position = last - count + 1 + index as i64;
+                next += 1;
+                let position = next;
                 let version = version + 1 + index as i64;
                 let metadata = serde_json::to_value(&event.metadata).map_err(|e| {
                     CommitError::Store(StoreError::with_source("cannot write metadata", e))
@@ -81,8 +82,11 @@ impl PostgresStore {
             }
         }
         if !appended.is_empty() {
+            tx.execute(&format!("UPDATE {t}head SET position = $1"), &[&next])
+                .await
+                .map_err(failed("cannot take positions"))?;
             // Delivered at the commit, to every process listening on these tables.
-            tx.execute("SELECT pg_notify($1, '')", &[&self.appended_channel()])
+            tx.execute("SELECT pg_notify($1, '')", &[&self.names.channel()])
                 .await
                 .map_err(failed("cannot notify the listeners"))?;
         }
@@ -105,10 +109,13 @@ impl PostgresStore {
                      FROM {}events WHERE position > $1 ORDER BY position LIMIT $2",
                     self.names.tables()
                 ),
-                &[&(after as i64), &(limit.min(i64::MAX as usize) as i64)],
+                &[
+                    &bigint("a position", after)?,
+                    &i64::try_from(limit).unwrap_or(i64::MAX),
+                ],
             )
             .await
-            .map_err(|e| StoreError::with_source("cannot read events", e))?;
+            .map_err(failed("cannot read events"))?;
         rows.iter()
             .map(|row| {
                 let metadata: Metadata = serde_json::from_value(row.get(8))

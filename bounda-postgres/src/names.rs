@@ -21,24 +21,31 @@ impl Names {
         })
     }
 
-    pub(crate) fn schema(&self) -> &str {
-        &self.schema
+    /// The schema, quoted: a name like `user` or `order` is a keyword unquoted.
+    pub(crate) fn schema(&self) -> String {
+        format!("\"{}\"", self.schema)
     }
 
     pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 
-    /// `schema.prefix`, to put before a table's name.
+    /// `"schema".prefix`, to put before a table's name.
     pub(crate) fn tables(&self) -> String {
-        format!("{}.{}", self.schema, self.prefix)
+        format!("{}.{}", self.schema(), self.prefix)
+    }
+
+    /// The channel appends to these tables notify: `bounda_` and a hash of the names, short
+    /// enough for any names (a channel is cut at 63 bytes) and distinct for distinct ones.
+    pub(crate) fn channel(&self) -> String {
+        format!("bounda_{:016x}", self.lock_key() as u64)
     }
 
     /// The advisory lock of these tables' migrations: the same number for the same names on
     /// every machine (FNV-1a).
     pub(crate) fn lock_key(&self) -> i64 {
         let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        for byte in self.tables().bytes() {
+        for byte in format!("{}\0{}", self.schema, self.prefix).bytes() {
             hash ^= u64::from(byte);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
@@ -49,6 +56,11 @@ impl Names {
 /// A lowercase identifier: a letter or `_`, then letters, digits or `_`, at most 40 bytes; a
 /// prefix may be empty.
 fn check(what: &str, name: &str, may_be_empty: bool) -> Result<(), StoreError> {
+    if what == "schema" && name.starts_with("pg_") {
+        return Err(StoreError::new(format!(
+            "the schema `{name}` begins with `pg_`, which PostgreSQL keeps for itself: choose one like `bounda`"
+        )));
+    }
     let valid = (may_be_empty && name.is_empty())
         || (name.len() <= 40
             && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
@@ -70,10 +82,17 @@ mod tests {
 
     #[test]
     fn names_are_plain_identifiers_and_errors_name_them() {
-        assert_eq!(Names::new("bounda", "").unwrap().tables(), "bounda.");
+        assert_eq!(Names::new("bounda", "").unwrap().tables(), "\"bounda\".");
         assert_eq!(
-            Names::new("app_2", "shop_").unwrap().tables(),
-            "app_2.shop_"
+            Names::new("user", "shop_").unwrap().tables(),
+            "\"user\".shop_"
+        );
+        assert!(Names::new("pg_catalog", "").is_err());
+        let long = "a".repeat(40);
+        assert!(Names::new(&long, &long).unwrap().channel().len() < 64);
+        assert_ne!(
+            Names::new("a_b", "").unwrap().channel(),
+            Names::new("a", "b_").unwrap().channel()
         );
         for (schema, prefix) in [("", "x_"), ("Bounda", ""), ("a;drop", ""), ("a", "x y")] {
             let error = Names::new(schema, prefix).unwrap_err().to_string();
@@ -85,6 +104,10 @@ mod tests {
         assert_ne!(
             Names::new("a", "x_").unwrap().lock_key(),
             Names::new("b", "x_").unwrap().lock_key()
+        );
+        assert_ne!(
+            Names::new("a_b", "").unwrap().channel(),
+            Names::new("a", "b_").unwrap().channel()
         );
     }
 }

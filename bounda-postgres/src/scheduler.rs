@@ -6,10 +6,7 @@ use bounda::store::{ScheduledEntry, StoreError};
 use bounda::{Duration, Instant};
 
 use crate::PostgresStore;
-
-fn failed(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> StoreError {
-    move |error| StoreError::with_source(what, error)
-}
+use crate::sql::{failed, transaction};
 
 /// The columns of an entry, in the order `entry` reads them.
 const COLUMNS: &str = "s.dedupe_key, s.command_type, s.aggregate_id, s.payload, s.execute_at, \
@@ -36,18 +33,26 @@ fn entry(row: &tokio_postgres::Row) -> ScheduledEntry {
 }
 
 impl PostgresStore {
-    /// Stores `entry` to run at its moment, replacing an entry of the same key.
+    /// Stores `entry` to run at its moment, replacing an entry of the same key that differs:
+    /// its failures are forgotten, and one a worker holds keeps the claim, marked rescheduled,
+    /// so the holder's completion gives the claim back and keeps the new schedule.
     pub async fn schedule(&self, entry: &ScheduledEntry) -> Result<(), StoreError> {
         let client = self.client().await?;
         client
             .execute(
                 &format!(
-                    "INSERT INTO {t}scheduled_commands
+                    "INSERT INTO {t}scheduled_commands AS s
                         (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
                      VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (dedupe_key) DO UPDATE SET command_type = $2,
-                        aggregate_id = $3, payload = $4, execute_at = $5, context = $6,
-                        revision = {t}scheduled_commands.revision + 1",
+                     ON CONFLICT (dedupe_key) DO UPDATE SET
+                        command_type = excluded.command_type,
+                        aggregate_id = excluded.aggregate_id, payload = excluded.payload,
+                        execute_at = excluded.execute_at, context = excluded.context,
+                        attempts = 0, last_error = NULL, first_failed_at = NULL,
+                        rescheduled = (s.claim_id IS NOT NULL), revision = s.revision + 1
+                     WHERE (s.command_type, s.aggregate_id, s.payload, s.execute_at, s.context)
+                        IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
+                            excluded.payload, excluded.execute_at, excluded.context)",
                     t = self.names.tables()
                 ),
                 &[
@@ -93,7 +98,7 @@ impl PostgresStore {
                     &now.to_chrono(),
                     &claim_id,
                     &(now - lease).to_chrono(),
-                    &(limit.min(i64::MAX as usize) as i64),
+                    &i64::try_from(limit).unwrap_or(i64::MAX),
                 ],
             )
             .await
@@ -103,20 +108,37 @@ impl PostgresStore {
         Ok(entries)
     }
 
-    /// Removes entry `dedupe_key` once its run is done, if `claim_id` still holds it: whether it
-    /// did.
+    /// Settles entry `dedupe_key` once its run is done, if `claim_id` still holds it: removed,
+    /// or, if it was rescheduled meanwhile, given back with its new schedule. Whether the claim
+    /// was still held: a worker whose lease lapsed and was taken over is fenced.
     pub async fn complete(&self, dedupe_key: &str, claim_id: &str) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let removed = client
+        let t = self.names.tables();
+        let mut client = self.client().await?;
+        let tx = transaction(&mut client).await?;
+        let mut settled = tx
             .execute(
                 &format!(
-                    "DELETE FROM {}scheduled_commands WHERE dedupe_key = $1 AND claim_id = $2",
-                    self.names.tables()
+                    "DELETE FROM {t}scheduled_commands
+                     WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled"
                 ),
                 &[&dedupe_key, &claim_id],
             )
             .await
             .map_err(failed("cannot complete an entry"))?;
-        Ok(removed == 1)
+        if settled == 0 {
+            settled = tx
+                .execute(
+                    &format!(
+                        "UPDATE {t}scheduled_commands
+                         SET claimed_at = NULL, claim_id = NULL, rescheduled = FALSE
+                         WHERE dedupe_key = $1 AND claim_id = $2"
+                    ),
+                    &[&dedupe_key, &claim_id],
+                )
+                .await
+                .map_err(failed("cannot give back a claim"))?;
+        }
+        tx.commit().await.map_err(failed("cannot commit"))?;
+        Ok(settled == 1)
     }
 }

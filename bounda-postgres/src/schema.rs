@@ -14,6 +14,7 @@
 use bounda::store::StoreError;
 
 use crate::names::Names;
+use crate::sql::{failed as sql, transaction};
 
 /// Every migration, in order. Never edit one that has shipped; append a new one.
 const MIGRATIONS: &[&str] = &[
@@ -107,11 +108,6 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
-/// A failed statement's error, saying what was being done.
-fn sql(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {
-    move |error| StoreError::with_source(what.to_owned(), error)
-}
-
 /// Runs the migrations the database lacks, in one transaction under an advisory lock, so
 /// processes starting together each see them run once. Refuses a database of a newer bounda,
 /// having changed nothing.
@@ -119,10 +115,7 @@ pub(crate) async fn migrate(
     client: &mut tokio_postgres::Client,
     names: &Names,
 ) -> Result<i32, StoreError> {
-    let tx = client
-        .transaction()
-        .await
-        .map_err(sql("cannot start a migration"))?;
+    let tx = transaction(client).await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&names.lock_key()])
         .await
         .map_err(sql("cannot take the migration lock"))?;

@@ -10,35 +10,48 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A server the tests of this process share: its address.
+/// A server the tests of this process share.
 #[derive(Debug)]
-pub struct TestServer {
+struct TestServer {
     url: String,
     /// Kept so the directory outlives the server; the watcher removes it.
     _dir: Option<tempfile::TempDir>,
 }
 
 /// The server of this test process, started on first use.
-pub fn server() -> Result<&'static TestServer, String> {
+fn server() -> Result<&'static TestServer, String> {
     static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
     SERVER.get_or_init(start).as_ref().map_err(Clone::clone)
 }
 
-/// A fresh schema on the shared server, for one test: its address and the schema's name.
+/// A fresh schema on the shared server, for one test: its address and the schema's name,
+/// unique to this run (process, time and a counter), so a server of one's own can be reused.
 pub fn schema(test: &str) -> Result<(String, String), String> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let server = server()?;
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() % 1_000_000_000);
     let schema = format!(
-        "t{}_{}_{n}",
+        "t{}_{started}_{n}_{}",
         std::process::id(),
         test.chars()
             .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .take(24)
+            .take(12)
             .collect::<String>()
             .to_ascii_lowercase()
     );
     Ok((server.url.clone(), schema))
+}
+
+/// A store on a fresh schema of the shared server, with `options` otherwise; without
+/// PostgreSQL, a panic saying how to get it.
+pub async fn store(test: &str, options: crate::Options) -> crate::PostgresStore {
+    let (url, schema) = schema(test).unwrap_or_else(|how| panic!("{how}"));
+    crate::PostgresStore::connect(&url, crate::Options { schema, ..options })
+        .await
+        .unwrap_or_else(|error| panic!("cannot connect to the test server: {error}"))
 }
 
 const HOW: &str = "the PostgreSQL tests need PostgreSQL: install its server (Debian: `apt-get install postgresql`; its binaries are found on PATH or in /usr/lib/postgresql/<version>/bin), or set BOUNDA_POSTGRES_URL to a server they may create schemas on";
@@ -48,9 +61,10 @@ fn start() -> Result<TestServer, String> {
         return Ok(TestServer { url, _dir: None });
     }
     let bin = binaries().ok_or_else(|| HOW.to_owned())?;
+    // Under /tmp: a socket's path must stay short (about 100 bytes), whatever TMPDIR is.
     let dir = tempfile::Builder::new()
         .prefix("bounda-pg-")
-        .tempdir()
+        .tempdir_in("/tmp")
         .map_err(|e| format!("cannot make a directory for the test server: {e}"))?;
     let data = dir.path().join("data");
     // The server refuses to run as root: it runs as `nobody` then, owning its directory.
@@ -84,6 +98,9 @@ fn start() -> Result<TestServer, String> {
         }
     };
     let data_arg = data.to_string_lossy().into_owned();
+    // The watcher first: whatever happens from here, the server is stopped and its directory
+    // removed when this process ends.
+    watch(&bin, &data, dir.path(), as_root)?;
     run(
         "initdb",
         &[
@@ -99,44 +116,50 @@ fn start() -> Result<TestServer, String> {
     )?;
     let socket = dir.path().to_string_lossy().into_owned();
     let options = format!(
-        "-k {socket} -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200"
+        "-k '{socket}' -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200"
     );
-    let log = dir.path().join("server.log").to_string_lossy().into_owned();
+    let log = dir.path().join("server.log");
+    let log_arg = log.to_string_lossy().into_owned();
     run(
         "pg_ctl",
-        &["-D", &data_arg, "-o", &options, "-l", &log, "-w", "start"],
-    )?;
-    watch(&bin, &data, dir.path(), as_root);
+        &[
+            "-D", &data_arg, "-o", &options, "-l", &log_arg, "-w", "start",
+        ],
+    )
+    .map_err(|error| {
+        let server_log = std::fs::read_to_string(&log).unwrap_or_default();
+        format!("{error}\nthe server's log:\n{server_log}")
+    })?;
     Ok(TestServer {
         url: format!("host={socket} user=bounda dbname=postgres"),
         _dir: Some(dir),
     })
 }
 
-/// Stops the server and removes its directory once this process has ended: a shell waits for
-/// it, since a test process has no hook at its end.
-fn watch(bin: &Path, data: &Path, dir: &Path, as_root: bool) {
-    let stop = format!(
-        "{} -D {} stop -m immediate",
-        bin.join("pg_ctl").display(),
-        data.display()
-    );
-    let stop = if as_root {
-        format!("runuser -u nobody -- {stop}")
-    } else {
-        stop
-    };
-    let script = format!(
-        "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; {stop} >/dev/null 2>&1; rm -rf {dir}",
-        pid = std::process::id(),
-        dir = dir.display()
-    );
-    let _ = Command::new("sh")
-        .args(["-c", &script])
+/// Stops the server and removes its directory once this process has ended: a shell in a
+/// process group of its own (so a Ctrl-C to the tests does not take it first) waits for it,
+/// since a test process has no hook at its end. Paths go to the shell as arguments, never as
+/// code.
+fn watch(bin: &Path, data: &Path, dir: &Path, as_root: bool) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let script = r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
+if [ "$5" = root ]; then runuser -u nobody -- "$2" -D "$3" stop -m immediate
+else "$2" -D "$3" stop -m immediate; fi >/dev/null 2>&1
+rm -rf -- "$4""#;
+    Command::new("sh")
+        .args(["-c", script, "watcher"])
+        .arg(std::process::id().to_string())
+        .arg(bin.join("pg_ctl"))
+        .arg(data)
+        .arg(dir)
+        .arg(if as_root { "root" } else { "user" })
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn();
+        .spawn()
+        .map(drop)
+        .map_err(|e| format!("cannot start the watcher that stops the test server: {e}"))
 }
 
 /// Where `initdb` and `pg_ctl` are: `BOUNDA_POSTGRES_BIN`, PATH, or Debian's directory of the
@@ -174,7 +197,7 @@ fn is_root() -> bool {
 
 fn chown_nobody(dir: &Path) -> Result<(), String> {
     let status = Command::new("chown")
-        .args(["nobody:nogroup"])
+        .args(["nobody"])
         .arg(dir)
         .status()
         .map_err(|e| format!("cannot run chown: {e}"))?;

@@ -28,18 +28,14 @@ impl Drop for Wakeups {
 
 impl Wakeups {
     /// Completes at the next append's commit after the last call (or at once, if one came
-    /// since).
+    /// since). If the listening connection drops, it never completes again: race it against a
+    /// poll timer, as a runner does.
     pub async fn next(&self) {
         self.notified.notified().await;
     }
 }
 
 impl PostgresStore {
-    /// The channel appends to these tables notify.
-    pub(crate) fn appended_channel(&self) -> String {
-        format!("{}_appended", self.names.tables().replace('.', "_"))
-    }
-
     /// Listens for appends to these tables, from any process on any machine.
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
         let (client, mut connection) = self
@@ -62,7 +58,7 @@ impl PostgresStore {
             })
         };
         client
-            .batch_execute(&format!("LISTEN {}", self.appended_channel()))
+            .batch_execute(&format!("LISTEN {}", self.names.channel()))
             .await
             .map_err(|e| StoreError::with_source("cannot listen for appends", e))?;
         Ok(Wakeups {

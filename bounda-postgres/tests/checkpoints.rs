@@ -8,22 +8,11 @@
 
 use std::sync::Arc;
 
-use bounda_postgres::{Options, PostgresStore, testing};
+use bounda_postgres::{Options, testing};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn of_dispatchers_moving_a_checkpoint_at_once_one_wins_each_step() {
-    let (url, schema) = testing::schema("checkpoints").unwrap_or_else(|how| panic!("{how}"));
-    let store = Arc::new(
-        PostgresStore::connect(
-            &url,
-            Options {
-                schema,
-                ..Options::default()
-            },
-        )
-        .await
-        .unwrap(),
-    );
+    let store = Arc::new(testing::store("checkpoints", Options::default()).await);
     assert_eq!(store.checkpoint("policies").await.unwrap(), None);
     assert!(store.move_checkpoint("policies", None, 0).await.unwrap());
     assert!(

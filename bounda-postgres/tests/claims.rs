@@ -34,17 +34,14 @@ fn entry(n: usize, at: Instant) -> ScheduledEntry {
 }
 
 async fn store(test: &str, pool_size: usize) -> PostgresStore {
-    let (url, schema) = testing::schema(test).unwrap_or_else(|how| panic!("{how}"));
-    PostgresStore::connect(
-        &url,
+    testing::store(
+        test,
         Options {
-            schema,
             pool_size,
             ..Options::default()
         },
     )
     .await
-    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -119,4 +116,81 @@ async fn a_claim_whose_lease_lapsed_is_taken_over_and_its_holder_fenced() {
         "the late holder is fenced"
     );
     assert!(store.complete("entry-001", "second").await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_skips_a_row_another_worker_is_claiming_instead_of_waiting() {
+    let (url, schema) = testing::schema("skip").unwrap_or_else(|how| panic!("{how}"));
+    let store = PostgresStore::connect(
+        &url,
+        Options {
+            schema: schema.clone(),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    let now = Instant::from_millis(1_767_225_600_000).unwrap();
+    for n in 0..3 {
+        store.schedule(&entry(n, now)).await.unwrap();
+    }
+    // Another worker is in the middle of claiming entry 0: its row is locked.
+    let (mut other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = other.transaction().await.unwrap();
+    tx.query(
+        &format!(
+            "SELECT 1 FROM \"{schema}\".scheduled_commands WHERE dedupe_key = 'entry-000' FOR UPDATE"
+        ),
+        &[],
+    )
+    .await
+    .unwrap();
+    let claimed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        store.claim_due("mine", now, seconds(60), 10),
+    )
+    .await
+    .expect("the claim does not wait for the locked row")
+    .unwrap();
+    let keys: Vec<&str> = claimed.iter().map(|e| e.dedupe_key.as_str()).collect();
+    assert_eq!(keys, ["entry-001", "entry-002"]);
+    tx.rollback().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_rescheduled_while_held_keeps_its_new_schedule_when_the_holder_completes() {
+    let store = store("rescheduled", 2).await;
+    let now = Instant::from_millis(1_767_225_600_000).unwrap();
+    store.schedule(&entry(7, now)).await.unwrap();
+    assert_eq!(
+        store
+            .claim_due("worker", now, seconds(60), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let later = now + seconds(3_600);
+    store.schedule(&entry(7, later)).await.unwrap();
+    assert!(
+        store.complete("entry-007", "worker").await.unwrap(),
+        "the claim was held"
+    );
+    assert!(
+        store
+            .claim_due("next", now + seconds(1), seconds(60), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "kept, at its new moment"
+    );
+    let due = store
+        .claim_due("next", later, seconds(60), 10)
+        .await
+        .unwrap();
+    assert_eq!(due.len(), 1, "runs at the new moment");
+    assert_eq!(due[0].execute_at, later);
 }

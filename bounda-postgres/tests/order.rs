@@ -28,13 +28,11 @@ fn event(writer: usize, n: usize) -> NewEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_subscriber_sees_every_event_of_concurrent_writers_once_in_order() {
-    let (url, schema) = testing::schema("order").unwrap_or_else(|how| panic!("{how}"));
     let options = Options {
-        schema,
         pool_size: WRITERS + 2,
         ..Options::default()
     };
-    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    let store = Arc::new(testing::store("order", options).await);
     let done = Arc::new(AtomicBool::new(false));
 
     // The subscriber: reads after its checkpoint as fast as it can while the writers write.
@@ -88,16 +86,7 @@ async fn a_subscriber_sees_every_event_of_concurrent_writers_once_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_at_a_stale_version_is_refused_and_writes_nothing() {
-    let (url, schema) = testing::schema("stale").unwrap_or_else(|how| panic!("{how}"));
-    let store = PostgresStore::connect(
-        &url,
-        Options {
-            schema,
-            ..Options::default()
-        },
-    )
-    .await
-    .unwrap();
+    let store = testing::store("stale", Options::default()).await;
     let append = |version: u64, n: usize| Append {
         aggregate_type: "Clock".into(),
         aggregate_id: "c".into(),
@@ -139,4 +128,45 @@ async fn an_append_wakes_a_listener_on_another_connection() {
     tokio::time::timeout(std::time::Duration::from_secs(5), wakeups.next())
         .await
         .expect("woken by the append");
+}
+
+// Two machines appending to one stream at once: one wins, the other finds the stream moved and
+// can decide again; neither is a store failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn appends_racing_on_one_stream_meet_as_a_stale_version() {
+    let store = Arc::new(
+        testing::store(
+            "one_stream",
+            Options {
+                pool_size: 8,
+                ..Options::default()
+            },
+        )
+        .await,
+    );
+    for version in 0..10u64 {
+        let racers: Vec<_> = (0..4)
+            .map(|racer| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .append(&[Append {
+                            aggregate_type: "Clock".into(),
+                            aggregate_id: "shared".into(),
+                            expected_version: version,
+                            events: vec![event(racer, version as usize)],
+                        }])
+                        .await
+                })
+            })
+            .collect();
+        let mut won = 0;
+        for racer in racers {
+            match racer.await.unwrap() {
+                Ok(_) => won += 1,
+                Err(error) => assert_eq!(error.code(), "CONCURRENCY_CONFLICT", "{error}"),
+            }
+        }
+        assert_eq!(won, 1, "version {version}: one append");
+    }
 }
