@@ -46,30 +46,50 @@ fn quiet_planned_panics() {
     });
 }
 
-/// Runs `schedule` with `seed`; on a failure, panics with the shrunk schedule as Rust.
-async fn check(seed: u64, schedule: &[Step]) -> driver::Stats {
+/// How a schedule runs: against the model, or with commits failing this often per thousand.
+#[derive(Debug, Clone, Copy)]
+pub enum Mode {
+    Model,
+    Faults(u64),
+}
+
+impl Mode {
+    async fn run(self, seed: u64, schedule: &[Step]) -> driver::Outcome {
+        match self {
+            Mode::Model => driver::run(seed, schedule).await,
+            Mode::Faults(per_mille) => driver::run_with_faults(seed, schedule, per_mille).await,
+        }
+    }
+}
+
+/// Runs `schedule` with `seed` in `mode`; on a failure, panics with the schedule shrunk and
+/// printed as a test to paste into `regressions.rs`.
+async fn check(seed: u64, schedule: &[Step], mode: Mode) -> driver::Stats {
     quiet_planned_panics();
-    match driver::run(seed, schedule).await {
+    match mode.run(seed, schedule).await {
         Ok(stats) => stats,
         Err(error) => {
-            let shrunk = shrink(seed, schedule).await;
-            let again = driver::run(seed, &shrunk).await.err().unwrap_or_default();
+            let shrunk = shrink(seed, schedule, mode);
+            let again = match mode.run(seed, &shrunk).await {
+                Err(again) => again,
+                Ok(_) => "the shrunk schedule passes: keep the whole one".to_owned(),
+            };
             panic!(
-                "seed {seed} failed: {error}\n\nshrunk to {} steps: {again}\n\n{}\n",
+                "seed {seed} ({mode:?}) failed: {error}\n\nshrunk to {} steps: {again}\n\n{}\n",
                 shrunk.len(),
-                schedule::as_rust(&format!("seed_{seed}"), seed, &shrunk)
+                schedule::as_rust(&format!("seed_{seed}"), seed, &shrunk, mode)
             );
         }
     }
 }
 
 /// The failing schedule with as few steps as still fail.
-async fn shrink(seed: u64, schedule: &[Step]) -> Vec<Step> {
+fn shrink(seed: u64, schedule: &[Step], mode: Mode) -> Vec<Step> {
     let runtime = tokio::runtime::Handle::current();
     let fails = |candidate: &[Step]| {
         let candidate = candidate.to_vec();
         tokio::task::block_in_place(|| {
-            runtime.block_on(async { driver::run(seed, &candidate).await.is_err() })
+            runtime.block_on(async { mode.run(seed, &candidate).await.is_err() })
         })
     };
     schedule::shrink(schedule, fails)
@@ -77,28 +97,29 @@ async fn shrink(seed: u64, schedule: &[Step]) -> Vec<Step> {
 
 /// Replays a schedule kept as a regression test.
 pub async fn replay(seed: u64, schedule: &[Step]) {
-    check(seed, schedule).await;
+    check(seed, schedule, Mode::Model).await;
 }
 
 /// Replays a schedule kept as a regression test, with commits failing.
 pub async fn replay_with_faults(seed: u64, schedule: &[Step]) {
-    quiet_planned_panics();
-    if let Err(error) = driver::run_with_faults(seed, schedule, FAULTS_PER_MILLE).await {
-        panic!("seed {seed} with faults failed: {error}");
-    }
+    check(seed, schedule, Mode::Faults(FAULTS_PER_MILLE)).await;
 }
 
-/// Runs `count` schedules from `first`, and reports what they did.
-async fn simulate(seeds: impl Iterator<Item = u64>) -> (usize, driver::Stats) {
+/// Runs a schedule for each seed in `mode`, and adds up what they did.
+async fn simulate(seeds: impl Iterator<Item = u64>, mode: Mode) -> (usize, driver::Stats) {
     let mut total = driver::Stats::default();
     let mut count = 0;
     for seed in seeds {
         let schedule = schedule::generate(seed, STEPS);
-        let stats = check(seed, &schedule).await;
+        let stats = check(seed, &schedule, mode).await;
         total.steps += stats.steps;
         total.checks += stats.checks;
+        total.skipped += stats.skipped;
         total.letters += stats.letters;
         total.restarts += stats.restarts;
+        for (sum, n) in total.faults.iter_mut().zip(stats.faults) {
+            *sum += n;
+        }
         count += 1;
     }
     (count, total)
@@ -106,7 +127,7 @@ async fn simulate(seeds: impl Iterator<Item = u64>) -> (usize, driver::Stats) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn fixed_seeds_agree_with_the_model() {
-    let (count, stats) = simulate(1..=200).await;
+    let (count, stats) = simulate(1..=200, Mode::Model).await;
     println!("{count} schedules: {stats:?}");
 }
 
@@ -117,7 +138,7 @@ async fn new_seeds_agree_with_the_model() {
         .map_or(0, |since| since.as_secs())
         * 1_000;
     println!("new seeds from {first}");
-    let (count, stats) = simulate(first..first + 8).await;
+    let (count, stats) = simulate(first..first + 8, Mode::Model).await;
     println!("{count} schedules: {stats:?}");
 }
 
@@ -126,38 +147,10 @@ const FAULTS_PER_MILLE: u64 = 60;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn runs_come_out_whole_through_failing_commits() {
-    quiet_planned_panics();
-    let mut faults = [0; 4];
-    for seed in 1..=40 {
-        let schedule = schedule::generate(seed, STEPS);
-        match driver::run_with_faults(seed, &schedule, FAULTS_PER_MILLE).await {
-            Ok(stats) => {
-                for (total, n) in faults.iter_mut().zip(stats.faults) {
-                    *total += n;
-                }
-            }
-            Err(error) => {
-                let runtime = tokio::runtime::Handle::current();
-                let shrunk = schedule::shrink(&schedule, |candidate| {
-                    let candidate = candidate.to_vec();
-                    tokio::task::block_in_place(|| {
-                        runtime.block_on(async {
-                            driver::run_with_faults(seed, &candidate, FAULTS_PER_MILLE)
-                                .await
-                                .is_err()
-                        })
-                    })
-                });
-                panic!(
-                    "seed {seed} with faults failed: {error}\n\nshrunk to {} steps:\n{}",
-                    shrunk.len(),
-                    schedule::as_rust(&format!("faults_{seed}"), seed, &shrunk)
-                );
-            }
-        }
-    }
+    let (count, stats) = simulate(1..=40, Mode::Faults(FAULTS_PER_MILLE)).await;
+    let faults = stats.faults;
     println!(
-        "faults injected: {} busy, {} full, {} I/O before writing, {} after writing",
+        "{count} schedules, commits failing {FAULTS_PER_MILLE} in 1000: {} busy, {} full, {} I/O before writing, {} after writing",
         faults[0], faults[1], faults[2], faults[3]
     );
     assert!(
@@ -169,7 +162,6 @@ async fn runs_come_out_whole_through_failing_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 #[ignore = "the long run: minutes; see the module's documentation"]
 async fn long_run() {
-    quiet_planned_panics();
     let count: u64 = std::env::var("SIMULATION_SCHEDULES")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -179,25 +171,13 @@ async fn long_run() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(1_000_000);
     let start = StdInstant::now();
-    let (modelled, stats) = simulate(first..first + count).await;
+    let (modelled, stats) = simulate(first..first + count, Mode::Model).await;
     // A quarter as many again with commits failing.
-    let mut faults = [0; 4];
-    let mut faulty = 0;
-    for seed in (first..first + count).step_by(4) {
-        let schedule = schedule::generate(seed, STEPS);
-        match driver::run_with_faults(seed, &schedule, FAULTS_PER_MILLE).await {
-            Ok(stats) => {
-                for (total, n) in faults.iter_mut().zip(stats.faults) {
-                    *total += n;
-                }
-                faulty += 1;
-            }
-            Err(error) => panic!(
-                "seed {seed} with faults failed: {error}\n{}",
-                schedule::as_rust(&format!("faults_{seed}"), seed, &schedule)
-            ),
-        }
-    }
+    let (faulty, with_faults) = simulate(
+        (first..first + count).step_by(4),
+        Mode::Faults(FAULTS_PER_MILLE),
+    )
+    .await;
     let seconds = start.elapsed().as_secs_f64();
     println!(
         "{} schedules of {STEPS} steps in {seconds:.1} s: {:.1} schedules/s",
@@ -205,11 +185,12 @@ async fn long_run() {
         (modelled + faulty) as f64 / seconds
     );
     println!(
-        "{modelled} against the model: {} steps, {} comparisons (every account's events, instance and deadlines reached, the letters; positions and versions contiguous, each deadline reached once, never early, never before its instance's earlier events, lag 0), {} letters at the end, {} restarts; integrity_check after each",
-        stats.steps, stats.checks, stats.letters, stats.restarts
+        "{modelled} against the model: {} steps, {} comparisons ({} skipped while work was pending; each: every account's events with their times and amounts, instance and deadlines reached, the letters; positions and versions contiguous, each deadline reached once, never early, never before its instance's earlier events, lag 0), {} letters at the end, {} restarts; integrity_check after each",
+        stats.steps, stats.checks, stats.skipped, stats.letters, stats.restarts
     );
+    let faults = with_faults.faults;
     println!(
-        "{faulty} with commits failing: {} busy, {} full, {} I/O before writing, {} after writing; nothing doubled, nothing lost",
+        "{faulty} with commits failing {FAULTS_PER_MILLE} in 1000: {} busy, {} full, {} I/O before writing, {} after writing; no payment acknowledged twice, no link pinged twice, no event handled twice; once the faults stop, every due payment acknowledged or lettered, every due link pinged or its ping lettered, every event of a running instance handled",
         faults[0], faults[1], faults[2], faults[3]
     );
 }

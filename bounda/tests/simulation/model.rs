@@ -97,7 +97,7 @@ enum Item {
         version: u64,
         retry: bool,
     },
-    /// The ping of chain link `link`.
+    /// The ping a chain link scheduled.
     Ping { account: String },
 }
 
@@ -264,7 +264,7 @@ impl Model {
                 }
                 (None, Some(account)) => {
                     if let Some((moment, field)) = self.next_deadline(&account) {
-                        self.deadline(&account, field, moment, false);
+                        self.deadline(&account, field, moment);
                     }
                 }
                 (None, None) => unreachable!("an item is queued or a deadline"),
@@ -314,7 +314,7 @@ impl Model {
                 account,
                 field,
                 moment,
-            } => self.deadline(&account, field, moment, true),
+            } => self.deadline(&account, field, moment),
             Item::Ack {
                 account, version, ..
             } => self.ack(&account, version),
@@ -453,7 +453,7 @@ impl Model {
     }
 
     /// Deadline `field` of `account` due at `moment` runs (a first try or a retry).
-    fn deadline(&mut self, account: &str, field: &'static str, moment: i64, retry: bool) {
+    fn deadline(&mut self, account: &str, field: &'static str, moment: i64) {
         if field == "timeout" {
             let instance = self.instance(account);
             instance.reached.push((moment, field));
@@ -462,7 +462,6 @@ impl Model {
         }
         let key = format!("at:{account}:{field}:{moment}");
         let fate = self.invoke(&key);
-        let _ = retry;
         match fate {
             Fate::Ok => self.apply_deadline(account, field, moment),
             Fate::Terminal => self.fail(account, Step::Deadline(field, moment)),

@@ -108,14 +108,19 @@ pub fn shrink(schedule: &[Step], fails: impl Fn(&[Step]) -> bool) -> Vec<Step> {
     current
 }
 
-/// `schedule` as Rust, to paste into `regressions.rs`.
-pub fn as_rust(name: &str, seed: u64, schedule: &[Step]) -> String {
+/// `schedule` as Rust, to paste into `regressions.rs`: replayed in `mode`, on the runtime
+/// flavour shrinking needs.
+pub fn as_rust(name: &str, seed: u64, schedule: &[Step], mode: super::Mode) -> String {
     let steps: Vec<String> = schedule
         .iter()
         .map(|step| format!("        {step:?},"))
         .collect();
+    let replay = match mode {
+        super::Mode::Model => "replay",
+        super::Mode::Faults(_) => "replay_with_faults",
+    };
     format!(
-        "#[tokio::test(flavor = \"current_thread\")]\nasync fn {name}() {{\n    replay({seed}, &[\n{}\n    ])\n    .await;\n}}",
+        "#[tokio::test(flavor = \"multi_thread\", worker_threads = 1)]\nasync fn {name}() {{\n    {replay}({seed}, &[\n{}\n    ])\n    .await;\n}}",
         steps.join("\n")
     )
 }

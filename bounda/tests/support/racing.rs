@@ -77,11 +77,6 @@ impl Faults {
         self.injected[fault as usize].fetch_add(1, Ordering::SeqCst);
         Some(fault)
     }
-
-    /// The total injected.
-    pub fn total(&self) -> u64 {
-        self.injected.iter().map(|n| n.load(Ordering::SeqCst)).sum()
-    }
 }
 
 impl Fault {
@@ -207,8 +202,10 @@ impl Store for Racing {
         match self.fault() {
             None => {}
             Some(Fault::AfterWrite) => {
-                let _ = self.inner.commit(writes);
-                return Err(Fault::AfterWrite.error());
+                return self
+                    .inner
+                    .commit(writes)
+                    .and(Err(Fault::AfterWrite.error()));
             }
             Some(fault) => return Err(fault.error()),
         }
