@@ -185,7 +185,7 @@ async fn long_run() {
         (modelled + faulty) as f64 / seconds
     );
     println!(
-        "{modelled} against the model: {} steps, {} comparisons ({} skipped while work was pending; each: every account's events with their times and amounts, instance and deadlines reached, the letters; positions and versions contiguous, each deadline reached once, never early, never before its instance's earlier events, lag 0), {} letters at the end, {} restarts; integrity_check after each",
+        "{modelled} against the model: {} steps, {} comparisons ({} skipped while work was pending; each: every account's events with their times, instance and deadlines reached, the letters; positions and versions contiguous, each deadline reached once, never early, never before its instance's earlier events, lag 0), {} letters at the end, {} restarts; integrity_check after each",
         stats.steps, stats.checks, stats.skipped, stats.letters, stats.restarts
     );
     let faults = with_faults.faults;
