@@ -572,22 +572,37 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
     );
 }
 
-// Issue 9: a subscriber whose pass fails waits its back-off (`dispatcher.backoff`, 1 s first)
-// instead of trying again every poll, and `lag` shows until when.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
+/// An app running `ConfirmOnReminderSent` (and whatever `extra` adds) on the simulated clock,
+/// polling every 5 ms, over a store whose log reads fail from the start: `configure` sets the
+/// back-off.
+fn on_a_failing_log(
+    configure: impl FnOnce(&mut bounda::config::Config),
+    extra: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
+) -> (
+    Arc<support::racing::Racing>,
+    Arc<bounda::clock::SimulatedClock>,
+    App,
+) {
     let store = Arc::new(support::racing::Racing::losing(0));
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
     let mut config = bounda::config::Config::default();
     config.dispatcher.poll_interval = millis(5);
+    configure(&mut config);
     let shared: Arc<dyn Store> = store.clone();
-    let app = App::builder_shared(shared)
+    let builder = App::builder_shared(shared)
         .only_listed()
         .clock(clock.clone())
         .config(config)
-        .policy::<ConfirmOnReminderSent>()
-        .build()
-        .unwrap();
+        .policy::<ConfirmOnReminderSent>();
+    let app = extra(builder).build().unwrap();
+    (store, clock, app)
+}
+
+// Issue 9: a subscriber whose pass fails waits its back-off (`dispatcher.backoff`, 1 s first)
+// instead of trying again every poll, and `lag` shows until when.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
+    let (store, clock, app) = on_a_failing_log(|_| {}, |builder| builder);
     store
         .log_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -651,19 +666,10 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
 // Issue 10: a loop that cannot progress says why and stops.
 #[tokio::test]
 async fn a_subscriber_that_keeps_failing_stops_the_run_with_its_cause() {
-    let store = Arc::new(support::racing::Racing::losing(0));
-    let clock = Arc::new(bounda::clock::SimulatedClock::default());
-    let mut config = bounda::config::Config::default();
-    config.dispatcher.poll_interval = millis(5);
-    config.dispatcher.backoff.max_failures = 3;
-    let shared: Arc<dyn Store> = store.clone();
-    let app = App::builder_shared(shared)
-        .only_listed()
-        .clock(clock.clone())
-        .config(config)
-        .policy::<ConfirmOnReminderSent>()
-        .build()
-        .unwrap();
+    let (store, clock, app) = on_a_failing_log(
+        |config| config.dispatcher.backoff.max_failures = 3,
+        |builder| builder,
+    );
     store
         .log_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -707,21 +713,13 @@ fn assert_stalled_on_policies(error: &bounda::Error) {
 // Issue 10: a subscriber that keeps failing does not stop an app that still gets somewhere.
 #[tokio::test]
 async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
-    let store = Arc::new(support::racing::Racing::losing(0));
-    let clock = Arc::new(bounda::clock::SimulatedClock::default());
-    let mut config = bounda::config::Config::default();
-    config.dispatcher.poll_interval = millis(5);
-    config.dispatcher.backoff.max_failures = 3;
-    config.dispatcher.backoff.max_delay = seconds(1);
-    let shared: Arc<dyn Store> = store.clone();
-    let app = App::builder_shared(shared)
-        .only_listed()
-        .clock(clock.clone())
-        .config(config)
-        .policy::<ConfirmOnReminderSent>()
-        .command::<PlaceOrder>()
-        .build()
-        .unwrap();
+    let (store, clock, app) = on_a_failing_log(
+        |config| {
+            config.dispatcher.backoff.max_failures = 3;
+            config.dispatcher.backoff.max_delay = seconds(1);
+        },
+        |builder| builder.command::<PlaceOrder>(),
+    );
     // The scheduled worker has work due each second for six seconds; the policies' log reads fail.
     for i in 1..=6 {
         let order = PlaceOrder {

@@ -758,26 +758,12 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
     let app = app().expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let version = lifecycle(&app, "o-1").len() as u64;
-    let odd = bounda::store::WriteSet {
-        appends: vec![bounda::store::Append {
-            aggregate_type: "process:Settlement".into(),
-            aggregate_id: "o-1".into(),
-            expected_version: version,
-            events: vec![bounda::store::NewEvent {
-                id: "odd-state".into(),
-                event_type: "ProcessHandled".into(),
-                payload: serde_json::json!({
-                    "eventId": "x", "eventType": "X", "aggregateType": "Order", "aggregateId": "o-1",
-                    "state": { "refunds": "many" }
-                }),
-                timestamp: app.now(),
-                metadata: bounda::store::Metadata::of_command("x"),
-            }],
-        }],
-        ..Default::default()
-    };
-    app.app().store().commit(&odd).unwrap();
+    support::write_state(
+        &app,
+        "Settlement",
+        "o-1",
+        serde_json::json!({ "refunds": "many" }),
+    );
     app.dispatch(RefundPayment {
         payment_id: "p-1".into(),
         reference: "order:o-1".into(),

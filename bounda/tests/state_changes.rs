@@ -136,33 +136,14 @@ async fn a_field_added_later_reads_as_the_default_and_live_instances_go_on() {
 
 #[tokio::test]
 async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_field() {
-    let (store, first) = deployed_once().await;
+    let (_store, first) = deployed_once().await;
     // A state written by some other code: `reminders` is text.
-    let version = first
-        .app()
-        .store()
-        .read_stream("process:Trial", "o-1")
-        .unwrap()
-        .len() as u64;
-    let odd = bounda::store::WriteSet {
-        appends: vec![bounda::store::Append {
-            aggregate_type: "process:Trial".into(),
-            aggregate_id: "o-1".into(),
-            expected_version: version,
-            events: vec![bounda::store::NewEvent {
-                id: "odd-state".into(),
-                event_type: "ProcessHandled".into(),
-                payload: serde_json::json!({
-                    "eventId": "x", "eventType": "X", "aggregateType": "Order", "aggregateId": "o-1",
-                    "state": { "reminders": "two", "next_reminder": "2026-01-03T00:00:00.000Z" }
-                }),
-                timestamp: first.now(),
-                metadata: bounda::store::Metadata::of_command("x"),
-            }],
-        }],
-        ..Default::default()
-    };
-    store.commit(&odd).unwrap();
+    support::write_state(
+        &first,
+        "Trial",
+        "o-1",
+        serde_json::json!({ "reminders": "two", "next_reminder": "2026-01-03T00:00:00.000Z" }),
+    );
 
     let unreadable = first.app().unreadable_states().unwrap();
     assert_eq!(

@@ -28,3 +28,35 @@ pub fn another_app(
         clock.clone(),
     )
 }
+
+/// Stores `state` as the latest state of instance `id` of `process`, as other code might have
+/// written it: a `ProcessHandled` at the end of its stream.
+pub fn write_state(
+    app: &bounda::testing::TestApp,
+    process: &str,
+    id: &str,
+    state: serde_json::Value,
+) {
+    let stream = format!("process:{process}");
+    let store = app.app().store();
+    let version = store.read_stream(&stream, id).expect("readable").len() as u64;
+    let odd = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: stream,
+            aggregate_id: id.to_owned(),
+            expected_version: version,
+            events: vec![bounda::store::NewEvent {
+                id: format!("odd-state-{version}"),
+                event_type: "ProcessHandled".into(),
+                payload: serde_json::json!({
+                    "eventId": "x", "eventType": "X", "aggregateType": "Order", "aggregateId": id,
+                    "state": state
+                }),
+                timestamp: app.now(),
+                metadata: bounda::store::Metadata::of_command("x"),
+            }],
+        }],
+        ..Default::default()
+    };
+    store.commit(&odd).expect("the state is written");
+}

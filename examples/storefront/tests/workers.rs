@@ -116,6 +116,17 @@ fn deadlines_ran(db: &Path) -> usize {
         .count()
 }
 
+/// Waits (30 s at most) until a run on `db` has run a deadline: the moment to interrupt it.
+fn until_deadlines_run(db: &Path) {
+    let start = StdInstant::now();
+    while start.elapsed() < StdDuration::from_secs(30) {
+        std::thread::sleep(StdDuration::from_millis(5));
+        if db.exists() && deadlines_ran(db) > 0 {
+            return;
+        }
+    }
+}
+
 /// How many confirmations each worker process sent.
 fn log_by_pid(path: &Path) -> BTreeMap<String, usize> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -244,13 +255,7 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
         .unwrap();
         // Let it place its orders and start running their deadlines, then kill it without
         // warning.
-        let start = StdInstant::now();
-        while start.elapsed() < StdDuration::from_secs(30) {
-            std::thread::sleep(StdDuration::from_millis(5));
-            if db.exists() && deadlines_ran(&db) > 0 {
-                break;
-            }
-        }
+        until_deadlines_run(&db);
         first.kill().unwrap();
         let status = first.wait().unwrap();
         let app = app_on(&db);
@@ -331,13 +336,7 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
     )
     .spawn()
     .unwrap();
-    let start = StdInstant::now();
-    while start.elapsed() < StdDuration::from_secs(30) {
-        std::thread::sleep(StdDuration::from_millis(5));
-        if db.exists() && deadlines_ran(&db) > 0 {
-            break;
-        }
-    }
+    until_deadlines_run(&db);
     let sent = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
