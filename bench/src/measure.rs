@@ -135,6 +135,7 @@ pub async fn deadline_firings(
     let mut config = Config::default();
     config.dispatcher.batch_size = batch_size;
     let app = TestApp::new(builder(&store, config).process::<Expiry>())
+        .await
         .expect("cannot build the deadline app");
     open_tickets(&app, units).await;
     settle(&app, "starting the instances").await;
@@ -161,6 +162,7 @@ pub async fn reactions(path: &Path, mode: Mode, units: usize) -> Measured {
     let store = open(path, mode);
     let app =
         TestApp::new(builder(&store, Config::default()).policy::<AcknowledgeOnTicketOpened>())
+            .await
             .expect("cannot build the reaction app");
     open_tickets(&app, units).await;
     checkpoint(path);
@@ -181,7 +183,9 @@ pub async fn reactions(path: &Path, mode: Mode, units: usize) -> Measured {
 /// Commands: `units` `OpenTicket`s dispatched one after another, each to a new ticket.
 pub async fn commands(path: &Path, mode: Mode, units: usize) -> Measured {
     let store = open(path, mode);
-    let app = TestApp::new(builder(&store, Config::default())).expect("cannot build the app");
+    let app = TestApp::new(builder(&store, Config::default()))
+        .await
+        .expect("cannot build the app");
     checkpoint(path);
     let before = store.write_transactions();
     let start = Instant::now();
@@ -221,6 +225,7 @@ pub async fn lateness(path: &Path, mode: Mode, units: usize, spacing: Duration) 
     let app = builder(&store, Config::default())
         .process::<Soon>()
         .build()
+        .await
         .expect("the app");
     let poll: Duration = app.config().dispatcher.poll_interval.into();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -321,8 +326,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("format.db");
         let store = open(&path, Mode::Normal);
-        let app =
-            TestApp::new(builder(&store, Config::default()).process::<Expiry>()).expect("the app");
+        let app = TestApp::new(builder(&store, Config::default()).process::<Expiry>())
+            .await
+            .expect("the app");
         open_tickets(&app, 1).await;
         settle(&app, "starting").await;
         let conn = Connection::open(&path).expect("the file");

@@ -4,10 +4,8 @@
 //! migrates the tables under a schema and table prefix of your choice, refusing tables written
 //! by a newer bounda; [`PostgresStore::append`] and [`PostgresStore::read_all`] keep one global
 //! order without holes under concurrent writers; [`PostgresStore::wakeups`] hears appends from
-//! other machines; the scheduler's claims and the checkpoints work across machines. The
-//! runtime's `Store` trait is synchronous, which suits a local file but would block the
-//! runtime's threads on every network round trip; it becomes asynchronous for both stores
-//! before this one implements it.
+//! other machines; the scheduler's claims and the checkpoints work across machines. It does not
+//! implement the runtime's `Store` trait yet.
 
 #![warn(missing_docs)]
 

@@ -5,9 +5,12 @@
 //! use bounda::store::Store;
 //! use bounda_sqlite::SqliteStore;
 //!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), bounda::store::StoreError> {
 //! let store = SqliteStore::in_memory()?;
-//! assert_eq!(store.head()?, 0);
-//! # Ok::<(), bounda::store::StoreError>(())
+//! assert_eq!(store.head().await?, 0);
+//! # Ok(())
+//! # }
 //! ```
 
 mod commit;

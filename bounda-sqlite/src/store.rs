@@ -1,8 +1,8 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, claim_in_order,
+    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxFailure, InboxPair, LetterFilter,
+    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -17,17 +17,19 @@ fn expired_before(now: Instant, lease: Duration) -> String {
     (now - lease).to_string()
 }
 
+#[async_trait]
 impl Store for SqliteStore {
-    fn read_stream(
+    async fn read_stream(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
         // Versions start at 1.
         self.read_stream_after(aggregate_type, aggregate_id, 0)
+            .await
     }
 
-    fn read_stream_after(
+    async fn read_stream_after(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
@@ -48,7 +50,7 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read a stream"))
     }
 
-    fn snapshot(
+    async fn snapshot(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
@@ -72,7 +74,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot read a snapshot"))
     }
 
-    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+    async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
         let conn = self.lock()?;
         let mut statement = conn
             .prepare_cached(&format!(
@@ -86,7 +88,7 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read events"))
     }
 
-    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+    async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(
             "SELECT {} FROM bounda_events WHERE id = ?1",
@@ -96,14 +98,14 @@ impl Store for SqliteStore {
         .map_err(sql("cannot read an event"))
     }
 
-    fn head(&self) -> Result<u64, StoreError> {
+    async fn head(&self) -> Result<u64, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached("SELECT COALESCE(MAX(position), 0) FROM bounda_events")
             .and_then(|mut s| s.query_row([], |row| row.get(0)))
             .map_err(sql("cannot read the head"))
     }
 
-    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+    async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         let mut conn = self.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -114,7 +116,7 @@ impl Store for SqliteStore {
     }
 
     /// One transaction, a savepoint per write set (group commit).
-    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+    async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
         let failed = |error: StoreError| -> Vec<Result<Committed, CommitError>> {
             let message = error.to_string();
             writes
@@ -153,14 +155,14 @@ impl Store for SqliteStore {
         }
     }
 
-    fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
+    async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached("SELECT position FROM bounda_checkpoints WHERE subscriber = ?1")
             .and_then(|mut s| s.query_row([subscriber], |row| row.get(0)).optional())
             .map_err(sql("cannot read a checkpoint"))
     }
 
-    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
+    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
         let conn = self.lock()?;
         let mut statement = conn
             .prepare_cached(
@@ -173,7 +175,7 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read checkpoints"))
     }
 
-    fn move_checkpoint(
+    async fn move_checkpoint(
         &self,
         subscriber: &str,
         from: Option<u64>,
@@ -198,7 +200,7 @@ impl Store for SqliteStore {
         Ok(changed == 1)
     }
 
-    fn claim_inbox(
+    async fn claim_inbox(
         &self,
         handler: &str,
         event_id: &str,
@@ -211,7 +213,7 @@ impl Store for SqliteStore {
     }
 
     /// The whole batch in one write transaction.
-    fn claim_inbox_batch(
+    async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],
         claim_id: &str,
@@ -225,14 +227,21 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("cannot begin a write"))?;
-        let claims = claim_in_order(pairs, |pair| {
-            claim_one(&tx, pair.handler, pair.event_id, claim_id, now, lease)
-        })?;
+        let mut order = InOrder::default();
+        let mut claims = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            let claim = match order.skips(pair) {
+                true => InboxClaim::Skipped,
+                false => claim_one(&tx, pair.handler, pair.event_id, claim_id, now, lease)?,
+            };
+            order.saw(pair, &claim);
+            claims.push(claim);
+        }
         tx.commit().map_err(sql("cannot commit"))?;
         Ok(claims)
     }
 
-    fn renew_inbox(
+    async fn renew_inbox(
         &self,
         handler: &str,
         event_id: &str,
@@ -249,7 +258,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot renew an inbox claim"))
     }
 
-    fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
+    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
             "SELECT event_id, attempts, last_error, retry_at FROM bounda_inbox
@@ -271,7 +280,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot read inbox failures"))
     }
 
-    fn claim_due(
+    async fn claim_due(
         &self,
         claim_id: &str,
         now: Instant,
@@ -299,7 +308,7 @@ impl Store for SqliteStore {
         claim(&conn, claim_id, now, lease, limit)
     }
 
-    fn renew_scheduled(
+    async fn renew_scheduled(
         &self,
         dedupe_key: &str,
         claim_id: &str,
@@ -315,7 +324,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot renew a scheduler claim"))
     }
 
-    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
         let (free, claimed): (Option<String>, Option<String>) = conn
             .prepare_cached(
@@ -337,7 +346,7 @@ impl Store for SqliteStore {
         Ok(free.into_iter().chain(claimed).min())
     }
 
-    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
+    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
         let text: Option<String> = conn
             .prepare_cached(
@@ -352,7 +361,10 @@ impl Store for SqliteStore {
         .transpose()
     }
 
-    fn scheduled_of_type(&self, command_type: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
+    async fn scheduled_of_type(
+        &self,
+        command_type: &str,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         let mut statement = conn
             .prepare_cached(&format!(
@@ -367,7 +379,7 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read scheduler entries"))
     }
 
-    fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+    async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(
             "SELECT {} FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
@@ -377,7 +389,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot read a scheduler entry"))
     }
 
-    fn claim_letter(
+    async fn claim_letter(
         &self,
         id: &str,
         claim_id: &str,
@@ -401,7 +413,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot claim a dead letter"))
     }
 
-    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+    async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
             "UPDATE bounda_dead_letters SET claim_id = NULL, claimed_at = NULL
@@ -412,7 +424,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot release a dead letter"))
     }
 
-    fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
+    async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
         let (clause, mut values) = letter_filter(filter);
         let limit = filter.limit.map_or(-1, |limit| limit as i64);
         values.push(Value::Integer(limit));
@@ -430,7 +442,7 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read dead letters"))
     }
 
-    fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
+    async fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
         let (clause, values) = letter_filter(filter);
         let conn = self.lock()?;
         conn.query_row(
@@ -441,7 +453,7 @@ impl Store for SqliteStore {
         .map_err(sql("cannot count dead letters"))
     }
 
-    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(
             "SELECT {} FROM bounda_dead_letters WHERE id = ?1",

@@ -145,7 +145,7 @@ pub async fn execute(
     };
     match command {
         Operator::Lag => {
-            let lag = app.lag()?;
+            let lag = app.lag().await?;
             for s in &lag.subscribers {
                 writeln!(
                     out,
@@ -195,7 +195,7 @@ pub async fn execute(
                 });
             }
             let now = app.clock().now();
-            let (pending, left_out) = app.pending_and_left_out()?;
+            let (pending, left_out) = app.pending_and_left_out().await?;
             let wanted = |process: &str, instance: &str| {
                 args.process.as_deref().is_none_or(|p| p == process)
                     && args.instance.as_deref().is_none_or(|i| i == instance)
@@ -276,12 +276,12 @@ pub async fn execute(
                 }),
                 limit: args.limit,
             };
-            let letters = app.dead_letters().list(&filter)?;
+            let letters = app.dead_letters().list(&filter).await?;
             if letters.is_empty() && !args.json {
                 writeln!(out, "no dead letters match").map_err(io)?;
             }
             for letter in letters {
-                let parked = app.dead_letters().parked(&letter)?;
+                let parked = app.dead_letters().parked(&letter).await?;
                 if args.json {
                     writeln!(out, "{}", letter_json(&letter, parked)).map_err(io)?;
                 } else {
@@ -304,9 +304,9 @@ pub async fn execute(
                 }
             }
         }
-        Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id)? {
+        Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id).await? {
             Some(letter) => {
-                let parked = app.dead_letters().parked(&letter)?;
+                let parked = app.dead_letters().parked(&letter).await?;
                 writeln!(out, "{:#}", letter_json(&letter, parked)).map_err(io)?;
             }
             None => {
@@ -344,7 +344,7 @@ pub async fn execute(
             }
         },
         Operator::DeadLetters(Letters::Discard { id }) => {
-            app.dead_letters().discard(&id)?;
+            app.dead_letters().discard(&id).await?;
             writeln!(out, "discarded {id}").map_err(io)?;
         }
     }

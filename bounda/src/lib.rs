@@ -58,7 +58,7 @@ pub use aggregate::{
 /// one): a field added later reads as the struct's `Default` has it. Give a renamed field
 /// `#[serde(alias = "old_name")]`. An instance whose stored state still does not read fails
 /// alone, with a dead letter naming the field; check a copy of a production file before a
-/// deploy with `assert_eq!(app.unreadable_states()?, vec![])`
+/// deploy with `assert_eq!(app.unreadable_states().await?, vec![])`
 /// ([`App::unreadable_states`]). The process registers itself: every app built in the binary
 /// runs it (see [`AppBuilder::only_listed`]).
 ///

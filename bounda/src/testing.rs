@@ -38,12 +38,13 @@ const MAX_PASSES: usize = 10_000;
 
 impl TestApp {
     /// Builds `builder` on a simulated clock and sequential ids.
-    pub fn new(builder: AppBuilder) -> Result<TestApp, Error> {
+    pub async fn new(builder: AppBuilder) -> Result<TestApp, Error> {
         let clock = Arc::new(SimulatedClock::default());
         let app = builder
             .clock(clock.clone())
             .ids(Arc::new(Sequential::default()))
-            .build()?;
+            .build()
+            .await?;
         Ok(TestApp::with_app(app, clock))
     }
 
@@ -97,21 +98,21 @@ impl TestApp {
     }
 
     /// The events of aggregate instance `id`.
-    pub fn events_of<A: Aggregate>(&self, id: &str) -> Result<Events, Error> {
-        Ok(Events(self.app.events_of::<A>(id)?))
+    pub async fn events_of<A: Aggregate>(&self, id: &str) -> Result<Events, Error> {
+        Ok(Events(self.app.events_of::<A>(id).await?))
     }
 
     /// The lag of every subscriber.
-    pub fn lag(&self) -> Result<Lag, Error> {
-        self.app.lag()
+    pub async fn lag(&self) -> Result<Lag, Error> {
+        self.app.lag().await
     }
 
     /// Moves the clock by `duration`, then runs until idle: every deadline, delayed command and
     /// retry it passes runs, in order.
     pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {
-        let before = self.letter_ids()?;
+        let before = self.letter_ids().await?;
         let idle = self.advance_by(duration).await?;
-        self.no_new_letters(&before)?;
+        self.no_new_letters(&before).await?;
         Ok(idle)
     }
 
@@ -128,7 +129,7 @@ impl TestApp {
             });
         }
         // Stop at each moment something is due on the way, so later work sees earlier work done.
-        while let Some(due) = self.app.next_due_at()?.filter(|due| *due <= target) {
+        while let Some(due) = self.app.next_due_at().await?.filter(|due| *due <= target) {
             self.clock.advance_to(due);
             let idle = self.settle(MAX_PASSES).await?;
             rejections.extend(idle.rejections);
@@ -138,7 +139,7 @@ impl TestApp {
                     rejections,
                 });
             }
-            if self.app.next_due_at()? == Some(due) {
+            if self.app.next_due_at().await? == Some(due) {
                 break;
             }
         }
@@ -162,30 +163,35 @@ impl TestApp {
 
     /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes.
     pub async fn run_until_idle_with(&self, max_passes: usize) -> Result<Idle, Error> {
-        let before = self.letter_ids()?;
+        let before = self.letter_ids().await?;
         let idle = self.settle(max_passes).await?;
-        self.no_new_letters(&before)?;
+        self.no_new_letters(&before).await?;
         Ok(idle)
     }
 
     /// The ids of the dead letters stored now, unless letters are expected.
-    fn letter_ids(&self) -> Result<HashSet<String>, Error> {
+    async fn letter_ids(&self) -> Result<HashSet<String>, Error> {
         if self.letters_expected {
             return Ok(HashSet::new());
         }
-        let letters = self.app.dead_letters().list(&LetterFilter::default())?;
+        let letters = self
+            .app
+            .dead_letters()
+            .list(&LetterFilter::default())
+            .await?;
         Ok(letters.into_iter().map(|letter| letter.id).collect())
     }
 
     /// Fails with the letters filed since `before` was read, unless letters are expected.
-    fn no_new_letters(&self, before: &HashSet<String>) -> Result<(), Error> {
+    async fn no_new_letters(&self, before: &HashSet<String>) -> Result<(), Error> {
         if self.letters_expected {
             return Ok(());
         }
         let filed: Vec<String> = self
             .app
             .dead_letters()
-            .list(&LetterFilter::default())?
+            .list(&LetterFilter::default())
+            .await?
             .into_iter()
             .filter(|letter| !before.contains(&letter.id))
             .map(|letter| describe(&letter))
@@ -210,10 +216,10 @@ impl TestApp {
             }
             // A deadline held back for its instance's unhandled events gets its worker rounds
             // at this moment, and then runs, before the clock moves on (spec 86).
-            if self.app.waiting_deadline_count()? > 0 {
+            if self.app.waiting_deadline_count().await? > 0 {
                 continue;
             }
-            let Some(retry) = self.app.next_retry_at()? else {
+            let Some(retry) = self.app.next_retry_at().await? else {
                 return Ok(Idle {
                     idle: true,
                     rejections,
@@ -221,7 +227,8 @@ impl TestApp {
             };
             let next = self
                 .app
-                .next_due_at()?
+                .next_due_at()
+                .await?
                 .filter(|due| *due > now)
                 .map_or(retry, |due| due.min(retry));
             if next <= now {

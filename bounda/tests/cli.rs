@@ -33,6 +33,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     app.dispatch(PlaceOrder {
@@ -105,6 +106,7 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap();
     let app = app.app();
     let list = Operator::DeadLetters(Letters::List(ListArgs {
@@ -148,6 +150,7 @@ async fn deadlines_show_relative_times_filter_and_speak_json() {
             .only_listed()
             .process::<OrderPayment>(),
     )
+    .await
     .unwrap();
     for id in ["o-1", "o-2"] {
         app.dispatch(PlaceOrder {

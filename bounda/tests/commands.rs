@@ -16,12 +16,13 @@ use bounda_sqlite::SqliteStore;
 use support::racing::Racing;
 use support::storefront::*;
 
-fn app() -> App {
+async fn app() -> App {
     App::builder(SqliteStore::in_memory().expect("a store"))
         .only_listed()
         .clock(Arc::new(SimulatedClock::default()))
         .ids(Arc::new(Sequential::default()))
         .build()
+        .await
         .expect("an app")
 }
 
@@ -35,7 +36,7 @@ fn place(id: &str) -> PlaceOrder {
 // spec 1, 11
 #[tokio::test]
 async fn a_command_appends_its_events_and_answers_what_it_decided() {
-    let app = app();
+    let app = app().await;
     let decided = app.dispatch(place("o-1")).await.unwrap();
     assert_eq!(decided.aggregate_type, "Order");
     assert_eq!(decided.aggregate_id, "o-1");
@@ -55,7 +56,7 @@ async fn a_command_appends_its_events_and_answers_what_it_decided() {
         (3, Some(3)),
         "the last event's"
     );
-    let order = app.load::<Order>("o-1").unwrap();
+    let order = app.load::<Order>("o-1").await.unwrap();
     assert_eq!(
         (order.state.status, order.version),
         (Some(OrderStatus::Fulfilled), 3)
@@ -65,9 +66,9 @@ async fn a_command_appends_its_events_and_answers_what_it_decided() {
 // spec 2, 143
 #[tokio::test]
 async fn events_of_an_outside_command_carry_its_id_as_cause_and_correlation() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap();
+    let events = app.events_of::<Order>("o-1").await.unwrap();
     let metadata = &events[0].metadata;
     assert_eq!(
         (
@@ -88,7 +89,7 @@ async fn events_of_an_outside_command_carry_its_id_as_cause_and_correlation() {
 // spec 3, 12
 #[tokio::test]
 async fn versions_count_each_aggregate_instance_on_its_own() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let second = app.dispatch(place("o-2")).await.unwrap();
     assert_eq!((second.version, second.position), (1, Some(2)));
@@ -104,7 +105,7 @@ async fn versions_count_each_aggregate_instance_on_its_own() {
 // spec 6
 #[tokio::test]
 async fn an_empty_decision_is_already_done_not_a_rejection() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -119,13 +120,13 @@ async fn an_empty_decision_is_already_done_not_a_rejection() {
         .unwrap();
     assert!(again.event_types.is_empty());
     assert_eq!((again.version, again.position), (2, None));
-    assert_eq!(app.store().head().unwrap(), 2, "nothing stored");
+    assert_eq!(app.store().head().await.unwrap(), 2, "nothing stored");
 }
 
 // spec 15, 16, 17, 18, 19
 #[tokio::test]
 async fn a_rejection_is_typed_stores_nothing_and_carries_its_message() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let error = app.dispatch(place("o-1")).await.unwrap_err();
     let DispatchError::Rejected(rejection) = &error else {
@@ -144,7 +145,7 @@ async fn a_rejection_is_typed_stores_nothing_and_carries_its_message() {
         error.to_string(),
         "rejected with `AlreadyPlaced`: order `o-1` is placed already"
     );
-    assert_eq!(app.store().head().unwrap(), 1);
+    assert_eq!(app.store().head().await.unwrap(), 1);
 
     let never_placed = app
         .dispatch(MarkOrderPaid {
@@ -165,6 +166,7 @@ async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
     let app = App::builder(Racing::losing(1))
         .only_listed()
         .build()
+        .await
         .expect("an app");
     let error = app.dispatch(place("o-1")).await.unwrap_err();
     assert_eq!(
@@ -174,7 +176,7 @@ async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
         })
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "the rival's event only"
     );
@@ -186,6 +188,7 @@ async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
     let app = App::builder(Racing::losing(3))
         .only_listed()
         .build()
+        .await
         .expect("an app");
     let decided = app
         .dispatch(PayAndFulfil {
@@ -195,7 +198,7 @@ async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
         .unwrap();
     // Three rivals appended one event each; the fourth run appended after them.
     assert_eq!(decided.version, 5);
-    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 5);
+    assert_eq!(app.events_of::<Order>("o-1").await.unwrap().len(), 5);
 }
 
 // spec 7
@@ -204,6 +207,7 @@ async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_r
     let app = App::builder(Racing::losing(4))
         .only_listed()
         .build()
+        .await
         .expect("an app");
     let error = app
         .dispatch(PayAndFulfil {
@@ -226,7 +230,7 @@ async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_r
     );
     assert_eq!(error.code(), "CONCURRENCY_CONFLICT");
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         4,
         "only the rivals' events"
     );
@@ -234,7 +238,7 @@ async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_r
 
 #[tokio::test]
 async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_is_decided() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let odd = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
@@ -251,7 +255,7 @@ async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_i
         }],
         ..Default::default()
     };
-    app.store().commit(&odd).unwrap();
+    app.store().commit(&odd).await.unwrap();
     let error = app
         .dispatch(MarkOrderPaid {
             order_id: "o-1".into(),
@@ -262,7 +266,7 @@ async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_i
         error.to_string().contains("no event type `OrderLost`"),
         "{error}"
     );
-    assert_eq!(app.store().head().unwrap(), 2);
+    assert_eq!(app.store().head().await.unwrap(), 2);
 }
 
 // Issue 9: a command whose aggregate id is empty or blank is refused at dispatch, naming it.
@@ -271,6 +275,7 @@ async fn a_command_with_an_empty_aggregate_id_is_refused() {
     let app = bounda::testing::TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap()).only_listed(),
     )
+    .await
     .unwrap();
     for blank in ["", " \t"] {
         let refused = app
@@ -288,7 +293,7 @@ async fn a_command_with_an_empty_aggregate_id_is_refused() {
             "{refused}"
         );
     }
-    assert_eq!(app.app().store().head().unwrap(), 0, "nothing stored");
+    assert_eq!(app.app().store().head().await.unwrap(), 0, "nothing stored");
 }
 
 // Issue 9, spec 143: a caller's correlation id is kept on the command's events and on what they
@@ -305,6 +310,7 @@ async fn dispatch_takes_a_correlation_and_a_delay() {
             .command::<SendReminder>()
             .command::<CancelOrder>(),
     )
+    .await
     .unwrap();
     let placed = app
         .dispatch_with(
@@ -334,7 +340,7 @@ async fn dispatch_takes_a_correlation_and_a_delay() {
     };
     assert_eq!(scheduled.execute_at, start + hours(2));
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "not yet decided"
     );
@@ -355,10 +361,10 @@ async fn dispatch_takes_a_correlation_and_a_delay() {
     .await
     .unwrap();
     app.advance(hours(3)).await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap();
+    let events = app.events_of::<Order>("o-1").await.unwrap();
     assert_eq!(events.types(), ["OrderPlaced", "OrderCancelled"]);
     assert_eq!(events.0[0].metadata.correlation_id, "request-7");
-    assert_eq!(app.app().next_due_at().unwrap(), None, "both ran");
+    assert_eq!(app.app().next_due_at().await.unwrap(), None, "both ran");
 }
 
 // Issue 9: a delayed command's events keep the caller's correlation.
@@ -372,6 +378,7 @@ async fn a_delayed_command_keeps_the_callers_correlation() {
             .only_listed()
             .command::<PlaceOrder>(),
     )
+    .await
     .unwrap();
     app.dispatch_with(
         PlaceOrder {
@@ -385,7 +392,7 @@ async fn a_delayed_command_keeps_the_callers_correlation() {
     .await
     .unwrap();
     app.advance(minutes(5)).await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap();
+    let events = app.events_of::<Order>("o-1").await.unwrap();
     assert_eq!(events.types(), ["OrderPlaced"]);
     assert_eq!(events.0[0].metadata.correlation_id, "request-8");
     assert_eq!(events.0[0].metadata.depth, 0);

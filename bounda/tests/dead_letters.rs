@@ -72,6 +72,7 @@ async fn app_with_a_letter() -> (TestApp, String) {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     app.dispatch(PlaceOrder {
@@ -81,7 +82,7 @@ async fn app_with_a_letter() -> (TestApp, String) {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     (app, letters[0].id.clone())
 }
@@ -91,7 +92,7 @@ async fn app_with_a_letter() -> (TestApp, String) {
 async fn letters_are_listed_counted_and_read_with_what_failed() {
     let (app, id) = app_with_a_letter().await;
     let letters = app.app().dead_letters();
-    let letter = letters.get(&id).unwrap().unwrap();
+    let letter = letters.get(&id).await.unwrap().unwrap();
     assert_eq!(letter.kind, LetterKind::Policy);
     assert_eq!(letter.status, LetterStatus::Failed);
     assert_eq!(letter.event_type.as_deref(), Some("OrderPlaced"));
@@ -100,13 +101,13 @@ async fn letters_are_listed_counted_and_read_with_what_failed() {
         kind: Some(LetterKind::Policy),
         ..LetterFilter::default()
     };
-    assert_eq!(letters.count(&policies).unwrap(), 1);
+    assert_eq!(letters.count(&policies).await.unwrap(), 1);
     let scheduled = LetterFilter {
         kind: Some(LetterKind::Scheduled),
         ..LetterFilter::default()
     };
-    assert_eq!(letters.count(&scheduled).unwrap(), 0);
-    assert!(letters.get("nope").unwrap().is_none());
+    assert_eq!(letters.count(&scheduled).await.unwrap(), 0);
+    assert!(letters.get("nope").await.unwrap().is_none());
 }
 
 // spec 138, 142, 167
@@ -119,11 +120,17 @@ async fn retrying_a_policy_letter_runs_the_handler_once_more_with_a_new_key() {
         Retried::Done
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
     assert_eq!(
-        app.app().dead_letters().get(&id).unwrap().unwrap().status,
+        app.app()
+            .dead_letters()
+            .get(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         LetterStatus::Retried
     );
     let keys = KEYS.with(|keys| keys.borrow().clone());
@@ -146,10 +153,16 @@ async fn a_retry_that_fails_again_leaves_the_letter_failed() {
         "{error}"
     );
     assert_eq!(
-        app.app().dead_letters().get(&id).unwrap().unwrap().status,
+        app.app()
+            .dead_letters()
+            .get(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         LetterStatus::Failed
     );
-    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+    assert_eq!(app.events_of::<Order>("o-1").await.unwrap().len(), 1);
 }
 
 // spec 170, 172
@@ -157,9 +170,9 @@ async fn a_retry_that_fails_again_leaves_the_letter_failed() {
 async fn a_settled_letter_refuses_a_second_retry_or_discard() {
     let (app, id) = app_with_a_letter().await;
     let letters = app.app().dead_letters();
-    letters.discard(&id).unwrap();
+    letters.discard(&id).await.unwrap();
     assert_eq!(
-        letters.get(&id).unwrap().unwrap().status,
+        letters.get(&id).await.unwrap().unwrap().status,
         LetterStatus::Discarded
     );
     BROKEN.with(|b| b.set(false));
@@ -167,16 +180,16 @@ async fn a_settled_letter_refuses_a_second_retry_or_discard() {
     assert!(matches!(retry, Error::LetterSettled { .. }), "{retry}");
     assert_eq!(retry.code(), "DEAD_LETTER_SETTLED");
     assert!(matches!(
-        letters.discard(&id),
+        letters.discard(&id).await,
         Err(Error::LetterSettled { .. })
     ));
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "a refused retry stores nothing"
     );
     assert!(matches!(
-        letters.discard("nope"),
+        letters.discard("nope").await,
         Err(Error::NotFound { .. })
     ));
 }
@@ -186,7 +199,11 @@ async fn a_settled_letter_refuses_a_second_retry_or_discard() {
 async fn a_letter_whose_policy_is_gone_is_not_retriable() {
     let (app, id) = app_with_a_letter().await;
     let store = std::sync::Arc::clone(&app.app().store_arc());
-    let without = App::builder_shared(store).only_listed().build().unwrap();
+    let without = App::builder_shared(store)
+        .only_listed()
+        .build()
+        .await
+        .unwrap();
     let error = without.dead_letters().retry(&id).await.unwrap_err();
     assert_eq!(error.code(), "DEAD_LETTER_NOT_RETRIABLE");
     assert!(
@@ -194,7 +211,13 @@ async fn a_letter_whose_policy_is_gone_is_not_retriable() {
         "{error}"
     );
     assert_eq!(
-        without.dead_letters().get(&id).unwrap().unwrap().status,
+        without
+            .dead_letters()
+            .get(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         LetterStatus::Failed
     );
 }
@@ -211,6 +234,7 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
             .policy::<ReminderIn1h>()
             .command::<CancelOrder>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     app.dispatch(PlaceOrder {
@@ -228,12 +252,13 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
             .clock(clock.clone())
             .ids(std::sync::Arc::new(bounda::ids::UuidV7))
             .build()
+            .await
             .unwrap(),
         clock,
     );
     let dropped = dropped.expecting_letters();
     dropped.advance(hours(2)).await.unwrap();
-    let letters = support::letters(&dropped);
+    let letters = support::letters(&dropped).await;
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
     assert_eq!(
@@ -257,7 +282,7 @@ async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
         app.app().dead_letters().retry(&letter.id).await.unwrap(),
         Retried::Done
     );
-    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let events = app.events_of::<Order>("o-1").await.unwrap().0;
     assert_eq!(
         events.last().map(|e| e.event_type.as_str()),
         Some("OrderCancelled")
@@ -292,6 +317,7 @@ async fn letter_of_a_dropped_handler(
     let first = TestApp::new(with_handler(
         App::builder_shared(store.clone()).only_listed(),
     ))
+    .await
     .unwrap();
     first
         .dispatch(PlaceOrder {
@@ -302,9 +328,11 @@ async fn letter_of_a_dropped_handler(
         .unwrap();
     first.run_until_idle().await.unwrap();
     let clock = first.clock().clone();
-    let dropped = support::another_app(&store, &clock, |builder| builder).expecting_letters();
+    let dropped = support::another_app(&store, &clock, |builder| builder)
+        .await
+        .expecting_letters();
     dropped.advance(by).await.unwrap();
-    let mut letters = support::letters(&dropped);
+    let mut letters = support::letters(&dropped).await;
     assert_eq!(letters.len(), 1, "not completed in silence");
     let letter = letters.remove(0);
     assert_eq!(
@@ -323,7 +351,7 @@ async fn letter_of_a_dropped_handler(
         letter.error_message
     );
     assert!(
-        dropped.app().next_due_at().unwrap().is_none(),
+        dropped.app().next_due_at().await.unwrap().is_none(),
         "given up, not left due"
     );
     (store, clock, letter)
@@ -341,13 +369,14 @@ async fn a_delayed_run_whose_policy_is_gone_is_a_letter_until_it_is_back() {
     )
     .await;
     let back = support::another_app(&store, &clock, |builder| builder.policy::<ConfirmLater>())
+        .await
         .expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
         Retried::Done
     );
     assert_eq!(
-        back.events_of::<Order>("o-1").unwrap().types(),
+        back.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
@@ -364,6 +393,7 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
     )
     .await;
     let back = support::another_app(&store, &clock, |builder| builder.process::<OrderPayment>())
+        .await
         .expecting_letters();
     assert_eq!(
         back.app().dead_letters().retry(&letter.id).await.unwrap(),
@@ -374,6 +404,7 @@ async fn a_deadline_whose_process_is_gone_is_a_letter_until_it_is_back() {
         .app()
         .store()
         .read_stream("process:OrderPayment", "o-1")
+        .await
         .unwrap()
         .into_iter()
         .filter(|e| e.event_type == "ProcessDeadlineReached")
@@ -407,7 +438,7 @@ async fn two_retries_at_once_run_the_letter_once() {
     let refused = answers.iter().find_map(|a| a.as_ref().err()).unwrap();
     assert_eq!(refused.code(), "DEAD_LETTER_SETTLED");
     assert_eq!(
-        letters.get(&id).unwrap().unwrap().status,
+        letters.get(&id).await.unwrap().unwrap().status,
         LetterStatus::Retried,
         "settled once, by the retry that ran"
     );
@@ -417,7 +448,7 @@ async fn two_retries_at_once_run_the_letter_once() {
         "the handler ran once, under one key"
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }

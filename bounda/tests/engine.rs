@@ -77,13 +77,14 @@ async fn confirm_on_reminder_sent(cx: Reaction<'_, ReminderSent>) -> Result<()> 
 }
 
 /// A test app with the order-payment process on `store`.
-fn app_on(store: &Arc<SqliteStore>) -> TestApp {
+async fn app_on(store: &Arc<SqliteStore>) -> TestApp {
     let shared: Arc<dyn Store> = store.clone();
     TestApp::new(
         App::builder_shared(shared)
             .only_listed()
             .process::<OrderPayment>(),
     )
+    .await
     .unwrap()
 }
 
@@ -94,10 +95,11 @@ fn place(id: &str) -> PlaceOrder {
     }
 }
 
-fn reminders(app: &TestApp, id: &str) -> usize {
+async fn reminders(app: &TestApp, id: &str) -> usize {
     app.app()
         .store()
         .read_stream("process:OrderPayment", id)
+        .await
         .unwrap()
         .iter()
         .filter(|e| e.payload["field"] == "next_reminder")
@@ -113,7 +115,9 @@ async fn transactions_to_fire(instances: usize, batch_size: usize) -> u64 {
     config.dispatcher.batch_size = batch_size;
     let shared: Arc<dyn Store> = store.clone();
     let builder = App::builder_shared(shared).only_listed().config(config);
-    let app = TestApp::new(builder.process::<OrderPayment>()).unwrap();
+    let app = TestApp::new(builder.process::<OrderPayment>())
+        .await
+        .unwrap();
     for n in 0..instances {
         app.dispatch(place(&format!("o-{n}"))).await.unwrap();
     }
@@ -122,10 +126,14 @@ async fn transactions_to_fire(instances: usize, batch_size: usize) -> u64 {
     app.advance(hours(24)).await.unwrap();
     let spent = store.write_transactions() - before;
     for n in 0..instances {
-        assert_eq!(reminders(&app, &format!("o-{n}")), 1, "o-{n} reminded once");
+        assert_eq!(
+            reminders(&app, &format!("o-{n}")).await,
+            1,
+            "o-{n} reminded once"
+        );
     }
     assert_eq!(
-        app.lag().unwrap().max_lag,
+        app.lag().await.unwrap().max_lag,
         0,
         "the checkpoints moved with them"
     );
@@ -163,6 +171,7 @@ async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
             .only_listed()
             .policy::<ConfirmOnReminderSent>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     for _ in 0..3 {
@@ -174,7 +183,7 @@ async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
     }
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         [
             "OrderPlaced",
             "ReminderSent",
@@ -196,7 +205,7 @@ async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
 #[tokio::test]
 async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    let app = app_on(&store);
+    let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.advance(hours(24) - seconds(1)).await.unwrap();
@@ -215,27 +224,28 @@ async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {
             app.now(),
             hours(1),
         )
+        .await
         .unwrap();
     assert!(matches!(claim, bounda::store::InboxClaim::Claimed { .. }));
     app.clock().advance(seconds(1));
     app.run_until_idle_with(3).await.unwrap();
     assert_eq!(
-        reminders(&app, "o-1"),
+        reminders(&app, "o-1").await,
         1,
         "o-1 has nothing unhandled: it runs"
     );
-    assert_eq!(reminders(&app, "o-2"), 0, "o-2 waits for its payment");
-    assert_eq!(app.lag().unwrap().waiting_deadlines, 1);
+    assert_eq!(reminders(&app, "o-2").await, 0, "o-2 waits for its payment");
+    assert_eq!(app.lag().await.unwrap().waiting_deadlines, 1);
 }
 
 // spec 85: an instance's event stored after the deadline's moment does not hold it back.
 #[tokio::test]
 async fn a_deadline_does_not_wait_for_its_instances_later_events() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    let app = app_on(&store);
+    let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(24) + seconds(5)).await.unwrap();
-    assert_eq!(reminders(&app, "o-1"), 1);
+    assert_eq!(reminders(&app, "o-1").await, 1);
     // The next reminder is due at +48h; an event of o-1 stored after that moment is held by
     // another runner when the worker looks.
     app.clock().advance(hours(24));
@@ -253,10 +263,11 @@ async fn a_deadline_does_not_wait_for_its_instances_later_events() {
             app.now(),
             hours(1),
         )
+        .await
         .unwrap();
     app.run_until_idle_with(3).await.unwrap();
     assert_eq!(
-        reminders(&app, "o-1"),
+        reminders(&app, "o-1").await,
         2,
         "the payment came after the moment: the reminder does not wait for it"
     );
@@ -270,11 +281,12 @@ async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
             .only_listed()
             .process::<fragile::Fragile>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert!(
         letters[0]
@@ -290,18 +302,23 @@ async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
 #[tokio::test]
 async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
     let store = Arc::new(SqliteStore::in_memory().unwrap());
-    let app = app_on(&store);
+    let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(48)).await.unwrap();
-    let stream = store.read_stream("process:OrderPayment", "o-1").unwrap();
+    let stream = store
+        .read_stream("process:OrderPayment", "o-1")
+        .await
+        .unwrap();
     let snapshot = store
         .snapshot("process:OrderPayment", "o-1")
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(snapshot.version, stream.len() as u64, "kept at every step");
     let expected = app
         .app()
         .process_instance::<OrderPayment>("o-1")
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(expected.state.reminders, 2);
@@ -319,30 +336,40 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
         }],
         ..WriteSet::default()
     };
-    store.commit(&keep(snapshot.version + 1, newer)).unwrap();
-    let from_snapshot = app.app().process_instance::<OrderPayment>("o-1").unwrap();
+    store
+        .commit(&keep(snapshot.version + 1, newer))
+        .await
+        .unwrap();
+    let from_snapshot = app
+        .app()
+        .process_instance::<OrderPayment>("o-1")
+        .await
+        .unwrap();
     assert_eq!(from_snapshot.unwrap().state.reminders, 99);
 
     // A snapshot this build cannot read, newer than any kept: the stream is folded instead.
     let unreadable = serde_json::json!({ "not": "an instance" });
     store
         .commit(&keep(snapshot.version + 100, unreadable))
+        .await
         .unwrap();
     let reread = app
         .app()
         .process_instance::<OrderPayment>("o-1")
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(reread, expected);
     app.advance(hours(24)).await.unwrap();
     assert_eq!(
-        reminders(&app, "o-1"),
+        reminders(&app, "o-1").await,
         3,
         "the third reminder ran from the stream"
     );
     assert_eq!(
         app.app()
             .process_instance::<OrderPayment>("o-1")
+            .await
             .unwrap()
             .unwrap()
             .state
@@ -361,17 +388,19 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
             .only_listed()
             .policy::<ConfirmOnReminderSent>(),
     )
+    .await
     .unwrap();
     let processes_only = TestApp::new(
         App::builder_shared(store.clone())
             .only_listed()
             .process::<OrderPayment>(),
     )
+    .await
     .unwrap();
     processes_only.dispatch(place("o-1")).await.unwrap();
     processes_only.run_until_idle().await.unwrap();
-    let lag = processes_only.lag().unwrap();
-    let head = store.head().unwrap();
+    let lag = processes_only.lag().await.unwrap();
+    let head = store.head().await.unwrap();
     assert_eq!(
         lag.subscribers
             .iter()
@@ -392,7 +421,7 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
         "listed apart, with its lag"
     );
     assert_eq!(
-        with_policy.lag().unwrap().max_lag,
+        with_policy.lag().await.unwrap().max_lag,
         head,
         "the other app sees its own lag"
     );
@@ -409,6 +438,7 @@ async fn an_entry_that_cannot_be_read_fails_alone() {
             .only_listed()
             .policy::<ConfirmLater>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     let placed = app.dispatch(place("o-1")).await.unwrap();
@@ -417,11 +447,11 @@ async fn an_entry_that_cannot_be_read_fails_alone() {
     *store.unreadable.lock().unwrap() = Some(placed.event_ids[0].clone());
     app.advance(hours(2)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-2").unwrap().types(),
+        app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"],
         "the other entry ran"
     );
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (
@@ -466,6 +496,7 @@ async fn lapsed_claims_spend_no_attempts() {
             .only_listed()
             .policy::<AlwaysFailsOnOrderPlaced>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     let placed = app.dispatch(place("o-1")).await.unwrap();
@@ -480,6 +511,7 @@ async fn lapsed_claims_spend_no_attempts() {
                 app.now(),
                 lease,
             )
+            .await
             .unwrap();
         assert!(
             matches!(claim, bounda::store::InboxClaim::Claimed { attempt: 1 }),
@@ -493,7 +525,7 @@ async fn lapsed_claims_spend_no_attempts() {
         3,
         "three real runs"
     );
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].attempts, 3);
 }
@@ -514,14 +546,18 @@ async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     hooks.ran.lock().unwrap().push(cx.event().order_id.clone());
     if cx.event().order_id == "o-1" {
         hooks.clock.advance(seconds(60) + millis(1));
-        if let Some(event) = hooks.rival_takes.lock().unwrap().take() {
-            hooks.store.claim_inbox(
-                "slow_on_order_placed",
-                &event,
-                "rival",
-                hooks.clock.now(),
-                seconds(60),
-            )?;
+        let rival_takes = hooks.rival_takes.lock().unwrap().take();
+        if let Some(event) = rival_takes {
+            hooks
+                .store
+                .claim_inbox(
+                    "slow_on_order_placed",
+                    &event,
+                    "rival",
+                    hooks.clock.now(),
+                    seconds(60),
+                )
+                .await?;
         }
     }
     Ok(())
@@ -546,6 +582,7 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
         .port(hooks.clone())
         .policy::<SlowOnOrderPlaced>()
         .build()
+        .await
         .unwrap();
     let app = TestApp::with_app(app, clock);
     app.dispatch(place("o-1")).await.unwrap();
@@ -566,6 +603,7 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
                 app.now(),
                 seconds(60)
             )
+            .await
             .unwrap(),
         bounda::store::InboxClaim::Held,
         "the rival holds it"
@@ -575,7 +613,7 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
 /// An app running `ConfirmOnReminderSent` (and whatever `extra` adds) on the simulated clock,
 /// polling every 5 ms, over a store whose log reads fail from the start: `configure` sets the
 /// back-off.
-fn on_a_failing_log(
+async fn on_a_failing_log(
     configure: impl FnOnce(&mut bounda::config::Config),
     extra: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
 ) -> (
@@ -594,7 +632,7 @@ fn on_a_failing_log(
         .clock(clock.clone())
         .config(config)
         .policy::<ConfirmOnReminderSent>();
-    let app = extra(builder).build().unwrap();
+    let app = extra(builder).build().await.unwrap();
     (store, clock, app)
 }
 
@@ -602,7 +640,7 @@ fn on_a_failing_log(
 // instead of trying again every poll, and `lag` shows until when.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
-    let (store, clock, app) = on_a_failing_log(|_| {}, |builder| builder);
+    let (store, clock, app) = on_a_failing_log(|_| {}, |builder| builder).await;
     store
         .log_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -631,7 +669,7 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
     // Many polls pass; the simulated clock does not move, so the back-off does not end.
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert_eq!(reads(), 1, "tried once, then waiting its back-off");
-    let lag = app.lag().unwrap();
+    let lag = app.lag().await.unwrap();
     let policies = lag
         .subscribers
         .iter()
@@ -646,9 +684,9 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
     wait_for("the second try", &|| reads() >= 2);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert_eq!(reads(), 2, "failed again: now it waits 2 s");
-    let paused = |app: &App| app.lag().unwrap().subscribers[0].paused_until;
+    let paused = async |app: &App| app.lag().await.unwrap().subscribers[0].paused_until;
     assert_eq!(
-        paused(&app),
+        paused(&app).await,
         Some(clock.now() + seconds(2)),
         "the back-off doubled"
     );
@@ -656,9 +694,17 @@ async fn a_failing_subscriber_waits_its_back_off_and_lag_shows_it() {
         .log_fails
         .store(false, std::sync::atomic::Ordering::SeqCst);
     clock.advance(seconds(2));
-    wait_for("recovered", &|| {
-        app.lag().unwrap().subscribers[0].paused_until.is_none()
-    });
+    let start = std::time::Instant::now();
+    while app.lag().await.unwrap().subscribers[0]
+        .paused_until
+        .is_some()
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "recovered"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     let _ = stop.send(());
     runner.await.unwrap().unwrap();
 }
@@ -669,7 +715,8 @@ async fn a_subscriber_that_keeps_failing_stops_the_run_with_its_cause() {
     let (store, clock, app) = on_a_failing_log(
         |config| config.dispatcher.backoff.max_failures = 3,
         |builder| builder,
-    );
+    )
+    .await;
     store
         .log_fails
         .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -719,7 +766,8 @@ async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
             config.dispatcher.backoff.max_delay = seconds(1);
         },
         |builder| builder.command::<PlaceOrder>(),
-    );
+    )
+    .await;
     // The scheduled worker has work due each second for six seconds; the policies' log reads fail.
     for i in 1..=6 {
         let order = PlaceOrder {
@@ -747,14 +795,11 @@ async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
     }
     let error = runner.await.unwrap().unwrap_err();
     assert_stalled_on_policies(&error);
-    let placed = (1..=6)
-        .filter(|i| {
-            !app.store()
-                .read_stream("Order", &format!("o-{i}"))
-                .unwrap()
-                .is_empty()
-        })
-        .count();
+    let mut placed = 0;
+    for i in 1..=6 {
+        let stream = app.store().read_stream("Order", &format!("o-{i}")).await;
+        placed += usize::from(!stream.unwrap().is_empty());
+    }
     assert_eq!(
         placed, 6,
         "the worker ran everything before the app stopped"

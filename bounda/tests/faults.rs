@@ -56,6 +56,7 @@ async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_a
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
@@ -65,7 +66,7 @@ async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_a
     .unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let events = app.events_of::<Order>("o-1").await.unwrap().0;
     assert_eq!(
         events
             .iter()
@@ -84,10 +85,11 @@ async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_a
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 // spec 124, 126, 129
@@ -100,6 +102,7 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
         .clock(clock.clone())
         .policy::<ConfirmOnOrderPlaced>()
         .build()
+        .await
         .unwrap();
     let test = TestApp::with_app(app, clock.clone());
     test.dispatch(PlaceOrder {
@@ -108,7 +111,7 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
     })
     .await
     .unwrap();
-    let placed = store.read_stream("Order", "o-1").unwrap().remove(0);
+    let placed = store.read_stream("Order", "o-1").await.unwrap().remove(0);
     // Another runner claimed the event and crashed: its claim holds for the lease (2 × 30 s).
     store
         .claim_inbox(
@@ -118,27 +121,32 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
             clock.now(),
             seconds(60),
         )
+        .await
         .unwrap();
     let idle = test.run_until_idle().await.unwrap();
     assert!(idle.idle);
     assert_eq!(
-        test.events_of::<Order>("o-1").unwrap().len(),
+        test.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "held, not run twice at once"
     );
-    assert_eq!(test.lag().unwrap().max_lag, 1, "the hold shows as lag");
+    assert_eq!(
+        test.lag().await.unwrap().max_lag,
+        1,
+        "the hold shows as lag"
+    );
     test.advance(seconds(60)).await.unwrap();
     assert_eq!(
-        test.events_of::<Order>("o-1").unwrap().len(),
+        test.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "a lease that ends now has not passed yet"
     );
     test.advance(millis(1)).await.unwrap();
     assert_eq!(
-        test.events_of::<Order>("o-1").unwrap().types(),
+        test.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
-    assert_eq!(test.lag().unwrap().max_lag, 0);
+    assert_eq!(test.lag().await.unwrap().max_lag, 0);
 }
 
 // spec 154, 214: a payload the policy cannot read is terminal.
@@ -149,6 +157,7 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     let odd = bounda::store::WriteSet {
@@ -166,9 +175,9 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
         }],
         ..Default::default()
     };
-    app.app().store().commit(&odd).unwrap();
+    app.app().store().commit(&odd).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].error_type.as_str(), letters[0].attempts),
@@ -182,7 +191,7 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
         letters[0].error_message
     );
     assert!(
-        app.app().store().read_event("odd").unwrap().is_some(),
+        app.app().store().read_event("odd").await.unwrap().is_some(),
         "nothing stored is lost"
     );
 }
@@ -202,6 +211,7 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
         .port(clock.clone())
         .policy::<Stuck>()
         .build()
+        .await
         .unwrap();
     let app = TestApp::with_app(app, clock).expecting_letters();
     app.dispatch(PlaceOrder {
@@ -211,7 +221,7 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].attempts, letters[0].error_type.as_str()),
@@ -256,6 +266,7 @@ async fn a_time_limit_counts_the_test_clock_not_the_machine() {
             .config(config)
             .policy::<SlowMachine>(),
     )
+    .await
     .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
@@ -265,13 +276,14 @@ async fn a_time_limit_counts_the_test_clock_not_the_machine() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
     assert_eq!(
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );

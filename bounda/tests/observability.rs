@@ -163,7 +163,7 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
         .policy::<RemindLater>()
         .command::<SendReminder>()
         .process::<OrderPayment>();
-    let app = TestApp::new(builder).unwrap().expecting_letters();
+    let app = TestApp::new(builder).await.unwrap().expecting_letters();
     let place = || PlaceOrder {
         order_id: "o-1".into(),
         total: 5,
@@ -213,7 +213,7 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
         Some(correlation.as_str())
     );
     assert_eq!(sent[0].get("bounda.outcome"), Some("stored"));
-    let placed = app.events_of::<Order>("o-1").unwrap().0[0].id.clone();
+    let placed = app.events_of::<Order>("o-1").await.unwrap().0[0].id.clone();
     assert_eq!(sent[0].get("bounda.causation_id"), Some(placed.as_str()));
 
     // spec 223: the subscriber passes that read events.
@@ -361,6 +361,7 @@ async fn a_running_app_reports_its_lag() {
         .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .build()
+        .await
         .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
@@ -395,6 +396,7 @@ async fn a_failing_subscriber_is_logged_by_name_and_its_pass_marked_failed() {
         .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .build()
+        .await
         .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
@@ -436,7 +438,7 @@ async fn a_failing_subscriber_is_logged_by_name_and_its_pass_marked_failed() {
             .all(|p| p.get("otel.status_code") == Some("ERROR"))
     );
     assert_eq!(
-        app.lag().unwrap().max_lag,
+        app.lag().await.unwrap().max_lag,
         1,
         "nothing lost: the event waits"
     );

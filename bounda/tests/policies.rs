@@ -147,14 +147,14 @@ fn store() -> SqliteStore {
     SqliteStore::in_memory().expect("a store")
 }
 
-fn test_app(builder: AppBuilder) -> TestApp {
-    TestApp::new(builder).expect("an app")
+async fn test_app(builder: AppBuilder) -> TestApp {
+    TestApp::new(builder).await.expect("an app")
 }
 
 /// Another app on a shared store, with ids of its own.
-fn shared(builder: AppBuilder) -> TestApp {
+async fn shared(builder: AppBuilder) -> TestApp {
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
-    let app = builder.clock(clock.clone()).build().expect("an app");
+    let app = builder.clock(clock.clone()).build().await.expect("an app");
     TestApp::with_app(app, clock)
 }
 
@@ -172,21 +172,22 @@ async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark(
         App::builder(store())
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
-    assert_eq!(app.lag().unwrap().max_lag, 1, "not yet handled");
+    assert_eq!(app.lag().await.unwrap().max_lag, 1, "not yet handled");
     let idle = app.run_until_idle().await.unwrap();
     assert!(idle.idle && idle.rejections.is_empty());
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
-    let lag = app.lag().unwrap();
+    let lag = app.lag().await.unwrap();
     assert_eq!(lag.max_lag, 0, "every consequence has happened");
     assert_eq!(lag.subscribers[0].subscriber, POLICIES);
     // Run again: the inbox says it is done, nothing is sent twice (spec 124).
     app.run_until_idle().await.unwrap();
-    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 2);
+    assert_eq!(app.events_of::<Order>("o-1").await.unwrap().len(), 2);
 }
 
 // spec 144
@@ -196,10 +197,11 @@ async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_g
         App::builder(store())
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let events = app.events_of::<Order>("o-1").await.unwrap().0;
     let (placed, confirmed) = (&events[0], &events[1]);
     assert_eq!(
         confirmed.metadata.correlation_id,
@@ -213,10 +215,10 @@ async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_g
 #[tokio::test]
 async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
     let store: Arc<dyn Store> = Arc::new(store());
-    let before = test_app(App::builder_shared(store.clone()).only_listed());
+    let before = test_app(App::builder_shared(store.clone()).only_listed()).await;
     before.dispatch(place("o-1")).await.unwrap();
     assert_eq!(
-        store.checkpoint(POLICIES).unwrap(),
+        store.checkpoint(POLICIES).await.unwrap(),
         None,
         "no policy, no checkpoint (spec 32)"
     );
@@ -225,30 +227,32 @@ async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
         App::builder_shared(store.clone())
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     after.dispatch(place("o-2")).await.unwrap();
     after.run_until_idle().await.unwrap();
     assert_eq!(
-        after.events_of::<Order>("o-1").unwrap().types(),
+        after.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"],
         "history is not replayed"
     );
     assert_eq!(
-        after.events_of::<Order>("o-2").unwrap().types(),
+        after.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 
     // The last policy removed: its checkpoint stays; brought back, it catches up (spec 33).
-    let without = shared(App::builder_shared(store.clone()).only_listed());
+    let without = shared(App::builder_shared(store.clone()).only_listed()).await;
     without.dispatch(place("o-3")).await.unwrap();
     let back = shared(
         App::builder_shared(store.clone())
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     back.run_until_idle().await.unwrap();
     assert_eq!(
-        back.events_of::<Order>("o-3").unwrap().types(),
+        back.events_of::<Order>("o-3").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
@@ -261,13 +265,14 @@ async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for
         App::builder(store())
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     let idle = app.run_until_idle().await.unwrap();
     assert!(idle.idle);
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
     assert_eq!(
@@ -279,6 +284,7 @@ async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for
         app.app()
             .store()
             .count_dead_letters(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -293,6 +299,7 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
@@ -301,6 +308,7 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
         .app()
         .store()
         .dead_letters(&LetterFilter::default())
+        .await
         .unwrap();
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
@@ -328,14 +336,14 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
         letter.error_message
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"]
     );
     assert_eq!(
-        app.events_of::<Order>("o-2").unwrap().types(),
+        app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 // A handler that panics is a failed attempt: retried, then dead-lettered, nothing stored.
@@ -347,11 +355,12 @@ async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 
@@ -362,6 +371,7 @@ async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
         .app()
         .store()
         .dead_letters(&LetterFilter::default())
+        .await
         .unwrap();
     assert_eq!(letters.len(), 1);
     assert!(
@@ -381,6 +391,7 @@ async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
             .only_listed()
             .policy::<EchoOnReminderSent>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(SendReminder {
@@ -389,7 +400,7 @@ async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap();
+    let events = app.events_of::<Order>("o-1").await.unwrap();
     assert_eq!(
         events.len(),
         1 + 26,
@@ -400,6 +411,7 @@ async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
         .app()
         .store()
         .dead_letters(&LetterFilter::default())
+        .await
         .unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(
@@ -422,7 +434,8 @@ async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_
         App::builder(store())
             .only_listed()
             .policy::<CancelOnOrderFulfilled>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -441,7 +454,7 @@ async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_
         ("Order", "o-1")
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "OrderPaid", "OrderFulfilled"],
         "the reminder after the rejection decided nothing for a fulfilled order"
     );
@@ -480,11 +493,11 @@ async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
             Ok(())
         }
     }
-    let app = test_app(App::builder(store()).only_listed().policy::<ConfirmTwice>());
+    let app = test_app(App::builder(store()).only_listed().policy::<ConfirmTwice>()).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
@@ -499,13 +512,14 @@ async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
             .policy::<ConfirmOnOrderPlaced>()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     // One pass only: the confirmation of o-1 fails and waits for its retry.
     let idle = app.run_until_idle_with(1).await.unwrap();
     assert!(!idle.idle);
-    let lag = app.lag().unwrap();
+    let lag = app.lag().await.unwrap();
     assert_eq!(lag.max_lag, 2, "the checkpoint stops before the held event");
     let failing = lag.subscribers[0]
         .failing
@@ -525,20 +539,20 @@ async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
     );
     assert_eq!(failing.retry_at, app.now() + seconds(1));
     assert_eq!(
-        app.events_of::<Order>("o-2").unwrap().types(),
+        app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced"],
         "o-2's confirmation waits behind o-1's"
     );
     assert!(
-        app.app().next_due_at().unwrap().is_some(),
+        app.app().next_due_at().await.unwrap().is_some(),
         "the other policy scheduled both reminders"
     );
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-2").unwrap().types(),
+        app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 // spec 42, 44, 49, 52, 183
@@ -550,22 +564,23 @@ async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cau
             .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
     // The first run scheduled it and then failed: only the retried run's entry exists (spec 52).
     assert_eq!(
-        app.app().next_due_at().unwrap(),
+        app.app().next_due_at().await.unwrap(),
         Some(start + seconds(1) + hours(24))
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"]
     );
     let idle = app.advance(hours(24)).await.unwrap();
     assert!(idle.idle);
-    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let events = app.events_of::<Order>("o-1").await.unwrap().0;
     assert_eq!(
         events
             .iter()
@@ -579,7 +594,7 @@ async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cau
     );
     assert_eq!(events[1].metadata.causation_id, events[0].id);
     assert_eq!(events[1].timestamp, start + seconds(1) + hours(24));
-    assert_eq!(app.app().next_due_at().unwrap(), None);
+    assert_eq!(app.app().next_due_at().await.unwrap(), None);
 }
 
 // spec 25
@@ -608,7 +623,8 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
             .only_listed()
             .policy::<CancelLater>()
             .command::<CancelOrder>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     app.dispatch(PayAndFulfil {
@@ -624,11 +640,12 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
             .collect::<Vec<_>>(),
         ["NotCancellable"]
     );
-    assert_eq!(app.app().next_due_at().unwrap(), None, "settled");
+    assert_eq!(app.app().next_due_at().await.unwrap(), None, "settled");
     assert_eq!(
         app.app()
             .store()
             .count_dead_letters(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -641,6 +658,7 @@ async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() 
             .only_listed()
             .policy::<RemindOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -648,6 +666,7 @@ async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() 
         .app()
         .store()
         .dead_letters(&LetterFilter::default())
+        .await
         .unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].error_type, "terminal");
@@ -667,24 +686,25 @@ async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
         App::builder(store())
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let placed_at = app.now();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        app.app().next_due_at().unwrap(),
+        app.app().next_due_at().await.unwrap(),
         Some(placed_at + minutes(1))
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"],
         "not before its time"
     );
     app.advance(seconds(59)).await.unwrap();
-    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+    assert_eq!(app.events_of::<Order>("o-1").await.unwrap().len(), 1);
     app.advance(seconds(1)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
@@ -696,13 +716,14 @@ async fn a_delayed_policy_read_late_is_not_pushed_later() {
         App::builder(store())
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let placed_at = app.now();
     let idle = app.advance(seconds(30)).await.unwrap();
     assert!(idle.idle);
     assert_eq!(
-        app.app().next_due_at().unwrap(),
+        app.app().next_due_at().await.unwrap(),
         Some(placed_at + minutes(1))
     );
 }
@@ -716,6 +737,7 @@ async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
@@ -724,6 +746,7 @@ async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
         .app()
         .store()
         .dead_letters(&LetterFilter::default())
+        .await
         .unwrap();
     assert_eq!(letters.len(), 1);
     assert_eq!(
@@ -735,7 +758,7 @@ async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
         (LetterKind::Policy, "welcome_on_order_placed", 3)
     );
     assert_eq!(
-        app.events_of::<Order>("o-2").unwrap().types(),
+        app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
@@ -757,7 +780,8 @@ async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
         App::builder(store())
             .only_listed()
             .policy::<NotifyOnOrderPaid>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -767,14 +791,15 @@ async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
     app.run_until_idle().await.unwrap();
     // The order is paid: the reminder decided nothing, and the policy's run succeeded.
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "OrderPaid"]
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
     assert_eq!(
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -788,11 +813,12 @@ async fn one_advance_runs_the_policy_then_the_delayed_command_it_scheduled() {
             .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let placed_at = app.now();
     app.advance(hours(24)).await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap().0;
+    let events = app.events_of::<Order>("o-1").await.unwrap().0;
     assert_eq!(
         events
             .iter()
@@ -817,17 +843,24 @@ async fn events_are_read_in_batches_and_every_one_is_handled() {
             .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     for i in 0..5 {
         app.dispatch(place(&format!("o-{i}"))).await.unwrap();
     }
     let first = app.run_until_idle_with(1).await.unwrap();
     assert!(!first.idle);
-    let position = app.lag().unwrap().subscribers[0].position;
+    let position = app.lag().await.unwrap().subscribers[0].position;
     assert_eq!(position, 2, "one pass, one batch of two");
     app.run_until_idle().await.unwrap();
     for i in 0..5 {
-        assert_eq!(app.events_of::<Order>(&format!("o-{i}")).unwrap().len(), 2);
+        assert_eq!(
+            app.events_of::<Order>(&format!("o-{i}"))
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
     }
 }
 
@@ -855,7 +888,8 @@ async fn rejections_of_a_failed_attempt_are_not_reported() {
         App::builder(store())
             .only_listed()
             .policy::<RejectedThenFails>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -886,12 +920,14 @@ async fn a_claim_lasts_twice_the_longest_time_limit() {
             .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
-    );
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     let placed = app
         .app()
         .store()
         .read_stream("Order", "o-1")
+        .await
         .unwrap()
         .remove(0);
     app.app()
@@ -903,16 +939,17 @@ async fn a_claim_lasts_twice_the_longest_time_limit() {
             app.now(),
             minutes(4),
         )
+        .await
         .unwrap();
     app.advance(minutes(4)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         1,
         "still held when its lease of 4 min ends"
     );
     app.advance(millis(1)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().len(),
+        app.events_of::<Order>("o-1").await.unwrap().len(),
         2,
         "taken over once 2 × 2 min have passed"
     );
@@ -958,6 +995,7 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
             .port(port)
             .policy::<NotifyOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -965,7 +1003,7 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "o-1");
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
 
@@ -974,12 +1012,13 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
             .only_listed()
             .policy::<NotifyOnOrderPlaced>(),
     )
+    .await
     .expecting_letters();
     without.dispatch(place("o-1")).await.unwrap();
     let start = without.now();
     without.run_until_idle().await.unwrap();
     assert_eq!(without.now(), start, "not retried");
-    let letters = support::letters(&without);
+    let letters = support::letters(&without).await;
     assert_eq!(
         (letters.len(), letters[0].error_type.as_str()),
         (1, "terminal")

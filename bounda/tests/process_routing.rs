@@ -112,7 +112,7 @@ impl Settlement {
     }
 }
 
-fn app_with(config: Config) -> TestApp {
+async fn app_with(config: Config) -> TestApp {
     TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
             .only_listed()
@@ -120,17 +120,19 @@ fn app_with(config: Config) -> TestApp {
             .process::<Settlement>()
             .command::<SendReminder>(),
     )
+    .await
     .unwrap()
 }
 
-fn app() -> TestApp {
-    app_with(Config::default())
+async fn app() -> TestApp {
+    app_with(Config::default()).await
 }
 
-fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
+async fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
     app.app()
         .store()
         .read_stream("process:Settlement", id)
+        .await
         .unwrap()
 }
 
@@ -138,8 +140,8 @@ fn types(events: &[RecordedEvent]) -> Vec<&str> {
     events.iter().map(|e| e.event_type.as_str()).collect()
 }
 
-fn state(app: &TestApp, id: &str) -> Settlement {
-    let events = lifecycle(app, id);
+async fn state(app: &TestApp, id: &str) -> Settlement {
+    let events = lifecycle(app, id).await;
     let last = events
         .iter()
         .rev()
@@ -159,7 +161,7 @@ fn place(id: &str) -> PlaceOrder {
 // and one of them completes it.
 #[tokio::test]
 async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(RefundPayment {
         payment_id: "p-1".into(),
@@ -187,7 +189,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -197,7 +199,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
         ],
         "the correlated refund, then the settlement that completes it; the ones naming no order are skipped"
     );
-    let state = state(&app, "o-1");
+    let state = state(&app, "o-1").await;
     assert_eq!(
         (state.refunds, state.settled_by.as_deref()),
         (1, Some("p-1"))
@@ -207,7 +209,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
 // spec 58: a correlator that fails dead-letters that event for the process only.
 #[tokio::test]
 async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(RefundPayment {
         payment_id: "p-1".into(),
@@ -222,7 +224,7 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].kind, letters[0].error_type.as_str()),
@@ -235,14 +237,18 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
         "{}",
         letters[0].error_message
     );
-    assert_eq!(state(&app, "o-1").refunds, 1, "the other events carry on");
+    assert_eq!(
+        state(&app, "o-1").await.refunds,
+        1,
+        "the other events carry on"
+    );
 }
 
 // Issue 9: an id field holding an empty or blank id, or a correlator returning one, names no
 // instance: a terminal letter for the process naming it, and the rest goes on.
 #[tokio::test]
 async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(SettlePayment {
         payment_id: "p-1".into(),
@@ -263,7 +269,7 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     let messages: Vec<&str> = letters.iter().map(|l| l.error_message.as_str()).collect();
     assert_eq!(letters.len(), 2, "{messages:?}");
     assert!(
@@ -286,24 +292,29 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
             app.app()
                 .store()
                 .read_stream("process:Settlement", blank)
+                .await
                 .unwrap()
                 .is_empty(),
             "no instance `{blank}`"
         );
     }
-    assert_eq!(state(&app, "o-1").refunds, 1, "the other events carry on");
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(
+        state(&app, "o-1").await.refunds,
+        1,
+        "the other events carry on"
+    );
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 // Review of issue 8: an event step whose instance cannot be read at all files a letter that
 // names the instance, so an operator can find it.
 #[tokio::test]
 async fn an_unreadable_instance_is_named_in_its_letter() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let version = lifecycle(&app, "o-1").len() as u64;
+    let version = lifecycle(&app, "o-1").await.len() as u64;
     let garbled = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
             aggregate_type: "process:Settlement".into(),
@@ -319,7 +330,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
         }],
         ..Default::default()
     };
-    app.app().store().commit(&garbled).unwrap();
+    app.app().store().commit(&garbled).await.unwrap();
     for order in ["o-1", "o-2"] {
         app.dispatch(RefundPayment {
             payment_id: format!("p-{order}"),
@@ -329,7 +340,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
         .unwrap();
     }
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].error_type, "terminal");
     assert_eq!(
@@ -338,7 +349,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
         "the letter names the instance it could not read"
     );
     assert_eq!(
-        state(&app, "o-2").refunds,
+        state(&app, "o-2").await.refunds,
         1,
         "the other instance carries on"
     );
@@ -347,7 +358,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
 // spec 60: a starting event never reopens an ended instance.
 #[tokio::test]
 async fn a_starting_event_never_reopens_an_ended_instance() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(SettlePayment {
         payment_id: "p-1".into(),
@@ -357,7 +368,13 @@ async fn a_starting_event_never_reopens_an_ended_instance() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     // Another `OrderPlaced` for the same order, appended behind the command's back.
-    let version = app.app().store().read_stream("Order", "o-1").unwrap().len() as u64;
+    let version = app
+        .app()
+        .store()
+        .read_stream("Order", "o-1")
+        .await
+        .unwrap()
+        .len() as u64;
     let again = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
             aggregate_type: "Order".into(),
@@ -373,10 +390,10 @@ async fn a_starting_event_never_reopens_an_ended_instance() {
         }],
         ..Default::default()
     };
-    app.app().store().commit(&again).unwrap();
+    app.app().store().commit(&again).await.unwrap();
     app.advance(days(10)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -397,19 +414,19 @@ async fn the_lifetime_defaults_to_the_configuration() {
             ..Default::default()
         },
     );
-    let app = app_with(config).expecting_letters();
+    let app = app_with(config).await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        lifecycle(&app, "o-1")[0].payload["timeoutAt"],
+        lifecycle(&app, "o-1").await[0].payload["timeoutAt"],
         serde_json::json!((start + days(2)).to_string())
     );
-    let default = app_with(Config::default());
+    let default = app_with(Config::default()).await;
     default.dispatch(place("o-1")).await.unwrap();
     default.run_until_idle().await.unwrap();
     assert_eq!(
-        lifecycle(&default, "o-1")[0].payload["timeoutAt"],
+        lifecycle(&default, "o-1").await[0].payload["timeoutAt"],
         serde_json::json!((start + days(7)).to_string())
     );
 }
@@ -419,10 +436,10 @@ async fn the_lifetime_defaults_to_the_configuration() {
 #[tokio::test]
 async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
     REFUND_FAILS.with(|f| f.set(true));
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(days(7)).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     let timed_out = events
         .iter()
         .find(|e| e.event_type == "ProcessTimedOut")
@@ -433,7 +450,7 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
         1,
         "the cancellation; not the delayed reminder"
     );
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0].event_type.as_deref(), Some("OrderCancelled"));
     assert!(
@@ -442,7 +459,7 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
     );
     app.advance(hours(2)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ReminderSent", "OrderCancelled"],
         "the chase at 1 h, the cancellation at 7 d; the delayed reminder decided nothing for a cancelled order"
     );
@@ -453,12 +470,12 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
         .retry(&letters[0].id)
         .await
         .unwrap();
-    assert!(state(&app, "o-1").cancelled);
+    assert!(state(&app, "o-1").await.cancelled);
     assert_eq!(
-        types(&lifecycle(&app, "o-1")).last(),
+        types(&lifecycle(&app, "o-1").await).last(),
         Some(&"ProcessHandled")
     );
-    assert!(types(&lifecycle(&app, "o-1")).contains(&"ProcessTimedOut"));
+    assert!(types(&lifecycle(&app, "o-1").await).contains(&"ProcessTimedOut"));
 }
 
 // spec 85, 86, 175: a due deadline waits while its instance's earlier event is unhandled;
@@ -466,7 +483,7 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
 #[tokio::test]
 async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     PAID_FAILS.with(|f| f.set(1));
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1) - millis(500)).await.unwrap();
     // Paid half a second before the chase; its handler fails once, so the runner falls behind.
@@ -479,11 +496,11 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     app.clock().advance(millis(500));
     app.run_until_idle_with(1).await.unwrap();
     assert_eq!(
-        app.lag().unwrap().waiting_deadlines,
+        app.lag().await.unwrap().waiting_deadlines,
         1,
         "the chase is due and held back"
     );
-    let pending = app.app().pending_deadlines().unwrap();
+    let pending = app.app().pending_deadlines().await.unwrap();
     assert!(
         pending.iter().any(|d| d.field == "chase" && d.waiting),
         "{pending:?}"
@@ -492,7 +509,7 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     // The payment's step waits for its back-off; the chase, held back its ten rounds at its
     // moment, runs first (best effort, spec 86); the payment is handled on its retry.
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -500,9 +517,13 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
             "ProcessHandled"
         ],
     );
-    assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
+    assert_eq!(app.lag().await.unwrap().waiting_deadlines, 0);
     assert_eq!(
-        app.app().next_due_at().unwrap().map(|at| at > app.now()),
+        app.app()
+            .next_due_at()
+            .await
+            .unwrap()
+            .map(|at| at > app.now()),
         Some(true),
         "only the lifetime is left"
     );
@@ -511,7 +532,7 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
 // spec 86: if the process runner is stuck, the held deadline runs anyway after ten rounds.
 #[tokio::test]
 async fn a_deadline_held_by_a_stuck_runner_runs_after_ten_rounds() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -525,25 +546,31 @@ async fn a_deadline_held_by_a_stuck_runner_runs_after_ten_rounds() {
         .app()
         .store()
         .read_stream("Order", "o-1")
+        .await
         .unwrap()
         .pop()
         .unwrap();
     app.app()
         .store()
         .claim_inbox("Settlement", &paid.id, "stuck", app.now(), seconds(60))
+        .await
         .unwrap();
     for round in 1..=10 {
         app.run_until_idle_with(1).await.unwrap();
-        assert_eq!(app.lag().unwrap().waiting_deadlines, 1, "round {round}");
+        assert_eq!(
+            app.lag().await.unwrap().waiting_deadlines,
+            1,
+            "round {round}"
+        );
     }
-    assert!(!types(&lifecycle(&app, "o-1")).contains(&"ProcessDeadlineReached"));
+    assert!(!types(&lifecycle(&app, "o-1").await).contains(&"ProcessDeadlineReached"));
     app.run_until_idle_with(1).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
         "best effort: it ran anyway"
     );
-    assert_eq!(app.lag().unwrap().waiting_deadlines, 0);
+    assert_eq!(app.lag().await.unwrap().waiting_deadlines, 0);
 }
 
 // spec 86, 184, issue 9: a failing event holds its instance's step in back-off; the instance's
@@ -559,7 +586,7 @@ async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_momen
         base_delay: minutes(10),
         max_delay: minutes(10),
     };
-    let app = app_with(config).expecting_letters();
+    let app = app_with(config).await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.advance(minutes(59)).await.unwrap();
@@ -569,7 +596,7 @@ async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_momen
     .await
     .unwrap();
     app.advance(minutes(2)).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     let reached = events
         .iter()
         .find(|e| e.event_type == "ProcessDeadlineReached")
@@ -587,7 +614,7 @@ async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_momen
 #[tokio::test]
 async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     PAID_FAILS.with(|f| f.set(1));
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -597,10 +624,10 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle_with(1).await.unwrap();
     assert!(
-        lifecycle(&app, "o-2").is_empty(),
+        lifecycle(&app, "o-2").await.is_empty(),
         "o-2 waits behind o-1's retry"
     );
-    let lag = app.lag().unwrap();
+    let lag = app.lag().await.unwrap();
     let processes = lag
         .subscribers
         .iter()
@@ -620,17 +647,17 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     );
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-2")),
+        types(&lifecycle(&app, "o-2").await),
         ["ProcessStarted", "ProcessHandled"]
     );
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessHandled"]
     );
     let store: &dyn Store = app.app().store();
     assert_eq!(
-        store.checkpoint(PROCESSES).unwrap(),
-        Some(store.head().unwrap())
+        store.checkpoint(PROCESSES).await.unwrap(),
+        Some(store.head().await.unwrap())
     );
 }
 
@@ -639,7 +666,7 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
 #[tokio::test]
 async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     PAID_FAILS.with(|f| f.set(3));
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -647,7 +674,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let first = support::letters(&app)[0].id.clone();
+    let first = support::letters(&app).await[0].id.clone();
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
     })
@@ -655,7 +682,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -667,13 +694,13 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
 
     PAID_PLAN.with(|plan| *plan.borrow_mut() = vec![false, true]);
     let answer = app.app().dead_letters().retry(&first).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(
         types(&events)[5..],
         ["ProcessHandled", "ProcessFailed"],
         "the failed step ran; the parked payment failed at once, no retries"
     );
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 2);
     assert_eq!(
         letters[0].status,
@@ -699,9 +726,11 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         },
         "the answer agrees with the store: settled, and the new failure is the new letter"
     );
-    let parked = |letter: &bounda::store::DeadLetter| app.app().dead_letters().parked(letter);
+    let parked = async |letter: &bounda::store::DeadLetter| {
+        app.app().dead_letters().parked(letter).await.unwrap()
+    };
     assert_eq!(
-        (parked(&letters[0]).unwrap(), parked(&letters[1]).unwrap()),
+        (parked(&letters[0]).await, parked(&letters[1]).await),
         (0, 1),
         "parked belongs to the letter: the settled one shows 0, the new one its fulfilment"
     );
@@ -712,7 +741,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         .await
         .unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")).last(),
+        types(&lifecycle(&app, "o-1").await).last(),
         Some(&"ProcessCompleted")
     );
 }
@@ -720,10 +749,10 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
 // spec 102: follow-ups go one hop only: what their own commands cause finds the process ended.
 #[tokio::test]
 async fn follow_ups_go_one_hop_only() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(days(8)).await.unwrap();
-    let events = types(&lifecycle(&app, "o-1"))
+    let events = types(&lifecycle(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -741,11 +770,12 @@ async fn follow_ups_go_one_hop_only() {
     );
     assert!(
         app.events_of::<Order>("o-1")
+            .await
             .unwrap()
             .types()
             .contains(&"ConfirmationSent")
     );
-    let state = state(&app, "o-1");
+    let state = state(&app, "o-1").await;
     assert!(
         state.cancelled && !state.confirmed,
         "the follow-up's own confirmation did not reach the ended instance"
@@ -755,7 +785,7 @@ async fn follow_ups_go_one_hop_only() {
 // spec 69: a stored state the process can no longer read fails the step for good.
 #[tokio::test]
 async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     support::write_state(
@@ -763,7 +793,8 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
         "Settlement",
         "o-1",
         serde_json::json!({ "refunds": "many" }),
-    );
+    )
+    .await;
     app.dispatch(RefundPayment {
         payment_id: "p-1".into(),
         reference: "order:o-1".into(),
@@ -773,7 +804,7 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
     let start = app.now();
     app.run_until_idle().await.unwrap();
     assert_eq!(app.now(), start, "no retries: terminal");
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(
         (letters.len(), letters[0].error_type.as_str()),
         (1, "terminal")
@@ -784,7 +815,7 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
         letters[0].error_message
     );
     assert_eq!(
-        types(&lifecycle(&app, "o-1")).last(),
+        types(&lifecycle(&app, "o-1").await).last(),
         Some(&"ProcessFailed")
     );
 }
@@ -839,6 +870,7 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
             .clock(clock.clone())
             .process::<v1::Deployed>()
             .build()
+            .await
             .unwrap(),
         clock.clone(),
     )
@@ -851,16 +883,17 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
         .await
         .unwrap();
     first.run_until_idle().await.unwrap();
-    let letter = support::letters(&first)[0].id.clone();
+    let letter = support::letters(&first).await[0].id.clone();
     let next = App::builder_shared(store.clone())
         .only_listed()
         .clock(clock.clone())
         .ids(std::sync::Arc::new(bounda::ids::UuidV7))
         .process::<v2::Deployed>()
         .build()
+        .await
         .unwrap();
     next.dead_letters().retry(&letter).await.unwrap();
-    let events = store.read_stream("process:Deployed", "o-1").unwrap();
+    let events = store.read_stream("process:Deployed", "o-1").await.unwrap();
     assert_eq!(
         types(&events),
         [
@@ -871,7 +904,12 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
         ]
     );
     assert_eq!(
-        next.dead_letters().get(&letter).unwrap().unwrap().status,
+        next.dead_letters()
+            .get(&letter)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         bounda::store::LetterStatus::Retried
     );
 }
@@ -879,27 +917,27 @@ async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
 // spec 103: a follow-up that fails retriably holds the process's later events until its retry.
 #[tokio::test]
 async fn a_follow_up_failing_retriably_holds_the_processs_later_events() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     app.clock().advance(days(7));
     REFUND_FAILS.with(|f| f.set(true));
     app.run_until_idle_with(2).await.unwrap();
-    assert!(types(&lifecycle(&app, "o-1")).contains(&"ProcessTimedOut"));
+    assert!(types(&lifecycle(&app, "o-1").await).contains(&"ProcessTimedOut"));
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle_with(1).await.unwrap();
     assert!(
-        lifecycle(&app, "o-2").is_empty(),
+        lifecycle(&app, "o-2").await.is_empty(),
         "o-2's start waits behind the follow-up's retry"
     );
     REFUND_FAILS.with(|f| f.set(false));
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-2")),
+        types(&lifecycle(&app, "o-2").await),
         ["ProcessStarted", "ProcessHandled"]
     );
     assert!(
-        state(&app, "o-1").cancelled,
+        state(&app, "o-1").await.cancelled,
         "the follow-up ran on its retry"
     );
 }

@@ -115,12 +115,13 @@ mod payment {
 
 use payment::Payment;
 
-fn app() -> TestApp {
+async fn app() -> TestApp {
     TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
             .only_listed()
             .process::<Payment>(),
     )
+    .await
     .unwrap()
 }
 
@@ -132,10 +133,11 @@ fn place(id: &str) -> PlaceOrder {
 }
 
 /// The instance's lifecycle events.
-fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
+async fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
     app.app()
         .store()
         .read_stream("process:Payment", id)
+        .await
         .unwrap()
 }
 
@@ -143,8 +145,8 @@ fn types(events: &[RecordedEvent]) -> Vec<&str> {
     events.iter().map(|e| e.event_type.as_str()).collect()
 }
 
-fn state(app: &TestApp, id: &str) -> Payment {
-    let events = lifecycle(app, id);
+async fn state(app: &TestApp, id: &str) -> Payment {
+    let events = lifecycle(app, id).await;
     let last = events
         .iter()
         .rev()
@@ -156,11 +158,11 @@ fn state(app: &TestApp, id: &str) -> Payment {
 // spec 55, 62, 65, 71, 78
 #[tokio::test]
 async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(types(&events), ["ProcessStarted", "ProcessHandled"]);
     let started = &events[0];
     assert!(
@@ -182,7 +184,7 @@ async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step(
         "`ProcessHandled` holds what the handler made of it"
     );
     assert_eq!(events[1].payload["eventId"], started.payload["eventId"]);
-    let entries = app.app().pending_deadlines().unwrap();
+    let entries = app.app().pending_deadlines().await.unwrap();
     assert_eq!(
         entries.iter().map(|d| (d.field, d.at)).collect::<Vec<_>>(),
         [
@@ -192,22 +194,22 @@ async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step(
         ]
     );
     assert_eq!(
-        app.app().next_due_at().unwrap(),
+        app.app().next_due_at().await.unwrap(),
         Some(start + hours(24)),
         "one entry, at the earliest"
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 // spec 77, 81, 83, 183: the first scenario.
 #[tokio::test]
 async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_advance() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.advance(hours(72)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         [
             "OrderPlaced",
             "ReminderSent",
@@ -216,7 +218,7 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
             "OrderCancelled"
         ]
     );
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -252,11 +254,11 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
         "soonest first; at the same moment, the field name decides"
     );
     assert!(
-        state(&app, "o-1").compensated,
+        state(&app, "o-1").await.compensated,
         "the cancellation's handler ran before completion (spec 64)"
     );
     assert_eq!(
-        app.app().next_due_at().unwrap(),
+        app.app().next_due_at().await.unwrap(),
         None,
         "a completed instance has no entry (spec 105)"
     );
@@ -265,7 +267,7 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
 // spec 73, 79: moved before it came due, it runs once, at the new moment.
 #[tokio::test]
 async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.advance(hours(48)).await.unwrap();
@@ -276,6 +278,7 @@ async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
     .unwrap();
     app.advance(hours(60)).await.unwrap();
     let payment_runs: Vec<_> = lifecycle(&app, "o-1")
+        .await
         .into_iter()
         .filter(|e| e.payload["field"] == "payment_deadline")
         .map(|e| e.payload["at"].as_str().unwrap().to_owned())
@@ -287,6 +290,7 @@ async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
     );
     let cancelled = app
         .events_of::<Order>("o-1")
+        .await
         .unwrap()
         .0
         .into_iter()
@@ -298,7 +302,7 @@ async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
 // spec 73, 79: cleared, it never runs.
 #[tokio::test]
 async fn a_cleared_deadline_never_runs() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(10)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -308,11 +312,11 @@ async fn a_cleared_deadline_never_runs() {
     .unwrap();
     app.advance(days(29)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "OrderPaid"]
     );
-    assert!(!types(&lifecycle(&app, "o-1")).contains(&"ProcessDeadlineReached"));
-    let pending = app.app().pending_deadlines().unwrap();
+    assert!(!types(&lifecycle(&app, "o-1").await).contains(&"ProcessDeadlineReached"));
+    let pending = app.app().pending_deadlines().await.unwrap();
     assert_eq!(
         pending.iter().map(|d| d.field).collect::<Vec<_>>(),
         ["timeout"],
@@ -323,26 +327,27 @@ async fn a_cleared_deadline_never_runs() {
 // spec 76, 77: five days down, then every missed occurrence in turn, each from its own moment.
 #[tokio::test]
 async fn an_outage_of_five_days_catches_up_in_order() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     let start = app.now();
     app.clock().advance(days(5)); // the worker was down: nothing ran meanwhile
     app.run_until_idle().await.unwrap();
     let reached: Vec<_> = lifecycle(&app, "o-1")
+        .await
         .into_iter()
         .filter(|e| e.event_type == "ProcessDeadlineReached")
         .map(|e| e.payload["at"].as_str().unwrap().to_owned())
         .collect();
     let at = |h| (start + hours(h)).to_string();
     assert_eq!(reached, [at(24), at(48), at(72), at(72)]);
-    let late = state(&app, "o-1").late_by;
+    let late = state(&app, "o-1").await.late_by;
     assert_eq!(
         late,
         [hours(96), hours(72), hours(48)],
         "each handler saw how late it ran"
     );
-    let reminders = app.events_of::<Order>("o-1").unwrap().0;
+    let reminders = app.events_of::<Order>("o-1").await.unwrap().0;
     assert!(
         reminders
             .iter()
@@ -354,7 +359,7 @@ async fn an_outage_of_five_days_catches_up_in_order() {
 // spec 85: an `OrderPaid` stored a second before the payment deadline clears it first.
 #[tokio::test]
 async fn an_order_paid_a_second_before_the_payment_deadline_clears_it() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(72) - seconds(1)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -363,24 +368,24 @@ async fn an_order_paid_a_second_before_the_payment_deadline_clears_it() {
     .await
     .unwrap();
     app.advance(seconds(1)).await.unwrap();
-    let order = app.events_of::<Order>("o-1").unwrap();
+    let order = app.events_of::<Order>("o-1").await.unwrap();
     assert_eq!(
         order.types(),
         ["OrderPlaced", "ReminderSent", "ReminderSent", "OrderPaid"]
     );
-    assert_eq!(state(&app, "o-1").payment_deadline, Deadline::none());
+    assert_eq!(state(&app, "o-1").await.payment_deadline, Deadline::none());
 }
 
 // spec 82: never early.
 #[tokio::test]
 async fn a_deadline_never_runs_before_its_moment() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(24) - millis(1)).await.unwrap();
-    assert_eq!(app.events_of::<Order>("o-1").unwrap().len(), 1);
+    assert_eq!(app.events_of::<Order>("o-1").await.unwrap().len(), 1);
     app.advance(millis(1)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ReminderSent"]
     );
 }
@@ -389,12 +394,12 @@ async fn a_deadline_never_runs_before_its_moment() {
 // caused by it, one hop deeper.
 #[tokio::test]
 async fn a_deadline_starts_a_chain_and_its_commands_are_one_hop_deeper() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(24)).await.unwrap();
-    let placed = &app.events_of::<Order>("o-1").unwrap().0[0];
-    let reminder = &app.events_of::<Order>("o-1").unwrap().0[1];
-    let events = lifecycle(&app, "o-1");
+    let placed = &app.events_of::<Order>("o-1").await.unwrap().0[0];
+    let reminder = &app.events_of::<Order>("o-1").await.unwrap().0[1];
+    let events = lifecycle(&app, "o-1").await;
     let (started, handled, reached) = (&events[0], &events[1], &events[2]);
     assert_eq!(
         reached.metadata.depth, 0,
@@ -430,7 +435,7 @@ async fn a_deadline_starts_a_chain_and_its_commands_are_one_hop_deeper() {
 // spec 60, 105, 107: events for a completed instance are skipped, deadlines never run.
 #[tokio::test]
 async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_ended() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -445,10 +450,10 @@ async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_en
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")).last(),
+        types(&lifecycle(&app, "o-1").await).last(),
         Some(&"ProcessCompleted")
     );
-    let before = lifecycle(&app, "o-1").len();
+    let before = lifecycle(&app, "o-1").await.len();
     app.dispatch(RecordConfirmationSent {
         order_id: "o-1".into(),
     })
@@ -456,7 +461,7 @@ async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_en
     .unwrap();
     app.advance(days(40)).await.unwrap();
     assert_eq!(
-        lifecycle(&app, "o-1").len(),
+        lifecycle(&app, "o-1").await.len(),
         before,
         "nothing reaches a completed instance (spec 107)"
     );
@@ -466,7 +471,7 @@ async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_en
 // reaches the handlers, once.
 #[tokio::test]
 async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -476,7 +481,7 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
     .unwrap();
     let start = app.now() - hours(1);
     app.advance(days(30)).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -495,6 +500,7 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
     );
     let cancelled = app
         .events_of::<Order>("o-1")
+        .await
         .unwrap()
         .0
         .into_iter()
@@ -504,23 +510,27 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
         timed_out.payload["followUps"],
         serde_json::json!([cancelled.id])
     );
-    assert!(state(&app, "o-1").compensated);
-    assert_eq!(app.app().next_due_at().unwrap(), None);
+    assert!(state(&app, "o-1").await.compensated);
+    assert_eq!(app.app().next_due_at().await.unwrap(), None);
 }
 
 // spec 59: an event that does not start the process and finds no instance is skipped.
 #[tokio::test]
 async fn an_event_that_finds_no_instance_is_skipped() {
-    let app = app();
+    let app = app().await;
     app.dispatch(PayAndFulfil {
         order_id: "o-5".into(),
     })
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    assert!(lifecycle(&app, "o-5").is_empty(), "no instance was made");
+    assert!(
+        lifecycle(&app, "o-5").await.is_empty(),
+        "no instance was made"
+    );
     let processes = app
         .lag()
+        .await
         .unwrap()
         .subscribers
         .into_iter()
@@ -555,6 +565,7 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
             .only_listed()
             .process::<Stubborn>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
@@ -563,12 +574,13 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
         .app()
         .store()
         .read_stream("process:Stubborn", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
         (letters[0].kind, letters[0].event_type.as_deref()),
@@ -591,10 +603,10 @@ async fn failed_instance(app: &TestApp) -> String {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(app);
+    let letters = support::letters(app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
-        types(&lifecycle(app, "o-1")),
+        types(&lifecycle(app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
     letters[0].id.clone()
@@ -603,9 +615,9 @@ async fn failed_instance(app: &TestApp) -> String {
 // spec 108, 109, 110, 111, 113, 121, 168: the last scenario.
 #[tokio::test]
 async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_letter_is_retried() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
-    let failed = &lifecycle(&app, "o-1")[2];
+    let failed = &lifecycle(&app, "o-1").await[2];
     assert_eq!(failed.payload["letterId"], serde_json::json!(letter));
     // While failed: events that would do something are parked, deadlines wait.
     app.dispatch(MarkOrderPaid {
@@ -615,7 +627,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
     .unwrap();
     app.advance(hours(100)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -625,13 +637,14 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         "OrderPaid is parked, and no deadline ran: no reminder, no cancellation"
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent", "OrderPaid"]
     );
     assert_eq!(
         app.app()
             .dead_letters()
             .get(&letter)
+            .await
             .unwrap()
             .unwrap()
             .error_type,
@@ -643,7 +656,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         app.app().dead_letters().retry(&letter).await.unwrap(),
         bounda::Retried::Done
     );
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -668,12 +681,13 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         app.app()
             .dead_letters()
             .get(&letter)
+            .await
             .unwrap()
             .unwrap()
             .status,
         bounda::store::LetterStatus::Retried
     );
-    let state = state(&app, "o-1");
+    let state = state(&app, "o-1").await;
     assert!(state.paid_at.is_some());
     assert_eq!(
         state.payment_deadline,
@@ -683,6 +697,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
     app.advance(hours(1)).await.unwrap();
     assert!(
         !app.events_of::<Order>("o-1")
+            .await
             .unwrap()
             .types()
             .contains(&"OrderCancelled"),
@@ -693,9 +708,9 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
 // spec 120: a discarded letter gives the instance up.
 #[tokio::test]
 async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
-    app.app().dead_letters().discard(&letter).unwrap();
+    app.app().dead_letters().discard(&letter).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
     })
@@ -703,7 +718,7 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
     .unwrap();
     app.advance(days(40)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"],
         "dropped, not parked; nothing ran"
     );
@@ -717,7 +732,7 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
 // current failure, 0 once it is discarded.
 #[tokio::test]
 async fn a_letter_counts_the_events_parked_behind_it_until_it_is_settled() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -726,24 +741,25 @@ async fn a_letter_counts_the_events_parked_behind_it_until_it_is_settled() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     let letters = app.app().dead_letters();
-    let parked = || {
+    let parked = async || {
         letters
-            .parked(&letters.get(&letter).unwrap().unwrap())
+            .parked(&letters.get(&letter).await.unwrap().unwrap())
+            .await
             .unwrap()
     };
     assert_eq!(
-        parked(),
+        parked().await,
         1,
         "the payment, not the letter's own failed event"
     );
-    letters.discard(&letter).unwrap();
-    assert_eq!(parked(), 0, "a discarded letter holds nothing back");
+    letters.discard(&letter).await.unwrap();
+    assert_eq!(parked().await, 0, "a discarded letter holds nothing back");
 }
 
 // spec 113, 170: a retry whose failed step fails again changes nothing.
 #[tokio::test]
 async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
     let error = app.app().dead_letters().retry(&letter).await.unwrap_err();
     assert_eq!(error.code(), "RETRY_FAILED");
@@ -757,12 +773,13 @@ async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
         .app()
         .dead_letters()
         .get(&letter)
+        .await
         .unwrap()
         .unwrap()
         .status;
     assert_eq!(status, bounda::store::LetterStatus::Failed);
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
 }
@@ -805,6 +822,7 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
             .only_listed()
             .process::<Flaky>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
@@ -813,6 +831,7 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
         .app()
         .store()
         .read_stream("process:Flaky", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events),
@@ -828,12 +847,13 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
         start + hours(1) + seconds(3),
         "waited 1 s then 2 s"
     );
-    let reminder = &app.events_of::<Order>("o-1").unwrap().0[1];
+    let reminder = &app.events_of::<Order>("o-1").await.unwrap().0[1];
     assert_eq!(reminder.timestamp, start + hours(1) + seconds(3));
     assert_eq!(
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -847,13 +867,14 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
             .only_listed()
             .process::<Payment>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
     // The rival appended a copy of the process's `ProcessStarted`; the step reran on it and
     // found the event handled already.
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(types(&events), ["ProcessStarted"]);
     assert!(events[0].id.starts_with("rival-"), "{}", events[0].id);
     assert_eq!(app.now(), start, "no back-off waited");
@@ -861,6 +882,7 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -869,7 +891,7 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
 // spec 96, 101: `at_timeout`'s patch is merged into the final state, and a follow-up sees it.
 #[tokio::test]
 async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
-    let app = app();
+    let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -883,7 +905,7 @@ async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
     .await
     .unwrap();
     app.advance(days(31)).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     let timed_out = events
         .iter()
         .find(|e| e.event_type == "ProcessTimedOut")
@@ -904,7 +926,7 @@ async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
 // spec 113: during a retry, a deadline due before a parked event's arrival runs first.
 #[tokio::test]
 async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     payment::BROKEN.with(|b| b.set(true));
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
@@ -915,7 +937,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    let letter = support::letters(&app)[0].id.clone();
+    let letter = support::letters(&app).await[0].id.clone();
     app.advance(hours(29)).await.unwrap();
     app.dispatch(MarkOrderPaid {
         order_id: "o-1".into(),
@@ -925,7 +947,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
     app.run_until_idle().await.unwrap();
     payment::BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
-    let events = lifecycle(&app, "o-1");
+    let events = lifecycle(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -951,7 +973,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
 // dropped.
 #[tokio::test]
 async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
     app.dispatch(PayAndFulfil {
         order_id: "o-1".into(),
@@ -965,7 +987,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1"))
+        types(&lifecycle(&app, "o-1").await)
             .iter()
             .filter(|t| **t == "ProcessEventParked")
             .count(),
@@ -973,7 +995,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
     );
     payment::BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
-    let types = types(&lifecycle(&app, "o-1"))
+    let types = types(&lifecycle(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -986,19 +1008,20 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
         app.app()
             .dead_letters()
             .get(&letter)
+            .await
             .unwrap()
             .unwrap()
             .status,
         bounda::store::LetterStatus::Retried
     );
-    assert_eq!(app.app().next_due_at().unwrap(), None);
+    assert_eq!(app.app().next_due_at().await.unwrap(), None);
 }
 
 // spec 119: retrying a failed timeout ends the instance as timed out.
 #[tokio::test]
 async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     payment::TIMEOUT_BROKEN.with(|b| b.set(true));
-    let app = app().expecting_letters();
+    let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     app.dispatch(MarkOrderPaid {
@@ -1008,7 +1031,7 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     .unwrap();
     app.advance(days(31)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1")),
+        types(&lifecycle(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -1016,19 +1039,19 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
             "ProcessFailed"
         ]
     );
-    let letter = support::letters(&app)[0].clone();
+    let letter = support::letters(&app).await[0].clone();
     assert_eq!(letter.event_type.as_deref(), Some("deadline:timeout"));
     payment::TIMEOUT_BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter.id).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let events = types(&lifecycle(&app, "o-1"))
+    let events = types(&lifecycle(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
     assert_eq!(events[4], "ProcessTimedOut");
     assert!(!events.contains(&"ProcessResumed".to_owned()));
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types().last(),
+        app.events_of::<Order>("o-1").await.unwrap().types().last(),
         Some(&"OrderCancelled"),
         "what at_timeout caused still happens"
     );
@@ -1090,19 +1113,20 @@ mod recompute {
     }
 }
 
-fn recompute_app() -> TestApp {
+async fn recompute_app() -> TestApp {
     TestApp::new(
         App::builder(SqliteStore::in_memory().unwrap())
             .only_listed()
             .process::<recompute::Recompute>(),
     )
+    .await
     .unwrap()
 }
 
 // spec 80: a (field, moment) pair comes due once, even if a handler sets it back.
 #[tokio::test]
 async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_again() {
-    let app = recompute_app();
+    let app = recompute_app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(2)).await.unwrap();
     app.dispatch(RecordConfirmationSent {
@@ -1115,6 +1139,7 @@ async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_agai
         .app()
         .store()
         .read_stream("process:Recompute", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events),
@@ -1128,6 +1153,7 @@ async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_agai
     assert!(
         app.app()
             .pending_deadlines()
+            .await
             .unwrap()
             .iter()
             .all(|d| d.field == "timeout"),
@@ -1139,19 +1165,20 @@ async fn a_deadline_set_back_to_a_moment_that_already_came_due_does_not_run_agai
 #[tokio::test]
 async fn an_event_step_keeps_a_failing_deadlines_back_off() {
     recompute::PING_FAILS.with(|f| f.set(1));
-    let app = recompute_app();
+    let app = recompute_app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     app.clock().advance(hours(1));
     app.run_until_idle_with(1).await.unwrap();
-    let entry = || {
+    let entry = async || {
         app.app()
             .store()
             .scheduled_of_type("bounda.ProcessDeadline")
+            .await
             .unwrap()
             .remove(0)
     };
-    let failed = entry();
+    let failed = entry().await;
     assert_eq!(
         (failed.attempts, failed.execute_at),
         (1, app.now() + seconds(1)),
@@ -1168,13 +1195,14 @@ async fn an_event_step_keeps_a_failing_deadlines_back_off() {
         .app()
         .store()
         .read_stream("process:Recompute", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&handled).last(),
         Some(&"ProcessHandled"),
         "the event step ran"
     );
-    let after = entry();
+    let after = entry().await;
     assert_eq!(
         (after.attempts, after.execute_at),
         (1, failed.execute_at),
@@ -1185,6 +1213,7 @@ async fn an_event_step_keeps_a_failing_deadlines_back_off() {
         .app()
         .store()
         .read_stream("process:Recompute", "o-1")
+        .await
         .unwrap();
     assert!(types(&events).contains(&"ProcessDeadlineReached"));
 }
@@ -1194,7 +1223,7 @@ async fn an_event_step_keeps_a_failing_deadlines_back_off() {
 #[tokio::test]
 async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
     recompute::START_FAILS.with(|f| f.set(true));
-    let app = recompute_app().expecting_letters();
+    let app = recompute_app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
@@ -1202,17 +1231,19 @@ async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
             &app.app()
                 .store()
                 .read_stream("process:Recompute", "o-1")
+                .await
                 .unwrap()
         ),
         ["ProcessFailed"]
     );
-    let letter = support::letters(&app)[0].id.clone();
+    let letter = support::letters(&app).await[0].id.clone();
     recompute::START_FAILS.with(|f| f.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
     let events = app
         .app()
         .store()
         .read_stream("process:Recompute", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events),
@@ -1228,6 +1259,7 @@ async fn a_start_that_fails_for_good_is_retried_into_a_running_instance() {
         .app()
         .store()
         .read_stream("process:Recompute", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events).last(),
@@ -1268,6 +1300,7 @@ async fn deadline_causation_follows_serde_renames() {
             .only_listed()
             .process::<Renamed>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
@@ -1281,6 +1314,7 @@ async fn deadline_causation_follows_serde_renames() {
         .app()
         .store()
         .read_stream("process:Renamed", "o-1")
+        .await
         .unwrap();
     assert_eq!(
         types(&events),

@@ -171,30 +171,33 @@ proptest! {
         ],
         payload in json(),
     ) {
-        let app = bounda::App::builder(bounda_sqlite::SqliteStore::in_memory().unwrap())
-            .only_listed()
-            .process::<OrderPayment>()
-            .build()
-            .unwrap();
-        let odd = bounda::store::WriteSet {
-            appends: vec![bounda::store::Append {
-                aggregate_type: "process:OrderPayment".into(),
-                aggregate_id: "o-1".into(),
-                expected_version: 0,
-                events: vec![bounda::store::NewEvent {
-                    id: "odd".into(),
-                    event_type,
-                    payload,
-                    timestamp: Instant::from_millis(0).unwrap(),
-                    metadata: bounda::store::Metadata::of_command("x"),
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let app = bounda::App::builder(bounda_sqlite::SqliteStore::in_memory().unwrap())
+                .only_listed()
+                .process::<OrderPayment>()
+                .build().await
+                .unwrap();
+            let odd = bounda::store::WriteSet {
+                appends: vec![bounda::store::Append {
+                    aggregate_type: "process:OrderPayment".into(),
+                    aggregate_id: "o-1".into(),
+                    expected_version: 0,
+                    events: vec![bounda::store::NewEvent {
+                        id: "odd".into(),
+                        event_type,
+                        payload,
+                        timestamp: Instant::from_millis(0).unwrap(),
+                        metadata: bounda::store::Metadata::of_command("x"),
+                    }],
                 }],
-            }],
-            ..Default::default()
-        };
-        app.store().commit(&odd).unwrap();
-        let _ = app.process_instance::<OrderPayment>("o-1");
-        let _ = app.unreadable_states();
-        let _ = app.pending_deadlines();
+                ..Default::default()
+            };
+            app.store().commit(&odd).await.unwrap();
+            let _ = app.process_instance::<OrderPayment>("o-1").await;
+            let _ = app.unreadable_states().await;
+            let _ = app.pending_deadlines().await;
+        });
     }
 
     // The same with a real lifecycle event changed at one place: deeper than random JSON gets.
@@ -210,7 +213,7 @@ proptest! {
                 bounda::App::builder(bounda_sqlite::SqliteStore::in_memory().unwrap())
                     .only_listed()
                     .process::<OrderPayment>(),
-            )
+            ).await
             .unwrap()
             .expecting_letters();
             app.dispatch(support::storefront::PlaceOrder { order_id: "o-1".into(), total: 1 })
@@ -218,7 +221,7 @@ proptest! {
                 .unwrap();
             app.advance(hours(25)).await.unwrap();
             let store = app.app().store();
-            let stream = store.read_stream("process:OrderPayment", "o-1").unwrap();
+            let stream = store.read_stream("process:OrderPayment", "o-1").await.unwrap();
             let original = &stream[which % stream.len()];
             let mut payload = original.payload.clone();
             let paths = leaves(&payload, "");
@@ -241,10 +244,10 @@ proptest! {
                 }],
                 ..Default::default()
             };
-            store.commit(&changed).unwrap();
-            let _ = app.app().process_instance::<OrderPayment>("o-1");
-            let _ = app.app().unreadable_states();
-            let _ = app.app().pending_deadlines();
+            store.commit(&changed).await.unwrap();
+            let _ = app.app().process_instance::<OrderPayment>("o-1").await;
+            let _ = app.app().unreadable_states().await;
+            let _ = app.app().pending_deadlines().await;
             let _ = app.advance(days(3)).await;
         });
     }

@@ -31,9 +31,10 @@ fn place(order_id: &str) -> PlaceOrder {
     }
 }
 
-fn deadlines(app: &TestApp) -> Vec<String> {
+async fn deadlines(app: &TestApp) -> Vec<String> {
     app.app()
         .pending_deadlines()
+        .await
         .unwrap()
         .iter()
         .map(|PendingDeadline { process, field, .. }| format!("{process}.{field}"))
@@ -42,16 +43,18 @@ fn deadlines(app: &TestApp) -> Vec<String> {
 
 #[tokio::test]
 async fn an_app_built_without_a_list_runs_every_process_policy_and_command_of_the_binary() {
-    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap())).unwrap();
+    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()))
+        .await
+        .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"],
         "the policy ran, and the command it scheduled ran an hour later"
     );
     assert_eq!(
-        deadlines(&app),
+        deadlines(&app).await,
         [
             "OrderPayment.next_reminder",
             "OrderPayment.payment_deadline",
@@ -68,22 +71,24 @@ async fn only_listed_runs_what_the_builder_names_and_nothing_else() {
             .only_listed()
             .process::<OrderPayment>(),
     )
+    .await
     .unwrap();
     listed.dispatch(place("o-1")).await.unwrap();
     listed.advance(hours(1)).await.unwrap();
     assert_eq!(
-        listed.events_of::<Order>("o-1").unwrap().types(),
+        listed.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"],
         "the policy is not listed"
     );
-    assert_eq!(deadlines(&listed).len(), 3, "the process is");
+    assert_eq!(deadlines(&listed).await.len(), 3, "the process is");
 
-    let nothing =
-        TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).only_listed()).unwrap();
+    let nothing = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).only_listed())
+        .await
+        .unwrap();
     nothing.dispatch(place("o-1")).await.unwrap();
     nothing.advance(days(5)).await.unwrap();
-    assert!(deadlines(&nothing).is_empty());
-    assert_eq!(nothing.lag().unwrap().max_lag, 0);
+    assert!(deadlines(&nothing).await.is_empty());
+    assert_eq!(nothing.lag().await.unwrap().max_lag, 0);
 }
 
 #[tokio::test]
@@ -94,11 +99,12 @@ async fn listing_what_the_binary_registers_adds_it_once() {
             .process::<OrderPayment>()
             .command::<RecordConfirmationSent>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(1)).await.unwrap();
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"],
         "one confirmation, not two"
     );
@@ -112,6 +118,7 @@ async fn a_call_that_files_an_unexpected_letter_fails_and_names_it() {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
     let error = app.advance(hours(1)).await.unwrap_err();
@@ -127,7 +134,7 @@ async fn a_call_that_files_an_unexpected_letter_fails_and_names_it() {
         "{message}"
     );
     // The work is done all the same, and a later call that files nothing passes.
-    assert_eq!(support::letters(&app).len(), 1);
+    assert_eq!(support::letters(&app).await.len(), 1);
     app.advance(hours(1)).await.unwrap();
 
     let expecting = TestApp::new(
@@ -135,9 +142,10 @@ async fn a_call_that_files_an_unexpected_letter_fails_and_names_it() {
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
+    .await
     .unwrap()
     .expecting_letters();
     expecting.dispatch(place("o-1")).await.unwrap();
     expecting.run_until_idle().await.unwrap();
-    assert_eq!(support::letters(&expecting).len(), 1);
+    assert_eq!(support::letters(&expecting).await.len(), 1);
 }

@@ -62,10 +62,11 @@ mod confirm_again {
     }
 }
 
-#[test]
-fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
+#[tokio::test]
+async fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
     let error = App::builder(SqliteStore::in_memory().unwrap())
         .build()
+        .await
         .unwrap_err();
     let message = error.to_string();
     assert!(
@@ -87,5 +88,6 @@ fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
         .command::<CancelOrder>()
         .policy::<confirm::ConfirmOnOrderPlaced>()
         .build()
+        .await
         .unwrap();
 }

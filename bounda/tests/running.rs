@@ -61,7 +61,7 @@ async fn until_events(store: Arc<dyn Store>, count: usize) {
     // Up to 30 s: a loaded machine (the whole suite at once) may take seconds; it returns as soon
     // as the events are there.
     for _ in 0..6_000 {
-        if store.read_stream("Order", "o-1").unwrap().len() >= count {
+        if store.read_stream("Order", "o-1").await.unwrap().len() >= count {
             return;
         }
         tokio::time::sleep(StdDuration::from_millis(5)).await;
@@ -78,6 +78,7 @@ async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
         .policy::<ConfirmLater>()
         .command::<SendReminder>()
         .build()
+        .await
         .unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
@@ -87,7 +88,7 @@ async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
     .unwrap();
     let placed_at = app.clock().now();
     app.run_until(until_events(store.clone(), 3)).await.unwrap();
-    let events = app.events_of::<Order>("o-1").unwrap();
+    let events = app.events_of::<Order>("o-1").await.unwrap();
     let mut types: Vec<_> = events.iter().map(|e| e.event_type.as_str()).collect();
     types.sort_unstable();
     assert_eq!(types, ["ConfirmationSent", "OrderPlaced", "ReminderSent"]);
@@ -98,8 +99,8 @@ async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
             event.timestamp
         );
     }
-    assert_eq!(app.lag().unwrap().max_lag, 0);
-    assert_eq!(app.next_due_at().unwrap(), None);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
+    assert_eq!(app.next_due_at().await.unwrap(), None);
 }
 
 // spec 188: shut down at once, nothing is lost; the next run does the rest.
@@ -113,7 +114,7 @@ async fn work_left_at_shutdown_is_done_by_the_next_run() {
             .policy::<RemindSoon>()
             .command::<SendReminder>()
     };
-    let app = builder().build().unwrap();
+    let app = builder().build().await.unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -121,9 +122,9 @@ async fn work_left_at_shutdown_is_done_by_the_next_run() {
     .await
     .unwrap();
     app.run_until(std::future::ready(())).await.unwrap();
-    assert!(store.read_stream("Order", "o-1").unwrap().len() <= 2);
+    assert!(store.read_stream("Order", "o-1").await.unwrap().len() <= 2);
 
-    let again = builder().build().unwrap();
+    let again = builder().build().await.unwrap();
     again
         .run_until(until_events(store.clone(), 2))
         .await
@@ -131,6 +132,7 @@ async fn work_left_at_shutdown_is_done_by_the_next_run() {
     assert_eq!(
         again
             .events_of::<Order>("o-1")
+            .await
             .unwrap()
             .iter()
             .map(|e| e.event_type.as_str())
@@ -157,6 +159,7 @@ async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
         .only_listed()
         .policy::<Broken>()
         .build()
+        .await
         .unwrap_err();
     assert_eq!(error.code(), "INVALID_CONFIGURATION");
     assert!(
@@ -177,6 +180,7 @@ async fn a_time_limit_of_zero_refuses_the_app_naming_the_key() {
         .only_listed()
         .config(config)
         .build()
+        .await
         .unwrap_err();
     assert_eq!(error.code(), "INVALID_CONFIGURATION");
     assert!(

@@ -104,6 +104,7 @@ async fn deployed_once() -> (Arc<dyn Store>, TestApp) {
             .only_listed()
             .process::<v1::Trial>(),
     )
+    .await
     .unwrap();
     first.dispatch(place("o-1")).await.unwrap();
     first.dispatch(place("o-2")).await.unwrap();
@@ -116,13 +117,15 @@ async fn a_field_added_later_reads_as_the_default_and_live_instances_go_on() {
     let (store, first) = deployed_once().await;
     let second = support::another_app(&store, first.clock(), |builder| {
         builder.process::<v2::Trial>()
-    });
-    assert_eq!(second.app().unreadable_states().unwrap(), vec![]);
+    })
+    .await;
+    assert_eq!(second.app().unreadable_states().await.unwrap(), vec![]);
     // No letter: `advance` would fail if the instances could not read their stored state.
     second.advance(hours(24)).await.unwrap();
     let state = second
         .app()
         .process_instance::<v2::Trial>("o-1")
+        .await
         .unwrap()
         .unwrap()
         .state;
@@ -143,9 +146,10 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
         "Trial",
         "o-1",
         serde_json::json!({ "reminders": "two", "next_reminder": "2026-01-03T00:00:00.000Z" }),
-    );
+    )
+    .await;
 
-    let unreadable = first.app().unreadable_states().unwrap();
+    let unreadable = first.app().unreadable_states().await.unwrap();
     assert_eq!(
         unreadable
             .iter()
@@ -161,7 +165,7 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
         "{error}"
     );
     // The operator's reads go on, without the instance that cannot be read.
-    let pending = first.app().pending_deadlines().unwrap();
+    let pending = first.app().pending_deadlines().await.unwrap();
     assert!(
         pending.iter().all(|deadline| deadline.instance == "o-2"),
         "{pending:?}"
@@ -184,7 +188,7 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
 
     let first = first.expecting_letters();
     first.advance(hours(24)).await.unwrap();
-    let letters = support::letters(&first);
+    let letters = support::letters(&first).await;
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(letters[0].aggregate_id.as_deref(), Some("o-1"));
     assert!(
@@ -195,6 +199,7 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
     let other = first
         .app()
         .process_instance::<v1::Trial>("o-2")
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(other.state.reminders, 2, "the other instance went on");
@@ -239,9 +244,10 @@ async fn the_check_names_fields_a_rename_would_drop_and_processes_the_app_lacks(
 
     let second = support::another_app(&store, first.clock(), |builder| {
         builder.process::<renamed::Trial>()
-    });
+    })
+    .await;
     assert_eq!(
-        second.app().unreadable_states().unwrap(),
+        second.app().unreadable_states().await.unwrap(),
         vec![bounda::UnreadableState {
             process: "Trial".into(),
             instance: "o-1".into(),
@@ -252,8 +258,9 @@ async fn the_check_names_fields_a_rename_would_drop_and_processes_the_app_lacks(
 
     let other = support::another_app(&store, first.clock(), |builder| {
         builder.process::<OrderPayment>()
-    });
-    let states = other.app().unreadable_states().unwrap();
+    })
+    .await;
+    let states = other.app().unreadable_states().await.unwrap();
     assert_eq!(
         states
             .iter()
@@ -263,7 +270,7 @@ async fn the_check_names_fields_a_rename_would_drop_and_processes_the_app_lacks(
         "the app has no `Trial`"
     );
 
-    let none = support::another_app(&store, first.clock(), |builder| builder);
-    let error = none.app().unreadable_states().unwrap_err();
+    let none = support::another_app(&store, first.clock(), |builder| builder).await;
+    let error = none.app().unreadable_states().await.unwrap_err();
     assert!(error.to_string().contains("has no processes"), "{error}");
 }

@@ -98,14 +98,14 @@ async fn a_commit_locked_out_past_the_busy_timeout_writes_nothing_and_is_rerun()
         .config(short_leases())
         .port(intruder.clone())
         .policy::<ConfirmWhileLocked>();
-    let app = TestApp::new(builder).unwrap();
+    let app = TestApp::new(builder).await.unwrap();
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 5,
     })
     .await
     .unwrap();
-    let head = app.app().store().head().unwrap();
+    let head = app.app().store().head().await.unwrap();
 
     let error = app.run_until_idle().await.unwrap_err();
     assert!(error.is_retriable(), "{error}");
@@ -117,15 +117,19 @@ async fn a_commit_locked_out_past_the_busy_timeout_writes_nothing_and_is_rerun()
     assert_eq!(intruder.runs.load(Ordering::SeqCst), 1);
 
     intruder.release();
-    assert_eq!(app.app().store().head().unwrap(), head, "nothing written");
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.app().store().head().await.unwrap(),
+        head,
+        "nothing written"
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced"]
     );
     app.run_until_idle().await.unwrap();
     assert_eq!(intruder.runs.load(Ordering::SeqCst), 1, "held, not rerun");
     assert_eq!(
-        app.lag().unwrap().max_lag,
+        app.lag().await.unwrap().max_lag,
         1,
         "the claim is pending until its lease lapses"
     );
@@ -137,14 +141,15 @@ async fn a_commit_locked_out_past_the_busy_timeout_writes_nothing_and_is_rerun()
         "rerun after the lease"
     );
     assert_eq!(
-        app.events_of::<Order>("o-1").unwrap().types(),
+        app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
     assert_eq!(
         app.app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );
@@ -240,6 +245,7 @@ async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.db");
     let setup = TestApp::new(archiving(SqliteStore::open(&db).unwrap()))
+        .await
         .unwrap()
         .expecting_letters();
     setup
@@ -253,10 +259,13 @@ async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
 
     // The file may grow by a few pages: enough for claims and letters, not for a 256 KiB event.
     let full = impatient(&db, Some(page_count(&db) + 8));
-    let app = TestApp::new(archiving(full)).unwrap().expecting_letters();
-    let head = app.app().store().head().unwrap();
+    let app = TestApp::new(archiving(full))
+        .await
+        .unwrap()
+        .expecting_letters();
+    let head = app.app().store().head().await.unwrap();
     app.run_until_idle().await.unwrap();
-    let letters = support::letters(&app);
+    let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(letters[0].attempts, 3, "retried before giving up");
     assert!(
@@ -265,34 +274,37 @@ async fn a_commit_the_full_disk_refuses_fails_whole_and_is_retried() {
         letters[0].error_message
     );
     assert_eq!(
-        app.app().store().head().unwrap(),
+        app.app().store().head().await.unwrap(),
         head,
         "no event of the attempt"
     );
-    assert!(app.events_of::<Archive>("o-1").unwrap().is_empty());
+    assert!(app.events_of::<Archive>("o-1").await.unwrap().is_empty());
     let check: String = other_writer(&db)
         .query_row("PRAGMA integrity_check", [], |row| row.get(0))
         .unwrap();
     assert_eq!(check, "ok");
     assert_eq!(
-        app.lag().unwrap().max_lag,
+        app.lag().await.unwrap().max_lag,
         0,
         "the letter holds nothing back"
     );
     drop(app);
 
     // The operator frees the disk and retries the letter, on the real clock.
-    let app = archiving(SqliteStore::open(&db).unwrap()).build().unwrap();
+    let app = archiving(SqliteStore::open(&db).unwrap())
+        .build()
+        .await
+        .unwrap();
     app.dead_letters().retry(&letters[0].id).await.unwrap();
-    let archived = app.load::<Archive>("o-1").unwrap();
+    let archived = app.load::<Archive>("o-1").await.unwrap();
     assert_eq!(archived.state.copies, 1, "the letter's run landed once");
     app.run_until(tokio::time::sleep(std::time::Duration::from_millis(300)))
         .await
         .unwrap();
     assert_eq!(
-        app.lag().unwrap().max_lag,
+        app.lag().await.unwrap().max_lag,
         0,
         "the dispatcher caught up with it"
     );
-    assert_eq!(app.load::<Archive>("o-1").unwrap().state.copies, 1);
+    assert_eq!(app.load::<Archive>("o-1").await.unwrap().state.copies, 1);
 }

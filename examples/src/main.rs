@@ -40,7 +40,7 @@ async fn run() -> anyhow::Result<()> {
         Err(_) => SqliteStore::in_memory()?,
     };
     // Every `#[process]`, `#[policy]` and `#[command]` of the binary registers itself.
-    let app = App::builder(store).build()?;
+    let app = App::builder(store).build().await?;
 
     let order_id = format!("o-{}", app.next_id());
     app.dispatch(PlaceOrder {
@@ -58,9 +58,9 @@ async fn run() -> anyhow::Result<()> {
         async move {
             let deadline = tokio::time::Instant::now() + PATIENCE;
             while tokio::time::Instant::now() < deadline {
-                let events = app.events_of::<Order>(&order_id).unwrap_or_default();
+                let events = app.events_of::<Order>(&order_id).await.unwrap_or_default();
                 let done = events.iter().any(|e| e.event_type == "OrderCancelled");
-                if done && app.lag().is_ok_and(|lag| lag.max_lag == 0) {
+                if done && app.lag().await.is_ok_and(|lag| lag.max_lag == 0) {
                     return;
                 }
                 tokio::time::sleep(StdDuration::from_millis(20)).await;
@@ -73,13 +73,17 @@ async fn run() -> anyhow::Result<()> {
     }
 
     println!("the order's events:");
-    let events = app.events_of::<Order>(&order_id)?;
+    let events = app.events_of::<Order>(&order_id).await?;
     for event in &events {
         let after = format!("+{}", event.timestamp - placed_at);
         println!("  {after:<9} {}", event.event_type);
     }
     println!("the order-payment process's history:");
-    for event in app.store().read_stream("process:OrderPayment", &order_id)? {
+    for event in app
+        .store()
+        .read_stream("process:OrderPayment", &order_id)
+        .await?
+    {
         let after = format!("+{}", event.timestamp - placed_at);
         let detail = event
             .payload
@@ -94,7 +98,7 @@ async fn run() -> anyhow::Result<()> {
     );
     println!(
         "lag: {} (every consequence has happened)",
-        app.lag()?.max_lag
+        app.lag().await?.max_lag
     );
     Ok(())
 }

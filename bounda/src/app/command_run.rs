@@ -71,7 +71,7 @@ impl CommandRun {
         self
     }
 
-    fn run(&self, app: &App) -> Outcome {
+    async fn run(&self, app: &App) -> Outcome {
         let (runner, metadata) = match (&self.runner, &self.metadata) {
             (Some(runner), Some(metadata)) => (runner, metadata),
             (None, _) => {
@@ -89,9 +89,10 @@ impl CommandRun {
                 return Outcome::Failed(failure);
             }
         };
-        let decided = self
-            .span
-            .in_scope(|| runner.decide(app, &self.payload, metadata));
+        let decided = runner
+            .decide(app, &self.payload, metadata)
+            .instrument(self.span.clone())
+            .await;
         let span = self.span.clone();
         let command_type = self.command_type.clone();
         match decided {
@@ -139,7 +140,7 @@ impl CommandRun {
 impl Work for CommandRun {
     fn execute<'a>(&'a mut self, app: &'a App, _attempt: u32) -> BoxFuture<'a, Outcome> {
         let outer = self.outer.clone();
-        Box::pin(async move { self.run(app) }.instrument(outer))
+        Box::pin(async move { self.run(app).await }.instrument(outer))
     }
 
     fn aggregate(&self) -> &'static str {

@@ -14,7 +14,7 @@ pub(crate) struct Decision {
 
 /// Loads `command`'s instance, decides, and prepares the append at the version it saw. The
 /// outer error is a failure; the inner one the command's rejection.
-pub(crate) fn decide<C: Command>(
+pub(crate) async fn decide<C: Command>(
     app: &App,
     command: &C,
     metadata: &Metadata,
@@ -22,7 +22,7 @@ pub(crate) fn decide<C: Command>(
     let aggregate = <C::Aggregate as Aggregate>::NAME;
     names_an_instance(command)?;
     let id = command.aggregate_id().to_owned();
-    let loaded = app.load::<C::Aggregate>(&id)?;
+    let loaded = app.load::<C::Aggregate>(&id).await?;
     let events = match command.decide(&loaded.state) {
         Ok(events) => events,
         Err(rejection) => return Ok(Err(rejection)),

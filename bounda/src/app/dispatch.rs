@@ -1,6 +1,8 @@
 //! Commands from outside the runtime: decided now, or stored to run later, in the caller's
 //! correlation or a new one.
 
+use tracing::Instrument;
+
 use crate::aggregate::{Aggregate, Command};
 use crate::app::reaction::{Cause, Scheduled};
 use crate::app::schedule::scheduled_entry;
@@ -71,14 +73,16 @@ impl App {
                 Ok(Dispatched::Decided(decided))
             }
             Some(delay) => {
-                let scheduled = self.schedule(&command, delay, options.correlation_id)?;
+                let scheduled = self
+                    .schedule(&command, delay, options.correlation_id)
+                    .await?;
                 Ok(Dispatched::Scheduled(scheduled))
             }
         }
     }
 
     /// Stores `command` to run `delay` from now, in `correlation` or a new one.
-    fn schedule<C: Command>(
+    async fn schedule<C: Command>(
         &self,
         command: &C,
         delay: Duration,
@@ -97,7 +101,7 @@ impl App {
             schedule: vec![entry],
             ..WriteSet::default()
         };
-        match self.commit(&writes) {
+        match self.commit(&writes).await {
             Ok(_) => {}
             Err(CommitError::Store(error)) => return Err(error.into()),
             Err(other) => {
@@ -133,7 +137,10 @@ impl App {
             &metadata.correlation_id,
             &metadata.causation_id,
         );
-        let result = span.in_scope(|| self.dispatch_in_span(&command, &metadata));
+        let result = self
+            .dispatch_in_span(&command, &metadata)
+            .instrument(span.clone())
+            .await;
         match &result {
             Ok(decided) => telemetry::command_outcome(
                 &span,
@@ -150,7 +157,7 @@ impl App {
     }
 
     /// The body of [`dispatch`](Self::dispatch): decide, append, rerun on a moved stream.
-    fn dispatch_in_span<C: Command>(
+    async fn dispatch_in_span<C: Command>(
         &self,
         command: &C,
         metadata: &Metadata,
@@ -159,8 +166,9 @@ impl App {
         let retries = self.config().for_aggregate(aggregate).concurrency_retries;
         let mut run = 0;
         loop {
-            let decision =
-                decide::decide(self, command, metadata)?.map_err(DispatchError::Rejected)?;
+            let decision = decide::decide(self, command, metadata)
+                .await?
+                .map_err(DispatchError::Rejected)?;
             let Some(append) = decision.append else {
                 return Ok(decision.decided);
             };
@@ -168,7 +176,7 @@ impl App {
                 appends: vec![append],
                 ..WriteSet::default()
             };
-            match self.commit(&writes) {
+            match self.commit(&writes).await {
                 Ok(committed) => {
                     let mut decided = decision.decided;
                     decided.position = committed.events.last().map(|event| event.position);

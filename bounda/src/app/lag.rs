@@ -56,11 +56,11 @@ pub struct Lag {
 impl App {
     /// The lag of each subscriber this app runs, read from the store; the
     /// checkpoints of subscribers it does not run are listed apart as stale.
-    pub fn lag(&self) -> Result<Lag, Error> {
-        let head = self.store().head()?;
+    pub async fn lag(&self) -> Result<Lag, Error> {
+        let head = self.store().head().await?;
         let mut subscribers = Vec::new();
         let mut stale = Vec::new();
-        for (subscriber, position) in self.store().checkpoints()? {
+        for (subscriber, position) in self.store().checkpoints().await? {
             let handlers: Option<Vec<&str>> = if subscriber == crate::app::POLICIES {
                 (!self.inner.policies.is_empty())
                     .then(|| self.inner.policies.iter().map(|p| p.name()).collect())
@@ -73,7 +73,7 @@ impl App {
             let lag = SubscriberLag {
                 paused_until: self.paused_until(&subscriber),
                 failing: match &handlers {
-                    Some(handlers) => self.failing(handlers)?,
+                    Some(handlers) => self.failing(handlers).await?,
                     None => None,
                 },
                 subscriber,
@@ -90,13 +90,13 @@ impl App {
             subscribers,
             max_lag,
             stale,
-            waiting_deadlines: self.waiting_deadline_count()?,
+            waiting_deadlines: self.waiting_deadline_count().await?,
         })
     }
 
     /// Deadlines held back for the process runner whose entries are still armed at the moment
     /// they wait for: one the awaited event cleared or moved no longer counts.
-    pub(crate) fn waiting_deadline_count(&self) -> Result<u64, Error> {
+    pub(crate) async fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let waiting: Vec<(String, i64)> = self
             .waiting()
             .iter()
@@ -106,7 +106,8 @@ impl App {
         for (key, at) in waiting {
             let armed = self
                 .store()
-                .scheduled(&key)?
+                .scheduled(&key)
+                .await?
                 .and_then(|entry| DeadlinePayload::of(&entry))
                 .is_some_and(|payload| payload.at == at);
             if armed {
@@ -119,10 +120,10 @@ impl App {
     }
 
     /// The run of `handlers` whose retry comes first, with its event.
-    fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
+    async fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
         let mut first: Option<crate::store::InboxFailure> = None;
         for handler in handlers {
-            if let Some(failure) = self.store().first_inbox_failure(handler)?
+            if let Some(failure) = self.store().first_inbox_failure(handler).await?
                 && first.as_ref().is_none_or(|f| failure.retry_at < f.retry_at)
             {
                 first = Some(failure);
@@ -131,7 +132,7 @@ impl App {
         let Some(failure) = first else {
             return Ok(None);
         };
-        let event = self.store().read_event(&failure.event_id)?;
+        let event = self.store().read_event(&failure.event_id).await?;
         Ok(Some(Failing {
             handler: failure.handler,
             position: event.as_ref().map_or(0, |e| e.position),
@@ -144,16 +145,16 @@ impl App {
     }
 
     /// The earliest moment a scheduled command, delayed policy run or deadline becomes due.
-    pub fn next_due_at(&self) -> Result<Option<Instant>, Error> {
-        Ok(self.store().next_due_at(self.lease())?)
+    pub async fn next_due_at(&self) -> Result<Option<Instant>, Error> {
+        Ok(self.store().next_due_at(self.lease()).await?)
     }
 
     /// Every pending deadline of every open instance, soonest first: which instance, which
     /// field, when, and whether it is waiting for the process runner (beyond the original, which only
     /// counts them). An instance whose stored state cannot be read is left out, with a warning
     /// in the log; [`unreadable_states`](App::unreadable_states) names them all.
-    pub fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
-        let (pending, left_out) = self.pending_and_left_out()?;
+    pub async fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
+        let (pending, left_out) = self.pending_and_left_out().await?;
         for state in &left_out {
             tracing::warn!(
                 process = %state.process,
@@ -167,12 +168,13 @@ impl App {
 
     /// The pending deadlines, and the instances left out of them because their state cannot
     /// be read.
-    pub(crate) fn pending_and_left_out(
+    pub(crate) async fn pending_and_left_out(
         &self,
     ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
         let entries = self
             .store()
-            .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)?;
+            .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)
+            .await?;
         let waiting = self.waiting().clone();
         let mut pending = Vec::new();
         let mut left_out = Vec::new();
@@ -183,7 +185,7 @@ impl App {
             let Some(process) = self.processes().find(|p| p.name() == payload.process) else {
                 continue;
             };
-            let Some(instance) = self.load_instance(&**process, &entry.aggregate_id)? else {
+            let Some(instance) = self.load_instance(&**process, &entry.aggregate_id).await? else {
                 continue;
             };
             let waits = waiting
@@ -215,19 +217,20 @@ impl App {
     }
 
     /// How many events are parked behind the failure of `process`'s instance `id`.
-    pub fn parked_behind(&self, process: &str, id: &str) -> Result<usize, Error> {
+    pub async fn parked_behind(&self, process: &str, id: &str) -> Result<usize, Error> {
         let Some(runner) = self.processes().find(|p| p.name() == process) else {
             return Ok(0);
         };
         Ok(self
-            .load_instance(&**runner, id)?
+            .load_instance(&**runner, id)
+            .await?
             .filter(|instance| instance.status == crate::app::ProcessStatus::Failed)
             .map_or(0, |instance| instance.parked_behind()))
     }
 
     /// How many events wait parked behind process letter `letter` (see
     /// [`DeadLetters::parked`](crate::DeadLetters::parked)).
-    pub(crate) fn parked_behind_letter(
+    pub(crate) async fn parked_behind_letter(
         &self,
         letter: &crate::store::DeadLetter,
     ) -> Result<usize, Error> {
@@ -242,7 +245,7 @@ impl App {
         let Some(runner) = self.processes().find(|p| p.name() == letter.handler) else {
             return Ok(0);
         };
-        let Some(instance) = self.load_instance(&**runner, &payload.instance)? else {
+        let Some(instance) = self.load_instance(&**runner, &payload.instance).await? else {
             return Ok(0);
         };
         if instance.letter_id.as_deref() != Some(letter.id.as_str()) {
@@ -252,11 +255,11 @@ impl App {
     }
 
     /// The earliest pending retry of a policy or a scheduled entry.
-    pub(crate) fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
-        let mut next = self.store().next_scheduled_retry()?;
+    pub(crate) async fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
+        let mut next = self.store().next_scheduled_retry().await?;
         let names = self.inner.policies.iter().map(|p| p.name());
         for name in names.chain(self.inner.processes.iter().map(|p| p.name())) {
-            let retry = self.store().next_inbox_retry(name)?;
+            let retry = self.store().next_inbox_retry(name).await?;
             next = next.into_iter().chain(retry).min();
         }
         Ok(next)

@@ -50,23 +50,23 @@ impl App {
 
 impl DeadLetters<'_> {
     /// The letters matching `filter`, oldest first.
-    pub fn list(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, Error> {
-        Ok(self.app.store().dead_letters(filter)?)
+    pub async fn list(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, Error> {
+        Ok(self.app.store().dead_letters(filter).await?)
     }
 
     /// How many letters match `filter`.
-    pub fn count(&self, filter: &LetterFilter) -> Result<u64, Error> {
-        Ok(self.app.store().count_dead_letters(filter)?)
+    pub async fn count(&self, filter: &LetterFilter) -> Result<u64, Error> {
+        Ok(self.app.store().count_dead_letters(filter).await?)
     }
 
     /// The letter `id`.
-    pub fn get(&self, id: &str) -> Result<Option<DeadLetter>, Error> {
-        Ok(self.app.store().dead_letter(id)?)
+    pub async fn get(&self, id: &str) -> Result<Option<DeadLetter>, Error> {
+        Ok(self.app.store().dead_letter(id).await?)
     }
 
     /// The letter `id`, still `failed`.
-    fn failed(&self, id: &str) -> Result<DeadLetter, Error> {
-        let letter = self.get(id)?.ok_or_else(|| Error::NotFound {
+    async fn failed(&self, id: &str) -> Result<DeadLetter, Error> {
+        let letter = self.get(id).await?.ok_or_else(|| Error::NotFound {
             what: format!("dead letter `{id}`"),
         })?;
         if letter.status != LetterStatus::Failed {
@@ -78,13 +78,13 @@ impl DeadLetters<'_> {
     /// How many events wait parked behind `letter`: those of its instance's failure, when the
     /// letter is that failure's and still `failed` (its own failed event not counted); 0 for a
     /// letter that is settled, superseded by a later failure, or not a process's.
-    pub fn parked(&self, letter: &DeadLetter) -> Result<usize, Error> {
-        self.app.parked_behind_letter(letter)
+    pub async fn parked(&self, letter: &DeadLetter) -> Result<usize, Error> {
+        self.app.parked_behind_letter(letter).await
     }
 
     /// Gives the letter up: `discarded`, nothing run.
-    pub fn discard(&self, id: &str) -> Result<(), Error> {
-        self.failed(id)?;
+    pub async fn discard(&self, id: &str) -> Result<(), Error> {
+        self.failed(id).await?;
         let writes = WriteSet {
             settle_letter: Some(LetterSettle {
                 id: id.to_owned(),
@@ -92,7 +92,7 @@ impl DeadLetters<'_> {
             }),
             ..WriteSet::default()
         };
-        settled(id, self.app.commit(&writes))
+        settled(id, self.app.commit(&writes).await)
     }
 
     /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids.
@@ -102,17 +102,20 @@ impl DeadLetters<'_> {
     /// letter. A retry that fails leaves the letter `failed` and returns the
     /// error; of two retries, or a retry and a discard, the second gets `DEAD_LETTER_SETTLED`.
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
-        let letter = self.failed(id)?;
+        let letter = self.failed(id).await?;
         // Claimed before anything runs: of two retries at once, the second runs nothing.
         let store = self.app.store();
         let claim_id = self.app.next_id();
         let now = self.app.clock().now();
-        if !store.claim_letter(id, &claim_id, now, self.app.lease())? {
+        if !store
+            .claim_letter(id, &claim_id, now, self.app.lease())
+            .await?
+        {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }
         let retried = self.retry_claimed(letter).await;
         // Settled, the claim no longer matters; failed again, the letter is free to retry.
-        store.release_letter(id, &claim_id)?;
+        store.release_letter(id, &claim_id).await?;
         retried
     }
 
@@ -134,7 +137,8 @@ impl DeadLetters<'_> {
                 let event = self
                     .app
                     .store()
-                    .read_event(event_id)?
+                    .read_event(event_id)
+                    .await?
                     .ok_or_else(|| not_retriable("its event is not in the store"))?;
                 if !event.has_key(policy.key()) {
                     return Err(not_retriable("its policy no longer handles the event"));

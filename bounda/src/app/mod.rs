@@ -227,7 +227,7 @@ impl AppBuilder {
     /// both types), and an invalid configuration. The first time policies run on a store, their
     /// checkpoint starts at the head of the log: a policy reacts only to events stored after it
     /// starts; an existing checkpoint is kept.
-    pub fn build(mut self) -> Result<App, Error> {
+    pub async fn build(mut self) -> Result<App, Error> {
         for registration in registry::all() {
             if !self.only_listed {
                 self = (registration.add)(self);
@@ -246,9 +246,9 @@ impl AppBuilder {
             (POLICIES, !self.policies.is_empty()),
             (processes::PROCESSES, !self.processes.is_empty()),
         ] {
-            if present && self.store.checkpoint(subscriber)?.is_none() {
-                let head = self.store.head()?;
-                self.store.move_checkpoint(subscriber, None, head)?;
+            if present && self.store.checkpoint(subscriber).await?.is_none() {
+                let head = self.store.head().await?;
+                self.store.move_checkpoint(subscriber, None, head).await?;
             }
         }
         Ok(App {
@@ -358,11 +358,12 @@ impl App {
     }
 
     /// Commits `writes`; once they are on the file, counts the letters they filed.
-    pub(crate) fn commit(
+    pub(crate) async fn commit(
         &self,
         writes: &crate::store::WriteSet,
     ) -> Result<crate::store::Committed, crate::store::CommitError> {
         self.commit_all(&mut [writes.clone()])
+            .await
             .pop()
             .unwrap_or_else(|| Ok(crate::store::Committed::default()))
     }
@@ -388,12 +389,45 @@ impl App {
     }
 
     /// The events of aggregate instance `id`, oldest first.
-    pub fn events_of<A: Aggregate>(&self, id: &str) -> Result<Vec<RecordedEvent>, Error> {
-        Ok(self.store().read_stream(A::NAME, id)?)
+    pub async fn events_of<A: Aggregate>(&self, id: &str) -> Result<Vec<RecordedEvent>, Error> {
+        Ok(self.store().read_stream(A::NAME, id).await?)
     }
 
     /// Aggregate instance `id`, folded from its events.
-    pub fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, Error> {
-        fold(&self.events_of::<A>(id)?)
+    pub async fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, Error> {
+        fold(&self.events_of::<A>(id).await?)
+    }
+}
+
+/// The futures of the public API are `Send`: an app's calls can run on any runtime thread, and a
+/// guard held across a store call would break that. Checked when the crate's tests compile.
+#[cfg(test)]
+#[allow(dead_code, reason = "compiled, never run")]
+mod send_checks {
+    use super::{App, AppBuilder};
+    use crate::store::LetterFilter;
+
+    fn send<T: Send>(_: T) {}
+
+    async fn app_futures(app: &App, builder: AppBuilder, filter: &LetterFilter) {
+        send(builder.build());
+        send(app.run());
+        send(app.lag());
+        send(app.next_due_at());
+        send(app.pending_deadlines());
+        send(app.parked_behind("p", "i"));
+        send(app.unreadable_states());
+        send(app.dead_letters().list(filter));
+        send(app.dead_letters().count(filter));
+        send(app.dead_letters().get("l"));
+        send(app.dead_letters().discard("l"));
+        send(app.dead_letters().retry("l"));
+    }
+
+    async fn test_app_futures(app: &crate::testing::TestApp, builder: AppBuilder) {
+        send(crate::testing::TestApp::new(builder));
+        send(app.lag());
+        send(app.advance(crate::seconds(1)));
+        send(app.run_until_idle());
     }
 }

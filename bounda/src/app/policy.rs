@@ -128,12 +128,12 @@ pub(crate) trait CommandRunner: Send + Sync {
     /// The command's Rust type, to name it when two share a name.
     fn type_name(&self) -> &'static str;
     /// Decides the command stored as `payload`: a failure, or its decision or rejection.
-    fn decide(
-        &self,
-        app: &App,
-        payload: &serde_json::Value,
-        metadata: &Metadata,
-    ) -> Result<Result<Decision, RejectionRecord>, Error>;
+    fn decide<'a>(
+        &'a self,
+        app: &'a App,
+        payload: &'a serde_json::Value,
+        metadata: &'a Metadata,
+    ) -> BoxFuture<'a, Result<Result<Decision, RejectionRecord>, Error>>;
 }
 
 pub(crate) struct CommandEntry<C>(PhantomData<fn() -> C>);
@@ -153,28 +153,31 @@ impl<C: Command> CommandRunner for CommandEntry<C> {
         std::any::type_name::<C>()
     }
 
-    fn decide(
-        &self,
-        app: &App,
-        payload: &serde_json::Value,
-        metadata: &Metadata,
-    ) -> Result<Result<Decision, RejectionRecord>, Error> {
-        // Read as validated when it runs, so the type's rules apply once (spec 43).
-        let command: C =
-            serde_json::from_value(payload.clone()).map_err(|source| Error::InvalidPayload {
-                aggregate: <C::Aggregate as Aggregate>::NAME.to_owned(),
-                event_type: C::NAME.to_owned(),
-                event_id: String::new(),
-                source,
+    fn decide<'a>(
+        &'a self,
+        app: &'a App,
+        payload: &'a serde_json::Value,
+        metadata: &'a Metadata,
+    ) -> BoxFuture<'a, Result<Result<Decision, RejectionRecord>, Error>> {
+        Box::pin(async move {
+            // Read as validated when it runs, so the type's rules apply once (spec 43).
+            let command: C = serde_json::from_value(payload.clone()).map_err(|source| {
+                Error::InvalidPayload {
+                    aggregate: <C::Aggregate as Aggregate>::NAME.to_owned(),
+                    event_type: C::NAME.to_owned(),
+                    event_id: String::new(),
+                    source,
+                }
             })?;
-        Ok(
-            decide(app, &command, metadata)?.map_err(|rejection| RejectionRecord {
-                command_type: C::NAME,
-                rejected: rejection.code(),
-                message: rejection.message(),
-                aggregate_type: <C::Aggregate as Aggregate>::NAME,
-                aggregate_id: command.aggregate_id().to_owned(),
-            }),
-        )
+            Ok(decide(app, &command, metadata)
+                .await?
+                .map_err(|rejection| RejectionRecord {
+                    command_type: C::NAME,
+                    rejected: rejection.code(),
+                    message: rejection.message(),
+                    aggregate_type: <C::Aggregate as Aggregate>::NAME,
+                    aggregate_id: command.aggregate_id().to_owned(),
+                }))
+        })
     }
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
+use tracing::Instrument;
 
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::{names_an_instance, new_events};
@@ -114,6 +115,15 @@ struct Staged {
     rejections: Vec<RejectionRecord>,
 }
 
+impl Staged {
+    /// The index of the stream of `aggregate_type:aggregate_id` staged so far.
+    fn position(&self, aggregate_type: &str, aggregate_id: &str) -> Option<usize> {
+        self.streams
+            .iter()
+            .position(|s| s.aggregate_type == aggregate_type && s.aggregate_id == aggregate_id)
+    }
+}
+
 /// One attempt of one reaction.
 pub(crate) struct Attempt {
     app: App,
@@ -186,9 +196,12 @@ impl Attempt {
 
     /// Decides `command` now, on its instance's state with this attempt's staged decisions
     /// applied; the events are staged, not stored.
-    pub(crate) fn send<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
+    pub(crate) async fn send<C: Command>(
+        &self,
+        command: &C,
+    ) -> Result<Answer<C::Rejection>, Error> {
         let span = self.command_span::<C>(command);
-        let answer = span.in_scope(|| self.send_in_span(command));
+        let answer = self.send_in_span(command).instrument(span.clone()).await;
         match &answer {
             Ok(Answer::Decided(decided)) => telemetry::command_outcome(
                 &span,
@@ -215,28 +228,31 @@ impl Attempt {
         )
     }
 
-    fn send_in_span<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
+    async fn send_in_span<C: Command>(&self, command: &C) -> Result<Answer<C::Rejection>, Error> {
         let aggregate = <C::Aggregate as Aggregate>::NAME;
         self.check_depth(C::NAME, aggregate)?;
         names_an_instance(command).inspect_err(|error| self.fail(error))?;
         let id = command.aggregate_id().to_owned();
+        let staged_already = {
+            let mut staged = self.staged();
+            self.command_id(&mut staged, C::NAME);
+            staged.position(aggregate, &id).is_some()
+        };
+        // The guard is not held across the read: the attempt's future stays `Send`.
+        let loaded = match staged_already {
+            true => None,
+            false => match self.app.load::<C::Aggregate>(&id).await {
+                Ok(loaded) => Some(loaded),
+                Err(error) => {
+                    self.fail(&error);
+                    return Err(error);
+                }
+            },
+        };
         let mut staged = self.staged();
-        self.command_id(&mut staged, C::NAME);
-        let index = match staged
-            .streams
-            .iter()
-            .position(|s| s.aggregate_type == aggregate && s.aggregate_id == id)
-        {
-            Some(index) => index,
-            None => {
-                let loaded = match self.app.load::<C::Aggregate>(&id) {
-                    Ok(loaded) => loaded,
-                    Err(error) => {
-                        drop(staged);
-                        self.fail(&error);
-                        return Err(error);
-                    }
-                };
+        let index = match (staged.position(aggregate, &id), loaded) {
+            (Some(index), _) => index,
+            (None, Some(loaded)) => {
                 staged.streams.push(Stream {
                     aggregate_type: aggregate,
                     aggregate_id: id.clone(),
@@ -245,6 +261,11 @@ impl Attempt {
                     state: Box::new(loaded.state),
                 });
                 staged.streams.len() - 1
+            }
+            (None, None) => {
+                return Err(Error::NotFound {
+                    what: format!("the staged stream of `{aggregate}:{id}`"),
+                });
             }
         };
         let stream = &mut staged.streams[index];
@@ -419,7 +440,7 @@ impl<'a, E> Reaction<'a, E> {
     /// Sends `command`: decided now, stored when the attempt commits. Answers the decided events
     /// or the typed rejection; a failure is the `Err`, and fails the run.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
-        self.attempt.send(&command)
+        self.attempt.send(&command).await
     }
 
     /// Sends `command` to run `delay` from now. It is stored when the attempt commits,

@@ -85,7 +85,7 @@ impl App {
             let work = self.worker_pass(now, &mut rejections).await;
             moved |= self.subscriber_result(SCHEDULED, work);
         }
-        telemetry::lag(self);
+        telemetry::lag(self).await;
         Ok((moved, rejections))
     }
 

@@ -30,10 +30,12 @@ impl App {
         deliveries: impl Fn(&RecordedEvent) -> Vec<Delivery>,
     ) -> Result<bool, Error> {
         let store = self.store();
-        let Some(from) = store.checkpoint(subscriber)? else {
+        let Some(from) = store.checkpoint(subscriber).await? else {
             return Ok(false);
         };
-        let events = store.read_all(from, self.config().dispatcher.batch_size)?;
+        let events = store
+            .read_all(from, self.config().dispatcher.batch_size)
+            .await?;
         let Some(last) = events.last().map(|event| event.position) else {
             return Ok(false);
         };
@@ -51,7 +53,9 @@ impl App {
                 })
                 .collect();
             let claim_id = self.next_id();
-            let claims = store.claim_inbox_batch(&pairs, &claim_id, now, self.lease())?;
+            let claims = store
+                .claim_inbox_batch(&pairs, &claim_id, now, self.lease())
+                .await?;
             // The checkpoint stops just before the first event a handler is held on (spec 148).
             let mut stop: Option<u64> = None;
             let mut runs = Vec::new();
@@ -85,6 +89,7 @@ impl App {
                 (a, b) => a.or(b),
             };
             self.close_pass(subscriber, from, stop.map_or(last, |p| p - 1), claimed)
+                .await
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
@@ -93,7 +98,7 @@ impl App {
     /// events before the first held one so they are not read again. Someone else
     /// moving it first is fine: they read the same events. Returns whether anything
     /// moved, and the pass's outcome for its span.
-    fn close_pass(
+    async fn close_pass(
         &self,
         subscriber: &str,
         from: u64,
@@ -101,7 +106,10 @@ impl App {
         ran: bool,
     ) -> Result<(bool, &'static str), Error> {
         if to > from {
-            let moved = self.store().move_checkpoint(subscriber, Some(from), to)?;
+            let moved = self
+                .store()
+                .move_checkpoint(subscriber, Some(from), to)
+                .await?;
             return Ok((true, if moved { "advanced" } else { "moved" }));
         }
         // The checkpoint stays only when the first event read is held.

@@ -223,11 +223,11 @@ pub(crate) fn dead_lettered(kind: &str, handler: &str, outcome: &str) {
 }
 
 /// Reports each subscriber's lag, when the metrics target is enabled.
-pub(crate) fn lag(app: &crate::App) {
+pub(crate) async fn lag(app: &crate::App) {
     if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
         return;
     }
-    let Ok(lag) = app.lag() else { return };
+    let Ok(lag) = app.lag().await else { return };
     for subscriber in &lag.subscribers {
         tracing::event!(
             target: METRICS,

@@ -32,7 +32,8 @@ impl App {
         let limit = self.config().dispatcher.batch_size;
         let mut entries = self
             .store()
-            .claim_due(&claim_id, now, self.lease(), limit)?;
+            .claim_due(&claim_id, now, self.lease(), limit)
+            .await?;
         let mut ran = false;
         // While batches come full, each commit claims the next one; a pass runs about
         // `RUNS_PER_PASS` runs before the subscribers get their turn.
@@ -44,7 +45,7 @@ impl App {
                 then_claim: (full && rounds > 0 && !self.stopping()).then_some(limit),
                 ..Report::default()
             };
-            let runs = self.scheduled_runs(entries, &claim_id)?;
+            let runs = self.scheduled_runs(entries, &claim_id).await?;
             let result = self.run_batch(runs, &mut report).await;
             rejections.append(&mut report.rejections);
             result?;
@@ -55,14 +56,14 @@ impl App {
     }
 
     /// The runs of claimed entries, in due order.
-    fn scheduled_runs(
+    async fn scheduled_runs(
         &self,
         entries: Vec<ScheduledEntry>,
         claim_id: &str,
     ) -> Result<Vec<Run>, Error> {
         // Which instances have events the process runner has not handled, read once a batch.
         let unhandled = if entries.iter().any(|e| e.command_type == PROCESS_DEADLINE) {
-            Arc::new(Unhandled::read(self).unwrap_or_else(|error| {
+            Arc::new(Unhandled::read(self).await.unwrap_or_else(|error| {
                 tracing::warn!(
                     code = error.code(),
                     "cannot read the events the process runner has not handled; due deadlines \
@@ -76,7 +77,7 @@ impl App {
         };
         let mut runs = Vec::with_capacity(entries.len());
         for entry in entries {
-            let work = self.scheduled_work(&entry, &unhandled)?;
+            let work = self.scheduled_work(&entry, &unhandled).await?;
             // Each entry under the claim it was taken with: batches claimed with the previous
             // commit have claims of their own.
             let claim = Claim::Scheduled {
@@ -93,7 +94,7 @@ impl App {
     }
 
     /// What a scheduler entry runs: a delayed policy run, a process deadline, or a command.
-    fn scheduled_work(
+    async fn scheduled_work(
         &self,
         entry: &ScheduledEntry,
         unhandled: &Arc<Unhandled>,
@@ -113,7 +114,7 @@ impl App {
                 let policy = self
                     .policies()
                     .find(|policy| policy.name() == payload.policy);
-                let event = match self.store().read_event(&payload.event_id) {
+                let event = match self.store().read_event(&payload.event_id).await {
                     Ok(event) => event,
                     // This entry fails alone (retried, then its letter); the others run.
                     Err(error) => {

@@ -76,7 +76,7 @@ impl<'a, P: ProcessState> Context<'a, P> {
     /// Sends `command`: decided now, stored when the step commits. Answers the decided events
     /// or the typed rejection; a failure fails the step.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
-        self.attempt()?.send(&command)
+        self.attempt()?.send(&command).await
     }
 
     /// Sends `command` to run `delay` from now; its events are never follow-ups.

@@ -2,8 +2,10 @@
 //! [`store_contract_tests!`](crate::store_contract_tests), one test per behaviour:
 //!
 //! ```text
-//! bounda::store_contract_tests!(|| bounda_sqlite::SqliteStore::in_memory().unwrap());
+//! bounda::store_contract_tests!(async || bounda_sqlite::SqliteStore::in_memory().unwrap());
 //! ```
+//!
+//! `make` is an async closure or function: a store on a server connects before its test.
 //!
 //! Each function panics with a message naming the broken promise, like any test.
 
@@ -42,7 +44,8 @@ impl<S: Store, G> Fixture for (S, G) {
     }
 }
 
-/// Generates one `#[test]` per contract item for the [`Fixture`] `make()` returns.
+/// Generates one `#[test]` per contract item for the [`Fixture`] `make().await` returns, each on
+/// a runtime of its own.
 #[macro_export]
 macro_rules! store_contract_tests {
     ($make:expr) => {
@@ -79,11 +82,24 @@ macro_rules! store_contract_tests {
         $(
             #[test]
             fn $name() {
-                let fixture = ($make)();
-                $crate::store::contract::$name($crate::store::contract::Fixture::store(&fixture));
+                $crate::store::contract::block_on(async {
+                    let fixture = ($make)().await;
+                    $crate::store::contract::$name($crate::store::contract::Fixture::store(&fixture))
+                        .await;
+                });
             }
         )*
     };
+}
+
+/// Runs a contract test on a runtime of its own, with every driver the build has (a store on
+/// a server needs the network's).
+pub fn block_on(test: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the test")
+        .block_on(test);
 }
 
 fn t(text: &str) -> Instant {
@@ -153,10 +169,11 @@ fn letter(id: &str, kind: LetterKind, handler: &str) -> DeadLetter {
 }
 
 // spec 1, 3
-pub fn appends_get_consecutive_positions_and_versions(store: &dyn Store) {
-    assert_eq!(store.head().unwrap(), 0, "an empty store's head is 0");
+pub async fn appends_get_consecutive_positions_and_versions(store: &dyn Store) {
+    assert_eq!(store.head().await.unwrap(), 0, "an empty store's head is 0");
     let first = store
         .commit(&appending(vec![append("Order", "o-1", 0, &["e1", "e2"])]))
+        .await
         .unwrap();
     assert_eq!(
         first
@@ -171,6 +188,7 @@ pub fn appends_get_consecutive_positions_and_versions(store: &dyn Store) {
             append("Order", "o-2", 0, &["e3"]),
             append("Order", "o-1", 2, &["e4"]),
         ]))
+        .await
         .unwrap();
     assert_eq!(
         second
@@ -180,24 +198,25 @@ pub fn appends_get_consecutive_positions_and_versions(store: &dyn Store) {
             .collect::<Vec<_>>(),
         [("e3", 3, 1), ("e4", 4, 3)]
     );
-    assert_eq!(store.head().unwrap(), 4);
-    let stream = store.read_stream("Order", "o-1").unwrap();
+    assert_eq!(store.head().await.unwrap(), 4);
+    let stream = store.read_stream("Order", "o-1").await.unwrap();
     assert_eq!(
         stream.iter().map(|e| e.version).collect::<Vec<_>>(),
         [1, 2, 3]
     );
-    let read = store.read_event("e4").unwrap().unwrap();
+    let read = store.read_event("e4").await.unwrap().unwrap();
     assert_eq!(read.position, 4);
     assert_eq!(read.payload, json!({ "n": "e4" }));
     assert_eq!(read.metadata, Metadata::of_command("cmd-1"));
     assert_eq!(read.timestamp, t("2026-01-01T00:00:00Z"));
-    assert!(store.read_event("nope").unwrap().is_none());
+    assert!(store.read_event("nope").await.unwrap().is_none());
 }
 
 // spec 7, 131
-pub fn an_append_at_a_stale_version_writes_nothing(store: &dyn Store) {
+pub async fn an_append_at_a_stale_version_writes_nothing(store: &dyn Store) {
     store
         .commit(&appending(vec![append("Order", "o-1", 0, &["e1"])]))
+        .await
         .unwrap();
     let stale = WriteSet {
         appends: vec![
@@ -207,7 +226,7 @@ pub fn an_append_at_a_stale_version_writes_nothing(store: &dyn Store) {
         schedule: vec![entry("k-1", "2026-01-02T00:00:00Z")],
         ..WriteSet::default()
     };
-    match store.commit(&stale) {
+    match store.commit(&stale).await {
         Err(CommitError::StreamMoved {
             aggregate_id,
             expected_version,
@@ -222,34 +241,35 @@ pub fn an_append_at_a_stale_version_writes_nothing(store: &dyn Store) {
         other => panic!("expected StreamMoved, got {other:?}"),
     }
     assert_eq!(
-        store.head().unwrap(),
+        store.head().await.unwrap(),
         1,
         "no event of the refused write set was stored"
     );
-    assert!(store.read_stream("Order", "o-2").unwrap().is_empty());
+    assert!(store.read_stream("Order", "o-2").await.unwrap().is_empty());
     assert!(
-        store.scheduled("k-1").unwrap().is_none(),
+        store.scheduled("k-1").await.unwrap().is_none(),
         "nor its scheduler rows"
     );
 }
 
 // spec 12
-pub fn streams_are_scoped_to_their_aggregate_type(store: &dyn Store) {
+pub async fn streams_are_scoped_to_their_aggregate_type(store: &dyn Store) {
     store
         .commit(&appending(vec![
             append("Order", "x-1", 0, &["e1"]),
             append("Subscription", "x-1", 0, &["e2"]),
         ]))
+        .await
         .unwrap();
-    assert_eq!(store.read_stream("Order", "x-1").unwrap().len(), 1);
+    assert_eq!(store.read_stream("Order", "x-1").await.unwrap().len(), 1);
     assert_eq!(
-        store.read_stream("Subscription", "x-1").unwrap()[0].id,
+        store.read_stream("Subscription", "x-1").await.unwrap()[0].id,
         "e2"
     );
 }
 
 // spec 150
-pub fn read_all_pages_in_position_order(store: &dyn Store) {
+pub async fn read_all_pages_in_position_order(store: &dyn Store) {
     for i in 0..5u64 {
         store
             .commit(&appending(vec![append(
@@ -258,56 +278,60 @@ pub fn read_all_pages_in_position_order(store: &dyn Store) {
                 0,
                 &[&format!("e{i}")],
             )]))
+            .await
             .unwrap();
     }
-    let page = store.read_all(1, 3).unwrap();
+    let page = store.read_all(1, 3).await.unwrap();
     assert_eq!(
         page.iter().map(|e| e.position).collect::<Vec<_>>(),
         [2, 3, 4]
     );
-    assert_eq!(store.read_all(5, 10).unwrap().len(), 0);
+    assert_eq!(store.read_all(5, 10).await.unwrap().len(), 0);
 }
 
 // spec 147
-pub fn checkpoints_move_by_compare_and_set(store: &dyn Store) {
-    assert_eq!(store.checkpoint("policies").unwrap(), None);
-    assert!(store.move_checkpoint("policies", None, 0).unwrap());
+pub async fn checkpoints_move_by_compare_and_set(store: &dyn Store) {
+    assert_eq!(store.checkpoint("policies").await.unwrap(), None);
+    assert!(store.move_checkpoint("policies", None, 0).await.unwrap());
     assert!(
-        !store.move_checkpoint("policies", None, 7).unwrap(),
+        !store.move_checkpoint("policies", None, 7).await.unwrap(),
         "created once"
     );
-    assert!(store.move_checkpoint("policies", Some(0), 5).unwrap());
+    assert!(store.move_checkpoint("policies", Some(0), 5).await.unwrap());
     assert!(
-        !store.move_checkpoint("policies", Some(0), 9).unwrap(),
+        !store.move_checkpoint("policies", Some(0), 9).await.unwrap(),
         "moved by someone else"
     );
-    assert_eq!(store.checkpoint("policies").unwrap(), Some(5));
-    assert!(store.move_checkpoint("processes", None, 2).unwrap());
+    assert_eq!(store.checkpoint("policies").await.unwrap(), Some(5));
+    assert!(store.move_checkpoint("processes", None, 2).await.unwrap());
     assert_eq!(
-        store.checkpoints().unwrap(),
+        store.checkpoints().await.unwrap(),
         [("policies".to_owned(), 5), ("processes".to_owned(), 2)]
     );
 }
 
 // spec 123, 124, 127
-pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
+pub async fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-1", now, lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 }
     );
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(59), lease)
+            .await
             .unwrap(),
         InboxClaim::Held
     );
     assert_eq!(
         store
             .claim_inbox("other", "e-1", "c-3", now, lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
         "the key is (handler, event)"
@@ -315,11 +339,13 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
     assert!(
         store
             .renew_inbox("notify", "e-1", "c-1", now + seconds(30))
+            .await
             .unwrap()
     );
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(89), lease)
+            .await
             .unwrap(),
         InboxClaim::Held,
         "renewed"
@@ -327,6 +353,7 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(90), lease)
+            .await
             .unwrap(),
         InboxClaim::Held,
         "a lease that ends now has not passed yet"
@@ -334,6 +361,7 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(90) + millis(1), lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
         "an expired claim is taken over; the lapsed run failed nothing, so counts no attempt"
@@ -341,6 +369,7 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
     assert!(
         !store
             .renew_inbox("notify", "e-1", "c-1", now + seconds(91))
+            .await
             .unwrap(),
         "c-1 lost it"
     );
@@ -353,21 +382,23 @@ pub fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    store.commit(&done).unwrap();
+    store.commit(&done).await.unwrap();
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-9", now + seconds(999), lease)
+            .await
             .unwrap(),
         InboxClaim::Succeeded
     );
 }
 
 // spec 124, 155
-pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
+pub async fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     store
         .claim_inbox("notify", "e-1", "c-1", now, lease)
+        .await
         .unwrap();
     let failed = WriteSet {
         inbox: Some(InboxMark {
@@ -382,15 +413,16 @@ pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    store.commit(&failed).unwrap();
+    store.commit(&failed).await.unwrap();
     assert_eq!(
-        store.next_inbox_retry("notify").unwrap(),
+        store.next_inbox_retry("notify").await.unwrap(),
         Some(now + seconds(1))
     );
-    assert_eq!(store.next_inbox_retry("other").unwrap(), None);
+    assert_eq!(store.next_inbox_retry("other").await.unwrap(), None);
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + millis(999), lease)
+            .await
             .unwrap(),
         InboxClaim::Waiting {
             retry_at: now + seconds(1)
@@ -399,10 +431,11 @@ pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + seconds(1), lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 2 }
     );
-    assert_eq!(store.next_inbox_retry("notify").unwrap(), None);
+    assert_eq!(store.next_inbox_retry("notify").await.unwrap(), None);
     let dead = WriteSet {
         inbox: Some(InboxMark {
             handler: "notify".into(),
@@ -414,23 +447,26 @@ pub fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    store.commit(&dead).unwrap();
+    store.commit(&dead).await.unwrap();
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-3", now + seconds(99), lease)
+            .await
             .unwrap(),
         InboxClaim::DeadLettered
     );
 }
 
 // spec 127, 131
-pub fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store) {
+pub async fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     store
         .claim_inbox("notify", "e-1", "c-1", now, seconds(1))
+        .await
         .unwrap();
     store
         .claim_inbox("notify", "e-1", "c-2", now + seconds(5), seconds(1))
+        .await
         .unwrap();
     let late = WriteSet {
         appends: vec![append("Order", "o-1", 0, &["e9"])],
@@ -442,38 +478,39 @@ pub fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    match store.commit(&late) {
+    match store.commit(&late).await {
         Err(CommitError::ClaimLost { key }) => assert_eq!(key, "notify:e-1"),
         other => panic!("expected ClaimLost, got {other:?}"),
     }
     assert_eq!(
-        store.head().unwrap(),
+        store.head().await.unwrap(),
         0,
         "the attempt's events were rolled back with it"
     );
 }
 
 // spec 44, 201
-pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
+pub async fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
     let once = WriteSet {
         schedule: vec![entry("k-1", "2026-01-02T00:00:00Z")],
         ..WriteSet::default()
     };
-    store.commit(&once).unwrap();
+    store.commit(&once).await.unwrap();
     let claimed = store
         .claim_due("w-1", t("2026-01-02T00:00:00Z"), seconds(60), 10)
+        .await
         .unwrap();
     assert_eq!(claimed.len(), 1);
-    store.commit(&once).unwrap();
-    let same = store.scheduled("k-1").unwrap().unwrap();
+    store.commit(&once).await.unwrap();
+    let same = store.scheduled("k-1").await.unwrap().unwrap();
     assert_eq!(same.revision, 0, "an identical entry is left untouched");
     assert_eq!(same.claim_id.as_deref(), Some("w-1"), "its claim included");
     let moved = WriteSet {
         schedule: vec![entry("k-1", "2026-01-02T00:00:10Z")],
         ..WriteSet::default()
     };
-    store.commit(&moved).unwrap();
-    let moved = store.scheduled("k-1").unwrap().unwrap();
+    store.commit(&moved).await.unwrap();
+    let moved = store.scheduled("k-1").await.unwrap().unwrap();
     assert_eq!(
         (moved.revision, moved.execute_at),
         (1, t("2026-01-02T00:00:10Z"))
@@ -486,6 +523,7 @@ pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
     assert!(
         store
             .claim_due("w-2", t("2026-01-02T00:00:30Z"), seconds(60), 10)
+            .await
             .unwrap()
             .is_empty()
     );
@@ -499,8 +537,9 @@ pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
             }),
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    let kept = store.scheduled("k-1").unwrap().unwrap();
+    let kept = store.scheduled("k-1").await.unwrap().unwrap();
     assert_eq!(
         (kept.execute_at, kept.claim_id),
         (t("2026-01-02T00:00:10Z"), None),
@@ -508,6 +547,7 @@ pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
     );
     let again = store
         .claim_due("w-2", t("2026-01-02T00:00:30Z"), seconds(60), 10)
+        .await
         .unwrap();
     assert_eq!(again.len(), 1, "due at its new moment");
     store
@@ -519,22 +559,23 @@ pub fn scheduling_is_idempotent_on_its_key(store: &dyn Store) {
             }),
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     assert!(
-        store.scheduled("k-1").unwrap().is_none(),
+        store.scheduled("k-1").await.unwrap().is_none(),
         "not rescheduled since its claim: completed"
     );
-    store.commit(&once).unwrap();
+    store.commit(&once).await.unwrap();
     let gone = WriteSet {
         unschedule: vec!["k-1".into()],
         ..WriteSet::default()
     };
-    store.commit(&gone).unwrap();
-    assert!(store.scheduled("k-1").unwrap().is_none());
+    store.commit(&gone).await.unwrap();
+    assert!(store.scheduled("k-1").await.unwrap().is_none());
 }
 
 // spec 45, 200
-pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
+pub async fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     let writes = WriteSet {
         schedule: vec![
             entry("b", "2026-01-02T00:00:00Z"),
@@ -544,12 +585,13 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
         ],
         ..WriteSet::default()
     };
-    store.commit(&writes).unwrap();
+    store.commit(&writes).await.unwrap();
     let now = t("2026-01-02T00:00:00Z");
     let lease = seconds(60);
     assert_eq!(
         store
             .scheduled_of_type("SendReminder")
+            .await
             .unwrap()
             .iter()
             .map(|e| e.dedupe_key.as_str())
@@ -557,8 +599,8 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
         ["c", "a", "b", "later"],
         "by due moment"
     );
-    assert!(store.scheduled_of_type("Other").unwrap().is_empty());
-    let first = store.claim_due("w-1", now, lease, 2).unwrap();
+    assert!(store.scheduled_of_type("Other").await.unwrap().is_empty());
+    let first = store.claim_due("w-1", now, lease, 2).await.unwrap();
     assert_eq!(
         first
             .iter()
@@ -571,7 +613,7 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
             .iter()
             .all(|e| e.claim_id.as_deref() == Some("w-1") && e.claimed_at == Some(now))
     );
-    let second = store.claim_due("w-2", now, lease, 10).unwrap();
+    let second = store.claim_due("w-2", now, lease, 10).await.unwrap();
     assert_eq!(
         second
             .iter()
@@ -583,12 +625,14 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     assert!(
         store
             .claim_due("w-3", now + seconds(60), lease, 10)
+            .await
             .unwrap()
             .is_empty(),
         "a lease that ends now has not passed yet"
     );
     let reclaimed = store
         .claim_due("w-3", now + seconds(60) + millis(1), lease, 10)
+        .await
         .unwrap();
     assert_eq!(
         reclaimed
@@ -604,27 +648,31 @@ pub fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     assert!(
         store
             .renew_scheduled("a", "w-3", now + seconds(61))
+            .await
             .unwrap()
     );
     assert!(
         !store
             .renew_scheduled("a", "w-1", now + seconds(61))
+            .await
             .unwrap()
     );
 }
 
 // spec 47, 201
-pub fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
+pub async fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
     store
         .commit(&WriteSet {
             schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     let now = t("2026-01-01T00:00:00Z");
-    store.claim_due("w-1", now, seconds(1), 10).unwrap();
+    store.claim_due("w-1", now, seconds(1), 10).await.unwrap();
     store
         .claim_due("w-2", now + seconds(2), seconds(1), 10)
+        .await
         .unwrap();
     let late = WriteSet {
         appends: vec![append("Order", "o-1", 0, &["e1"])],
@@ -635,19 +683,19 @@ pub fn a_lost_scheduler_claim_writes_nothing(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    let lost = store.commit(&late);
+    let lost = store.commit(&late).await;
     assert!(matches!(&lost, Err(CommitError::ScheduledClaimLost { key }) if key == "k"));
     assert_eq!(
         lost.err().map(|error| error.code()),
         Some("SCHEDULED_CLAIM_LOST"),
         "the original's code for a scheduled entry"
     );
-    assert_eq!(store.head().unwrap(), 0);
-    assert!(store.scheduled("k").unwrap().is_some());
+    assert_eq!(store.head().await.unwrap(), 0);
+    assert!(store.scheduled("k").await.unwrap().is_some());
 }
 
 // spec 45, 46, 48
-pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
+pub async fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let writes = WriteSet {
         schedule: vec![
@@ -657,8 +705,8 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
         ],
         ..WriteSet::default()
     };
-    store.commit(&writes).unwrap();
-    store.claim_due("w", now, seconds(60), 10).unwrap();
+    store.commit(&writes).await.unwrap();
+    store.claim_due("w", now, seconds(60), 10).await.unwrap();
     let release = |key: &str, outcome| WriteSet {
         scheduled: Some(ScheduledRelease {
             dedupe_key: key.into(),
@@ -669,6 +717,7 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
     };
     store
         .commit(&release("done", ScheduledOutcome::Complete))
+        .await
         .unwrap();
     store
         .commit(&release(
@@ -679,12 +728,14 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
                 failed_at: now,
             },
         ))
+        .await
         .unwrap();
     store
         .commit(&release("defer", ScheduledOutcome::Defer))
+        .await
         .unwrap();
-    assert!(store.scheduled("done").unwrap().is_none());
-    let retry = store.scheduled("retry").unwrap().unwrap();
+    assert!(store.scheduled("done").await.unwrap().is_none());
+    let retry = store.scheduled("retry").await.unwrap().unwrap();
     assert_eq!(
         (
             retry.attempts,
@@ -694,7 +745,7 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
         ),
         (1, now + seconds(1), None, Some("boom"))
     );
-    let defer = store.scheduled("defer").unwrap().unwrap();
+    let defer = store.scheduled("defer").await.unwrap().unwrap();
     assert_eq!(
         (defer.attempts, defer.execute_at, defer.claim_id),
         (0, now, None),
@@ -703,9 +754,9 @@ pub fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
 }
 
 // spec 176
-pub fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn Store) {
+pub async fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn Store) {
     let lease = seconds(60);
-    assert_eq!(store.next_due_at(lease).unwrap(), None);
+    assert_eq!(store.next_due_at(lease).await.unwrap(), None);
     store
         .commit(&WriteSet {
             schedule: vec![
@@ -714,22 +765,24 @@ pub fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn Store) {
             ],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     assert_eq!(
-        store.next_due_at(lease).unwrap(),
+        store.next_due_at(lease).await.unwrap(),
         Some(t("2026-01-01T00:00:00Z"))
     );
     store
         .claim_due("w", t("2026-01-02T00:00:00Z"), lease, 10)
+        .await
         .unwrap();
     assert_eq!(
-        store.next_due_at(lease).unwrap(),
+        store.next_due_at(lease).await.unwrap(),
         Some(t("2026-01-02T00:01:00.001Z"))
     );
 }
 
 // spec 141, 163, 170, 172
-pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
+pub async fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
     let mut first = letter("l-1", LetterKind::Policy, "order.notify");
     first.payload = Some(json!({ "order_id": "o-1" }));
     store
@@ -737,6 +790,7 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
             dead_letters: vec![first.clone()],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     let mut again = first.clone();
     again.error_message = "filed twice".into();
@@ -745,9 +799,10 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
             dead_letters: vec![again],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     assert_eq!(
-        store.dead_letter("l-1").unwrap().unwrap(),
+        store.dead_letter("l-1").await.unwrap().unwrap(),
         first,
         "the first filing stands, every field kept"
     );
@@ -758,12 +813,12 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    store.commit(&settle(LetterStatus::Retried)).unwrap();
+    store.commit(&settle(LetterStatus::Retried)).await.unwrap();
     assert!(
-        matches!(store.commit(&settle(LetterStatus::Discarded)), Err(CommitError::LetterSettled { id }) if id == "l-1")
+        matches!(store.commit(&settle(LetterStatus::Discarded)).await, Err(CommitError::LetterSettled { id }) if id == "l-1")
     );
     assert_eq!(
-        store.dead_letter("l-1").unwrap().unwrap().status,
+        store.dead_letter("l-1").await.unwrap().unwrap().status,
         LetterStatus::Retried
     );
     // A write set fenced on a settled letter writes nothing.
@@ -773,10 +828,10 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
         ..WriteSet::default()
     };
     assert!(matches!(
-        store.commit(&fenced),
+        store.commit(&fenced).await,
         Err(CommitError::LetterSettled { .. })
     ));
-    assert!(store.read_stream("Order", "o-9").unwrap().is_empty());
+    assert!(store.read_stream("Order", "o-9").await.unwrap().is_empty());
     let missing = WriteSet {
         settle_letter: Some(LetterSettle {
             id: "nope".into(),
@@ -784,12 +839,15 @@ pub fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
         }),
         ..WriteSet::default()
     };
-    assert!(matches!(store.commit(&missing), Err(CommitError::Store(_))));
-    assert!(store.dead_letter("nope").unwrap().is_none());
+    assert!(matches!(
+        store.commit(&missing).await,
+        Err(CommitError::Store(_))
+    ));
+    assert!(store.dead_letter("nope").await.unwrap().is_none());
 }
 
 // spec 164, 165
-pub fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
+pub async fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
     let letters = vec![
         letter("l-1", LetterKind::Policy, "order.notify"),
         letter("l-2", LetterKind::Process, "order.payment"),
@@ -801,6 +859,7 @@ pub fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
             dead_letters: letters,
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     store
         .commit(&WriteSet {
@@ -810,17 +869,19 @@ pub fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
             }),
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    let ids = |filter: &LetterFilter| {
+    let ids = async |filter: &LetterFilter| {
         store
             .dead_letters(filter)
+            .await
             .unwrap()
             .into_iter()
             .map(|l| l.id)
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        ids(&LetterFilter::default()),
+        ids(&LetterFilter::default()).await,
         ["l-1", "l-2", "l-3", "l-4"],
         "oldest first"
     );
@@ -828,34 +889,35 @@ pub fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
         kind: Some(LetterKind::Policy),
         ..LetterFilter::default()
     };
-    assert_eq!(ids(&policies), ["l-1", "l-3"]);
+    assert_eq!(ids(&policies).await, ["l-1", "l-3"]);
     let failed_policies = LetterFilter {
         status: Some(LetterStatus::Failed),
         ..policies.clone()
     };
-    assert_eq!(ids(&failed_policies), ["l-1"]);
+    assert_eq!(ids(&failed_policies).await, ["l-1"]);
     let by_handler = LetterFilter {
         handler: Some("SendReminder".into()),
         ..LetterFilter::default()
     };
-    assert_eq!(ids(&by_handler), ["l-4"]);
+    assert_eq!(ids(&by_handler).await, ["l-4"]);
     let limited = LetterFilter {
         limit: Some(2),
         ..LetterFilter::default()
     };
-    assert_eq!(ids(&limited), ["l-1", "l-2"]);
+    assert_eq!(ids(&limited).await, ["l-1", "l-2"]);
     assert_eq!(
-        store.count_dead_letters(&limited).unwrap(),
+        store.count_dead_letters(&limited).await.unwrap(),
         4,
         "count ignores the limit"
     );
-    assert_eq!(store.count_dead_letters(&failed_policies).unwrap(), 1);
+    assert_eq!(store.count_dead_letters(&failed_policies).await.unwrap(), 1);
 }
 
 // Group commit: several attempts in one transaction, each all-or-nothing.
-pub fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
+pub async fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
     store
         .commit(&appending(vec![append("Order", "o-1", 0, &["e1"])]))
+        .await
         .unwrap();
     let batch = vec![
         appending(vec![append("Order", "o-2", 0, &["e2"])]),
@@ -869,19 +931,20 @@ pub fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
         },
         appending(vec![append("Order", "o-1", 1, &["e5"])]),
     ];
-    let results = store.commit_many(&batch);
+    let results = store.commit_many(&batch).await;
     assert_eq!(results.len(), 3);
     assert_eq!(results[0].as_ref().unwrap().events[0].position, 2);
     assert!(matches!(results[1], Err(CommitError::StreamMoved { .. })));
     assert_eq!(results[2].as_ref().unwrap().events[0].version, 2);
     assert!(
-        store.read_stream("Order", "o-3").unwrap().is_empty(),
+        store.read_stream("Order", "o-3").await.unwrap().is_empty(),
         "the failing set wrote nothing"
     );
-    assert!(store.scheduled("k-3").unwrap().is_none());
+    assert!(store.scheduled("k-3").await.unwrap().is_none());
     assert_eq!(
         store
             .read_all(0, 10)
+            .await
             .unwrap()
             .iter()
             .map(|e| e.id.as_str())
@@ -891,11 +954,12 @@ pub fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Store) {
 }
 
 // spec 124, 148
-pub fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
+pub async fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     store
         .claim_inbox("notify", "e-2", "other", now, lease)
+        .await
         .unwrap();
     let pair = |handler, event_id| InboxPair { handler, event_id };
     let claims = store
@@ -910,6 +974,7 @@ pub fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
             now,
             lease,
         )
+        .await
         .unwrap();
     assert_eq!(
         claims,
@@ -924,6 +989,7 @@ pub fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
     assert_eq!(
         store
             .claim_inbox("notify", "e-3", "later", now, lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
         "a skipped pair was left unclaimed"
@@ -931,11 +997,12 @@ pub fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
 }
 
 // spec 46, 148
-pub fn a_released_inbox_claim_is_free_at_once_without_an_attempt(store: &dyn Store) {
+pub async fn a_released_inbox_claim_is_free_at_once_without_an_attempt(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     store
         .claim_inbox("notify", "e-1", "c-1", now, lease)
+        .await
         .unwrap();
     let release = |claim_id: &str| WriteSet {
         inbox: Some(InboxMark {
@@ -947,20 +1014,21 @@ pub fn a_released_inbox_claim_is_free_at_once_without_an_attempt(store: &dyn Sto
         ..WriteSet::default()
     };
     assert!(matches!(
-        store.commit(&release("not-mine")),
+        store.commit(&release("not-mine")).await,
         Err(CommitError::ClaimLost { .. })
     ));
-    store.commit(&release("c-1")).unwrap();
+    store.commit(&release("c-1")).await.unwrap();
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now, lease)
+            .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
         "free before its lease ends, the released attempt not counted"
     );
 }
 
-pub fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Store) {
+pub async fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Store) {
     store
         .commit(&appending(vec![append(
             "Order",
@@ -968,9 +1036,10 @@ pub fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Stor
             0,
             &["OrderPlaced"],
         )]))
+        .await
         .unwrap();
-    store.move_checkpoint("at-head", None, 1).unwrap();
-    store.move_checkpoint("behind", None, 0).unwrap();
+    store.move_checkpoint("at-head", None, 1).await.unwrap();
+    store.move_checkpoint("behind", None, 0).await.unwrap();
     let mut writes = appending(vec![append(
         "process:Payment",
         "o-1",
@@ -978,18 +1047,29 @@ pub fn a_skipping_write_set_moves_only_a_checkpoint_at_the_head(store: &dyn Stor
         &["ProcessStarted", "ProcessHandled"],
     )]);
     writes.skip = vec!["at-head".into(), "behind".into(), "absent".into()];
-    store.commit(&writes).unwrap();
-    assert_eq!(store.checkpoint("at-head").unwrap(), Some(3), "moved past");
+    store.commit(&writes).await.unwrap();
     assert_eq!(
-        store.checkpoint("behind").unwrap(),
+        store.checkpoint("at-head").await.unwrap(),
+        Some(3),
+        "moved past"
+    );
+    assert_eq!(
+        store.checkpoint("behind").await.unwrap(),
         Some(0),
         "a subscriber behind reads them itself"
     );
-    assert_eq!(store.checkpoint("absent").unwrap(), None, "none created");
+    assert_eq!(
+        store.checkpoint("absent").await.unwrap(),
+        None,
+        "none created"
+    );
 }
 
-pub fn a_snapshot_is_kept_unless_a_newer_one_is(store: &dyn Store) {
-    assert_eq!(store.snapshot("process:Payment", "o-1").unwrap(), None);
+pub async fn a_snapshot_is_kept_unless_a_newer_one_is(store: &dyn Store) {
+    assert_eq!(
+        store.snapshot("process:Payment", "o-1").await.unwrap(),
+        None
+    );
     let snapshot = |version: u64| Snapshot {
         aggregate_type: "process:Payment".into(),
         aggregate_id: "o-1".into(),
@@ -1000,22 +1080,25 @@ pub fn a_snapshot_is_kept_unless_a_newer_one_is(store: &dyn Store) {
         snapshots: vec![snapshot(version)],
         ..WriteSet::default()
     };
-    store.commit(&keep(2)).unwrap();
-    store.commit(&keep(1)).unwrap();
+    store.commit(&keep(2)).await.unwrap();
+    store.commit(&keep(1)).await.unwrap();
     assert_eq!(
-        store.snapshot("process:Payment", "o-1").unwrap(),
+        store.snapshot("process:Payment", "o-1").await.unwrap(),
         Some(snapshot(2)),
         "an older one is ignored"
     );
-    store.commit(&keep(3)).unwrap();
+    store.commit(&keep(3)).await.unwrap();
     assert_eq!(
-        store.snapshot("process:Payment", "o-1").unwrap(),
+        store.snapshot("process:Payment", "o-1").await.unwrap(),
         Some(snapshot(3))
     );
-    assert_eq!(store.snapshot("process:Payment", "o-2").unwrap(), None);
+    assert_eq!(
+        store.snapshot("process:Payment", "o-2").await.unwrap(),
+        None
+    );
 }
 
-pub fn a_stream_reads_after_a_version(store: &dyn Store) {
+pub async fn a_stream_reads_after_a_version(store: &dyn Store) {
     store
         .commit(&appending(vec![append(
             "Order",
@@ -1023,22 +1106,24 @@ pub fn a_stream_reads_after_a_version(store: &dyn Store) {
             0,
             &["e-1", "e-2", "e-3"],
         )]))
+        .await
         .unwrap();
-    let ids = |after| -> Vec<String> {
+    let ids = async |after: u64| -> Vec<String> {
         store
             .read_stream_after("Order", "o-1", after)
+            .await
             .unwrap()
             .into_iter()
             .map(|event| event.id)
             .collect()
     };
-    assert_eq!(ids(1), ["e-2", "e-3"]);
-    assert_eq!(ids(3), Vec::<String>::new());
-    assert_eq!(ids(0).len(), 3);
+    assert_eq!(ids(1).await, ["e-2", "e-3"]);
+    assert_eq!(ids(3).await, Vec::<String>::new());
+    assert_eq!(ids(0).await.len(), 3);
 }
 
 // spec 45, 200: a worker commits one batch and claims the next in one transaction.
-pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn Store) {
+pub async fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn Store) {
     let now = t("2026-01-02T00:00:00Z");
     let lease = seconds(60);
     store
@@ -1051,8 +1136,9 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
             ],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    let first = store.claim_due("w-1", now, lease, 1).unwrap();
+    let first = store.claim_due("w-1", now, lease, 1).await.unwrap();
     assert_eq!(first[0].dedupe_key, "a");
     let claim = |claim_id: &str| ClaimDue {
         claim_id: claim_id.into(),
@@ -1069,7 +1155,7 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
         claim_due: Some(claim("w-1")),
         ..WriteSet::default()
     };
-    let committed = store.commit(&done).unwrap();
+    let committed = store.commit(&done).await.unwrap();
     assert_eq!(
         committed
             .claimed
@@ -1080,11 +1166,15 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
         "the next batch, in due order, under the claim"
     );
     assert!(
-        store.scheduled("a").unwrap().is_none(),
+        store.scheduled("a").await.unwrap().is_none(),
         "and the run committed"
     );
     assert!(
-        store.claim_due("w-2", now, lease, 10).unwrap().is_empty(),
+        store
+            .claim_due("w-2", now, lease, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "what it claimed is held"
     );
     // A refused write set claims nothing.
@@ -1101,18 +1191,18 @@ pub fn a_write_set_claims_the_next_due_entries_in_its_transaction(store: &dyn St
         ..WriteSet::default()
     };
     assert!(matches!(
-        store.commit(&refused),
+        store.commit(&refused).await,
         Err(CommitError::ScheduledClaimLost { .. })
     ));
     assert_eq!(
-        store.scheduled("later").unwrap().unwrap().claim_id,
+        store.scheduled("later").await.unwrap().unwrap().claim_id,
         None,
         "rolled back with the rest"
     );
 }
 
 // spec 78, 201: a deadline's run completes the instance's entry and re-arms the same key.
-pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
+pub async fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
     let now = t("2026-01-02T00:00:00Z");
     let lease = seconds(60);
     store
@@ -1120,8 +1210,9 @@ pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
             schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    let claimed = store.claim_due("w-1", now, lease, 10).unwrap();
+    let claimed = store.claim_due("w-1", now, lease, 10).await.unwrap();
     assert_eq!(claimed.len(), 1);
     let rearm = |claim_id: &str| WriteSet {
         scheduled: Some(ScheduledRelease {
@@ -1134,24 +1225,29 @@ pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
     };
     assert!(
         matches!(
-            store.commit(&rearm("not-mine")),
+            store.commit(&rearm("not-mine")).await,
             Err(CommitError::ScheduledClaimLost { .. })
         ),
         "fenced on the claim"
     );
-    store.commit(&rearm("w-1")).unwrap();
-    let moved = store.scheduled("k").unwrap().unwrap();
+    store.commit(&rearm("w-1")).await.unwrap();
+    let moved = store.scheduled("k").await.unwrap().unwrap();
     assert_eq!(moved.execute_at, t("2026-01-03T00:00:00Z"));
     assert_eq!((moved.claim_id, moved.claimed_at), (None, None), "released");
     assert_eq!((moved.attempts, moved.last_error), (0, None));
     assert_eq!(moved.revision, claimed[0].revision + 1, "rescheduled");
     assert!(
-        store.claim_due("w-2", now, lease, 10).unwrap().is_empty(),
+        store
+            .claim_due("w-2", now, lease, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "not due before its new moment"
     );
     assert_eq!(
         store
             .claim_due("w-2", t("2026-01-03T00:00:00Z"), lease, 10)
+            .await
             .unwrap()
             .len(),
         1
@@ -1159,7 +1255,7 @@ pub fn completing_an_entry_and_scheduling_its_key_moves_it(store: &dyn Store) {
 }
 
 // spec 163: a letter's first failure is its run's first, not the one that gave up.
-pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn Store) {
+pub async fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn Store) {
     let t0 = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     let at = |n: u64| t0 + seconds(n);
@@ -1172,6 +1268,7 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
     for (n, claim_id) in [(0, "c-0"), (1, "c-1")] {
         store
             .claim_inbox("notify", "e-1", claim_id, at(n), lease)
+            .await
             .unwrap();
         store
             .commit(&WriteSet {
@@ -1187,10 +1284,12 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
                 }),
                 ..WriteSet::default()
             })
+            .await
             .unwrap();
     }
     store
         .claim_inbox("notify", "e-1", "c-2", at(2), lease)
+        .await
         .unwrap();
     store
         .commit(&WriteSet {
@@ -1205,8 +1304,9 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
             dead_letters: vec![failing(2)],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    let filed = store.dead_letter("l-inbox").unwrap().unwrap();
+    let filed = store.dead_letter("l-inbox").await.unwrap().unwrap();
     assert_eq!(
         (filed.first_failed_at, filed.last_failed_at),
         (at(0), at(2)),
@@ -1219,6 +1319,7 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
             schedule: vec![entry("k", "2026-01-01T00:00:10Z")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
     let release = |claim_id: &str, outcome| WriteSet {
         scheduled: Some(ScheduledRelease {
@@ -1228,7 +1329,7 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
         }),
         ..WriteSet::default()
     };
-    store.claim_due("w-1", at(10), lease, 1).unwrap();
+    store.claim_due("w-1", at(10), lease, 1).await.unwrap();
     store
         .commit(&release(
             "w-1",
@@ -1238,8 +1339,9 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
                 failed_at: at(10),
             },
         ))
+        .await
         .unwrap();
-    store.claim_due("w-2", at(11), lease, 1).unwrap();
+    store.claim_due("w-2", at(11), lease, 1).await.unwrap();
     let given_up = |claim_id: &str, id: &str, n: u64| WriteSet {
         dead_letters: vec![DeadLetter {
             id: id.into(),
@@ -1248,8 +1350,11 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
         }],
         ..release(claim_id, ScheduledOutcome::Complete)
     };
-    store.commit(&given_up("w-2", "l-scheduled", 11)).unwrap();
-    let filed = store.dead_letter("l-scheduled").unwrap().unwrap();
+    store
+        .commit(&given_up("w-2", "l-scheduled", 11))
+        .await
+        .unwrap();
+    let filed = store.dead_letter("l-scheduled").await.unwrap().unwrap();
     assert_eq!(
         (filed.first_failed_at, filed.last_failed_at),
         (at(10), at(11))
@@ -1259,10 +1364,11 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
             schedule: vec![entry("k", "2026-01-01T00:00:20Z")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    store.claim_due("w-3", at(20), lease, 1).unwrap();
-    store.commit(&given_up("w-3", "l-again", 20)).unwrap();
-    let filed = store.dead_letter("l-again").unwrap().unwrap();
+    store.claim_due("w-3", at(20), lease, 1).await.unwrap();
+    store.commit(&given_up("w-3", "l-again", 20)).await.unwrap();
+    let filed = store.dead_letter("l-again").await.unwrap().unwrap();
     assert_eq!(
         filed.first_failed_at,
         at(20),
@@ -1271,15 +1377,17 @@ pub fn a_letter_filed_with_its_claim_keeps_the_runs_first_failure(store: &dyn St
 }
 
 // Issue 9: lease arithmetic saturates: a lease that runs past the calendar expires nothing.
-pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
+pub async fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let forever = crate::Duration::MAX;
     store
         .claim_inbox("notify", "e-1", "c-1", now, forever)
+        .await
         .unwrap();
     assert_eq!(
         store
             .claim_inbox("notify", "e-1", "c-2", now + days(3650), forever)
+            .await
             .unwrap(),
         InboxClaim::Held,
         "a decade on, still held"
@@ -1289,11 +1397,16 @@ pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
             schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    assert_eq!(store.claim_due("w-1", now, forever, 1).unwrap().len(), 1);
+    assert_eq!(
+        store.claim_due("w-1", now, forever, 1).await.unwrap().len(),
+        1
+    );
     assert!(
         store
             .claim_due("w-2", now + days(3650), forever, 1)
+            .await
             .unwrap()
             .is_empty(),
         "a live claim is not taken over"
@@ -1301,7 +1414,7 @@ pub fn a_lease_longer_than_the_calendar_never_lapses(store: &dyn Store) {
 }
 
 // spec 170, issue 9: one operator's retry at a time holds a letter.
-pub fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
+pub async fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     store
@@ -1309,24 +1422,27 @@ pub fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
             dead_letters: vec![letter("l-1", LetterKind::Policy, "notify")],
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    assert!(store.claim_letter("l-1", "r-1", now, lease).unwrap());
+    assert!(store.claim_letter("l-1", "r-1", now, lease).await.unwrap());
     assert!(
         !store
             .claim_letter("l-1", "r-2", now + seconds(60), lease)
+            .await
             .unwrap(),
         "held until its lease has passed"
     );
-    store.release_letter("l-1", "r-2").unwrap();
+    store.release_letter("l-1", "r-2").await.unwrap();
     assert!(
-        !store.claim_letter("l-1", "r-2", now, lease).unwrap(),
+        !store.claim_letter("l-1", "r-2", now, lease).await.unwrap(),
         "only its holder releases it"
     );
-    store.release_letter("l-1", "r-1").unwrap();
-    assert!(store.claim_letter("l-1", "r-2", now, lease).unwrap());
+    store.release_letter("l-1", "r-1").await.unwrap();
+    assert!(store.claim_letter("l-1", "r-2", now, lease).await.unwrap());
     assert!(
         store
             .claim_letter("l-1", "r-3", now + seconds(61), lease)
+            .await
             .unwrap(),
         "a lapsed retry's claim is taken over"
     );
@@ -1338,13 +1454,15 @@ pub fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
             }),
             ..WriteSet::default()
         })
+        .await
         .unwrap();
-    store.release_letter("l-1", "r-3").unwrap();
+    store.release_letter("l-1", "r-3").await.unwrap();
     assert!(
         !store
             .claim_letter("l-1", "r-4", now + seconds(999), lease)
+            .await
             .unwrap(),
         "a settled letter is never claimed"
     );
-    assert!(!store.claim_letter("nope", "r-5", now, lease).unwrap());
+    assert!(!store.claim_letter("nope", "r-5", now, lease).await.unwrap());
 }

@@ -7,8 +7,10 @@
 //! `PERFORMANCE.md`). Every store passes the contract suite in `store::contract` (feature
 //! `contract-tests`).
 //!
-//! The trait is synchronous: SQLite answers in microseconds, and a store for a networked database
-//! can run its client blocking on a worker thread.
+//! The trait is asynchronous, so a store on a networked database waits for its server without
+//! holding one of the runtime's threads; a store that answers at once (SQLite, in microseconds)
+//! returns ready futures. Its methods return boxed futures ([`macro@async_trait`]), so the runtime
+//! holds any store as `Arc<dyn Store>`.
 
 #[cfg(feature = "contract-tests")]
 pub mod contract;
@@ -24,63 +26,73 @@ pub use write_set::{
     ScheduledRelease, StoreError, WriteSet,
 };
 
+pub use async_trait::async_trait;
+
 use crate::{Duration, Instant, RecordedEvent};
 
 /// A store for the runtime. See the module documentation.
+///
+/// Implement it with the [`async_trait`](macro@async_trait) attribute re-exported here:
+/// `#[bounda::store::async_trait] impl Store for MyStore { async fn head(&self) -> … }`.
+#[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// The events of one stream, oldest first.
-    fn read_stream(
+    async fn read_stream(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Vec<RecordedEvent>, StoreError>;
 
     /// The events of one stream after `version`, oldest first.
-    fn read_stream_after(
+    async fn read_stream_after(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let mut events = self.read_stream(aggregate_type, aggregate_id)?;
+        let mut events = self.read_stream(aggregate_type, aggregate_id).await?;
         events.retain(|event| event.version > version);
         Ok(events)
     }
 
     /// The snapshot kept for a stream, if any.
-    fn snapshot(
+    async fn snapshot(
         &self,
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Option<Snapshot>, StoreError>;
 
     /// Up to `limit` events of the global stream after `position`, in position order.
-    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError>;
+    async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError>;
 
     /// The event with this id.
-    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError>;
+    async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError>;
 
     /// The position of the last event, 0 when there is none.
-    fn head(&self) -> Result<u64, StoreError>;
+    async fn head(&self) -> Result<u64, StoreError>;
 
     /// Commits one write set atomically.
-    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError>;
+    async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError>;
 
     /// Commits several write sets in one transaction, each all-or-nothing on its own: one whose
     /// precondition fails is left out, the others are written. Answers in the same order.
-    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        writes.iter().map(|writes| self.commit(writes)).collect()
+    async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        let mut answers = Vec::with_capacity(writes.len());
+        for writes in writes {
+            answers.push(self.commit(writes).await);
+        }
+        answers
     }
 
     /// A subscriber's checkpoint, or `None` before its first pass.
-    fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError>;
+    async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError>;
 
     /// Every checkpoint, by subscriber name.
-    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError>;
+    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError>;
 
     /// Moves a checkpoint from `from` (`None`: not yet created) to `to` by compare-and-set.
     /// Returns `false`, writing nothing, when someone else moved it first.
-    fn move_checkpoint(
+    async fn move_checkpoint(
         &self,
         subscriber: &str,
         from: Option<u64>,
@@ -90,7 +102,7 @@ pub trait Store: Send + Sync + 'static {
     /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:
     /// a new claim, an expired one, or a failure whose retry is due is taken under
     /// `claim_id`; anything else is reported as it stands.
-    fn claim_inbox(
+    async fn claim_inbox(
         &self,
         handler: &str,
         event_id: &str,
@@ -104,20 +116,31 @@ pub trait Store: Send + Sync + 'static {
     /// its later pairs are left alone and answered [`InboxClaim::Skipped`]: a handler's later
     /// events wait behind a held one. A store should take the whole batch in one
     /// write transaction; this default takes one per pair.
-    fn claim_inbox_batch(
+    async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],
         claim_id: &str,
         now: Instant,
         lease: Duration,
     ) -> Result<Vec<InboxClaim>, StoreError> {
-        claim_in_order(pairs, |pair| {
-            self.claim_inbox(pair.handler, pair.event_id, claim_id, now, lease)
-        })
+        let mut order = InOrder::default();
+        let mut claims = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            let claim = match order.skips(pair) {
+                true => InboxClaim::Skipped,
+                false => {
+                    self.claim_inbox(pair.handler, pair.event_id, claim_id, now, lease)
+                        .await?
+                }
+            };
+            order.saw(pair, &claim);
+            claims.push(claim);
+        }
+        Ok(claims)
     }
 
     /// Renews a claim before a rerun. `false` when the claim is no longer ours.
-    fn renew_inbox(
+    async fn renew_inbox(
         &self,
         handler: &str,
         event_id: &str,
@@ -126,19 +149,20 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// The earliest retry moment of a failed inbox entry of `handler`, if any.
-    fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
+    async fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
         Ok(self
-            .first_inbox_failure(handler)?
+            .first_inbox_failure(handler)
+            .await?
             .map(|failure| failure.retry_at))
     }
 
     /// The failed inbox entry of `handler` whose retry comes first, if any.
-    fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
+    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
 
     /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
     /// `lease`, ordered by (`execute_at`, `dedupe_key`). Taking over a lapsed claim
     /// counts no attempt: only runs that failed do.
-    fn claim_due(
+    async fn claim_due(
         &self,
         claim_id: &str,
         now: Instant,
@@ -147,7 +171,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
     /// Renews a scheduler claim. `false` when the claim is no longer ours.
-    fn renew_scheduled(
+    async fn renew_scheduled(
         &self,
         dedupe_key: &str,
         claim_id: &str,
@@ -156,22 +180,25 @@ pub trait Store: Send + Sync + 'static {
 
     /// The earliest moment a scheduler entry becomes due; a claimed entry counts as due again
     /// 1 ms after its lease ends.
-    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
+    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
 
     /// The earliest moment a scheduler entry that failed before is due to run again: what a test
     /// clock moves to while retries are pending.
-    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError>;
+    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError>;
 
     /// Every scheduler entry of `command_type`, by due moment.
-    fn scheduled_of_type(&self, command_type: &str) -> Result<Vec<ScheduledEntry>, StoreError>;
+    async fn scheduled_of_type(
+        &self,
+        command_type: &str,
+    ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
     /// The scheduler entry with this key.
-    fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
+    async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 
     /// Claims dead letter `id` for one operator's retry under `claim_id`: taken while it is
     /// `failed` and no other retry holds it (or that retry's claim is older than `lease`).
     /// `false` when it is settled or being retried.
-    fn claim_letter(
+    async fn claim_letter(
         &self,
         id: &str,
         claim_id: &str,
@@ -180,36 +207,36 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Gives back the retry claim `claim_id` on letter `id`, if it still holds it.
-    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError>;
+    async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError>;
 
     /// Dead letters matching `filter`, oldest first.
-    fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError>;
+    async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError>;
 
     /// How many dead letters match `filter` (its `limit` ignored).
-    fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError>;
+    async fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError>;
 
     /// The dead letter with this id.
-    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
 }
 
-/// Claims `pairs` in order with `claim`, leaving a handler's pairs after one that is held or
-/// waiting unclaimed ([`InboxClaim::Skipped`]): what [`Store::claim_inbox_batch`] promises.
-pub fn claim_in_order(
-    pairs: &[InboxPair<'_>],
-    mut claim: impl FnMut(&InboxPair<'_>) -> Result<InboxClaim, StoreError>,
-) -> Result<Vec<InboxClaim>, StoreError> {
-    let mut held: Vec<&str> = Vec::new();
-    pairs
-        .iter()
-        .map(|pair| {
-            if held.contains(&pair.handler) {
-                return Ok(InboxClaim::Skipped);
-            }
-            let claimed = claim(pair)?;
-            if matches!(claimed, InboxClaim::Held | InboxClaim::Waiting { .. }) {
-                held.push(pair.handler);
-            }
-            Ok(claimed)
-        })
-        .collect()
+/// What [`Store::claim_inbox_batch`] promises about order: once a handler's pair is held or
+/// waiting, its later pairs of the batch are [`InboxClaim::Skipped`]. A store's batch claim asks
+/// [`skips`](InOrder::skips) before claiming a pair and tells [`saw`](InOrder::saw) the answer.
+#[derive(Debug, Default)]
+pub struct InOrder<'a> {
+    held: Vec<&'a str>,
+}
+
+impl<'a> InOrder<'a> {
+    /// Whether `pair` is left unclaimed because an earlier pair of its handler is held or waiting.
+    pub fn skips(&self, pair: &InboxPair<'a>) -> bool {
+        self.held.contains(&pair.handler)
+    }
+
+    /// Records how `pair` was answered.
+    pub fn saw(&mut self, pair: &InboxPair<'a>, claim: &InboxClaim) {
+        if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
+            self.held.push(pair.handler);
+        }
+    }
 }

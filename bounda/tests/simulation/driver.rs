@@ -127,7 +127,7 @@ fn account(n: u8) -> String {
 }
 
 impl Run {
-    fn new(seed: u64, faults: Option<u64>) -> Run {
+    async fn new(seed: u64, faults: Option<u64>) -> Run {
         let dir = tempfile::tempdir().expect("a directory");
         let path = dir.path().join("sim.db");
         let clock = Arc::new(SimulatedClock::default());
@@ -150,12 +150,12 @@ impl Run {
             faults,
             stores: Vec::new(),
         };
-        run.start(1);
+        run.start(1).await;
         run
     }
 
     /// `count` runners on the file, as a restart brings them up.
-    fn start(&mut self, count: usize) {
+    async fn start(&mut self, count: usize) {
         self.runners.clear();
         self.generation += 1;
         self.collect_faults();
@@ -190,6 +190,7 @@ impl Run {
                 .clock(Arc::new(clock))
                 .ids(Arc::new(ids))
                 .build()
+                .await
                 .expect("the app builds");
             self.runners
                 .push(TestApp::with_app(app, self.clock.clone()).expecting_letters());
@@ -228,7 +229,7 @@ impl Run {
         &self.runners[self.current % self.runners.len()]
     }
 
-    fn app(&self) -> &App {
+    async fn app(&self) -> &App {
         self.runner().app()
     }
 
@@ -268,7 +269,13 @@ impl Run {
             let Ok(idle) = result else { continue };
             // Work left behind a claim that a failed commit could not give back (idle to this
             // runner, yet lagging): the claim lapses after its lease.
-            if self.app().lag().is_ok_and(|lag| lag.max_lag > 0) {
+            if self
+                .app()
+                .await
+                .lag()
+                .await
+                .is_ok_and(|lag| lag.max_lag > 0)
+            {
                 self.clock.advance(lease());
                 continue;
             }
@@ -339,29 +346,31 @@ impl Run {
                 self.catch_up().await?;
                 let account = account(n);
                 if self.faults.is_some() {
-                    if let Some(id) = self.pick(&account)? {
+                    if let Some(id) = self.pick(&account).await? {
                         if matches!(step, Step::Discard(_)) {
-                            let _ = self.app().dead_letters().discard(&id);
+                            let _ = self.app().await.dead_letters().discard(&id).await;
                         } else {
-                            let _ = self.app().dead_letters().retry(&id).await;
+                            let _ = self.app().await.dead_letters().retry(&id).await;
                         }
                     }
                     return self.catch_up().await;
                 }
                 let picked = self.model.pick(&account);
-                let letter = self.pick(&account)?;
+                let letter = self.pick(&account).await?;
                 match (picked, letter) {
                     (None, None) => return Ok(()),
                     (Some(index), Some(id)) => {
                         if matches!(step, Step::Discard(_)) {
                             self.app()
+                                .await
                                 .dead_letters()
                                 .discard(&id)
+                                .await
                                 .map_err(|e| format!("discard failed: {e}"))?;
                             self.model.discard(index);
                         } else {
                             let through = matches!(
-                                self.app().dead_letters().retry(&id).await,
+                                self.app().await.dead_letters().retry(&id).await,
                                 Ok(Retried::Done | Retried::FailedAgain { .. })
                             );
                             let expected = self.model.retry(index);
@@ -382,7 +391,7 @@ impl Run {
             }
             Step::Restart(count) => {
                 self.stats.restarts += 1;
-                self.start(usize::from(count));
+                self.start(usize::from(count)).await;
                 Ok(())
             }
         }
@@ -432,16 +441,18 @@ impl Run {
 
     /// The runtime's failed letter for `account` the model would pick: its process letter,
     /// else its policy letters by payment.
-    fn pick(&self, account: &str) -> Result<Option<String>, String> {
+    async fn pick(&self, account: &str) -> Result<Option<String>, String> {
         let letters = self
             .app()
+            .await
             .dead_letters()
             .list(&LetterFilter {
                 status: Some(LetterStatus::Failed),
                 ..LetterFilter::default()
             })
+            .await
             .map_err(|e| e.to_string())?;
-        let store = self.app().store();
+        let store = self.app().await.store();
         let mut mine = Vec::new();
         for letter in letters {
             if letter.aggregate_id.as_deref() != Some(account) {
@@ -451,6 +462,7 @@ impl Run {
                 (LetterKind::Process, _) => 0,
                 (_, Some(event)) => store
                     .read_event(event)
+                    .await
                     .map_err(|e| e.to_string())?
                     .map_or(u64::MAX, |event| event.version),
                 (_, None) => u64::MAX,
@@ -463,23 +475,28 @@ impl Run {
 
     /// The runtime and the model agree on every account, instance and letter, and the
     /// invariants hold; a disagreement on an instance shows its history.
-    fn compare(&mut self) -> Result<(), String> {
+    async fn compare(&mut self) -> Result<(), String> {
         if self.faults.is_some() {
             self.stats.checks += 1;
-            return fault_checks(self.app(), false).map_err(|error| {
-                let history = self.history().unwrap_or_default();
-                format!("{error}\n{history}")
-            });
+            let checked = fault_checks(self.app().await, false).await;
+            return self.with_history(checked).await;
         }
-        self.agree().map_err(|error| {
-            let history = self.history().unwrap_or_default();
-            format!("{error}\n{history}")
-        })
+        let agreed = self.agree().await;
+        self.with_history(agreed).await
+    }
+
+    /// A failed check, with the history that shows it.
+    async fn with_history(&self, checked: Result<(), String>) -> Result<(), String> {
+        let Err(error) = checked else {
+            return Ok(());
+        };
+        let history = self.history().await.unwrap_or_default();
+        Err(format!("{error}\n{history}"))
     }
 
     /// Every account's events and lifecycle, one line each, with the model's view.
-    fn history(&self) -> Result<String, String> {
-        let store = self.app().store();
+    async fn history(&self) -> Result<String, String> {
+        let store = self.app().await.store();
         let mut lines = Vec::new();
         for account in self.model.accounts.keys() {
             for (kind, stream) in [
@@ -488,6 +505,7 @@ impl Run {
             ] {
                 for e in store
                     .read_stream(kind, &stream)
+                    .await
                     .map_err(|e| e.to_string())?
                 {
                     let mut payload = e.payload.clone();
@@ -511,13 +529,14 @@ impl Run {
         Ok(lines.join("\n"))
     }
 
-    fn agree(&mut self) -> Result<(), String> {
+    async fn agree(&mut self) -> Result<(), String> {
         self.stats.checks += 1;
-        let app = self.app().clone();
+        let app = self.app().await.clone();
         let store = app.store();
         for (account, expected) in &self.model.accounts {
             let events = store
                 .read_stream("Account", account)
+                .await
                 .map_err(|e| e.to_string())?;
             // Types and times, sorted: events at one moment may be stored in either order.
             let mut types: Vec<(&str, i64)> = events
@@ -534,6 +553,7 @@ impl Run {
             }
             let instance = app
                 .process_instance::<Watch>(account)
+                .await
                 .map_err(|e| format!("{account}'s instance does not read: {e}"))?;
             match (&expected.instance, instance) {
                 (None, None) => {}
@@ -573,7 +593,7 @@ impl Run {
                             model.parked.len()
                         ));
                     }
-                    let reached = reached(store, account)?;
+                    let reached = reached(store, account).await?;
                     if reached != model.reached {
                         return Err(format!(
                             "{account}'s deadlines reached: runtime {reached:?}, model {:?}",
@@ -593,6 +613,7 @@ impl Run {
         let letters = app
             .dead_letters()
             .list(&LetterFilter::default())
+            .await
             .map_err(|e| e.to_string())?;
         let mut ours: Vec<(bool, String, &str)> = letters
             .iter()
@@ -630,14 +651,15 @@ impl Run {
             return Err(format!("letters: runtime {ours:?}, model {theirs:?}"));
         }
         self.stats.letters = ours.len();
-        invariants(&app, true)
+        invariants(&app, true).await
     }
 }
 
 /// `(moment, field)` of every deadline an instance reached, from its history.
-fn reached(store: &dyn Store, account: &str) -> Result<Vec<(i64, &'static str)>, String> {
+async fn reached(store: &dyn Store, account: &str) -> Result<Vec<(i64, &'static str)>, String> {
     let stream = store
         .read_stream("process:Watch", account)
+        .await
         .map_err(|e| e.to_string())?;
     let mut reached = Vec::new();
     for event in &stream {
@@ -661,14 +683,17 @@ fn reached(store: &dyn Store, account: &str) -> Result<Vec<(i64, &'static str)>,
 /// ran before its instance's events stored at or before its moment; with failing commits that
 /// does not hold by design (spec 86: a deadline held for a process runner that is stuck runs
 /// after ten worker rounds).
-fn invariants(app: &App, in_order: bool) -> Result<(), String> {
+async fn invariants(app: &App, in_order: bool) -> Result<(), String> {
     let store = app.store();
     let mut events = Vec::new();
     loop {
         let after = events
             .last()
             .map_or(0, |e: &bounda::RecordedEvent| e.position);
-        let page = store.read_all(after, 10_000).map_err(|e| e.to_string())?;
+        let page = store
+            .read_all(after, 10_000)
+            .await
+            .map_err(|e| e.to_string())?;
         if page.is_empty() {
             break;
         }
@@ -754,7 +779,7 @@ fn invariants(app: &App, in_order: bool) -> Result<(), String> {
             }
         }
     }
-    let lag = app.lag().map_err(|e| e.to_string())?;
+    let lag = app.lag().await.map_err(|e| e.to_string())?;
     if lag.max_lag != 0 {
         return Err(format!(
             "lag {} after catching up: {:?}",
@@ -780,7 +805,7 @@ pub async fn run_with_faults(seed: u64, schedule: &[Step], per_mille: u64) -> Ou
 }
 
 async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome {
-    let mut run = Run::new(seed, faults);
+    let mut run = Run::new(seed, faults).await;
     for (index, step) in schedule.iter().enumerate() {
         run.step(*step)
             .await
@@ -790,6 +815,7 @@ async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome 
                 run.stats.skipped += 1;
             } else {
                 run.compare()
+                    .await
                     .map_err(|error| format!("after step {index} ({step:?}): {error}"))?;
             }
         }
@@ -803,16 +829,16 @@ async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome 
             .advance(millis(86_400_000))
             .await
             .map_err(|error| format!("at the end: {error}"))?;
-        fault_checks(run.app(), true).map_err(|error| {
-            let history = run.history().unwrap_or_default();
-            format!("at the end: {error}\n{history}")
-        })?;
+        let checked = fault_checks(run.app().await, true).await;
+        let checked = checked.map_err(|error| format!("at the end: {error}"));
+        run.with_history(checked).await?;
         run.collect_faults();
     } else {
         run.catch_up()
             .await
             .map_err(|error| format!("at the end: {error}"))?;
         run.compare()
+            .await
             .map_err(|error| format!("at the end: {error}"))?;
     }
     integrity(&run.path)?;
@@ -823,16 +849,18 @@ async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome 
 /// payment at most, a ping per chain link, an event handled once), and at the end, with the
 /// faults stopped, nothing lost (every payment acknowledged or lettered, every link's ping sent
 /// or lettered, every event of a running instance handled).
-fn fault_checks(app: &App, end: bool) -> Result<(), String> {
-    invariants(app, false)?;
+async fn fault_checks(app: &App, end: bool) -> Result<(), String> {
+    invariants(app, false).await?;
     let store = app.store();
     let now = app.clock().now();
     let letters = app
         .dead_letters()
         .list(&LetterFilter::default())
+        .await
         .map_err(|e| e.to_string())?;
     let accounts: std::collections::BTreeSet<String> = store
         .read_all(0, 100_000)
+        .await
         .map_err(|e| e.to_string())?
         .into_iter()
         .filter(|e| e.aggregate_type == "Account")
@@ -841,6 +869,7 @@ fn fault_checks(app: &App, end: bool) -> Result<(), String> {
     for account in accounts {
         let events = store
             .read_stream("Account", &account)
+            .await
             .map_err(|e| e.to_string())?;
         // Each acknowledgement names the payment it acknowledges as its cause.
         let mut acknowledged = HashSet::new();
@@ -863,6 +892,7 @@ fn fault_checks(app: &App, end: bool) -> Result<(), String> {
         }
         let lifecycle = store
             .read_stream("process:Watch", &account)
+            .await
             .map_err(|e| e.to_string())?;
         let mut handled = HashSet::new();
         for step in lifecycle
@@ -918,6 +948,7 @@ fn fault_checks(app: &App, end: bool) -> Result<(), String> {
         }
         if let Some(instance) = app
             .process_instance::<Watch>(&account)
+            .await
             .map_err(|e| e.to_string())?
             && instance.status == ProcessStatus::Started
         {

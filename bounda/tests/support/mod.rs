@@ -5,16 +5,17 @@ pub mod racing;
 pub mod storefront;
 
 /// Every dead letter of `app`, oldest first.
-pub fn letters(app: &bounda::testing::TestApp) -> Vec<bounda::store::DeadLetter> {
+pub async fn letters(app: &bounda::testing::TestApp) -> Vec<bounda::store::DeadLetter> {
     app.app()
         .dead_letters()
         .list(&bounda::store::LetterFilter::default())
+        .await
         .expect("the letters read")
 }
 
 /// Another app on `store` and `clock`, as after a deploy: `build` lists what it runs, ids are
 /// fresh UUIDs so they do not collide with the first app's.
-pub fn another_app(
+pub async fn another_app(
     store: &std::sync::Arc<dyn bounda::store::Store>,
     clock: &std::sync::Arc<bounda::clock::SimulatedClock>,
     build: impl FnOnce(bounda::AppBuilder) -> bounda::AppBuilder,
@@ -24,14 +25,14 @@ pub fn another_app(
         .clock(clock.clone())
         .ids(std::sync::Arc::new(bounda::ids::UuidV7));
     bounda::testing::TestApp::with_app(
-        build(builder).build().expect("the app builds"),
+        build(builder).build().await.expect("the app builds"),
         clock.clone(),
     )
 }
 
 /// Stores `state` as the latest state of instance `id` of `process`, as other code might have
 /// written it: a `ProcessHandled` at the end of its stream.
-pub fn write_state(
+pub async fn write_state(
     app: &bounda::testing::TestApp,
     process: &str,
     id: &str,
@@ -39,7 +40,11 @@ pub fn write_state(
 ) {
     let stream = format!("process:{process}");
     let store = app.app().store();
-    let version = store.read_stream(&stream, id).expect("readable").len() as u64;
+    let version = store
+        .read_stream(&stream, id)
+        .await
+        .expect("readable")
+        .len() as u64;
     let odd = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
             aggregate_type: stream,
@@ -58,5 +63,5 @@ pub fn write_state(
         }],
         ..Default::default()
     };
-    store.commit(&odd).expect("the state is written");
+    store.commit(&odd).await.expect("the state is written");
 }

@@ -125,10 +125,11 @@ impl Racing {
     }
 
     /// The competing writer: one more event on the stream, at the version it has now.
-    fn interfere(&self, append: &Append) {
+    async fn interfere(&self, append: &Append) {
         let version = self
             .inner
             .read_stream(&append.aggregate_type, &append.aggregate_id)
+            .await
             .expect("readable")
             .len() as u64;
         let mut event = append.events[0].clone();
@@ -143,53 +144,59 @@ impl Racing {
                 appends: vec![rival],
                 ..WriteSet::default()
             })
+            .await
             .expect("the rival commits");
     }
 }
 
+#[bounda::store::async_trait]
 impl Store for Racing {
-    fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
-        self.inner.read_stream(t, id)
+    async fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.inner.read_stream(t, id).await
     }
-    fn read_stream_after(
+    async fn read_stream_after(
         &self,
         t: &str,
         id: &str,
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        self.inner.read_stream_after(t, id, version)
+        self.inner.read_stream_after(t, id, version).await
     }
-    fn snapshot(&self, t: &str, id: &str) -> Result<Option<Snapshot>, StoreError> {
-        self.inner.snapshot(t, id)
+    async fn snapshot(&self, t: &str, id: &str) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.snapshot(t, id).await
     }
-    fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+    async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
         self.log_reads.fetch_add(1, Ordering::SeqCst);
         if self.log_fails.load(Ordering::SeqCst) {
             return Err(StoreError::new("cannot read the log: disk I/O error"));
         }
-        self.inner.read_all(after, limit)
+        self.inner.read_all(after, limit).await
     }
-    fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
-        let unreadable = self.unreadable.lock().expect("not poisoned");
+    async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        let unreadable = self.unreadable.lock().expect("not poisoned").clone();
         if unreadable.as_deref() == Some(id) {
             return Err(StoreError::new(format!(
                 "cannot read event `{id}`: disk I/O error"
             )));
         }
-        self.inner.read_event(id)
+        self.inner.read_event(id).await
     }
-    fn head(&self) -> Result<u64, StoreError> {
-        self.inner.head()
+    async fn head(&self) -> Result<u64, StoreError> {
+        self.inner.head().await
     }
-    fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+    async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
         if self.faults.is_none() {
             // Each write set loses its race on its own.
-            return writes.iter().map(|writes| self.commit(writes)).collect();
+            let mut answers = Vec::with_capacity(writes.len());
+            for writes in writes {
+                answers.push(self.commit(writes).await);
+            }
+            return answers;
         }
         match self.fault() {
-            None => self.inner.commit_many(writes),
+            None => self.inner.commit_many(writes).await,
             Some(Fault::AfterWrite) => {
-                let _ = self.inner.commit_many(writes);
+                let _ = self.inner.commit_many(writes).await;
                 writes
                     .iter()
                     .map(|_| Err(Fault::AfterWrite.error()))
@@ -198,13 +205,14 @@ impl Store for Racing {
             Some(fault) => writes.iter().map(|_| Err(fault.error())).collect(),
         }
     }
-    fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+    async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         match self.fault() {
             None => {}
             Some(Fault::AfterWrite) => {
                 return self
                     .inner
                     .commit(writes)
+                    .await
                     .and(Err(Fault::AfterWrite.error()));
             }
             Some(fault) => return Err(fault.error()),
@@ -213,23 +221,28 @@ impl Store for Racing {
             && self.races.load(Ordering::SeqCst) > 0
         {
             self.races.fetch_sub(1, Ordering::SeqCst);
-            self.interfere(append);
+            self.interfere(append).await;
         }
-        let result = self.inner.commit(writes);
+        let result = self.inner.commit(writes).await;
         let armed = self.after_first.swap(0, Ordering::SeqCst);
         self.races.fetch_add(armed, Ordering::SeqCst);
         result
     }
-    fn checkpoint(&self, s: &str) -> Result<Option<u64>, StoreError> {
-        self.inner.checkpoint(s)
+    async fn checkpoint(&self, s: &str) -> Result<Option<u64>, StoreError> {
+        self.inner.checkpoint(s).await
     }
-    fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.inner.checkpoints()
+    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.inner.checkpoints().await
     }
-    fn move_checkpoint(&self, s: &str, from: Option<u64>, to: u64) -> Result<bool, StoreError> {
-        self.inner.move_checkpoint(s, from, to)
+    async fn move_checkpoint(
+        &self,
+        s: &str,
+        from: Option<u64>,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        self.inner.move_checkpoint(s, from, to).await
     }
-    fn claim_inbox(
+    async fn claim_inbox(
         &self,
         h: &str,
         e: &str,
@@ -237,57 +250,63 @@ impl Store for Racing {
         now: Instant,
         lease: Duration,
     ) -> Result<InboxClaim, StoreError> {
-        self.inner.claim_inbox(h, e, c, now, lease)
+        self.inner.claim_inbox(h, e, c, now, lease).await
     }
-    fn renew_inbox(&self, h: &str, e: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
-        self.inner.renew_inbox(h, e, c, now)
+    async fn renew_inbox(
+        &self,
+        h: &str,
+        e: &str,
+        c: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_inbox(h, e, c, now).await
     }
-    fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
-        self.inner.first_inbox_failure(h)
+    async fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
+        self.inner.first_inbox_failure(h).await
     }
-    fn claim_due(
+    async fn claim_due(
         &self,
         c: &str,
         now: Instant,
         lease: Duration,
         limit: usize,
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.claim_due(c, now, lease, limit)
+        self.inner.claim_due(c, now, lease, limit).await
     }
-    fn renew_scheduled(&self, k: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
-        self.inner.renew_scheduled(k, c, now)
+    async fn renew_scheduled(&self, k: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
+        self.inner.renew_scheduled(k, c, now).await
     }
-    fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_due_at(lease)
+    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_due_at(lease).await
     }
-    fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_scheduled_retry()
+    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_scheduled_retry().await
     }
-    fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_of_type(t)
+    async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.scheduled_of_type(t).await
     }
-    fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
-        self.inner.scheduled(k)
+    async fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+        self.inner.scheduled(k).await
     }
-    fn claim_letter(
+    async fn claim_letter(
         &self,
         id: &str,
         claim_id: &str,
         now: Instant,
         lease: Duration,
     ) -> Result<bool, StoreError> {
-        self.inner.claim_letter(id, claim_id, now, lease)
+        self.inner.claim_letter(id, claim_id, now, lease).await
     }
-    fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
-        self.inner.release_letter(id, claim_id)
+    async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+        self.inner.release_letter(id, claim_id).await
     }
-    fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
-        self.inner.dead_letters(f)
+    async fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
+        self.inner.dead_letters(f).await
     }
-    fn count_dead_letters(&self, f: &LetterFilter) -> Result<u64, StoreError> {
-        self.inner.count_dead_letters(f)
+    async fn count_dead_letters(&self, f: &LetterFilter) -> Result<u64, StoreError> {
+        self.inner.count_dead_letters(f).await
     }
-    fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
-        self.inner.dead_letter(id)
+    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+        self.inner.dead_letter(id).await
     }
 }

@@ -50,8 +50,8 @@ pub struct UserPage {
 pub const MAX_PAGE_SIZE: usize = 100;
 
 /// Page `page` (from 1) of `page_size` users (clamped to 1..=100), newest registration first.
-pub fn list_users(app: &App, page: usize, page_size: usize) -> Result<UserPage, Error> {
-    let mut users: Vec<(u64, UserDetails)> = all_users(app)?.into_values().collect();
+pub async fn list_users(app: &App, page: usize, page_size: usize) -> Result<UserPage, Error> {
+    let mut users: Vec<(u64, UserDetails)> = all_users(app).await?.into_values().collect();
     users.sort_by(|(a_pos, a), (b_pos, b)| {
         b.registered_at.cmp(&a.registered_at).then(b_pos.cmp(a_pos))
     });
@@ -79,8 +79,8 @@ pub fn list_users(app: &App, page: usize, page_size: usize) -> Result<UserPage, 
 }
 
 /// One user, or `None` if nobody registered under `user_id`.
-pub fn user_details(app: &App, user_id: &str) -> Result<Option<UserDetails>, Error> {
-    let events = app.store().read_stream("User", user_id)?;
+pub async fn user_details(app: &App, user_id: &str) -> Result<Option<UserDetails>, Error> {
+    let events = app.store().read_stream("User", user_id).await?;
     let mut user = None;
     for event in &events {
         fold(&mut user, event);
@@ -89,11 +89,11 @@ pub fn user_details(app: &App, user_id: &str) -> Result<Option<UserDetails>, Err
 }
 
 /// Every user, by id, with the position they registered at.
-fn all_users(app: &App) -> Result<HashMap<String, (u64, UserDetails)>, Error> {
+async fn all_users(app: &App) -> Result<HashMap<String, (u64, UserDetails)>, Error> {
     let mut users: HashMap<String, Option<(u64, UserDetails)>> = HashMap::new();
     let mut after = 0;
     loop {
-        let events = app.store().read_all(after, 1_000)?;
+        let events = app.store().read_all(after, 1_000).await?;
         let Some(last) = events.last() else { break };
         after = last.position;
         for event in events.iter().filter(|e| e.aggregate_type == "User") {

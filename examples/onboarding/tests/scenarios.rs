@@ -22,11 +22,11 @@ struct Onboarding {
     outbox: Arc<MemorySender>,
 }
 
-fn onboarding() -> Onboarding {
-    onboarding_for(days(7))
+async fn onboarding() -> Onboarding {
+    onboarding_for(days(7)).await
 }
 
-fn onboarding_for(timeout: Duration) -> Onboarding {
+async fn onboarding_for(timeout: Duration) -> Onboarding {
     let outbox = Arc::new(MemorySender::default());
     let builder = onboarding::app(
         App::builder(SqliteStore::in_memory().unwrap()),
@@ -35,7 +35,7 @@ fn onboarding_for(timeout: Duration) -> Onboarding {
         timeout,
     );
     Onboarding {
-        app: TestApp::new(builder).unwrap(),
+        app: TestApp::new(builder).await.unwrap(),
         outbox,
     }
 }
@@ -54,21 +54,21 @@ impl Onboarding {
         user_id.as_str().to_owned()
     }
 
-    fn user(&self, user_id: &str) -> User {
-        self.app.app().load::<User>(user_id).unwrap().state
+    async fn user(&self, user_id: &str) -> User {
+        self.app.app().load::<User>(user_id).await.unwrap().state
     }
 }
 
 // 1. No email at once; a minute later one, recorded, and nothing left behind.
 #[tokio::test]
 async fn the_welcome_email_goes_a_minute_after_registration() {
-    let o = onboarding();
+    let o = onboarding().await;
     let ada = o.register("Ada").await;
     let registered_at = o.app.now();
     o.app.run_until_idle().await.unwrap();
     assert!(o.outbox.sent().is_empty(), "not yet");
     assert_eq!(
-        o.app.events_of::<User>(&ada).unwrap().types(),
+        o.app.events_of::<User>(&ada).await.unwrap().types(),
         ["UserRegistered"]
     );
 
@@ -79,25 +79,26 @@ async fn the_welcome_email_goes_a_minute_after_registration() {
         (sent[0].to.as_str(), sent[0].name.as_str()),
         ("ada@example.com", "Ada")
     );
-    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    let details = user_details(o.app.app(), &ada).await.unwrap().unwrap();
     assert!(details.welcome_email_sent_at.is_some());
-    assert!(o.user(&ada).welcome_email_sent);
+    assert!(o.user(&ada).await.welcome_email_sent);
     let process = o
         .app
         .app()
         .process_instance::<UserOnboarding>(&ada)
+        .await
         .unwrap()
         .unwrap();
     assert!(process.state.welcome_email_sent, "the process saw it");
     assert_eq!(process.status, ProcessStatus::Started);
     assert_eq!(process.timeout_at, Some(registered_at + days(7)));
-    assert_eq!(o.app.lag().unwrap().max_lag, 0);
+    assert_eq!(o.app.lag().await.unwrap().max_lag, 0);
 }
 
 // 2. Activated at once: eight days later still active, never expired, and the email still went.
 #[tokio::test]
 async fn an_activated_user_is_never_expired_and_still_gets_the_email() {
-    let o = onboarding();
+    let o = onboarding().await;
     let ada = o.register("Ada").await;
     o.app
         .dispatch(ActivateUser {
@@ -106,7 +107,7 @@ async fn an_activated_user_is_never_expired_and_still_gets_the_email() {
         .await
         .unwrap();
     o.app.advance(days(8)).await.unwrap();
-    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    let details = user_details(o.app.app(), &ada).await.unwrap().unwrap();
     assert_eq!(details.status, UserStatus::Active);
     assert_eq!(details.expired_at, None);
     assert_eq!(
@@ -115,7 +116,7 @@ async fn an_activated_user_is_never_expired_and_still_gets_the_email() {
         "the delayed policy runs after activation too"
     );
     assert_eq!(
-        o.app.events_of::<User>(&ada).unwrap().types(),
+        o.app.events_of::<User>(&ada).await.unwrap().types(),
         ["UserRegistered", "UserActivated", "WelcomeEmailSent"]
     );
 }
@@ -124,20 +125,21 @@ async fn an_activated_user_is_never_expired_and_still_gets_the_email() {
 // activation then rejected.
 #[tokio::test]
 async fn an_unactivated_registration_expires_at_exactly_seven_days() {
-    let o = onboarding();
+    let o = onboarding().await;
     let ada = o.register("Ada").await;
     let registered_at = o.app.now();
     o.app.advance(days(7) - minutes(1)).await.unwrap();
-    assert_eq!(o.user(&ada).status, Some(UserStatus::Registered));
+    assert_eq!(o.user(&ada).await.status, Some(UserStatus::Registered));
 
     o.app.advance(minutes(1)).await.unwrap();
-    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    let details = user_details(o.app.app(), &ada).await.unwrap().unwrap();
     assert_eq!(details.status, UserStatus::Expired);
     assert_eq!(details.expired_at, Some(registered_at + days(7)));
     let process = o
         .app
         .app()
         .process_instance::<UserOnboarding>(&ada)
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(process.status, ProcessStatus::TimedOut);
@@ -155,7 +157,7 @@ async fn an_unactivated_registration_expires_at_exactly_seven_days() {
 // validation error, whether built in code or decoded from JSON.
 #[tokio::test]
 async fn duplicates_are_rejected_and_bad_payloads_do_not_validate() {
-    let o = onboarding();
+    let o = onboarding().await;
     let ada = o.register("Ada").await;
     let again = RegisterUser {
         user_id: UserId::parse(&ada).unwrap(),
@@ -216,7 +218,7 @@ async fn duplicates_are_rejected_and_bad_payloads_do_not_validate() {
 // 5. Renaming to the same name changes nothing; the directory pages newest first.
 #[tokio::test]
 async fn the_same_name_changes_nothing_and_the_directory_pages_newest_first() {
-    let o = onboarding();
+    let o = onboarding().await;
     let ada = o.register("Ada").await;
     let same = UpdateProfile {
         user_id: ada.clone(),
@@ -242,7 +244,7 @@ async fn the_same_name_changes_nothing_and_the_directory_pages_newest_first() {
         .await
         .unwrap();
 
-    let first = list_users(o.app.app(), 1, 2).unwrap();
+    let first = list_users(o.app.app(), 1, 2).await.unwrap();
     let names: Vec<_> = first.users.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["Eve", "Dee"]);
     assert_eq!(
@@ -255,25 +257,25 @@ async fn the_same_name_changes_nothing_and_the_directory_pages_newest_first() {
         ),
         (5, 1, 1, 2, 3)
     );
-    let last = list_users(o.app.app(), 3, 2).unwrap();
+    let last = list_users(o.app.app(), 3, 2).await.unwrap();
     let names: Vec<_> = last.users.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["Ada L."]);
     assert_eq!(
-        list_users(o.app.app(), 1, 1_000).unwrap().page_size,
+        list_users(o.app.app(), 1, 1_000).await.unwrap().page_size,
         100,
         "pages are capped"
     );
-    assert_eq!(list_users(o.app.app(), 0, 20).unwrap().page, 1);
+    assert_eq!(list_users(o.app.app(), 0, 20).await.unwrap().page, 1);
 }
 
 // The onboarding's lifetime is the app's setting (ONBOARDING_TIMEOUT in the original).
 #[tokio::test]
 async fn the_onboarding_timeout_is_the_apps_setting() {
-    let o = onboarding_for(days(2));
+    let o = onboarding_for(days(2)).await;
     let ada = o.register("Ada").await;
     let registered_at = o.app.now();
     o.app.advance(days(2)).await.unwrap();
-    let details = user_details(o.app.app(), &ada).unwrap().unwrap();
+    let details = user_details(o.app.app(), &ada).await.unwrap().unwrap();
     assert_eq!(details.expired_at, Some(registered_at + days(2)));
     if std::env::var_os("ONBOARDING_TIMEOUT").is_none() {
         assert_eq!(

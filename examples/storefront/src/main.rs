@@ -162,7 +162,9 @@ async fn main() -> ExitCode {
         cli.batch_size,
         cli.backoff,
         timing,
-    ) {
+    )
+    .await
+    {
         Ok(app) => app,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -183,7 +185,7 @@ async fn main() -> ExitCode {
     }
 }
 
-fn build(
+async fn build(
     db: &PathBuf,
     existing: bool,
     handler_timeout: Duration,
@@ -208,7 +210,9 @@ fn build(
     };
     let gateway: GatewayPort = Arc::new(FakeGateway::default());
     let builder = App::builder(store).config(config);
-    Ok(storefront::app(builder, notifier, gateway, timing).build()?)
+    Ok(storefront::app(builder, notifier, gateway, timing)
+        .build()
+        .await?)
 }
 
 /// Runs the dispatcher and the worker.
@@ -246,7 +250,8 @@ enum Fate {
 async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<()> {
     // Orders an earlier run left open: their deadlines run after the restart.
     let resumed: Vec<String> = app
-        .pending_deadlines()?
+        .pending_deadlines()
+        .await?
         .into_iter()
         .filter(|d| d.process == "OrderLifecycle")
         .map(|d| d.instance)
@@ -301,7 +306,7 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
                     if *fate == Fate::Ignore || acted.contains(order_id) {
                         continue;
                     }
-                    let Some(payment_id) = payment_of(&app, order_id) else {
+                    let Some(payment_id) = payment_of(&app, order_id).await else {
                         continue;
                     };
                     let acted_ok = match fate {
@@ -311,7 +316,7 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
                                 payment_id: payment_id.clone(),
                             };
                             // A run killed after this step finds the payment processing already.
-                            let already = app.load::<Payment>(&payment_id).is_ok_and(|p| {
+                            let already = app.load::<Payment>(&payment_id).await.is_ok_and(|p| {
                                 p.state.status
                                     == Some(storefront::payment::PaymentStatus::Processing)
                             });
@@ -329,11 +334,11 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
                         acted.insert(order_id.clone());
                     }
                 }
-                let counts = statuses(&app, orders.keys());
+                let counts = statuses(&app, orders.keys()).await;
                 let open = counts.get("placed").copied().unwrap_or(0)
                     + counts.get("paying").copied().unwrap_or(0);
-                let settled = app.lag().is_ok_and(|lag| lag.max_lag == 0);
-                let next = app.next_due_at().ok().flatten();
+                let settled = app.lag().await.is_ok_and(|lag| lag.max_lag == 0);
+                let next = app.next_due_at().await.ok().flatten();
                 let done = open == 0 && settled && next.is_none_or(|at| at > horizon);
                 if last_report.elapsed() >= StdDuration::from_millis(500) || done {
                     println!("  {}; {}", describe(&counts), scheduled(&app, next));
@@ -364,10 +369,11 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
 
     println!("what happened:");
     for order_id in orders.keys() {
-        let order = app.load::<Order>(order_id)?.state;
-        let payment = payment_of(app, order_id)
-            .map(|id| app.load::<Payment>(&id))
-            .transpose()?;
+        let order = app.load::<Order>(order_id).await?.state;
+        let payment = match payment_of(app, order_id).await {
+            Some(id) => Some(app.load::<Payment>(&id).await?),
+            None => None,
+        };
         let payment = payment.map_or("-".to_owned(), |p| {
             let status = p
                 .state
@@ -380,12 +386,12 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
             OrderStatus::name(order.status)
         );
     }
-    let counts = statuses(app, orders.keys());
+    let counts = statuses(app, orders.keys()).await;
     println!(
         "{}; lag {}; {}",
         describe(&counts),
-        app.lag()?.max_lag,
-        scheduled(app, app.next_due_at()?)
+        app.lag().await?.max_lag,
+        scheduled(app, app.next_due_at().await?)
     );
     Ok(())
 }
@@ -402,10 +408,11 @@ fn scheduled(app: &App, next: Option<bounda::Instant>) -> String {
 }
 
 /// The payment the order's process requested, once it has.
-fn payment_of(app: &App, order_id: &str) -> Option<String> {
+async fn payment_of(app: &App, order_id: &str) -> Option<String> {
     let events = app
         .store()
         .read_stream("process:OrderLifecycle", order_id)
+        .await
         .ok()?;
     events.iter().rev().find_map(|e| {
         e.payload
@@ -416,7 +423,7 @@ fn payment_of(app: &App, order_id: &str) -> Option<String> {
     })
 }
 
-fn statuses<'a>(
+async fn statuses<'a>(
     app: &App,
     orders: impl Iterator<Item = &'a String>,
 ) -> BTreeMap<&'static str, usize> {
@@ -424,6 +431,7 @@ fn statuses<'a>(
     for order_id in orders {
         let status = app
             .load::<Order>(order_id)
+            .await
             .map(|o| o.state.status)
             .unwrap_or(None);
         *counts.entry(OrderStatus::name(status)).or_default() += 1;

@@ -21,7 +21,7 @@ struct Shop {
     gateway: Arc<FakeGateway>,
 }
 
-fn shop() -> Shop {
+async fn shop() -> Shop {
     let notifier = Arc::new(MemoryNotifier::default());
     let gateway = Arc::new(FakeGateway::default());
     let builder = storefront::app(
@@ -31,7 +31,7 @@ fn shop() -> Shop {
         storefront::Timing::default(),
     );
     Shop {
-        app: TestApp::new(builder).unwrap(),
+        app: TestApp::new(builder).await.unwrap(),
         notifier,
         gateway,
     }
@@ -66,16 +66,17 @@ impl Shop {
         self.app.run_until_idle().await.unwrap();
     }
 
-    fn order(&self, id: &str) -> Order {
-        self.app.app().load::<Order>(id).unwrap().state
+    async fn order(&self, id: &str) -> Order {
+        self.app.app().load::<Order>(id).await.unwrap().state
     }
 
-    fn payment_id(&self, order_id: &str) -> String {
+    async fn payment_id(&self, order_id: &str) -> String {
         let events = self
             .app
             .app()
             .store()
             .read_stream("process:OrderLifecycle", order_id)
+            .await
             .unwrap();
         let last = events
             .iter()
@@ -88,10 +89,11 @@ impl Shop {
             .to_owned()
     }
 
-    fn payment(&self, order_id: &str) -> Payment {
+    async fn payment(&self, order_id: &str) -> Payment {
         self.app
             .app()
-            .load::<Payment>(&self.payment_id(order_id))
+            .load::<Payment>(&self.payment_id(order_id).await)
+            .await
             .unwrap()
             .state
     }
@@ -110,49 +112,55 @@ impl Shop {
 // fulfilled, no refund, lag 0.
 #[tokio::test]
 async fn placed_order_is_confirmed_requested_and_fulfilled_when_settled() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     let sent = shop.notifier.sent();
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].total, 13_900);
     assert_eq!(sent[0].idempotency_key.len(), 36, "a UUID");
-    let order = shop.order("o-1");
+    let order = shop.order("o-1").await;
     assert_eq!(
         (order.status, order.confirmation_sent),
         (Some(OrderStatus::Placed), true)
     );
-    let payment_id = shop.payment_id("o-1");
+    let payment_id = shop.payment_id("o-1").await;
     let intents = shop.gateway.intents();
     assert_eq!(intents.len(), 1);
     let GatewayCall::Intent { key, .. } = &intents[0] else {
         unreachable!()
     };
     assert_ne!(key, &payment_id, "the intent's key is not the payment id");
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Requested));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Requested)
+    );
 
     shop.webhook(SettlePayment { payment_id }).await.unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Fulfilled));
     assert_eq!(
-        (shop.payment("o-1").status, shop.payment("o-1").refund),
+        (
+            shop.payment("o-1").await.status,
+            shop.payment("o-1").await.refund
+        ),
         (Some(PaymentStatus::Settled), Refund::None)
     );
     assert!(shop.gateway.refunds().is_empty());
-    assert_eq!(shop.app.lag().unwrap().max_lag, 0);
+    assert_eq!(shop.app.lag().await.unwrap().max_lag, 0);
 }
 
 // 2. Processing: paying, cancel rejected, 72 h change nothing (the deadline was cleared); a later
 // settle fulfils it.
 #[tokio::test]
 async fn a_paying_order_survives_its_payment_window() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
-    let payment_id = shop.payment_id("o-1");
+    let payment_id = shop.payment_id("o-1").await;
     shop.webhook(MarkPaymentProcessing {
         payment_id: payment_id.clone(),
     })
     .await
     .unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Paying));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Paying));
     let refused = shop
         .app
         .dispatch(CancelOrder {
@@ -166,17 +174,17 @@ async fn a_paying_order_survives_its_payment_window() {
         Some("Payment in progress")
     );
     shop.app.advance(hours(72)).await.unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Paying));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Paying));
     shop.webhook(SettlePayment { payment_id }).await.unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Fulfilled));
 }
 
 // 3. Processing then declined: cancelled, payment declined, no refund call.
 #[tokio::test]
 async fn a_declined_payment_cancels_the_order() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
-    let payment_id = shop.payment_id("o-1");
+    let payment_id = shop.payment_id("o-1").await;
     shop.webhook(MarkPaymentProcessing {
         payment_id: payment_id.clone(),
     })
@@ -188,15 +196,18 @@ async fn a_declined_payment_cancels_the_order() {
     })
     .await
     .unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Declined));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Cancelled));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Declined)
+    );
     assert!(shop.gateway.refunds().is_empty());
 }
 
 // 4. Cancel, then settle: the payment is cancelled, then refunded once for 139.
 #[tokio::test]
 async fn a_settlement_after_cancellation_is_refunded_once() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.webhook(CancelOrder {
         order_id: "o-1".into(),
@@ -204,13 +215,16 @@ async fn a_settlement_after_cancellation_is_refunded_once() {
     })
     .await
     .unwrap();
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Cancelled)
+    );
     shop.webhook(SettlePayment {
-        payment_id: shop.payment_id("o-1"),
+        payment_id: shop.payment_id("o-1").await,
     })
     .await
     .unwrap();
-    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    assert_eq!(shop.payment("o-1").await.refund, Refund::Done);
     let refunds = shop.gateway.refunds();
     assert_eq!(refunds.len(), 1);
     assert!(matches!(
@@ -222,13 +236,16 @@ async fn a_settlement_after_cancellation_is_refunded_once() {
 // 5. 72 h without payment: cancelled, payment cancelled; a later settle is refunded once.
 #[tokio::test]
 async fn an_unpaid_order_is_cancelled_when_its_window_closes() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.app.advance(hours(72)).await.unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Cancelled));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Cancelled)
+    );
     shop.webhook(SettlePayment {
-        payment_id: shop.payment_id("o-1"),
+        payment_id: shop.payment_id("o-1").await,
     })
     .await
     .unwrap();
@@ -239,31 +256,34 @@ async fn an_unpaid_order_is_cancelled_when_its_window_closes() {
 // refunded once; lag 0.
 #[tokio::test]
 async fn the_timeout_cancels_order_and_payment_through_one_compensation() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.webhook(MarkPaymentProcessing {
-        payment_id: shop.payment_id("o-1"),
+        payment_id: shop.payment_id("o-1").await,
     })
     .await
     .unwrap();
     shop.app.advance(days(30)).await.unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Cancelled));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Cancelled));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Cancelled)
+    );
     shop.webhook(SettlePayment {
-        payment_id: shop.payment_id("o-1"),
+        payment_id: shop.payment_id("o-1").await,
     })
     .await
     .unwrap();
     assert_eq!(shop.gateway.refunds().len(), 1);
-    assert_eq!(shop.app.lag().unwrap().max_lag, 0);
+    assert_eq!(shop.app.lag().await.unwrap().max_lag, 0);
 }
 
 // 7. Settle three times: ["PaymentSettled"], then [], then [].
 #[tokio::test]
 async fn settling_three_times_settles_once() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
-    let payment_id = shop.payment_id("o-1");
+    let payment_id = shop.payment_id("o-1").await;
     let mut answers = Vec::new();
     for _ in 0..3 {
         answers.push(
@@ -281,7 +301,7 @@ async fn settling_three_times_settles_once() {
 // 8. The refund gateway fails once: retried with the same key, one refund made.
 #[tokio::test]
 async fn a_failing_refund_is_retried_with_the_same_key() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.webhook(CancelOrder {
         order_id: "o-1".into(),
@@ -291,12 +311,12 @@ async fn a_failing_refund_is_retried_with_the_same_key() {
     .unwrap();
     shop.gateway.fail_refunds(1);
     shop.webhook(SettlePayment {
-        payment_id: shop.payment_id("o-1"),
+        payment_id: shop.payment_id("o-1").await,
     })
     .await
     .unwrap();
     assert_eq!(shop.gateway.refunds().len(), 1);
-    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    assert_eq!(shop.payment("o-1").await.refund, Refund::Done);
     let attempts: Vec<_> = shop
         .gateway
         .attempts()
@@ -311,11 +331,11 @@ async fn a_failing_refund_is_retried_with_the_same_key() {
 // refunded once.
 #[tokio::test]
 async fn a_settlement_racing_a_cancellation_is_refunded() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.app
         .dispatch(SettlePayment {
-            payment_id: shop.payment_id("o-1"),
+            payment_id: shop.payment_id("o-1").await,
         })
         .await
         .unwrap();
@@ -334,34 +354,34 @@ async fn a_settlement_racing_a_cancellation_is_refunded() {
             .collect::<Vec<_>>(),
         [("MarkOrderPaid", "NotOpen")]
     );
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Cancelled));
-    assert_eq!(shop.payment("o-1").refund, Refund::Done);
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-1").await.refund, Refund::Done);
     assert_eq!(shop.gateway.refunds().len(), 1);
 }
 
 // 10. After 24 h a placed order has had its reminder; a paying one has not.
 #[tokio::test]
 async fn a_reminder_goes_to_placed_orders_only() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
     shop.place("o-2").await;
     shop.webhook(MarkPaymentProcessing {
-        payment_id: shop.payment_id("o-2"),
+        payment_id: shop.payment_id("o-2").await,
     })
     .await
     .unwrap();
     shop.app.advance(hours(24)).await.unwrap();
-    assert!(shop.order("o-1").reminder_sent);
-    assert!(!shop.order("o-2").reminder_sent);
+    assert!(shop.order("o-1").await.reminder_sent);
+    assert!(!shop.order("o-2").await.reminder_sent);
 }
 
 // 11. Webhooks out of order: settle then processing → fulfilled and settled; decline then
 // settle → cancelled and refunded.
 #[tokio::test]
 async fn webhooks_out_of_order_end_where_they_should() {
-    let shop = shop();
+    let shop = shop().await;
     shop.place("o-1").await;
-    let payment_id = shop.payment_id("o-1");
+    let payment_id = shop.payment_id("o-1").await;
     shop.webhook(SettlePayment {
         payment_id: payment_id.clone(),
     })
@@ -370,11 +390,14 @@ async fn webhooks_out_of_order_end_where_they_should() {
     shop.webhook(MarkPaymentProcessing { payment_id })
         .await
         .unwrap();
-    assert_eq!(shop.order("o-1").status, Some(OrderStatus::Fulfilled));
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Settled));
+    assert_eq!(shop.order("o-1").await.status, Some(OrderStatus::Fulfilled));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Settled)
+    );
 
     shop.place("o-2").await;
-    let payment_id = shop.payment_id("o-2");
+    let payment_id = shop.payment_id("o-2").await;
     shop.webhook(DeclinePayment {
         payment_id: payment_id.clone(),
         reason: "no funds".into(),
@@ -382,14 +405,14 @@ async fn webhooks_out_of_order_end_where_they_should() {
     .await
     .unwrap();
     shop.webhook(SettlePayment { payment_id }).await.unwrap();
-    assert_eq!(shop.order("o-2").status, Some(OrderStatus::Cancelled));
-    assert_eq!(shop.payment("o-2").refund, Refund::Done);
+    assert_eq!(shop.order("o-2").await.status, Some(OrderStatus::Cancelled));
+    assert_eq!(shop.payment("o-2").await.refund, Refund::Done);
 }
 
 // 12. `create_intent` fails once: the step retries with the same payment id and key; one intent.
 #[tokio::test]
 async fn a_failing_intent_is_retried_with_the_same_ids() {
-    let shop = shop();
+    let shop = shop().await;
     shop.gateway.fail_intents(1);
     shop.place("o-1").await;
     let intents = shop.gateway.intents();
@@ -397,19 +420,23 @@ async fn a_failing_intent_is_retried_with_the_same_ids() {
     let GatewayCall::Intent { payment_id, .. } = &intents[0] else {
         unreachable!()
     };
-    assert_eq!(payment_id, &shop.payment_id("o-1"));
+    assert_eq!(payment_id, &shop.payment_id("o-1").await);
     let attempts = shop.gateway.attempts();
     assert_eq!(attempts.len(), 2, "failed once, then made: {attempts:?}");
     assert_eq!(
         attempts[0], attempts[1],
         "the retry sent the same payment id and key"
     );
-    assert_eq!(shop.payment("o-1").status, Some(PaymentStatus::Requested));
+    assert_eq!(
+        shop.payment("o-1").await.status,
+        Some(PaymentStatus::Requested)
+    );
     assert_eq!(
         shop.app
             .app()
             .dead_letters()
             .count(&LetterFilter::default())
+            .await
             .unwrap(),
         0
     );

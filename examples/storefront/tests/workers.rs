@@ -20,7 +20,7 @@ use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
-fn app_on(db: &Path) -> App {
+async fn app_on(db: &Path) -> App {
     let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
     let gateway: GatewayPort = Arc::new(FakeGateway::default());
     let timing = storefront::Timing {
@@ -34,6 +34,7 @@ fn app_on(db: &Path) -> App {
         timing,
     )
     .build()
+    .await
     .unwrap()
 }
 
@@ -53,15 +54,20 @@ fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
 }
 
 /// Every order in the file, with its status.
-fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
+async fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
     let mut orders = BTreeMap::new();
     let mut after = 0;
     loop {
-        let events = app.store().read_all(after, 500).unwrap();
+        let events = app.store().read_all(after, 500).await.unwrap();
         let Some(last) = events.last() else { break };
         after = last.position;
         for event in events.iter().filter(|e| e.event_type == "OrderPlaced") {
-            let status = app.load::<Order>(&event.aggregate_id).unwrap().state.status;
+            let status = app
+                .load::<Order>(&event.aggregate_id)
+                .await
+                .unwrap()
+                .state
+                .status;
             orders.insert(event.aggregate_id.clone(), status);
         }
     }
@@ -103,11 +109,11 @@ fn finished_within(mut child: std::process::Child, seconds: u64) -> std::process
 }
 
 /// How many deadlines have run so far, read while another process writes the file.
-fn deadlines_ran(db: &Path) -> usize {
+async fn deadlines_ran(db: &Path) -> usize {
     let Ok(store) = SqliteStore::open(db) else {
         return 0;
     };
-    let Ok(events) = store.read_all(0, 100_000) else {
+    let Ok(events) = store.read_all(0, 100_000).await else {
         return 0;
     };
     events
@@ -117,11 +123,11 @@ fn deadlines_ran(db: &Path) -> usize {
 }
 
 /// Waits (30 s at most) until a run on `db` has run a deadline: the moment to interrupt it.
-fn until_deadlines_run(db: &Path) {
+async fn until_deadlines_run(db: &Path) {
     let start = StdInstant::now();
     while start.elapsed() < StdDuration::from_secs(30) {
         std::thread::sleep(StdDuration::from_millis(5));
-        if db.exists() && deadlines_ran(db) > 0 {
+        if db.exists() && deadlines_ran(db).await > 0 {
             return;
         }
     }
@@ -140,11 +146,12 @@ fn log_by_pid(path: &Path) -> BTreeMap<String, usize> {
 }
 
 /// How often each (instance, field, moment) deadline ran.
-fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> {
+async fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> {
     let mut runs = HashMap::new();
     for event in app
         .store()
         .read_stream("process:OrderLifecycle", instance)
+        .await
         .unwrap()
     {
         if event.event_type == "ProcessDeadlineReached" || event.event_type == "ProcessTimedOut" {
@@ -167,7 +174,7 @@ fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> 
 async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
     let dir = tempfile::tempdir().unwrap();
     let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
-    let app = app_on(&db);
+    let app = app_on(&db).await;
     let mut workers: Vec<_> = (0..2)
         .map(|_| {
             storefront(&db, &log_path, &["work", "--seconds", "10"])
@@ -198,7 +205,7 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
         assert!(finished_within(worker, 60).success());
     }
 
-    let orders = orders(&app);
+    let orders = orders(&app).await;
     assert_eq!(orders.len(), ORDERS);
     assert!(
         orders.values().all(|s| *s == Some(OrderStatus::Cancelled)),
@@ -214,7 +221,7 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
     assert_eq!(pids.len(), 2, "both workers did part of the work");
     let mut deadlines = 0;
     for order in orders.keys() {
-        let runs = deadline_runs(&app, order);
+        let runs = deadline_runs(&app, order).await;
         assert_eq!(runs.len(), 1, "{order}: {runs:?}");
         assert!(
             runs.values().all(|n| *n == 1),
@@ -226,12 +233,19 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
     eprintln!(
         "observed: {ORDERS} orders, {deadlines} deadlines each run once, confirmations per worker {by_worker:?}"
     );
-    assert_eq!(app.lag().unwrap().max_lag, 0);
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
     assert_eq!(
-        app.dead_letters().count(&LetterFilter::default()).unwrap(),
+        app.dead_letters()
+            .count(&LetterFilter::default())
+            .await
+            .unwrap(),
         0
     );
-    assert_eq!(app.next_due_at().unwrap(), None, "nothing left scheduled");
+    assert_eq!(
+        app.next_due_at().await.unwrap(),
+        None,
+        "nothing left scheduled"
+    );
 }
 
 // A SIGKILL in the middle of a run loses nothing: the next run resumes, and every deadline ran
@@ -255,11 +269,11 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
         .unwrap();
         // Let it place its orders and start running their deadlines, then kill it without
         // warning.
-        until_deadlines_run(&db);
+        until_deadlines_run(&db).await;
         first.kill().unwrap();
         let status = first.wait().unwrap();
-        let app = app_on(&db);
-        let before = orders(&app);
+        let app = app_on(&db).await;
+        let before = orders(&app).await;
         assert_eq!(before.len(), 90, "all placed before the kill");
         let open = before
             .values()
@@ -280,7 +294,7 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
         .spawn()
         .unwrap();
     assert!(finished_within(second, 60).success());
-    let after = orders(&app);
+    let after = orders(&app).await;
     assert!(
         after
             .values()
@@ -288,7 +302,7 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
         "every order ended: {after:?}"
     );
     for order in after.keys() {
-        let runs = deadline_runs(&app, order);
+        let runs = deadline_runs(&app, order).await;
         assert!(
             runs.values().all(|n| *n == 1),
             "{order} ran a deadline twice: {runs:?}"
@@ -302,13 +316,16 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
             "{order}: a repeat uses the same key"
         );
     }
-    assert_eq!(app.lag().unwrap().max_lag, 0, "no event lost");
+    assert_eq!(app.lag().await.unwrap().max_lag, 0, "no event lost");
     assert_eq!(
-        app.dead_letters().count(&LetterFilter::default()).unwrap(),
+        app.dead_letters()
+            .count(&LetterFilter::default())
+            .await
+            .unwrap(),
         0
     );
     assert_eq!(
-        app.next_due_at().unwrap(),
+        app.next_due_at().await.unwrap(),
         None,
         "no scheduled command or deadline left behind"
     );
@@ -318,8 +335,8 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
     );
     let store: &dyn Store = app.store();
     assert_eq!(
-        store.checkpoint("processes").unwrap(),
-        Some(store.head().unwrap())
+        store.checkpoint("processes").await.unwrap(),
+        Some(store.head().await.unwrap())
     );
 }
 
@@ -336,7 +353,7 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
     )
     .spawn()
     .unwrap();
-    until_deadlines_run(&db);
+    until_deadlines_run(&db).await;
     let sent = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -401,7 +418,7 @@ async fn on_a_read_only_file_run_and_work_stop_with_the_cause() {
     let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
     {
         // Work is waiting: a placed order whose reactions have not run.
-        let app = app_on(&db);
+        let app = app_on(&db).await;
         app.dispatch(PlaceOrder {
             order_id: "o-1".into(),
             customer_id: "c".into(),

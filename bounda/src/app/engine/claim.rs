@@ -117,17 +117,17 @@ impl Claim {
     }
 
     /// Renews the claim before a rerun; `false` when it is no longer the run's.
-    pub(crate) fn renew(&self, store: &dyn Store, now: Instant) -> Result<bool, StoreError> {
+    pub(crate) async fn renew(&self, store: &dyn Store, now: Instant) -> Result<bool, StoreError> {
         match self {
             Claim::Inbox {
                 handler,
                 event_id,
                 claim_id,
-            } => store.renew_inbox(handler, event_id, claim_id, now),
+            } => store.renew_inbox(handler, event_id, claim_id, now).await,
             Claim::Scheduled {
                 dedupe_key,
                 claim_id,
-            } => store.renew_scheduled(dedupe_key, claim_id, now),
+            } => store.renew_scheduled(dedupe_key, claim_id, now).await,
             Claim::Letter { .. } => Ok(true),
         }
     }

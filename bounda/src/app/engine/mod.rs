@@ -287,7 +287,7 @@ impl App {
                     ..WriteSet::default()
                 });
             }
-            let mut results = self.commit_all(&mut sets);
+            let mut results = self.commit_all(&mut sets).await;
             if results.len() > wave.len() {
                 match results.pop() {
                     Some(Ok(committed)) => report.claimed = committed.claimed,
@@ -304,7 +304,7 @@ impl App {
             }
             let mut reruns = Vec::new();
             for ((run, kind), result) in wave.into_iter().zip(results) {
-                if let Some(queued) = self.committed(run, kind, result, report, &mut held) {
+                if let Some(queued) = self.committed(run, kind, result, report, &mut held).await {
                     reruns.push(queued);
                 }
             }
@@ -335,7 +335,7 @@ impl App {
             run.claim.settle(&mut writes, Settle::Release);
             return Some((run, writes, Kind::Released { holds: true }));
         }
-        if !self.still_claimed(&mut run, report) {
+        if !self.still_claimed(&mut run, report).await {
             if let Some(group) = run.group {
                 held.insert(group);
             }
@@ -363,7 +363,7 @@ impl App {
 
     /// Whether `run` still holds its claim: one that has used half its lease (a long batch) is
     /// renewed first; one taken over meanwhile is someone else's, and the run is held.
-    fn still_claimed(&self, run: &mut Run, report: &mut Report) -> bool {
+    async fn still_claimed(&self, run: &mut Run, report: &mut Report) -> bool {
         let Some(claimed_at) = run.claimed_at else {
             return true;
         };
@@ -372,7 +372,7 @@ impl App {
         if now <= claimed_at + half {
             return true;
         }
-        match run.claim.renew(self.store(), now) {
+        match run.claim.renew(self.store(), now).await {
             Ok(true) => {
                 run.claimed_at = Some(now);
                 true
@@ -455,7 +455,7 @@ impl App {
     }
 
     /// What follows a write set's commit.
-    fn committed(
+    async fn committed(
         &self,
         run: Run,
         kind: Kind,
@@ -509,7 +509,7 @@ impl App {
             {
                 let mut run = run;
                 run.reruns += 1;
-                match run.claim.renew(self.store(), self.clock().now()) {
+                match run.claim.renew(self.store(), self.clock().now()).await {
                     Ok(true) => Some(Queued::Execute(run)),
                     Ok(false) => {
                         report.hold(&run);
@@ -571,14 +571,17 @@ impl App {
     /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
     /// file, counts the letters they filed. A subscriber that takes none of a write
     /// set's events is skipped past them in the same transaction.
-    pub(crate) fn commit_all(&self, sets: &mut [WriteSet]) -> Vec<Result<Committed, CommitError>> {
+    pub(crate) async fn commit_all(
+        &self,
+        sets: &mut [WriteSet],
+    ) -> Vec<Result<Committed, CommitError>> {
         for writes in sets.iter_mut() {
             writes.skip = self.skipping(writes);
         }
         let results = match &*sets {
             [] => Vec::new(),
-            [one] => vec![self.store().commit(one)],
-            many => self.store().commit_many(many),
+            [one] => vec![self.store().commit(one).await],
+            many => self.store().commit_many(many).await,
         };
         for (writes, result) in sets.iter().zip(&results) {
             if result.is_ok() {

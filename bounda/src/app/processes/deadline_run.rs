@@ -66,14 +66,14 @@ impl Unhandled {
     }
 
     /// Reads the events after the `processes` checkpoint.
-    pub(crate) fn read(app: &App) -> Result<Unhandled, Error> {
-        let Some(from) = app.store().checkpoint(PROCESSES)? else {
+    pub(crate) async fn read(app: &App) -> Result<Unhandled, Error> {
+        let Some(from) = app.store().checkpoint(PROCESSES).await? else {
             return Ok(Unhandled {
                 complete: true,
                 ..Unhandled::default()
             });
         };
-        let events = app.store().read_all(from, UNHANDLED_READ)?;
+        let events = app.store().read_all(from, UNHANDLED_READ).await?;
         let mut unhandled = Unhandled {
             complete: events.len() < UNHANDLED_READ,
             earliest: HashMap::new(),
@@ -150,7 +150,8 @@ impl DeadlineRun {
         // Nothing runs for an ended instance; a failed one's deadlines wait for its retry
         // (spec 87, 111).
         let Some(instance) = app
-            .load_instance(&*process, &id)?
+            .load_instance(&*process, &id)
+            .await?
             .filter(|i| i.status == Status::Started)
         else {
             return Ok(Outcome::nothing());

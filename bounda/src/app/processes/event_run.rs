@@ -64,7 +64,7 @@ impl EventRun {
             id: id.clone(),
             read: None,
         });
-        let instance = app.load_instance(&*process, &id)?;
+        let instance = app.load_instance(&*process, &id).await?;
         let mut route = process.route(instance.as_ref(), event);
         // A failure whose letter was discarded gives the instance up: later events are
         // dropped, not parked (spec 120).
@@ -72,7 +72,8 @@ impl EventRun {
             && let Some(letter_id) = instance.as_ref().and_then(|i| i.letter_id.as_deref())
             && app
                 .store()
-                .dead_letter(letter_id)?
+                .dead_letter(letter_id)
+                .await?
                 .is_some_and(|letter| letter.status == LetterStatus::Discarded)
         {
             route = Route::Skip;

@@ -12,21 +12,21 @@ use crate::{Error, Instant, RecordedEvent};
 /// Instance `id` of process `name`, whose deadline fields are `fields` (name, serialised key):
 /// its snapshot and the lifecycle events after it, or its whole stream when the snapshot is
 /// missing or does not read.
-pub(crate) fn load(
+pub(crate) async fn load(
     store: &dyn Store,
     name: &str,
     fields: &[(&str, &str)],
     id: &str,
 ) -> Result<Option<Instance>, Error> {
     let stream = stream_type(name);
-    let base = store.snapshot(&stream, id)?.and_then(|snapshot| {
+    let base = store.snapshot(&stream, id).await?.and_then(|snapshot| {
         serde_json::from_value::<Instance>(snapshot.state)
             .ok()
             .filter(|instance| instance.version == snapshot.version)
     });
     let events = match &base {
-        Some(base) => store.read_stream_after(&stream, id, base.version)?,
-        None => store.read_stream(&stream, id)?,
+        Some(base) => store.read_stream_after(&stream, id, base.version).await?,
+        None => store.read_stream(&stream, id).await?,
     };
     Instance::fold(base, &events, fields)
 }

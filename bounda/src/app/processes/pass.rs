@@ -41,12 +41,12 @@ impl App {
     }
 
     /// The instance `id` of `process`: its snapshot and the lifecycle events after it.
-    pub(crate) fn load_instance(
+    pub(crate) async fn load_instance(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
     ) -> Result<Option<Instance>, Error> {
         let fields = process.deadline_fields();
-        instance::load(self.store(), process.name(), &fields, id)
+        instance::load(self.store(), process.name(), &fields, id).await
     }
 }

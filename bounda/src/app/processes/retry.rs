@@ -39,7 +39,8 @@ impl App {
             .ok_or_else(|| not_retriable("its event named no instance"))?;
         let id = payload.instance.clone();
         let instance = self
-            .load_instance(&*process, &id)?
+            .load_instance(&*process, &id)
+            .await?
             .ok_or_else(|| not_retriable("its instance has no history"))?;
         match instance.status {
             // Running: a step that failed before it could read the instance wrote no
@@ -58,7 +59,7 @@ impl App {
                 let step = FollowUpRetry {
                     process,
                     id: id.clone(),
-                    event: self.letter_event(letter)?,
+                    event: self.letter_event(letter).await?,
                 };
                 self.run_letter(&letter.id, Box::new(step), id.clone(), true)
                     .await?;
@@ -81,7 +82,8 @@ impl App {
         payload: LetterPayload,
     ) -> Result<Retried, Error> {
         let parked_before = self
-            .load_instance(&*process, id)?
+            .load_instance(&*process, id)
+            .await?
             .map_or(0, |instance| instance.parked.len());
         let mut version = None;
         loop {
@@ -96,20 +98,24 @@ impl App {
             if let Err(error) = step.await {
                 // A later step failed once the failed one had run: the letter is settled and
                 // the new failure is the instance's new letter; the answer says so.
-                return match self.failed_again(&*process, id, letter, parked_before)? {
+                return match self
+                    .failed_again(&*process, id, letter, parked_before)
+                    .await?
+                {
                     Some(again) => Ok(again),
                     None => Err(error),
                 };
             }
             let settled = self
                 .store()
-                .dead_letter(&letter.id)?
+                .dead_letter(&letter.id)
+                .await?
                 .is_none_or(|now| now.status != LetterStatus::Failed);
             if settled {
                 return Ok(Retried::Done);
             }
             // Each step writes to the instance; one that did not would loop for ever.
-            let now = self.load_instance(&*process, id)?.map(|i| i.version);
+            let now = self.load_instance(&*process, id).await?.map(|i| i.version);
             if version == Some(now) {
                 return Err(Error::RetryFailed {
                     id: letter.id.clone(),
@@ -123,7 +129,7 @@ impl App {
     /// The answer of a retry whose later step failed after the letter was settled: the new
     /// letter and what is parked behind it; `None` if the letter was not settled (the failed
     /// step itself failed again).
-    fn failed_again(
+    async fn failed_again(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
@@ -132,9 +138,10 @@ impl App {
     ) -> Result<Option<Retried>, Error> {
         let settled = self
             .store()
-            .dead_letter(&letter.id)?
+            .dead_letter(&letter.id)
+            .await?
             .is_some_and(|now| now.status == LetterStatus::Retried);
-        let Some(instance) = self.load_instance(process, id)? else {
+        let Some(instance) = self.load_instance(process, id).await? else {
             return Ok(None);
         };
         let Some(new) = instance
@@ -153,10 +160,11 @@ impl App {
     }
 
     /// The event a letter names.
-    fn letter_event(&self, letter: &DeadLetter) -> Result<RecordedEvent, Error> {
+    async fn letter_event(&self, letter: &DeadLetter) -> Result<RecordedEvent, Error> {
         let event_id = letter.event_id.as_deref().unwrap_or_default();
         self.store()
-            .read_event(event_id)?
+            .read_event(event_id)
+            .await?
             .ok_or_else(|| Error::NotFound {
                 what: format!("event `{event_id}`"),
             })
@@ -184,7 +192,7 @@ struct RetryStep {
 impl RetryStep {
     async fn run(&mut self, app: &App) -> Result<Outcome, Error> {
         self.failed = None;
-        let Some(instance) = app.load_instance(&*self.process, &self.id)? else {
+        let Some(instance) = app.load_instance(&*self.process, &self.id).await? else {
             return Err(Error::LetterNotRetriable {
                 id: self.letter.id.clone(),
                 reason: "its instance has no history".to_owned(),
@@ -250,7 +258,8 @@ impl RetryStep {
         if let Some(event_id) = &instance.failed_event {
             let event = app
                 .store()
-                .read_event(event_id)?
+                .read_event(event_id)
+                .await?
                 .ok_or_else(|| Error::NotFound {
                     what: format!("event `{event_id}`"),
                 })?;
@@ -284,7 +293,8 @@ impl RetryStep {
         }
         let event = app
             .store()
-            .read_event(&parked.event_id)?
+            .read_event(&parked.event_id)
+            .await?
             .ok_or_else(|| Error::NotFound {
                 what: format!("parked event `{}`", parked.event_id),
             })?;
@@ -431,7 +441,7 @@ struct FollowUpRetry {
 impl FollowUpRetry {
     async fn run(&self, app: &App) -> Result<Outcome, Error> {
         let process = &*self.process;
-        let Some(instance) = app.load_instance(process, &self.id)? else {
+        let Some(instance) = app.load_instance(process, &self.id).await? else {
             return Ok(Outcome::nothing());
         };
         let route = process.route(Some(&instance), &self.event);

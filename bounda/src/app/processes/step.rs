@@ -362,6 +362,7 @@ pub(crate) async fn event_step<P: Process>(
             let existing = app
                 .store()
                 .scheduled(&entry_key(P::NAME, id))
+                .await
                 .map_err(|e| fail(e.into()))?;
             let reached = instance.map(|i| i.reached.clone()).unwrap_or_default();
             arm(id, &state, status, timeout_at, &reached, existing.as_ref())

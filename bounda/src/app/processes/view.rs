@@ -22,12 +22,12 @@ pub struct ProcessInstance<P> {
 
 impl App {
     /// Instance `id` of process `P`, folded from its stream; `None` if it never started.
-    pub fn process_instance<P: Process>(
+    pub async fn process_instance<P: Process>(
         &self,
         id: &str,
     ) -> Result<Option<ProcessInstance<P>>, Error> {
         let fields = deadline_fields::<P>();
-        let Some(instance) = load(self.store(), P::NAME, &fields, id)? else {
+        let Some(instance) = load(self.store(), P::NAME, &fields, id).await? else {
             return Ok(None);
         };
         Ok(Some(ProcessInstance {
@@ -44,10 +44,10 @@ impl App {
     /// not read whole, with what is wrong: a state that does not decode (naming the field),
     /// stored fields it drops (a field renamed without `#[serde(alias = "..")]`, or removed), or
     /// a process this app does not have. Run it in a test on a copy of a production file
-    /// before deploying a changed state: `assert_eq!(app.unreadable_states()?, vec![])`. Ended
+    /// before deploying a changed state: `assert_eq!(app.unreadable_states().await?, vec![])`. Ended
     /// instances are left out: no step reads them again. It reads the whole log; an app
     /// without processes is an error, since it would check nothing.
-    pub fn unreadable_states(&self) -> Result<Vec<UnreadableState>, Error> {
+    pub async fn unreadable_states(&self) -> Result<Vec<UnreadableState>, Error> {
         if self.processes().next().is_none() {
             return Err(Error::Configuration {
                 message: "the app has no processes, so no state would be checked: is the crate that declares them linked (refer to it from the binary), or the app `only_listed` without them?".to_owned(),
@@ -56,7 +56,7 @@ impl App {
         let mut instances = std::collections::BTreeSet::new();
         let mut after = 0;
         loop {
-            let events = self.store().read_all(after, PAGE)?;
+            let events = self.store().read_all(after, PAGE).await?;
             let Some(last) = events.last() else { break };
             after = last.position;
             for event in &events {
@@ -69,7 +69,8 @@ impl App {
         for (name, id) in instances {
             let process = self.processes().find(|process| process.name() == name);
             let fields = process.map(|process| process.deadline_fields());
-            let Some(instance) = load(self.store(), &name, fields.as_deref().unwrap_or(&[]), &id)?
+            let Some(instance) =
+                load(self.store(), &name, fields.as_deref().unwrap_or(&[]), &id).await?
             else {
                 continue;
             };
