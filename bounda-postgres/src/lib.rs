@@ -9,12 +9,12 @@
 
 #![warn(missing_docs)]
 
-mod checkpoints;
-mod log;
+mod commit;
 mod names;
-mod scheduler;
+mod rows;
 mod schema;
 mod sql;
+mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod wake;

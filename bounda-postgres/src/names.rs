@@ -35,6 +35,11 @@ impl Names {
         format!("{}.{}", self.schema(), self.prefix)
     }
 
+    /// `template` with every `{t}` naming these tables: `{t}events` is `"schema".prefix_events`.
+    pub(crate) fn sql(&self, template: &str) -> String {
+        template.replace("{t}", &self.tables())
+    }
+
     /// The channel appends to these tables notify: `bounda_` and a hash of the names, short
     /// enough for any names (a channel is cut at 63 bytes) and distinct for distinct ones.
     pub(crate) fn channel(&self) -> String {

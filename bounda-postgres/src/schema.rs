@@ -112,7 +112,7 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 /// processes starting together each see them run once. Refuses a database of a newer bounda,
 /// having changed nothing.
 pub(crate) async fn migrate(
-    client: &mut tokio_postgres::Client,
+    client: &mut deadpool_postgres::Object,
     names: &Names,
 ) -> Result<i32, StoreError> {
     let tx = transaction(client).await?;

@@ -1,8 +1,10 @@
 //! What every statement shares: errors that say what was being done, transactions at the
-//! isolation the store's locking assumes, and numbers that fit PostgreSQL's.
+//! isolation the store's locking assumes, and statements prepared once per connection.
 
 use bounda::store::StoreError;
+use deadpool_postgres::GenericClient;
 use tokio_postgres::IsolationLevel;
+use tokio_postgres::types::ToSql;
 
 /// A failed statement's error, saying what was being done.
 pub(crate) fn failed(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {
@@ -12,8 +14,8 @@ pub(crate) fn failed(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreE
 /// A transaction at READ COMMITTED, whatever the server's or role's default: each statement
 /// sees what committed before it, which the serialised appends and the claims rely on.
 pub(crate) async fn transaction(
-    client: &mut tokio_postgres::Client,
-) -> Result<tokio_postgres::Transaction<'_>, StoreError> {
+    client: &mut deadpool_postgres::Object,
+) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
     client
         .build_transaction()
         .isolation_level(IsolationLevel::ReadCommitted)
@@ -22,11 +24,45 @@ pub(crate) async fn transaction(
         .map_err(failed("cannot begin a transaction"))
 }
 
-/// `value` as PostgreSQL's `BIGINT`, or an error naming it.
-pub(crate) fn bigint(what: &str, value: u64) -> Result<i64, StoreError> {
-    i64::try_from(value).map_err(|_| {
-        StoreError::new(format!(
-            "{what} {value} is beyond what the database stores (2^63 - 1)"
-        ))
-    })
+/// Parameters of a statement.
+pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// Runs `sql`, prepared once per connection; how many rows it changed.
+pub(crate) async fn execute(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<u64, tokio_postgres::Error> {
+    let statement = client.prepare_cached(sql).await?;
+    client.execute(&statement, params).await
+}
+
+/// The rows `sql` answers, prepared once per connection.
+pub(crate) async fn query(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    let statement = client.prepare_cached(sql).await?;
+    client.query(&statement, params).await
+}
+
+/// The row `sql` answers, if any, prepared once per connection.
+pub(crate) async fn query_opt(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
+    let statement = client.prepare_cached(sql).await?;
+    client.query_opt(&statement, params).await
+}
+
+/// The one row `sql` answers, prepared once per connection.
+pub(crate) async fn query_one(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
+    let statement = client.prepare_cached(sql).await?;
+    client.query_one(&statement, params).await
 }

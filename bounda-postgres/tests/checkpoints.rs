@@ -8,6 +8,9 @@
 
 use std::sync::Arc;
 
+mod support;
+
+use bounda::store::Store;
 use bounda_postgres::{Options, testing};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

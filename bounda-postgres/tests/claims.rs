@@ -10,46 +10,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bounda::store::ScheduledEntry;
 use bounda::{Instant, seconds};
+mod support;
+
+use bounda::store::Store;
 use bounda_postgres::{Options, PostgresStore, testing};
+use support::entry;
 
 const ENTRIES: usize = 400;
 const WORKERS: usize = 4;
 
-fn entry(n: usize, at: Instant) -> ScheduledEntry {
-    ScheduledEntry {
-        dedupe_key: format!("entry-{n:03}"),
-        command_type: "Ping".into(),
-        aggregate_id: format!("a-{n}"),
-        payload: serde_json::json!({ "n": n }),
-        execute_at: at,
-        context: serde_json::json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-    }
-}
-
-async fn store(test: &str, pool_size: usize) -> PostgresStore {
-    testing::store(
-        test,
-        Options {
-            pool_size,
-            ..Options::default()
-        },
-    )
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn workers_claiming_at_once_take_each_entry_once() {
-    let store = Arc::new(store("claims", WORKERS * 2).await);
+    let store = Arc::new(support::store("claims", WORKERS * 2).await);
     let now = Instant::from_millis(1_767_225_600_000).unwrap();
     for n in 0..ENTRIES {
-        store.schedule(&entry(n, now)).await.unwrap();
+        support::schedule(&store, &entry(n, now)).await;
     }
     let workers: Vec<_> = (0..WORKERS)
         .map(|worker| {
@@ -63,7 +39,7 @@ async fn workers_claiming_at_once_take_each_entry_once() {
                         return ran;
                     }
                     for entry in batch {
-                        assert!(store.complete(&entry.dedupe_key, &claim).await.unwrap());
+                        assert!(support::complete(&store, &entry.dedupe_key, &claim).await);
                         ran.push(entry.dedupe_key);
                     }
                 }
@@ -89,9 +65,9 @@ async fn workers_claiming_at_once_take_each_entry_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_whose_lease_lapsed_is_taken_over_and_its_holder_fenced() {
-    let store = store("fenced", 2).await;
+    let store = support::store("fenced", 2).await;
     let now = Instant::from_millis(1_767_225_600_000).unwrap();
-    store.schedule(&entry(1, now)).await.unwrap();
+    support::schedule(&store, &entry(1, now)).await;
     let first = store
         .claim_due("first", now, seconds(60), 10)
         .await
@@ -112,10 +88,10 @@ async fn a_claim_whose_lease_lapsed_is_taken_over_and_its_holder_fenced() {
         .unwrap();
     assert_eq!(second.len(), 1, "taken over once it lapsed");
     assert!(
-        !store.complete("entry-001", "first").await.unwrap(),
+        !support::complete(&store, "entry-001", "first").await,
         "the late holder is fenced"
     );
-    assert!(store.complete("entry-001", "second").await.unwrap());
+    assert!(support::complete(&store, "entry-001", "second").await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +108,7 @@ async fn a_claim_skips_a_row_another_worker_is_claiming_instead_of_waiting() {
     .unwrap();
     let now = Instant::from_millis(1_767_225_600_000).unwrap();
     for n in 0..3 {
-        store.schedule(&entry(n, now)).await.unwrap();
+        support::schedule(&store, &entry(n, now)).await;
     }
     // Another worker is in the middle of claiming entry 0: its row is locked.
     let (mut other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
@@ -162,9 +138,9 @@ async fn a_claim_skips_a_row_another_worker_is_claiming_instead_of_waiting() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_rescheduled_while_held_keeps_its_new_schedule_when_the_holder_completes() {
-    let store = store("rescheduled", 2).await;
+    let store = support::store("rescheduled", 2).await;
     let now = Instant::from_millis(1_767_225_600_000).unwrap();
-    store.schedule(&entry(7, now)).await.unwrap();
+    support::schedule(&store, &entry(7, now)).await;
     assert_eq!(
         store
             .claim_due("worker", now, seconds(60), 10)
@@ -174,9 +150,9 @@ async fn an_entry_rescheduled_while_held_keeps_its_new_schedule_when_the_holder_
         1
     );
     let later = now + seconds(3_600);
-    store.schedule(&entry(7, later)).await.unwrap();
+    support::schedule(&store, &entry(7, later)).await;
     assert!(
-        store.complete("entry-007", "worker").await.unwrap(),
+        support::complete(&store, "entry-007", "worker").await,
         "the claim was held"
     );
     assert!(

@@ -10,21 +10,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bounda::store::{Append, Metadata, NewEvent};
+use bounda::store::Append;
+mod support;
+
+use bounda::store::Store;
 use bounda_postgres::{Options, PostgresStore, testing};
+use support::event;
 
 const WRITERS: usize = 8;
 const EACH: usize = 60;
-
-fn event(writer: usize, n: usize) -> NewEvent {
-    NewEvent {
-        id: format!("w{writer}-{n}"),
-        event_type: "Tick".into(),
-        payload: serde_json::json!({ "writer": writer, "n": n }),
-        timestamp: bounda::Instant::from_millis(0).unwrap(),
-        metadata: Metadata::of_command("c"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_subscriber_sees_every_event_of_concurrent_writers_once_in_order() {
@@ -65,7 +59,7 @@ async fn a_subscriber_sees_every_event_of_concurrent_writers_once_in_order() {
                         expected_version: n as u64,
                         events: vec![event(writer, n)],
                     };
-                    store.append(&[append]).await.unwrap();
+                    support::append(&store, &[append]).await.unwrap();
                 }
             })
         })
@@ -93,9 +87,8 @@ async fn an_append_at_a_stale_version_is_refused_and_writes_nothing() {
         expected_version: version,
         events: vec![event(0, n)],
     };
-    store.append(&[append(0, 0)]).await.unwrap();
-    let error = store
-        .append(&[append(1, 1), append(0, 2)])
+    support::append(&store, &[append(0, 0)]).await.unwrap();
+    let error = support::append(&store, &[append(1, 1), append(0, 2)])
         .await
         .unwrap_err();
     assert_eq!(error.code(), "CONCURRENCY_CONFLICT", "{error}");
@@ -116,15 +109,17 @@ async fn an_append_wakes_a_listener_on_another_connection() {
     let wakeups = other.wakeups().await.unwrap();
     let woken = tokio::time::timeout(std::time::Duration::from_millis(300), wakeups.next()).await;
     assert!(woken.is_err(), "no wake-up before an append");
-    writer
-        .append(&[Append {
+    support::append(
+        &writer,
+        &[Append {
             aggregate_type: "Clock".into(),
             aggregate_id: "c".into(),
             expected_version: 0,
             events: vec![event(0, 0)],
-        }])
-        .await
-        .unwrap();
+        }],
+    )
+    .await
+    .unwrap();
     tokio::time::timeout(std::time::Duration::from_secs(5), wakeups.next())
         .await
         .expect("woken by the append");
@@ -149,14 +144,16 @@ async fn appends_racing_on_one_stream_meet_as_a_stale_version() {
             .map(|racer| {
                 let store = store.clone();
                 tokio::spawn(async move {
-                    store
-                        .append(&[Append {
+                    support::append(
+                        &store,
+                        &[Append {
                             aggregate_type: "Clock".into(),
                             aggregate_id: "shared".into(),
                             expected_version: version,
                             events: vec![event(racer, version as usize)],
-                        }])
-                        .await
+                        }],
+                    )
+                    .await
                 })
             })
             .collect();

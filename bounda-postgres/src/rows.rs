@@ -1,0 +1,164 @@
+//! Rows to the runtime's types, and the runtime's numbers and moments to PostgreSQL's. A column
+//! that does not read is an error naming it, never a panic.
+
+use bounda::store::{
+    DeadLetter, LetterKind, LetterStatus, Metadata, ScheduledEntry, Snapshot, StoreError,
+};
+use bounda::{Instant, RecordedEvent};
+use chrono::{DateTime, Utc};
+use tokio_postgres::Row;
+use tokio_postgres::types::FromSql;
+
+/// The columns [`event`] reads, in order.
+pub(crate) const EVENT_COLUMNS: &str =
+    "position, id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata";
+
+/// The columns [`scheduled`] reads, in order, of the table aliased `s`.
+pub(crate) const SCHEDULED_COLUMNS: &str = "s.dedupe_key, s.command_type, s.aggregate_id, \
+     s.payload, s.execute_at, s.context, s.attempts, s.last_error, s.revision, s.claim_id, \
+     s.claimed_at";
+
+/// The columns [`dead_letter`] reads, in order.
+pub(crate) const LETTER_COLUMNS: &str = "id, kind, handler, event_id, event_type, aggregate_type, \
+     aggregate_id, error_type, error_message, error_stack, attempts, first_failed_at, \
+     last_failed_at, status, payload";
+
+/// Column `index` of `row`, or an error naming it.
+pub(crate) fn get<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|e| {
+        let column = row
+            .columns()
+            .get(index)
+            .map_or("?", tokio_postgres::Column::name);
+        StoreError::with_source(format!("column `{column}` does not read"), e)
+    })
+}
+
+/// A `BIGINT` column that holds a count or position.
+pub(crate) fn unsigned(row: &Row, index: usize) -> Result<u64, StoreError> {
+    let value: i64 = get(row, index)?;
+    u64::try_from(value).map_err(|_| StoreError::new(format!("a negative count {value} was read")))
+}
+
+/// An `INTEGER` column that holds a count.
+pub(crate) fn count(row: &Row, index: usize) -> Result<u32, StoreError> {
+    let value: i32 = get(row, index)?;
+    u32::try_from(value).map_err(|_| StoreError::new(format!("a negative count {value} was read")))
+}
+
+/// A `TIMESTAMPTZ` column.
+pub(crate) fn instant(row: &Row, index: usize) -> Result<Instant, StoreError> {
+    Ok(Instant::from(get::<DateTime<Utc>>(row, index)?))
+}
+
+/// A nullable `TIMESTAMPTZ` column.
+pub(crate) fn optional_instant(row: &Row, index: usize) -> Result<Option<Instant>, StoreError> {
+    Ok(get::<Option<DateTime<Utc>>>(row, index)?.map(Instant::from))
+}
+
+/// `value` as PostgreSQL's `BIGINT`, or an error naming it.
+pub(crate) fn bigint(what: &str, value: u64) -> Result<i64, StoreError> {
+    i64::try_from(value).map_err(|_| {
+        StoreError::new(format!(
+            "{what} {value} is beyond what the database stores (2^63 - 1)"
+        ))
+    })
+}
+
+/// A row limit as `BIGINT`: anything beyond is no limit.
+pub(crate) fn limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+/// A row of [`EVENT_COLUMNS`].
+pub(crate) fn event(row: &Row) -> Result<RecordedEvent, StoreError> {
+    let metadata: Metadata = serde_json::from_value(get(row, 8)?)
+        .map_err(|e| StoreError::with_source("an event's metadata does not read", e))?;
+    Ok(RecordedEvent {
+        position: unsigned(row, 0)?,
+        id: get(row, 1)?,
+        aggregate_type: get(row, 2)?,
+        aggregate_id: get(row, 3)?,
+        version: unsigned(row, 4)?,
+        event_type: get(row, 5)?,
+        payload: get(row, 6)?,
+        timestamp: instant(row, 7)?,
+        metadata,
+    })
+}
+
+/// A row of [`SCHEDULED_COLUMNS`].
+pub(crate) fn scheduled(row: &Row) -> Result<ScheduledEntry, StoreError> {
+    Ok(ScheduledEntry {
+        dedupe_key: get(row, 0)?,
+        command_type: get(row, 1)?,
+        aggregate_id: get(row, 2)?,
+        payload: get(row, 3)?,
+        execute_at: instant(row, 4)?,
+        context: get(row, 5)?,
+        attempts: count(row, 6)?,
+        last_error: get(row, 7)?,
+        revision: unsigned(row, 8)?,
+        claim_id: get(row, 9)?,
+        claimed_at: optional_instant(row, 10)?,
+    })
+}
+
+/// A snapshot of `aggregate_type:aggregate_id` from its `version, state` row.
+pub(crate) fn snapshot(
+    row: &Row,
+    aggregate_type: &str,
+    aggregate_id: &str,
+) -> Result<Snapshot, StoreError> {
+    Ok(Snapshot {
+        aggregate_type: aggregate_type.to_owned(),
+        aggregate_id: aggregate_id.to_owned(),
+        version: unsigned(row, 0)?,
+        state: get(row, 1)?,
+    })
+}
+
+/// A letter kind as stored.
+fn kind(text: &str) -> Result<LetterKind, StoreError> {
+    [
+        LetterKind::Policy,
+        LetterKind::Process,
+        LetterKind::Scheduled,
+    ]
+    .into_iter()
+    .find(|kind| kind.as_str() == text)
+    .ok_or_else(|| StoreError::new(format!("unknown dead-letter kind `{text}`")))
+}
+
+/// A letter status as stored.
+fn status(text: &str) -> Result<LetterStatus, StoreError> {
+    [
+        LetterStatus::Failed,
+        LetterStatus::Retried,
+        LetterStatus::Discarded,
+    ]
+    .into_iter()
+    .find(|status| status.as_str() == text)
+    .ok_or_else(|| StoreError::new(format!("unknown dead-letter status `{text}`")))
+}
+
+/// A row of [`LETTER_COLUMNS`].
+pub(crate) fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
+    Ok(DeadLetter {
+        id: get(row, 0)?,
+        kind: kind(get(row, 1)?)?,
+        handler: get(row, 2)?,
+        event_id: get(row, 3)?,
+        event_type: get(row, 4)?,
+        aggregate_type: get(row, 5)?,
+        aggregate_id: get(row, 6)?,
+        error_type: get(row, 7)?,
+        error_message: get(row, 8)?,
+        error_stack: get(row, 9)?,
+        attempts: count(row, 10)?,
+        first_failed_at: instant(row, 11)?,
+        last_failed_at: instant(row, 12)?,
+        status: status(get(row, 13)?)?,
+        payload: get(row, 14)?,
+    })
+}

@@ -1,0 +1,640 @@
+//! `impl Store for PostgresStore`: reads, claims, commits.
+//!
+//! Claims scale past one machine: due scheduler entries are claimed in batches with
+//! `FOR UPDATE SKIP LOCKED`, so workers take different entries without waiting on each other,
+//! and every claim is fenced by its id, so a worker whose lease lapsed cannot settle what another
+//! took over.
+
+use bounda::store::{
+    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxFailure, InboxPair, LetterFilter,
+    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
+};
+use bounda::{Duration, Instant, RecordedEvent, millis};
+use deadpool_postgres::GenericClient;
+
+use crate::names::Names;
+use crate::rows::{self, bigint, limit};
+use crate::sql::{execute, failed, query, query_one, query_opt, transaction};
+use crate::{PostgresStore, commit};
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn read_stream(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        // Versions start at 1.
+        self.read_stream_after(aggregate_type, aggregate_id, 0)
+            .await
+    }
+
+    async fn read_stream_after(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+        version: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}events
+                 WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3
+                 ORDER BY version",
+                rows::EVENT_COLUMNS
+            )),
+            &[
+                &aggregate_type,
+                &aggregate_id,
+                &bigint("a version", version)?,
+            ],
+        )
+        .await
+        .map_err(failed("cannot read a stream"))?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn snapshot(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Option<Snapshot>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self.names.sql(
+                "SELECT version, state FROM {t}snapshots
+                 WHERE aggregate_type = $1 AND aggregate_id = $2",
+            ),
+            &[&aggregate_type, &aggregate_id],
+        )
+        .await
+        .map_err(failed("cannot read a snapshot"))?;
+        row.map(|row| rows::snapshot(&row, aggregate_type, aggregate_id))
+            .transpose()
+    }
+
+    async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}events WHERE position > $1 ORDER BY position LIMIT $2",
+                rows::EVENT_COLUMNS
+            )),
+            &[&bigint("a position", after)?, &rows::limit(limit)],
+        )
+        .await
+        .map_err(failed("cannot read events"))?;
+        rows.iter().map(rows::event).collect()
+    }
+
+    async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}events WHERE id = $1",
+                rows::EVENT_COLUMNS
+            )),
+            &[&id],
+        )
+        .await
+        .map_err(failed("cannot read an event"))?;
+        row.as_ref().map(rows::event).transpose()
+    }
+
+    async fn head(&self) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let head = commit::head(&client, &self.names).await?;
+        u64::try_from(head).map_err(|_| StoreError::new(format!("a negative head {head}")))
+    }
+
+    async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        let mut client = self.client().await?;
+        let tx = transaction(&mut client).await?;
+        if !writes.appends.is_empty() {
+            commit::lock_head(&tx, &self.names).await?;
+        }
+        match commit::apply(&tx, &self.names, writes).await {
+            Ok(committed) => {
+                tx.commit().await.map_err(failed("cannot commit"))?;
+                Ok(committed)
+            }
+            // Dropping the transaction rolls it back before the connection is used again.
+            Err(error) => Err(error),
+        }
+    }
+
+    /// One transaction, a savepoint per write set (group commit).
+    async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        match self.commit_in_savepoints(writes).await {
+            Ok(results) => results,
+            Err(error) => {
+                let message = error.to_string();
+                writes
+                    .iter()
+                    .map(|_| Err(CommitError::Store(StoreError::new(message.clone()))))
+                    .collect()
+            }
+        }
+    }
+
+    async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self
+                .names
+                .sql("SELECT position FROM {t}checkpoints WHERE subscriber = $1"),
+            &[&subscriber],
+        )
+        .await
+        .map_err(failed("cannot read a checkpoint"))?;
+        row.map(|row| rows::unsigned(&row, 0)).transpose()
+    }
+
+    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            &self
+                .names
+                .sql("SELECT subscriber, position FROM {t}checkpoints ORDER BY subscriber"),
+            &[],
+        )
+        .await
+        .map_err(failed("cannot read checkpoints"))?;
+        rows.iter()
+            .map(|row| Ok((rows::get(row, 0)?, rows::unsigned(row, 1)?)))
+            .collect()
+    }
+
+    async fn move_checkpoint(
+        &self,
+        subscriber: &str,
+        from: Option<u64>,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let to = bigint("a checkpoint position", to)?;
+        let changed = match from {
+            None => {
+                execute(
+                    &client,
+                    &self.names.sql(
+                        "INSERT INTO {t}checkpoints (subscriber, position) VALUES ($1, $2)
+                         ON CONFLICT (subscriber) DO NOTHING",
+                    ),
+                    &[&subscriber, &to],
+                )
+                .await
+            }
+            Some(from) => {
+                execute(
+                    &client,
+                    &self.names.sql(
+                        "UPDATE {t}checkpoints SET position = $3
+                         WHERE subscriber = $1 AND position = $2",
+                    ),
+                    &[&subscriber, &bigint("a checkpoint position", from)?, &to],
+                )
+                .await
+            }
+        }
+        .map_err(failed("cannot move a checkpoint"))?;
+        Ok(changed == 1)
+    }
+
+    async fn claim_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<InboxClaim, StoreError> {
+        let client = self.client().await?;
+        claim_one(
+            &client,
+            &self.names,
+            handler,
+            event_id,
+            claim_id,
+            now,
+            lease,
+        )
+        .await
+    }
+
+    /// The whole batch in one transaction.
+    async fn claim_inbox_batch(
+        &self,
+        pairs: &[InboxPair<'_>],
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Vec<InboxClaim>, StoreError> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut client = self.client().await?;
+        let tx = transaction(&mut client).await?;
+        let mut order = InOrder::default();
+        let mut claims = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            let claim = match order.skips(pair) {
+                true => InboxClaim::Skipped,
+                false => {
+                    claim_one(
+                        &tx,
+                        &self.names,
+                        pair.handler,
+                        pair.event_id,
+                        claim_id,
+                        now,
+                        lease,
+                    )
+                    .await?
+                }
+            };
+            order.saw(pair, &claim);
+            claims.push(claim);
+        }
+        tx.commit().await.map_err(failed("cannot commit"))?;
+        Ok(claims)
+    }
+
+    async fn renew_inbox(
+        &self,
+        handler: &str,
+        event_id: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self.names.sql(
+                "UPDATE {t}inbox SET claimed_at = $4
+                 WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
+            ),
+            &[&handler, &event_id, &claim_id, &now.to_chrono()],
+        )
+        .await
+        .map_err(failed("cannot renew an inbox claim"))?;
+        Ok(changed == 1)
+    }
+
+    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self.names.sql(
+                "SELECT event_id, attempts, last_error, retry_at FROM {t}inbox
+                 WHERE handler = $1 AND status = 'failed'
+                 ORDER BY retry_at, event_id LIMIT 1",
+            ),
+            &[&handler],
+        )
+        .await
+        .map_err(failed("cannot read inbox failures"))?;
+        row.map(|row| {
+            Ok(InboxFailure {
+                handler: handler.to_owned(),
+                event_id: rows::get(&row, 0)?,
+                attempts: rows::count(&row, 1)?,
+                last_error: rows::get(&row, 2)?,
+                retry_at: rows::instant(&row, 3)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn claim_due(
+        &self,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let client = self.client().await?;
+        claim(&client, &self.names, claim_id, now, lease, limit).await
+    }
+
+    async fn renew_scheduled(
+        &self,
+        dedupe_key: &str,
+        claim_id: &str,
+        now: Instant,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self.names.sql(
+                "UPDATE {t}scheduled_commands SET claimed_at = $3
+                 WHERE dedupe_key = $1 AND claim_id = $2",
+            ),
+            &[&dedupe_key, &claim_id, &now.to_chrono()],
+        )
+        .await
+        .map_err(failed("cannot renew a scheduler claim"))?;
+        Ok(changed == 1)
+    }
+
+    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+        let client = self.client().await?;
+        let row = query_one(
+            &client,
+            &self.names.sql(
+                "SELECT
+                     (SELECT min(execute_at) FROM {t}scheduled_commands WHERE claimed_at IS NULL),
+                     (SELECT min(claimed_at) FROM {t}scheduled_commands
+                      WHERE claimed_at IS NOT NULL)",
+            ),
+            &[],
+        )
+        .await
+        .map_err(failed("cannot read the next due moment"))?;
+        let free = rows::optional_instant(&row, 0)?;
+        // A claimed entry is due again 1 ms after its lease ends (spec 176).
+        let claimed = rows::optional_instant(&row, 1)?.map(|at| at + lease + millis(1));
+        Ok(free.into_iter().chain(claimed).min())
+    }
+
+    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
+        let client = self.client().await?;
+        let row = query_one(
+            &client,
+            &self.names.sql(
+                "SELECT min(execute_at) FROM {t}scheduled_commands
+                 WHERE attempts > 0 AND claimed_at IS NULL",
+            ),
+            &[],
+        )
+        .await
+        .map_err(failed("cannot read scheduled retries"))?;
+        rows::optional_instant(&row, 0)
+    }
+
+    async fn scheduled_of_type(
+        &self,
+        command_type: &str,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let client = self.client().await?;
+        let rows = query(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}scheduled_commands s WHERE command_type = $1
+                 ORDER BY execute_at, dedupe_key",
+                rows::SCHEDULED_COLUMNS
+            )),
+            &[&command_type],
+        )
+        .await
+        .map_err(failed("cannot read scheduler entries"))?;
+        rows.iter().map(rows::scheduled).collect()
+    }
+
+    async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}scheduled_commands s WHERE dedupe_key = $1",
+                rows::SCHEDULED_COLUMNS
+            )),
+            &[&dedupe_key],
+        )
+        .await
+        .map_err(failed("cannot read a scheduler entry"))?;
+        row.as_ref().map(rows::scheduled).transpose()
+    }
+
+    async fn claim_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self.names.sql(
+                "UPDATE {t}dead_letters SET claim_id = $2, claimed_at = $3
+                 WHERE id = $1 AND status = 'failed' AND (claim_id IS NULL OR claimed_at < $4)",
+            ),
+            &[&id, &claim_id, &now.to_chrono(), &(now - lease).to_chrono()],
+        )
+        .await
+        .map_err(failed("cannot claim a dead letter"))?;
+        Ok(changed == 1)
+    }
+
+    async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        execute(
+            &client,
+            &self.names.sql(
+                "UPDATE {t}dead_letters SET claim_id = NULL, claimed_at = NULL
+                 WHERE id = $1 AND claim_id = $2",
+            ),
+            &[&id, &claim_id],
+        )
+        .await
+        .map_err(failed("cannot release a dead letter"))?;
+        Ok(())
+    }
+
+    async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
+        let client = self.client().await?;
+        let (kind, handler, status) = letter_filter(filter);
+        let limit = filter.limit.map(limit);
+        let rows = query(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}dead_letters WHERE {LETTER_FILTER} ORDER BY seq LIMIT $4",
+                rows::LETTER_COLUMNS
+            )),
+            &[&kind, &handler, &status, &limit],
+        )
+        .await
+        .map_err(failed("cannot read dead letters"))?;
+        rows.iter().map(rows::dead_letter).collect()
+    }
+
+    async fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        let (kind, handler, status) = letter_filter(filter);
+        let row = query_one(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT count(*) FROM {{t}}dead_letters WHERE {LETTER_FILTER}"
+            )),
+            &[&kind, &handler, &status],
+        )
+        .await
+        .map_err(failed("cannot count dead letters"))?;
+        rows::unsigned(&row, 0)
+    }
+
+    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
+        let client = self.client().await?;
+        let row = query_opt(
+            &client,
+            &self.names.sql(&format!(
+                "SELECT {} FROM {{t}}dead_letters WHERE id = $1",
+                rows::LETTER_COLUMNS
+            )),
+            &[&id],
+        )
+        .await
+        .map_err(failed("cannot read a dead letter"))?;
+        row.as_ref().map(rows::dead_letter).transpose()
+    }
+}
+
+impl PostgresStore {
+    /// `writes` in one transaction, each in a savepoint of its own: one whose precondition
+    /// fails is rolled back alone. The error is the transaction's own failure.
+    async fn commit_in_savepoints(
+        &self,
+        writes: &[WriteSet],
+    ) -> Result<Vec<Result<Committed, CommitError>>, StoreError> {
+        let mut client = self.client().await?;
+        let mut tx = transaction(&mut client).await?;
+        if writes.iter().any(|writes| !writes.appends.is_empty()) {
+            commit::lock_head(&tx, &self.names).await?;
+        }
+        let mut results = Vec::with_capacity(writes.len());
+        for (index, writes) in writes.iter().enumerate() {
+            let savepoint = tx
+                .savepoint(format!("write_set_{index}"))
+                .await
+                .map_err(failed("cannot open a savepoint"))?;
+            let result = commit::apply(&savepoint, &self.names, writes).await;
+            match &result {
+                Ok(_) => savepoint.commit().await,
+                Err(_) => savepoint.rollback().await,
+            }
+            .map_err(failed("cannot close a savepoint"))?;
+            results.push(result);
+        }
+        tx.commit().await.map_err(failed("cannot commit"))?;
+        Ok(results)
+    }
+}
+
+/// The condition of a letter filter on its first three parameters; a `NULL` one matches all.
+const LETTER_FILTER: &str = "($1::text IS NULL OR kind = $1)
+     AND ($2::text IS NULL OR handler = $2) AND ($3::text IS NULL OR status = $3)";
+
+/// A filter's kind, handler and status as the parameters of [`LETTER_FILTER`].
+fn letter_filter(filter: &LetterFilter) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (
+        filter.kind.map(|kind| kind.as_str()),
+        filter.handler.as_deref(),
+        filter.status.map(|status| status.as_str()),
+    )
+}
+
+/// Claims one inbox pair: a new pair, an expired claim, a released one or a failure whose retry
+/// is due is taken; anything else is reported as it stands. `attempts` counts the runs that
+/// failed, so a claim that lapsed (its runner killed) spends none. A pair another dispatcher is
+/// claiming at this moment is waited for, then answered as it stands.
+async fn claim_one(
+    client: &impl GenericClient,
+    names: &Names,
+    handler: &str,
+    event_id: &str,
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+) -> Result<InboxClaim, StoreError> {
+    let claimed = query_opt(
+        client,
+        &names.sql(
+            "INSERT INTO {t}inbox AS i (handler, event_id, status, attempts, claimed_at, claim_id)
+             VALUES ($1, $2, 'pending', 0, $3, $4)
+             ON CONFLICT (handler, event_id) DO UPDATE SET
+                 status = 'pending', claimed_at = excluded.claimed_at,
+                 claim_id = excluded.claim_id, retry_at = NULL
+             WHERE (i.status = 'pending' AND (i.claimed_at IS NULL OR i.claimed_at < $5))
+                OR (i.status = 'failed' AND i.retry_at <= $3)
+             RETURNING i.attempts + 1",
+        ),
+        &[
+            &handler,
+            &event_id,
+            &now.to_chrono(),
+            &claim_id,
+            &(now - lease).to_chrono(),
+        ],
+    )
+    .await
+    .map_err(failed("cannot claim an inbox entry"))?;
+    if let Some(row) = claimed {
+        return Ok(InboxClaim::Claimed {
+            attempt: rows::count(&row, 0)?,
+        });
+    }
+    let row = query_one(
+        client,
+        &names.sql("SELECT status, retry_at FROM {t}inbox WHERE handler = $1 AND event_id = $2"),
+        &[&handler, &event_id],
+    )
+    .await
+    .map_err(failed("cannot read an inbox entry"))?;
+    let status: String = rows::get(&row, 0)?;
+    Ok(match (status.as_str(), rows::optional_instant(&row, 1)?) {
+        ("succeeded", _) => InboxClaim::Succeeded,
+        ("dead", _) => InboxClaim::DeadLettered,
+        ("failed", Some(retry_at)) => InboxClaim::Waiting { retry_at },
+        _ => InboxClaim::Held,
+    })
+}
+
+/// Claims up to `limit` entries due at `now`, free or with a claim older than `lease`, under
+/// `claim_id`, in due order: rows another worker is claiming at this moment are skipped, not
+/// waited for.
+pub(crate) async fn claim(
+    client: &impl GenericClient,
+    names: &Names,
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+    limit: usize,
+) -> Result<Vec<ScheduledEntry>, StoreError> {
+    let rows = query(
+        client,
+        &names.sql(&format!(
+            "WITH due AS (
+                 SELECT dedupe_key FROM {{t}}scheduled_commands
+                 WHERE execute_at <= $1 AND (claimed_at IS NULL OR claimed_at < $3)
+                 ORDER BY execute_at, dedupe_key
+                 LIMIT $4
+                 FOR UPDATE SKIP LOCKED)
+             UPDATE {{t}}scheduled_commands s
+             SET claimed_at = $1, claim_id = $2, rescheduled = FALSE
+             FROM due WHERE s.dedupe_key = due.dedupe_key
+             RETURNING {}",
+            rows::SCHEDULED_COLUMNS
+        )),
+        &[
+            &now.to_chrono(),
+            &claim_id,
+            &(now - lease).to_chrono(),
+            &rows::limit(limit),
+        ],
+    )
+    .await
+    .map_err(failed("cannot claim due entries"))?;
+    let mut entries = rows
+        .iter()
+        .map(rows::scheduled)
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort_by(|a, b| (a.execute_at, &a.dedupe_key).cmp(&(b.execute_at, &b.dedupe_key)));
+    Ok(entries)
+}

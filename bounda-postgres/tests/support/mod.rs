@@ -1,0 +1,94 @@
+//! What the PostgreSQL tests share: a few writes through the `Store` trait, and their events and
+//! entries.
+
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "each test binary uses some of it; a failed expectation is a panic"
+)]
+
+use bounda::Instant;
+use bounda::store::{
+    Append, CommitError, Committed, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
+    ScheduledRelease, Store, WriteSet,
+};
+use bounda_postgres::{Options, PostgresStore, testing};
+
+/// A store on a fresh schema with a pool of `pool_size`.
+pub async fn store(test: &str, pool_size: usize) -> PostgresStore {
+    testing::store(
+        test,
+        Options {
+            pool_size,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+/// Appends `appends` in one commit.
+pub async fn append(store: &PostgresStore, appends: &[Append]) -> Result<Committed, CommitError> {
+    store
+        .commit(&WriteSet {
+            appends: appends.to_vec(),
+            ..WriteSet::default()
+        })
+        .await
+}
+
+/// Schedules `entry`.
+pub async fn schedule(store: &PostgresStore, entry: &ScheduledEntry) {
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry.clone()],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+}
+
+/// Completes entry `key` under `claim`: whether the claim still held it.
+pub async fn complete(store: &PostgresStore, key: &str, claim: &str) -> bool {
+    let release = ScheduledRelease {
+        dedupe_key: key.to_owned(),
+        claim_id: claim.to_owned(),
+        outcome: ScheduledOutcome::Complete,
+    };
+    let writes = WriteSet {
+        scheduled: Some(release),
+        ..WriteSet::default()
+    };
+    match store.commit(&writes).await {
+        Ok(_) => true,
+        Err(CommitError::ScheduledClaimLost { .. }) => false,
+        Err(error) => panic!("completing `{key}` failed: {error}"),
+    }
+}
+
+/// Event `n` of writer `writer`.
+pub fn event(writer: usize, n: usize) -> NewEvent {
+    NewEvent {
+        id: format!("w{writer}-{n}"),
+        event_type: "Tick".into(),
+        payload: serde_json::json!({ "writer": writer, "n": n }),
+        timestamp: Instant::from_millis(0).unwrap(),
+        metadata: Metadata::of_command("c"),
+    }
+}
+
+/// Entry `n`, due at `at`.
+pub fn entry(n: usize, at: Instant) -> ScheduledEntry {
+    ScheduledEntry {
+        dedupe_key: format!("entry-{n:03}"),
+        command_type: "Ping".into(),
+        aggregate_id: format!("a-{n}"),
+        payload: serde_json::json!({ "n": n }),
+        execute_at: at,
+        context: serde_json::json!({}),
+        attempts: 0,
+        last_error: None,
+        revision: 0,
+        claim_id: None,
+        claimed_at: None,
+    }
+}
