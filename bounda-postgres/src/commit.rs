@@ -453,9 +453,9 @@ async fn schedule(
                  context = excluded.context, attempts = 0, last_error = NULL,
                  first_failed_at = NULL, rescheduled = (s.claim_id IS NOT NULL),
                  revision = s.revision + 1
-             WHERE (s.command_type, s.aggregate_id, s.payload, s.execute_at, s.context)
+             WHERE (s.command_type, s.aggregate_id, s.payload::text, s.execute_at, s.context::text)
                  IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
-                     excluded.payload, excluded.execute_at, excluded.context)",
+                     excluded.payload::text, excluded.execute_at, excluded.context::text)",
         ),
         &[
             &entry.dedupe_key,

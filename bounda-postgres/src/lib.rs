@@ -1,11 +1,25 @@
-//! The PostgreSQL store of bounda, being built: it cannot run an app yet.
+//! The PostgreSQL store of bounda: the same app on several machines, against one server.
 //!
-//! What there is: [`PostgresStore::connect`] opens a pool on a server (without TLS so far) and
-//! migrates the tables under a schema and table prefix of your choice, refusing tables written
-//! by a newer bounda; [`PostgresStore::append`] and [`PostgresStore::read_all`] keep one global
-//! order without holes under concurrent writers; [`PostgresStore::wakeups`] hears appends from
-//! other machines; the scheduler's claims and the checkpoints work across machines. It does not
-//! implement the runtime's `Store` trait yet.
+//! [`PostgresStore::connect`] opens a pool on a server (without TLS so far) and migrates the
+//! tables under a schema and table prefix of your choice, refusing tables written by a newer
+//! bounda. The store implements [`bounda::store::Store`], so an app runs on it as on SQLite:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use bounda::App;
+//! use bounda_postgres::{Options, PostgresStore};
+//!
+//! let store = PostgresStore::connect("postgres://shop@db.internal/shop", Options::default()).await?;
+//! let app = App::builder(store).build().await?;
+//! app.run().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Appends keep one global order without holes under concurrent writers on any number of
+//! machines; due work is claimed with `FOR UPDATE SKIP LOCKED`, fenced by claim id, so workers
+//! share it and a worker whose lease lapsed cannot settle what another took over;
+//! [`PostgresStore::wakeups`] hears appends from other machines at their commit.
 
 #![warn(missing_docs)]
 

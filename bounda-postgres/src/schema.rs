@@ -18,7 +18,9 @@ use crate::sql::{failed as sql, transaction};
 
 /// Every migration, in order. Never edit one that has shipped; append a new one.
 const MIGRATIONS: &[&str] = &[
-    // 1: the storage tables, as bounda-sqlite has them after its seventh migration.
+    // 1: the storage tables, as bounda-sqlite has them after its seventh migration. Payloads are
+    // `JSON`, kept as written: `JSONB` refuses a string holding U+0000, which SQLite stores, and
+    // nothing queries inside them.
     "
     CREATE TABLE {t}head (
         id       INTEGER PRIMARY KEY CHECK (id = 1),
@@ -32,9 +34,9 @@ const MIGRATIONS: &[&str] = &[
         aggregate_id   TEXT        NOT NULL,
         version        BIGINT      NOT NULL,
         type           TEXT        NOT NULL,
-        payload        JSONB       NOT NULL,
+        payload        JSON        NOT NULL,
         timestamp      TIMESTAMPTZ NOT NULL,
-        metadata       JSONB       NOT NULL,
+        metadata       JSON        NOT NULL,
         UNIQUE (aggregate_type, aggregate_id, version)
     );
     CREATE TABLE {t}checkpoints (
@@ -58,9 +60,9 @@ const MIGRATIONS: &[&str] = &[
         dedupe_key      TEXT        PRIMARY KEY,
         command_type    TEXT        NOT NULL,
         aggregate_id    TEXT        NOT NULL,
-        payload         JSONB       NOT NULL,
+        payload         JSON        NOT NULL,
         execute_at      TIMESTAMPTZ NOT NULL,
-        context         JSONB       NOT NULL,
+        context         JSON        NOT NULL,
         attempts        INTEGER     NOT NULL DEFAULT 0,
         claimed_at      TIMESTAMPTZ,
         last_error      TEXT,
@@ -89,7 +91,7 @@ const MIGRATIONS: &[&str] = &[
         first_failed_at TIMESTAMPTZ NOT NULL,
         last_failed_at  TIMESTAMPTZ NOT NULL,
         status          TEXT        NOT NULL,
-        payload         JSONB,
+        payload         JSON,
         seq             BIGSERIAL,
         claim_id        TEXT,
         claimed_at      TIMESTAMPTZ
@@ -99,7 +101,7 @@ const MIGRATIONS: &[&str] = &[
         aggregate_type TEXT   NOT NULL,
         aggregate_id   TEXT   NOT NULL,
         version        BIGINT NOT NULL,
-        state          JSONB  NOT NULL,
+        state          JSON   NOT NULL,
         PRIMARY KEY (aggregate_type, aggregate_id)
     );
     ",

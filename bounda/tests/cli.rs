@@ -12,7 +12,6 @@ use std::process::ExitCode;
 
 use bounda::cli::{DeadlineArgs, Letters, ListArgs, Operator, execute, relative};
 use bounda::prelude::*;
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 #[policy]
@@ -29,7 +28,7 @@ async fn output(app: &App, command: Operator) -> (ExitCode, String) {
 #[tokio::test]
 async fn the_operator_lists_shows_retries_and_discards_letters() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -102,7 +101,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
 #[tokio::test]
 async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_command() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -146,7 +145,7 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
 #[tokio::test]
 async fn deadlines_show_relative_times_filter_and_speak_json() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<OrderPayment>(),
     )

@@ -12,12 +12,11 @@ use std::sync::Arc;
 use bounda::clock::SimulatedClock;
 use bounda::ids::Sequential;
 use bounda::{Aggregate, App, DispatchError, Rejection};
-use bounda_sqlite::SqliteStore;
 use support::racing::Racing;
 use support::storefront::*;
 
 async fn app() -> App {
-    App::builder(SqliteStore::in_memory().expect("a store"))
+    App::builder_shared(support::database::store().await)
         .only_listed()
         .clock(Arc::new(SimulatedClock::default()))
         .ids(Arc::new(Sequential::default()))
@@ -163,7 +162,7 @@ async fn a_rejection_is_typed_stores_nothing_and_carries_its_message() {
 #[tokio::test]
 async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
     // A rival places the order between our load and our append: the rerun sees it placed.
-    let app = App::builder(Racing::losing(1))
+    let app = App::builder(Racing::losing(1).await)
         .only_listed()
         .build()
         .await
@@ -185,7 +184,7 @@ async fn a_command_whose_stream_moved_decides_again_on_the_new_state() {
 // spec 7
 #[tokio::test]
 async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
-    let app = App::builder(Racing::losing(3))
+    let app = App::builder(Racing::losing(3).await)
         .only_listed()
         .build()
         .await
@@ -204,7 +203,7 @@ async fn a_conflict_within_the_reruns_succeeds_on_the_fresh_state() {
 // spec 7
 #[tokio::test]
 async fn a_stream_that_keeps_moving_fails_with_a_concurrency_error_after_three_reruns() {
-    let app = App::builder(Racing::losing(4))
+    let app = App::builder(Racing::losing(4).await)
         .only_listed()
         .build()
         .await
@@ -273,7 +272,7 @@ async fn a_stored_event_the_aggregate_cannot_read_is_a_typed_error_and_nothing_i
 #[tokio::test]
 async fn a_command_with_an_empty_aggregate_id_is_refused() {
     let app = bounda::testing::TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap()).only_listed(),
+        App::builder_shared(support::database::store().await).only_listed(),
     )
     .await
     .unwrap();
@@ -305,7 +304,7 @@ async fn dispatch_takes_a_correlation_and_a_delay() {
     use bounda::{DispatchOptions, Dispatched};
 
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .command::<SendReminder>()
             .command::<CancelOrder>(),
@@ -374,7 +373,7 @@ async fn a_delayed_command_keeps_the_callers_correlation() {
     use bounda::prelude::*;
 
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .command::<PlaceOrder>(),
     )

@@ -12,7 +12,6 @@ use std::cell::Cell;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind, LetterStatus};
 use bounda::{Error, Retried};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 thread_local! {
@@ -68,7 +67,7 @@ impl Policy for ReminderIn1h {
 async fn app_with_a_letter() -> (TestApp, String) {
     BROKEN.with(|b| b.set(true));
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -226,8 +225,7 @@ async fn a_letter_whose_policy_is_gone_is_not_retriable() {
 #[tokio::test]
 async fn a_scheduled_letter_is_retried_with_its_recorded_payload() {
     // No `.command::<CancelOrder>()`: the scheduled command cannot run and is dead-lettered.
-    let store: std::sync::Arc<dyn bounda::store::Store> =
-        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let store: std::sync::Arc<dyn bounda::store::Store> = support::database::store().await;
     let app = TestApp::new(
         App::builder_shared(store.clone())
             .only_listed()
@@ -312,8 +310,7 @@ async fn letter_of_a_dropped_handler(
     std::sync::Arc<bounda::clock::SimulatedClock>,
     bounda::store::DeadLetter,
 ) {
-    let store: std::sync::Arc<dyn bounda::store::Store> =
-        std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let store: std::sync::Arc<dyn bounda::store::Store> = support::database::store().await;
     let first = TestApp::new(with_handler(
         App::builder_shared(store.clone()).only_listed(),
     ))

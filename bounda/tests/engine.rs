@@ -13,7 +13,6 @@ use std::sync::Arc;
 use bounda::clock::Clock;
 use bounda::prelude::*;
 use bounda::store::{Snapshot, Store, WriteSet};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 mod fragile {
@@ -77,7 +76,7 @@ async fn confirm_on_reminder_sent(cx: Reaction<'_, ReminderSent>) -> Result<()> 
 }
 
 /// A test app with the order-payment process on `store`.
-async fn app_on(store: &Arc<SqliteStore>) -> TestApp {
+async fn app_on(store: &Arc<dyn Store>) -> TestApp {
     let shared: Arc<dyn Store> = store.clone();
     TestApp::new(
         App::builder_shared(shared)
@@ -110,7 +109,8 @@ async fn reminders(app: &TestApp, id: &str) -> usize {
 /// `batch_size`: every reminder runs once and every checkpoint keeps up. Returns the write
 /// transactions the firings took.
 async fn transactions_to_fire(instances: usize, batch_size: usize) -> u64 {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    // SQLite's own count of write transactions.
+    let store = Arc::new(bounda_sqlite::SqliteStore::in_memory().unwrap());
     let mut config = bounda::config::Config::default();
     config.dispatcher.batch_size = batch_size;
     let shared: Arc<dyn Store> = store.clone();
@@ -167,7 +167,7 @@ async fn batches_of_one_cost_about_one_transaction_a_firing() {
 #[tokio::test]
 async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnReminderSent>(),
     )
@@ -204,7 +204,7 @@ async fn one_instances_runs_in_a_batch_run_in_order_on_each_others_state() {
 // spec 85: a due deadline waits for the unhandled events of its own instance only.
 #[tokio::test]
 async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = support::database::store().await;
     let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
@@ -241,7 +241,7 @@ async fn a_deadline_waits_only_for_its_own_instances_earlier_events() {
 // spec 85: an instance's event stored after the deadline's moment does not hold it back.
 #[tokio::test]
 async fn a_deadline_does_not_wait_for_its_instances_later_events() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = support::database::store().await;
     let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(24) + seconds(5)).await.unwrap();
@@ -277,7 +277,7 @@ async fn a_deadline_does_not_wait_for_its_instances_later_events() {
 #[tokio::test]
 async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<fragile::Fragile>(),
     )
@@ -301,7 +301,7 @@ async fn a_panicking_process_handler_leaves_its_message_in_the_letter() {
 // came after, and a snapshot that does not read is folded again from the stream.
 #[tokio::test]
 async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = support::database::store().await;
     let app = app_on(&store).await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(hours(48)).await.unwrap();
@@ -382,7 +382,7 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
 // deploy removed it, or another app on the store runs it) is listed apart as stale.
 #[tokio::test]
 async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let store: Arc<dyn Store> = support::database::store().await;
     let with_policy = TestApp::new(
         App::builder_shared(store.clone())
             .only_listed()
@@ -431,7 +431,7 @@ async fn lag_counts_this_apps_subscribers_and_lists_others_as_stale() {
 // with its back-off and then its letter; the rest of its round runs.
 #[tokio::test]
 async fn an_entry_that_cannot_be_read_fails_alone() {
-    let store = Arc::new(support::racing::Racing::losing(0));
+    let store = Arc::new(support::racing::Racing::losing(0).await);
     let shared: Arc<dyn Store> = store.clone();
     let app = TestApp::new(
         App::builder_shared(shared)
@@ -489,7 +489,7 @@ async fn always_fails_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<
 // three real tries before its letter.
 #[tokio::test]
 async fn lapsed_claims_spend_no_attempts() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = support::database::store().await;
     let shared: Arc<dyn Store> = store.clone();
     let app = TestApp::new(
         App::builder_shared(shared)
@@ -533,7 +533,7 @@ async fn lapsed_claims_spend_no_attempts() {
 /// What `slow_on_order_placed` reaches: the test's clock and store, and what it ran.
 struct Hooks {
     clock: Arc<bounda::clock::SimulatedClock>,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     /// The event another runner takes over once the lease has passed.
     rival_takes: std::sync::Mutex<Option<String>>,
     ran: std::sync::Mutex<Vec<String>>,
@@ -567,7 +567,7 @@ async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
 // runs nothing; its claim is checked (and renewed) before it runs, not only at commit.
 #[tokio::test]
 async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
-    let store = Arc::new(SqliteStore::in_memory().unwrap());
+    let store = support::database::store().await;
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
     let hooks = Arc::new(Hooks {
         clock: clock.clone(),
@@ -621,7 +621,7 @@ async fn on_a_failing_log(
     Arc<bounda::clock::SimulatedClock>,
     App,
 ) {
-    let store = Arc::new(support::racing::Racing::losing(0));
+    let store = Arc::new(support::racing::Racing::losing(0).await);
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
     let mut config = bounda::config::Config::default();
     config.dispatcher.poll_interval = millis(5);

@@ -13,7 +13,6 @@ use bounda::clock::{Clock, SimulatedClock};
 use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, Store};
-use bounda_sqlite::SqliteStore;
 use support::racing::Racing;
 use support::storefront::*;
 
@@ -52,7 +51,7 @@ impl Policy for Stuck {
 #[tokio::test]
 async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_an_attempt() {
     let app = TestApp::new(
-        App::builder(Racing::after_first_commit(1))
+        App::builder(Racing::after_first_commit(1).await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -95,7 +94,7 @@ async fn a_reaction_that_loses_a_race_reruns_on_the_new_state_without_spending_a
 // spec 124, 126, 129
 #[tokio::test]
 async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let store: Arc<dyn Store> = support::database::store().await;
     let clock = Arc::new(SimulatedClock::default());
     let app = App::builder_shared(store.clone())
         .only_listed()
@@ -153,7 +152,7 @@ async fn an_event_claimed_by_another_runner_is_held_until_its_lease_lapses() {
 #[tokio::test]
 async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -204,7 +203,7 @@ async fn a_handler_that_runs_past_its_time_limit_fails_its_attempt() {
     // The limit counts the test's simulated time, not the machine's: the provider's simulated
     // minute runs past it at once, however fast or slow the machine is (spec 185).
     let clock = Arc::new(SimulatedClock::default());
-    let app = App::builder(SqliteStore::in_memory().unwrap())
+    let app = App::builder_shared(support::database::store().await)
         .only_listed()
         .clock(clock.clone())
         .config(config)
@@ -261,7 +260,7 @@ async fn a_time_limit_counts_the_test_clock_not_the_machine() {
     let mut config = Config::default();
     config.policies.timeout = millis(20);
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .config(config)
             .policy::<SlowMachine>(),

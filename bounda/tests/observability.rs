@@ -156,7 +156,7 @@ async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
     let subscriber = tracing_subscriber::registry().with(recorder.clone());
     let _default = tracing::subscriber::set_default(subscriber);
 
-    let builder = App::builder(SqliteStore::in_memory().unwrap())
+    let builder = App::builder_shared(support::database::store().await)
         .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .policy::<Broken>()
@@ -357,7 +357,7 @@ async fn a_running_app_reports_its_lag() {
     let recorder = Recorder::default();
     let subscriber = tracing_subscriber::registry().with(recorder.clone());
     let _default = tracing::subscriber::set_default(subscriber);
-    let app = App::builder(SqliteStore::in_memory().unwrap())
+    let app = App::builder_shared(support::database::store().await)
         .only_listed()
         .policy::<ConfirmOnOrderPlaced>()
         .build()

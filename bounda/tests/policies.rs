@@ -14,7 +14,6 @@ use std::sync::Arc;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind, Store};
 use bounda::{AppBuilder, POLICIES};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 thread_local! {
@@ -143,8 +142,8 @@ impl Policy for WelcomeOnOrderPlaced {
     }
 }
 
-fn store() -> SqliteStore {
-    SqliteStore::in_memory().expect("a store")
+async fn store() -> Arc<dyn Store> {
+    support::database::store().await
 }
 
 async fn test_app(builder: AppBuilder) -> TestApp {
@@ -169,7 +168,7 @@ fn place(id: &str) -> PlaceOrder {
 #[tokio::test]
 async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -194,7 +193,7 @@ async fn a_policy_answers_an_event_with_a_command_committed_with_its_inbox_mark(
 #[tokio::test]
 async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_go_one_deeper() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -214,7 +213,7 @@ async fn a_reactions_commands_keep_the_correlation_take_the_event_as_cause_and_g
 // spec 31, 33
 #[tokio::test]
 async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
-    let store: Arc<dyn Store> = Arc::new(store());
+    let store: Arc<dyn Store> = store().await;
     let before = test_app(App::builder_shared(store.clone()).only_listed()).await;
     before.dispatch(place("o-1")).await.unwrap();
     assert_eq!(
@@ -262,7 +261,7 @@ async fn a_policy_reacts_only_to_events_stored_after_it_starts() {
 async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for_it() {
     failing(ConfirmOnOrderPlaced::NAME, 2, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -295,7 +294,7 @@ async fn a_failed_run_is_retried_after_its_back_off_and_run_until_idle_waits_for
 async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
     failing(ConfirmOnOrderPlaced::NAME, 3, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -351,7 +350,7 @@ async fn a_run_that_keeps_failing_is_dead_lettered_and_the_policy_goes_on() {
 async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
     failing(ConfirmOnOrderPlaced::NAME, 1, true);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -387,7 +386,7 @@ async fn a_handler_that_panics_fails_its_attempt_and_is_retried() {
 #[tokio::test]
 async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<EchoOnReminderSent>(),
     )
@@ -431,7 +430,7 @@ async fn a_chain_past_max_chain_depth_is_refused_and_dead_lettered_at_once() {
 #[tokio::test]
 async fn a_rejection_in_a_reaction_changes_nothing_and_is_reported_by_run_until_idle() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<CancelOnOrderFulfilled>(),
     )
@@ -493,7 +492,12 @@ async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
             Ok(())
         }
     }
-    let app = test_app(App::builder(store()).only_listed().policy::<ConfirmTwice>()).await;
+    let app = test_app(
+        App::builder_shared(store().await)
+            .only_listed()
+            .policy::<ConfirmTwice>(),
+    )
+    .await;
     app.dispatch(place("o-1")).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
@@ -507,7 +511,7 @@ async fn a_later_command_in_a_run_sees_the_earlier_ones_staged_decisions() {
 async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
     failing(ConfirmOnOrderPlaced::NAME, 1, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>()
             .policy::<RemindOnOrderPlaced>()
@@ -560,7 +564,7 @@ async fn a_held_policy_keeps_its_later_events_waiting_while_the_others_go_on() {
 async fn a_delayed_command_is_stored_with_the_run_and_runs_when_due_with_its_cause() {
     failing(RemindOnOrderPlaced::NAME, 1, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
@@ -619,7 +623,7 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
         }
     }
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<CancelLater>()
             .command::<CancelOrder>(),
@@ -654,7 +658,7 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
 #[tokio::test]
 async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<RemindOnOrderPlaced>(),
     )
@@ -683,7 +687,7 @@ async fn a_delayed_command_of_an_unregistered_type_fails_the_run_with_the_fix() 
 #[tokio::test]
 async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
     )
@@ -713,7 +717,7 @@ async fn a_delayed_policy_runs_at_the_events_time_plus_its_delay() {
 #[tokio::test]
 async fn a_delayed_policy_read_late_is_not_pushed_later() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
     )
@@ -733,7 +737,7 @@ async fn a_delayed_policy_read_late_is_not_pushed_later() {
 async fn a_delayed_run_retries_on_its_own_and_ends_as_the_policys_letter() {
     failing("welcome_on_order_placed:o-1", 3, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<WelcomeOnOrderPlaced>(),
     )
@@ -777,7 +781,7 @@ async fn notify_on_order_paid(cx: Reaction<'_, OrderPaid>) -> Result<()> {
 #[tokio::test]
 async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<NotifyOnOrderPaid>(),
     )
@@ -809,7 +813,7 @@ async fn a_policy_declared_with_the_attribute_runs_like_any_other() {
 #[tokio::test]
 async fn one_advance_runs_the_policy_then_the_delayed_command_it_scheduled() {
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<RemindOnOrderPlaced>()
             .command::<SendReminder>(),
@@ -839,7 +843,7 @@ async fn events_are_read_in_batches_and_every_one_is_handled() {
     let mut config = bounda::config::Config::default();
     config.dispatcher.batch_size = 2;
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
@@ -885,7 +889,7 @@ async fn rejections_of_a_failed_attempt_are_not_reported() {
     }
     failing(RejectedThenFails::NAME, 1, false);
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<RejectedThenFails>(),
     )
@@ -916,7 +920,7 @@ async fn a_claim_lasts_twice_the_longest_time_limit() {
         },
     );
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .config(config)
             .policy::<ConfirmOnOrderPlaced>(),
@@ -990,7 +994,7 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
     let notifier = Arc::new(MemoryNotifier::default());
     let port: Arc<dyn Notifier> = notifier.clone();
     let app = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .port(port)
             .policy::<NotifyOnOrderPlaced>(),
@@ -1008,7 +1012,7 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
     );
 
     let without = test_app(
-        App::builder(store())
+        App::builder_shared(store().await)
             .only_listed()
             .policy::<NotifyOnOrderPlaced>(),
     )

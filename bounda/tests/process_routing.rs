@@ -13,7 +13,6 @@ use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::store::{LetterKind, Store};
 use bounda::{PROCESSES, RecordedEvent};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 thread_local! {
@@ -114,7 +113,7 @@ impl Settlement {
 
 async fn app_with(config: Config) -> TestApp {
     TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .config(config)
             .process::<Settlement>()
@@ -862,7 +861,7 @@ mod v2 {
 // spec 117: a failure whose handler a deploy removed is let through, and the retry goes on.
 #[tokio::test]
 async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
-    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(SqliteStore::in_memory().unwrap());
+    let store: std::sync::Arc<dyn Store> = support::database::store().await;
     let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
     let first = TestApp::with_app(
         App::builder_shared(store.clone())

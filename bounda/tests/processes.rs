@@ -11,7 +11,6 @@ mod support;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind};
 use bounda::{PROCESSES, RecordedEvent};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 mod payment {
@@ -117,7 +116,7 @@ use payment::Payment;
 
 async fn app() -> TestApp {
     TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<Payment>(),
     )
@@ -561,7 +560,7 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
     }
 
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<Stubborn>(),
     )
@@ -818,7 +817,7 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
     }
 
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<Flaky>(),
     )
@@ -863,7 +862,7 @@ async fn a_failing_deadline_is_retried_with_the_process_back_off() {
 #[tokio::test]
 async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
     let app = TestApp::new(
-        App::builder(support::racing::Racing::after_first_commit(1))
+        App::builder(support::racing::Racing::after_first_commit(1).await)
             .only_listed()
             .process::<Payment>(),
     )
@@ -1115,7 +1114,7 @@ mod recompute {
 
 async fn recompute_app() -> TestApp {
     TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<recompute::Recompute>(),
     )
@@ -1296,7 +1295,7 @@ async fn deadline_causation_follows_serde_renames() {
     }
 
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<Renamed>(),
     )

@@ -173,7 +173,7 @@ proptest! {
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
-            let app = bounda::App::builder(bounda_sqlite::SqliteStore::in_memory().unwrap())
+            let app = bounda::App::builder_shared(support::database::store().await)
                 .only_listed()
                 .process::<OrderPayment>()
                 .build().await
@@ -210,7 +210,7 @@ proptest! {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let app = TestApp::new(
-                bounda::App::builder(bounda_sqlite::SqliteStore::in_memory().unwrap())
+                bounda::App::builder_shared(support::database::store().await)
                     .only_listed()
                     .process::<OrderPayment>(),
             ).await

@@ -11,7 +11,6 @@ mod support;
 
 use bounda::prelude::*;
 use bounda::{Error, PendingDeadline};
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 /// Confirms every order an hour after it is placed, through a command it schedules: the policy
@@ -43,7 +42,7 @@ async fn deadlines(app: &TestApp) -> Vec<String> {
 
 #[tokio::test]
 async fn an_app_built_without_a_list_runs_every_process_policy_and_command_of_the_binary() {
-    let app = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()))
+    let app = TestApp::new(App::builder_shared(support::database::store().await))
         .await
         .unwrap();
     app.dispatch(place("o-1")).await.unwrap();
@@ -67,7 +66,7 @@ async fn an_app_built_without_a_list_runs_every_process_policy_and_command_of_th
 #[tokio::test]
 async fn only_listed_runs_what_the_builder_names_and_nothing_else() {
     let listed = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .process::<OrderPayment>(),
     )
@@ -82,7 +81,7 @@ async fn only_listed_runs_what_the_builder_names_and_nothing_else() {
     );
     assert_eq!(deadlines(&listed).await.len(), 3, "the process is");
 
-    let nothing = TestApp::new(App::builder(SqliteStore::in_memory().unwrap()).only_listed())
+    let nothing = TestApp::new(App::builder_shared(support::database::store().await).only_listed())
         .await
         .unwrap();
     nothing.dispatch(place("o-1")).await.unwrap();
@@ -94,7 +93,7 @@ async fn only_listed_runs_what_the_builder_names_and_nothing_else() {
 #[tokio::test]
 async fn listing_what_the_binary_registers_adds_it_once() {
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .policy::<ConfirmOnOrderPlaced>()
             .process::<OrderPayment>()
             .command::<RecordConfirmationSent>(),
@@ -114,7 +113,7 @@ async fn listing_what_the_binary_registers_adds_it_once() {
 async fn a_call_that_files_an_unexpected_letter_fails_and_names_it() {
     // The command the policy schedules is left out: its run is a dead letter.
     let app = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -138,7 +137,7 @@ async fn a_call_that_files_an_unexpected_letter_fails_and_names_it() {
     app.advance(hours(1)).await.unwrap();
 
     let expecting = TestApp::new(
-        App::builder(SqliteStore::in_memory().unwrap())
+        App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )

@@ -10,7 +10,6 @@
 mod support;
 
 use bounda::prelude::*;
-use bounda_sqlite::SqliteStore;
 use support::storefront::{Order, OrderCancelled};
 
 /// A second command named `CancelOrder`, beside the support module's.
@@ -64,7 +63,7 @@ mod confirm_again {
 
 #[tokio::test]
 async fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
-    let error = App::builder(SqliteStore::in_memory().unwrap())
+    let error = App::builder_shared(support::database::store().await)
         .build()
         .await
         .unwrap_err();
@@ -83,7 +82,7 @@ async fn two_commands_or_policies_with_one_name_refuse_the_app_and_name_both() {
         "{message}"
     );
     // Listing one of each is the way out.
-    App::builder(SqliteStore::in_memory().unwrap())
+    App::builder_shared(support::database::store().await)
         .only_listed()
         .command::<CancelOrder>()
         .policy::<confirm::ConfirmOnOrderPlaced>()

@@ -13,7 +13,6 @@ use std::time::Duration as StdDuration;
 use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::store::Store;
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 struct RemindSoon;
@@ -70,7 +69,7 @@ async fn until_events(store: Arc<dyn Store>, count: usize) {
 
 #[tokio::test]
 async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let store: Arc<dyn Store> = support::database::store().await;
     let app = App::builder_shared(store.clone())
         .only_listed()
         .config(fast())
@@ -106,7 +105,7 @@ async fn a_delayed_command_and_a_delayed_policy_run_on_the_real_clock() {
 // spec 188: shut down at once, nothing is lost; the next run does the rest.
 #[tokio::test]
 async fn work_left_at_shutdown_is_done_by_the_next_run() {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let store: Arc<dyn Store> = support::database::store().await;
     let builder = || {
         App::builder_shared(store.clone())
             .only_listed()
@@ -155,7 +154,7 @@ async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
             Ok(())
         }
     }
-    let error = App::builder(SqliteStore::in_memory().unwrap())
+    let error = App::builder_shared(support::database::store().await)
         .only_listed()
         .policy::<Broken>()
         .build()
@@ -176,7 +175,7 @@ async fn an_invalid_policy_delay_refuses_the_app_naming_the_policy() {
 async fn a_time_limit_of_zero_refuses_the_app_naming_the_key() {
     let mut config = bounda::config::Config::default();
     config.processes.handler_timeout = millis(0);
-    let error = App::builder(SqliteStore::in_memory().unwrap())
+    let error = App::builder_shared(support::database::store().await)
         .only_listed()
         .config(config)
         .build()

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use bounda::StateProblem;
 use bounda::prelude::*;
 use bounda::store::Store;
-use bounda_sqlite::SqliteStore;
 use support::storefront::*;
 
 /// The process as first deployed.
@@ -98,7 +97,7 @@ fn place(order_id: &str) -> PlaceOrder {
 
 /// Two orders followed by the first deploy, each a day into its reminders.
 async fn deployed_once() -> (Arc<dyn Store>, TestApp) {
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::in_memory().unwrap());
+    let store: Arc<dyn Store> = support::database::store().await;
     let first = TestApp::new(
         App::builder_shared(store.clone())
             .only_listed()

@@ -76,6 +76,7 @@ macro_rules! store_contract_tests {
             a_letter_filed_with_its_claim_keeps_the_runs_first_failure,
             a_lease_longer_than_the_calendar_never_lapses,
             a_letter_is_claimed_by_one_retry_at_a_time,
+            any_json_is_kept_as_written,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1465,4 +1466,47 @@ pub async fn a_letter_is_claimed_by_one_retry_at_a_time(store: &dyn Store) {
         "a settled letter is never claimed"
     );
     assert!(!store.claim_letter("nope", "r-5", now, lease).await.unwrap());
+}
+
+// A payload is the user's: whatever JSON it is (a NUL in a string, any Unicode, large and
+// fractional numbers, deep nesting, a key order) comes back equal, in events, scheduler entries,
+// letters and snapshots.
+pub async fn any_json_is_kept_as_written(store: &dyn Store) {
+    let odd = json!({
+        "nul": "a\u{0}b",
+        "unicode": "\u{1F600} \u{10FFFF} \u{202E}",
+        "numbers": [u64::MAX, i64::MIN, 0.1, 1e300, -0.0],
+        "nested": { "z": [[[[{ "a": null }]]]], "a": true },
+        "": "an empty key",
+    });
+    let mut appended = append("Order", "o-1", 0, &["e-1"]);
+    appended.events[0].payload = odd.clone();
+    let mut scheduled = entry("k-1", "2026-01-02T00:00:00Z");
+    scheduled.payload = odd.clone();
+    scheduled.context = odd.clone();
+    let mut filed = letter("l-1", LetterKind::Scheduled, "Ping");
+    filed.payload = Some(odd.clone());
+    store
+        .commit(&WriteSet {
+            appends: vec![appended],
+            schedule: vec![scheduled],
+            dead_letters: vec![filed],
+            snapshots: vec![Snapshot {
+                aggregate_type: "Order".into(),
+                aggregate_id: "o-1".into(),
+                version: 1,
+                state: odd.clone(),
+            }],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let events = store.read_stream("Order", "o-1").await.unwrap();
+    assert_eq!(events[0].payload, odd, "an event's payload");
+    let entry = store.scheduled("k-1").await.unwrap().unwrap();
+    assert_eq!((entry.payload, entry.context), (odd.clone(), odd.clone()));
+    let letter = store.dead_letter("l-1").await.unwrap().unwrap();
+    assert_eq!(letter.payload, Some(odd.clone()), "a letter's payload");
+    let snapshot = store.snapshot("Order", "o-1").await.unwrap().unwrap();
+    assert_eq!(snapshot.state, odd, "a snapshot's state");
 }

@@ -11,11 +11,11 @@ use bounda::ids::IdGenerator;
 use bounda::store::{LetterFilter, LetterKind, LetterStatus, Store};
 use bounda::testing::TestApp;
 use bounda::{App, Duration, Instant, ProcessStatus, Retried, millis, seconds};
-use bounda_sqlite::SqliteStore;
 
 use super::domain::{self, Ask, Plan, Request, Watch};
 use super::model::{self, Model};
 use super::schedule::{Act, Step};
+use super::support::database::Database;
 use super::support::racing::{Faults, Racing};
 
 /// What a run found: the first disagreement or broken invariant, with the step it followed.
@@ -75,8 +75,8 @@ impl IdGenerator for Prefixed {
 
 /// A schedule in progress.
 struct Run {
-    _dir: tempfile::TempDir,
-    path: std::path::PathBuf,
+    /// The database the runners open, a SQLite file or a PostgreSQL schema (the suite's switch).
+    database: Database,
     clock: Arc<SimulatedClock>,
     plan: Arc<Plan>,
     runners: Vec<TestApp>,
@@ -128,8 +128,6 @@ fn account(n: u8) -> String {
 
 impl Run {
     async fn new(seed: u64, faults: Option<u64>) -> Run {
-        let dir = tempfile::tempdir().expect("a directory");
-        let path = dir.path().join("sim.db");
         let clock = Arc::new(SimulatedClock::default());
         let plan = Arc::new(Plan {
             seed,
@@ -137,8 +135,7 @@ impl Run {
         });
         let now = clock.now().as_millis();
         let mut run = Run {
-            _dir: dir,
-            path,
+            database: Database::new(),
             clock,
             plan,
             runners: Vec::new(),
@@ -154,18 +151,19 @@ impl Run {
         run
     }
 
-    /// `count` runners on the file, as a restart brings them up.
+    /// `count` runners on the database, as a restart brings them up.
     async fn start(&mut self, count: usize) {
         self.runners.clear();
         self.generation += 1;
         self.collect_faults();
         self.stores.clear();
         for runner in 0..count.max(1) {
+            let opened = self.database.open().await;
             let store: Arc<dyn Store> = match self.faults {
-                None => Arc::new(SqliteStore::open(&self.path).expect("the file opens")),
+                None => opened,
                 Some(per_mille) => {
                     let seed = self.plan.seed ^ (self.generation as u64 * 31 + runner as u64);
-                    let racing = Arc::new(Racing::faulty(&self.path, Faults::new(seed, per_mille)));
+                    let racing = Arc::new(Racing::faulty(opened, Faults::new(seed, per_mille)));
                     self.stores.push(racing.clone());
                     racing
                 }
@@ -841,7 +839,7 @@ async fn simulate(seed: u64, schedule: &[Step], faults: Option<u64>) -> Outcome 
             .await
             .map_err(|error| format!("at the end: {error}"))?;
     }
-    integrity(&run.path)?;
+    run.database.check_integrity()?;
     Ok(run.stats)
 }
 
@@ -968,17 +966,4 @@ async fn fault_checks(app: &App, end: bool) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// SQLite's own check of the file.
-fn integrity(path: &std::path::Path) -> Result<(), String> {
-    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
-    let answer: String = conn
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .map_err(|e| e.to_string())?;
-    if answer == "ok" {
-        Ok(())
-    } else {
-        Err(format!("integrity_check: {answer}"))
-    }
 }

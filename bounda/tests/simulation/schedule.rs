@@ -32,7 +32,7 @@ pub enum Step {
     Retry(u8),
     /// An operator discards it.
     Discard(u8),
-    /// Every app is dropped and this many runners reopen the file.
+    /// Every app is dropped and this many runners reopen the database.
     Restart(u8),
 }
 

@@ -6,12 +6,14 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use bounda::store::*;
 use bounda::{Duration, Instant, RecordedEvent};
-use bounda_sqlite::SqliteStore;
 
 pub struct Racing {
-    pub inner: SqliteStore,
+    /// The store it wraps: the suite's ([`super::database`]).
+    pub inner: Arc<dyn Store>,
     /// How many commits still lose their race.
     pub races: AtomicU32,
     /// Races to arm once the first commit is through.
@@ -91,9 +93,15 @@ impl Fault {
 }
 
 impl Racing {
-    pub fn losing(races: u32) -> Racing {
+    /// A fresh store of the suite's whose first `races` commits lose their race.
+    pub async fn losing(races: u32) -> Racing {
+        Racing::over(super::database::store().await, races)
+    }
+
+    /// `inner`, whose first `races` commits lose their race.
+    pub fn over(inner: Arc<dyn Store>, races: u32) -> Racing {
         Racing {
-            inner: SqliteStore::in_memory().expect("a store"),
+            inner,
             races: AtomicU32::new(races),
             after_first: AtomicU32::new(0),
             unreadable: Mutex::new(None),
@@ -103,12 +111,11 @@ impl Racing {
         }
     }
 
-    /// The file at `path`, whose commits fail as `faults` chooses.
-    pub fn faulty(path: &std::path::Path, faults: Faults) -> Racing {
+    /// `inner`, whose commits fail as `faults` chooses.
+    pub fn faulty(inner: Arc<dyn Store>, faults: Faults) -> Racing {
         Racing {
-            inner: SqliteStore::open(path).expect("the file opens"),
             faults: Some(faults),
-            ..Racing::losing(0)
+            ..Racing::over(inner, 0)
         }
     }
 
@@ -118,8 +125,8 @@ impl Racing {
 
     /// A store whose commits lose `races` races once the first commit (an outside command) is
     /// through, so only a reaction's commits lose them.
-    pub fn after_first_commit(races: u32) -> Racing {
-        let racing = Racing::losing(0);
+    pub async fn after_first_commit(races: u32) -> Racing {
+        let racing = Racing::losing(0).await;
         racing.after_first.store(races, Ordering::SeqCst);
         racing
     }

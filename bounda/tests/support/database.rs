@@ -1,0 +1,105 @@
+//! The store the runtime's tests run on: SQLite by default, PostgreSQL with
+//! `BOUNDA_TEST_STORE=postgres` (a throwaway server the tests start, or `BOUNDA_POSTGRES_URL`).
+//! One switch for the whole suite; tests about SQLite itself (its files, its pragmas, its
+//! failures) build their `SqliteStore` directly.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bounda::store::Store;
+use bounda_postgres::{Options, PostgresStore, testing};
+use bounda_sqlite::SqliteStore;
+
+/// Which store the suite runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+/// What `BOUNDA_TEST_STORE` asks for; any other value stops the test saying what it takes.
+pub fn kind() -> Kind {
+    match std::env::var("BOUNDA_TEST_STORE").as_deref() {
+        Err(_) | Ok("" | "sqlite") => Kind::Sqlite,
+        Ok("postgres") => Kind::Postgres,
+        Ok(other) => {
+            panic!("BOUNDA_TEST_STORE is `{other}`: it takes `sqlite` (the default) or `postgres`")
+        }
+    }
+}
+
+/// A fresh, empty store.
+pub async fn store() -> Arc<dyn Store> {
+    match kind() {
+        Kind::Sqlite => Arc::new(SqliteStore::in_memory().expect("an in-memory store")),
+        Kind::Postgres => Arc::new(testing::store("runtime", Options::default()).await),
+    }
+}
+
+/// One database that several stores open, as several processes or machines would: a SQLite file
+/// or a PostgreSQL schema.
+pub enum Database {
+    Sqlite {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    },
+    Postgres {
+        url: String,
+        schema: String,
+    },
+}
+
+impl Database {
+    /// A new, empty database.
+    pub fn new() -> Database {
+        match kind() {
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().expect("a temporary directory");
+                Database::Sqlite {
+                    path: dir.path().join("bounda.db"),
+                    _dir: dir,
+                }
+            }
+            Kind::Postgres => {
+                let (url, schema) = testing::schema("shared").unwrap_or_else(|how| panic!("{how}"));
+                Database::Postgres { url, schema }
+            }
+        }
+    }
+
+    /// A store on it, of its own: another process's connection.
+    pub async fn open(&self) -> Arc<dyn Store> {
+        match self {
+            Database::Sqlite { path, .. } => {
+                Arc::new(SqliteStore::open(path).expect("the file opens"))
+            }
+            Database::Postgres { url, schema } => {
+                let options = Options {
+                    schema: schema.clone(),
+                    ..Options::default()
+                };
+                Arc::new(
+                    PostgresStore::connect(url, options)
+                        .await
+                        .expect("the test server answers"),
+                )
+            }
+        }
+    }
+
+    /// Whether the database checks out whole: SQLite's `PRAGMA integrity_check` (PostgreSQL keeps
+    /// its own).
+    pub fn check_integrity(&self) -> Result<(), String> {
+        let Database::Sqlite { path, .. } = self else {
+            return Ok(());
+        };
+        let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+        let answer: String = conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .map_err(|e| e.to_string())?;
+        match answer.as_str() {
+            "ok" => Ok(()),
+            other => Err(format!("integrity check: {other}")),
+        }
+    }
+}
