@@ -67,10 +67,7 @@ pub(crate) async fn apply(
         )
         .await
         .map_err(failed("cannot move the position counter"))?;
-        // Delivered at the commit, to every process listening on these tables.
-        execute(client, "SELECT pg_notify($1, '')", &[&names.channel()])
-            .await
-            .map_err(failed("cannot notify the listeners"))?;
+        notify(client, names).await?;
         if let Some(before) = head_before {
             for subscriber in &writes.skip {
                 execute(
@@ -113,6 +110,11 @@ pub(crate) async fn apply(
         .await
         .map_err(failed("cannot unschedule"))?;
     }
+    // Runners elsewhere wait at most for the earliest pending entry: one scheduled before it
+    // wakes them, at the commit.
+    if let Some(earliest) = writes.schedule.iter().map(|entry| entry.execute_at).min() {
+        notify_if_earlier(client, names, earliest).await?;
+    }
     let moved_key = moved.map(|(release, _)| release.dedupe_key.as_str());
     for entry in writes
         .schedule
@@ -145,6 +147,37 @@ pub(crate) async fn apply(
         settle_letter(client, names, settle).await?;
     }
     Ok(committed)
+}
+
+/// Wakes every process listening on these tables, at the commit (and not if it rolls back).
+async fn notify(client: &impl GenericClient, names: &Names) -> Result<(), StoreError> {
+    execute(client, "SELECT pg_notify($1, '')", &[&names.channel()])
+        .await
+        .map_err(failed("cannot notify the listeners"))?;
+    Ok(())
+}
+
+/// Notifies when `at` comes before every free pending entry (or there is none): what a waiting
+/// runner may be waiting for.
+async fn notify_if_earlier(
+    client: &impl GenericClient,
+    names: &Names,
+    at: Instant,
+) -> Result<(), StoreError> {
+    let row = query_one(
+        client,
+        &names.sql(
+            "SELECT coalesce($1 < (SELECT min(execute_at) FROM {t}scheduled_commands
+                                   WHERE claimed_at IS NULL), TRUE)",
+        ),
+        &[&at.to_chrono()],
+    )
+    .await
+    .map_err(failed("cannot read the earliest pending entry"))?;
+    if rows::get::<bool>(&row, 0)? {
+        notify(client, names).await?;
+    }
+    Ok(())
 }
 
 /// When the run whose claim `writes` settles first failed, if it failed before.

@@ -7,7 +7,7 @@
 
 use bounda::store::{
     CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
+    Listener, ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
@@ -478,6 +478,11 @@ impl Store for PostgresStore {
         .await
         .map_err(failed("cannot count dead letters"))?;
         rows::unsigned(&row, 0)
+    }
+
+    /// A connection of its own, listening on these tables' channel.
+    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
+        Ok(Some(Box::new(self.wakeups().await?)))
     }
 
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {

@@ -1,5 +1,6 @@
-//! Wake-ups across machines: an append notifies, at its commit, every process listening on the
-//! same tables, so a dispatcher on another machine runs at once instead of at its next poll.
+//! Wake-ups across machines: an append, or an entry scheduled earlier than any pending, notifies
+//! at its commit every process listening on the same tables, so a runner on another machine
+//! runs at once instead of at its next poll.
 //! Polling stays the fallback: a notification lost with a dropped connection costs a poll
 //! interval, never an event.
 
@@ -35,8 +36,15 @@ impl Wakeups {
     }
 }
 
+impl bounda::store::Listener for Wakeups {
+    fn next(&self) -> futures_util::future::BoxFuture<'_, ()> {
+        Box::pin(Wakeups::next(self))
+    }
+}
+
 impl PostgresStore {
-    /// Listens for appends to these tables, from any process on any machine.
+    /// Listens for appends to these tables, and entries scheduled earlier than any pending, from
+    /// any process on any machine.
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
         let (client, mut connection) = self
             .config
@@ -50,9 +58,23 @@ impl PostgresStore {
             tokio::spawn(async move {
                 let mut messages =
                     futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                while let Some(Ok(message)) = messages.next().await {
-                    if let AsyncMessage::Notification(_) = message {
-                        notified.notify_one();
+                loop {
+                    match messages.next().await {
+                        Some(Ok(AsyncMessage::Notification(_))) => notified.notify_one(),
+                        Some(Ok(_)) => {}
+                        Some(Err(error)) => {
+                            tracing::warn!(
+                                error = %error,
+                                "the connection listening for other processes' writes failed: polling only"
+                            );
+                            return;
+                        }
+                        None => {
+                            tracing::warn!(
+                                "the connection listening for other processes' writes closed: polling only"
+                            );
+                            return;
+                        }
                     }
                 }
             })

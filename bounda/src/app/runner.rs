@@ -34,6 +34,17 @@ impl App {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+        // Other processes' writes wake the runner between polls, where the store can hear them.
+        let listener = match self.store().listen().await {
+            Ok(listener) => listener,
+            Err(error) => {
+                tracing::warn!(
+                    error = %error,
+                    "cannot listen for other processes' writes: polling every {poll}"
+                );
+                None
+            }
+        };
         loop {
             let pass = self.pass_once();
             tokio::pin!(pass);
@@ -57,10 +68,24 @@ impl App {
             if moved {
                 continue;
             }
+            let wait = self.idle_wait(poll).await;
             tokio::select! {
                 () = &mut shutdown => return Ok(()),
-                () = tokio::time::sleep(poll.into()) => {}
+                () = tokio::time::sleep(wait.into()) => {}
+                () = woken(listener.as_deref()) => {}
             }
+        }
+    }
+
+    /// How long an idle runner waits: the poll interval, or less when an entry comes due sooner.
+    /// One due already that the pass left (a deadline waiting for its instance's events) waits
+    /// the poll interval, so the runner does not spin.
+    async fn idle_wait(&self, poll: crate::Duration) -> crate::Duration {
+        let now = self.clock().now();
+        match self.next_due_at().await {
+            Ok(Some(due)) if due > now && due < now + poll => due.saturating_since(now),
+            // A failing read is the next pass's to report.
+            _ => poll,
         }
     }
 
@@ -232,4 +257,12 @@ pub async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     ctrl_c.await;
+}
+
+/// Completes at `listener`'s next wake-up; never without one.
+async fn woken(listener: Option<&dyn crate::store::Listener>) {
+    match listener {
+        Some(listener) => listener.next().await,
+        None => std::future::pending().await,
+    }
 }

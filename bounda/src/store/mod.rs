@@ -217,6 +217,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// The dead letter with this id.
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+
+    /// Hears what other processes write that may be work for this one (an event appended, an
+    /// entry scheduled earlier than any pending), so a runner waiting between polls wakes at
+    /// once. `None`, the default: the store hears nothing, and runners poll.
+    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// Wake-ups from other processes' writes; see [`Store::listen`]. A wake-up may be spurious,
+/// and one lost (a dropped connection) costs a poll interval, never work: runners keep polling.
+pub trait Listener: Send + Sync {
+    /// Completes at the next wake-up after the last call, or at once if one came since.
+    fn next(&self) -> futures_util::future::BoxFuture<'_, ()>;
 }
 
 /// What [`Store::claim_inbox_batch`] promises about order: once a handler's pair is held or
