@@ -82,6 +82,13 @@ impl PostgresStore {
     /// Connects to the server of `url` (`postgres://user@host/db`, or `host=/run/postgresql
     /// dbname=app`) and migrates the tables under `options`' schema and prefix.
     pub async fn connect(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
+        let store = PostgresStore::connect_pool(url, options)?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The pool, not connected yet.
+    fn connect_pool(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let names = names::Names::new(&options.schema, &options.table_prefix)?;
         let config: tokio_postgres::Config = url
             .parse()
@@ -97,13 +104,43 @@ impl PostgresStore {
             .max_size(options.pool_size.max(1))
             .build()
             .map_err(|e| StoreError::with_source("cannot build the connection pool", e))?;
-        let store = PostgresStore {
+        Ok(PostgresStore {
             pool,
             names,
             config,
-        };
-        let mut client = store.client().await?;
-        schema::migrate(&mut client, &store.names).await?;
+        })
+    }
+
+    /// Runs the migrations the tables lack.
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        schema::migrate(&mut client, &self.names).await?;
+        Ok(())
+    }
+
+    /// Connects as [`connect`](PostgresStore::connect) does, to tables that exist already: an
+    /// operator's command must not create an empty set of tables on a mistyped address or schema.
+    pub async fn connect_existing(
+        url: &str,
+        options: Options,
+    ) -> Result<PostgresStore, StoreError> {
+        let store = PostgresStore::connect_pool(url, options)?;
+        let client = store.client().await?;
+        let row = client
+            .query_one(
+                "SELECT to_regclass($1) IS NOT NULL",
+                &[&format!("{}schema", store.names.tables())],
+            )
+            .await
+            .map_err(|e| StoreError::with_source("cannot look for bounda's tables", e))?;
+        if !row.try_get::<_, bool>(0).unwrap_or(false) {
+            return Err(StoreError::new(format!(
+                "no bounda tables `{}*` on this server; check the address and the schema",
+                store.names.tables()
+            )));
+        }
+        drop(client);
+        store.migrate().await?;
         Ok(store)
     }
 

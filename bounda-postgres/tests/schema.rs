@@ -138,3 +138,24 @@ async fn a_schema_or_prefix_that_is_not_a_plain_identifier_is_refused_naming_it(
         "{error}"
     );
 }
+
+// An operator's command opens existing tables only: a mistyped schema is an error, and creates
+// nothing.
+#[tokio::test]
+async fn connecting_to_existing_tables_refuses_where_there_are_none_and_creates_nothing() {
+    let (url, schema) = fresh("existing");
+    let error = PostgresStore::connect_existing(&url, options(&schema, ""))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no bounda tables"), "{error}");
+    assert!(error.contains(&schema), "names where it looked: {error}");
+    assert_eq!(tables(&url, &schema).await, Vec::<String>::new());
+    PostgresStore::connect(&url, options(&schema, ""))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect_existing(&url, options(&schema, ""))
+        .await
+        .unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+}

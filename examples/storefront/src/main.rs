@@ -1,4 +1,4 @@
-//! The storefront in one binary on one SQLite file.
+//! The storefront in one binary, on one SQLite file or a PostgreSQL server (`--db`).
 //!
 //! `storefront` (or `storefront run`) places a batch of orders on the real clock, settles a third,
 //! declines a third and leaves the rest to a short payment window, shows progress, and ends with
@@ -6,30 +6,39 @@
 //! deadlines run after the restart. `storefront lag`, `deadlines` and `dead-letters ..` are the
 //! operator's commands.
 
+mod database;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use bounda::{App, Duration};
-use bounda_sqlite::SqliteStore;
 use clap::{Args, Parser, Subcommand};
 use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
 use storefront::payment::{DeclinePayment, MarkPaymentProcessing, Payment, SettlePayment};
 use storefront::ports::{FakeGateway, FileNotifier, GatewayPort, MemoryNotifier, NotifierPort};
 
 #[derive(Parser)]
-#[command(about = "The storefront of bounda, on one SQLite file")]
+#[command(about = "The storefront of bounda, on one SQLite file or a PostgreSQL server")]
 struct Cli {
-    /// The database file.
+    /// The database: a SQLite file's path, or a PostgreSQL server's address
+    /// (`postgres://user:password@host/dbname`) for workers on several machines.
     #[arg(
         long,
         env = "STOREFRONT_DB",
         default_value = "storefront.db",
         global = true
     )]
-    db: PathBuf,
+    db: database::Database,
+    /// On PostgreSQL, the schema that holds the tables (created if missing).
+    #[arg(
+        long,
+        env = "STOREFRONT_SCHEMA",
+        default_value = "storefront",
+        global = true
+    )]
+    schema: String,
     /// How long one handler run may take. A crashed run's claims lapse after twice this, so a
     /// restart after a SIGKILL resumes its work then.
     #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
@@ -157,6 +166,7 @@ async fn main() -> ExitCode {
     let existing = matches!(command, Command::Operator(_));
     let app = match build(
         &cli.db,
+        &cli.schema,
         existing,
         cli.handler_timeout,
         cli.batch_size,
@@ -186,17 +196,15 @@ async fn main() -> ExitCode {
 }
 
 async fn build(
-    db: &PathBuf,
+    db: &database::Database,
+    schema: &str,
     existing: bool,
     handler_timeout: Duration,
     batch_size: u32,
     backoff: Duration,
     timing: storefront::Timing,
 ) -> anyhow::Result<App> {
-    let store = match existing {
-        true => SqliteStore::open_existing(db)?,
-        false => SqliteStore::open(db)?,
-    };
+    let store = db.open(existing, schema).await?;
     let mut config = bounda::config::Config::default();
     config.commands.timeout = handler_timeout;
     config.policies.timeout = handler_timeout;
@@ -209,7 +217,7 @@ async fn build(
         None => Arc::new(MemoryNotifier::default()),
     };
     let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let builder = App::builder(store).config(config);
+    let builder = App::builder_shared(store).config(config);
     Ok(storefront::app(builder, notifier, gateway, timing)
         .build()
         .await?)
@@ -247,7 +255,7 @@ enum Fate {
     Ignore,
 }
 
-async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<()> {
+async fn run(app: &App, db: &database::Database, args: &RunArgs) -> anyhow::Result<()> {
     // Orders an earlier run left open: their deadlines run after the restart.
     let resumed: Vec<String> = app
         .pending_deadlines()
@@ -263,7 +271,7 @@ async fn run(app: &App, db: &std::path::Path, args: &RunArgs) -> anyhow::Result<
     let batch = &id[id.len().saturating_sub(12)..];
     println!(
         "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
-        db.display(),
+        db,
         args.orders,
         args.timing.payment_window,
         resumed.len()

@@ -1,0 +1,100 @@
+//! Where the storefront keeps its data: a SQLite file (one machine), or a PostgreSQL server
+//! (several machines), chosen by the form of `--db`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bounda::store::Store;
+
+/// A `--db`: `postgres://…` (or `postgresql://…`) is a server, anything else a file path.
+#[derive(Debug, Clone)]
+pub enum Database {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL server, by its address.
+    Postgres(String),
+}
+
+impl std::str::FromStr for Database {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Database, Self::Err> {
+        Ok(
+            match text.starts_with("postgres://") || text.starts_with("postgresql://") {
+                true => Database::Postgres(text.to_owned()),
+                false => Database::File(PathBuf::from(text)),
+            },
+        )
+    }
+}
+
+impl std::fmt::Display for Database {
+    /// The file's path, or the server's address without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::File(path) => write!(f, "{}", path.display()),
+            Database::Postgres(url) => f.write_str(&without_password(url)),
+        }
+    }
+}
+
+/// `url` with the password of its user part, if any, replaced by `***`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+impl Database {
+    /// A store on it; with `existing`, one that must be there already (an operator's command
+    /// never creates a database). `schema` is where a server's tables go.
+    pub async fn open(&self, existing: bool, schema: &str) -> anyhow::Result<Arc<dyn Store>> {
+        Ok(match self {
+            Database::File(path) => Arc::new(match existing {
+                true => bounda_sqlite::SqliteStore::open_existing(path)?,
+                false => bounda_sqlite::SqliteStore::open(path)?,
+            }),
+            Database::Postgres(url) => {
+                let options = bounda_postgres::Options {
+                    schema: schema.to_owned(),
+                    ..bounda_postgres::Options::default()
+                };
+                Arc::new(match existing {
+                    true => bounda_postgres::PostgresStore::connect_existing(url, options).await?,
+                    false => bounda_postgres::PostgresStore::connect(url, options).await?,
+                })
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_address_is_told_from_a_path_and_shown_without_its_password() {
+        let server: Database = "postgres://shop:s3cret@db.internal:5432/shop"
+            .parse()
+            .unwrap();
+        assert!(matches!(server, Database::Postgres(_)));
+        assert_eq!(
+            server.to_string(),
+            "postgres://shop:***@db.internal:5432/shop"
+        );
+        let plain: Database = "postgresql://shop@db/shop".parse().unwrap();
+        assert_eq!(plain.to_string(), "postgresql://shop@db/shop");
+        let file: Database = "data/storefront.db".parse().unwrap();
+        assert!(
+            matches!(file, Database::File(path) if path == std::path::Path::new("data/storefront.db"))
+        );
+    }
+}
