@@ -49,6 +49,11 @@ pub struct Options {
     pub table_prefix: String,
     /// Connections in the pool. Default 8.
     pub pool_size: usize,
+    /// How long the server keeps a session that stopped talking inside a transaction before
+    /// it ends it, rolling back and releasing its locks. A machine cut off from the network
+    /// mid-commit would otherwise hold the position counter, and every append, until the
+    /// network came back. The store's transactions never wait on anything else. Default 5 s.
+    pub idle_in_transaction_timeout: bounda::Duration,
 }
 
 impl Default for Options {
@@ -57,6 +62,7 @@ impl Default for Options {
             schema: "bounda".to_owned(),
             table_prefix: String::new(),
             pool_size: 8,
+            idle_in_transaction_timeout: bounda::seconds(5),
         }
     }
 }
@@ -90,9 +96,22 @@ impl PostgresStore {
     /// The pool, not connected yet.
     fn connect_pool(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let names = names::Names::new(&options.schema, &options.table_prefix)?;
-        let config: tokio_postgres::Config = url
+        let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::with_source("the database address does not read", e))?;
+        let session = format!(
+            "-c idle_in_transaction_session_timeout={}",
+            options.idle_in_transaction_timeout.as_millis().max(1)
+        );
+        let session = match config.get_options() {
+            Some(theirs) => format!("{theirs} {session}"),
+            None => session,
+        };
+        config.options(&session);
+        // A server that does not answer is an error after a while, not a wait without end.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(std::time::Duration::from_secs(10));
+        }
         let manager = Manager::from_config(
             config.clone(),
             tokio_postgres::NoTls,

@@ -132,7 +132,8 @@ impl Store for PostgresStore {
         match self.commit_in_savepoints(writes).await {
             Ok(results) => results,
             Err(error) => {
-                let message = error.to_string();
+                // Each answer carries the whole chain of causes (the server's own words).
+                let message = chain(&error);
                 writes
                     .iter()
                     .map(|_| Err(CommitError::Store(StoreError::new(message.clone()))))
@@ -530,6 +531,18 @@ impl PostgresStore {
         tx.commit().await.map_err(failed("cannot commit"))?;
         Ok(results)
     }
+}
+
+/// `error` and its causes, joined: `cannot commit: db error: …`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// The condition of a letter filter on its first three parameters; a `NULL` one matches all.

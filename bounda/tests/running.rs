@@ -187,3 +187,30 @@ async fn a_time_limit_of_zero_refuses_the_app_naming_the_key() {
         "{error}"
     );
 }
+
+// Issue 12: a runner's name goes before its claims' ids, so it must be plain: one that is not
+// refuses the app, naming it.
+#[tokio::test]
+async fn a_runner_name_that_is_not_plain_refuses_the_app_naming_it() {
+    for name in ["", "machine 1", "a/b"] {
+        let error = App::builder_shared(support::database::store().await)
+            .only_listed()
+            .runner_name(name)
+            .build()
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "INVALID_CONFIGURATION");
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("the runner name `{name}`")),
+            "{error}"
+        );
+    }
+    App::builder_shared(support::database::store().await)
+        .only_listed()
+        .runner_name("machine-1.eu:7")
+        .build()
+        .await
+        .unwrap();
+}

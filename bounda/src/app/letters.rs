@@ -105,7 +105,7 @@ impl DeadLetters<'_> {
         let letter = self.failed(id).await?;
         // Claimed before anything runs: of two retries at once, the second runs nothing.
         let store = self.app.store();
-        let claim_id = self.app.next_id();
+        let claim_id = self.app.claim_id();
         let now = self.app.clock().now();
         if !store
             .claim_letter(id, &claim_id, now, self.app.lease())

@@ -79,6 +79,8 @@ struct Inner {
     /// Passes of `App::run` that moved something, to tell a failing app that still gets
     /// somewhere from one that does not.
     moves: std::sync::atomic::AtomicU64,
+    /// The name this runner puts before its claims' ids.
+    runner: Option<String>,
 }
 
 impl std::fmt::Debug for App {
@@ -108,6 +110,8 @@ pub struct AppBuilder {
     added: std::collections::HashSet<std::any::TypeId>,
     /// The policies' and processes' names, with the Rust type of each: names are inbox keys.
     reactions: HashMap<&'static str, &'static str>,
+    /// The name this runner puts before its claims' ids.
+    runner: Option<String>,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -128,6 +132,24 @@ impl AppBuilder {
     /// Takes new ids from `ids` instead of UUID v7.
     pub fn ids(mut self, ids: Arc<dyn IdGenerator>) -> AppBuilder {
         self.ids = ids;
+        self
+    }
+
+    /// Names this runner (a machine, a process) in the claims it takes: each claim's id is
+    /// `<name>/<id>`, so whoever reads the store can tell which runner holds a run. A name is
+    /// letters, digits, `-`, `_`, `.` or `:`; `build` refuses another.
+    pub fn runner_name(mut self, name: impl Into<String>) -> AppBuilder {
+        let name = name.into();
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+        if !plain {
+            self.refused.push(format!(
+                "the runner name `{name}` is not letters, digits, `-`, `_`, `.` or `:`: choose one like `worker-1`"
+            ));
+        }
+        self.runner = Some(name);
         self
     }
 
@@ -265,6 +287,7 @@ impl AppBuilder {
                 waiting: std::sync::Mutex::new(HashMap::new()),
                 paused: std::sync::Mutex::new(HashMap::new()),
                 moves: std::sync::atomic::AtomicU64::new(0),
+                runner: self.runner,
             }),
         })
     }
@@ -291,6 +314,7 @@ impl App {
             only_listed: false,
             added: std::collections::HashSet::new(),
             reactions: HashMap::new(),
+            runner: None,
         }
     }
 
@@ -386,6 +410,14 @@ impl App {
     /// A new id.
     pub fn next_id(&self) -> String {
         self.inner.ids.next_id()
+    }
+
+    /// The id of a new claim: a new id, after the runner's name if it has one.
+    pub(crate) fn claim_id(&self) -> String {
+        match &self.inner.runner {
+            Some(runner) => format!("{runner}/{}", self.next_id()),
+            None => self.next_id(),
+        }
     }
 
     /// The events of aggregate instance `id`, oldest first.

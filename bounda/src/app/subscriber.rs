@@ -52,7 +52,7 @@ impl App {
                     event_id: &event.id,
                 })
                 .collect();
-            let claim_id = self.next_id();
+            let claim_id = self.claim_id();
             let claims = store
                 .claim_inbox_batch(&pairs, &claim_id, now, self.lease())
                 .await?;

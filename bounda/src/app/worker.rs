@@ -28,7 +28,7 @@ impl App {
         now: Instant,
         rejections: &mut Vec<RejectionRecord>,
     ) -> Result<bool, Error> {
-        let claim_id = self.next_id();
+        let claim_id = self.claim_id();
         let limit = self.config().dispatcher.batch_size;
         let mut entries = self
             .store()

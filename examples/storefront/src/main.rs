@@ -39,6 +39,10 @@ struct Cli {
         global = true
     )]
     schema: String,
+    /// Names this process in the claims it takes (`machine-1/<id>`), so the store shows which
+    /// process holds a run.
+    #[arg(long, env = "RUNNER_NAME", global = true)]
+    runner_name: Option<String>,
     /// How long one handler run may take. A crashed run's claims lapse after twice this, so a
     /// restart after a SIGKILL resumes its work then.
     #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
@@ -153,9 +157,10 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     let command = cli
         .command
+        .take()
         .unwrap_or_else(|| Command::Run(RunArgs::default()));
     let timing = match &command {
         Command::Run(args) => args.timing.timing(),
@@ -164,17 +169,7 @@ async fn main() -> ExitCode {
     };
     // An operator's command reads an existing file; it never creates one.
     let existing = matches!(command, Command::Operator(_));
-    let app = match build(
-        &cli.db,
-        &cli.schema,
-        existing,
-        cli.handler_timeout,
-        cli.batch_size,
-        cli.backoff,
-        timing,
-    )
-    .await
-    {
+    let app = match build(&cli, existing, timing).await {
         Ok(app) => app,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -195,29 +190,26 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn build(
-    db: &database::Database,
-    schema: &str,
-    existing: bool,
-    handler_timeout: Duration,
-    batch_size: u32,
-    backoff: Duration,
-    timing: storefront::Timing,
-) -> anyhow::Result<App> {
-    let store = db.open(existing, schema).await?;
+/// The app on `cli`'s database with its settings; with `existing`, on a database that must be
+/// there already.
+async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow::Result<App> {
+    let store = cli.db.open(existing, &cli.schema).await?;
     let mut config = bounda::config::Config::default();
-    config.commands.timeout = handler_timeout;
-    config.policies.timeout = handler_timeout;
-    config.processes.handler_timeout = handler_timeout;
-    config.dispatcher.batch_size = batch_size as usize;
-    config.dispatcher.backoff.base_delay = backoff;
+    config.commands.timeout = cli.handler_timeout;
+    config.policies.timeout = cli.handler_timeout;
+    config.processes.handler_timeout = cli.handler_timeout;
+    config.dispatcher.batch_size = cli.batch_size as usize;
+    config.dispatcher.backoff.base_delay = cli.backoff;
     // `NOTIFY_LOG=path` writes each confirmation to a file several processes may share.
     let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
         Some(path) => Arc::new(FileNotifier::new(path)),
         None => Arc::new(MemoryNotifier::default()),
     };
     let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let builder = App::builder_shared(store).config(config);
+    let mut builder = App::builder_shared(store).config(config);
+    if let Some(name) = &cli.runner_name {
+        builder = builder.runner_name(name.clone());
+    }
     Ok(storefront::app(builder, notifier, gateway, timing)
         .build()
         .await?)

@@ -6,7 +6,6 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -15,8 +14,12 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use bounda::store::{LetterFilter, Store};
 use bounda::{App, seconds};
 use bounda_sqlite::SqliteStore;
-use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
+use storefront::order::{Item, OrderStatus, PlaceOrder};
 use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+
+mod support;
+
+use support::{deadline_runs, finished_within, log, log_by_pid, orders};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
@@ -53,61 +56,6 @@ fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
     command
 }
 
-/// Every order in the file, with its status.
-async fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
-    let mut orders = BTreeMap::new();
-    let mut after = 0;
-    loop {
-        let events = app.store().read_all(after, 500).await.unwrap();
-        let Some(last) = events.last() else { break };
-        after = last.position;
-        for event in events.iter().filter(|e| e.event_type == "OrderPlaced") {
-            let status = app
-                .load::<Order>(&event.aggregate_id)
-                .await
-                .unwrap()
-                .state
-                .status;
-            orders.insert(event.aggregate_id.clone(), status);
-        }
-    }
-    orders
-}
-
-/// The confirmation log: order → the keys it was confirmed under, and the processes that did it.
-fn log(path: &Path) -> (HashMap<String, Vec<String>>, HashSet<String>) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut by_order: HashMap<String, Vec<String>> = HashMap::new();
-    let mut pids = HashSet::new();
-    for line in text.lines() {
-        let mut parts = line.split(' ');
-        let (order, key, pid) = (
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-        );
-        by_order
-            .entry(order.to_owned())
-            .or_default()
-            .push(key.to_owned());
-        pids.insert(pid.to_owned());
-    }
-    (by_order, pids)
-}
-
-/// Waits for `child` to exit; one still running after `seconds` is killed and fails the test.
-fn finished_within(mut child: std::process::Child, seconds: u64) -> std::process::ExitStatus {
-    let start = StdInstant::now();
-    while start.elapsed() < StdDuration::from_secs(seconds) {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
-    child.kill().unwrap();
-    panic!("still running after {seconds} s");
-}
-
 /// How many deadlines have run so far, read while another process writes the file.
 async fn deadlines_ran(db: &Path) -> usize {
     let Ok(store) = SqliteStore::open(db) else {
@@ -131,39 +79,6 @@ async fn until_deadlines_run(db: &Path) {
             return;
         }
     }
-}
-
-/// How many confirmations each worker process sent.
-fn log_by_pid(path: &Path) -> BTreeMap<String, usize> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut counts = BTreeMap::new();
-    for line in text.lines() {
-        *counts
-            .entry(line.rsplit(' ').next().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    counts
-}
-
-/// How often each (instance, field, moment) deadline ran.
-async fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> {
-    let mut runs = HashMap::new();
-    for event in app
-        .store()
-        .read_stream("process:OrderLifecycle", instance)
-        .await
-        .unwrap()
-    {
-        if event.event_type == "ProcessDeadlineReached" || event.event_type == "ProcessTimedOut" {
-            let field = event.payload["field"]
-                .as_str()
-                .unwrap_or("timeout")
-                .to_owned();
-            let at = event.payload["at"].as_str().unwrap().to_owned();
-            *runs.entry((field, at)).or_default() += 1;
-        }
-    }
-    runs
 }
 
 // spec 123, 127, 199, 200: two worker processes on one file never run the same handler for the
@@ -205,46 +120,13 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
         assert!(finished_within(worker, 60).success());
     }
 
-    let orders = orders(&app).await;
-    assert_eq!(orders.len(), ORDERS);
-    assert!(
-        orders.values().all(|s| *s == Some(OrderStatus::Cancelled)),
-        "every order expired: {orders:?}"
-    );
-    let (confirmed, pids) = log(&log_path);
-    assert_eq!(confirmed.len(), ORDERS, "every order confirmed");
-    let twice: Vec<_> = confirmed
-        .iter()
-        .filter(|(_, keys)| keys.len() != 1)
-        .collect();
-    assert!(twice.is_empty(), "confirmed twice: {twice:?}");
+    let (_, pids) = log(&log_path);
     assert_eq!(pids.len(), 2, "both workers did part of the work");
-    let mut deadlines = 0;
-    for order in orders.keys() {
-        let runs = deadline_runs(&app, order).await;
-        assert_eq!(runs.len(), 1, "{order}: {runs:?}");
-        assert!(
-            runs.values().all(|n| *n == 1),
-            "{order} ran a deadline twice: {runs:?}"
-        );
-        deadlines += runs.len();
-    }
+    let deadlines =
+        support::each_order_expired_once(&app, &log_path, ORDERS, support::Sent::Once).await;
     let by_worker = log_by_pid(&log_path);
     eprintln!(
         "observed: {ORDERS} orders, {deadlines} deadlines each run once, confirmations per worker {by_worker:?}"
-    );
-    assert_eq!(app.lag().await.unwrap().max_lag, 0);
-    assert_eq!(
-        app.dead_letters()
-            .count(&LetterFilter::default())
-            .await
-            .unwrap(),
-        0
-    );
-    assert_eq!(
-        app.next_due_at().await.unwrap(),
-        None,
-        "nothing left scheduled"
     );
 }
 

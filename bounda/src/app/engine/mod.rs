@@ -279,7 +279,7 @@ impl App {
                 // Claimed now, under a claim of its own, so its lease counts from now.
                 sets.push(WriteSet {
                     claim_due: Some(ClaimDue {
-                        claim_id: self.next_id(),
+                        claim_id: self.claim_id(),
                         now: self.clock().now(),
                         lease: self.lease(),
                         limit,
@@ -491,7 +491,16 @@ impl App {
         };
         match (error, kind) {
             // Someone else holds the run now: it is theirs to finish (spec 47, 127).
-            (CommitError::ClaimLost { .. } | CommitError::ScheduledClaimLost { .. }, _) => {
+            (
+                error @ (CommitError::ClaimLost { .. } | CommitError::ScheduledClaimLost { .. }),
+                _,
+            ) => {
+                // A lease that lapsed: the run was slower than it, or this process was cut off.
+                tracing::warn!(
+                    code = error.code(),
+                    "{error}: its lease lapsed and another runner took the run over, so this \
+                     runner's commit of it was refused"
+                );
                 report.hold(&run);
                 if let Some(group) = run.group {
                     held.insert(group);

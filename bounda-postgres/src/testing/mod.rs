@@ -4,6 +4,11 @@
 //!
 //! `BOUNDA_POSTGRES_URL` points the tests at a server of your own instead; without it and
 //! without PostgreSQL's server binaries, [`schema`] fails with how to get them, never passes.
+//! [`Proxy`] stands for the network between a machine and the server.
+
+mod proxy;
+
+pub use proxy::Proxy;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug)]
 struct TestServer {
     url: String,
+    /// Its TCP address, where a proxy can stand between it and a client.
+    tcp: Option<std::net::SocketAddr>,
     /// Kept so the directory outlives the server; the watcher removes it.
     _dir: Option<tempfile::TempDir>,
 }
@@ -58,7 +65,12 @@ const HOW: &str = "the PostgreSQL tests need PostgreSQL: install its server (Deb
 
 fn start() -> Result<TestServer, String> {
     if let Ok(url) = std::env::var("BOUNDA_POSTGRES_URL") {
-        return Ok(TestServer { url, _dir: None });
+        let tcp = tcp_of(&url);
+        return Ok(TestServer {
+            url,
+            tcp,
+            _dir: None,
+        });
     }
     let bin = binaries().ok_or_else(|| HOW.to_owned())?;
     // Under /tmp: a socket's path must stay short (about 100 bytes), whatever TMPDIR is.
@@ -115,8 +127,9 @@ fn start() -> Result<TestServer, String> {
         ],
     )?;
     let socket = dir.path().to_string_lossy().into_owned();
+    let port = free_port()?;
     let options = format!(
-        "-k '{socket}' -c listen_addresses='' -c fsync=off -c synchronous_commit=off -c max_connections=200"
+        "-k '{socket}' -p {port} -c listen_addresses='127.0.0.1' -c fsync=off -c synchronous_commit=off -c max_connections=200"
     );
     let log = dir.path().join("server.log");
     let log_arg = log.to_string_lossy().into_owned();
@@ -131,9 +144,56 @@ fn start() -> Result<TestServer, String> {
         format!("{error}\nthe server's log:\n{server_log}")
     })?;
     Ok(TestServer {
-        url: format!("host={socket} user=bounda dbname=postgres"),
+        url: format!("host={socket} port={port} user=bounda dbname=postgres"),
+        tcp: Some(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
         _dir: Some(dir),
     })
+}
+
+/// A port nothing listens on now.
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|e| format!("cannot find a free port for the test server: {e}"))
+}
+
+/// The TCP address of a server's `url`, if it names one host by IP and port.
+fn tcp_of(url: &str) -> Option<std::net::SocketAddr> {
+    let config: tokio_postgres::Config = url.parse().ok()?;
+    let host = match config.get_hosts().first()? {
+        tokio_postgres::config::Host::Tcp(host) => host.clone(),
+        tokio_postgres::config::Host::Unix(_) => return None,
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+        .ok()?
+        .next()
+}
+
+/// The shared server's TCP address, for a [`Proxy`]; an error if it has none (a server of
+/// one's own on a socket).
+pub fn address() -> Result<std::net::SocketAddr, String> {
+    server()?.tcp.ok_or_else(|| {
+        "the test server has no TCP address: set BOUNDA_POSTGRES_URL to one with host and port"
+            .to_owned()
+    })
+}
+
+/// The shared server's address as a `postgres://` URL through `via` (a [`Proxy`]), with the
+/// server's user, password and database.
+pub fn url_via(via: std::net::SocketAddr) -> Result<String, String> {
+    let config: tokio_postgres::Config = server()?
+        .url
+        .parse()
+        .map_err(|e| format!("the test server's address does not read: {e}"))?;
+    let user = config.get_user().unwrap_or("postgres");
+    let password = config
+        .get_password()
+        .map(|password| format!(":{}", String::from_utf8_lossy(password)))
+        .unwrap_or_default();
+    let dbname = config.get_dbname().unwrap_or("postgres");
+    Ok(format!("postgresql://{user}{password}@{via}/{dbname}"))
 }
 
 /// Stops the server and removes its directory once this process has ended: a shell in a

@@ -1,0 +1,184 @@
+//! What the storefront's process tests share: reading back what happened to the orders, the
+//! confirmation log the worker processes write, and waiting for a process.
+
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "each test binary uses part of it; a failed expectation is a panic"
+)]
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use bounda::App;
+use bounda::store::LetterFilter;
+use storefront::order::{Order, OrderStatus};
+
+/// Every order in the store, with its status.
+pub async fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
+    let mut orders = BTreeMap::new();
+    let mut after = 0;
+    loop {
+        let events = app.store().read_all(after, 500).await.unwrap();
+        let Some(last) = events.last() else { break };
+        after = last.position;
+        for event in events.iter().filter(|e| e.event_type == "OrderPlaced") {
+            let status = app
+                .load::<Order>(&event.aggregate_id)
+                .await
+                .unwrap()
+                .state
+                .status;
+            orders.insert(event.aggregate_id.clone(), status);
+        }
+    }
+    orders
+}
+
+/// The confirmation log: order → the keys it was confirmed under, and the processes that did it.
+pub fn log(path: &Path) -> (HashMap<String, Vec<String>>, HashSet<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut by_order: HashMap<String, Vec<String>> = HashMap::new();
+    let mut pids = HashSet::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        let (order, key, pid) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        by_order
+            .entry(order.to_owned())
+            .or_default()
+            .push(key.to_owned());
+        pids.insert(pid.to_owned());
+    }
+    (by_order, pids)
+}
+
+/// Waits for `child` to exit; one still running after `seconds` is killed and fails the test.
+pub fn finished_within(mut child: std::process::Child, seconds: u64) -> std::process::ExitStatus {
+    let start = StdInstant::now();
+    while start.elapsed() < StdDuration::from_secs(seconds) {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    child.kill().unwrap();
+    panic!("still running after {seconds} s");
+}
+
+/// How many confirmations each worker process sent.
+pub fn log_by_pid(path: &Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut counts = BTreeMap::new();
+    for line in text.lines() {
+        *counts
+            .entry(line.rsplit(' ').next().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    counts
+}
+
+/// How often each (instance, field, moment) deadline ran.
+pub async fn deadline_runs(app: &App, instance: &str) -> HashMap<(String, String), usize> {
+    let mut runs = HashMap::new();
+    for event in app
+        .store()
+        .read_stream("process:OrderLifecycle", instance)
+        .await
+        .unwrap()
+    {
+        if event.event_type == "ProcessDeadlineReached" || event.event_type == "ProcessTimedOut" {
+            let field = event.payload["field"]
+                .as_str()
+                .unwrap_or("timeout")
+                .to_owned();
+            let at = event.payload["at"].as_str().unwrap().to_owned();
+            *runs.entry((field, at)).or_default() += 1;
+        }
+    }
+    runs
+}
+
+/// How often a confirmation may go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Once: no run was taken over.
+    Once,
+    /// Again under the same key: a worker cut off after sending it could not commit, and the one
+    /// that took the run over sent it again (the provider drops the repeat by its key).
+    SameKey,
+}
+
+/// What must hold once workers have run `count` orders nobody pays: every order placed,
+/// cancelled by its deadline with one `OrderCancelled`, confirmed as `sent` says (the
+/// confirmation log at `log_path`), each deadline reached once; nothing lagging, lettered or
+/// left scheduled. Returns how many deadlines ran.
+pub async fn each_order_expired_once(
+    app: &App,
+    log_path: &Path,
+    count: usize,
+    sent: Sent,
+) -> usize {
+    let orders = orders(app).await;
+    assert_eq!(orders.len(), count, "every order placed");
+    assert!(
+        orders.values().all(|s| *s == Some(OrderStatus::Cancelled)),
+        "every order expired: {orders:?}"
+    );
+    let (confirmed, _) = log(log_path);
+    assert_eq!(confirmed.len(), count, "every order confirmed");
+    match sent {
+        Sent::Once => {
+            let twice: Vec<_> = confirmed
+                .iter()
+                .filter(|(_, keys)| keys.len() != 1)
+                .collect();
+            assert!(twice.is_empty(), "confirmed twice: {twice:?}");
+        }
+        Sent::SameKey => {
+            let keys: Vec<_> = confirmed
+                .iter()
+                .filter(|(_, keys)| keys.iter().any(|key| *key != keys[0]))
+                .collect();
+            assert!(keys.is_empty(), "confirmed under two keys: {keys:?}");
+        }
+    }
+    let mut deadlines = 0;
+    for order in orders.keys() {
+        let cancelled = app
+            .store()
+            .read_stream("Order", order)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.event_type == "OrderCancelled")
+            .count();
+        assert_eq!(cancelled, 1, "{order} ended once");
+        let runs = deadline_runs(app, order).await;
+        assert_eq!(runs.len(), 1, "{order}: {runs:?}");
+        assert!(
+            runs.values().all(|n| *n == 1),
+            "{order} ran a deadline twice: {runs:?}"
+        );
+        deadlines += runs.len();
+    }
+    assert_eq!(app.lag().await.unwrap().max_lag, 0, "no event left behind");
+    assert_eq!(
+        app.dead_letters()
+            .count(&LetterFilter::default())
+            .await
+            .unwrap(),
+        0,
+        "no dead letters"
+    );
+    assert_eq!(
+        app.next_due_at().await.unwrap(),
+        None,
+        "nothing left scheduled"
+    );
+    deadlines
+}
