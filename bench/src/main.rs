@@ -13,6 +13,7 @@ mod files;
 mod floor;
 mod measure;
 mod memory;
+mod postgres;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -41,7 +42,23 @@ struct Args {
     /// default); put it on the disk you want measured.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Also measure deadline firings on PostgreSQL with 1, 2 and 4 worker processes, on a
+    /// throwaway server started from the installed binaries (or `BOUNDA_POSTGRES_URL`).
+    #[arg(long)]
+    postgres: bool,
+    /// Run as one of those worker processes (started by the benchmark itself).
+    #[arg(long, hide = true, requires_all = ["pg_url", "pg_schema"])]
+    pg_worker: bool,
+    /// The worker's server.
+    #[arg(long, hide = true)]
+    pg_url: Option<String>,
+    /// The worker's schema.
+    #[arg(long, hide = true)]
+    pg_schema: Option<String>,
 }
+
+/// The mode column of the PostgreSQL rows.
+const POSTGRES: &str = "PostgreSQL";
 
 /// How much a commit waits for the disk: bounda-sqlite's `Synchronous`, for both sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,23 +133,22 @@ fn floors(files: &Files, name: &str, run: impl Fn(&Path, usize) -> f64) -> (f64,
 }
 
 /// A table row from bounda's measurement and the floors' rates.
-fn row(what: &str, mode: Mode, measured: Measured, (floor1, floor100): (f64, f64)) -> Row {
+fn row(what: &str, mode: &'static str, measured: Measured, (floor1, floor100): (f64, f64)) -> Row {
     let row = Row {
         what: what.to_owned(),
-        mode: mode.label(),
+        mode,
         units: measured.units,
         bounda: measured.rate(),
         floor1,
         floor100,
-        tx_per_unit: measured.tx_per_unit(),
+        tx_per_unit: Some(measured.tx_per_unit()),
         rss_kib: memory::resident_kib(),
     };
     eprintln!(
-        "  {what} ({}): {:.0}/s in {:.2?}, floors {floor1:.0}/s and {floor100:.0}/s, {:.2} tx/unit",
-        mode.label(),
+        "  {what} ({mode}): {:.0}/s in {:.2?}, floors {floor1:.0}/s and {floor100:.0}/s, {:.2} tx/unit",
         row.bounda,
         measured.elapsed,
-        row.tx_per_unit
+        measured.tx_per_unit()
     );
     row
 }
@@ -149,6 +165,10 @@ fn short(count: usize) -> String {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args = Args::parse();
+    if let (true, Some(url), Some(schema)) = (args.pg_worker, &args.pg_url, &args.pg_schema) {
+        postgres::worker(url, schema).await;
+        return;
+    }
     let sizes = if args.smoke {
         Sizes::SMOKE
     } else {
@@ -175,7 +195,12 @@ async fn main() {
                 floor::deadline_firings(path, mode, n, per_tx, 0)
             });
             deadline_floors = Some(measured_floors);
-            rows.push(row("deadline firings", mode, firings, measured_floors));
+            rows.push(row(
+                "deadline firings",
+                mode.label(),
+                firings,
+                measured_floors,
+            ));
         }
         if wants("deadline firings, batch 1") {
             let one_by_one =
@@ -188,7 +213,7 @@ async fn main() {
             });
             rows.push(row(
                 "deadline firings, batch 1",
-                mode,
+                mode.label(),
                 one_by_one,
                 measured_floors,
             ));
@@ -200,7 +225,7 @@ async fn main() {
             let reaction_floors = floors(&files, "reactions", |path, per_tx| {
                 floor::reactions(path, mode, n, per_tx)
             });
-            rows.push(row("reactions", mode, reactions, reaction_floors));
+            rows.push(row("reactions", mode.label(), reactions, reaction_floors));
         }
 
         let n = sizes.commands;
@@ -209,7 +234,7 @@ async fn main() {
             let command_floors = floors(&files, "commands", |path, per_tx| {
                 floor::commands(path, mode, n, per_tx)
             });
-            rows.push(row("commands", mode, commands, command_floors));
+            rows.push(row("commands", mode.label(), commands, command_floors));
         }
     }
 
@@ -227,7 +252,7 @@ async fn main() {
             let pending_floors = floors(&files, "pending", |path, per_tx| {
                 floor::deadline_firings(path, mode, fired, per_tx, pending)
             });
-            let row = row(&what, mode, measured, pending_floors);
+            let row = row(&what, mode.label(), measured, pending_floors);
             by_pending.push((pending, row.bounda, row.floor1, row.floor100));
             rows.push(row);
         }
@@ -242,6 +267,39 @@ async fn main() {
                 table::ratio(last.3, first.3),
             ));
         }
+    }
+
+    if args.postgres {
+        let n = sizes.deadlines;
+        let floors = (postgres::floor(n, 1).await, postgres::floor(n, 100).await);
+        eprintln!(
+            "  PostgreSQL floors: {:.0}/s and {:.0}/s",
+            floors.0, floors.1
+        );
+        for workers in [1, 2, 4] {
+            let what = format!(
+                "deadline firings, {workers} worker process{}",
+                if workers == 1 { "" } else { "es" }
+            );
+            if !wants(&what) {
+                continue;
+            }
+            let measured = postgres::firings(n, workers).await;
+            let mut row = row(&what, POSTGRES, measured, floors);
+            row.tx_per_unit = None;
+            row.rss_kib = None;
+            rows.push(row);
+        }
+        notes.push(
+            "PostgreSQL rows: a throwaway server on this machine's disk, flushing every commit \
+             (or `BOUNDA_POSTGRES_URL`); each worker a process of this benchmark running \
+             `App::run` with the defaults (batch 100, poll 100 ms), timed from the workers' \
+             start, process start and connection included, until the last firing is stored; \
+             the floors: plain SQL on one connection, per firing the first due row taken \
+             (`FOR UPDATE SKIP LOCKED`), one event appended under the position counter, the \
+             row moved on"
+                .to_owned(),
+        );
     }
 
     if wants("latency") {

@@ -69,7 +69,7 @@ fn checkpoint(path: &Path) {
 }
 
 /// Dispatches one `OpenTicket` per ticket `0..count`, one after another.
-async fn open_tickets(app: &TestApp, count: usize) {
+pub async fn open_tickets(app: &TestApp, count: usize) {
     for n in 0..count {
         app.dispatch(OpenTicket {
             ticket_id: floor::ticket(n),
@@ -80,7 +80,7 @@ async fn open_tickets(app: &TestApp, count: usize) {
 }
 
 /// Runs until nothing is left to do, and insists that it got there.
-async fn settle(app: &TestApp, what: &str) {
+pub async fn settle(app: &TestApp, what: &str) {
     let idle = app
         .run_until_idle_with(MAX_PASSES)
         .await

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 pub struct Row {
     /// What was measured.
     pub what: String,
-    /// `FULL` or `NORMAL`.
+    /// `FULL` or `NORMAL` (SQLite's `synchronous`), or the server's durability.
     pub mode: &'static str,
     /// Units of work done by bounda in the timed part.
     pub units: usize,
@@ -17,8 +17,8 @@ pub struct Row {
     pub floor1: f64,
     /// The floor's rate committing 100 units per transaction, units per second.
     pub floor100: f64,
-    /// bounda's write transactions per unit of work.
-    pub tx_per_unit: f64,
+    /// bounda's write transactions per unit of work, where the store counts them.
+    pub tx_per_unit: Option<f64>,
     /// The process's resident memory right after the measurement, in KiB.
     pub rss_kib: Option<u64>,
 }
@@ -36,7 +36,7 @@ pub fn render(title: &str, rows: &[Row], notes: &[String]) -> String {
     for row in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.what,
             row.mode,
             row.units,
@@ -45,8 +45,9 @@ pub fn render(title: &str, rows: &[Row], notes: &[String]) -> String {
             rate(row.floor100),
             ratio(row.bounda, row.floor1),
             ratio(row.bounda, row.floor100),
-            row.tx_per_unit,
-            row.rss_kib.map_or_else(|| "?".to_owned(), mebibytes),
+            row.tx_per_unit
+                .map_or_else(|| "-".to_owned(), |tx| format!("{tx:.2}")),
+            row.rss_kib.map_or_else(|| "-".to_owned(), mebibytes),
         );
     }
     if !notes.is_empty() {
@@ -96,7 +97,7 @@ mod tests {
             bounda: 500.0,
             floor1: 2_000.0,
             floor100: 50_000.0,
-            tx_per_unit: 1.5,
+            tx_per_unit: Some(1.5),
             rss_kib: Some(2048),
         }];
         let table = render("t", &rows, &["a note".to_owned()]);

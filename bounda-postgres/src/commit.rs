@@ -110,12 +110,18 @@ pub(crate) async fn apply(
         .await
         .map_err(failed("cannot unschedule"))?;
     }
+    let moved_key = moved.map(|(release, _)| release.dedupe_key.as_str());
     // Runners elsewhere wait at most for the earliest pending entry: one scheduled before it
-    // wakes them, at the commit.
-    if let Some(earliest) = writes.schedule.iter().map(|entry| entry.execute_at).min() {
+    // wakes them, at the commit. An entry this runner re-arms in place is its own to run.
+    let earliest = writes
+        .schedule
+        .iter()
+        .filter(|entry| Some(entry.dedupe_key.as_str()) != moved_key)
+        .map(|entry| entry.execute_at)
+        .min();
+    if let Some(earliest) = earliest {
         notify_if_earlier(client, names, earliest).await?;
     }
-    let moved_key = moved.map(|(release, _)| release.dedupe_key.as_str());
     for entry in writes
         .schedule
         .iter()

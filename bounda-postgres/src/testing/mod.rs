@@ -25,17 +25,46 @@ struct TestServer {
     _dir: Option<tempfile::TempDir>,
 }
 
-/// The server of this test process, started on first use.
+/// The server of this test process, started on first use: it does not flush to disk (tests
+/// need no durability, and run faster without).
 fn server() -> Result<&'static TestServer, String> {
     static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
-    SERVER.get_or_init(start).as_ref().map_err(Clone::clone)
+    SERVER
+        .get_or_init(|| start(Durability::Off))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A server that flushes every commit to disk, as a production one does: for measurements.
+fn durable_server() -> Result<&'static TestServer, String> {
+    static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
+    SERVER
+        .get_or_init(|| start(Durability::On))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Whether the server flushes commits to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    On,
+    Off,
 }
 
 /// A fresh schema on the shared server, for one test: its address and the schema's name,
 /// unique to this run (process, time and a counter), so a server of one's own can be reused.
 pub fn schema(test: &str) -> Result<(String, String), String> {
+    fresh_schema(server()?, test)
+}
+
+/// A fresh schema, as [`schema`] gives, on a server that flushes every commit to disk (its own
+/// throwaway server, or `BOUNDA_POSTGRES_URL`): what a benchmark measures on.
+pub fn durable_schema(test: &str) -> Result<(String, String), String> {
+    fresh_schema(durable_server()?, test)
+}
+
+fn fresh_schema(server: &TestServer, test: &str) -> Result<(String, String), String> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let server = server()?;
     let n = NEXT.fetch_add(1, Ordering::SeqCst);
     let started = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -63,7 +92,7 @@ pub async fn store(test: &str, options: crate::Options) -> crate::PostgresStore 
 
 const HOW: &str = "the PostgreSQL tests need PostgreSQL: install its server (Debian: `apt-get install postgresql`; its binaries are found on PATH or in /usr/lib/postgresql/<version>/bin), or set BOUNDA_POSTGRES_URL to a server they may create schemas on";
 
-fn start() -> Result<TestServer, String> {
+fn start(durability: Durability) -> Result<TestServer, String> {
     if let Ok(url) = std::env::var("BOUNDA_POSTGRES_URL") {
         let tcp = tcp_of(&url);
         return Ok(TestServer {
@@ -128,8 +157,12 @@ fn start() -> Result<TestServer, String> {
     )?;
     let socket = dir.path().to_string_lossy().into_owned();
     let port = free_port()?;
+    let flush = match durability {
+        Durability::On => "",
+        Durability::Off => " -c fsync=off -c synchronous_commit=off",
+    };
     let options = format!(
-        "-k '{socket}' -p {port} -c listen_addresses='127.0.0.1' -c fsync=off -c synchronous_commit=off -c max_connections=200"
+        "-k '{socket}' -p {port} -c listen_addresses='127.0.0.1' -c max_connections=200{flush}"
     );
     let log = dir.path().join("server.log");
     let log_arg = log.to_string_lossy().into_owned();
