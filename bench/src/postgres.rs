@@ -74,10 +74,15 @@ pub async fn firings(units: usize, workers: usize) -> Measured {
     drop(setup);
     let counter = client(&url).await;
     let start = Instant::now();
-    let children: Vec<Child> = (0..workers).map(|_| spawn_worker(&url, &schema)).collect();
+    let mut children: Vec<Child> = (0..workers).map(|_| spawn_worker(&url, &schema)).collect();
     loop {
         if fired(&counter, &schema).await >= units {
             break;
+        }
+        for child in &mut children {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("a worker stopped before the firings were done: {status}");
+            }
         }
         assert!(
             start.elapsed() < Duration::from_secs(600),

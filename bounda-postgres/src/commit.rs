@@ -111,16 +111,14 @@ pub(crate) async fn apply(
         .map_err(failed("cannot unschedule"))?;
     }
     let moved_key = moved.map(|(release, _)| release.dedupe_key.as_str());
-    // Runners elsewhere wait at most for the earliest pending entry: one scheduled before it
-    // wakes them, at the commit. An entry this runner re-arms in place is its own to run.
-    let earliest = writes
+    // An entry scheduled may come due before what idle runners elsewhere wait for: it wakes
+    // them, at the commit. An entry this runner re-arms in place is its own to run.
+    if writes
         .schedule
         .iter()
-        .filter(|entry| Some(entry.dedupe_key.as_str()) != moved_key)
-        .map(|entry| entry.execute_at)
-        .min();
-    if let Some(earliest) = earliest {
-        notify_if_earlier(client, names, earliest).await?;
+        .any(|entry| Some(entry.dedupe_key.as_str()) != moved_key)
+    {
+        notify(client, names).await?;
     }
     for entry in writes
         .schedule
@@ -160,29 +158,6 @@ async fn notify(client: &impl GenericClient, names: &Names) -> Result<(), StoreE
     execute(client, "SELECT pg_notify($1, '')", &[&names.channel()])
         .await
         .map_err(failed("cannot notify the listeners"))?;
-    Ok(())
-}
-
-/// Notifies when `at` comes before every free pending entry (or there is none): what a waiting
-/// runner may be waiting for.
-async fn notify_if_earlier(
-    client: &impl GenericClient,
-    names: &Names,
-    at: Instant,
-) -> Result<(), StoreError> {
-    let row = query_one(
-        client,
-        &names.sql(
-            "SELECT coalesce($1 < (SELECT min(execute_at) FROM {t}scheduled_commands
-                                   WHERE claimed_at IS NULL), TRUE)",
-        ),
-        &[&at.to_chrono()],
-    )
-    .await
-    .map_err(failed("cannot read the earliest pending entry"))?;
-    if rows::get::<bool>(&row, 0)? {
-        notify(client, names).await?;
-    }
     Ok(())
 }
 
@@ -578,7 +553,9 @@ async fn keep_snapshot(
     Ok(())
 }
 
-/// Refuses the write set unless letter `id` is still `failed`.
+/// Refuses the write set unless letter `id` is still `failed`, and keeps it so until the commit:
+/// the row is read `FOR SHARE`, so an operator's discard waits for this step instead of landing
+/// between its check and its commit.
 async fn require_failed(
     client: &impl GenericClient,
     names: &Names,
@@ -586,7 +563,7 @@ async fn require_failed(
 ) -> Result<(), CommitError> {
     let row = query_opt(
         client,
-        &names.sql("SELECT status FROM {t}dead_letters WHERE id = $1"),
+        &names.sql("SELECT status FROM {t}dead_letters WHERE id = $1 FOR SHARE"),
         &[&id],
     )
     .await

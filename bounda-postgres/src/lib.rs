@@ -39,6 +39,9 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 pub use schema::SCHEMA_VERSION;
 pub use wake::Wakeups;
 
+/// How long connecting, or waiting for a pooled connection's recycling, may take.
+const NETWORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where the tables go, and how many connections the pool keeps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -108,10 +111,15 @@ impl PostgresStore {
             None => session,
         };
         config.options(&session);
-        // A server that does not answer is an error after a while, not a wait without end.
+        // A server that does not answer is an error after a while, not a wait without end:
+        // connecting is bounded, and a connection whose sent data goes unacknowledged (a cut
+        // network) is dropped by the kernel after `tcp_user_timeout`, idle ones probed by
+        // keepalives.
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
+            config.connect_timeout(NETWORK_TIMEOUT);
         }
+        config.keepalives_idle(NETWORK_TIMEOUT);
+        config.tcp_user_timeout(NETWORK_TIMEOUT * 3);
         let manager = Manager::from_config(
             config.clone(),
             tokio_postgres::NoTls,
@@ -121,6 +129,10 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(NETWORK_TIMEOUT * 3))
+            .create_timeout(Some(NETWORK_TIMEOUT))
+            .recycle_timeout(Some(NETWORK_TIMEOUT))
             .build()
             .map_err(|e| StoreError::with_source("cannot build the connection pool", e))?;
         Ok(PostgresStore {

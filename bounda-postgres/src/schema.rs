@@ -117,6 +117,16 @@ pub(crate) async fn migrate(
     client: &mut deadpool_postgres::Object,
     names: &Names,
 ) -> Result<i32, StoreError> {
+    // Tables already at this version need nothing, not even a lock: a role that may only read
+    // and write them connects.
+    if let Some(version) = current_version(client, names).await? {
+        if version == SCHEMA_VERSION {
+            return Ok(version);
+        }
+        if version > SCHEMA_VERSION {
+            return Err(newer(names, version));
+        }
+    }
     let tx = transaction(client).await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&names.lock_key()])
         .await
@@ -138,10 +148,7 @@ pub(crate) async fn migrate(
         .map_err(sql("cannot read the schema version"))?
         .map_or(0, |row| row.get(0));
     if version > SCHEMA_VERSION {
-        return Err(StoreError::new(format!(
-            "the tables `{}*` have schema version {version}, written by a newer bounda; this build knows versions up to {SCHEMA_VERSION}: upgrade bounda to open them (nothing was changed)",
-            names.tables()
-        )));
+        return Err(newer(names, version));
     }
     for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         let migration = migration
@@ -164,4 +171,36 @@ pub(crate) async fn migrate(
         .await
         .map_err(sql("cannot commit the migrations"))?;
     Ok(SCHEMA_VERSION)
+}
+
+/// The tables' version, if their version table exists.
+async fn current_version(
+    client: &deadpool_postgres::Object,
+    names: &Names,
+) -> Result<Option<i32>, StoreError> {
+    let table = format!("{}schema", names.tables());
+    let exists: bool = client
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
+        .await
+        .map_err(sql("cannot look for the schema version"))?
+        .try_get(0)
+        .map_err(sql("cannot look for the schema version"))?;
+    if !exists {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt(&format!("SELECT version FROM {table}"), &[])
+        .await
+        .map_err(sql("cannot read the schema version"))?;
+    row.map(|row| row.try_get(0))
+        .transpose()
+        .map_err(sql("cannot read the schema version"))
+}
+
+/// The refusal of tables a newer bounda wrote.
+fn newer(names: &Names, version: i32) -> StoreError {
+    StoreError::new(format!(
+        "the tables `{}*` have schema version {version}, written by a newer bounda; this build knows versions up to {SCHEMA_VERSION}: upgrade bounda to open them (nothing was changed)",
+        names.tables()
+    ))
 }

@@ -127,19 +127,24 @@ impl Store for PostgresStore {
         }
     }
 
-    /// One transaction, a savepoint per write set (group commit).
+    /// A transaction per [`SAVEPOINTS`] write sets, a savepoint each (group commit).
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        match self.commit_in_savepoints(writes).await {
-            Ok(results) => results,
-            Err(error) => {
-                // Each answer carries the whole chain of causes (the server's own words).
-                let message = chain(&error);
-                writes
-                    .iter()
-                    .map(|_| Err(CommitError::Store(StoreError::new(message.clone()))))
-                    .collect()
+        let mut results = Vec::with_capacity(writes.len());
+        for chunk in writes.chunks(SAVEPOINTS) {
+            match self.commit_in_savepoints(chunk).await {
+                Ok(committed) => results.extend(committed),
+                Err(error) => {
+                    // Each answer carries the whole chain of causes (the server's own words).
+                    let message = chain(&error);
+                    results.extend(
+                        chunk
+                            .iter()
+                            .map(|_| Err(CommitError::Store(StoreError::new(message.clone())))),
+                    );
+                }
             }
         }
+        results
     }
 
     async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
@@ -526,12 +531,24 @@ impl PostgresStore {
                 Err(_) => savepoint.rollback().await,
             }
             .map_err(failed("cannot close a savepoint"))?;
+            if result.is_err() {
+                // Rolled back to, it still exists: released, so the next is not nested in it.
+                tx.batch_execute(&format!("RELEASE SAVEPOINT write_set_{index}"))
+                    .await
+                    .map_err(failed("cannot close a savepoint"))?;
+            }
             results.push(result);
         }
         tx.commit().await.map_err(failed("cannot commit"))?;
         Ok(results)
     }
 }
+
+/// Write sets per transaction in a group commit. Each savepoint that writes takes a
+/// subtransaction id, and past 64 in one transaction PostgreSQL's per-session cache of them
+/// overflows: every other session's snapshot then looks them up on disk while it is open. Fewer
+/// per transaction also hold the position counter for less at a time.
+const SAVEPOINTS: usize = 50;
 
 /// `error` and its causes, joined: `cannot commit: db error: …`.
 fn chain(error: &dyn std::error::Error) -> String {

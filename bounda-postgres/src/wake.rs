@@ -1,10 +1,10 @@
-//! Wake-ups across machines: an append, or an entry scheduled earlier than any pending, notifies
-//! at its commit every process listening on the same tables, so a runner on another machine
-//! runs at once instead of at its next poll.
-//! Polling stays the fallback: a notification lost with a dropped connection costs a poll
-//! interval, never an event.
+//! Wake-ups across machines: an append, or an entry scheduled, notifies at its commit every
+//! process listening on the same tables, so a runner on another machine runs at once instead of
+//! at its next poll. Polling stays the fallback: a notification lost with a dropped connection
+//! costs a poll interval, never work, and the listening connection is made again.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bounda::store::StoreError;
 use futures_util::StreamExt;
@@ -12,13 +12,16 @@ use tokio_postgres::AsyncMessage;
 
 use crate::PostgresStore;
 
-/// Notifications of appends to one set of tables, on a connection of their own.
+/// How long the listener waits before connecting again, at first and at most: it doubles
+/// while connecting keeps failing.
+const RECONNECT: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(30));
+
+/// Notifications of writes to one set of tables, on a connection of their own that is made
+/// again whenever it drops.
 #[derive(Debug)]
 pub struct Wakeups {
     notified: Arc<tokio::sync::Notify>,
     listener: tokio::task::JoinHandle<()>,
-    /// The listening session: dropping it ends the listening.
-    _client: tokio_postgres::Client,
 }
 
 impl Drop for Wakeups {
@@ -28,9 +31,9 @@ impl Drop for Wakeups {
 }
 
 impl Wakeups {
-    /// Completes at the next append's commit after the last call (or at once, if one came
-    /// since). If the listening connection drops, it never completes again: race it against a
-    /// poll timer, as a runner does.
+    /// Completes at the next notification after the last call (or at once, if one came since).
+    /// Each new listening connection counts as one, since what was written while there was
+    /// none was not heard.
     pub async fn next(&self) {
         self.notified.notified().await;
     }
@@ -43,50 +46,87 @@ impl bounda::store::Listener for Wakeups {
 }
 
 impl PostgresStore {
-    /// Listens for appends to these tables, and entries scheduled earlier than any pending, from
-    /// any process on any machine.
+    /// Listens for appends to these tables and entries scheduled in them, from any process on
+    /// any machine. Returns at once; the connection is made (and made again) in the background,
+    /// and a failure to make it is logged.
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
-        let (client, mut connection) = self
-            .config
-            .connect(tokio_postgres::NoTls)
-            .await
-            .map_err(|e| StoreError::with_source("cannot connect to listen for appends", e))?;
         let notified = Arc::new(tokio::sync::Notify::new());
-        // The connection is read by a task of its own: notifications arrive on it.
-        let listener = {
-            let notified = notified.clone();
-            tokio::spawn(async move {
-                let mut messages =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                loop {
-                    match messages.next().await {
-                        Some(Ok(AsyncMessage::Notification(_))) => notified.notify_one(),
-                        Some(Ok(_)) => {}
-                        Some(Err(error)) => {
-                            tracing::warn!(
-                                error = %error,
-                                "the connection listening for other processes' writes failed: polling only"
-                            );
-                            return;
-                        }
-                        None => {
-                            tracing::warn!(
-                                "the connection listening for other processes' writes closed: polling only"
-                            );
-                            return;
-                        }
-                    }
-                }
-            })
-        };
-        client
-            .batch_execute(&format!("LISTEN {}", self.names.channel()))
-            .await
-            .map_err(|e| StoreError::with_source("cannot listen for appends", e))?;
-        Ok(Wakeups {
-            notified,
-            listener,
-            _client: client,
-        })
+        let listener = tokio::spawn(listen(
+            self.config.clone(),
+            self.names.channel(),
+            notified.clone(),
+        ));
+        Ok(Wakeups { notified, listener })
     }
+}
+
+/// Keeps a connection listening on `channel`, waking `notified` at each notification.
+async fn listen(
+    config: tokio_postgres::Config,
+    channel: String,
+    notified: Arc<tokio::sync::Notify>,
+) {
+    let mut delay = RECONNECT.0;
+    loop {
+        match listen_once(&config, &channel, &notified).await {
+            // It was listening: connect again at once.
+            Ok(()) => delay = RECONNECT.0,
+            Err(error) => {
+                tracing::warn!(
+                    error = %error,
+                    "cannot listen for other processes' writes: polling only, trying again in {delay:?}"
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(RECONNECT.1);
+            }
+        }
+    }
+}
+
+/// One listening connection, until it ends: `Ok` once it listened and then closed (logged),
+/// `Err` if it could not listen at all.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    channel: &str,
+    notified: &tokio::sync::Notify,
+) -> Result<(), String> {
+    // The client lives to the end: dropping it would end the session.
+    let (client, mut connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .map_err(|e| e.to_string())?;
+    // Notifications arrive on the connection, and so does the LISTEN's answer: it is read all
+    // along.
+    let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+    let subscribe = format!("LISTEN {channel}");
+    let listening = client.batch_execute(&subscribe);
+    tokio::pin!(listening);
+    loop {
+        tokio::select! {
+            answered = &mut listening => {
+                answered.map_err(|e| e.to_string())?;
+                break;
+            }
+            message = messages.next() => match message {
+                Some(Ok(AsyncMessage::Notification(_))) => notified.notify_one(),
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return Err(error.to_string()),
+                None => return Err("the connection closed before it listened".to_owned()),
+            },
+        }
+    }
+    // What was written before this connection listened was not heard: look once.
+    notified.notify_one();
+    let ended = loop {
+        match messages.next().await {
+            Some(Ok(AsyncMessage::Notification(_))) => notified.notify_one(),
+            Some(Ok(_)) => {}
+            Some(Err(error)) => break error.to_string(),
+            None => break "closed".to_owned(),
+        }
+    };
+    tracing::warn!(
+        "the connection listening for other processes' writes ended ({ended}): polling only until it is made again"
+    );
+    Ok(())
 }

@@ -107,6 +107,10 @@ async fn an_append_wakes_a_listener_on_another_connection() {
     let writer = PostgresStore::connect(&url, options.clone()).await.unwrap();
     let other = PostgresStore::connect(&url, options).await.unwrap();
     let wakeups = other.wakeups().await.unwrap();
+    // Once listening, it wakes once: what was written before was not heard.
+    tokio::time::timeout(std::time::Duration::from_secs(5), wakeups.next())
+        .await
+        .expect("one wake-up once listening");
     let woken = tokio::time::timeout(std::time::Duration::from_millis(300), wakeups.next()).await;
     assert!(woken.is_err(), "no wake-up before an append");
     support::append(
@@ -166,4 +170,55 @@ async fn appends_racing_on_one_stream_meet_as_a_stale_version() {
         }
         assert_eq!(won, 1, "version {version}: one append");
     }
+}
+
+// A listening connection that drops (a server restart, a network blip) is made again: later
+// appends still wake the listener, and it wakes once on reconnecting, for what it missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_whose_connection_drops_listens_again() {
+    let (url, schema) = testing::schema("relisten").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema,
+        ..Options::default()
+    };
+    let writer = PostgresStore::connect(&url, options.clone()).await.unwrap();
+    let other = PostgresStore::connect(&url, options).await.unwrap();
+    let wakeups = other.wakeups().await.unwrap();
+    let wait = std::time::Duration::from_secs(5);
+    tokio::time::timeout(wait, wakeups.next())
+        .await
+        .expect("listening");
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE query LIKE 'LISTEN bounda_%' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(
+        !ended.is_empty(),
+        "the listening session was found and ended"
+    );
+    tokio::time::timeout(wait, wakeups.next())
+        .await
+        .expect("a wake-up on listening again");
+    support::append(
+        &writer,
+        &[Append {
+            aggregate_type: "Clock".into(),
+            aggregate_id: "c".into(),
+            expected_version: 0,
+            events: vec![event(0, 0)],
+        }],
+    )
+    .await
+    .unwrap();
+    tokio::time::timeout(wait, wakeups.next())
+        .await
+        .expect("woken by an append after the connection was made again");
 }

@@ -35,16 +35,31 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
         // Other processes' writes wake the runner between polls, where the store can hear them.
-        let listener = match self.store().listen().await {
-            Ok(listener) => listener,
-            Err(error) => {
-                tracing::warn!(
-                    error = %error,
-                    "cannot listen for other processes' writes: polling every {poll}"
-                );
-                None
-            }
+        // Asking takes at most a poll interval, and a shutdown meanwhile is heard.
+        let listening = tokio::time::timeout(poll.into(), self.store().listen());
+        let listener = tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            listening = listening => match listening {
+                Ok(Ok(listener)) => listener,
+                Ok(Err(error)) => {
+                    tracing::warn!(
+                        error = %error,
+                        "cannot listen for other processes' writes: polling every {poll}"
+                    );
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        "the store did not start listening within {poll}: polling every {poll}"
+                    );
+                    None
+                }
+            },
         };
+        // The clock's moment at the last idle wait: one that has not moved since (a simulated
+        // clock) waits the poll interval, rather than again and again for an entry it never
+        // reaches.
+        let mut idle_at = None;
         loop {
             let pass = self.pass_once();
             tokio::pin!(pass);
@@ -68,20 +83,30 @@ impl App {
             if moved {
                 continue;
             }
-            let wait = self.idle_wait(poll).await;
+            let now = self.clock().now();
+            let still = idle_at.replace(now) == Some(now);
+            let idle = async {
+                let wait = match still {
+                    true => poll,
+                    // The read is bounded too: a store that does not answer costs a poll.
+                    false => tokio::time::timeout(poll.into(), self.idle_wait(now, poll))
+                        .await
+                        .unwrap_or(poll),
+                };
+                tokio::time::sleep(wait.into()).await;
+            };
             tokio::select! {
                 () = &mut shutdown => return Ok(()),
-                () = tokio::time::sleep(wait.into()) => {}
+                () = idle => {}
                 () = woken(listener.as_deref()) => {}
             }
         }
     }
 
-    /// How long an idle runner waits: the poll interval, or less when an entry comes due sooner.
-    /// One due already that the pass left (a deadline waiting for its instance's events) waits
-    /// the poll interval, so the runner does not spin.
-    async fn idle_wait(&self, poll: crate::Duration) -> crate::Duration {
-        let now = self.clock().now();
+    /// How long an idle runner waits from `now`: the poll interval, or less when an entry comes
+    /// due sooner. One due already that the pass left (a deadline waiting for its instance's
+    /// events) waits the poll interval, so the runner does not spin.
+    async fn idle_wait(&self, now: crate::Instant, poll: crate::Duration) -> crate::Duration {
         match self.next_due_at().await {
             Ok(Some(due)) if due > now && due < now + poll => due.saturating_since(now),
             // A failing read is the next pass's to report.

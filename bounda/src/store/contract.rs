@@ -77,6 +77,7 @@ macro_rules! store_contract_tests {
             a_lease_longer_than_the_calendar_never_lapses,
             a_letter_is_claimed_by_one_retry_at_a_time,
             any_json_is_kept_as_written,
+            a_large_group_commit_answers_each_write_set_in_order,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1509,4 +1510,46 @@ pub async fn any_json_is_kept_as_written(store: &dyn Store) {
     assert_eq!(letter.payload, Some(odd.clone()), "a letter's payload");
     let snapshot = store.snapshot("Order", "o-1").await.unwrap().unwrap();
     assert_eq!(snapshot.state, odd, "a snapshot's state");
+}
+
+// A group commit of many write sets, some refused, however the store splits it: each answered
+// in order, the refused ones writing nothing, the others' events at consecutive positions.
+pub async fn a_large_group_commit_answers_each_write_set_in_order(store: &dyn Store) {
+    const SETS: usize = 240;
+    let ids: Vec<String> = (0..SETS).map(|n| format!("e-{n}")).collect();
+    let batch: Vec<WriteSet> = (0..SETS)
+        .map(|n| {
+            // Every seventh expects a version its new stream does not have.
+            let expected = u64::from(n % 7 == 3);
+            appending(vec![append(
+                "Order",
+                &format!("o-{n}"),
+                expected,
+                &[&ids[n]],
+            )])
+        })
+        .collect();
+    let results = store.commit_many(&batch).await;
+    assert_eq!(results.len(), SETS);
+    let mut position = 0;
+    for (n, result) in results.iter().enumerate() {
+        match (n % 7 == 3, result) {
+            (true, Err(CommitError::StreamMoved { .. })) => {
+                assert!(
+                    store
+                        .read_stream("Order", &format!("o-{n}"))
+                        .await
+                        .unwrap()
+                        .is_empty(),
+                    "refused set {n} wrote nothing"
+                );
+            }
+            (false, Ok(committed)) => {
+                position += 1;
+                assert_eq!(committed.events[0].position, position, "set {n}");
+            }
+            (_, other) => panic!("set {n}: {other:?}"),
+        }
+    }
+    assert_eq!(store.head().await.unwrap(), position);
 }

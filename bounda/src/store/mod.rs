@@ -219,8 +219,9 @@ pub trait Store: Send + Sync + 'static {
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
 
     /// Hears what other processes write that may be work for this one (an event appended, an
-    /// entry scheduled earlier than any pending), so a runner waiting between polls wakes at
-    /// once. `None`, the default: the store hears nothing, and runners poll.
+    /// entry scheduled), so a runner waiting between polls wakes at once. It should return
+    /// without waiting for the network. `None`, the default: the store hears nothing, and runners
+    /// poll.
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
         Ok(None)
     }

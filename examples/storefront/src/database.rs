@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use bounda::store::Store;
 
-/// A `--db`: `postgres://…` (or `postgresql://…`) is a server, anything else a file path.
+/// A `--db`: `postgres://…` (or `postgresql://…`), or PostgreSQL's `key=value` form
+/// (`host=db.internal dbname=shop`), is a server; anything else a file path.
 #[derive(Debug, Clone)]
 pub enum Database {
     /// A SQLite file.
@@ -20,7 +21,10 @@ impl std::str::FromStr for Database {
 
     fn from_str(text: &str) -> Result<Database, Self::Err> {
         Ok(
-            match text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            match text.starts_with("postgres://")
+                || text.starts_with("postgresql://")
+                || is_key_value(text)
+            {
                 true => Database::Postgres(text.to_owned()),
                 false => Database::File(PathBuf::from(text)),
             },
@@ -38,18 +42,45 @@ impl std::fmt::Display for Database {
     }
 }
 
-/// `url` with the password of its user part, if any, replaced by `***`.
+/// Whether `text` is PostgreSQL's `key=value` form: words, each a known key and a value.
+fn is_key_value(text: &str) -> bool {
+    const KEYS: [&str; 6] = ["host", "hostaddr", "port", "dbname", "user", "password"];
+    text.split_whitespace().all(|pair| {
+        pair.split_once('=')
+            .is_some_and(|(key, _)| KEYS.contains(&key) || key == "options")
+    }) && !text.trim().is_empty()
+}
+
+/// `url` with any password replaced by `***`: the user part's (`user:secret@`, up to the last
+/// `@` before the query, so a `/` in it does not hide it), a `password=` parameter, or a
+/// `password=` pair of the `key=value` form.
 fn without_password(url: &str) -> String {
+    let masked_pairs = |text: &str, separator: char| -> String {
+        text.split(separator)
+            .map(|pair| match pair.split_once('=') {
+                Some(("password", _)) => "password=***".to_owned(),
+                _ => pair.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(&separator.to_string())
+    };
     let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+        return masked_pairs(url, ' ');
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
+    let (address, query) = match rest.split_once('?') {
+        Some((address, query)) => (address, Some(masked_pairs(query, '&'))),
+        None => (rest, None),
     };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
+    let address = match address.rfind('@') {
+        Some(at) => match address[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***{}", &address[at..]),
+            None => address.to_owned(),
+        },
+        None => address.to_owned(),
+    };
+    match query {
+        Some(query) => format!("{scheme}://{address}?{query}"),
+        None => format!("{scheme}://{address}"),
     }
 }
 
@@ -92,6 +123,21 @@ mod tests {
         );
         let plain: Database = "postgresql://shop@db/shop".parse().unwrap();
         assert_eq!(plain.to_string(), "postgresql://shop@db/shop");
+        let slash: Database = "postgres://shop:a/b@db/shop?sslmode=disable&password=x"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            slash.to_string(),
+            "postgres://shop:***@db/shop?sslmode=disable&password=***"
+        );
+        let pairs: Database = "host=db.internal dbname=shop password=s3cret"
+            .parse()
+            .unwrap();
+        assert!(matches!(pairs, Database::Postgres(_)));
+        assert_eq!(
+            pairs.to_string(),
+            "host=db.internal dbname=shop password=***"
+        );
         let file: Database = "data/storefront.db".parse().unwrap();
         assert!(
             matches!(file, Database::File(path) if path == std::path::Path::new("data/storefront.db"))
