@@ -127,7 +127,7 @@ impl Store for PostgresStore {
         }
     }
 
-    /// A transaction per [`SAVEPOINTS`] write sets, a savepoint each (group commit).
+    /// A transaction per 50 write sets, a savepoint each (group commit).
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
         let mut results = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(SAVEPOINTS) {
