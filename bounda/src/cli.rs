@@ -45,6 +45,21 @@ pub enum Operator {
     /// Runs the app gave up on.
     #[command(subcommand)]
     DeadLetters(Letters),
+    /// The story of one process instance: each step with what caused it, the state it changed
+    /// and the deadlines it set, moved or cleared; then what is pending, parked and lettered.
+    Explain(ExplainArgs),
+}
+
+/// What `explain` explains.
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// The process, by name (`OrderLifecycle`).
+    pub process: String,
+    /// The instance's id.
+    pub id: String,
+    /// As one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `dead-letters` subcommands: list, show, retry or discard the runs given up on.
@@ -347,8 +362,155 @@ pub async fn execute(
             app.dead_letters().discard(&id).await?;
             writeln!(out, "discarded {id}").map_err(io)?;
         }
+        Operator::Explain(args) => {
+            let Some(story) = app.explain_named(&args.process, &args.id).await? else {
+                return Err(crate::Error::NotFound {
+                    what: format!("instance `{}` of process `{}`", args.id, args.process),
+                });
+            };
+            if args.json {
+                let json = serde_json::to_string_pretty(&story).map_err(|e| {
+                    crate::Error::Configuration {
+                        message: format!("cannot write JSON: {e}"),
+                    }
+                })?;
+                writeln!(out, "{json}").map_err(io)?;
+            } else {
+                write_story(&story, app.clock().now(), out).map_err(io)?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `story` for a person: a header, one line a step with its changes indented under it, then
+/// what is pending, parked and lettered.
+fn write_story(
+    story: &crate::explain::Explained,
+    now: crate::Instant,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    use crate::explain::StepKind;
+    let status = match story.status {
+        crate::ProcessStatus::Started => "running",
+        crate::ProcessStatus::Completed => "completed",
+        crate::ProcessStatus::Failed => "failed",
+        crate::ProcessStatus::TimedOut => "timed out",
+    };
+    write!(out, "{} {}: {status}", story.process, story.instance)?;
+    match story.timeout_at {
+        Some(at) => writeln!(out, ", its lifetime ends {} ({at})", relative(at, now))?,
+        None => writeln!(out)?,
+    }
+    for step in &story.steps {
+        let cause = step.cause.as_ref().map(|cause| {
+            let what = cause
+                .event_type
+                .as_deref()
+                .unwrap_or("an event no longer in the log");
+            let stream = cause
+                .stream
+                .as_deref()
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            format!("{what}{stream} ({})", cause.event_id)
+        });
+        let cause = cause.as_deref().unwrap_or("-");
+        let what = match &step.what {
+            StepKind::Started => format!("started by {cause}"),
+            StepKind::Handled => format!("handled {cause}"),
+            StepKind::DeadlineReached { field, due } => {
+                format!("deadline {field} reached (due {due})")
+            }
+            StepKind::Completed => format!("completed by {cause}"),
+            StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
+            StepKind::Failed {
+                letter_id,
+                deadline,
+            } => match deadline {
+                Some(due) => format!("failed at the deadline due {due}: letter {letter_id}"),
+                None => format!("failed on {cause}: letter {letter_id}"),
+            },
+            StepKind::Parked => format!("parked {cause}"),
+            StepKind::Resumed => "resumed".to_owned(),
+        };
+        writeln!(
+            out,
+            "  #{:<6} {}  {:<16} {what}  [correlation {}]",
+            step.position,
+            step.at,
+            ago(step.at, now),
+            step.correlation_id
+        )?;
+        for change in &step.deadlines {
+            // A moment as the step saw it: `in 24h` from the step's own time.
+            let moment = |at: Option<crate::Instant>| {
+                at.map_or_else(
+                    || "-".to_owned(),
+                    |at| format!("{at} ({})", relative(at, step.at)),
+                )
+            };
+            match change.verb() {
+                "set" => writeln!(out, "      {} set to {}", change.field, moment(change.to))?,
+                "moved" => writeln!(
+                    out,
+                    "      {} moved from {} to {}",
+                    change.field,
+                    moment(change.from),
+                    moment(change.to)
+                )?,
+                _ => writeln!(
+                    out,
+                    "      {} cleared (was {})",
+                    change.field,
+                    moment(change.from)
+                )?,
+            }
+        }
+        for change in &step.changes {
+            writeln!(
+                out,
+                "      {}: {} → {}",
+                change.field, change.from, change.to
+            )?;
+        }
+    }
+    if story.pending.is_empty() {
+        writeln!(out, "pending: nothing")?;
+    } else {
+        writeln!(out, "pending:")?;
+        for due in &story.pending {
+            let waiting = if due.waiting { "  waiting" } else { "" };
+            writeln!(
+                out,
+                "  {:<20} {}  {}{waiting}",
+                due.field,
+                due.at,
+                relative(due.at, now)
+            )?;
+        }
+    }
+    for parked in &story.parked {
+        writeln!(
+            out,
+            "parked: {} ({}), stored {}",
+            parked.event_type,
+            parked.event_id,
+            ago(parked.at, now)
+        )?;
+    }
+    for letter in &story.letters {
+        writeln!(
+            out,
+            "letter {}: {} on {}: {} ({} attempts)",
+            letter.id,
+            letter.status.as_str(),
+            letter.failed.as_deref().unwrap_or("-"),
+            letter.error,
+            letter.attempts
+        )?;
+    }
+    Ok(())
 }
 
 /// A letter as `--json` and `show` print it; `parked` counts the events behind a process
@@ -375,6 +537,16 @@ fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
 
 /// `at` as seen from `now`, to the two largest units: `in 2h 5m`, `overdue 3m`, `now`.
 pub fn relative(at: crate::Instant, now: crate::Instant) -> String {
+    from_now(at, now, "overdue ", "")
+}
+
+/// `at` as seen from `now` for something that happened: `3m ago`, `in 2h 5m`, `now`.
+pub fn ago(at: crate::Instant, now: crate::Instant) -> String {
+    from_now(at, now, "", " ago")
+}
+
+/// `at` from `now` to the two largest units, a past one between `before` and `after`.
+fn from_now(at: crate::Instant, now: crate::Instant, before: &str, after: &str) -> String {
     let ms = at.as_millis() - now.as_millis();
     let abs = ms.unsigned_abs();
     if abs < 1_000 {
@@ -404,6 +576,6 @@ pub fn relative(at: crate::Instant, now: crate::Instant) -> String {
     if ms > 0 {
         format!("in {span}")
     } else {
-        format!("overdue {span}")
+        format!("{before}{span}{after}")
     }
 }

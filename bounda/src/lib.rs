@@ -211,6 +211,15 @@ pub use bounda_macros::Event;
 /// event struct (`Placed(OrderPlaced)`), with `From<OrderPlaced>` for the enum.
 pub use bounda_macros::Events;
 
+/// The story of one process instance, as [`App::explain`] tells it: its steps, what caused
+/// each, what each changed, and what is pending, parked and lettered now.
+pub mod explain {
+    pub use crate::app::processes::explain::{
+        DeadlineChange, Explained, FieldChange, LetterNow, ParkedEvent, PendingNow, Step,
+        StepCause, StepKind,
+    };
+}
+
 pub use app::{
     Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
     Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,

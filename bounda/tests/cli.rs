@@ -10,7 +10,7 @@ mod support;
 
 use std::process::ExitCode;
 
-use bounda::cli::{DeadlineArgs, Letters, ListArgs, Operator, execute, relative};
+use bounda::cli::{DeadlineArgs, ExplainArgs, Letters, ListArgs, Operator, ago, execute, relative};
 use bounda::prelude::*;
 use support::storefront::*;
 
@@ -233,4 +233,86 @@ fn relative_times_read_as_people_say_them() {
     assert_eq!(at("2026-01-03T13:00:10Z"), "in 2d 1h");
     assert_eq!(at("2026-01-01T14:00:07Z"), "in 2h");
     assert_eq!(at("2026-01-01T12:00:42Z"), "in 42s");
+}
+
+// Issue 13: `explain` tells an instance's story for a person (one line a step, its changes
+// indented, times relative) and as JSON; an instance that never started is an error naming it.
+#[tokio::test]
+async fn explain_tells_an_instances_story_for_a_person_and_as_json() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.advance(hours(25)).await.unwrap();
+    let explain = |json| {
+        Operator::Explain(ExplainArgs {
+            process: "OrderPayment".into(),
+            id: "o-1".into(),
+            json,
+        })
+    };
+    let (code, text) = output(app.app(), explain(false)).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("OrderPayment o-1: running, its lifetime ends in 28d 23h"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("1d 1h ago") && lines[1].contains("started by OrderPlaced Order:o-1"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("next_reminder set to 2026-01-02T00:00:00.000Z (in 1d)"),
+        "{text}"
+    );
+    assert!(text.contains("deadline next_reminder reached (due 2026-01-02T00:00:00.000Z)"));
+    assert!(
+        text.contains("next_reminder moved from 2026-01-02T00:00:00.000Z (now) to 2026-01-03T00:00:00.000Z (in 1d)"),
+        "{text}"
+    );
+    assert!(text.contains("      reminders: 0 → 1"), "{text}");
+    assert!(text.contains("pending:\n  next_reminder"), "{text}");
+
+    let (_, json) = output(app.app(), explain(true)).await;
+    let story: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(story["status"], "Started");
+    assert_eq!(story["steps"][0]["what"]["kind"], "started");
+    assert_eq!(story["steps"][1]["what"]["kind"], "deadlineReached");
+    assert_eq!(story["steps"][1]["deadlines"][0]["field"], "next_reminder");
+    assert_eq!(story["pending"][0]["at"], "2026-01-03T00:00:00.000Z");
+
+    let mut out = Vec::new();
+    let missing = execute(
+        app.app(),
+        Operator::Explain(ExplainArgs {
+            process: "OrderPayment".into(),
+            id: "o-9".into(),
+            json: false,
+        }),
+        &mut out,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(missing.code(), "NOT_FOUND");
+    assert!(missing.to_string().contains("`o-9`"), "{missing}");
+}
+
+#[test]
+fn past_moments_read_as_ago() {
+    let now: Instant = "2026-01-01T12:00:00Z".parse().unwrap();
+    assert_eq!(ago("2026-01-01T11:57:00Z".parse().unwrap(), now), "3m ago");
+    assert_eq!(
+        ago("2026-01-01T14:05:00Z".parse().unwrap(), now),
+        "in 2h 5m"
+    );
 }

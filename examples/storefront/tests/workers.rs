@@ -403,3 +403,51 @@ fn run_settings_do_not_stop_other_commands_and_run_waits_for_its_reminders() {
     assert_eq!(output.status.code(), Some(2), "run refuses its own setting");
     assert!(String::from_utf8_lossy(&output.stderr).contains("soon"));
 }
+
+// Issue 13: the binary carries `explain`: after a run, each order's lifecycle tells its story,
+// for a person and as JSON; an unknown order is an error that names it.
+#[test]
+fn the_binary_explains_an_order_after_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let run = storefront(&db, &log_path, &["run", "--orders", "3"])
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let app = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let app = app_on(&db).await;
+            orders(&app).await
+        });
+    let order = app.keys().next().expect("an order").clone();
+    let text = storefront(&db, &log_path, &["explain", "OrderLifecycle", &order])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with(&format!("OrderLifecycle {order}: completed")),
+        "{text}"
+    );
+    assert!(text.contains("started by OrderPlaced"), "{text}");
+    let json = storefront(
+        &db,
+        &log_path,
+        &["explain", "OrderLifecycle", &order, "--json"],
+    )
+    .stdout(Stdio::piped())
+    .output()
+    .unwrap();
+    let story: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(story["instance"], order.as_str());
+    let missing = storefront(&db, &log_path, &["explain", "OrderLifecycle", "o-nope"])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("o-nope"));
+}

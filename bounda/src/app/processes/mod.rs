@@ -2,6 +2,7 @@
 
 pub(crate) mod deadline_run;
 mod event_run;
+pub(crate) mod explain;
 pub(crate) mod instance;
 pub(crate) mod pass;
 mod retry;

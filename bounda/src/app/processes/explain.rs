@@ -1,0 +1,509 @@
+//! The story of one process instance, for a person or a page: each step of its stream with what
+//! caused it and what it changed, then what is pending, parked and lettered now.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::app::App;
+use crate::process::Process;
+use crate::store::{LetterFilter, LetterKind, LetterStatus};
+use crate::{Error, Instant, RecordedEvent};
+
+use super::instance::{Instance, Lifecycle, Status, stream_type};
+use super::step::entry_key;
+use super::writes::LetterPayload;
+
+/// One instance's history and present, as [`App::explain`] reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explained {
+    /// The process.
+    pub process: String,
+    /// The instance.
+    pub instance: String,
+    /// Where it stands.
+    pub status: Status,
+    /// When its lifetime runs out, while it runs.
+    pub timeout_at: Option<Instant>,
+    /// Every step, oldest first.
+    pub steps: Vec<Step>,
+    /// The deadlines pending now, soonest first.
+    pub pending: Vec<PendingNow>,
+    /// Events parked behind a failure, in arrival order.
+    pub parked: Vec<ParkedEvent>,
+    /// The dead letters of its failed steps, oldest first.
+    pub letters: Vec<LetterNow>,
+}
+
+/// One lifecycle step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// Where it is in the global log.
+    pub position: u64,
+    /// When it was stored.
+    pub at: Instant,
+    /// What happened.
+    pub what: StepKind,
+    /// The event behind it, for a step an event caused (read back from the log).
+    pub cause: Option<StepCause>,
+    /// The correlation the step ran in.
+    pub correlation_id: String,
+    /// The state's fields it changed (deadlines apart), by path: `reminders`, `address.city`.
+    pub changes: Vec<FieldChange>,
+    /// The deadlines it set, moved or cleared.
+    pub deadlines: Vec<DeadlineChange>,
+}
+
+/// What a step was.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum StepKind {
+    /// Started by an event.
+    Started,
+    /// An event handled.
+    Handled,
+    /// A deadline reached.
+    #[serde(rename_all = "camelCase")]
+    DeadlineReached {
+        /// The deadline field.
+        field: String,
+        /// The moment it was set for.
+        due: Instant,
+    },
+    /// Ended by a completing event.
+    Completed,
+    /// Ended by its lifetime running out.
+    #[serde(rename_all = "camelCase")]
+    TimedOut {
+        /// The moment the lifetime ran out.
+        due: Instant,
+    },
+    /// A step failed for good, filing a letter.
+    #[serde(rename_all = "camelCase")]
+    Failed {
+        /// The letter.
+        letter_id: String,
+        /// The deadline moment that failed, when a deadline did.
+        deadline: Option<Instant>,
+    },
+    /// An event arrived while it was failed, and waits.
+    Parked,
+    /// Running again after its letter's retry.
+    Resumed,
+}
+
+/// The event behind a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepCause {
+    /// Its id.
+    pub event_id: String,
+    /// Its type, if it is still in the log.
+    pub event_type: Option<String>,
+    /// Its stream, `aggregate:id`, if it is still in the log.
+    pub stream: Option<String>,
+    /// The correlation it belongs to, if it is still in the log.
+    pub correlation_id: Option<String>,
+}
+
+/// A state field a step changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldChange {
+    /// Its path in the state: `reminders`, `address.city`.
+    pub field: String,
+    /// Before (`null` when it was not there).
+    pub from: Value,
+    /// After (`null` when it is gone).
+    pub to: Value,
+}
+
+/// A deadline a step set, moved or cleared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeadlineChange {
+    /// The deadline field.
+    pub field: String,
+    /// Its moment before, if it was set.
+    pub from: Option<Instant>,
+    /// Its moment after, if it is set.
+    pub to: Option<Instant>,
+}
+
+impl DeadlineChange {
+    /// `set`, `moved` or `cleared`.
+    pub fn verb(&self) -> &'static str {
+        match (self.from, self.to) {
+            (None, _) => "set",
+            (Some(_), Some(_)) => "moved",
+            (Some(_), None) => "cleared",
+        }
+    }
+}
+
+/// A deadline pending now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingNow {
+    /// The deadline field, or `timeout`.
+    pub field: String,
+    /// When it comes due.
+    pub at: Instant,
+    /// Whether it came due and waits for the instance's events stored before it.
+    pub waiting: bool,
+}
+
+/// An event parked behind a failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParkedEvent {
+    /// Its id.
+    pub event_id: String,
+    /// Its type.
+    pub event_type: String,
+    /// When it was stored.
+    pub at: Instant,
+}
+
+/// A dead letter of one of its steps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LetterNow {
+    /// Its id.
+    pub id: String,
+    /// Where it stands.
+    pub status: LetterStatus,
+    /// What failed: the event's type, or `deadline:<field>`.
+    pub failed: Option<String>,
+    /// The error.
+    pub error: String,
+    /// Runs made before giving up.
+    pub attempts: u32,
+}
+
+impl App {
+    /// The story of instance `id` of process `P`: see [`explain_named`](App::explain_named).
+    pub async fn explain<P: Process>(&self, id: &str) -> Result<Option<Explained>, Error> {
+        self.explain_named(P::NAME, id).await
+    }
+
+    /// The story of instance `id` of the process named `process`: each step with its time, the
+    /// event or deadline behind it, the state's fields it changed and the deadlines it set,
+    /// moved or cleared; then the deadlines pending now, the events parked and the letters.
+    /// `None` if the instance never started; an error naming the app's processes if it has
+    /// none of that name.
+    pub async fn explain_named(&self, process: &str, id: &str) -> Result<Option<Explained>, Error> {
+        let Some(runner) = self.processes().find(|p| p.name() == process) else {
+            let known: Vec<&str> = self.processes().map(|p| p.name()).collect();
+            return Err(Error::NotFound {
+                what: format!(
+                    "process `{process}` (this app's processes: {})",
+                    known.join(", ")
+                ),
+            });
+        };
+        let fields = runner.deadline_fields();
+        let stream = self.store().read_stream(&stream_type(process), id).await?;
+        if stream.is_empty() {
+            return Ok(None);
+        }
+        let mut instance = Instance::empty();
+        let mut steps: Vec<Step> = Vec::with_capacity(stream.len());
+        let mut parked_types = Vec::new();
+        // The start, until its handler's step: the runtime stores a start as `ProcessStarted`
+        // then `ProcessHandled` of the same event, which a person reads as one step.
+        let mut starting: Option<(String, Value)> = None;
+        for event in &stream {
+            let lifecycle = Lifecycle::decode(event)?;
+            let before = instance.state.clone();
+            let (what, cause_id) = describe(&lifecycle);
+            let handles_start = matches!(
+                (&lifecycle, &starting),
+                (Lifecycle::Handled { event_id, .. }, Some((started, _))) if event_id == started
+            );
+            if let Lifecycle::EventParked {
+                event_id,
+                event_type,
+                ..
+            } = &lifecycle
+            {
+                parked_types.push((event_id.clone(), event_type.clone()));
+            }
+            let correlation = &event.metadata.correlation_id;
+            instance.apply(lifecycle, &event.id, event.version, correlation, &fields);
+            if handles_start
+                && let (Some((_, start_state)), Some(start)) = (starting.take(), steps.last_mut())
+            {
+                let merged = step(
+                    event,
+                    StepKind::Started,
+                    None,
+                    &start_state,
+                    &instance.state,
+                    &fields,
+                );
+                start.changes = merged.changes;
+                start.deadlines = merged.deadlines;
+                continue;
+            }
+            starting = match (&what, &cause_id) {
+                (StepKind::Started, Some(event_id)) => Some((event_id.clone(), before.clone())),
+                _ => None,
+            };
+            let cause = match cause_id {
+                Some(cause_id) => Some(self.cause(cause_id).await?),
+                None => None,
+            };
+            steps.push(step(event, what, cause, &before, &instance.state, &fields));
+        }
+        let pending = self.pending_of(runner.as_ref(), id, &instance)?;
+        let parked = instance
+            .parked
+            .iter()
+            .map(|parked| ParkedEvent {
+                event_id: parked.event_id.clone(),
+                event_type: parked_types
+                    .iter()
+                    .find(|(event_id, _)| *event_id == parked.event_id)
+                    .map(|(_, event_type)| event_type.clone())
+                    .unwrap_or_default(),
+                at: parked.parked_at,
+            })
+            .collect();
+        let letters = self.letters_of(process, id).await?;
+        Ok(Some(Explained {
+            process: process.to_owned(),
+            instance: id.to_owned(),
+            status: instance.status,
+            timeout_at: instance
+                .timeout_at
+                .filter(|_| instance.status == Status::Started),
+            steps,
+            pending,
+            parked,
+            letters,
+        }))
+    }
+
+    /// The event `id` as a step's cause: what the log still says of it.
+    async fn cause(&self, id: String) -> Result<StepCause, Error> {
+        let event = self.store().read_event(&id).await?;
+        Ok(StepCause {
+            event_type: event.as_ref().map(|e| e.event_type.clone()),
+            stream: event
+                .as_ref()
+                .map(|e| format!("{}:{}", e.aggregate_type, e.aggregate_id)),
+            correlation_id: event.map(|e| e.metadata.correlation_id),
+            event_id: id,
+        })
+    }
+
+    /// The deadlines `instance` (instance `id` of `runner`) has pending, soonest first, the first
+    /// marked waiting while its entry is held for the process runner.
+    fn pending_of(
+        &self,
+        runner: &dyn super::ProcessRunner,
+        id: &str,
+        instance: &Instance,
+    ) -> Result<Vec<PendingNow>, Error> {
+        if instance.status != Status::Started {
+            return Ok(Vec::new());
+        }
+        let key = entry_key(runner.name(), id);
+        let waiting_at = self.waiting().get(&key).map(|(at, _)| *at);
+        let mut dues = runner.pending(instance)?;
+        dues.sort_by_key(|due| due.at);
+        Ok(dues
+            .into_iter()
+            .enumerate()
+            .map(|(index, due)| PendingNow {
+                field: due.field.to_owned(),
+                at: due.at,
+                waiting: index == 0 && waiting_at == Some(due.at.as_millis()),
+            })
+            .collect())
+    }
+
+    /// The process letters of instance `id` of `process`, oldest first.
+    async fn letters_of(&self, process: &str, id: &str) -> Result<Vec<LetterNow>, Error> {
+        let filter = LetterFilter {
+            kind: Some(LetterKind::Process),
+            handler: Some(process.to_owned()),
+            ..LetterFilter::default()
+        };
+        let letters = self.dead_letters().list(&filter).await?;
+        Ok(letters
+            .into_iter()
+            .filter(|letter| {
+                LetterPayload::of(letter).is_some_and(|payload| payload.instance == id)
+            })
+            .map(|letter| LetterNow {
+                id: letter.id,
+                status: letter.status,
+                failed: letter.event_type,
+                error: letter.error_message,
+                attempts: letter.attempts,
+            })
+            .collect())
+    }
+}
+
+/// What `lifecycle` was, and the id of the event behind it, if an event was.
+fn describe(lifecycle: &Lifecycle) -> (StepKind, Option<String>) {
+    match lifecycle {
+        Lifecycle::Started { event_id, .. } => (StepKind::Started, Some(event_id.clone())),
+        Lifecycle::Handled { event_id, .. } => (StepKind::Handled, Some(event_id.clone())),
+        Lifecycle::DeadlineReached { field, at, .. } => (
+            StepKind::DeadlineReached {
+                field: field.clone(),
+                due: *at,
+            },
+            None,
+        ),
+        Lifecycle::Completed { event_id } => (StepKind::Completed, Some(event_id.clone())),
+        Lifecycle::TimedOut { at, .. } => (StepKind::TimedOut { due: *at }, None),
+        Lifecycle::Failed {
+            letter_id,
+            at,
+            event_id,
+        } => (
+            StepKind::Failed {
+                letter_id: letter_id.clone(),
+                deadline: *at,
+            },
+            event_id.clone(),
+        ),
+        Lifecycle::EventParked { event_id, .. } => (StepKind::Parked, Some(event_id.clone())),
+        Lifecycle::Resumed {} => (StepKind::Resumed, None),
+    }
+}
+
+/// The step of lifecycle event `event`, whose state went from `before` to `after`.
+fn step(
+    event: &RecordedEvent,
+    what: StepKind,
+    cause: Option<StepCause>,
+    before: &Value,
+    after: &Value,
+    fields: &[(&str, &str)],
+) -> Step {
+    let is_deadline = |key: &str| fields.iter().any(|(_, k)| *k == key);
+    let mut changes = Vec::new();
+    diff("", before, after, &mut changes, &|path: &str| {
+        is_deadline(path)
+    });
+    let deadlines = fields
+        .iter()
+        .filter_map(|(field, key)| {
+            let moment = |state: &Value| {
+                state
+                    .get(*key)
+                    .and_then(|value| serde_json::from_value::<Option<Instant>>(value.clone()).ok())
+                    .flatten()
+            };
+            let (from, to) = (moment(before), moment(after));
+            (from != to).then(|| DeadlineChange {
+                field: (*field).to_owned(),
+                from,
+                to,
+            })
+        })
+        .collect();
+    Step {
+        position: event.position,
+        at: event.timestamp,
+        what,
+        cause,
+        correlation_id: event.metadata.correlation_id.clone(),
+        changes,
+        deadlines,
+    }
+}
+
+/// The fields whose values differ between `before` and `after`, by path, objects compared
+/// field by field; top-level fields `skip` names are left out.
+fn diff(
+    path: &str,
+    before: &Value,
+    after: &Value,
+    changes: &mut Vec<FieldChange>,
+    skip: &dyn Fn(&str) -> bool,
+) {
+    if before == after {
+        return;
+    }
+    match (before, after) {
+        (Value::Object(old), Value::Object(new)) => {
+            let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let child = match path {
+                    "" => key.clone(),
+                    _ => format!("{path}.{key}"),
+                };
+                if path.is_empty() && skip(key) {
+                    continue;
+                }
+                let null = Value::Null;
+                diff(
+                    &child,
+                    old.get(key).unwrap_or(&null),
+                    new.get(key).unwrap_or(&null),
+                    changes,
+                    skip,
+                );
+            }
+        }
+        // The first state, whole: each of its fields, from nothing.
+        (Value::Null, Value::Object(_)) if path.is_empty() => {
+            diff(
+                path,
+                &Value::Object(Default::default()),
+                after,
+                changes,
+                skip,
+            );
+        }
+        _ => changes.push(FieldChange {
+            field: path.to_owned(),
+            from: before.clone(),
+            to: after.clone(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_diff_names_each_changed_field_by_path_and_leaves_deadlines_out() {
+        let mut changes = Vec::new();
+        diff(
+            "",
+            &json!({ "reminders": 1, "address": { "city": "Oslo", "zip": "1" }, "due": null }),
+            &json!({ "reminders": 2, "address": { "city": "Bergen", "zip": "1" }, "due": "x", "new": true }),
+            &mut changes,
+            &|key| key == "due",
+        );
+        let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["address.city", "new", "reminders"]);
+        assert_eq!((&changes[2].from, &changes[2].to), (&json!(1), &json!(2)));
+        let mut first = Vec::new();
+        diff("", &Value::Null, &json!({ "a": 1 }), &mut first, &|_| false);
+        assert_eq!(first[0].field, "a");
+    }
+
+    #[test]
+    fn a_deadline_change_says_set_moved_or_cleared() {
+        let at = Instant::from_millis(0);
+        let change = |from, to| DeadlineChange {
+            field: "f".into(),
+            from,
+            to,
+        };
+        assert_eq!(change(None, at).verb(), "set");
+        assert_eq!(change(at, at).verb(), "moved");
+        assert_eq!(change(at, None).verb(), "cleared");
+    }
+}
