@@ -14,7 +14,7 @@ use deadpool_postgres::GenericClient;
 
 use crate::names::Names;
 use crate::rows::{self, bigint, limit};
-use crate::sql::{execute, failed, query, query_one, query_opt, transaction};
+use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, commit};
 
 #[async_trait]
@@ -35,23 +35,22 @@ impl Store for PostgresStore {
         aggregate_id: &str,
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}events
+        let rows = self
+            .rows(
+                "cannot read a stream",
+                &format!(
+                    "SELECT {} FROM {{t}}events
                  WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3
                  ORDER BY version",
-                rows::EVENT_COLUMNS
-            )),
-            &[
-                &aggregate_type,
-                &aggregate_id,
-                &bigint("a version", version)?,
-            ],
-        )
-        .await
-        .map_err(failed("cannot read a stream"))?;
+                    rows::EVENT_COLUMNS
+                ),
+                &[
+                    &aggregate_type,
+                    &aggregate_id,
+                    &bigint("a version", version)?,
+                ],
+            )
+            .await?;
         rows.iter().map(rows::event).collect()
     }
 
@@ -60,48 +59,43 @@ impl Store for PostgresStore {
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Option<Snapshot>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self.names.sql(
+        let row = self
+            .row(
+                "cannot read a snapshot",
                 "SELECT version, state FROM {t}snapshots
                  WHERE aggregate_type = $1 AND aggregate_id = $2",
-            ),
-            &[&aggregate_type, &aggregate_id],
-        )
-        .await
-        .map_err(failed("cannot read a snapshot"))?;
+                &[&aggregate_type, &aggregate_id],
+            )
+            .await?;
         row.map(|row| rows::snapshot(&row, aggregate_type, aggregate_id))
             .transpose()
     }
 
     async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}events WHERE position > $1 ORDER BY position LIMIT $2",
-                rows::EVENT_COLUMNS
-            )),
-            &[&bigint("a position", after)?, &rows::limit(limit)],
-        )
-        .await
-        .map_err(failed("cannot read events"))?;
+        let rows = self
+            .rows(
+                "cannot read events",
+                &format!(
+                    "SELECT {} FROM {{t}}events WHERE position > $1 ORDER BY position LIMIT $2",
+                    rows::EVENT_COLUMNS
+                ),
+                &[&bigint("a position", after)?, &rows::limit(limit)],
+            )
+            .await?;
         rows.iter().map(rows::event).collect()
     }
 
     async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}events WHERE id = $1",
-                rows::EVENT_COLUMNS
-            )),
-            &[&id],
-        )
-        .await
-        .map_err(failed("cannot read an event"))?;
+        let row = self
+            .row(
+                "cannot read an event",
+                &format!(
+                    "SELECT {} FROM {{t}}events WHERE id = $1",
+                    rows::EVENT_COLUMNS
+                ),
+                &[&id],
+            )
+            .await?;
         row.as_ref().map(rows::event).transpose()
     }
 
@@ -148,30 +142,24 @@ impl Store for PostgresStore {
     }
 
     async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self
-                .names
-                .sql("SELECT position FROM {t}checkpoints WHERE subscriber = $1"),
-            &[&subscriber],
-        )
-        .await
-        .map_err(failed("cannot read a checkpoint"))?;
+        let row = self
+            .row(
+                "cannot read a checkpoint",
+                "SELECT position FROM {t}checkpoints WHERE subscriber = $1",
+                &[&subscriber],
+            )
+            .await?;
         row.map(|row| rows::unsigned(&row, 0)).transpose()
     }
 
     async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            &self
-                .names
-                .sql("SELECT subscriber, position FROM {t}checkpoints ORDER BY subscriber"),
-            &[],
-        )
-        .await
-        .map_err(failed("cannot read checkpoints"))?;
+        let rows = self
+            .rows(
+                "cannot read checkpoints",
+                "SELECT subscriber, position FROM {t}checkpoints ORDER BY subscriber",
+                &[],
+            )
+            .await?;
         rows.iter()
             .map(|row| Ok((rows::get(row, 0)?, rows::unsigned(row, 1)?)))
             .collect()
@@ -279,33 +267,27 @@ impl Store for PostgresStore {
         claim_id: &str,
         now: Instant,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let changed = execute(
-            &client,
-            &self.names.sql(
+        let changed = self
+            .changed(
+                "cannot renew an inbox claim",
                 "UPDATE {t}inbox SET claimed_at = $4
                  WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
-            ),
-            &[&handler, &event_id, &claim_id, &now.to_chrono()],
-        )
-        .await
-        .map_err(failed("cannot renew an inbox claim"))?;
+                &[&handler, &event_id, &claim_id, &now.to_chrono()],
+            )
+            .await?;
         Ok(changed == 1)
     }
 
     async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self.names.sql(
+        let row = self
+            .row(
+                "cannot read inbox failures",
                 "SELECT event_id, attempts, last_error, retry_at FROM {t}inbox
                  WHERE handler = $1 AND status = 'failed'
                  ORDER BY retry_at, event_id LIMIT 1",
-            ),
-            &[&handler],
-        )
-        .await
-        .map_err(failed("cannot read inbox failures"))?;
+                &[&handler],
+            )
+            .await?;
         row.map(|row| {
             Ok(InboxFailure {
                 handler: handler.to_owned(),
@@ -335,34 +317,28 @@ impl Store for PostgresStore {
         claim_id: &str,
         now: Instant,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let changed = execute(
-            &client,
-            &self.names.sql(
+        let changed = self
+            .changed(
+                "cannot renew a scheduler claim",
                 "UPDATE {t}scheduled_commands SET claimed_at = $3
                  WHERE dedupe_key = $1 AND claim_id = $2",
-            ),
-            &[&dedupe_key, &claim_id, &now.to_chrono()],
-        )
-        .await
-        .map_err(failed("cannot renew a scheduler claim"))?;
+                &[&dedupe_key, &claim_id, &now.to_chrono()],
+            )
+            .await?;
         Ok(changed == 1)
     }
 
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
-        let client = self.client().await?;
-        let row = query_one(
-            &client,
-            &self.names.sql(
+        let row = self
+            .one(
+                "cannot read the next due moment",
                 "SELECT
                      (SELECT min(execute_at) FROM {t}scheduled_commands WHERE claimed_at IS NULL),
                      (SELECT min(claimed_at) FROM {t}scheduled_commands
                       WHERE claimed_at IS NOT NULL)",
-            ),
-            &[],
-        )
-        .await
-        .map_err(failed("cannot read the next due moment"))?;
+                &[],
+            )
+            .await?;
         let free = rows::optional_instant(&row, 0)?;
         // A claimed entry is due again 1 ms after its lease ends (spec 176).
         let claimed = rows::optional_instant(&row, 1)?.map(|at| at + lease + millis(1));
@@ -370,17 +346,14 @@ impl Store for PostgresStore {
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
-        let client = self.client().await?;
-        let row = query_one(
-            &client,
-            &self.names.sql(
+        let row = self
+            .one(
+                "cannot read scheduled retries",
                 "SELECT min(execute_at) FROM {t}scheduled_commands
                  WHERE attempts > 0 AND claimed_at IS NULL",
-            ),
-            &[],
-        )
-        .await
-        .map_err(failed("cannot read scheduled retries"))?;
+                &[],
+            )
+            .await?;
         rows::optional_instant(&row, 0)
     }
 
@@ -388,33 +361,31 @@ impl Store for PostgresStore {
         &self,
         command_type: &str,
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        let client = self.client().await?;
-        let rows = query(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}scheduled_commands s WHERE command_type = $1
+        let rows = self
+            .rows(
+                "cannot read scheduler entries",
+                &format!(
+                    "SELECT {} FROM {{t}}scheduled_commands s WHERE command_type = $1
                  ORDER BY execute_at, dedupe_key",
-                rows::SCHEDULED_COLUMNS
-            )),
-            &[&command_type],
-        )
-        .await
-        .map_err(failed("cannot read scheduler entries"))?;
+                    rows::SCHEDULED_COLUMNS
+                ),
+                &[&command_type],
+            )
+            .await?;
         rows.iter().map(rows::scheduled).collect()
     }
 
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}scheduled_commands s WHERE dedupe_key = $1",
-                rows::SCHEDULED_COLUMNS
-            )),
-            &[&dedupe_key],
-        )
-        .await
-        .map_err(failed("cannot read a scheduler entry"))?;
+        let row = self
+            .row(
+                "cannot read a scheduler entry",
+                &format!(
+                    "SELECT {} FROM {{t}}scheduled_commands s WHERE dedupe_key = $1",
+                    rows::SCHEDULED_COLUMNS
+                ),
+                &[&dedupe_key],
+            )
+            .await?;
         row.as_ref().map(rows::scheduled).transpose()
     }
 
@@ -425,32 +396,25 @@ impl Store for PostgresStore {
         now: Instant,
         lease: Duration,
     ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let changed = execute(
-            &client,
-            &self.names.sql(
+        let changed = self
+            .changed(
+                "cannot claim a dead letter",
                 "UPDATE {t}dead_letters SET claim_id = $2, claimed_at = $3
                  WHERE id = $1 AND status = 'failed' AND (claim_id IS NULL OR claimed_at < $4)",
-            ),
-            &[&id, &claim_id, &now.to_chrono(), &(now - lease).to_chrono()],
-        )
-        .await
-        .map_err(failed("cannot claim a dead letter"))?;
+                &[&id, &claim_id, &now.to_chrono(), &(now - lease).to_chrono()],
+            )
+            .await?;
         Ok(changed == 1)
     }
 
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
-        let client = self.client().await?;
-        execute(
-            &client,
-            &self.names.sql(
-                "UPDATE {t}dead_letters SET claim_id = NULL, claimed_at = NULL
+        self.changed(
+            "cannot release a dead letter",
+            "UPDATE {t}dead_letters SET claim_id = NULL, claimed_at = NULL
                  WHERE id = $1 AND claim_id = $2",
-            ),
             &[&id, &claim_id],
         )
-        .await
-        .map_err(failed("cannot release a dead letter"))?;
+        .await?;
         Ok(())
     }
 
@@ -492,22 +456,73 @@ impl Store for PostgresStore {
     }
 
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
-        let client = self.client().await?;
-        let row = query_opt(
-            &client,
-            &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}dead_letters WHERE id = $1",
-                rows::LETTER_COLUMNS
-            )),
-            &[&id],
-        )
-        .await
-        .map_err(failed("cannot read a dead letter"))?;
+        let row = self
+            .row(
+                "cannot read a dead letter",
+                &format!(
+                    "SELECT {} FROM {{t}}dead_letters WHERE id = $1",
+                    rows::LETTER_COLUMNS
+                ),
+                &[&id],
+            )
+            .await?;
         row.as_ref().map(rows::dead_letter).transpose()
     }
 }
 
 impl PostgresStore {
+    /// The rows `template` (`{t}` naming the tables) answers on a pooled connection; `what`
+    /// says what was being done when it fails.
+    async fn rows(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        query(&client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
+
+    /// The row `template` answers, if any; as [`rows`](Self::rows).
+    async fn row(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        query_opt(&client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
+
+    /// The one row `template` answers; as [`rows`](Self::rows).
+    async fn one(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<tokio_postgres::Row, StoreError> {
+        let client = self.client().await?;
+        query_one(&client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
+
+    /// How many rows `template` changed; as [`rows`](Self::rows).
+    async fn changed(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        execute(&client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
     /// `writes` in one transaction, each in a savepoint of its own: one whose precondition
     /// fails is rolled back alone. The error is the transaction's own failure.
     async fn commit_in_savepoints(
