@@ -21,6 +21,9 @@ mod event;
 pub mod guides;
 pub mod ids;
 mod instant;
+/// The operator page; with the `page` feature.
+#[cfg(feature = "page")]
+pub mod page;
 pub mod process;
 pub mod store;
 pub mod testing;

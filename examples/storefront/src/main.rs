@@ -77,6 +77,14 @@ enum Command {
         #[command(flatten)]
         timing: TimingArgs,
     },
+    /// Serves the operator page until Ctrl-C: lag, the deadlines ahead, the dead letters, each
+    /// instance's story. Retrying and discarding letters need the token in `PAGE_TOKEN`; without
+    /// it the page only reads.
+    Serve {
+        /// Where to listen: loopback unless told otherwise.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+    },
     #[command(flatten)]
     Operator(bounda::cli::Operator),
 }
@@ -165,10 +173,10 @@ async fn main() -> ExitCode {
     let timing = match &command {
         Command::Run(args) => args.timing.timing(),
         Command::Work { timing, .. } => timing.timing(),
-        Command::Operator(_) => default_timing(),
+        Command::Operator(_) | Command::Serve { .. } => default_timing(),
     };
     // An operator's command reads an existing file; it never creates one.
-    let existing = matches!(command, Command::Operator(_));
+    let existing = matches!(command, Command::Operator(_) | Command::Serve { .. });
     let app = match build(&cli, existing, timing).await {
         Ok(app) => app,
         Err(error) => {
@@ -179,6 +187,7 @@ async fn main() -> ExitCode {
     let result = match command {
         Command::Operator(command) => return bounda::cli::run(&app, command).await,
         Command::Work { seconds, .. } => work(&app, seconds).await,
+        Command::Serve { listen } => serve(app, listen).await,
         Command::Run(args) => run(&app, &cli.db, &args).await,
     };
     match result {
@@ -213,6 +222,31 @@ async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow:
     Ok(storefront::app(builder, notifier, gateway, timing)
         .build()
         .await?)
+}
+
+/// Serves the operator page on `listen` until Ctrl-C or SIGTERM.
+async fn serve(app: App, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+    let token = std::env::var("PAGE_TOKEN")
+        .ok()
+        .filter(|token| !token.is_empty());
+    let writable = token.is_some();
+    let page = bounda::page::router(app, bounda::page::Options { token });
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
+    println!(
+        "operator page on http://{}/ ({})",
+        listener.local_addr()?,
+        if writable {
+            "letters can be retried with the token"
+        } else {
+            "read-only: set PAGE_TOKEN to retry letters"
+        }
+    );
+    axum::serve(listener, page)
+        .with_graceful_shutdown(bounda::shutdown_signal())
+        .await?;
+    Ok(())
 }
 
 /// Runs the dispatcher and the worker.

@@ -1,0 +1,474 @@
+//! The operator page: the app at a glance (lag, waiting deadlines, a timeline of what is due,
+//! the dead letters) and one instance's story, as an `axum` router to serve from the app's own
+//! binary or to nest in its own server.
+//!
+//! ```no_run
+//! # async fn serve(app: bounda::App) -> std::io::Result<()> {
+//! let page = bounda::page::router(app, bounda::page::Options::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! axum::serve(listener, page).await
+//! # }
+//! ```
+//!
+//! Safe by default: without [`Options::token`](crate::page::Options::token) the page only reads; with it, retrying and
+//! discarding a letter need the token and a request from the page's own origin. Everything
+//! shown is escaped, and every answer carries a content security policy that allows no script.
+//! Serve it on loopback, or behind the operators' own authentication.
+
+mod timeline;
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::app::{App, Retried};
+use crate::explain::{Explained, StepKind};
+use crate::store::{DeadLetter, LetterFilter};
+use crate::{Duration, Instant, hours};
+
+/// How the page is served.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The token retrying and discarding a letter need; `None`: the page only reads.
+    pub token: Option<String>,
+}
+
+/// What the page's handlers share.
+struct Shared {
+    app: App,
+    token: Option<String>,
+}
+
+/// The page's routes on `app`.
+pub fn router(app: App, options: Options) -> axum::Router {
+    let shared = Arc::new(Shared {
+        app,
+        token: options.token.filter(|token| !token.is_empty()),
+    });
+    axum::Router::new()
+        .route("/", get(overview))
+        .route("/instances", get(search))
+        .route("/instances/{process}/{id}", get(instance))
+        .route("/letters/{id}/retry", post(retry))
+        .route("/letters/{id}/discard", post(discard))
+        .layer(axum::middleware::map_response(secure))
+        .with_state(shared)
+}
+
+/// Headers every answer carries: no script may run, no frame may hold the page, nothing is
+/// sniffed, and no address leaks to another site.
+async fn secure(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; \
+             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// How far ahead the timeline looks.
+const WINDOW: Duration = hours(48);
+
+/// One subscriber's line on the overview.
+struct LagLine {
+    name: String,
+    position: u64,
+    lag: u64,
+    held: Option<String>,
+}
+
+/// One letter's line on the overview.
+struct LetterLine {
+    id: String,
+    status: &'static str,
+    kind: String,
+    handler: String,
+    failed: String,
+    error: String,
+    attempts: u32,
+    parked: usize,
+    open: bool,
+}
+
+#[derive(Template)]
+#[template(path = "page/overview.html")]
+struct Overview {
+    now: Instant,
+    lag: Vec<LagLine>,
+    max_lag: u64,
+    waiting: u64,
+    timeline: timeline::Timeline,
+    pending: usize,
+    letters: Vec<LetterLine>,
+    writable: bool,
+    processes: Vec<&'static str>,
+    notice: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "page/instance.html")]
+struct InstancePage {
+    status: &'static str,
+    story: Explained,
+    lines: Vec<StepLine>,
+    now: Instant,
+}
+
+/// One step of a story, as the page shows it.
+struct StepLine {
+    position: u64,
+    at: Instant,
+    ago: String,
+    what: String,
+    correlation: String,
+    details: Vec<String>,
+}
+
+#[derive(Template)]
+#[template(path = "page/message.html")]
+struct Message {
+    title: String,
+    text: String,
+}
+
+/// A page that says what went wrong, with its status.
+fn message(status: StatusCode, title: &str, text: impl Into<String>) -> Response {
+    let page = Message {
+        title: title.to_owned(),
+        text: text.into(),
+    };
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(error) => (status, format!("{title}: {error}")).into_response(),
+    }
+}
+
+/// A rendered template, or the error that stopped it.
+fn html(page: impl Template) -> Response {
+    match page.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(error) => message(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The page could not be drawn",
+            error.to_string(),
+        ),
+    }
+}
+
+/// A runtime error as a page.
+fn failed(error: &crate::Error) -> Response {
+    let status = match error {
+        crate::Error::NotFound { .. } => StatusCode::NOT_FOUND,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    message(status, "That did not work", crate::error::chain(error))
+}
+
+#[derive(Deserialize)]
+struct OverviewQuery {
+    notice: Option<String>,
+}
+
+async fn overview(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<OverviewQuery>,
+) -> Response {
+    match overview_page(&shared, query.notice).await {
+        Ok(page) => html(page),
+        Err(error) => failed(&error),
+    }
+}
+
+async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overview, crate::Error> {
+    let app = &shared.app;
+    let now = app.clock().now();
+    let lag = app.lag().await?;
+    let pending = app.pending_deadlines().await?;
+    let letters = app
+        .dead_letters()
+        .list(&LetterFilter {
+            limit: Some(200),
+            ..LetterFilter::default()
+        })
+        .await?;
+    let mut lines = Vec::with_capacity(letters.len());
+    for letter in letters.into_iter().rev() {
+        let parked = app.dead_letters().parked(&letter).await?;
+        lines.push(letter_line(letter, parked));
+    }
+    Ok(Overview {
+        now,
+        lag: lag
+            .subscribers
+            .iter()
+            .map(|s| LagLine {
+                name: s.subscriber.clone(),
+                position: s.position,
+                lag: s.lag,
+                held: s
+                    .failing
+                    .as_ref()
+                    .map(|f| format!("held by {} on {}: {}", f.handler, f.event_type, f.message)),
+            })
+            .collect(),
+        max_lag: lag.max_lag,
+        waiting: lag.waiting_deadlines,
+        timeline: timeline::lay_out(&pending, now, WINDOW),
+        pending: pending.len(),
+        letters: lines,
+        writable: shared.token.is_some(),
+        processes: app.processes().map(|p| p.name()).collect(),
+        notice,
+    })
+}
+
+fn letter_line(letter: DeadLetter, parked: usize) -> LetterLine {
+    LetterLine {
+        open: letter.status == crate::store::LetterStatus::Failed,
+        status: letter.status.as_str(),
+        kind: letter.kind.as_str().to_owned(),
+        handler: letter.handler,
+        failed: letter.event_type.unwrap_or_else(|| "-".to_owned()),
+        error: letter.error_message,
+        attempts: letter.attempts,
+        parked,
+        id: letter.id,
+    }
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    process: String,
+    id: String,
+}
+
+/// The search form's answer: the instance's page.
+async fn search(Query(query): Query<SearchQuery>) -> Redirect {
+    Redirect::to(&format!(
+        "/instances/{}/{}",
+        encode(&query.process),
+        encode(query.id.trim())
+    ))
+}
+
+/// `text` as one path segment.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+async fn instance(
+    State(shared): State<Arc<Shared>>,
+    Path((process, id)): Path<(String, String)>,
+) -> Response {
+    let app = &shared.app;
+    match app.explain_named(&process, &id).await {
+        Ok(Some(story)) => {
+            let now = app.clock().now();
+            let lines = story
+                .steps
+                .iter()
+                .map(|step| step_line(step, now))
+                .collect();
+            let status = match story.status {
+                crate::ProcessStatus::Started => "running",
+                crate::ProcessStatus::Completed => "completed",
+                crate::ProcessStatus::Failed => "failed",
+                crate::ProcessStatus::TimedOut => "timed out",
+            };
+            html(InstancePage {
+                status,
+                story,
+                lines,
+                now,
+            })
+        }
+        Ok(None) => message(
+            StatusCode::NOT_FOUND,
+            "No such instance",
+            format!("{process} has no instance `{id}`: it never started."),
+        ),
+        Err(error) => failed(&error),
+    }
+}
+
+fn step_line(step: &crate::explain::Step, now: Instant) -> StepLine {
+    let cause = step
+        .cause
+        .as_ref()
+        .map(|cause| {
+            format!(
+                "{} {}",
+                cause
+                    .event_type
+                    .as_deref()
+                    .unwrap_or("an event no longer in the log"),
+                cause.stream.as_deref().unwrap_or(&cause.event_id)
+            )
+        })
+        .unwrap_or_else(|| "-".to_owned());
+    let what = match &step.what {
+        StepKind::Started => format!("started by {cause}"),
+        StepKind::Handled => format!("handled {cause}"),
+        StepKind::DeadlineReached { field, due } => format!("deadline {field} reached (due {due})"),
+        StepKind::Completed => format!("completed by {cause}"),
+        StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
+        StepKind::Failed { letter_id, .. } => format!("failed: letter {letter_id}"),
+        StepKind::Parked => format!("parked {cause}"),
+        StepKind::Resumed => "resumed".to_owned(),
+    };
+    let moment = |at: Option<Instant>| at.map_or_else(|| "-".to_owned(), |at| at.to_string());
+    let details = step
+        .deadlines
+        .iter()
+        .map(|change| match change.verb() {
+            "set" => format!("{} set to {}", change.field, moment(change.to)),
+            "moved" => format!(
+                "{} moved from {} to {}",
+                change.field,
+                moment(change.from),
+                moment(change.to)
+            ),
+            _ => format!("{} cleared (was {})", change.field, moment(change.from)),
+        })
+        .chain(
+            step.changes
+                .iter()
+                .map(|change| format!("{}: {} → {}", change.field, change.from, change.to)),
+        )
+        .collect();
+    StepLine {
+        position: step.position,
+        at: step.at,
+        ago: ago(step.at, now),
+        what,
+        correlation: step.correlation_id.clone(),
+        details,
+    }
+}
+
+/// `at` from `now`: `3m ago`, `in 2h`.
+fn ago(at: Instant, now: Instant) -> String {
+    let ms = now.as_millis() - at.as_millis();
+    let (abs, past) = (ms.unsigned_abs(), ms >= 0);
+    let text = match abs {
+        0..1_000 => return "now".to_owned(),
+        1_000..60_000 => format!("{}s", abs / 1_000),
+        60_000..3_600_000 => format!("{}m", abs / 60_000),
+        3_600_000..86_400_000 => format!("{}h", abs / 3_600_000),
+        _ => format!("{}d", abs / 86_400_000),
+    };
+    match past {
+        true => format!("{text} ago"),
+        false => format!("in {text}"),
+    }
+}
+
+#[derive(Deserialize)]
+struct ActionForm {
+    token: String,
+}
+
+async fn retry(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+        return refused;
+    }
+    let notice = match shared.app.dead_letters().retry(&id).await {
+        Ok(Retried::Done) => format!("retried {id}"),
+        Ok(Retried::FailedAgain { letter, .. }) => {
+            format!("retried {id}; a later step failed: letter {letter}")
+        }
+        Ok(Retried::Rejected(rejection)) => format!(
+            "retried {id}: {} rejected: {}",
+            rejection.command_type, rejection.message
+        ),
+        Err(error) => format!("retrying {id} failed: {}", crate::error::chain(&error)),
+    };
+    Redirect::to(&format!("/?notice={}", encode(&notice))).into_response()
+}
+
+async fn discard(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+        return refused;
+    }
+    let notice = match shared.app.dead_letters().discard(&id).await {
+        Ok(()) => format!("discarded {id}"),
+        Err(error) => format!("discarding {id} failed: {}", crate::error::chain(&error)),
+    };
+    Redirect::to(&format!("/?notice={}", encode(&notice))).into_response()
+}
+
+/// Why an action may not run, if it may not: the page has no token, `token` is not it, or the
+/// request comes from another origin (a form on another site cannot post here).
+fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response> {
+    let Some(expected) = &shared.token else {
+        return Some(message(
+            StatusCode::FORBIDDEN,
+            "This page only reads",
+            "It was started without a token, so letters cannot be retried or discarded here.",
+        ));
+    };
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let cross_site = text(header::HeaderName::from_static("sec-fetch-site"))
+        .is_some_and(|site| site != "same-origin" && site != "none");
+    let foreign_origin = match (text(header::ORIGIN), text(header::HOST)) {
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_none_or(|(_, origin_host)| origin_host != host),
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if cross_site || foreign_origin {
+        return Some(message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The request did not come from this page.",
+        ));
+    }
+    if !same(token.as_bytes(), expected.as_bytes()) {
+        return Some(message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The token is not the operator's.",
+        ));
+    }
+    None
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}

@@ -1,0 +1,196 @@
+//! The operator page (issue 13), through its router: the overview shows lag, the timeline and
+//! the letters; an instance page tells its story; everything from payloads is escaped; letters
+//! are retried only with the token and from the page's own origin.
+
+#![cfg(feature = "page")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::sync::Mutex;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use bounda::page::{Options, router};
+use bounda::prelude::*;
+use support::storefront::*;
+use tower::ServiceExt;
+
+/// Orders whose mail the server refuses: the policy fails for them. Each test has its own order.
+static HEALED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+const SCRIPT: &str = "<script>alert('owned')</script>";
+
+#[policy]
+async fn mail_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    if !HEALED.lock().unwrap().contains(&cx.event().order_id) {
+        anyhow::bail!("the mail server said {SCRIPT}");
+    }
+    Ok(())
+}
+
+/// An app with order `order_id`, whose process waits for its reminder, and its letter.
+async fn shop(order_id: &str) -> TestApp {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>()
+            .policy::<MailOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(PlaceOrder {
+        order_id: order_id.into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    app
+}
+
+async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, String, String) {
+    let page = router(
+        app.app().clone(),
+        Options {
+            token: token.map(str::to_owned),
+        },
+    );
+    let response = page
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let policy = response
+        .headers()
+        .get(header::CONTENT_SECURITY_POLICY)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, String::from_utf8(body.to_vec()).unwrap(), policy)
+}
+
+async fn post(
+    app: &TestApp,
+    token: Option<&str>,
+    path: &str,
+    form_token: &str,
+    origin: Option<&str>,
+) -> (StatusCode, Option<String>) {
+    let page = router(
+        app.app().clone(),
+        Options {
+            token: token.map(str::to_owned),
+        },
+    );
+    let mut request = Request::post(path)
+        .header(header::HOST, "127.0.0.1:8080")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(origin) = origin {
+        request = request.header(header::ORIGIN, origin);
+    }
+    let response = page
+        .oneshot(
+            request
+                .body(Body::from(format!("token={form_token}")))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let location = response
+        .headers()
+        .get(header::LOCATION)
+        .map(|v| v.to_str().unwrap().to_owned());
+    (response.status(), location)
+}
+
+async fn letter_status(app: &TestApp) -> (String, String) {
+    let letters = support::letters(app).await;
+    (letters[0].id.clone(), letters[0].status.as_str().to_owned())
+}
+
+#[tokio::test]
+async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_policy() {
+    let app = shop("o-1").await;
+    let (status, html, policy) = get(&app, None, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+    assert!(
+        !policy.contains("script-src"),
+        "no script may run: {policy}"
+    );
+    assert!(html.contains("max lag 0"), "{html}");
+    // The reminder (24 h) and the payment deadline (72 h, beyond the window) of o-1.
+    assert!(html.contains("OrderPayment · next_reminder"), "{html}");
+    assert!(
+        html.contains(r#"href="/instances/OrderPayment/o-1""#),
+        "{html}"
+    );
+    assert!(
+        html.contains("2 later"),
+        "the payment deadline and the timeout: {html}"
+    );
+    assert!(html.contains("mail_on_order_placed"), "{html}");
+    assert!(
+        !html.contains(SCRIPT),
+        "a payload's markup is not the page's"
+    );
+    assert!(
+        html.contains("&#60;script&#62;") || html.contains("&lt;script&gt;"),
+        "shown, escaped: {html}"
+    );
+    assert!(html.contains("Read-only"), "{html}");
+}
+
+#[tokio::test]
+async fn an_instance_page_tells_its_story_and_an_unknown_one_is_a_404() {
+    let app = shop("o-1").await;
+    let (status, html, _) = get(&app, None, "/instances/OrderPayment/o-1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(html.contains("started by OrderPlaced Order:o-1"), "{html}");
+    assert!(html.contains("next_reminder set to"), "{html}");
+    let (status, _, _) = get(&app, None, "/instances/OrderPayment/o-9").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, html, _) = get(&app, None, "/instances/Nope/o-1").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains("OrderPayment"),
+        "names the app's processes: {html}"
+    );
+}
+
+#[tokio::test]
+async fn a_letter_is_retried_only_with_the_token_from_the_pages_own_origin() {
+    let app = shop("o-retry").await;
+    let (id, status) = letter_status(&app).await;
+    assert_eq!(status, "failed");
+    let retry = format!("/letters/{id}/retry");
+    let same = Some("http://127.0.0.1:8080");
+
+    let (code, _) = post(&app, None, &retry, "anything", same).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "no token: the page only reads");
+    let (code, _) = post(&app, Some("s3cret"), &retry, "guess", same).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "a wrong token");
+    let (code, _) = post(
+        &app,
+        Some("s3cret"),
+        &retry,
+        "s3cret",
+        Some("https://evil.example"),
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "another site's form");
+    assert_eq!(letter_status(&app).await.1, "failed", "nothing ran");
+
+    HEALED.lock().unwrap().push("o-retry".into());
+    let (code, location) = post(&app, Some("s3cret"), &retry, "s3cret", same).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    assert!(location.unwrap().starts_with("/?notice=retried"));
+    assert_eq!(letter_status(&app).await.1, "retried");
+}
