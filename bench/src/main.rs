@@ -322,6 +322,25 @@ async fn main() {
         ));
     }
 
+    if wants("page") {
+        let due = if args.smoke { 20 } else { 100 };
+        let mut drawn = Vec::new();
+        for pending in [sizes.pending[0], sizes.pending[2]] {
+            let median = measure::page_overview(files.fresh("page").path(), pending, due, 5).await;
+            eprintln!("  page overview, {} pending: {median:.2?}", short(pending));
+            drawn.push(format!(
+                "{} ms with {} pending",
+                median.as_millis(),
+                short(pending)
+            ));
+        }
+        notes.push(format!(
+            "the operator page's overview, {due} deadlines in its 48-hour window, median of 5 \
+             views through its router: {}",
+            drawn.join(", ")
+        ));
+    }
+
     notes.push(format!(
         "peak memory (VmHWM, the whole process: bounda, floors and benchmark): {}",
         memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)

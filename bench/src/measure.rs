@@ -293,6 +293,45 @@ pub async fn lateness(path: &Path, mode: Mode, units: usize, spacing: Duration) 
     }
 }
 
+/// How long the operator page's overview takes to draw with `pending` far-future deadlines
+/// beside `due` instances whose deadlines fall in its 48-hour window: the median of `views`
+/// requests through its router, on the simulated clock's first day.
+pub async fn page_overview(path: &Path, pending: usize, due: usize, views: usize) -> Duration {
+    use tower::ServiceExt;
+
+    let store = open(path, Mode::Normal);
+    if pending > 0 {
+        let mut conn = Connection::open(path).expect("cannot open the file to add pending rows");
+        floor::insert_pending(&mut conn, pending);
+    }
+    let app = TestApp::new(builder(&store, Config::default()).process::<Expiry>())
+        .await
+        .expect("cannot build the page's app");
+    open_tickets(&app, due).await;
+    settle(&app, "starting the instances").await;
+    checkpoint(path);
+    let page = bounda::page::router(app.app().clone(), bounda::page::Options::default());
+    let mut times = Vec::with_capacity(views);
+    for _ in 0..views {
+        let request = axum::http::Request::get("/")
+            .body(axum::body::Body::empty())
+            .expect("a request");
+        let start = Instant::now();
+        let response = page.clone().oneshot(request).await.expect("an answer");
+        let body = axum::body::to_bytes(response.into_body(), 16 << 20)
+            .await
+            .expect("the page");
+        times.push(start.elapsed());
+        let html = String::from_utf8_lossy(&body);
+        assert!(
+            html.contains(&format!("{due} shown")),
+            "the overview did not show the {due} due deadlines"
+        );
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

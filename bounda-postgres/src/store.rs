@@ -375,6 +375,42 @@ impl Store for PostgresStore {
         rows.iter().map(rows::scheduled).collect()
     }
 
+    /// Both through the due-moment index.
+    async fn scheduled_until(
+        &self,
+        command_type: &str,
+        until: Instant,
+        limit: usize,
+    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
+        let rows = self
+            .rows(
+                "cannot read scheduler entries",
+                &format!(
+                    "SELECT {} FROM {{t}}scheduled_commands s
+                     WHERE execute_at <= $2 AND command_type = $1
+                     ORDER BY execute_at, dedupe_key LIMIT $3",
+                    rows::SCHEDULED_COLUMNS
+                ),
+                &[&command_type, &until.to_chrono(), &rows::limit(limit)],
+            )
+            .await?;
+        let entries = rows
+            .iter()
+            .map(rows::scheduled)
+            .collect::<Result<Vec<_>, _>>()?;
+        let later = self
+            .row(
+                "cannot look for later entries",
+                "SELECT 1 FROM {t}scheduled_commands
+                 WHERE execute_at > $2 AND command_type = $1
+                 ORDER BY execute_at LIMIT 1",
+                &[&command_type, &until.to_chrono()],
+            )
+            .await?
+            .is_some();
+        Ok((entries, later))
+    }
+
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let row = self
             .row(

@@ -379,6 +379,44 @@ impl Store for SqliteStore {
             .map_err(sql("cannot read scheduler entries"))
     }
 
+    /// Both through the due-moment index.
+    async fn scheduled_until(
+        &self,
+        command_type: &str,
+        until: Instant,
+        limit: usize,
+    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
+        let conn = self.lock()?;
+        let entries = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_scheduled_commands
+                 WHERE execute_at <= ?2 AND command_type = ?1
+                 ORDER BY execute_at, dedupe_key LIMIT ?3",
+                rows::SCHEDULED_COLUMNS
+            ))
+            .and_then(|mut s| {
+                s.query_map(
+                    params![command_type, until.to_string(), limit as u64],
+                    rows::scheduled,
+                )?
+                .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(sql("cannot read scheduler entries"))?;
+        let later = conn
+            .prepare_cached(
+                "SELECT 1 FROM bounda_scheduled_commands
+                 WHERE execute_at > ?2 AND command_type = ?1
+                 ORDER BY execute_at LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![command_type, until.to_string()], |_| Ok(()))
+                    .optional()
+            })
+            .map_err(sql("cannot look for later entries"))?
+            .is_some();
+        Ok((entries, later))
+    }
+
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(&format!(

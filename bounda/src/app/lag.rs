@@ -175,6 +175,34 @@ impl App {
             .store()
             .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)
             .await?;
+        self.pending_of_entries(entries).await
+    }
+
+    /// The deadlines pending up to `until`, read through the store's due-moment index: of at most
+    /// `limit` instances whose earliest deadline comes by then (an instance's other deadlines
+    /// come later), and whether any comes later. What a page shows of the hours ahead, however
+    /// many are pending.
+    pub async fn pending_until(
+        &self,
+        until: Instant,
+        limit: usize,
+    ) -> Result<(Vec<crate::app::PendingDeadline>, bool), Error> {
+        let (entries, mut later) = self
+            .store()
+            .scheduled_until(crate::app::processes::step::PROCESS_DEADLINE, until, limit)
+            .await?;
+        let (mut pending, _) = self.pending_of_entries(entries).await?;
+        later |= pending.iter().any(|due| due.at > until);
+        pending.retain(|due| due.at <= until);
+        Ok((pending, later))
+    }
+
+    /// The deadlines of the instances `entries` arm, soonest first, and the instances left out
+    /// because their state cannot be read.
+    async fn pending_of_entries(
+        &self,
+        entries: Vec<crate::store::ScheduledEntry>,
+    ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
         let waiting = self.waiting().clone();
         let mut pending = Vec::new();
         let mut left_out = Vec::new();

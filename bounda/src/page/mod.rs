@@ -86,6 +86,9 @@ async fn secure(mut response: Response) -> Response {
 /// How far ahead the timeline looks.
 const WINDOW: Duration = hours(48);
 
+/// The most instances the timeline reads: the soonest, through the due-moment index.
+const TIMELINE_INSTANCES: usize = 500;
+
 /// One subscriber's line on the overview.
 struct LagLine {
     name: String,
@@ -115,7 +118,10 @@ struct Overview {
     max_lag: u64,
     waiting: u64,
     timeline: timeline::Timeline,
-    pending: usize,
+    /// Deadlines drawn.
+    shown: usize,
+    /// Whether deadlines come after the window.
+    later: bool,
     letters: Vec<LetterLine>,
     writable: bool,
     processes: Vec<&'static str>,
@@ -200,7 +206,7 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     let app = &shared.app;
     let now = app.clock().now();
     let lag = app.lag().await?;
-    let pending = app.pending_deadlines().await?;
+    let (pending, later) = app.pending_until(now + WINDOW, TIMELINE_INSTANCES).await?;
     let letters = app
         .dead_letters()
         .list(&LetterFilter {
@@ -231,7 +237,8 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
         max_lag: lag.max_lag,
         waiting: lag.waiting_deadlines,
         timeline: timeline::lay_out(&pending, now, WINDOW),
-        pending: pending.len(),
+        shown: pending.len(),
+        later,
         letters: lines,
         writable: shared.token.is_some(),
         processes: app.processes().map(|p| p.name()).collect(),

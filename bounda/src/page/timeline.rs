@@ -11,8 +11,6 @@ pub(crate) struct Timeline {
     pub(crate) rows: Vec<Row>,
     /// The ticks along the top: their place (0 to 1) and label.
     pub(crate) ticks: Vec<(f64, String)>,
-    /// Deadlines beyond the window, not drawn.
-    pub(crate) later: usize,
 }
 
 /// One row of the picture.
@@ -41,15 +39,13 @@ pub(crate) struct Dot {
     pub(crate) title: String,
 }
 
-/// `pending` laid out over the `window` after `now`.
+/// `pending` laid out over the `window` after `now`; any beyond it is left out.
 pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duration) -> Timeline {
     let span = window.as_millis().max(1) as f64;
     let mut rows: Vec<Row> = Vec::new();
-    let mut later = 0;
     for due in pending {
         let ahead = due.at.as_millis() - now.as_millis();
         if ahead > window.as_millis() as i64 {
-            later += 1;
             continue;
         }
         let label = format!("{} · {}", due.process, due.field);
@@ -83,7 +79,7 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
         .step_by(step as usize)
         .map(|hour| (hour as f64 / hours as f64, format!("+{hour}h")))
         .collect();
-    Timeline { rows, ticks, later }
+    Timeline { rows, ticks }
 }
 
 #[cfg(test)]
@@ -110,8 +106,8 @@ mod tests {
             due("payment_deadline", "o-3", now + hours(100), false),
         ];
         let timeline = lay_out(&pending, now, hours(48));
-        assert_eq!(timeline.later, 1, "beyond the window");
-        assert_eq!(timeline.rows.len(), 2);
+        assert_eq!(timeline.rows.len(), 2, "the one beyond the window left out");
+        assert_eq!(timeline.rows[0].dots.len(), 1);
         assert_eq!(timeline.rows[0].label, "OrderLifecycle · payment_deadline");
         assert!((timeline.rows[0].dots[0].x - 0.25).abs() < 1e-9);
         let overdue = &timeline.rows[1].dots[0];

@@ -78,6 +78,7 @@ macro_rules! store_contract_tests {
             a_letter_is_claimed_by_one_retry_at_a_time,
             any_json_is_kept_as_written,
             a_large_group_commit_answers_each_write_set_in_order,
+            the_hours_ahead_are_read_bounded_and_the_rest_counted,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -1552,4 +1553,46 @@ pub async fn a_large_group_commit_answers_each_write_set_in_order(store: &dyn St
         }
     }
     assert_eq!(store.head().await.unwrap(), position);
+}
+
+// What a page shows of the hours ahead: entries of one type due by a moment, soonest first, at
+// most a limit, and whether any of that type comes after it.
+pub async fn the_hours_ahead_are_read_bounded_and_the_rest_counted(store: &dyn Store) {
+    let mut other = entry("other", "2026-01-01T00:30:00Z");
+    other.command_type = "Other".into();
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("k-3", "2026-01-01T03:00:00Z"),
+                entry("k-1", "2026-01-01T01:00:00Z"),
+                entry("k-9", "2026-01-09T00:00:00Z"),
+                entry("k-2", "2026-01-01T02:00:00Z"),
+                other,
+            ],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let until = t("2026-01-02T00:00:00Z");
+    let (due, later) = store
+        .scheduled_until("SendReminder", until, 2)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = due.iter().map(|e| e.dedupe_key.as_str()).collect();
+    assert_eq!(keys, ["k-1", "k-2"], "soonest first, at most the limit");
+    assert!(later, "k-9 comes after the moment");
+    let (all, _) = store
+        .scheduled_until("SendReminder", until, 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        all.len(),
+        3,
+        "not the one due after the moment, nor another type"
+    );
+    let (_, later) = store
+        .scheduled_until("SendReminder", t("2026-02-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    assert!(!later, "nothing of the type after the last");
 }

@@ -192,6 +192,26 @@ pub trait Store: Send + Sync + 'static {
         command_type: &str,
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
+    /// Up to `limit` scheduler entries of `command_type` due at or before `until`, by due
+    /// moment, and whether any of that type is due after it: what a page shows of the hours
+    /// ahead, however many are pending. A store should read both through its due-moment index;
+    /// this default reads every entry of the type.
+    async fn scheduled_until(
+        &self,
+        command_type: &str,
+        until: Instant,
+        limit: usize,
+    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
+        let entries = self.scheduled_of_type(command_type).await?;
+        let later = entries.iter().any(|entry| entry.execute_at > until);
+        let due = entries
+            .into_iter()
+            .filter(|entry| entry.execute_at <= until)
+            .take(limit)
+            .collect();
+        Ok((due, later))
+    }
+
     /// The scheduler entry with this key.
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 

@@ -289,6 +289,14 @@ impl Store for Racing {
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
         self.inner.next_scheduled_retry().await
     }
+    async fn scheduled_until(
+        &self,
+        t: &str,
+        until: Instant,
+        limit: usize,
+    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
+        self.inner.scheduled_until(t, until, limit).await
+    }
     async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.scheduled_of_type(t).await
     }

@@ -378,6 +378,7 @@ impl App {
                 true
             }
             Ok(false) => {
+                lease_lapsed(&run.claim);
                 report.hold(run);
                 false
             }
@@ -521,6 +522,7 @@ impl App {
                 match run.claim.renew(self.store(), self.clock().now()).await {
                     Ok(true) => Some(Queued::Execute(run)),
                     Ok(false) => {
+                        lease_lapsed(&run.claim);
                         report.hold(&run);
                         None
                     }
@@ -637,4 +639,13 @@ impl App {
         }
         skip
     }
+}
+
+/// Says that `claim`'s lease lapsed and another runner took its run over, found when renewing it:
+/// this runner leaves the run to them.
+fn lease_lapsed(claim: &Claim) {
+    tracing::warn!(
+        claim = ?claim,
+        "its lease lapsed and another runner took the run over, so this runner leaves it to them"
+    );
 }
