@@ -475,7 +475,9 @@ fn write_story(
             )?;
         }
     }
-    if story.pending.is_empty() {
+    if let Some(why) = &story.unreadable {
+        writeln!(out, "pending: unknown, its state does not read: {why}")?;
+    } else if story.pending.is_empty() {
         writeln!(out, "pending: nothing")?;
     } else {
         writeln!(out, "pending:")?;

@@ -58,10 +58,16 @@ async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, Str
         app.app().clone(),
         Options {
             token: token.map(str::to_owned),
+            hosts: Vec::new(),
         },
     );
     let response = page
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .oneshot(
+            Request::get(path)
+                .header(header::HOST, "127.0.0.1:8080")
+                .body(Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     let status = response.status();
@@ -87,6 +93,7 @@ async fn post(
         app.app().clone(),
         Options {
             token: token.map(str::to_owned),
+            hosts: Vec::new(),
         },
     );
     let mut request = Request::post(path)
@@ -191,6 +198,29 @@ async fn a_letter_is_retried_only_with_the_token_from_the_pages_own_origin() {
     HEALED.lock().unwrap().push("o-retry".into());
     let (code, location) = post(&app, Some("s3cret"), &retry, "s3cret", same).await;
     assert_eq!(code, StatusCode::SEE_OTHER);
-    assert!(location.unwrap().starts_with("/?notice=retried"));
+    assert_eq!(location.as_deref(), Some("/?done=retried"));
     assert_eq!(letter_status(&app).await.1, "retried");
+}
+
+// A web page elsewhere cannot point its own name at the page's address and read it (DNS
+// rebinding): a request for a host the page does not answer to is refused. A fake notice cannot
+// be planted through a link either.
+#[tokio::test]
+async fn another_host_is_refused_and_a_notice_is_only_a_known_one() {
+    let app = shop("o-host").await;
+    let page = router(app.app().clone(), Options::default());
+    let request = Request::get("/")
+        .header(header::HOST, "rebound.example:8080")
+        .body(Body::empty())
+        .unwrap();
+    let response = page.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::MISDIRECTED_REQUEST);
+    let (status, html, _) = get(&app, None, "/?done=Your+session+expired").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !html.contains("session expired"),
+        "an unknown notice is not shown"
+    );
+    let (_, html, _) = get(&app, None, "/?done=discarded").await;
+    assert!(html.contains("The letter was discarded."), "{html}");
 }

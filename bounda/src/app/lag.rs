@@ -187,10 +187,19 @@ impl App {
         until: Instant,
         limit: usize,
     ) -> Result<(Vec<crate::app::PendingDeadline>, bool), Error> {
-        let (entries, mut later) = self
+        // One more than asked: a list cut short says so.
+        let (mut entries, mut later) = self
             .store()
-            .scheduled_until(crate::app::processes::step::PROCESS_DEADLINE, until, limit)
+            .scheduled_until(
+                crate::app::processes::step::PROCESS_DEADLINE,
+                until,
+                limit.saturating_add(1),
+            )
             .await?;
+        if entries.len() > limit {
+            entries.truncate(limit);
+            later = true;
+        }
         let (mut pending, _) = self.pending_of_entries(entries).await?;
         later |= pending.iter().any(|due| due.at > until);
         pending.retain(|due| due.at <= until);

@@ -36,12 +36,17 @@ use crate::{Duration, Instant, hours};
 pub struct Options {
     /// The token retrying and discarding a letter need; `None`: the page only reads.
     pub token: Option<String>,
+    /// The host names the page answers to besides loopback's (`localhost`, `127.0.0.1`,
+    /// `[::1]`): the name a reverse proxy passes on. A request for any other name is refused, so
+    /// a web page elsewhere cannot point its own name at this address and read it.
+    pub hosts: Vec<String>,
 }
 
 /// What the page's handlers share.
 struct Shared {
     app: App,
     token: Option<String>,
+    hosts: Vec<String>,
 }
 
 /// The page's routes on `app`.
@@ -49,6 +54,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
     let shared = Arc::new(Shared {
         app,
         token: options.token.filter(|token| !token.is_empty()),
+        hosts: options.hosts,
     });
     axum::Router::new()
         .route("/", get(overview))
@@ -56,6 +62,10 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/instances/{process}/{id}", get(instance))
         .route("/letters/{id}/retry", post(retry))
         .route("/letters/{id}/discard", post(discard))
+        .layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            known_host,
+        ))
         .layer(axum::middleware::map_response(secure))
         .with_state(shared)
 }
@@ -81,6 +91,41 @@ async fn secure(mut response: Response) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     response
+}
+
+/// Refuses a request for a host name the page does not answer to (DNS rebinding).
+async fn known_host(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6
+            .split(']')
+            .next()
+            .map(|n| format!("[{n}]"))
+            .unwrap_or_default(),
+        None => host.split(':').next().unwrap_or("").to_owned(),
+    };
+    let known = name.is_empty()
+        || ["localhost", "127.0.0.1", "[::1]"].contains(&name.as_str())
+        || shared
+            .hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(&name));
+    if !known {
+        return message(
+            StatusCode::MISDIRECTED_REQUEST,
+            "Unknown host",
+            format!("This page answers to loopback and the hosts it was given, not `{name}`."),
+        );
+    }
+    next.run(request).await
 }
 
 /// How far ahead the timeline looks.
@@ -124,6 +169,8 @@ struct Overview {
     later: bool,
     letters: Vec<LetterLine>,
     writable: bool,
+    /// Whether the page reloads itself: not while a token may be typed into it.
+    refresh: bool,
     processes: Vec<&'static str>,
     notice: Option<String>,
 }
@@ -189,14 +236,32 @@ fn failed(error: &crate::Error) -> Response {
 
 #[derive(Deserialize)]
 struct OverviewQuery {
-    notice: Option<String>,
+    done: Option<String>,
+}
+
+/// What an action's redirect reports, by a fixed code: the page says nothing a link makes up.
+fn notice(code: &str) -> Option<String> {
+    Some(
+        match code {
+            "retried" => "The letter was retried.",
+            "failed-again" => {
+                "The letter's step ran, then a later step failed: see the new letter."
+            }
+            "rejected" => "The letter's command was rejected on the state now.",
+            "retry-failed" => "The retry failed; the letter stays open.",
+            "discarded" => "The letter was discarded.",
+            "discard-failed" => "Discarding the letter failed; it stays as it was.",
+            _ => return None,
+        }
+        .to_owned(),
+    )
 }
 
 async fn overview(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<OverviewQuery>,
 ) -> Response {
-    match overview_page(&shared, query.notice).await {
+    match overview_page(&shared, query.done.as_deref().and_then(notice)).await {
         Ok(page) => html(page),
         Err(error) => failed(&error),
     }
@@ -210,6 +275,7 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     let letters = app
         .dead_letters()
         .list(&LetterFilter {
+            status: Some(crate::store::LetterStatus::Failed),
             limit: Some(200),
             ..LetterFilter::default()
         })
@@ -219,6 +285,7 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
         let parked = app.dead_letters().parked(&letter).await?;
         lines.push(letter_line(letter, parked));
     }
+    let refresh = shared.token.is_none() || lines.is_empty();
     Ok(Overview {
         now,
         lag: lag
@@ -241,6 +308,7 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
         later,
         letters: lines,
         writable: shared.token.is_some(),
+        refresh,
         processes: app.processes().map(|p| p.name()).collect(),
         notice,
     })
@@ -275,8 +343,11 @@ async fn search(Query(query): Query<SearchQuery>) -> Redirect {
     ))
 }
 
-/// `text` as one path segment.
+/// `text` as one path segment; `.` and `..` too, which a browser would otherwise resolve.
 fn encode(text: &str) -> String {
+    if text.bytes().all(|byte| byte == b'.') {
+        return text.bytes().map(|_| "%2E").collect();
+    }
     text.bytes()
         .map(|byte| match byte {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -408,18 +479,16 @@ async fn retry(
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
     }
-    let notice = match shared.app.dead_letters().retry(&id).await {
-        Ok(Retried::Done) => format!("retried {id}"),
-        Ok(Retried::FailedAgain { letter, .. }) => {
-            format!("retried {id}; a later step failed: letter {letter}")
+    let done = match shared.app.dead_letters().retry(&id).await {
+        Ok(Retried::Done) => "retried",
+        Ok(Retried::FailedAgain { .. }) => "failed-again",
+        Ok(Retried::Rejected(_)) => "rejected",
+        Err(error) => {
+            tracing::warn!(letter = %id, "retrying a letter from the page failed: {}", crate::error::chain(&error));
+            "retry-failed"
         }
-        Ok(Retried::Rejected(rejection)) => format!(
-            "retried {id}: {} rejected: {}",
-            rejection.command_type, rejection.message
-        ),
-        Err(error) => format!("retrying {id} failed: {}", crate::error::chain(&error)),
     };
-    Redirect::to(&format!("/?notice={}", encode(&notice))).into_response()
+    Redirect::to(&format!("/?done={done}")).into_response()
 }
 
 async fn discard(
@@ -431,11 +500,14 @@ async fn discard(
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
     }
-    let notice = match shared.app.dead_letters().discard(&id).await {
-        Ok(()) => format!("discarded {id}"),
-        Err(error) => format!("discarding {id} failed: {}", crate::error::chain(&error)),
+    let done = match shared.app.dead_letters().discard(&id).await {
+        Ok(()) => "discarded",
+        Err(error) => {
+            tracing::warn!(letter = %id, "discarding a letter from the page failed: {}", crate::error::chain(&error));
+            "discard-failed"
+        }
     };
-    Redirect::to(&format!("/?notice={}", encode(&notice))).into_response()
+    Redirect::to(&format!("/?done={done}")).into_response()
 }
 
 /// Why an action may not run, if it may not: the page has no token, `token` is not it, or the

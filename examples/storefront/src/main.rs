@@ -230,7 +230,17 @@ async fn serve(app: App, listen: std::net::SocketAddr) -> anyhow::Result<()> {
         .ok()
         .filter(|token| !token.is_empty());
     let writable = token.is_some();
-    let page = bounda::page::router(app, bounda::page::Options { token });
+    // `PAGE_HOSTS`: the names a reverse proxy passes on, comma-separated.
+    let hosts = std::env::var("PAGE_HOSTS")
+        .map(|hosts| {
+            hosts
+                .split(',')
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let page = bounda::page::router(app, bounda::page::Options { token, hosts });
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;

@@ -29,6 +29,9 @@ pub struct Explained {
     pub steps: Vec<Step>,
     /// The deadlines pending now, soonest first.
     pub pending: Vec<PendingNow>,
+    /// Why the pending deadlines are unknown: the stored state does not read as this build's
+    /// state type (the steps are told all the same).
+    pub unreadable: Option<String>,
     /// Events parked behind a failure, in arrival order.
     pub parked: Vec<ParkedEvent>,
     /// The dead letters of its failed steps, oldest first.
@@ -254,7 +257,12 @@ impl App {
             };
             steps.push(step(event, what, cause, &before, &instance.state, &fields));
         }
-        let pending = self.pending_of(runner.as_ref(), id, &instance)?;
+        // A state this build does not read still has a story: its pending deadlines are what is
+        // unknown, and say why.
+        let (pending, unreadable) = match self.pending_of(runner.as_ref(), id, &instance) {
+            Ok(pending) => (pending, None),
+            Err(error) => (Vec::new(), Some(error.to_string())),
+        };
         let parked = instance
             .parked
             .iter()
@@ -278,6 +286,7 @@ impl App {
                 .filter(|_| instance.status == Status::Started),
             steps,
             pending,
+            unreadable,
             parked,
             letters,
         }))
