@@ -390,7 +390,6 @@ fn write_story(
     now: crate::Instant,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    use crate::explain::StepKind;
     let status = match story.status {
         crate::ProcessStatus::Started => "running",
         crate::ProcessStatus::Completed => "completed",
@@ -403,76 +402,24 @@ fn write_story(
         None => writeln!(out)?,
     }
     for step in &story.steps {
-        let cause = step.cause.as_ref().map(|cause| {
-            let what = cause
-                .event_type
-                .as_deref()
-                .unwrap_or("an event no longer in the log");
-            let stream = cause
-                .stream
-                .as_deref()
-                .map(|s| format!(" {s}"))
-                .unwrap_or_default();
-            format!("{what}{stream} ({})", cause.event_id)
-        });
-        let cause = cause.as_deref().unwrap_or("-");
-        let what = match &step.what {
-            StepKind::Started => format!("started by {cause}"),
-            StepKind::Handled => format!("handled {cause}"),
-            StepKind::DeadlineReached { field, due } => {
-                format!("deadline {field} reached (due {due})")
-            }
-            StepKind::Completed => format!("completed by {cause}"),
-            StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
-            StepKind::Failed {
-                letter_id,
-                deadline,
-            } => match deadline {
-                Some(due) => format!("failed at the deadline due {due}: letter {letter_id}"),
-                None => format!("failed on {cause}: letter {letter_id}"),
-            },
-            StepKind::Parked => format!("parked {cause}"),
-            StepKind::Resumed => "resumed".to_owned(),
-        };
         writeln!(
             out,
-            "  #{:<6} {}  {:<16} {what}  [correlation {}]",
+            "  #{:<6} {}  {:<16} {}  [correlation {}]",
             step.position,
             step.at,
             ago(step.at, now),
+            step.describe(),
             step.correlation_id
         )?;
-        for change in &step.deadlines {
-            // A moment as the step saw it: `in 24h` from the step's own time.
-            let moment = |at: Option<crate::Instant>| {
-                at.map_or_else(
-                    || "-".to_owned(),
-                    |at| format!("{at} ({})", relative(at, step.at)),
-                )
-            };
-            match change.verb() {
-                "set" => writeln!(out, "      {} set to {}", change.field, moment(change.to))?,
-                "moved" => writeln!(
-                    out,
-                    "      {} moved from {} to {}",
-                    change.field,
-                    moment(change.from),
-                    moment(change.to)
-                )?,
-                _ => writeln!(
-                    out,
-                    "      {} cleared (was {})",
-                    change.field,
-                    moment(change.from)
-                )?,
-            }
-        }
-        for change in &step.changes {
-            writeln!(
-                out,
-                "      {}: {} → {}",
-                change.field, change.from, change.to
-            )?;
+        // A moment as the step saw it: `in 24h` from the step's own time.
+        let moment = |at: Option<crate::Instant>| {
+            at.map_or_else(
+                || "-".to_owned(),
+                |at| format!("{at} ({})", relative(at, step.at)),
+            )
+        };
+        for detail in step.details(moment) {
+            writeln!(out, "      {detail}")?;
         }
     }
     if let Some(why) = &story.unreadable {
@@ -539,45 +486,10 @@ fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
 
 /// `at` as seen from `now`, to the two largest units: `in 2h 5m`, `overdue 3m`, `now`.
 pub fn relative(at: crate::Instant, now: crate::Instant) -> String {
-    from_now(at, now, "overdue ", "")
+    crate::instant::from_now(at, now, "overdue ", "")
 }
 
 /// `at` as seen from `now` for something that happened: `3m ago`, `in 2h 5m`, `now`.
 pub fn ago(at: crate::Instant, now: crate::Instant) -> String {
-    from_now(at, now, "", " ago")
-}
-
-/// `at` from `now` to the two largest units, a past one between `before` and `after`.
-fn from_now(at: crate::Instant, now: crate::Instant, before: &str, after: &str) -> String {
-    let ms = at.as_millis() - now.as_millis();
-    let abs = ms.unsigned_abs();
-    if abs < 1_000 {
-        return "now".to_owned();
-    }
-    let units = [
-        (86_400_000, "d"),
-        (3_600_000, "h"),
-        (60_000, "m"),
-        (1_000, "s"),
-    ];
-    let mut parts = Vec::new();
-    let mut rest = abs;
-    for (unit, suffix) in units {
-        if rest >= unit {
-            parts.push(format!("{}{suffix}", rest / unit));
-            rest %= unit;
-        } else if !parts.is_empty() {
-            // Two units next to each other: `2h 5m`, never `2h 5s`.
-            break;
-        }
-        if parts.len() == 2 {
-            break;
-        }
-    }
-    let span = parts.join(" ");
-    if ms > 0 {
-        format!("in {span}")
-    } else {
-        format!("{before}{span}{after}")
-    }
+    crate::instant::from_now(at, now, "", " ago")
 }

@@ -174,6 +174,42 @@ impl<'de> Deserialize<'de> for Instant {
     }
 }
 
+/// `at` from `now` to the two largest units, a past one between `before` and `after`.
+#[cfg(any(feature = "cli", feature = "page"))]
+pub(crate) fn from_now(at: Instant, now: Instant, before: &str, after: &str) -> String {
+    let ms = at.as_millis() - now.as_millis();
+    let abs = ms.unsigned_abs();
+    if abs < 1_000 {
+        return "now".to_owned();
+    }
+    let units = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+    ];
+    let mut parts = Vec::new();
+    let mut rest = abs;
+    for (unit, suffix) in units {
+        if rest >= unit {
+            parts.push(format!("{}{suffix}", rest / unit));
+            rest %= unit;
+        } else if !parts.is_empty() {
+            // Two units next to each other: `2h 5m`, never `2h 5s`.
+            break;
+        }
+        if parts.len() == 2 {
+            break;
+        }
+    }
+    let span = parts.join(" ");
+    if ms > 0 {
+        format!("in {span}")
+    } else {
+        format!("{before}{span}{after}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

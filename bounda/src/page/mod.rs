@@ -27,7 +27,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 
 use crate::app::{App, Retried};
-use crate::explain::{Explained, StepKind};
+use crate::explain::Explained;
 use crate::store::{DeadLetter, LetterFilter};
 use crate::{Duration, Instant, hours};
 
@@ -394,74 +394,14 @@ async fn instance(
 }
 
 fn step_line(step: &crate::explain::Step, now: Instant) -> StepLine {
-    let cause = step
-        .cause
-        .as_ref()
-        .map(|cause| {
-            format!(
-                "{} {}",
-                cause
-                    .event_type
-                    .as_deref()
-                    .unwrap_or("an event no longer in the log"),
-                cause.stream.as_deref().unwrap_or(&cause.event_id)
-            )
-        })
-        .unwrap_or_else(|| "-".to_owned());
-    let what = match &step.what {
-        StepKind::Started => format!("started by {cause}"),
-        StepKind::Handled => format!("handled {cause}"),
-        StepKind::DeadlineReached { field, due } => format!("deadline {field} reached (due {due})"),
-        StepKind::Completed => format!("completed by {cause}"),
-        StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
-        StepKind::Failed { letter_id, .. } => format!("failed: letter {letter_id}"),
-        StepKind::Parked => format!("parked {cause}"),
-        StepKind::Resumed => "resumed".to_owned(),
-    };
     let moment = |at: Option<Instant>| at.map_or_else(|| "-".to_owned(), |at| at.to_string());
-    let details = step
-        .deadlines
-        .iter()
-        .map(|change| match change.verb() {
-            "set" => format!("{} set to {}", change.field, moment(change.to)),
-            "moved" => format!(
-                "{} moved from {} to {}",
-                change.field,
-                moment(change.from),
-                moment(change.to)
-            ),
-            _ => format!("{} cleared (was {})", change.field, moment(change.from)),
-        })
-        .chain(
-            step.changes
-                .iter()
-                .map(|change| format!("{}: {} → {}", change.field, change.from, change.to)),
-        )
-        .collect();
     StepLine {
         position: step.position,
         at: step.at,
-        ago: ago(step.at, now),
-        what,
+        ago: crate::instant::from_now(step.at, now, "", " ago"),
+        what: step.describe(),
         correlation: step.correlation_id.clone(),
-        details,
-    }
-}
-
-/// `at` from `now`: `3m ago`, `in 2h`.
-fn ago(at: Instant, now: Instant) -> String {
-    let ms = now.as_millis() - at.as_millis();
-    let (abs, past) = (ms.unsigned_abs(), ms >= 0);
-    let text = match abs {
-        0..1_000 => return "now".to_owned(),
-        1_000..60_000 => format!("{}s", abs / 1_000),
-        60_000..3_600_000 => format!("{}m", abs / 60_000),
-        3_600_000..86_400_000 => format!("{}h", abs / 3_600_000),
-        _ => format!("{}d", abs / 86_400_000),
-    };
-    match past {
-        true => format!("{text} ago"),
-        false => format!("in {text}"),
+        details: step.details(moment),
     }
 }
 

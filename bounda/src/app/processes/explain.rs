@@ -132,6 +132,67 @@ pub struct DeadlineChange {
     pub to: Option<Instant>,
 }
 
+impl Step {
+    /// What happened, for a person: `started by OrderPlaced Order:o-1 (<event id>)`,
+    /// `deadline reminder reached (due <moment>)`.
+    pub fn describe(&self) -> String {
+        let cause = self.cause.as_ref().map(|cause| {
+            let what = cause
+                .event_type
+                .as_deref()
+                .unwrap_or("an event no longer in the log");
+            let stream = cause
+                .stream
+                .as_deref()
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default();
+            format!("{what}{stream} ({})", cause.event_id)
+        });
+        let cause = cause.as_deref().unwrap_or("-");
+        match &self.what {
+            StepKind::Started => format!("started by {cause}"),
+            StepKind::Handled => format!("handled {cause}"),
+            StepKind::DeadlineReached { field, due } => {
+                format!("deadline {field} reached (due {due})")
+            }
+            StepKind::Completed => format!("completed by {cause}"),
+            StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
+            StepKind::Failed {
+                letter_id,
+                deadline,
+            } => match deadline {
+                Some(due) => format!("failed at the deadline due {due}: letter {letter_id}"),
+                None => format!("failed on {cause}: letter {letter_id}"),
+            },
+            StepKind::Parked => format!("parked {cause}"),
+            StepKind::Resumed => "resumed".to_owned(),
+        }
+    }
+
+    /// What the step changed, a line each: its deadlines (`moment` shows each of their moments),
+    /// then its state's fields (`reminders: 0 → 1`).
+    pub fn details(&self, moment: impl Fn(Option<Instant>) -> String) -> Vec<String> {
+        self.deadlines
+            .iter()
+            .map(|change| match change.verb() {
+                "set" => format!("{} set to {}", change.field, moment(change.to)),
+                "moved" => format!(
+                    "{} moved from {} to {}",
+                    change.field,
+                    moment(change.from),
+                    moment(change.to)
+                ),
+                _ => format!("{} cleared (was {})", change.field, moment(change.from)),
+            })
+            .chain(
+                self.changes
+                    .iter()
+                    .map(|change| format!("{}: {} → {}", change.field, change.from, change.to)),
+            )
+            .collect()
+    }
+}
+
 impl DeadlineChange {
     /// `set`, `moved` or `cleared`.
     pub fn verb(&self) -> &'static str {
