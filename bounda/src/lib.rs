@@ -224,7 +224,7 @@ pub mod explain {
 }
 
 pub use app::{
-    Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
+    Ahead, Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
     Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
     ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, StateProblem,
     SubscriberLag, UnreadableState, fold, shutdown_signal,

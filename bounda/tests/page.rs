@@ -58,7 +58,7 @@ async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, Str
         app.app().clone(),
         Options {
             token: token.map(str::to_owned),
-            hosts: Vec::new(),
+            ..Options::default()
         },
     );
     let response = page
@@ -89,13 +89,28 @@ async fn post(
     form_token: &str,
     origin: Option<&str>,
 ) -> (StatusCode, Option<String>) {
-    let page = router(
-        app.app().clone(),
+    post_to(
+        app,
         Options {
             token: token.map(str::to_owned),
-            hosts: Vec::new(),
+            ..Options::default()
         },
-    );
+        path,
+        form_token,
+        origin,
+    )
+    .await
+}
+
+/// `post` on a page served with `options`.
+async fn post_to(
+    app: &TestApp,
+    options: Options,
+    path: &str,
+    form_token: &str,
+    origin: Option<&str>,
+) -> (StatusCode, Option<String>) {
+    let page = router(app.app().clone(), options);
     let mut request = Request::post(path)
         .header(header::HOST, "127.0.0.1:8080")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
@@ -202,6 +217,44 @@ async fn a_letter_is_retried_only_with_the_token_from_the_pages_own_origin() {
     assert_eq!(letter_status(&app).await.1, "retried");
 }
 
+// Behind a reverse proxy that passes its own `Host`, the browser's origin is the proxy's
+// address: the operator lists it, and only it is let through.
+#[tokio::test]
+async fn a_proxys_origin_acts_only_when_the_operator_lists_it() {
+    let app = shop("o-proxied").await;
+    let (id, _) = letter_status(&app).await;
+    let discard = format!("/letters/{id}/discard");
+    let proxy = Some("https://ops.example.com");
+    let options = |origins: &[&str]| Options {
+        token: Some("s3cret".into()),
+        origins: origins.iter().map(|o| (*o).to_owned()).collect(),
+        ..Options::default()
+    };
+    let (code, _) = post_to(&app, options(&[]), &discard, "s3cret", proxy).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "not listed");
+    let (code, _) = post_to(
+        &app,
+        options(&["https://ops.example.org"]),
+        &discard,
+        "s3cret",
+        proxy,
+    )
+    .await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "another origin listed");
+    assert_eq!(letter_status(&app).await.1, "failed", "nothing ran");
+    let (code, location) = post_to(
+        &app,
+        options(&["https://ops.example.com/"]),
+        &discard,
+        "s3cret",
+        proxy,
+    )
+    .await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    assert_eq!(location.as_deref(), Some("/?done=discarded"));
+    assert_eq!(letter_status(&app).await.1, "discarded");
+}
+
 // A web page elsewhere cannot point its own name at the page's address and read it (DNS
 // rebinding): a request for a host the page does not answer to is refused. A fake notice cannot
 // be planted through a link either.
@@ -223,4 +276,52 @@ async fn another_host_is_refused_and_a_notice_is_only_a_known_one() {
     );
     let (_, html, _) = get(&app, None, "/?done=discarded").await;
     assert!(html.contains("The letter was discarded."), "{html}");
+}
+
+// Nothing is left out in silence: an instance whose state does not read is named beside the
+// timeline, with a link to its story, and the letters' heading counts every open letter, those
+// beyond the list included.
+#[tokio::test]
+async fn the_overview_names_what_it_cannot_read_and_counts_every_open_letter() {
+    let app = shop("o-odd").await;
+    support::write_state(
+        &app,
+        "OrderPayment",
+        "o-odd",
+        serde_json::json!({ "reminders": "two" }),
+    )
+    .await;
+    let (_, html, _) = get(&app, None, "/").await;
+    assert!(
+        html.contains("Left out, their state does not read"),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<a href="/instances/OrderPayment/o-odd">"#),
+        "{html}"
+    );
+    assert!(html.contains("reminders"), "the field is named: {html}");
+    assert!(
+        html.contains(r#"Open dead letters <span class="muted">1</span>"#),
+        "{html}"
+    );
+
+    for n in 0..200 {
+        app.dispatch(PlaceOrder {
+            order_id: format!("o-many-{n}"),
+            total: 1,
+        })
+        .await
+        .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let (_, html, _) = get(&app, None, "/").await;
+    assert!(html.contains("201, the oldest 200 shown"), "{html}");
+    assert_eq!(html.matches(r#"<tr class="letter">"#).count(), 200);
+    let letters = support::letters(&app).await;
+    let place = |id: &str| html.find(id).unwrap_or(usize::MAX);
+    assert!(
+        place(&letters[0].id) < place(&letters[1].id),
+        "the oldest letter, o-odd's, comes first"
+    );
 }

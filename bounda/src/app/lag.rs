@@ -155,14 +155,7 @@ impl App {
     /// in the log; [`unreadable_states`](App::unreadable_states) names them all.
     pub async fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
         let (pending, left_out) = self.pending_and_left_out().await?;
-        for state in &left_out {
-            tracing::warn!(
-                process = %state.process,
-                instance = %state.instance,
-                problem = ?state.problem,
-                "a pending deadline is left out: its instance's state cannot be read"
-            );
-        }
+        warn_left_out(&left_out);
         Ok(pending)
     }
 
@@ -180,13 +173,10 @@ impl App {
 
     /// The deadlines pending up to `until`, read through the store's due-moment index: of at most
     /// `limit` instances whose earliest deadline comes by then (an instance's other deadlines
-    /// come later), and whether any comes later. What a page shows of the hours ahead, however
-    /// many are pending.
-    pub async fn pending_until(
-        &self,
-        until: Instant,
-        limit: usize,
-    ) -> Result<(Vec<crate::app::PendingDeadline>, bool), Error> {
+    /// come later), whether any comes later, and the instances left out because their state
+    /// cannot be read (each with a warning in the log). What a page shows of the hours ahead,
+    /// however many are pending.
+    pub async fn pending_until(&self, until: Instant, limit: usize) -> Result<Ahead, Error> {
         // One more than asked: a list cut short says so.
         let (mut entries, mut later) = self
             .store()
@@ -200,10 +190,15 @@ impl App {
             entries.truncate(limit);
             later = true;
         }
-        let (mut pending, _) = self.pending_of_entries(entries).await?;
+        let (mut pending, unreadable) = self.pending_of_entries(entries).await?;
+        warn_left_out(&unreadable);
         later |= pending.iter().any(|due| due.at > until);
         pending.retain(|due| due.at <= until);
-        Ok((pending, later))
+        Ok(Ahead {
+            pending,
+            later,
+            unreadable,
+        })
     }
 
     /// The deadlines of the instances `entries` arm, soonest first, and the instances left out
@@ -300,5 +295,28 @@ impl App {
             next = next.into_iter().chain(retry).min();
         }
         Ok(next)
+    }
+}
+
+/// The deadlines of the hours ahead, as [`App::pending_until`] reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ahead {
+    /// The deadlines due by the moment asked, soonest first.
+    pub pending: Vec<crate::app::PendingDeadline>,
+    /// Whether more come after them: later than the moment, or beyond the instances read.
+    pub later: bool,
+    /// The instances left out because their stored state cannot be read.
+    pub unreadable: Vec<UnreadableState>,
+}
+
+/// Says in the log which instances a list of deadlines leaves out, and why.
+fn warn_left_out(left_out: &[UnreadableState]) {
+    for state in left_out {
+        tracing::warn!(
+            process = %state.process,
+            instance = %state.instance,
+            problem = ?state.problem,
+            "a pending deadline is left out: its instance's state cannot be read"
+        );
     }
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
-pub use lag::{Failing, Lag, SubscriberLag};
+pub use lag::{Ahead, Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;

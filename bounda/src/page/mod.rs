@@ -40,6 +40,10 @@ pub struct Options {
     /// `[::1]`): the name a reverse proxy passes on. A request for any other name is refused, so
     /// a web page elsewhere cannot point its own name at this address and read it.
     pub hosts: Vec<String>,
+    /// The origins besides the page's own whose forms may retry and discard
+    /// (`https://ops.example.com`): the address operators open when a reverse proxy passes the
+    /// page a `Host` of its own, so the browser's `Origin` no longer matches it.
+    pub origins: Vec<String>,
 }
 
 /// What the page's handlers share.
@@ -47,6 +51,7 @@ struct Shared {
     app: App,
     token: Option<String>,
     hosts: Vec<String>,
+    origins: Vec<String>,
 }
 
 /// The page's routes on `app`.
@@ -55,6 +60,11 @@ pub fn router(app: App, options: Options) -> axum::Router {
         app,
         token: options.token.filter(|token| !token.is_empty()),
         hosts: options.hosts,
+        origins: options
+            .origins
+            .into_iter()
+            .map(|origin| origin.trim_end_matches('/').to_owned())
+            .collect(),
     });
     axum::Router::new()
         .route("/", get(overview))
@@ -71,7 +81,9 @@ pub fn router(app: App, options: Options) -> axum::Router {
 }
 
 /// Headers every answer carries: no script may run, no frame may hold the page, nothing is
-/// sniffed, and no address leaks to another site.
+/// sniffed, and no address leaks to another site. The referrer policy is `same-origin`, not
+/// `no-referrer`: under `no-referrer` a browser sends the page's own forms with `Origin: null`,
+/// which the origin check must refuse.
 async fn secure(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
@@ -88,7 +100,7 @@ async fn secure(mut response: Response) -> Response {
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     response
 }
@@ -134,6 +146,9 @@ const WINDOW: Duration = hours(48);
 /// The most instances the timeline reads: the soonest, through the due-moment index.
 const TIMELINE_INSTANCES: usize = 500;
 
+/// The most open letters the overview lists: the oldest, which have waited longest.
+const LETTERS: usize = 200;
+
 /// One subscriber's line on the overview.
 struct LagLine {
     name: String,
@@ -167,7 +182,12 @@ struct Overview {
     shown: usize,
     /// Whether deadlines come after the window.
     later: bool,
+    /// Instances left out of the timeline: process, instance, why their state does not read.
+    unreadable: Vec<(String, String, String)>,
+    /// The oldest open letters, oldest first.
     letters: Vec<LetterLine>,
+    /// How many letters are open, those not shown included.
+    open_letters: u64,
     writable: bool,
     /// Whether the page reloads itself: not while a token may be typed into it.
     refresh: bool,
@@ -271,17 +291,21 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     let app = &shared.app;
     let now = app.clock().now();
     let lag = app.lag().await?;
-    let (pending, later) = app.pending_until(now + WINDOW, TIMELINE_INSTANCES).await?;
+    let ahead = app.pending_until(now + WINDOW, TIMELINE_INSTANCES).await?;
+    let open = LetterFilter {
+        status: Some(crate::store::LetterStatus::Failed),
+        ..LetterFilter::default()
+    };
+    let open_letters = app.dead_letters().count(&open).await?;
     let letters = app
         .dead_letters()
         .list(&LetterFilter {
-            status: Some(crate::store::LetterStatus::Failed),
-            limit: Some(200),
-            ..LetterFilter::default()
+            limit: Some(LETTERS),
+            ..open
         })
         .await?;
     let mut lines = Vec::with_capacity(letters.len());
-    for letter in letters.into_iter().rev() {
+    for letter in letters {
         let parked = app.dead_letters().parked(&letter).await?;
         lines.push(letter_line(letter, parked));
     }
@@ -303,10 +327,16 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
             .collect(),
         max_lag: lag.max_lag,
         waiting: lag.waiting_deadlines,
-        timeline: timeline::lay_out(&pending, now, WINDOW),
-        shown: pending.len(),
-        later,
+        timeline: timeline::lay_out(&ahead.pending, now, WINDOW),
+        shown: ahead.pending.len(),
+        later: ahead.later,
+        unreadable: ahead
+            .unreadable
+            .into_iter()
+            .map(|state| (state.process, state.instance, state.problem.to_string()))
+            .collect(),
         letters: lines,
+        open_letters,
         writable: shared.token.is_some(),
         refresh,
         processes: app.processes().map(|p| p.name()).collect(),
@@ -463,7 +493,14 @@ fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let cross_site = text(header::HeaderName::from_static("sec-fetch-site"))
         .is_some_and(|site| site != "same-origin" && site != "none");
+    let allowed = |origin: &str| {
+        shared
+            .origins
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(origin))
+    };
     let foreign_origin = match (text(header::ORIGIN), text(header::HOST)) {
+        (Some(origin), _) if allowed(origin) => false,
         (Some(origin), Some(host)) => origin
             .split_once("://")
             .is_none_or(|(_, origin_host)| origin_host != host),

@@ -1,5 +1,7 @@
 //! The timeline picture: pending deadlines placed along the hours ahead, a row per process and
-//! field, overdue ones at the left edge.
+//! field, overdue ones at the left edge. Deadlines of a row that fall in the same slot of the
+//! window (a 96th of it: half an hour of 48) are one circle with their count, so the picture
+//! stays readable, and small, however many are pending.
 
 use crate::app::PendingDeadline;
 use crate::{Duration, Instant};
@@ -22,22 +24,39 @@ pub(crate) struct Row {
     pub(crate) dots: Vec<Dot>,
 }
 
-/// One deadline on the picture.
+/// One deadline on the picture, or several of one row in one slot.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Dot {
-    /// Where along the window, 0 (now, or overdue) to 1 (its end).
+    /// Where along the window, 0 (now, or overdue) to 1 (its end): the first deadline's place.
     pub(crate) x: f64,
-    /// Whether it is due already.
+    /// Whether one of them is due already.
     pub(crate) overdue: bool,
-    /// Whether it came due and waits for its instance's events.
+    /// Whether one of them came due and waits for its instance's events.
     pub(crate) waiting: bool,
-    /// The instance, for its link.
+    /// The first one's process, for its link.
     pub(crate) process: String,
-    /// The instance, for its link.
+    /// The first one's instance, for its link.
     pub(crate) instance: String,
+    /// How many deadlines it stands for.
+    pub(crate) count: usize,
     /// What a hover shows.
     pub(crate) title: String,
+    /// The slot it fills.
+    slot: i64,
 }
+
+impl Dot {
+    /// The circle's radius: larger for more deadlines, within bounds.
+    pub(crate) fn radius(&self) -> f64 {
+        6.0 + (self.count as f64).log2().clamp(0.0, 6.0)
+    }
+}
+
+/// How many slots the window has: deadlines of one row within one slot share a circle.
+const SLOTS: f64 = 96.0;
+
+/// How many instances a group's hover names before it says how many more.
+const NAMED: usize = 5;
 
 /// `pending` laid out over the `window` after `now`; any beyond it is left out.
 pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duration) -> Timeline {
@@ -49,23 +68,55 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
             continue;
         }
         let label = format!("{} · {}", due.process, due.field);
-        let dot = Dot {
-            x: (ahead.max(0) as f64 / span).clamp(0.0, 1.0),
-            overdue: ahead <= 0,
-            waiting: due.waiting,
-            process: due.process.to_owned(),
-            instance: due.instance.clone(),
-            title: format!(
-                "{}:{} {} at {}",
-                due.process, due.instance, due.field, due.at
-            ),
+        let x = (ahead.max(0) as f64 / span).clamp(0.0, 1.0);
+        let overdue = ahead <= 0;
+        // Overdue ones share the first slot with those due in it.
+        let slot = (x * SLOTS).floor() as i64;
+        let row = match rows.iter().position(|row| row.label == label) {
+            Some(index) => &mut rows[index],
+            None => {
+                rows.push(Row {
+                    label,
+                    dots: Vec::new(),
+                });
+                let last = rows.len() - 1;
+                &mut rows[last]
+            }
         };
-        match rows.iter_mut().find(|row| row.label == label) {
-            Some(row) => row.dots.push(dot),
-            None => rows.push(Row {
-                label,
-                dots: vec![dot],
+        match row.dots.iter_mut().find(|dot| dot.slot == slot) {
+            Some(dot) => {
+                dot.count += 1;
+                dot.overdue |= overdue;
+                dot.waiting |= due.waiting;
+                if dot.count <= NAMED {
+                    dot.title
+                        .push_str(&format!("\n{}:{} at {}", due.process, due.instance, due.at));
+                }
+            }
+            None => row.dots.push(Dot {
+                x,
+                overdue,
+                waiting: due.waiting,
+                process: due.process.to_owned(),
+                instance: due.instance.clone(),
+                count: 1,
+                title: format!(
+                    "{}:{} {} at {}",
+                    due.process, due.instance, due.field, due.at
+                ),
+                slot,
             }),
+        }
+    }
+    for row in &mut rows {
+        for dot in &mut row.dots {
+            if dot.count > NAMED {
+                dot.title
+                    .push_str(&format!("\nand {} more", dot.count - NAMED));
+            }
+            if dot.count > 1 {
+                dot.title = format!("{} deadlines:\n{}", dot.count, dot.title);
+            }
         }
     }
     rows.sort_by(|a, b| a.label.cmp(&b.label));
@@ -114,5 +165,41 @@ mod tests {
         assert!(overdue.overdue && overdue.waiting && overdue.x == 0.0);
         assert_eq!(timeline.ticks.first().map(|t| t.1.as_str()), Some("+0h"));
         assert_eq!(timeline.ticks.last().map(|t| t.1.as_str()), Some("+48h"));
+    }
+
+    #[test]
+    fn deadlines_of_a_row_in_one_slot_share_a_circle_that_counts_them() {
+        let now = Instant::from_millis(1_767_225_600_000).unwrap_or_else(Instant::min_value);
+        let mut pending: Vec<_> = (0..40)
+            .map(|n| {
+                let at = now + hours(12) + crate::minutes(n % 20);
+                due("payment_deadline", &format!("o-{n}"), at, false)
+            })
+            .collect();
+        pending.push(due("payment_deadline", "o-late", now + hours(13), false));
+        pending.push(due("payment_deadline", "o-over", now - hours(2), false));
+        pending.push(due(
+            "payment_deadline",
+            "o-now",
+            now + crate::minutes(5),
+            true,
+        ));
+        let timeline = lay_out(&pending, now, hours(48));
+        let dots = &timeline.rows[0].dots;
+        let counts: Vec<usize> = dots.iter().map(|dot| dot.count).collect();
+        assert_eq!(counts, [40, 1, 2], "12:00-12:30, 13:00, and the first slot");
+        let group = &dots[0];
+        assert_eq!(group.instance, "o-0", "its link is the first one's");
+        assert!(
+            group
+                .title
+                .starts_with("40 deadlines:\nOrderLifecycle:o-0 payment_deadline at")
+        );
+        assert!(group.title.ends_with("and 35 more"), "{}", group.title);
+        assert!(group.radius() > dots[1].radius());
+        assert!(
+            dots[2].overdue && dots[2].waiting,
+            "the first slot holds both"
+        );
     }
 }

@@ -79,14 +79,27 @@ enum Command {
     },
     /// Serves the operator page until Ctrl-C: lag, the deadlines ahead, the dead letters, each
     /// instance's story. Retrying and discarding letters need the token in `PAGE_TOKEN`; without
-    /// it the page only reads.
-    Serve {
-        /// Where to listen: loopback unless told otherwise.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: std::net::SocketAddr,
-    },
+    /// it the page only reads. It has no login of its own: beyond loopback, serve it behind the
+    /// operators' authenticating proxy.
+    Serve(ServeArgs),
     #[command(flatten)]
     Operator(bounda::cli::Operator),
+}
+
+/// Where and for whom the operator page is served.
+#[derive(Args, Clone)]
+struct ServeArgs {
+    /// Where to listen: loopback unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+    /// Host names the page answers to besides loopback's, comma-separated: the name a reverse
+    /// proxy passes on. Requests for any other name are refused.
+    #[arg(long = "host", env = "PAGE_HOSTS", value_delimiter = ',')]
+    hosts: Vec<String>,
+    /// Origins whose forms may retry and discard besides the page's own, comma-separated
+    /// (`https://ops.example.com`): the address operators open when a proxy rewrites `Host`.
+    #[arg(long = "origin", env = "PAGE_ORIGINS", value_delimiter = ',')]
+    origins: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -173,10 +186,10 @@ async fn main() -> ExitCode {
     let timing = match &command {
         Command::Run(args) => args.timing.timing(),
         Command::Work { timing, .. } => timing.timing(),
-        Command::Operator(_) | Command::Serve { .. } => default_timing(),
+        Command::Operator(_) | Command::Serve(_) => default_timing(),
     };
     // An operator's command reads an existing file; it never creates one.
-    let existing = matches!(command, Command::Operator(_) | Command::Serve { .. });
+    let existing = matches!(command, Command::Operator(_) | Command::Serve(_));
     let app = match build(&cli, existing, timing).await {
         Ok(app) => app,
         Err(error) => {
@@ -187,7 +200,7 @@ async fn main() -> ExitCode {
     let result = match command {
         Command::Operator(command) => return bounda::cli::run(&app, command).await,
         Command::Work { seconds, .. } => work(&app, seconds).await,
-        Command::Serve { listen } => serve(app, listen).await,
+        Command::Serve(args) => serve(app, args).await,
         Command::Run(args) => run(&app, &cli.db, &args).await,
     };
     match result {
@@ -224,23 +237,26 @@ async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow:
         .await?)
 }
 
-/// Serves the operator page on `listen` until Ctrl-C or SIGTERM.
-async fn serve(app: App, listen: std::net::SocketAddr) -> anyhow::Result<()> {
+/// Serves the operator page as `args` say until Ctrl-C or SIGTERM.
+async fn serve(app: App, args: ServeArgs) -> anyhow::Result<()> {
     let token = std::env::var("PAGE_TOKEN")
         .ok()
         .filter(|token| !token.is_empty());
     let writable = token.is_some();
-    // `PAGE_HOSTS`: the names a reverse proxy passes on, comma-separated.
-    let hosts = std::env::var("PAGE_HOSTS")
-        .map(|hosts| {
-            hosts
-                .split(',')
-                .map(|h| h.trim().to_owned())
-                .filter(|h| !h.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    let page = bounda::page::router(app, bounda::page::Options { token, hosts });
+    let tidy = |names: Vec<String>| {
+        names
+            .into_iter()
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty())
+            .collect()
+    };
+    let options = bounda::page::Options {
+        token,
+        hosts: tidy(args.hosts),
+        origins: tidy(args.origins),
+    };
+    let page = bounda::page::router(app, options);
+    let listen = args.listen;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;

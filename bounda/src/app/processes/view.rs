@@ -122,3 +122,15 @@ pub enum StateProblem {
     /// No process of this app has its name: removed or renamed; its deadlines become letters.
     UnknownProcess,
 }
+
+impl std::fmt::Display for StateProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StateProblem::Unreadable(error) => write!(f, "its state does not decode: {error}"),
+            StateProblem::Dropped(fields) => {
+                write!(f, "its state drops stored fields: {}", fields.join(", "))
+            }
+            StateProblem::UnknownProcess => f.write_str("no process of this app has its name"),
+        }
+    }
+}

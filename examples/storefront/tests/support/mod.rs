@@ -7,6 +7,8 @@
     reason = "each test binary uses part of it; a failed expectation is a panic"
 )]
 
+pub mod browser;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration as StdDuration, Instant as StdInstant};

@@ -1,0 +1,293 @@
+//! The operator page in a real browser (issue 13): `storefront serve` on a file with orders
+//! waiting for payment and one dead letter, read and used through headless Chromium. Each page
+//! it sees is kept as a screenshot under `target/tmp/operator-page/`.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use bounda::clock::{Clock, SimulatedClock, SystemClock};
+use bounda::prelude::*;
+use bounda::store::LetterFilter;
+use bounda_sqlite::SqliteStore;
+use fantoccini::Locator;
+use storefront::order::{Item, PlaceOrder};
+use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+
+mod support;
+
+use support::browser::Browser;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
+
+/// The operator's token for the page.
+const TOKEN: &str = "s3cret-token";
+
+/// Where the screenshots go: `target/tmp/operator-page/`.
+fn artifacts() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("operator-page")
+}
+
+/// Orders `o-2`, `o-3` and `o-4` waiting for payment (their deadlines about 6, 12 and 18 hours
+/// from now), and `o-1`, whose lifecycle could not start: the gateway refused its payment intent
+/// on every attempt, so its event waits in a dead letter. Placed on a simulated clock that
+/// starts a minute ago, so that what it wrote lies in the past of the page's real one.
+async fn shop_with_a_letter(db: &Path) {
+    let clock = Arc::new(SimulatedClock::at(SystemClock.now() - minutes(1)));
+    let gateway = Arc::new(FakeGateway::default());
+    let mut app = None;
+    for (order, window) in [("o-1", 6), ("o-2", 6), ("o-3", 12), ("o-4", 18)] {
+        let builder = storefront::app(
+            App::builder(SqliteStore::open(db).unwrap()).clock(clock.clone()),
+            Arc::new(MemoryNotifier::default()) as NotifierPort,
+            gateway.clone() as GatewayPort,
+            storefront::Timing {
+                payment_window: hours(window),
+                reminder_delay: hours(30),
+            },
+        );
+        let shop =
+            TestApp::with_app(builder.build().await.unwrap(), clock.clone()).expecting_letters();
+        gateway.fail_intents(if order == "o-1" { 100 } else { 0 });
+        shop.dispatch(PlaceOrder {
+            order_id: order.into(),
+            customer_id: "c-1".into(),
+            items: vec![Item {
+                product_id: "p-1".into(),
+                quantity: 1,
+                price: 4_200,
+            }],
+        })
+        .await
+        .unwrap();
+        // The lifecycle's retries wait a second or two of simulated time.
+        shop.advance(seconds(10)).await.unwrap();
+        app = Some(shop);
+    }
+    let app = app.unwrap();
+    let letters = app
+        .app()
+        .dead_letters()
+        .count(&LetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(letters, 1, "o-1's lifecycle failed on every attempt");
+    let pending = app.app().pending_deadlines().await.unwrap();
+    let payments = pending.iter().filter(|due| due.field == "payment_deadline");
+    assert_eq!(payments.count(), 3, "{pending:?}");
+}
+
+/// `storefront serve` on `db` with the token, on a free port; stopped when dropped.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    fn start(db: &Path) -> Serve {
+        let mut child = Command::new(BINARY)
+            .args(["serve", "--listen", "127.0.0.1:0", "--host", "ops.internal"])
+            .env("STOREFRONT_DB", db)
+            .env("PAGE_TOKEN", TOKEN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "operator page on http://127.0.0.1:PORT/ (...)"
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+            .to_owned();
+        Serve { child, url }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status a request to `url` for host name `host` gets.
+fn status_for_host(url: &str, host: &str) -> u16 {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"))
+}
+
+/// The hover texts of the timeline's circles.
+async fn circles(browser: &Browser) -> Vec<String> {
+    let mut titles = Vec::new();
+    for circle in browser
+        .client()
+        .find_all(Locator::Css("#timeline circle"))
+        .await
+        .unwrap()
+    {
+        let (_, _, width, height) = circle.rectangle().await.unwrap();
+        assert!(width > 0.0 && height > 0.0, "a circle is drawn");
+        let title = circle.find(Locator::Css("title")).await.unwrap();
+        titles.push(title.prop("textContent").await.unwrap().unwrap_or_default());
+    }
+    titles.sort();
+    titles
+}
+
+/// Types `token` into the letter's retry form and sends it.
+async fn retry_with(browser: &Browser, token: &str) {
+    let form = browser
+        .client()
+        .find(Locator::Css("#letters tr.letter form[action$='/retry']"))
+        .await
+        .unwrap();
+    form.find(Locator::Css("input[name=token]"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    form.find(Locator::Css("button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    shop_with_a_letter(&db).await;
+    let serve = Serve::start(&db);
+    // The page answers to loopback and to the name it was given (`--host`), no other.
+    assert_eq!(status_for_host(&serve.url, "ops.internal"), 200);
+    assert_eq!(status_for_host(&serve.url, "rebound.example"), 421);
+    let browser = Browser::start().await;
+    let shots = artifacts();
+
+    // The overview: the three payment deadlines on the timeline, the letter open.
+    browser.open(&serve.url).await;
+    let titles = circles(&browser).await;
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    for (title, order) in titles.iter().zip(["o-2", "o-3", "o-4"]) {
+        assert!(
+            title.starts_with(&format!("OrderLifecycle:{order} payment_deadline at")),
+            "{title}"
+        );
+    }
+    assert!(
+        browser
+            .text("#timeline h2")
+            .await
+            .contains("Deadlines in the next 48 hours")
+    );
+    assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
+    assert!(
+        browser
+            .text("#letters tr.letter .error")
+            .await
+            .contains("the gateway is unavailable")
+    );
+    browser.screenshot(&shots, "overview").await;
+
+    // A wrong token is refused, and the letter stays open.
+    retry_with(&browser, "not-the-token").await;
+    browser.text_with("h1", "Refused").await;
+    browser
+        .text_with("main", "The token is not the operator's.")
+        .await;
+    browser.screenshot(&shots, "refused").await;
+    browser.open(&serve.url).await;
+    assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
+
+    // The operator's token retries it: o-1's lifecycle starts, and its deadline joins the others.
+    retry_with(&browser, TOKEN).await;
+    browser
+        .text_with("#notice", "The letter was retried.")
+        .await;
+    assert_eq!(browser.text("#letters p").await, "No open dead letters.");
+    let titles = circles(&browser).await;
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    assert!(titles[0].starts_with("OrderLifecycle:o-1 payment_deadline at"));
+    browser.screenshot(&shots, "retried").await;
+
+    // Its instance page: the story, the deadline pending, the letter retried.
+    browser
+        .client()
+        .find(Locator::Css("#timeline a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .text_with("#story h1", "OrderLifecycle o-1: running")
+        .await;
+    assert!(
+        browser
+            .text("#story")
+            .await
+            .contains("started by OrderPlaced")
+    );
+    assert!(
+        browser
+            .text("#pending")
+            .await
+            .contains("payment_deadline at")
+    );
+    assert!(browser.text("#story-letters").await.contains("retried"));
+    browser.screenshot(&shots, "instance").await;
+
+    // The search finds an instance by its id.
+    let client = browser.client();
+    client
+        .find(Locator::Css("header input[name=process]"))
+        .await
+        .unwrap()
+        .send_keys("OrderLifecycle")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("header input[name=id]"))
+        .await
+        .unwrap()
+        .send_keys("o-3")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("header button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    browser
+        .text_with("#story h1", "OrderLifecycle o-3: running")
+        .await;
+    browser.close().await;
+}
