@@ -329,8 +329,8 @@ async fn main() {
             let median = measure::page_overview(files.fresh("page").path(), pending, due, 5).await;
             eprintln!("  page overview, {} pending: {median:.2?}", short(pending));
             drawn.push(format!(
-                "{} ms with {} pending",
-                median.as_millis(),
+                "{:.2} ms with {} pending",
+                median.as_secs_f64() * 1e3,
                 short(pending)
             ));
         }
