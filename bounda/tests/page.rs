@@ -147,7 +147,10 @@ async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_
         !policy.contains("script-src"),
         "no script may run: {policy}"
     );
-    assert!(html.contains("max lag 0"), "{html}");
+    assert!(
+        html.contains(r#"<iframe class="panel" src="/lag""#),
+        "the lag panel, framed: {html}"
+    );
     // The reminder (24 h) of o-1; its payment deadline (72 h) is beyond the window.
     assert!(html.contains("OrderPayment · next_reminder"), "{html}");
     assert!(
@@ -168,6 +171,30 @@ async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_
         "shown, escaped: {html}"
     );
     assert!(html.contains("Read-only"), "{html}");
+}
+
+// The lag refreshes by itself, also while the overview waits for a token to be typed: it is a
+// panel of its own, which only the page's own overview may frame.
+#[tokio::test]
+async fn the_lag_panel_reloads_itself_and_only_the_page_may_frame_it() {
+    let app = shop("o-lag").await;
+    let (status, html, policy) = get(&app, Some("s3cret"), "/lag").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains(r#"<meta http-equiv="refresh" content="5">"#),
+        "{html}"
+    );
+    assert!(html.contains("policies"), "{html}");
+    assert!(html.contains("max lag 0"), "{html}");
+    assert!(policy.contains("frame-ancestors 'self'"), "{policy}");
+    assert!(!policy.contains("script-src"), "{policy}");
+    let (_, html, policy) = get(&app, Some("s3cret"), "/").await;
+    assert!(
+        !html.contains(r#"http-equiv="refresh""#),
+        "a letter is open and a token may be typed: the overview holds still"
+    );
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    assert!(policy.contains("frame-src 'self'"), "{policy}");
 }
 
 #[tokio::test]

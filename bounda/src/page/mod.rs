@@ -68,6 +68,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
     });
     axum::Router::new()
         .route("/", get(overview))
+        .route("/lag", get(lag_panel))
         .route("/instances", get(search))
         .route("/instances/{process}/{id}", get(instance))
         .route("/letters/{id}/retry", post(retry))
@@ -80,24 +81,31 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .with_state(shared)
 }
 
-/// Headers every answer carries: no script may run, no frame may hold the page, nothing is
-/// sniffed, and no address leaks to another site. The referrer policy is `same-origin`, not
-/// `no-referrer`: under `no-referrer` a browser sends the page's own forms with `Origin: null`,
-/// which the origin check must refuse.
+/// Headers every answer carries: no script may run, no frame may hold the page (but the
+/// overview may hold its own lag panel), nothing is sniffed, and no address leaks to another
+/// site. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
+/// sends the page's own forms with `Origin: null`, which the origin check must refuse.
 async fn secure(mut response: Response) -> Response {
+    let framed = response.extensions().get::<Framed>().is_some();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
+        HeaderValue::from_static(if framed {
+            "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; \
+             base-uri 'none'"
+        } else {
             "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; \
-             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
+             frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        }),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static(if framed { "SAMEORIGIN" } else { "DENY" }),
+    );
     headers.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
@@ -171,12 +179,19 @@ struct LetterLine {
 }
 
 #[derive(Template)]
+#[template(path = "page/lag.html")]
+struct LagPanel {
+    now: Instant,
+    lag: Vec<LagLine>,
+    stale: Vec<LagLine>,
+    max_lag: u64,
+    waiting: u64,
+}
+
+#[derive(Template)]
 #[template(path = "page/overview.html")]
 struct Overview {
     now: Instant,
-    lag: Vec<LagLine>,
-    max_lag: u64,
-    waiting: u64,
     timeline: timeline::Timeline,
     /// Deadlines drawn.
     shown: usize,
@@ -290,7 +305,6 @@ async fn overview(
 async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overview, crate::Error> {
     let app = &shared.app;
     let now = app.clock().now();
-    let lag = app.lag().await?;
     let ahead = app.pending_until(now + WINDOW, TIMELINE_INSTANCES).await?;
     let open = LetterFilter {
         status: Some(crate::store::LetterStatus::Failed),
@@ -312,21 +326,6 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     let refresh = shared.token.is_none() || lines.is_empty();
     Ok(Overview {
         now,
-        lag: lag
-            .subscribers
-            .iter()
-            .map(|s| LagLine {
-                name: s.subscriber.clone(),
-                position: s.position,
-                lag: s.lag,
-                held: s
-                    .failing
-                    .as_ref()
-                    .map(|f| format!("held by {} on {}: {}", f.handler, f.event_type, f.message)),
-            })
-            .collect(),
-        max_lag: lag.max_lag,
-        waiting: lag.waiting_deadlines,
         timeline: timeline::lay_out(&ahead.pending, now, WINDOW),
         shown: ahead.pending.len(),
         later: ahead.later,
@@ -343,6 +342,38 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
         notice,
     })
 }
+
+/// The lag panel the overview frames: it reloads itself every few seconds, also while the
+/// overview around it waits for a token to be typed.
+async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
+    let app = &shared.app;
+    let lag = match app.lag().await {
+        Ok(lag) => lag,
+        Err(error) => return failed(&error),
+    };
+    let line = |s: &crate::SubscriberLag| LagLine {
+        name: s.subscriber.clone(),
+        position: s.position,
+        lag: s.lag,
+        held: s
+            .failing
+            .as_ref()
+            .map(|f| format!("held by {} on {}: {}", f.handler, f.event_type, f.message)),
+    };
+    let mut page = html(LagPanel {
+        now: app.clock().now(),
+        lag: lag.subscribers.iter().map(line).collect(),
+        stale: lag.stale.iter().map(line).collect(),
+        max_lag: lag.max_lag,
+        waiting: lag.waiting_deadlines,
+    });
+    page.extensions_mut().insert(Framed);
+    page
+}
+
+/// Marks an answer the page's own overview may frame.
+#[derive(Clone, Copy)]
+struct Framed;
 
 fn letter_line(letter: DeadLetter, parked: usize) -> LetterLine {
     LetterLine {

@@ -207,6 +207,12 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .contains("Deadlines in the next 48 hours")
     );
     assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
+    // The lag panel, framed, reloading itself while the overview waits for the token.
+    let client = browser.client();
+    client.enter_frame(0).await.unwrap();
+    browser.text_with("#waiting", "max lag 0").await;
+    assert!(browser.text("table").await.contains("policies"));
+    client.enter_parent_frame().await.unwrap();
     assert!(
         browser
             .text("#letters tr.letter .error")
