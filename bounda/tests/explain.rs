@@ -10,6 +10,7 @@ mod support;
 
 use bounda::explain::{DeadlineChange, StepKind};
 use bounda::prelude::*;
+use bounda::{ProcessStatus, Retried};
 use serde_json::json;
 use support::storefront::*;
 
@@ -174,4 +175,226 @@ async fn an_instance_that_never_started_has_no_story_and_an_unknown_process_is_n
         error.contains("OrderPaymnet") && error.contains("OrderPayment"),
         "names the mistake and this app's processes: {error}"
     );
+}
+
+/// Whether `Picky` refuses reminders: each test that breaks it uses its own order.
+static BROKEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A process whose reminder step fails while its order is in `BROKEN`.
+mod picky {
+    use super::*;
+
+    #[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderCancelled])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Picky {
+        pub reminded: bool,
+        pub paid: bool,
+    }
+
+    #[process]
+    impl Picky {
+        async fn on_order_placed(_cx: On<'_, Self, OrderPlaced>) -> Result<()> {
+            Ok(())
+        }
+
+        async fn on_reminder_sent(cx: On<'_, Self, ReminderSent>) -> Result<PickyPatch> {
+            if BROKEN.lock().unwrap().contains(&cx.event().order_id) {
+                anyhow::bail!("the warehouse is closed");
+            }
+            Ok(PickyPatch::default().reminded(true))
+        }
+
+        async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<PickyPatch> {
+            Ok(PickyPatch::default().paid(true))
+        }
+    }
+}
+
+// Issue 13: a failed step, the events parked behind it and its letter are part of the story;
+// after the letter's retry, the story goes on: resumed, the parked event handled, the letter
+// retried.
+#[tokio::test]
+async fn a_failure_its_parked_events_and_its_letter_are_told_and_so_is_the_retry() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<picky::Picky>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    BROKEN.lock().unwrap().push("o-picky".into());
+    app.dispatch(PlaceOrder {
+        order_id: "o-picky".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.dispatch(SendReminder {
+        order_id: "o-picky".into(),
+    })
+    .await
+    .unwrap();
+    app.advance(minutes(1)).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-picky".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+
+    let story = app
+        .app()
+        .explain::<picky::Picky>("o-picky")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(story.status, ProcessStatus::Failed);
+    let letter = &story.letters[..];
+    assert_eq!(letter.len(), 1, "{letter:?}");
+    assert_eq!(letter[0].status, bounda::store::LetterStatus::Failed);
+    assert!(letter[0].error.contains("the warehouse is closed"));
+    assert_eq!(letter[0].failed.as_deref(), Some("ReminderSent"));
+    let failed = story
+        .steps
+        .iter()
+        .find(|step| matches!(step.what, StepKind::Failed { .. }))
+        .expect("a failed step");
+    let StepKind::Failed { letter_id, .. } = &failed.what else {
+        unreachable!()
+    };
+    assert_eq!(letter_id, &letter[0].id);
+    assert_eq!(
+        failed.cause.as_ref().unwrap().event_type.as_deref(),
+        Some("ReminderSent")
+    );
+    assert!(story.steps.iter().any(|step| step.what == StepKind::Parked));
+    let parked: Vec<&str> = story.parked.iter().map(|p| p.event_type.as_str()).collect();
+    assert_eq!(parked, ["OrderPaid"]);
+    assert!(story.pending.is_empty(), "a failed instance runs nothing");
+
+    BROKEN.lock().unwrap().retain(|order| order != "o-picky");
+    let retried = app.app().dead_letters().retry(&letter[0].id).await.unwrap();
+    assert!(matches!(retried, Retried::Done), "{retried:?}");
+    app.run_until_idle().await.unwrap();
+    let story = app
+        .app()
+        .explain::<picky::Picky>("o-picky")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(story.status, ProcessStatus::Started);
+    assert!(
+        story
+            .steps
+            .iter()
+            .any(|step| step.what == StepKind::Resumed)
+    );
+    assert!(story.parked.is_empty(), "drained");
+    assert_eq!(
+        story.letters[0].status,
+        bounda::store::LetterStatus::Retried
+    );
+    let told: Vec<(String, Option<String>)> = story
+        .steps
+        .iter()
+        .map(|step| {
+            let verb = step.describe().split(' ').next().unwrap_or("").to_owned();
+            (verb, step.cause.as_ref().and_then(|c| c.event_type.clone()))
+        })
+        .collect();
+    let told: Vec<(&str, Option<&str>)> = told
+        .iter()
+        .map(|(verb, cause)| (verb.as_str(), cause.as_deref()))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            ("started", Some("OrderPlaced")),
+            ("failed", Some("ReminderSent")),
+            ("parked", Some("OrderPaid")),
+            ("handled", Some("ReminderSent")),
+            ("handled", Some("OrderPaid")),
+            ("resumed", None),
+        ],
+        "the failed step, retried, then the parked event drained"
+    );
+    let paid = &story.steps[4];
+    assert!(paid.changes.iter().any(|c| c.field == "paid"));
+}
+
+// A deadline that is due while an earlier event of its instance is unhandled waits; a reader
+// with no runner of its own (the operator's CLI, the page) sees it waiting, from the store.
+#[tokio::test]
+async fn a_held_deadline_is_waiting_for_any_reader() {
+    let app = app().await;
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    // Paid a second before the reminder, and not handled yet when the reminder comes due.
+    app.clock().advance(hours(24) - seconds(1));
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.clock().advance(seconds(2));
+
+    let story = app
+        .app()
+        .explain::<OrderPayment>("o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(story.pending[0].field, "next_reminder");
+    assert!(story.pending[0].waiting, "{:?}", story.pending);
+    assert!(
+        story.pending[1..].iter().all(|due| !due.waiting),
+        "only the first can be held"
+    );
+    let pending = app.app().pending_deadlines().await.unwrap();
+    assert!(
+        pending
+            .iter()
+            .any(|due| due.field == "next_reminder" && due.waiting)
+    );
+    assert_eq!(app.lag().await.unwrap().waiting_deadlines, 1);
+
+    app.run_until_idle().await.unwrap();
+    let story = app
+        .app()
+        .explain::<OrderPayment>("o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(story.pending.iter().all(|due| !due.waiting));
+    assert_eq!(app.lag().await.unwrap().waiting_deadlines, 0);
+}
+
+// A state this build does not read still has its story; what it waits for is unknown, and why.
+#[tokio::test]
+async fn an_unreadable_state_keeps_its_story_and_says_why_its_pending_is_unknown() {
+    let app = app().await;
+    app.dispatch(PlaceOrder {
+        order_id: "o-odd".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    support::write_state(&app, "OrderPayment", "o-odd", json!({ "reminders": "two" })).await;
+    let story = app
+        .app()
+        .explain::<OrderPayment>("o-odd")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(story.steps[0].what, StepKind::Started);
+    assert!(story.pending.is_empty());
+    let why = story.unreadable.expect("says why");
+    assert!(why.contains("reminders"), "names the field: {why}");
 }

@@ -1,6 +1,7 @@
 //! How far behind the subscribers are.
 
-use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::processes::deadline_run::{DeadlinePayload, Unhandled};
+use crate::app::processes::step::entry_key;
 use crate::app::{App, StateProblem, UnreadableState};
 use crate::{Error, Instant};
 
@@ -94,26 +95,22 @@ impl App {
         })
     }
 
-    /// Deadlines held back for the process runner whose entries are still armed at the moment
-    /// they wait for: one the awaited event cleared or moved no longer counts.
+    /// Due deadlines held back behind an unhandled event of their instance stored at or before
+    /// them, as the store says (of the instances the first thousand unhandled events reach):
+    /// what any reader sees, not only the process that runs the worker.
     pub(crate) async fn waiting_deadline_count(&self) -> Result<u64, Error> {
-        let waiting: Vec<(String, i64)> = self
-            .waiting()
-            .iter()
-            .map(|(key, (at, _))| (key.clone(), *at))
-            .collect();
+        let unhandled = Unhandled::read(self).await?;
+        let now = self.clock().now();
         let mut count = 0;
-        for (key, at) in waiting {
+        for (process, id) in unhandled.instances() {
             let armed = self
                 .store()
-                .scheduled(&key)
+                .scheduled(&entry_key(process, id))
                 .await?
                 .and_then(|entry| DeadlinePayload::of(&entry))
-                .is_some_and(|payload| payload.at == at);
-            if armed {
+                .and_then(|payload| Instant::from_millis(payload.at));
+            if armed.is_some_and(|at| unhandled.holds_due(process, id, at, now)) {
                 count += 1;
-            } else {
-                self.waiting().remove(&key);
             }
         }
         Ok(count)
@@ -207,22 +204,29 @@ impl App {
         &self,
         entries: Vec<crate::store::ScheduledEntry>,
     ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
-        let waiting = self.waiting().clone();
+        let unhandled = Unhandled::read(self).await?;
+        let now = self.clock().now();
         let mut pending = Vec::new();
         let mut left_out = Vec::new();
         for entry in entries {
             let Some(payload) = DeadlinePayload::of(&entry) else {
+                tracing::warn!(
+                    key = %entry.dedupe_key,
+                    "a process deadline entry does not read; left out of the pending deadlines"
+                );
                 continue;
             };
             let Some(process) = self.processes().find(|p| p.name() == payload.process) else {
+                left_out.push(UnreadableState {
+                    process: payload.process.clone(),
+                    instance: entry.aggregate_id.clone(),
+                    problem: StateProblem::UnknownProcess,
+                });
                 continue;
             };
             let Some(instance) = self.load_instance(&**process, &entry.aggregate_id).await? else {
                 continue;
             };
-            let waits = waiting
-                .get(&entry.dedupe_key)
-                .is_some_and(|(moment, _)| *moment == payload.at);
             let dues = match process.pending(&instance) {
                 Ok(dues) => dues,
                 Err(error) => {
@@ -235,12 +239,15 @@ impl App {
                 }
             };
             for (index, due) in dues.into_iter().enumerate() {
+                // The entry is armed at the first; only it can be held back.
+                let waiting = index == 0
+                    && unhandled.holds_due(process.name(), &entry.aggregate_id, due.at, now);
                 pending.push(crate::app::PendingDeadline {
                     process: process.name(),
                     instance: entry.aggregate_id.clone(),
                     field: due.field,
                     at: due.at,
-                    waiting: waits && index == 0,
+                    waiting,
                 });
             }
         }

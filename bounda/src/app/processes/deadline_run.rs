@@ -97,6 +97,26 @@ impl Unhandled {
         }
     }
 
+    /// Whether the deadline of instance `id` of `process` due at `at` waits at `now`: it is due,
+    /// and an unhandled event of its instance stored at or before it holds it back. What the
+    /// worker checks before it runs one, and what the operator's reads report.
+    pub(crate) fn holds_due(
+        &self,
+        process: &'static str,
+        id: &str,
+        at: Instant,
+        now: Instant,
+    ) -> bool {
+        at <= now && self.holds(process, id, at)
+    }
+
+    /// The instances the unhandled events read reach.
+    pub(crate) fn instances(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.earliest
+            .keys()
+            .map(|(process, id)| (*process, id.as_str()))
+    }
+
     /// Whether instance `id` of `process` has an unhandled event stored at or before `at`.
     fn holds(&self, process: &'static str, id: &str, at: Instant) -> bool {
         if !self.complete {

@@ -6,12 +6,11 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::process::Process;
-use crate::store::{LetterFilter, LetterKind, LetterStatus};
+use crate::store::LetterStatus;
 use crate::{Error, Instant, RecordedEvent};
 
+use super::deadline_run::Unhandled;
 use super::instance::{Instance, Lifecycle, Status, stream_type};
-use super::step::entry_key;
-use super::writes::LetterPayload;
 
 /// One instance's history and present, as [`App::explain`] reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -272,6 +271,7 @@ impl App {
         let mut instance = Instance::empty();
         let mut steps: Vec<Step> = Vec::with_capacity(stream.len());
         let mut parked_types = Vec::new();
+        let mut letter_ids: Vec<String> = Vec::new();
         // The start, until its handler's step: the runtime stores a start as `ProcessStarted`
         // then `ProcessHandled` of the same event, which a person reads as one step.
         let mut starting: Option<(String, Value)> = None;
@@ -283,6 +283,11 @@ impl App {
                 (&lifecycle, &starting),
                 (Lifecycle::Handled { event_id, .. }, Some((started, _))) if event_id == started
             );
+            if let Lifecycle::Failed { letter_id, .. } = &lifecycle
+                && !letter_ids.contains(letter_id)
+            {
+                letter_ids.push(letter_id.clone());
+            }
             if let Lifecycle::EventParked {
                 event_id,
                 event_type,
@@ -320,10 +325,12 @@ impl App {
         }
         // A state this build does not read still has a story: its pending deadlines are what is
         // unknown, and say why.
-        let (pending, unreadable) = match self.pending_of(runner.as_ref(), id, &instance) {
-            Ok(pending) => (pending, None),
-            Err(error) => (Vec::new(), Some(error.to_string())),
-        };
+        let unhandled = Unhandled::read(self).await?;
+        let (pending, unreadable) =
+            match self.pending_of(runner.as_ref(), id, &instance, &unhandled) {
+                Ok(pending) => (pending, None),
+                Err(error) => (Vec::new(), Some(error.to_string())),
+            };
         let parked = instance
             .parked
             .iter()
@@ -337,7 +344,7 @@ impl App {
                 at: parked.parked_at,
             })
             .collect();
-        let letters = self.letters_of(process, id).await?;
+        let letters = self.letters_of(letter_ids).await?;
         Ok(Some(Explained {
             process: process.to_owned(),
             instance: id.to_owned(),
@@ -367,18 +374,18 @@ impl App {
     }
 
     /// The deadlines `instance` (instance `id` of `runner`) has pending, soonest first, the first
-    /// marked waiting while its entry is held for the process runner.
+    /// marked waiting while it is due and an unhandled event of the instance holds it back.
     fn pending_of(
         &self,
         runner: &dyn super::ProcessRunner,
         id: &str,
         instance: &Instance,
+        unhandled: &Unhandled,
     ) -> Result<Vec<PendingNow>, Error> {
         if instance.status != Status::Started {
             return Ok(Vec::new());
         }
-        let key = entry_key(runner.name(), id);
-        let waiting_at = self.waiting().get(&key).map(|(at, _)| *at);
+        let now = self.clock().now();
         let mut dues = runner.pending(instance)?;
         dues.sort_by_key(|due| due.at);
         Ok(dues
@@ -387,32 +394,29 @@ impl App {
             .map(|(index, due)| PendingNow {
                 field: due.field.to_owned(),
                 at: due.at,
-                waiting: index == 0 && waiting_at == Some(due.at.as_millis()),
+                waiting: index == 0 && unhandled.holds_due(runner.name(), id, due.at, now),
             })
             .collect())
     }
 
-    /// The process letters of instance `id` of `process`, oldest first.
-    async fn letters_of(&self, process: &str, id: &str) -> Result<Vec<LetterNow>, Error> {
-        let filter = LetterFilter {
-            kind: Some(LetterKind::Process),
-            handler: Some(process.to_owned()),
-            ..LetterFilter::default()
-        };
-        let letters = self.dead_letters().list(&filter).await?;
-        Ok(letters
-            .into_iter()
-            .filter(|letter| {
-                LetterPayload::of(letter).is_some_and(|payload| payload.instance == id)
-            })
-            .map(|letter| LetterNow {
+    /// The letters the instance's failed steps filed, in the order they were filed: read one by
+    /// one, so the cost is the instance's own, however many letters the process has.
+    async fn letters_of(&self, ids: Vec<String>) -> Result<Vec<LetterNow>, Error> {
+        let mut letters = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(letter) = self.dead_letters().get(&id).await? else {
+                tracing::warn!(letter = %id, "a failed step's letter is no longer stored");
+                continue;
+            };
+            letters.push(LetterNow {
                 id: letter.id,
                 status: letter.status,
                 failed: letter.event_type,
                 error: letter.error_message,
                 attempts: letter.attempts,
-            })
-            .collect())
+            });
+        }
+        Ok(letters)
     }
 }
 
