@@ -314,6 +314,7 @@ pub async fn page_overview(path: &Path, pending: usize, due: usize, views: usize
     let mut times = Vec::with_capacity(views);
     for _ in 0..views {
         let request = axum::http::Request::get("/")
+            .header(axum::http::header::HOST, "127.0.0.1")
             .body(axum::body::Body::empty())
             .expect("a request");
         let start = Instant::now();

@@ -390,12 +390,7 @@ fn write_story(
     now: crate::Instant,
     out: &mut impl Write,
 ) -> std::io::Result<()> {
-    let status = match story.status {
-        crate::ProcessStatus::Started => "running",
-        crate::ProcessStatus::Completed => "completed",
-        crate::ProcessStatus::Failed => "failed",
-        crate::ProcessStatus::TimedOut => "timed out",
-    };
+    let status = story.status.as_text();
     write!(out, "{} {}: {status}", story.process, story.instance)?;
     match story.timeout_at {
         Some(at) => writeln!(out, ", its lifetime ends {} ({at})", relative(at, now))?,

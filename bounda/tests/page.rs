@@ -352,3 +352,141 @@ async fn the_overview_names_what_it_cannot_read_and_counts_every_open_letter() {
         "the oldest letter, o-odd's, comes first"
     );
 }
+
+/// The answer of `page` to `request`: status, `Location`, body.
+async fn answer(page: &axum::Router, request: Request<Body>) -> (StatusCode, String, String) {
+    let response = page.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let location = response
+        .headers()
+        .get(header::LOCATION)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, location, String::from_utf8(body.to_vec()).unwrap())
+}
+
+fn request(method: &str, path: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, "127.0.0.1:8080")
+}
+
+// Embedded in a user's own server: nested at a path beside the user's own routes, every link,
+// form, frame and redirect of the page starts with that path.
+#[tokio::test]
+async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path() {
+    let app = shop("o-nested").await;
+    let page = router(
+        app.app().clone(),
+        Options {
+            token: Some("s3cret".into()),
+            path: "/ops/".into(),
+            ..Options::default()
+        },
+    );
+    let server = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "the shop's own home" }))
+        .nest("/ops", page);
+    let get = |path: &str| request("GET", path).body(Body::empty()).unwrap();
+
+    let (status, _, html) = answer(&server, get("/")).await;
+    assert_eq!(
+        (status, html.as_str()),
+        (StatusCode::OK, "the shop's own home")
+    );
+    let (status, _, html) = answer(&server, get("/ops")).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(html.contains(r#"<a href="/ops">bounda</a>"#), "{html}");
+    assert!(html.contains(r#"action="/ops/instances""#), "{html}");
+    assert!(html.contains(r#"src="/ops/lag""#), "{html}");
+    assert!(
+        html.contains(r#"href="/ops/instances/OrderPayment/o-nested""#),
+        "{html}"
+    );
+    let (id, _) = letter_status(&app).await;
+    assert!(
+        html.contains(&format!(r#"action="/ops/letters/{id}/retry""#)),
+        "{html}"
+    );
+    for path in ["/ops/lag", "/ops/instances/OrderPayment/o-nested"] {
+        let (status, _, _) = answer(&server, get(path)).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+    }
+    let (status, location, _) = answer(
+        &server,
+        get("/ops/instances?process=OrderPayment&id=o-nested"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location, "/ops/instances/OrderPayment/o-nested");
+    let (status, _, html) = answer(&server, get("/ops/instances/OrderPayment/o-none")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        html.contains(r#"<a href="/ops">Back to the overview</a>"#),
+        "{html}"
+    );
+
+    let discard = request("POST", &format!("/ops/letters/{id}/discard"))
+        .header(header::ORIGIN, "http://127.0.0.1:8080")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from("token=s3cret"))
+        .unwrap();
+    let (status, location, _) = answer(&server, discard).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location, "/ops?done=discarded");
+    assert_eq!(letter_status(&app).await.1, "discarded");
+}
+
+// What a payload carries is shown, never obeyed: an order id with markup and a slash reaches
+// the instance page escaped, its links encode it whole, and ids that are dot segments stay
+// links to themselves. A request that names no host is refused.
+#[tokio::test]
+async fn ids_from_payloads_are_escaped_encoded_and_reach_their_own_page() {
+    let odd = format!("o/{SCRIPT}");
+    let app = shop(&odd).await;
+    for id in ["..", "."] {
+        app.dispatch(PlaceOrder {
+            order_id: id.into(),
+            total: 1,
+        })
+        .await
+        .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let (status, html, _) = get(&app, None, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!html.contains(SCRIPT), "{html}");
+    let link = "/instances/OrderPayment/o%2F%3Cscript%3Ealert%28%27owned%27%29%3C%2Fscript%3E";
+    assert!(html.contains(&format!(r#"href="{link}""#)), "{html}");
+    // The three reminders share the timeline's circle (the first's link); the search makes
+    // the others' links, with the same encoding.
+    let page = router(app.app().clone(), Options::default());
+    for (id, encoded) in [("..", "%2E%2E"), (".", "%2E")] {
+        let search = request("GET", &format!("/instances?process=OrderPayment&id={id}"))
+            .body(Body::empty())
+            .unwrap();
+        let (_, location, _) = answer(&page, search).await;
+        assert_eq!(location, format!("/instances/OrderPayment/{encoded}"));
+    }
+
+    let (status, html, _) = get(&app, None, link).await;
+    assert_eq!(status, StatusCode::OK, "{html}");
+    assert!(!html.contains(SCRIPT), "{html}");
+    assert!(
+        html.contains("&#60;script&#62;") || html.contains("&lt;script&gt;"),
+        "{html}"
+    );
+    for dots in ["%2E%2E", "%2E"] {
+        let (status, html, _) = get(&app, None, &format!("/instances/OrderPayment/{dots}")).await;
+        assert_eq!(status, StatusCode::OK, "{dots}: {html}");
+        assert!(html.contains("started by OrderPlaced"), "{html}");
+    }
+
+    let nameless = Request::get("/").body(Body::empty()).unwrap();
+    let (status, _, html) = answer(&page, nameless).await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{html}");
+}

@@ -50,7 +50,8 @@ pub struct Lag {
     /// one only another app on the same store runs), with their lag: not counted in `max_lag`;
     /// an operator may remove them.
     pub stale: Vec<SubscriberLag>,
-    /// Process deadlines held back behind unhandled events.
+    /// Due process deadlines held back behind an unhandled event of their instance stored at or
+    /// before them (of the instances the first thousand unhandled events reach).
     pub waiting_deadlines: u64,
 }
 
@@ -147,8 +148,8 @@ impl App {
     }
 
     /// Every pending deadline of every open instance, soonest first: which instance, which
-    /// field, when, and whether it is waiting for the process runner (beyond the original, which only
-    /// counts them). An instance whose stored state cannot be read is left out, with a warning
+    /// field, when, and whether it is due and waits for an earlier event of its instance
+    /// (beyond the original, which only counts them). An instance whose stored state cannot be read is left out, with a warning
     /// in the log; [`unreadable_states`](App::unreadable_states) names them all.
     pub async fn pending_deadlines(&self) -> Result<Vec<crate::app::PendingDeadline>, Error> {
         let (pending, left_out) = self.pending_and_left_out().await?;

@@ -37,13 +37,18 @@ pub struct Options {
     /// The token retrying and discarding a letter need; `None`: the page only reads.
     pub token: Option<String>,
     /// The host names the page answers to besides loopback's (`localhost`, `127.0.0.1`,
-    /// `[::1]`): the name a reverse proxy passes on. A request for any other name is refused, so
-    /// a web page elsewhere cannot point its own name at this address and read it.
+    /// `[::1]`): the name a reverse proxy passes on. A request for any other name, or naming
+    /// none, is refused, so a web page elsewhere cannot point its own name at this address and
+    /// read it.
     pub hosts: Vec<String>,
     /// The origins besides the page's own whose forms may retry and discard
     /// (`https://ops.example.com`): the address operators open when a reverse proxy passes the
     /// page a `Host` of its own, so the browser's `Origin` no longer matches it.
     pub origins: Vec<String>,
+    /// The path the page is nested at in a larger router (`/ops`), which its links, forms and
+    /// redirects start with; empty (the default) when it is served at the root. Nest it with
+    /// `Router::nest("/ops", router(app, options))`.
+    pub path: String,
 }
 
 /// What the page's handlers share.
@@ -52,6 +57,62 @@ struct Shared {
     token: Option<String>,
     hosts: Vec<String>,
     origins: Vec<String>,
+    links: Links,
+}
+
+/// The page's own addresses, under the path it is served at: every link, form and redirect is
+/// made here, each id encoded as one path segment.
+#[derive(Debug, Clone)]
+struct Links {
+    /// `""` at the root, else `/ops`: a leading slash, none after.
+    base: String,
+}
+
+impl Links {
+    fn new(path: &str) -> Links {
+        let path = path.trim_matches('/');
+        Links {
+            base: if path.is_empty() {
+                String::new()
+            } else {
+                format!("/{path}")
+            },
+        }
+    }
+
+    /// The overview: `/`, or the path itself (a router nested at `/ops` answers `/ops`).
+    fn home(&self) -> String {
+        if self.base.is_empty() {
+            "/".to_owned()
+        } else {
+            self.base.clone()
+        }
+    }
+
+    /// The overview, reporting what an action did.
+    fn done(&self, code: &str) -> String {
+        format!("{}?done={code}", self.home())
+    }
+
+    /// The search form's target.
+    fn search(&self) -> String {
+        format!("{}/instances", self.base)
+    }
+
+    /// The lag panel.
+    fn lag(&self) -> String {
+        format!("{}/lag", self.base)
+    }
+
+    /// Instance `id` of `process`.
+    fn instance(&self, process: &str, id: &str) -> String {
+        format!("{}/instances/{}/{}", self.base, encode(process), encode(id))
+    }
+
+    /// Letter `id`'s `action` (`retry`, `discard`).
+    fn letter(&self, id: &str, action: &str) -> String {
+        format!("{}/letters/{}/{action}", self.base, encode(id))
+    }
 }
 
 /// The page's routes on `app`.
@@ -65,6 +126,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
             .into_iter()
             .map(|origin| origin.trim_end_matches('/').to_owned())
             .collect(),
+        links: Links::new(&options.path),
     });
     axum::Router::new()
         .route("/", get(overview))
@@ -119,11 +181,14 @@ async fn known_host(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // HTTP/1.1 names the host in `Host`; HTTP/2 in the address's authority.
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|host| host.to_str().ok())
-        .unwrap_or("");
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .unwrap_or("")
+        .to_owned();
     let name = match host.strip_prefix('[') {
         Some(v6) => v6
             .split(']')
@@ -132,17 +197,21 @@ async fn known_host(
             .unwrap_or_default(),
         None => host.split(':').next().unwrap_or("").to_owned(),
     };
-    let known = name.is_empty()
-        || ["localhost", "127.0.0.1", "[::1]"].contains(&name.as_str())
+    let known = ["localhost", "127.0.0.1", "[::1]"].contains(&name.as_str())
         || shared
             .hosts
             .iter()
             .any(|allowed| allowed.eq_ignore_ascii_case(&name));
     if !known {
         return message(
+            &shared.links,
             StatusCode::MISDIRECTED_REQUEST,
             "Unknown host",
-            format!("This page answers to loopback and the hosts it was given, not `{name}`."),
+            if name.is_empty() {
+                "This page answers only to requests that name their host.".to_owned()
+            } else {
+                format!("This page answers to loopback and the hosts it was given, not `{name}`.")
+            },
         );
     }
     next.run(request).await
@@ -191,6 +260,7 @@ struct LagPanel {
 #[derive(Template)]
 #[template(path = "page/overview.html")]
 struct Overview {
+    links: Links,
     now: Instant,
     timeline: timeline::Timeline,
     /// Deadlines drawn.
@@ -213,6 +283,7 @@ struct Overview {
 #[derive(Template)]
 #[template(path = "page/instance.html")]
 struct InstancePage {
+    links: Links,
     status: &'static str,
     story: Explained,
     lines: Vec<StepLine>,
@@ -232,13 +303,15 @@ struct StepLine {
 #[derive(Template)]
 #[template(path = "page/message.html")]
 struct Message {
+    links: Links,
     title: String,
     text: String,
 }
 
 /// A page that says what went wrong, with its status.
-fn message(status: StatusCode, title: &str, text: impl Into<String>) -> Response {
+fn message(links: &Links, status: StatusCode, title: &str, text: impl Into<String>) -> Response {
     let page = Message {
+        links: links.clone(),
         title: title.to_owned(),
         text: text.into(),
     };
@@ -249,10 +322,11 @@ fn message(status: StatusCode, title: &str, text: impl Into<String>) -> Response
 }
 
 /// A rendered template, or the error that stopped it.
-fn html(page: impl Template) -> Response {
+fn html(links: &Links, page: impl Template) -> Response {
     match page.render() {
         Ok(html) => Html(html).into_response(),
         Err(error) => message(
+            links,
             StatusCode::INTERNAL_SERVER_ERROR,
             "The page could not be drawn",
             error.to_string(),
@@ -261,12 +335,17 @@ fn html(page: impl Template) -> Response {
 }
 
 /// A runtime error as a page.
-fn failed(error: &crate::Error) -> Response {
+fn failed(links: &Links, error: &crate::Error) -> Response {
     let status = match error {
         crate::Error::NotFound { .. } => StatusCode::NOT_FOUND,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    message(status, "That did not work", crate::error::chain(error))
+    message(
+        links,
+        status,
+        "That did not work",
+        crate::error::chain(error),
+    )
 }
 
 #[derive(Deserialize)]
@@ -297,8 +376,8 @@ async fn overview(
     Query(query): Query<OverviewQuery>,
 ) -> Response {
     match overview_page(&shared, query.done.as_deref().and_then(notice)).await {
-        Ok(page) => html(page),
-        Err(error) => failed(&error),
+        Ok(page) => html(&shared.links, page),
+        Err(error) => failed(&shared.links, &error),
     }
 }
 
@@ -325,6 +404,7 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     }
     let refresh = shared.token.is_none() || lines.is_empty();
     Ok(Overview {
+        links: shared.links.clone(),
         now,
         timeline: timeline::lay_out(&ahead.pending, now, WINDOW),
         shown: ahead.pending.len(),
@@ -349,7 +429,7 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
     let app = &shared.app;
     let lag = match app.lag().await {
         Ok(lag) => lag,
-        Err(error) => return failed(&error),
+        Err(error) => return failed(&shared.links, &error),
     };
     let line = |s: &crate::SubscriberLag| LagLine {
         name: s.subscriber.clone(),
@@ -360,13 +440,16 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             .as_ref()
             .map(|f| format!("held by {} on {}: {}", f.handler, f.event_type, f.message)),
     };
-    let mut page = html(LagPanel {
-        now: app.clock().now(),
-        lag: lag.subscribers.iter().map(line).collect(),
-        stale: lag.stale.iter().map(line).collect(),
-        max_lag: lag.max_lag,
-        waiting: lag.waiting_deadlines,
-    });
+    let mut page = html(
+        &shared.links,
+        LagPanel {
+            now: app.clock().now(),
+            lag: lag.subscribers.iter().map(line).collect(),
+            stale: lag.stale.iter().map(line).collect(),
+            max_lag: lag.max_lag,
+            waiting: lag.waiting_deadlines,
+        },
+    );
     page.extensions_mut().insert(Framed);
     page
 }
@@ -396,12 +479,8 @@ struct SearchQuery {
 }
 
 /// The search form's answer: the instance's page.
-async fn search(Query(query): Query<SearchQuery>) -> Redirect {
-    Redirect::to(&format!(
-        "/instances/{}/{}",
-        encode(&query.process),
-        encode(query.id.trim())
-    ))
+async fn search(State(shared): State<Arc<Shared>>, Query(query): Query<SearchQuery>) -> Redirect {
+    Redirect::to(&shared.links.instance(&query.process, query.id.trim()))
 }
 
 /// `text` as one path segment; `.` and `..` too, which a browser would otherwise resolve.
@@ -432,25 +511,25 @@ async fn instance(
                 .iter()
                 .map(|step| step_line(step, now))
                 .collect();
-            let status = match story.status {
-                crate::ProcessStatus::Started => "running",
-                crate::ProcessStatus::Completed => "completed",
-                crate::ProcessStatus::Failed => "failed",
-                crate::ProcessStatus::TimedOut => "timed out",
-            };
-            html(InstancePage {
-                status,
-                story,
-                lines,
-                now,
-            })
+            let status = story.status.as_text();
+            html(
+                &shared.links,
+                InstancePage {
+                    links: shared.links.clone(),
+                    status,
+                    story,
+                    lines,
+                    now,
+                },
+            )
         }
         Ok(None) => message(
+            &shared.links,
             StatusCode::NOT_FOUND,
             "No such instance",
             format!("{process} has no instance `{id}`: it never started."),
         ),
-        Err(error) => failed(&error),
+        Err(error) => failed(&shared.links, &error),
     }
 }
 
@@ -489,7 +568,7 @@ async fn retry(
             "retry-failed"
         }
     };
-    Redirect::to(&format!("/?done={done}")).into_response()
+    Redirect::to(&shared.links.done(done)).into_response()
 }
 
 async fn discard(
@@ -508,7 +587,7 @@ async fn discard(
             "discard-failed"
         }
     };
-    Redirect::to(&format!("/?done={done}")).into_response()
+    Redirect::to(&shared.links.done(done)).into_response()
 }
 
 /// Why an action may not run, if it may not: the page has no token, `token` is not it, or the
@@ -516,6 +595,7 @@ async fn discard(
 fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response> {
     let Some(expected) = &shared.token else {
         return Some(message(
+            &shared.links,
             StatusCode::FORBIDDEN,
             "This page only reads",
             "It was started without a token, so letters cannot be retried or discarded here.",
@@ -540,6 +620,7 @@ fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response
     };
     if cross_site || foreign_origin {
         return Some(message(
+            &shared.links,
             StatusCode::FORBIDDEN,
             "Refused",
             "The request did not come from this page.",
@@ -547,6 +628,7 @@ fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response
     }
     if !same(token.as_bytes(), expected.as_bytes()) {
         return Some(message(
+            &shared.links,
             StatusCode::FORBIDDEN,
             "Refused",
             "The token is not the operator's.",

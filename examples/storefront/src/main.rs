@@ -100,6 +100,25 @@ struct ServeArgs {
     /// (`https://ops.example.com`): the address operators open when a proxy rewrites `Host`.
     #[arg(long = "origin", env = "PAGE_ORIGINS", value_delimiter = ',')]
     origins: Vec<String>,
+    /// The path to serve the page under (`/ops`), for a proxy that passes on a path of its own;
+    /// the root unless told otherwise.
+    #[arg(long, env = "PAGE_PATH", default_value = "", value_parser = page_path)]
+    path: String,
+}
+
+/// A path to serve the page under: segments of letters, digits, `-`, `.`, `_` and `~`.
+fn page_path(text: &str) -> Result<String, String> {
+    let path = text.trim_matches('/');
+    let segment = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    };
+    if path.is_empty() || path.split('/').all(segment) {
+        Ok(path.to_owned())
+    } else {
+        Err("segments of letters, digits, `-`, `.`, `_` and `~`, such as `/ops`".to_owned())
+    }
 }
 
 #[derive(Args, Clone)]
@@ -250,18 +269,23 @@ async fn serve(app: App, args: ServeArgs) -> anyhow::Result<()> {
             .filter(|name| !name.is_empty())
             .collect()
     };
+    let path = args.path;
     let options = bounda::page::Options {
         token,
         hosts: tidy(args.hosts),
         origins: tidy(args.origins),
+        path: path.clone(),
     };
-    let page = bounda::page::router(app, options);
+    let mut page = bounda::page::router(app, options);
+    if !path.is_empty() {
+        page = axum::Router::new().nest(&format!("/{path}"), page);
+    }
     let listen = args.listen;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
     println!(
-        "operator page on http://{}/ ({})",
+        "operator page on http://{}/{path} ({})",
         listener.local_addr()?,
         if writable {
             "letters can be retried with the token"

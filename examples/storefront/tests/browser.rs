@@ -83,7 +83,7 @@ async fn shop_with_a_letter(db: &Path) {
     assert_eq!(payments.count(), 3, "{pending:?}");
 }
 
-/// `storefront serve` on `db` with the token, on a free port; stopped when dropped.
+/// `storefront serve` on `db` with the token, on a free port, under `/ops`; stopped when dropped.
 struct Serve {
     child: Child,
     url: String,
@@ -93,6 +93,8 @@ impl Serve {
     fn start(db: &Path) -> Serve {
         let mut child = Command::new(BINARY)
             .args(["serve", "--listen", "127.0.0.1:0", "--host", "ops.internal"])
+            // Under a path, as behind a proxy that passes one on: every link must keep it.
+            .args(["--path", "/ops"])
             .env("STOREFRONT_DB", db)
             .env("PAGE_TOKEN", TOKEN)
             .stdout(Stdio::piped())
@@ -123,11 +125,12 @@ impl Drop for Serve {
 /// The status a request to `url` for host name `host` gets.
 fn status_for_host(url: &str, host: &str) -> u16 {
     use std::io::{Read, Write};
-    let address = url.trim_start_matches("http://").trim_end_matches('/');
+    let rest = url.trim_start_matches("http://");
+    let (address, path) = rest.split_once('/').unwrap_or((rest, ""));
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     write!(
         stream,
-        "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();
@@ -236,6 +239,8 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser
         .text_with("#notice", "The letter was retried.")
         .await;
+    let here = browser.client().current_url().await.unwrap();
+    assert_eq!((here.path(), here.query()), ("/ops", Some("done=retried")));
     assert_eq!(browser.text("#letters p").await, "No open dead letters.");
     let titles = circles(&browser).await;
     assert_eq!(titles.len(), 4, "{titles:?}");
@@ -254,6 +259,8 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser
         .text_with("#story h1", "OrderLifecycle o-1: running")
         .await;
+    let here = browser.client().current_url().await.unwrap();
+    assert_eq!(here.path(), "/ops/instances/OrderLifecycle/o-1");
     assert!(
         browser
             .text("#story")

@@ -220,4 +220,14 @@ impl Status {
     pub fn has_ended(self) -> bool {
         matches!(self, Status::Completed | Status::TimedOut)
     }
+
+    /// As a person reads it: `running`, `completed`, `failed` or `timed out`.
+    pub fn as_text(self) -> &'static str {
+        match self {
+            Status::Started => "running",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::TimedOut => "timed out",
+        }
+    }
 }
