@@ -171,6 +171,18 @@ async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_
         "shown, escaped: {html}"
     );
     assert!(html.contains("Read-only"), "{html}");
+
+    // Another window: a week holds the payment deadline (72 h) too; an unknown one is the default.
+    assert!(
+        html.contains(r#"<a href="/?window=7d">7 days</a>"#),
+        "{html}"
+    );
+    let (_, html, _) = get(&app, None, "/?window=7d").await;
+    assert!(html.contains("Deadlines in the next 7 days"), "{html}");
+    assert!(html.contains("OrderPayment · payment_deadline"), "{html}");
+    assert!(html.contains("2 shown; more after them"), "{html}");
+    let (_, html, _) = get(&app, None, "/?window=1y").await;
+    assert!(html.contains("Deadlines in the next 48 hours"), "{html}");
 }
 
 // The lag refreshes by itself, also while the overview waits for a token to be typed: it is a

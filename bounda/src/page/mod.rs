@@ -217,8 +217,16 @@ async fn known_host(
     next.run(request).await
 }
 
-/// How far ahead the timeline looks.
-const WINDOW: Duration = hours(48);
+/// How far ahead the timeline may look: its name in the address, its label, its length. The
+/// first hours, two days (unless told otherwise), or a week.
+const WINDOWS: [(&str, &str, Duration); 3] = [
+    ("6h", "6 hours", hours(6)),
+    ("48h", "48 hours", hours(48)),
+    ("7d", "7 days", hours(24 * 7)),
+];
+
+/// The window the timeline shows unless the address names another.
+const DEFAULT_WINDOW: usize = 1;
 
 /// The most instances the timeline reads: the soonest, through the due-moment index.
 const TIMELINE_INSTANCES: usize = 500;
@@ -262,6 +270,10 @@ struct LagPanel {
 struct Overview {
     links: Links,
     now: Instant,
+    /// The timeline's window, as a person reads it (`48 hours`).
+    window: &'static str,
+    /// The windows to choose from: label, address, whether it is this one.
+    windows: Vec<(&'static str, String, bool)>,
     timeline: timeline::Timeline,
     /// Deadlines drawn.
     shown: usize,
@@ -351,6 +363,8 @@ fn failed(links: &Links, error: &crate::Error) -> Response {
 #[derive(Deserialize)]
 struct OverviewQuery {
     done: Option<String>,
+    /// The timeline's window, by name (`6h`, `48h`, `7d`).
+    window: Option<String>,
 }
 
 /// What an action's redirect reports, by a fixed code: the page says nothing a link makes up.
@@ -375,16 +389,26 @@ async fn overview(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<OverviewQuery>,
 ) -> Response {
-    match overview_page(&shared, query.done.as_deref().and_then(notice)).await {
+    let window = query
+        .window
+        .as_deref()
+        .and_then(|name| WINDOWS.iter().position(|(known, ..)| *known == name))
+        .unwrap_or(DEFAULT_WINDOW);
+    match overview_page(&shared, query.done.as_deref().and_then(notice), window).await {
         Ok(page) => html(&shared.links, page),
         Err(error) => failed(&shared.links, &error),
     }
 }
 
-async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overview, crate::Error> {
+async fn overview_page(
+    shared: &Shared,
+    notice: Option<String>,
+    window: usize,
+) -> Result<Overview, crate::Error> {
+    let (_, label, length) = WINDOWS[window];
     let app = &shared.app;
     let now = app.clock().now();
-    let ahead = app.pending_until(now + WINDOW, TIMELINE_INSTANCES).await?;
+    let ahead = app.pending_until(now + length, TIMELINE_INSTANCES).await?;
     let open = LetterFilter {
         status: Some(crate::store::LetterStatus::Failed),
         ..LetterFilter::default()
@@ -406,7 +430,16 @@ async fn overview_page(shared: &Shared, notice: Option<String>) -> Result<Overvi
     Ok(Overview {
         links: shared.links.clone(),
         now,
-        timeline: timeline::lay_out(&ahead.pending, now, WINDOW),
+        timeline: timeline::lay_out(&ahead.pending, now, length),
+        window: label,
+        windows: WINDOWS
+            .iter()
+            .enumerate()
+            .map(|(index, (name, label, _))| {
+                let href = format!("{}?window={name}", shared.links.home());
+                (*label, href, index == window)
+            })
+            .collect(),
         shown: ahead.pending.len(),
         later: ahead.later,
         unreadable: ahead

@@ -250,7 +250,7 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     // Its instance page: the story, the deadline pending, the letter retried.
     browser
         .client()
-        .find(Locator::Css("#timeline a"))
+        .find(Locator::Css("#timeline svg a"))
         .await
         .unwrap()
         .click()
