@@ -24,6 +24,30 @@ async fn app() -> TestApp {
     .unwrap()
 }
 
+/// Places order `id` (its events are not handled yet).
+async fn place(app: &TestApp, id: &str) {
+    app.dispatch(PlaceOrder {
+        order_id: id.into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+}
+
+/// Marks order `id` paid (its events are not handled yet).
+async fn pay(app: &TestApp, id: &str) {
+    app.dispatch(MarkOrderPaid {
+        order_id: id.into(),
+    })
+    .await
+    .unwrap();
+}
+
+/// The story of instance `id` of `P`, which has started.
+async fn story_of<P: Process>(app: &TestApp, id: &str) -> bounda::explain::Explained {
+    app.app().explain::<P>(id).await.unwrap().expect("a story")
+}
+
 #[tokio::test]
 async fn the_story_of_an_instance_tells_each_step_its_cause_and_its_changes() {
     let app = app().await;
@@ -36,19 +60,10 @@ async fn the_story_of_an_instance_tells_each_step_its_cause_and_its_changes() {
         .unwrap();
     let start = app.now();
     app.advance(hours(24)).await.unwrap();
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-1".into(),
-    })
-    .await
-    .unwrap();
+    pay(&app, "o-1").await;
     app.run_until_idle().await.unwrap();
 
-    let story = app
-        .app()
-        .explain::<OrderPayment>("o-1")
-        .await
-        .unwrap()
-        .expect("the instance started");
+    let story = story_of::<OrderPayment>(&app, "o-1").await;
     assert_eq!(story.process, "OrderPayment");
     assert_eq!(
         story.status,
@@ -224,31 +239,17 @@ async fn a_failure_its_parked_events_and_its_letter_are_told_and_so_is_the_retry
     .unwrap()
     .expecting_letters();
     BROKEN.lock().unwrap().push("o-picky".into());
-    app.dispatch(PlaceOrder {
-        order_id: "o-picky".into(),
-        total: 1,
-    })
-    .await
-    .unwrap();
+    place(&app, "o-picky").await;
     app.dispatch(SendReminder {
         order_id: "o-picky".into(),
     })
     .await
     .unwrap();
     app.advance(minutes(1)).await.unwrap();
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-picky".into(),
-    })
-    .await
-    .unwrap();
+    pay(&app, "o-picky").await;
     app.run_until_idle().await.unwrap();
 
-    let story = app
-        .app()
-        .explain::<picky::Picky>("o-picky")
-        .await
-        .unwrap()
-        .unwrap();
+    let story = story_of::<picky::Picky>(&app, "o-picky").await;
     assert_eq!(story.status, ProcessStatus::Failed);
     let letter = &story.letters[..];
     assert_eq!(letter.len(), 1, "{letter:?}");
@@ -277,12 +278,7 @@ async fn a_failure_its_parked_events_and_its_letter_are_told_and_so_is_the_retry
     let retried = app.app().dead_letters().retry(&letter[0].id).await.unwrap();
     assert!(matches!(retried, Retried::Done), "{retried:?}");
     app.run_until_idle().await.unwrap();
-    let story = app
-        .app()
-        .explain::<picky::Picky>("o-picky")
-        .await
-        .unwrap()
-        .unwrap();
+    let story = story_of::<picky::Picky>(&app, "o-picky").await;
     assert_eq!(story.status, ProcessStatus::Started);
     assert!(
         story
@@ -328,28 +324,14 @@ async fn a_failure_its_parked_events_and_its_letter_are_told_and_so_is_the_retry
 #[tokio::test]
 async fn a_held_deadline_is_waiting_for_any_reader() {
     let app = app().await;
-    app.dispatch(PlaceOrder {
-        order_id: "o-1".into(),
-        total: 1,
-    })
-    .await
-    .unwrap();
+    place(&app, "o-1").await;
     app.run_until_idle().await.unwrap();
     // Paid a second before the reminder, and not handled yet when the reminder comes due.
     app.clock().advance(hours(24) - seconds(1));
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-1".into(),
-    })
-    .await
-    .unwrap();
+    pay(&app, "o-1").await;
     app.clock().advance(seconds(2));
 
-    let story = app
-        .app()
-        .explain::<OrderPayment>("o-1")
-        .await
-        .unwrap()
-        .unwrap();
+    let story = story_of::<OrderPayment>(&app, "o-1").await;
     assert_eq!(story.pending[0].field, "next_reminder");
     assert!(story.pending[0].waiting, "{:?}", story.pending);
     assert!(
@@ -365,12 +347,7 @@ async fn a_held_deadline_is_waiting_for_any_reader() {
     assert_eq!(app.lag().await.unwrap().waiting_deadlines, 1);
 
     app.run_until_idle().await.unwrap();
-    let story = app
-        .app()
-        .explain::<OrderPayment>("o-1")
-        .await
-        .unwrap()
-        .unwrap();
+    let story = story_of::<OrderPayment>(&app, "o-1").await;
     assert!(story.pending.iter().all(|due| !due.waiting));
     assert_eq!(app.lag().await.unwrap().waiting_deadlines, 0);
 }
@@ -379,20 +356,10 @@ async fn a_held_deadline_is_waiting_for_any_reader() {
 #[tokio::test]
 async fn an_unreadable_state_keeps_its_story_and_says_why_its_pending_is_unknown() {
     let app = app().await;
-    app.dispatch(PlaceOrder {
-        order_id: "o-odd".into(),
-        total: 1,
-    })
-    .await
-    .unwrap();
+    place(&app, "o-odd").await;
     app.run_until_idle().await.unwrap();
     support::write_state(&app, "OrderPayment", "o-odd", json!({ "reminders": "two" })).await;
-    let story = app
-        .app()
-        .explain::<OrderPayment>("o-odd")
-        .await
-        .unwrap()
-        .unwrap();
+    let story = story_of::<OrderPayment>(&app, "o-odd").await;
     assert_eq!(story.steps[0].what, StepKind::Started);
     assert!(story.pending.is_empty());
     let why = story.unreadable.expect("says why");

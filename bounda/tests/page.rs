@@ -53,6 +53,50 @@ async fn shop(order_id: &str) -> TestApp {
     app
 }
 
+/// What the page answered.
+struct Answered {
+    status: StatusCode,
+    /// `Location`, or empty.
+    location: String,
+    /// `Content-Security-Policy`, or empty.
+    policy: String,
+    body: String,
+}
+
+/// The answer of `page` to `request`.
+async fn answer(page: &axum::Router, request: Request<Body>) -> Answered {
+    let response = page.clone().oneshot(request).await.unwrap();
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .map(|v: &axum::http::HeaderValue| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let (location, policy) = (
+        header(header::LOCATION),
+        header(header::CONTENT_SECURITY_POLICY),
+    );
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    Answered {
+        status,
+        location,
+        policy,
+        body: String::from_utf8(body.to_vec()).unwrap(),
+    }
+}
+
+/// A request for `path` on the page's own host.
+fn request(method: &str, path: &str) -> axum::http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, "127.0.0.1:8080")
+}
+
 async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, String, String) {
     let page = router(
         app.app().clone(),
@@ -61,25 +105,8 @@ async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, Str
             ..Options::default()
         },
     );
-    let response = page
-        .oneshot(
-            Request::get(path)
-                .header(header::HOST, "127.0.0.1:8080")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let status = response.status();
-    let policy = response
-        .headers()
-        .get(header::CONTENT_SECURITY_POLICY)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (status, String::from_utf8(body.to_vec()).unwrap(), policy)
+    let got = answer(&page, request("GET", path).body(Body::empty()).unwrap()).await;
+    (got.status, got.body, got.policy)
 }
 
 async fn post(
@@ -111,25 +138,18 @@ async fn post_to(
     origin: Option<&str>,
 ) -> (StatusCode, Option<String>) {
     let page = router(app.app().clone(), options);
-    let mut request = Request::post(path)
-        .header(header::HOST, "127.0.0.1:8080")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    let mut post =
+        request("POST", path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(origin) = origin {
-        request = request.header(header::ORIGIN, origin);
+        post = post.header(header::ORIGIN, origin);
     }
-    let response = page
-        .oneshot(
-            request
-                .body(Body::from(format!("token={form_token}")))
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    let location = response
-        .headers()
-        .get(header::LOCATION)
-        .map(|v| v.to_str().unwrap().to_owned());
-    (response.status(), location)
+    let got = answer(
+        &page,
+        post.body(Body::from(format!("token={form_token}")))
+            .unwrap(),
+    )
+    .await;
+    (got.status, Some(got.location).filter(|l| !l.is_empty()))
 }
 
 async fn letter_status(app: &TestApp) -> (String, String) {
@@ -365,28 +385,6 @@ async fn the_overview_names_what_it_cannot_read_and_counts_every_open_letter() {
     );
 }
 
-/// The answer of `page` to `request`: status, `Location`, body.
-async fn answer(page: &axum::Router, request: Request<Body>) -> (StatusCode, String, String) {
-    let response = page.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let location = response
-        .headers()
-        .get(header::LOCATION)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (status, location, String::from_utf8(body.to_vec()).unwrap())
-}
-
-fn request(method: &str, path: &str) -> axum::http::request::Builder {
-    Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::HOST, "127.0.0.1:8080")
-}
-
 // Embedded in a user's own server: nested at a path beside the user's own routes, every link,
 // form, frame and redirect of the page starts with that path.
 #[tokio::test]
@@ -405,12 +403,16 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         .nest("/ops", page);
     let get = |path: &str| request("GET", path).body(Body::empty()).unwrap();
 
-    let (status, _, html) = answer(&server, get("/")).await;
+    let Answered {
+        status, body: html, ..
+    } = answer(&server, get("/")).await;
     assert_eq!(
         (status, html.as_str()),
         (StatusCode::OK, "the shop's own home")
     );
-    let (status, _, html) = answer(&server, get("/ops")).await;
+    let Answered {
+        status, body: html, ..
+    } = answer(&server, get("/ops")).await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains(r#"<a href="/ops">bounda</a>"#), "{html}");
     assert!(html.contains(r#"action="/ops/instances""#), "{html}");
@@ -425,17 +427,21 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         "{html}"
     );
     for path in ["/ops/lag", "/ops/instances/OrderPayment/o-nested"] {
-        let (status, _, _) = answer(&server, get(path)).await;
+        let status = answer(&server, get(path)).await.status;
         assert_eq!(status, StatusCode::OK, "{path}");
     }
-    let (status, location, _) = answer(
+    let Answered {
+        status, location, ..
+    } = answer(
         &server,
         get("/ops/instances?process=OrderPayment&id=o-nested"),
     )
     .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(location, "/ops/instances/OrderPayment/o-nested");
-    let (status, _, html) = answer(&server, get("/ops/instances/OrderPayment/o-none")).await;
+    let Answered {
+        status, body: html, ..
+    } = answer(&server, get("/ops/instances/OrderPayment/o-none")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(
         html.contains(r#"<a href="/ops">Back to the overview</a>"#),
@@ -447,7 +453,9 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .body(Body::from("token=s3cret"))
         .unwrap();
-    let (status, location, _) = answer(&server, discard).await;
+    let Answered {
+        status, location, ..
+    } = answer(&server, discard).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(location, "/ops?done=discarded");
     assert_eq!(letter_status(&app).await.1, "discarded");
@@ -481,7 +489,7 @@ async fn ids_from_payloads_are_escaped_encoded_and_reach_their_own_page() {
         let search = request("GET", &format!("/instances?process=OrderPayment&id={id}"))
             .body(Body::empty())
             .unwrap();
-        let (_, location, _) = answer(&page, search).await;
+        let location = answer(&page, search).await.location;
         assert_eq!(location, format!("/instances/OrderPayment/{encoded}"));
     }
 
@@ -499,6 +507,8 @@ async fn ids_from_payloads_are_escaped_encoded_and_reach_their_own_page() {
     }
 
     let nameless = Request::get("/").body(Body::empty()).unwrap();
-    let (status, _, html) = answer(&page, nameless).await;
+    let Answered {
+        status, body: html, ..
+    } = answer(&page, nameless).await;
     assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{html}");
 }

@@ -162,23 +162,11 @@ async fn circles(browser: &Browser) -> Vec<String> {
 
 /// Types `token` into the letter's retry form and sends it.
 async fn retry_with(browser: &Browser, token: &str) {
-    let form = browser
-        .client()
-        .find(Locator::Css("#letters tr.letter form[action$='/retry']"))
-        .await
-        .unwrap();
-    form.find(Locator::Css("input[name=token]"))
-        .await
-        .unwrap()
-        .send_keys(token)
-        .await
-        .unwrap();
-    form.find(Locator::Css("button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    let form = "#letters tr.letter form[action$='/retry']";
+    browser
+        .type_into(&format!("{form} input[name=token]"), token)
+        .await;
+    browser.click(&format!("{form} button")).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -248,14 +236,7 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser.screenshot(&shots, "retried").await;
 
     // Its instance page: the story, the deadline pending, the letter retried.
-    browser
-        .client()
-        .find(Locator::Css("#timeline svg a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    browser.click("#timeline svg a").await;
     browser
         .text_with("#story h1", "OrderLifecycle o-1: running")
         .await;
@@ -277,28 +258,11 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser.screenshot(&shots, "instance").await;
 
     // The search finds an instance by its id.
-    let client = browser.client();
-    client
-        .find(Locator::Css("header input[name=process]"))
-        .await
-        .unwrap()
-        .send_keys("OrderLifecycle")
-        .await
-        .unwrap();
-    client
-        .find(Locator::Css("header input[name=id]"))
-        .await
-        .unwrap()
-        .send_keys("o-3")
-        .await
-        .unwrap();
-    client
-        .find(Locator::Css("header button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    browser
+        .type_into("header input[name=process]", "OrderLifecycle")
+        .await;
+    browser.type_into("header input[name=id]", "o-3").await;
+    browser.click("header button").await;
     browser
         .text_with("#story h1", "OrderLifecycle o-3: running")
         .await;

@@ -121,6 +121,24 @@ impl Browser {
         }
     }
 
+    /// Types `text` into the first element `css` finds.
+    pub async fn type_into(&self, css: &str, text: &str) {
+        self.find(css).await.send_keys(text).await.unwrap();
+    }
+
+    /// Clicks the first element `css` finds.
+    pub async fn click(&self, css: &str) {
+        self.find(css).await.click().await.unwrap();
+    }
+
+    /// The first element `css` finds; none fails the test.
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
+    }
+
     /// Saves what the window shows as `name`.png in `dir`, and returns its path.
     pub async fn screenshot(&self, dir: &Path, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.unwrap();
