@@ -174,20 +174,12 @@ pub const fn has_key(keys: &[EventKey], key: EventKey) -> bool {
     false
 }
 
-/// Whether no key appears twice in `keys`.
-pub const fn distinct_keys(keys: &[EventKey]) -> bool {
-    let mut i = 0;
-    while i < keys.len() {
-        let mut j = i + 1;
-        while j < keys.len() {
-            if key_eq(keys[i], keys[j]) {
-                return false;
-            }
-            j += 1;
-        }
-        i += 1;
+/// Whether `text` reads as a duration of zero.
+pub const fn is_zero_duration(text: &str) -> bool {
+    match Duration::parse_const(text) {
+        Ok(duration) => duration.as_millis() == 0,
+        Err(_) => false,
     }
-    true
 }
 
 /// Whether `P`'s state declares a deadline field `name`.

@@ -199,7 +199,7 @@ impl AtHandler {
 
 impl Handlers {
     /// Reads the handlers. Functions whose names start with neither `on_` nor `at_` are left
-    /// alone; a handler of the wrong shape is recorded and left out of the dispatch.
+    /// alone, unless they take a handler's context; a handler of the wrong shape is recorded and left out of the dispatch.
     pub(crate) fn from_item(mut item: ItemImpl, errors: &mut Errors) -> syn::Result<Handlers> {
         if let Some((_, trait_path, _)) = &item.trait_ {
             return Err(syn::Error::new_spanned(
@@ -241,8 +241,11 @@ impl Handlers {
                         refused: false,
                     });
                 }
-            } else if let Some(attr) = correlate {
-                errors.at(attr, "`#[correlate]` goes on an `on_<event>` handler");
+            } else {
+                if let Some(attr) = correlate {
+                    errors.at(attr, "`#[correlate]` goes on an `on_<event>` handler");
+                }
+                unnamed_handler(function, &name, errors);
             }
         }
         Ok(Handlers {
@@ -252,6 +255,30 @@ impl Handlers {
             at,
         })
     }
+}
+
+/// Refuses a function that takes a handler's context (`On<..>` or `At<..>`) under a name that
+/// is not a handler's: the dispatch finds handlers by name, so it would never run.
+fn unnamed_handler(function: &ImplItemFn, name: &str, errors: &mut Errors) {
+    let Some(syn::FnArg::Typed(argument)) = function.sig.inputs.first() else {
+        return;
+    };
+    let syn::Type::Path(path) = &*argument.ty else {
+        return;
+    };
+    let Some(last) = path.path.segments.last() else {
+        return;
+    };
+    let hint = match last.ident.to_string().as_str() {
+        "On" => format!(
+            "`{name}` takes an event's context (`On<..>`) but its name does not start with `on_`, so it would never run; name it after the event it handles, like `on_order_paid` for `OrderPaid`"
+        ),
+        "At" => format!(
+            "`{name}` takes a deadline's context (`At<..>`) but its name does not start with `at_`, so it would never run; name it after its deadline field, like `at_payment_deadline`"
+        ),
+        _ => return,
+    };
+    errors.at(&function.sig.ident, hint);
 }
 
 /// Removes `#[correlate(..)]` from `function` and returns it.

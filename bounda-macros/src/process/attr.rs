@@ -92,6 +92,20 @@ impl RawArgs {
                 _ => args.timeout = lit_str(&value, errors),
             }
         }
+        // An event that both starts and completes would end each instance on its first step.
+        for event in &args.completed_by {
+            if args.started_by.contains(event) {
+                let name = quote::ToTokens::to_token_stream(event)
+                    .to_string()
+                    .replace(' ', "");
+                errors.at(
+                    event,
+                    format!(
+                        "`{name}` both starts and completes the process, so each instance would end on the event that starts it; list it in `started_by` or in `completed_by`, not both"
+                    ),
+                );
+            }
+        }
         args.given = seen;
         args
     }

@@ -136,18 +136,31 @@ fn output_span(output: &ReturnType, ident: &syn::Ident) -> proc_macro2::Span {
 fn checks(handlers: &Handlers) -> TokenStream {
     let private = paths::private();
     let self_ty = &handlers.self_ty;
-    let panic = paths::panic_at(self_ty.span());
     let mut checks = Vec::new();
     // One handler per event, however its type is spelled (rule 10; the same spelling twice is
-    // reported by `validate`).
-    let distinct = paths::panic_message(
-        "two handlers take the same event under different names; merge them into one",
-    );
-    checks.push(quote_spanned! {self_ty.span()=>
-        const _: () = if !#private::distinct_keys(<#self_ty as #private::Process>::ON) {
-            #panic(#distinct)
-        };
-    });
+    // reported by `validate`): each pair spelled differently is compared by the event's key,
+    // and a match is reported at the later one's event type, naming both handlers.
+    for (j, later) in handlers.on.iter().enumerate() {
+        for (i, earlier) in handlers.on.iter().enumerate().take(j) {
+            if earlier.event == later.event {
+                continue;
+            }
+            let message = paths::panic_message(&format!(
+                "`{}` takes the same event as `{}`, spelled another way; merge them into one handler",
+                later.ident, earlier.ident
+            ));
+            let span = later.event.span();
+            let panic = paths::panic_at(span);
+            checks.push(quote_spanned! {span=>
+                const _: () = if #private::key_eq(
+                    <#self_ty as #private::Process>::ON[#i],
+                    <#self_ty as #private::Process>::ON[#j],
+                ) {
+                    #panic(#message)
+                };
+            });
+        }
+    }
     // Every `at_<field>` handler has its deadline field (rule 2, spec 189).
     for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
         let (field, ident) = (&handler.field, &handler.ident);

@@ -117,16 +117,23 @@ fn checks(args: &ProcessArgs, state: &State) -> TokenStream {
             };
         });
     }
-    // The `timeout` literal is a duration (rule 9, spec 211).
+    // The `timeout` literal is a duration (rule 9, spec 211), and not zero: a lifetime of
+    // nothing would end each instance as it starts.
     if let Some(lit) = &args.timeout {
         let message = paths::panic_message(&format!(
             "`timeout = {:?}` is not a duration; write a number and a unit (ms, s, m, h or d), like `\"30d\"`, `\"72h\"` or `\"1.5s\"`",
+            lit.value()
+        ));
+        let zero = paths::panic_message(&format!(
+            "`timeout = {:?}` would end each instance as it starts; give a lifetime longer than zero, like `\"30d\"`, or leave `timeout` out for none",
             lit.value()
         ));
         let panic = paths::panic_at(lit.span());
         checks.push(quote_spanned! {lit.span()=>
             const _: () = if #private::Duration::parse_const(#lit).is_err() {
                 #panic(#message)
+            } else if #private::is_zero_duration(#lit) {
+                #panic(#zero)
             };
         });
     }
