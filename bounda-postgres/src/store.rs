@@ -129,11 +129,10 @@ impl Store for PostgresStore {
                 Ok(committed) => results.extend(committed),
                 Err(error) => {
                     // Each answer carries the whole chain of causes (the server's own words).
-                    let message = chain(&error);
                     results.extend(
                         chunk
                             .iter()
-                            .map(|_| Err(CommitError::Store(StoreError::new(message.clone())))),
+                            .map(|_| Err(CommitError::Store(error.flattened()))),
                     );
                 }
             }
@@ -600,18 +599,6 @@ impl PostgresStore {
 /// overflows: every other session's snapshot then looks them up on disk while it is open. Fewer
 /// per transaction also hold the position counter for less at a time.
 const SAVEPOINTS: usize = 50;
-
-/// `error` and its causes, joined: `cannot commit: db error: …`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
 
 /// The condition of a letter filter on its first three parameters; a `NULL` one matches all.
 const LETTER_FILTER: &str = "($1::text IS NULL OR kind = $1)

@@ -117,11 +117,11 @@ impl Store for SqliteStore {
 
     /// One transaction, a savepoint per write set (group commit).
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        // Each write set gets the whole cause (`cannot commit: disk I/O error`).
         let failed = |error: StoreError| -> Vec<Result<Committed, CommitError>> {
-            let message = error.to_string();
             writes
                 .iter()
-                .map(|_| Err(CommitError::Store(StoreError::new(message.clone()))))
+                .map(|_| Err(CommitError::Store(error.flattened())))
                 .collect()
         };
         let mut conn = match self.lock() {

@@ -151,6 +151,34 @@ async fn write_transactions_counts_each_commit_once_and_a_group_commit_once() {
     );
 }
 
+// A group commit that cannot begin tells each of its write sets why: the lock under "cannot
+// begin a write", not the outer words alone.
+#[tokio::test]
+async fn a_failed_group_commit_gives_each_write_set_the_cause() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("app.db");
+    let options = Options {
+        busy_timeout_ms: 20,
+        ..Options::default()
+    };
+    let store = SqliteStore::open_with(&path, options).expect("a store");
+    let other = Connection::open(&path).expect("another connection");
+    other
+        .execute_batch("BEGIN IMMEDIATE")
+        .expect("the write lock taken");
+    let mut second = one_event("e-2");
+    second.appends[0].aggregate_id = "o-2".into();
+    let results = store.commit_many(&[one_event("e-1"), second]).await;
+    assert_eq!(results.len(), 2);
+    for result in results {
+        let error = result.expect_err("locked out").to_string();
+        assert!(
+            error.contains("cannot begin a write") && error.contains("locked"),
+            "{error}"
+        );
+    }
+}
+
 // Issue 9: processes started together on a new file all open it; each migration runs once.
 #[tokio::test]
 async fn many_openers_of_one_new_file_all_succeed() {

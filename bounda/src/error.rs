@@ -297,3 +297,14 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// The text of a panic's payload.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}

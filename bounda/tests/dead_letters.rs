@@ -109,6 +109,42 @@ async fn letters_are_listed_counted_and_read_with_what_failed() {
     assert!(letters.get("nope").await.unwrap().is_none());
 }
 
+// A retry that ran answers what it did, though its claim cannot be released afterwards: the
+// claim lapses with its lease, and the release's failure is logged, not returned instead.
+#[tokio::test]
+async fn a_retry_answers_its_outcome_though_its_claim_cannot_be_released() {
+    BROKEN.with(|b| b.set(true));
+    let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
+    let app = TestApp::new(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let id = support::letters(&app).await[0].id.clone();
+    BROKEN.with(|b| b.set(false));
+    racing
+        .release_fails
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        app.app().dead_letters().retry(&id).await.unwrap(),
+        Retried::Done
+    );
+    assert_eq!(
+        support::letters(&app).await[0].status,
+        LetterStatus::Retried
+    );
+}
+
 // spec 138, 142, 167
 #[tokio::test]
 async fn retrying_a_policy_letter_runs_the_handler_once_more_with_a_new_key() {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind, Store};
-use bounda::{AppBuilder, POLICIES};
+use bounda::{AppBuilder, DispatchOptions, POLICIES};
 use support::storefront::*;
 
 thread_local! {
@@ -652,6 +652,68 @@ async fn a_scheduled_command_rejected_when_it_runs_is_settled_not_retried() {
             .await
             .unwrap(),
         0
+    );
+}
+
+/// A command whose decision panics.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Explode {
+    order_id: String,
+}
+
+#[command]
+impl Command for Explode {
+    const NAME: &'static str = "Explode";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, _: &Order) -> Decision<Self> {
+        panic!("the decision fell over")
+    }
+}
+
+// A scheduled command's own code runs under the handlers' guard: its panic is the run's
+// failure, retried then lettered with the panic's message, and the worker goes on with the rest.
+#[tokio::test]
+async fn a_scheduled_command_that_panics_is_lettered_and_the_worker_goes_on() {
+    let app = test_app(
+        App::builder_shared(store().await)
+            .only_listed()
+            .command::<Explode>()
+            .command::<PlaceOrder>(),
+    )
+    .await
+    .expecting_letters();
+    app.dispatch_with(
+        Explode {
+            order_id: "o-1".into(),
+        },
+        DispatchOptions::default().delay(hours(1)),
+    )
+    .await
+    .unwrap();
+    app.dispatch_with(place("o-2"), DispatchOptions::default().delay(hours(1)))
+        .await
+        .unwrap();
+    app.advance(hours(2)).await.unwrap();
+    let letters = support::letters(&app).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].kind, LetterKind::Scheduled);
+    assert_eq!(letters[0].handler, "Explode");
+    assert!(
+        letters[0].error_message.contains("the decision fell over"),
+        "{}",
+        letters[0].error_message
+    );
+    assert_eq!(letters[0].attempts, 3, "retried, then lettered");
+    assert_eq!(
+        app.events_of::<Order>("o-2").await.unwrap().types(),
+        ["OrderPlaced"],
+        "the other command ran"
     );
 }
 

@@ -101,11 +101,13 @@ impl Settlement {
         Ok(())
     }
 
-    /// `order:<id>` names an order, `none` names none, anything else is an error.
+    /// `order:<id>` names an order, `none` names none, `panic` panics, anything else is an
+    /// error.
     fn order_of_refund(refund: &PaymentRefunded) -> Result<Option<String>> {
         match refund.reference.strip_prefix("order:") {
             Some(id) => Ok(Some(id.to_owned())),
             None if refund.reference == "none" => Ok(None),
+            None if refund.reference == "panic" => panic!("the reference reader fell over"),
             None => anyhow::bail!("unreadable reference `{}`", refund.reference),
         }
     }
@@ -233,6 +235,37 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
         letters[0]
             .error_message
             .contains("unreadable reference `garbled`"),
+        "{}",
+        letters[0].error_message
+    );
+    assert_eq!(
+        state(&app, "o-1").await.refunds,
+        1,
+        "the other events carry on"
+    );
+}
+
+// A correlator that panics has failed on that event: it is lettered for the process, and the
+// runner goes on with the others.
+#[tokio::test]
+async fn a_panicking_correlator_dead_letters_the_event_and_the_runner_goes_on() {
+    let app = app().await.expecting_letters();
+    app.dispatch(place("o-1")).await.unwrap();
+    for (payment, reference) in [("p-1", "panic"), ("p-2", "order:o-1")] {
+        app.dispatch(RefundPayment {
+            payment_id: payment.into(),
+            reference: reference.into(),
+        })
+        .await
+        .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let letters = support::letters(&app).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert!(
+        letters[0]
+            .error_message
+            .contains("it panicked: the reference reader fell over"),
         "{}",
         letters[0].error_message
     );

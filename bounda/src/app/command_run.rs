@@ -7,7 +7,7 @@ use futures_util::future::BoxFuture;
 use tracing::Instrument;
 
 use crate::app::App;
-use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
 use crate::app::policy::CommandRunner;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::ids::derived_id;
@@ -89,10 +89,26 @@ impl CommandRun {
                 return Outcome::Failed(failure);
             }
         };
-        let decided = runner
-            .decide(app, &self.payload, metadata)
-            .instrument(self.span.clone())
-            .await;
+        // The command's own code (its state's fold, its decision, its payload's decoding) runs
+        // under the guard every handler runs under: a panic or an overrun is this run's failure,
+        // retried then lettered, never the worker's crash.
+        let limit = app
+            .config()
+            .for_aggregate(runner.aggregate())
+            .commands_timeout;
+        let decided = guarded(
+            app.clock(),
+            &self.command_type,
+            limit,
+            async {
+                runner
+                    .decide(app, &self.payload, metadata)
+                    .await
+                    .map_err(anyhow::Error::from)
+            }
+            .instrument(self.span.clone()),
+        )
+        .await;
         let span = self.span.clone();
         let command_type = self.command_type.clone();
         match decided {
@@ -126,7 +142,10 @@ impl CommandRun {
                     })),
                 })
             }
-            Err(error) => self.fail(&error),
+            Err(failure) => {
+                self.mark_failed(&failure.message);
+                Outcome::Failed(failure)
+            }
         }
     }
 

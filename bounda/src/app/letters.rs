@@ -114,8 +114,16 @@ impl DeadLetters<'_> {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }
         let retried = self.retry_claimed(letter).await;
-        // Settled, the claim no longer matters; failed again, the letter is free to retry.
-        store.release_letter(id, &claim_id).await?;
+        // Settled, the claim no longer matters; failed again, the letter is free to retry. A
+        // claim that cannot be released lapses with its lease: the retry's own outcome is what
+        // the caller needs, so the release's failure is logged, not returned in its place.
+        if let Err(error) = store.release_letter(id, &claim_id).await {
+            tracing::warn!(
+                letter = %id,
+                "a retried letter's claim could not be released; it lapses with its lease: {}",
+                crate::error::chain(&error)
+            );
+        }
         retried
     }
 

@@ -14,7 +14,7 @@ use crate::process::Process;
 /// payload field named after the main aggregate's id (`order_id`), where `null` or a missing
 /// field names no instance. A correlator that fails or returns an empty id, or an id
 /// field that is empty or neither text, a number nor `null`, is an error: the runtime
-/// dead-letters that event for this process only.
+/// dead-letters that event for this process only. A correlator that panics has failed.
 pub fn instance_of<P: Process>(event: &RecordedEvent) -> anyhow::Result<Option<String>> {
     let main = <P::Aggregate as Aggregate>::NAME;
     let what = || format!("`{}.{}`", event.aggregate_type, event.event_type);
@@ -27,7 +27,13 @@ pub fn instance_of<P: Process>(event: &RecordedEvent) -> anyhow::Result<Option<S
         }
         return Ok(Some(event.aggregate_id.clone()));
     }
-    if let Some(correlated) = P::correlate(event) {
+    // A correlator is the user's code: a panic in it is its failure on this event, not the
+    // runner's crash.
+    let correlated = std::panic::catch_unwind(|| P::correlate(event)).unwrap_or_else(|panic| {
+        let message = crate::error::panic_message(panic.as_ref());
+        Some(Err(anyhow!("it panicked: {message}")))
+    });
+    if let Some(correlated) = correlated {
         return match correlated {
             Ok(Some(id)) if id.trim().is_empty() => Err(anyhow!(
                 "the correlator of process `{}` returned an empty id for {}; return `None` for \

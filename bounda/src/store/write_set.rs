@@ -240,6 +240,13 @@ impl StoreError {
         }
     }
 
+    /// A copy to hand to several callers (each write set of a failed group commit): the
+    /// message with its causes on one line (`cannot commit: disk I/O error`), as the source
+    /// itself cannot be copied.
+    pub fn flattened(&self) -> StoreError {
+        StoreError::new(crate::error::chain(self))
+    }
+
     /// An error caused by `source`.
     pub fn with_source(
         message: impl Into<String>,

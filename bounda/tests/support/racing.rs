@@ -26,6 +26,8 @@ pub struct Racing {
     pub log_reads: AtomicU32,
     /// Commits that fail, chosen by a seed.
     pub faults: Option<Faults>,
+    /// Whether releasing a letter's claim fails.
+    pub release_fails: AtomicBool,
 }
 
 /// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
@@ -108,6 +110,7 @@ impl Racing {
             log_fails: std::sync::atomic::AtomicBool::new(false),
             log_reads: AtomicU32::new(0),
             faults: None,
+            release_fails: AtomicBool::new(false),
         }
     }
 
@@ -313,6 +316,9 @@ impl Store for Racing {
         self.inner.claim_letter(id, claim_id, now, lease).await
     }
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
+        if self.release_fails.load(Ordering::SeqCst) {
+            return Err(StoreError::new("the disk went away"));
+        }
         self.inner.release_letter(id, claim_id).await
     }
     async fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {

@@ -110,7 +110,7 @@ pub(crate) async fn guarded<T>(
             Ok(Err(error)) => error,
             Err(panic) => Error::Panicked {
                 handler: handler.to_owned(),
-                message: panic_message(panic.as_ref()),
+                message: crate::error::panic_message(panic.as_ref()),
             }
             .into(),
         },
@@ -121,15 +121,4 @@ pub(crate) async fn guarded<T>(
         .into(),
     };
     Err(Failure::of(&error))
-}
-
-/// The text of a panic's payload.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = panic.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = panic.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
 }
