@@ -13,7 +13,7 @@ use tokio_postgres::AsyncMessage;
 use crate::PostgresStore;
 
 /// How long the listener waits before connecting again, at first and at most: it doubles
-/// while connecting keeps failing.
+/// while connecting keeps failing, or sessions keep ending within the longest wait.
 const RECONNECT: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(30));
 
 /// Notifications of writes to one set of tables, on a connection of their own that is made
@@ -68,9 +68,16 @@ async fn listen(
 ) {
     let mut delay = RECONNECT.0;
     loop {
+        let began = tokio::time::Instant::now();
         match listen_once(&config, &channel, &notified).await {
-            // It was listening: connect again at once.
-            Ok(()) => delay = RECONNECT.0,
+            // It listened a while: connect again at once.
+            Ok(()) if began.elapsed() >= RECONNECT.1 => delay = RECONNECT.0,
+            // Sessions that end soon after they begin (a server or proxy ending them) are made
+            // again no faster than failed ones, or the loop would spin.
+            Ok(()) => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(RECONNECT.1);
+            }
             Err(error) => {
                 tracing::warn!(
                     error = %error,

@@ -806,3 +806,37 @@ async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
     );
     assert!(seconds_passed > 6, "stopped after {seconds_passed} s");
 }
+
+// A store that answers a group commit with fewer results than write sets is broken, and what it
+// did is unknown: the group fails whole, saying so, and its runs run again once the store
+// answers right.
+#[tokio::test]
+async fn a_group_commit_answered_short_fails_whole_and_runs_again() {
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    let store: Arc<dyn Store> = racing.clone();
+    let app = app_on(&store).await;
+    for id in ["o-1", "o-2"] {
+        app.dispatch(place(id)).await.unwrap();
+    }
+    racing
+        .short_answers
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let error = app.run_until_idle().await.unwrap_err();
+    let told = format!("{error:#}");
+    assert!(told.contains("a store must answer each"), "{told}");
+    racing
+        .short_answers
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    app.advance(minutes(1)).await.unwrap();
+    for id in ["o-1", "o-2"] {
+        assert!(
+            app.app()
+                .process_instance::<OrderPayment>(id)
+                .await
+                .unwrap()
+                .is_some(),
+            "{id} started"
+        );
+    }
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
+}

@@ -56,6 +56,13 @@ impl App {
             let claims = store
                 .claim_inbox_batch(&pairs, &claim_id, now, self.lease())
                 .await?;
+            if claims.len() != pairs.len() {
+                return Err(Error::Store(crate::store::StoreError::new(format!(
+                    "the store answered {} claims for {} deliveries; a store must answer each, in order",
+                    claims.len(),
+                    pairs.len()
+                ))));
+            }
             // The checkpoint stops just before the first event a handler is held on (spec 148).
             let mut stop: Option<u64> = None;
             let mut runs = Vec::new();

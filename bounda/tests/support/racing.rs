@@ -28,6 +28,8 @@ pub struct Racing {
     pub faults: Option<Faults>,
     /// Whether releasing a letter's claim fails.
     pub release_fails: AtomicBool,
+    /// Whether a group commit answers one write set too few, as a broken store would.
+    pub short_answers: AtomicBool,
 }
 
 /// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
@@ -111,6 +113,7 @@ impl Racing {
             log_reads: AtomicU32::new(0),
             faults: None,
             release_fails: AtomicBool::new(false),
+            short_answers: AtomicBool::new(false),
         }
     }
 
@@ -195,6 +198,11 @@ impl Store for Racing {
         self.inner.head().await
     }
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        if self.short_answers.load(Ordering::SeqCst) {
+            let mut answers = self.inner.commit_many(writes).await;
+            answers.pop();
+            return answers;
+        }
         if self.faults.is_none() {
             // Each write set loses its race on its own.
             let mut answers = Vec::with_capacity(writes.len());

@@ -594,6 +594,25 @@ impl App {
             [one] => vec![self.store().commit(one).await],
             many => self.store().commit_many(many).await,
         };
+        // A store answers each write set, in order; one that does not is broken, and what it
+        // did is unknown: every run of the group fails and is run again.
+        let results = if results.len() == sets.len() {
+            results
+        } else {
+            let message = format!(
+                "the store answered {} results for {} write sets; a store must answer each, in order",
+                results.len(),
+                sets.len()
+            );
+            tracing::error!("{message}");
+            sets.iter()
+                .map(|_| {
+                    Err(CommitError::Store(crate::store::StoreError::new(
+                        message.clone(),
+                    )))
+                })
+                .collect()
+        };
         for (writes, result) in sets.iter().zip(&results) {
             if result.is_ok() {
                 for letter in &writes.dead_letters {
