@@ -185,7 +185,8 @@ impl PostgresStore {
             )
             .await
             .map_err(|e| StoreError::with_source("cannot read the schema version", e))?;
-        Ok(row.get(0))
+        row.try_get(0)
+            .map_err(|e| StoreError::with_source("cannot read the schema version", e))
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {

@@ -146,11 +146,18 @@ pub(crate) async fn migrate(
         )
         .await
         .map_err(sql("cannot read the schema version"))?
-        .map_or(0, |row| row.get(0));
+        .map_or(Ok(0), |row| row.try_get(0))
+        .map_err(sql("cannot read the schema version"))?;
     if version > SCHEMA_VERSION {
         return Err(newer(names, version));
     }
-    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    let Ok(applied) = usize::try_from(version) else {
+        return Err(StoreError::new(format!(
+            "{}schema holds version {version}, which no bounda wrote; restore the table from a backup",
+            names.tables()
+        )));
+    };
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(applied) {
         let migration = migration
             .replace("{t}", &names.tables())
             .replace("{p}", names.prefix());

@@ -127,6 +127,28 @@ async fn tables_of_a_newer_bounda_are_refused_and_left_alone() {
     assert_eq!(version, newer, "nothing changed");
 }
 
+// A version no bounda writes (a damaged table) is refused, not read as "nothing migrated yet".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_version_no_bounda_wrote_is_refused() {
+    let (url, schema) = fresh("damaged");
+    PostgresStore::connect(&url, options(&schema, ""))
+        .await
+        .unwrap();
+    client(&url)
+        .await
+        .execute(&format!("UPDATE {schema}.schema SET version = -1"), &[])
+        .await
+        .unwrap();
+    let error = PostgresStore::connect(&url, options(&schema, ""))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("version -1, which no bounda wrote"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_schema_or_prefix_that_is_not_a_plain_identifier_is_refused_naming_it() {
     let error = PostgresStore::connect("host=/nowhere", options("shop; drop table x", ""))

@@ -40,7 +40,8 @@ pub enum Operator {
     /// How far behind each subscriber is, and what holds it.
     Lag,
     /// Pending process deadlines, soonest first: when (and how far off), process, instance,
-    /// field, and `waiting` for one due but held for its instance's earlier events.
+    /// field, and `waiting` for one due but held for its instance's earlier events; then each
+    /// instance left out, and why.
     Deadlines(DeadlineArgs),
     /// Runs the app gave up on.
     #[command(subcommand)]
@@ -248,20 +249,18 @@ pub async fn execute(
                 }
             }
             for state in &left_out {
-                let crate::StateProblem::Unreadable(error) = &state.problem else {
-                    continue;
-                };
+                let problem = state.problem.to_string();
                 if args.json {
                     let line = serde_json::json!({
                         "process": state.process,
                         "instance": state.instance,
-                        "unreadable": error,
+                        "leftOut": problem,
                     });
                     writeln!(out, "{line}").map_err(io)?;
                 } else {
                     writeln!(
                         out,
-                        "left out {}:{}: its state cannot be read: {error}",
+                        "left out {}:{}: {problem}",
                         state.process, state.instance
                     )
                     .map_err(io)?;

@@ -235,7 +235,14 @@ pub struct DurationError {
 /// The duration in environment variable `name`, or `default` when it is unset. A value that is not a duration is an error naming the
 /// variable and the value.
 pub fn env_duration(name: &str, default: Duration) -> Result<Duration, DurationError> {
-    named_duration(name, std::env::var(name).ok().as_deref(), default)
+    match std::env::var(name) {
+        Ok(value) => named_duration(name, Some(&value), default),
+        Err(std::env::VarError::NotPresent) => Ok(default),
+        // Set, but not text: a value, and not a duration.
+        Err(std::env::VarError::NotUnicode(value)) => {
+            named_duration(name, Some(&value.to_string_lossy()), default)
+        }
+    }
 }
 
 /// `value` of variable `name` as a duration, `default` when absent.

@@ -226,6 +226,11 @@ impl App {
                 continue;
             };
             let Some(instance) = self.load_instance(&**process, &entry.aggregate_id).await? else {
+                tracing::warn!(
+                    process = %process.name(),
+                    instance = %entry.aggregate_id,
+                    "a deadline entry is armed for an instance with no history; left out"
+                );
                 continue;
             };
             let dues = match process.pending(&instance) {

@@ -227,7 +227,17 @@ pub(crate) async fn lag(app: &crate::App) {
     if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
         return;
     }
-    let Ok(lag) = app.lag().await else { return };
+    let lag = match app.lag().await {
+        Ok(lag) => lag,
+        Err(error) => {
+            // The pass that failed to read says so itself; the gauges wait for the next one.
+            tracing::debug!(
+                "the lag gauges are not updated: {}",
+                crate::error::chain(&error)
+            );
+            return;
+        }
+    };
     for subscriber in &lag.subscribers {
         tracing::event!(
             target: METRICS,

@@ -126,7 +126,7 @@ pub enum StateProblem {
 impl std::fmt::Display for StateProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StateProblem::Unreadable(error) => write!(f, "its state does not decode: {error}"),
+            StateProblem::Unreadable(error) => write!(f, "its state cannot be read: {error}"),
             StateProblem::Dropped(fields) => {
                 write!(f, "its state drops stored fields: {}", fields.join(", "))
             }
