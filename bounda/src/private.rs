@@ -210,6 +210,13 @@ pub const fn reaches<P: ProcessState>(event: EventInfo, correlated: bool) -> boo
         || contains(event.fields, <P::Aggregate as Aggregate>::ID_FIELD)
 }
 
+/// Whether `event` is of the aggregate `P` follows, whose instance is the event's own: a
+/// correlator on its handler would never be called.
+pub const fn of_main_aggregate<P: ProcessState>(event: EventInfo) -> bool {
+    let main = <P::Aggregate as Aggregate>::NAME;
+    !main.is_empty() && str_eq(event.aggregate, main)
+}
+
 /// A `#[deadline]` field's type. Only [`Deadline`] is one.
 #[diagnostic::on_unimplemented(
     message = "a `#[deadline]` field must be a `Deadline`, not `{Self}`",

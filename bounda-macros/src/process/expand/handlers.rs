@@ -189,6 +189,27 @@ fn checks(handlers: &Handlers) -> TokenStream {
             handler.event.span(),
             member::HANDLER,
         ));
+        // A correlator routes another aggregate's events; the followed aggregate's own events
+        // name their instance themselves, so one on their handler would never be called.
+        if let Some(correlator) = &handler.correlate {
+            let event_name = handler
+                .event
+                .segments
+                .last()
+                .map(|segment| segment.ident.to_string())
+                .unwrap_or_default();
+            let message = paths::panic_message(&format!(
+                "the correlator of `{}` would never be called: `{event_name}` is an event of the aggregate this process follows, and names its instance itself; remove `#[correlate(..)]`",
+                handler.ident
+            ));
+            let span = correlator.span();
+            let panic = paths::panic_at(span);
+            checks.push(quote_spanned! {span=>
+                const _: () = if #private::of_main_aggregate::<#self_ty>(#info) {
+                    #panic(#message)
+                };
+            });
+        }
         let correlated = if handler.correlate.is_some() {
             quote!(true)
         } else {
