@@ -22,8 +22,14 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     {
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident(symbol::AGGREGATE) {
+                if aggregate.is_some() {
+                    return Err(meta.error("`aggregate` is given twice; keep one"));
+                }
                 aggregate = Some(meta.value()?.parse()?);
             } else if meta.path.is_ident(symbol::NAME) {
+                if name.is_some() {
+                    return Err(meta.error("`name` is given twice; keep one"));
+                }
                 name = Some(meta.value()?.parse()?);
             } else {
                 return Err(meta.error(

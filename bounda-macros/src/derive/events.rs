@@ -92,7 +92,27 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             };
         }
     });
+    // Each variant is stored under a name of its own, or a stored event could not tell which
+    // it is: each pair is compared, a clash reported at the later one, naming both.
+    let mut distinct = Vec::new();
+    for (j, (later, later_ty)) in variants.iter().enumerate() {
+        for (earlier, earlier_ty) in variants.iter().take(j) {
+            let message = paths::panic_message(&format!(
+                "variants `{earlier}` and `{later}` are stored under the same event type name, so a stored event could not tell them apart; give one a name of its own with `#[event(name = \"..\")]`"
+            ));
+            let panic = paths::panic_at(later_ty.span());
+            distinct.push(quote_spanned! {later_ty.span()=>
+                const _: () = if #private::str_eq(
+                    <#earlier_ty as #private::Event>::TYPE,
+                    <#later_ty as #private::Event>::TYPE,
+                ) {
+                    #panic(#message)
+                };
+            });
+        }
+    }
     quote! {
+        #(#distinct)*
         impl #private::EventSet for #ident {
             type Aggregate = #aggregate;
             const TYPES: &'static [&'static #str] = &[#(#types),*];

@@ -31,6 +31,9 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             .filter(|attr| attr.path().is_ident(symbol::REJECTION))
         {
             match attr.parse_args::<LitStr>() {
+                Ok(_) if message.is_some() => {
+                    errors.at(attr, "`#[rejection]` is given twice; keep one message")
+                }
                 Ok(lit) => message = Some(lit),
                 Err(_) => errors.at(
                     attr,

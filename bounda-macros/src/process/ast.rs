@@ -114,6 +114,23 @@ impl State {
             let Some(ident) = field.ident.clone() else {
                 continue;
             };
+            // A deadline serde skips is lost each time the state is stored and read back, so it
+            // would never come due.
+            let skips = |attr: &&syn::Attribute| {
+                ["skip", "skip_serializing", "skip_deserializing"]
+                    .iter()
+                    .any(|key| crate::serde_names::serde_has(std::slice::from_ref(*attr), key))
+            };
+            if deadline.is_some()
+                && let Some(attr) = field.attrs.iter().find(skips)
+            {
+                errors.at(
+                    attr,
+                    format!(
+                        "deadline `{ident}` is skipped by serde, so it would be lost between steps and never come due; remove the `#[serde(skip..)]`"
+                    ),
+                );
+            }
             // A field that may be compiled out would leave the patch, the merge and the tables
             // naming a field that is not there: report it, and generate nothing for it.
             if let Some(attr) = field.attrs.iter().find(|attr| attr.path().is_ident("cfg")) {
