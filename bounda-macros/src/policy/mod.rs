@@ -85,8 +85,14 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let function = match syn::parse2::<ItemFn>(input.clone()) {
         Ok(function) => function,
         Err(_) => {
+            // At the item's first tokens (`pub struct`), the thing that is not a policy.
+            let span = input
+                .clone()
+                .into_iter()
+                .next()
+                .map_or_else(Span::call_site, |token| token.span());
             let error = syn::Error::new(
-                Span::call_site(),
+                span,
                 "`#[policy]` goes on an `async fn <action>_on_<event>(cx: Reaction<'_, Event>) -> Result<()>`, or on an `impl Policy for YourPolicy`",
             )
             .to_compile_error();

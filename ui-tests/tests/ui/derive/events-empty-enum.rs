@@ -1,0 +1,6 @@
+use bounda::prelude::*;
+
+#[derive(Debug, Events)]
+pub enum ShippingEvent {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use bounda::prelude::*;
+
+#[policy]
+pub struct WelcomeOnOrderPlaced;
+
+fn main() {}

@@ -1,0 +1,10 @@
+use bounda::prelude::*;
+
+pub struct OrderPayment<T> {
+    extra: T,
+}
+
+#[process]
+impl<T> OrderPayment<T> {}
+
+fn main() {}
