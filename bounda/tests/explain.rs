@@ -358,10 +358,22 @@ async fn an_unreadable_state_keeps_its_story_and_says_why_its_pending_is_unknown
     let app = app().await;
     place(&app, "o-odd").await;
     app.run_until_idle().await.unwrap();
-    support::write_state(&app, "OrderPayment", "o-odd", json!({ "reminders": "two" })).await;
+    let odd = json!({ "reminders": "two", "next_reminder": "soon" });
+    support::write_state(&app, "OrderPayment", "o-odd", odd).await;
     let story = story_of::<OrderPayment>(&app, "o-odd").await;
     assert_eq!(story.steps[0].what, StepKind::Started);
+    // A deadline stored as something that is not a moment is told as it is stored, not as a
+    // deadline cleared.
+    let odd = story.steps.last().unwrap();
+    assert!(
+        odd.changes
+            .iter()
+            .any(|c| c.field == "next_reminder" && c.to == json!("soon")),
+        "{:?}",
+        odd.changes
+    );
+    assert!(odd.deadlines.iter().all(|d| d.field != "next_reminder"));
     assert!(story.pending.is_empty());
     let why = story.unreadable.expect("says why");
-    assert!(why.contains("reminders"), "names the field: {why}");
+    assert!(why.contains("at `next_reminder`"), "names the field: {why}");
 }

@@ -459,21 +459,28 @@ fn step(
     after: &Value,
     fields: &[(&str, &str)],
 ) -> Step {
-    let is_deadline = |key: &str| fields.iter().any(|(_, k)| *k == key);
+    // A deadline's stored value that does not read as a moment is told as a plain field, with
+    // the values as stored, rather than as a deadline that is not set.
+    let moment = |state: &Value, key: &str| -> Result<Option<Instant>, ()> {
+        match state.get(key) {
+            None => Ok(None),
+            Some(value) => serde_json::from_value::<Option<Instant>>(value.clone()).map_err(|_| ()),
+        }
+    };
+    let reads = |key: &str| moment(before, key).is_ok() && moment(after, key).is_ok();
+    let told_as_deadline = |key: &str| fields.iter().any(|(_, k)| *k == key) && reads(key);
     let mut changes = Vec::new();
     diff("", before, after, &mut changes, &|path: &str| {
-        is_deadline(path)
+        told_as_deadline(path)
     });
     let deadlines = fields
         .iter()
+        .filter(|(_, key)| reads(key))
         .filter_map(|(field, key)| {
-            let moment = |state: &Value| {
-                state
-                    .get(*key)
-                    .and_then(|value| serde_json::from_value::<Option<Instant>>(value.clone()).ok())
-                    .flatten()
-            };
-            let (from, to) = (moment(before), moment(after));
+            let (from, to) = (
+                moment(before, key).ok().flatten(),
+                moment(after, key).ok().flatten(),
+            );
             (from != to).then(|| DeadlineChange {
                 field: (*field).to_owned(),
                 from,
