@@ -840,3 +840,39 @@ async fn a_group_commit_answered_short_fails_whole_and_runs_again() {
     }
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
+
+// A scheduler entry whose payload this build cannot read is lettered with why (serde's own
+// words), not only that it does not read.
+#[tokio::test]
+async fn an_entry_whose_payload_does_not_read_is_lettered_with_why() {
+    let store = support::database::store().await;
+    let app = app_on(&store).await.expecting_letters();
+    let garbled = bounda::store::ScheduledEntry {
+        dedupe_key: "garbled".into(),
+        command_type: "bounda.ProcessDeadline".into(),
+        aggregate_id: "o-1".into(),
+        payload: serde_json::json!({ "process": "OrderPayment", "instance": "o-1", "at": "noon" }),
+        execute_at: app.now(),
+        context: serde_json::json!({}),
+        attempts: 0,
+        last_error: None,
+        revision: 0,
+        claim_id: None,
+        claimed_at: None,
+    };
+    store
+        .commit(&WriteSet {
+            schedule: vec![garbled],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    app.advance(minutes(1)).await.unwrap();
+    let letters = support::letters(&app).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let error = &letters[0].error_message;
+    assert!(
+        error.contains("cannot read (invalid type: string \"noon\""),
+        "{error}"
+    );
+}

@@ -99,18 +99,29 @@ impl App {
         entry: &ScheduledEntry,
         unhandled: &Arc<Unhandled>,
     ) -> Result<Box<dyn Work>, Error> {
-        let context: Option<ScheduledContext> = serde_json::from_value(entry.context.clone()).ok();
+        let context: Option<ScheduledContext> = match serde_json::from_value(entry.context.clone())
+        {
+            Ok(context) => Some(context),
+            Err(error) => {
+                // A command's run fails for it, naming the entry; this says why.
+                tracing::warn!(
+                    key = %entry.dedupe_key,
+                    "a scheduled entry's context does not read: {error}"
+                );
+                None
+            }
+        };
         let correlation = context
             .as_ref()
             .map_or("", |context| context.cause.correlation_id.as_str());
         let span = telemetry::scheduled_span(&entry.command_type, correlation, entry.attempts + 1);
         Ok(match entry.command_type.as_str() {
             POLICY_RUN => {
-                let Some(payload) =
-                    serde_json::from_value::<PolicyRunPayload>(entry.payload.clone()).ok()
-                else {
-                    return Ok(unreadable(entry));
-                };
+                let payload =
+                    match serde_json::from_value::<PolicyRunPayload>(entry.payload.clone()) {
+                        Ok(payload) => payload,
+                        Err(error) => return Ok(unreadable(entry, &error)),
+                    };
                 let policy = self
                     .policies()
                     .find(|policy| policy.name() == payload.policy);
@@ -131,8 +142,9 @@ impl App {
                 }
             }
             PROCESS_DEADLINE => {
-                let Some(payload) = DeadlinePayload::of(entry) else {
-                    return Ok(unreadable(entry));
+                let payload = match DeadlinePayload::read(entry) {
+                    Ok(payload) => payload,
+                    Err(error) => return Ok(unreadable(entry, &error)),
                 };
                 let process = self
                     .processes()
@@ -239,9 +251,9 @@ fn process_missing(payload: DeadlinePayload, at: Instant) -> Missing {
 }
 
 /// An entry of the runtime's own whose payload no longer reads: a scheduled letter keeping it.
-fn unreadable(entry: &ScheduledEntry) -> Box<dyn Work> {
+fn unreadable(entry: &ScheduledEntry, why: &serde_json::Error) -> Box<dyn Work> {
     let reason = format!(
-        "scheduled `{}` entry `{}` has a payload this app cannot read: {}",
+        "scheduled `{}` entry `{}` has a payload this app cannot read ({why}): {}",
         entry.command_type, entry.dedupe_key, entry.payload
     );
     let (key, command_type) = (entry.dedupe_key.clone(), entry.command_type.clone());

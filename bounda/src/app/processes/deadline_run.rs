@@ -29,7 +29,12 @@ pub(crate) struct DeadlinePayload {
 impl DeadlinePayload {
     /// The payload of a deadline entry, if it reads as one.
     pub(crate) fn of(entry: &ScheduledEntry) -> Option<DeadlinePayload> {
-        serde_json::from_value(entry.payload.clone()).ok()
+        DeadlinePayload::read(entry).ok()
+    }
+
+    /// The payload of a deadline entry, or why it does not read as one.
+    pub(crate) fn read(entry: &ScheduledEntry) -> Result<DeadlinePayload, serde_json::Error> {
+        serde_json::from_value(entry.payload.clone())
     }
 
     /// As stored.
