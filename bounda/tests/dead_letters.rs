@@ -65,9 +65,16 @@ impl Policy for ReminderIn1h {
 }
 
 async fn app_with_a_letter() -> (TestApp, String) {
+    app_with_a_letter_on(support::database::store().await).await
+}
+
+/// An app on `store` whose confirmation policy failed for good on order `o-1`, and its letter.
+async fn app_with_a_letter_on(
+    store: std::sync::Arc<dyn bounda::store::Store>,
+) -> (TestApp, String) {
     BROKEN.with(|b| b.set(true));
     let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
+        App::builder_shared(store)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
@@ -113,24 +120,8 @@ async fn letters_are_listed_counted_and_read_with_what_failed() {
 // claim lapses with its lease, and the release's failure is logged, not returned instead.
 #[tokio::test]
 async fn a_retry_answers_its_outcome_though_its_claim_cannot_be_released() {
-    BROKEN.with(|b| b.set(true));
     let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
-    let app = TestApp::new(
-        App::builder_shared(racing.clone())
-            .only_listed()
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await
-    .unwrap()
-    .expecting_letters();
-    app.dispatch(PlaceOrder {
-        order_id: "o-1".into(),
-        total: 1,
-    })
-    .await
-    .unwrap();
-    app.run_until_idle().await.unwrap();
-    let id = support::letters(&app).await[0].id.clone();
+    let (app, id) = app_with_a_letter_on(racing.clone()).await;
     BROKEN.with(|b| b.set(false));
     racing
         .release_fails
