@@ -233,21 +233,28 @@ fn policy_impl(function: &ItemFn, event: &Type, delay: Option<&Delay>) -> TokenS
         let message = paths::panic_message(&format!(
             "{described} is not a duration; write a number and a unit (ms, s, m, h or d), like `\"1m\"` or `\"500ms\"`"
         ));
-        quote_spanned! {check.span()=>
+        // The check stands at the top level, so rustc names no generated function in its label.
+        let checked = quote_spanned! {check.span()=>
+            const _: () = if #private::Duration::parse_const(#check).is_err() {
+                #panic(#message)
+            };
+        };
+        let function = quote_spanned! {check.span()=>
             fn delay() -> #result<#option<#private::Duration>, #private::DurationError> {
-                const _: () = if #private::Duration::parse_const(#check).is_err() {
-                    #panic(#message)
-                };
                 #value
             }
-        }
+        };
+        (function, checked)
     });
+    let (delay, delay_check) = delay.unzip();
     let policy_ty: Type = syn::parse_quote!(#policy);
     let registration = register::registration(register::Kind::Policy, &policy_ty);
     quote! {
         #[doc = #doc]
         #[allow(non_camel_case_types, reason = "named after the policy's function")]
         #vis struct #policy;
+
+        #delay_check
 
         #registration
 
