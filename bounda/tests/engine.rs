@@ -807,36 +807,51 @@ async fn a_failing_subscriber_does_not_stop_an_app_whose_other_work_moves() {
     assert!(seconds_passed > 6, "stopped after {seconds_passed} s");
 }
 
-// A store that answers a group commit with fewer results than write sets is broken, and what it
-// did is unknown: the group fails whole, saying so, and its runs run again once the store
-// answers right.
+// A store that answers a batch of inbox claims, or a group commit, with fewer answers than it
+// was asked is broken, and what it did is unknown: the pass fails whole, saying so, and its
+// runs run again once the store answers right.
 #[tokio::test]
-async fn a_group_commit_answered_short_fails_whole_and_runs_again() {
+async fn a_batch_answered_short_fails_whole_and_runs_again() {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let racing = Arc::new(support::racing::Racing::losing(0).await);
     let store: Arc<dyn Store> = racing.clone();
     let app = app_on(&store).await;
-    for id in ["o-1", "o-2"] {
-        app.dispatch(place(id)).await.unwrap();
-    }
-    racing
-        .short_answers
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let error = app.run_until_idle().await.unwrap_err();
-    let told = format!("{error:#}");
-    assert!(told.contains("a store must answer each"), "{told}");
-    racing
-        .short_answers
-        .store(false, std::sync::atomic::Ordering::SeqCst);
-    app.advance(minutes(1)).await.unwrap();
-    for id in ["o-1", "o-2"] {
+    let flags: [(&AtomicBool, &str, [&str; 2]); 2] = [
+        (
+            &racing.short_claims,
+            "claims for 2 deliveries",
+            ["o-1", "o-2"],
+        ),
+        (
+            &racing.short_answers,
+            "results for 2 write sets",
+            ["o-3", "o-4"],
+        ),
+    ];
+    for (flag, told, orders) in flags {
+        for id in orders {
+            app.dispatch(place(id)).await.unwrap();
+        }
+        flag.store(true, Ordering::SeqCst);
+        let error = app.run_until_idle().await.unwrap_err();
+        let error = format!("{error:#}");
         assert!(
-            app.app()
-                .process_instance::<OrderPayment>(id)
-                .await
-                .unwrap()
-                .is_some(),
-            "{id} started"
+            error.contains(told) && error.contains("a store must answer each"),
+            "{error}"
         );
+        flag.store(false, Ordering::SeqCst);
+        // Claims taken meanwhile lapse with their lease (twice the handlers' 30 s).
+        app.advance(minutes(5)).await.unwrap();
+        for id in orders {
+            assert!(
+                app.app()
+                    .process_instance::<OrderPayment>(id)
+                    .await
+                    .unwrap()
+                    .is_some(),
+                "{id} started"
+            );
+        }
     }
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }

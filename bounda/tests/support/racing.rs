@@ -28,8 +28,10 @@ pub struct Racing {
     pub faults: Option<Faults>,
     /// Whether releasing a letter's claim fails.
     pub release_fails: AtomicBool,
-    /// Whether a group commit answers one write set too few, as a broken store would.
+    /// Whether a group commit's answer is one short, as a broken store's would be.
     pub short_answers: AtomicBool,
+    /// Whether a batch of inbox claims is answered one short.
+    pub short_claims: AtomicBool,
 }
 
 /// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
@@ -114,6 +116,7 @@ impl Racing {
             faults: None,
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
+            short_claims: AtomicBool::new(false),
         }
     }
 
@@ -259,6 +262,22 @@ impl Store for Racing {
         to: u64,
     ) -> Result<bool, StoreError> {
         self.inner.move_checkpoint(s, from, to).await
+    }
+    async fn claim_inbox_batch(
+        &self,
+        pairs: &[InboxPair<'_>],
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Vec<InboxClaim>, StoreError> {
+        let mut claims = self
+            .inner
+            .claim_inbox_batch(pairs, claim_id, now, lease)
+            .await?;
+        if self.short_claims.load(Ordering::SeqCst) {
+            claims.pop();
+        }
+        Ok(claims)
     }
     async fn claim_inbox(
         &self,
