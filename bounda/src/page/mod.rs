@@ -244,6 +244,8 @@ struct LagLine {
 
 /// One letter's line on the overview.
 struct LetterLine {
+    /// Its instance's story, for a process letter.
+    story: Option<String>,
     id: String,
     status: &'static str,
     kind: String,
@@ -424,7 +426,7 @@ async fn overview_page(
     let mut lines = Vec::with_capacity(letters.len());
     for letter in letters {
         let parked = app.dead_letters().parked(&letter).await?;
-        lines.push(letter_line(letter, parked));
+        lines.push(letter_line(&shared.links, letter, parked));
     }
     let refresh = shared.token.is_none() || lines.is_empty();
     Ok(Overview {
@@ -491,8 +493,14 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
 #[derive(Clone, Copy)]
 struct Framed;
 
-fn letter_line(letter: DeadLetter, parked: usize) -> LetterLine {
+fn letter_line(links: &Links, letter: DeadLetter, parked: usize) -> LetterLine {
+    // A process letter is of one instance: its story tells what led to it.
+    let story = (letter.kind == crate::store::LetterKind::Process)
+        .then(|| crate::app::processes::writes::LetterPayload::of(&letter))
+        .flatten()
+        .map(|payload| links.instance(&letter.handler, &payload.instance));
     LetterLine {
+        story,
         open: letter.status == crate::store::LetterStatus::Failed,
         status: letter.status.as_str(),
         kind: letter.kind.as_str().to_owned(),

@@ -212,6 +212,20 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     );
     browser.screenshot(&shots, "overview").await;
 
+    // The letter leads to its instance's story: the failure that filed it.
+    browser.click("#letters tr.letter a.story").await;
+    browser
+        .text_with("#story h1", "OrderLifecycle o-1: failed")
+        .await;
+    assert!(
+        browser
+            .text("#story-letters")
+            .await
+            .contains("failed: the gateway is unavailable")
+    );
+    browser.screenshot(&shots, "letter-story").await;
+    browser.open(&serve.url).await;
+
     // A wrong token is refused, and the letter stays open.
     retry_with(&browser, "not-the-token").await;
     browser.text_with("h1", "Refused").await;
