@@ -267,6 +267,9 @@ async fn a_letter_is_retried_only_with_the_token_from_the_pages_own_origin() {
     )
     .await;
     assert_eq!(code, StatusCode::FORBIDDEN, "another site's form");
+    let explode = format!("/letters/{id}/explode");
+    let (code, _) = post(&app, Some("s3cret"), &explode, "s3cret", same).await;
+    assert_eq!(code, StatusCode::NOT_FOUND, "no such action");
     assert_eq!(letter_status(&app).await.1, "failed", "nothing ran");
 
     HEALED.lock().unwrap().push("o-retry".into());

@@ -133,8 +133,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/lag", get(lag_panel))
         .route("/instances", get(search))
         .route("/instances/{process}/{id}", get(instance))
-        .route("/letters/{id}/retry", post(retry))
-        .route("/letters/{id}/discard", post(discard))
+        .route("/letters/{id}/{action}", post(act))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             known_host,
@@ -591,43 +590,41 @@ struct ActionForm {
     token: String,
 }
 
-async fn retry(
+/// Retries or discards letter `id`, once the request may act, then reports on the overview.
+async fn act(
     State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
+    Path((id, action)): Path<(String, String)>,
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
+    if action != "retry" && action != "discard" {
+        return message(
+            &shared.links,
+            StatusCode::NOT_FOUND,
+            "No such action",
+            "A letter can be retried or discarded.",
+        );
+    }
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
     }
-    let done = match shared.app.dead_letters().retry(&id).await {
-        Ok(Retried::Done) => "retried",
-        Ok(Retried::FailedAgain { .. }) => "failed-again",
-        Ok(Retried::Rejected(_)) => "rejected",
-        Err(error) => {
-            tracing::warn!(letter = %id, "retrying a letter from the page failed: {}", crate::error::chain(&error));
-            "retry-failed"
+    let letters = shared.app.dead_letters();
+    let (done, failed) = if action == "retry" {
+        match letters.retry(&id).await {
+            Ok(Retried::Done) => ("retried", None),
+            Ok(Retried::FailedAgain { .. }) => ("failed-again", None),
+            Ok(Retried::Rejected(_)) => ("rejected", None),
+            Err(error) => ("retry-failed", Some(error)),
+        }
+    } else {
+        match letters.discard(&id).await {
+            Ok(()) => ("discarded", None),
+            Err(error) => ("discard-failed", Some(error)),
         }
     };
-    Redirect::to(&shared.links.done(done)).into_response()
-}
-
-async fn discard(
-    State(shared): State<Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    Form(form): Form<ActionForm>,
-) -> Response {
-    if let Some(refused) = refusal(&shared, &headers, &form.token) {
-        return refused;
+    if let Some(error) = failed {
+        tracing::warn!(letter = %id, "{action} of a letter from the page failed: {}", crate::error::chain(&error));
     }
-    let done = match shared.app.dead_letters().discard(&id).await {
-        Ok(()) => "discarded",
-        Err(error) => {
-            tracing::warn!(letter = %id, "discarding a letter from the page failed: {}", crate::error::chain(&error));
-            "discard-failed"
-        }
-    };
     Redirect::to(&shared.links.done(done)).into_response()
 }
 

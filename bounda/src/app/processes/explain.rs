@@ -461,31 +461,25 @@ fn step(
 ) -> Step {
     // A deadline's stored value that does not read as a moment is told as a plain field, with
     // the values as stored, rather than as a deadline that is not set.
-    let moment = |state: &Value, key: &str| -> Result<Option<Instant>, ()> {
-        match state.get(key) {
-            None => Ok(None),
-            Some(value) => serde_json::from_value::<Option<Instant>>(value.clone()).map_err(|_| ()),
-        }
+    let moment = |state: &Value, key: &str| match state.get(key) {
+        None => Some(None),
+        Some(value) => serde_json::from_value::<Option<Instant>>(value.clone()).ok(),
     };
-    let reads = |key: &str| moment(before, key).is_ok() && moment(after, key).is_ok();
-    let told_as_deadline = |key: &str| fields.iter().any(|(_, k)| *k == key) && reads(key);
+    let read: Vec<(&str, &str, Option<Instant>, Option<Instant>)> = fields
+        .iter()
+        .filter_map(|(field, key)| Some((*field, *key, moment(before, key)?, moment(after, key)?)))
+        .collect();
     let mut changes = Vec::new();
     diff("", before, after, &mut changes, &|path: &str| {
-        told_as_deadline(path)
+        read.iter().any(|(_, key, ..)| *key == path)
     });
-    let deadlines = fields
+    let deadlines = read
         .iter()
-        .filter(|(_, key)| reads(key))
-        .filter_map(|(field, key)| {
-            let (from, to) = (
-                moment(before, key).ok().flatten(),
-                moment(after, key).ok().flatten(),
-            );
-            (from != to).then(|| DeadlineChange {
-                field: (*field).to_owned(),
-                from,
-                to,
-            })
+        .filter(|(_, _, from, to)| from != to)
+        .map(|(field, _, from, to)| DeadlineChange {
+            field: (*field).to_owned(),
+            from: *from,
+            to: *to,
         })
         .collect();
     Step {
