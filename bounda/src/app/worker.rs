@@ -34,14 +34,6 @@ impl App {
             .store()
             .claim_due(&claim_id, now, self.lease(), limit)
             .await?;
-        // A batch that is not full holds every due entry this runner can take: a deadline that
-        // waited and is not among them was cleared or moved by the event it waited for, or is
-        // another runner's, so its rounds are forgotten and the map does not grow.
-        if entries.len() < limit {
-            let keys: std::collections::HashSet<&str> =
-                entries.iter().map(|e| e.dedupe_key.as_str()).collect();
-            self.waiting().retain(|key, _| keys.contains(key.as_str()));
-        }
         let mut ran = false;
         // While batches come full, each commit claims the next one; a pass runs about
         // `RUNS_PER_PASS` runs before the subscribers get their turn.
