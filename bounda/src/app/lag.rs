@@ -114,7 +114,30 @@ impl App {
                 count += 1;
             }
         }
+        self.forget_waits_that_ended().await?;
         Ok(count)
+    }
+
+    /// Forgets the waiting rounds of this runner's held deadlines whose entries are no longer
+    /// armed at the moment they waited at: the awaited event cleared or moved them.
+    async fn forget_waits_that_ended(&self) -> Result<(), Error> {
+        let waiting: Vec<(String, i64)> = self
+            .waiting()
+            .iter()
+            .map(|(key, (at, _))| (key.clone(), *at))
+            .collect();
+        for (key, at) in waiting {
+            let armed = self
+                .store()
+                .scheduled(&key)
+                .await?
+                .and_then(|entry| DeadlinePayload::of(&entry))
+                .is_some_and(|payload| payload.at == at);
+            if !armed {
+                self.waiting().remove(&key);
+            }
+        }
+        Ok(())
     }
 
     /// The run of `handlers` whose retry comes first, with its event.
