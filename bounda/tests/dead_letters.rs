@@ -116,6 +116,52 @@ async fn letters_are_listed_counted_and_read_with_what_failed() {
     assert!(letters.get("nope").await.unwrap().is_none());
 }
 
+// Issue 19: nothing fails in silence. Each failed try is a warning naming the handler, the event
+// and its instance, the attempt, the next try and the error; the letter is an error naming its id,
+// what it is for and the command that retries it.
+#[tokio::test]
+async fn each_failed_try_and_the_letter_are_logged_with_their_causes() {
+    let logs = bounda::testing::Logs::check();
+    let (_app, id) = app_with_a_letter().await;
+    let seen = logs.seen();
+    let tries: Vec<_> = seen
+        .iter()
+        .filter(|line| line.level == bounda::testing::Level::WARN)
+        .collect();
+    // The policy's default retry: three tries, two of them retried.
+    assert_eq!(tries.len(), 2, "{seen:#?}");
+    for (n, line) in tries.iter().enumerate() {
+        let text = &line.text;
+        assert!(
+            text.starts_with("policy `confirm_on_order_placed` on `OrderPlaced` `"),
+            "{text}"
+        );
+        assert!(text.contains("of `o-1`"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "failed (attempt {}), trying again at 2026-",
+                n + 1
+            )),
+            "{text}"
+        );
+        assert!(text.contains(": the mail server is down"), "{text}");
+    }
+    let filed: Vec<_> = seen
+        .iter()
+        .filter(|line| line.level == bounda::testing::Level::ERROR)
+        .collect();
+    assert_eq!(filed.len(), 1, "{seen:#?}");
+    let text = &filed[0].text;
+    assert!(text.starts_with(&format!("dead letter `{id}` filed: policy `confirm_on_order_placed` on `OrderPlaced` of `o-1` gave up after 3 attempt(s)")), "{text}");
+    assert!(text.contains("the mail server is down"), "{text}");
+    assert!(
+        text.contains(&format!("retry it with `dead-letters retry {id}`")),
+        "{text}"
+    );
+    logs.expect(bounda::testing::Level::WARN, "the mail server is down");
+    logs.expect(bounda::testing::Level::ERROR, "the mail server is down");
+}
+
 // A retry that ran answers what it did, though its claim cannot be released afterwards: the
 // claim lapses with its lease, and the release's failure is logged, not returned instead.
 #[tokio::test]

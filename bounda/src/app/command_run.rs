@@ -166,6 +166,13 @@ impl Work for CommandRun {
         self.runner.as_ref().map_or("", |runner| runner.aggregate())
     }
 
+    fn subject(&self) -> String {
+        format!(
+            "scheduled command `{}` for `{}` (entry `{}`)",
+            self.command_type, self.aggregate_id, self.dedupe_key
+        )
+    }
+
     /// The letter of a scheduled command given up on, with its payload.
     fn give_up(
         &self,

@@ -7,7 +7,7 @@ use futures_util::future::BoxFuture;
 
 use crate::app::App;
 use crate::app::engine::{Failure, Outcome, Work};
-use crate::store::{DeadLetter, WriteSet};
+use crate::store::{DeadLetter, ScheduledEntry, WriteSet};
 use crate::{Error, Instant};
 
 /// The letter a missing handler's run files: built from its failure, attempts and time.
@@ -17,6 +17,7 @@ pub(crate) type LetterOf = Box<dyn Fn(&Failure, u32, Instant) -> DeadLetter + Se
 pub(crate) struct Missing {
     failure: Failure,
     letter: LetterOf,
+    subject: String,
 }
 
 impl Missing {
@@ -32,7 +33,17 @@ impl Missing {
         Missing {
             failure: Failure::of_error(error),
             letter,
+            subject: "scheduled work".to_owned(),
         }
+    }
+
+    /// The same run, named after the scheduler entry it came from.
+    pub(crate) fn of_entry(mut self, entry: &ScheduledEntry) -> Missing {
+        self.subject = format!(
+            "scheduled `{}` entry `{}` for `{}`",
+            entry.command_type, entry.dedupe_key, entry.aggregate_id
+        );
+        self
     }
 }
 
@@ -43,6 +54,10 @@ impl Work for Missing {
 
     fn aggregate(&self) -> &'static str {
         ""
+    }
+
+    fn subject(&self) -> String {
+        self.subject.clone()
     }
 
     fn give_up(

@@ -127,6 +127,16 @@ impl Work for PolicyRun {
         self.policy.key().aggregate
     }
 
+    fn subject(&self) -> String {
+        format!(
+            "policy `{}` on `{}` `{}` of `{}`",
+            self.policy.name(),
+            self.event.event_type,
+            self.event.id,
+            self.event.aggregate_id
+        )
+    }
+
     /// The policy's letter; its id depends only on the policy and the event, so filing it again
     /// finds the first.
     fn give_up(
@@ -201,5 +211,12 @@ impl Work for SchedulePolicyRun {
 
     fn aggregate(&self) -> &'static str {
         self.aggregate
+    }
+
+    fn subject(&self) -> String {
+        format!(
+            "scheduling policy `{}`'s delayed run on `{}` `{}`",
+            self.policy, self.event.event_type, self.event.id
+        )
     }
 }

@@ -210,15 +210,58 @@ pub(crate) fn failed(span: &Span, message: &str) {
     span.record("error", message);
 }
 
-/// Counts a dead letter: `outcome` is `terminal` or `retriable_exhausted`.
-pub(crate) fn dead_lettered(kind: &str, handler: &str, outcome: &str) {
+/// Logs a dead letter once it is stored, with what it is for and how to retry it, and counts it
+/// (`bounda.outcome` is `terminal` or `retriable_exhausted`).
+pub(crate) fn dead_lettered(letter: &crate::store::DeadLetter) {
+    let on = match (&letter.event_type, &letter.aggregate_id) {
+        (Some(event), Some(id)) => format!(" on `{event}` of `{id}`"),
+        (Some(event), None) => format!(" on `{event}`"),
+        (None, Some(id)) => format!(" for `{id}`"),
+        (None, None) => String::new(),
+    };
+    tracing::error!(
+        bounda.dead_letter = %letter.id,
+        bounda.handler.kind = letter.kind.as_str(),
+        bounda.handler = %letter.handler,
+        bounda.attempts = letter.attempts,
+        "dead letter `{id}` filed: {kind} `{handler}`{on} gave up after {attempts} attempt(s) \
+         ({error_type}): {error}; once the cause is fixed, retry it with `dead-letters retry {id}`",
+        id = letter.id,
+        kind = letter.kind.as_str(),
+        handler = letter.handler,
+        attempts = letter.attempts,
+        error_type = letter.error_type,
+        error = letter.error_message,
+    );
     tracing::event!(
         target: METRICS,
         tracing::Level::DEBUG,
         monotonic_counter.bounda.dead_letters = 1_u64,
-        bounda.handler.kind = kind,
-        bounda.handler = handler,
-        bounda.outcome = outcome,
+        bounda.handler.kind = letter.kind.as_str(),
+        bounda.handler = %letter.handler,
+        bounda.outcome = %letter.error_type,
+    );
+}
+
+/// Logs a run that failed and is tried again at `at`: what it is, which attempt failed, and the
+/// error with its causes; a held `group`'s later runs wait for it.
+pub(crate) fn run_retried(
+    subject: &str,
+    group: Option<&str>,
+    attempt: u32,
+    at: crate::Instant,
+    failure: &crate::app::engine::Failure,
+) {
+    let held = match group {
+        Some(group) => format!("; `{group}`'s later events wait for it"),
+        None => String::new(),
+    };
+    tracing::warn!(
+        code = failure.code,
+        bounda.attempt = attempt,
+        bounda.retry_at = %at,
+        "{subject} failed (attempt {attempt}), trying again at {at}{held}: {message}",
+        message = failure.message,
     );
 }
 

@@ -99,17 +99,22 @@ impl App {
         entry: &ScheduledEntry,
         unhandled: &Arc<Unhandled>,
     ) -> Result<Box<dyn Work>, Error> {
-        let context: Option<ScheduledContext> = match serde_json::from_value(entry.context.clone())
-        {
-            Ok(context) => Some(context),
-            Err(error) => {
-                // A command's run fails for it, naming the entry; this says why.
-                tracing::warn!(
-                    key = %entry.dedupe_key,
-                    "a scheduled entry's context does not read: {error}"
-                );
-                None
-            }
+        // Only a command's entry keeps a context; the runtime's own (a delayed policy run, a
+        // process deadline) keep none.
+        let command = !matches!(entry.command_type.as_str(), POLICY_RUN | PROCESS_DEADLINE);
+        let context: Option<ScheduledContext> = match command {
+            false => None,
+            true => match serde_json::from_value(entry.context.clone()) {
+                Ok(context) => Some(context),
+                Err(error) => {
+                    // A command's run fails for it, naming the entry; this says why.
+                    tracing::warn!(
+                        key = %entry.dedupe_key,
+                        "a scheduled command's context does not read: {error}"
+                    );
+                    None
+                }
+            },
         };
         let correlation = context
             .as_ref()
@@ -130,15 +135,17 @@ impl App {
                     // This entry fails alone (retried, then its letter); the others run.
                     Err(error) => {
                         let letter = policy_letter(payload);
-                        return Ok(Box::new(Missing::failing(&error.into(), letter)));
+                        return Ok(Box::new(
+                            Missing::failing(&error.into(), letter).of_entry(entry),
+                        ));
                     }
                 };
                 match (policy, event) {
                     (Some(policy), Some(event)) => {
                         Box::new(PolicyRun::new(Arc::clone(policy), event).delayed(span))
                     }
-                    (None, event) => Box::new(policy_missing(payload, event)),
-                    (Some(_), None) => Box::new(event_missing(payload)),
+                    (None, event) => Box::new(policy_missing(payload, event).of_entry(entry)),
+                    (Some(_), None) => Box::new(event_missing(payload).of_entry(entry)),
                 }
             }
             PROCESS_DEADLINE => {
@@ -157,7 +164,7 @@ impl App {
                         Arc::clone(unhandled),
                         span,
                     )),
-                    None => Box::new(process_missing(payload, entry.execute_at)),
+                    None => Box::new(process_missing(payload, entry.execute_at).of_entry(entry)),
                 }
             }
             // A command type no longer registered fails as its run (`UnknownCommand`), with the
@@ -258,15 +265,18 @@ fn unreadable(entry: &ScheduledEntry, why: &serde_json::Error) -> Box<dyn Work> 
     );
     let (key, command_type) = (entry.dedupe_key.clone(), entry.command_type.clone());
     let (aggregate_id, payload) = (entry.aggregate_id.clone(), entry.payload.clone());
-    Box::new(Missing::new(
-        reason,
-        Box::new(move |failure, attempts, now| {
-            let id = scheduled_letter_id(&key);
-            DeadLetter {
-                aggregate_id: Some(aggregate_id.clone()),
-                payload: Some(payload.clone()),
-                ..failure.letter(id, LetterKind::Scheduled, &command_type, attempts, now)
-            }
-        }),
-    ))
+    Box::new(
+        Missing::new(
+            reason,
+            Box::new(move |failure, attempts, now| {
+                let id = scheduled_letter_id(&key);
+                DeadLetter {
+                    aggregate_id: Some(aggregate_id.clone()),
+                    payload: Some(payload.clone()),
+                    ..failure.letter(id, LetterKind::Scheduled, &command_type, attempts, now)
+                }
+            }),
+        )
+        .of_entry(entry),
+    )
 }

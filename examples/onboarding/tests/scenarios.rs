@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bounda::ProcessStatus;
 use bounda::config::Config;
 use bounda::prelude::*;
+use bounda::testing::Logs;
 use bounda_sqlite::SqliteStore;
 use onboarding::directory::{list_users, user_details};
 use onboarding::email::{EmailPort, MemorySender};
@@ -19,6 +20,8 @@ use onboarding::user::*;
 
 struct Onboarding {
     app: TestApp,
+    /// Every warning and error the scenario logs must be one it expects.
+    _logs: Logs,
     outbox: Arc<MemorySender>,
 }
 
@@ -34,8 +37,10 @@ async fn onboarding_for(timeout: Duration) -> Onboarding {
         outbox.clone() as EmailPort,
         timeout,
     );
+    let logs = Logs::check();
     Onboarding {
         app: TestApp::new(builder).await.unwrap(),
+        _logs: logs,
         outbox,
     }
 }

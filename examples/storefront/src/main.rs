@@ -188,15 +188,39 @@ impl clap::CommandFactory for RunArgs {
     }
 }
 
+/// How many log lines wait for a slow standard error before more are dropped.
+const LOG_LINES_BUFFERED: usize = 10_000;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     // The runtime's logs and spans, to standard error; `RUST_LOG` chooses (warnings by default).
+    // A thread of its own writes them, so a slow reader of standard error (a pipe to a busy log
+    // shipper) never stops the worker: when its buffer is full, lines are dropped and counted.
+    let (writer, _flush_at_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(LOG_LINES_BUFFERED)
+        .thread_name("storefront-log")
+        .finish(std::io::stderr());
+    let dropped = writer.error_counter();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .init();
+    let code = storefront_main().await;
+    // Said through the same writer, so a reader that stopped reading cannot hold the exit.
+    if dropped.dropped_lines() > 0 {
+        tracing::warn!(
+            dropped = dropped.dropped_lines(),
+            "log lines were dropped: standard error was read too slowly"
+        );
+    }
+    code
+}
+
+/// The storefront's command, once logging is set up.
+async fn storefront_main() -> ExitCode {
     let mut cli = Cli::parse();
     let command = cli
         .command

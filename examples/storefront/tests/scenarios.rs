@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bounda::prelude::*;
 use bounda::store::LetterFilter;
+use bounda::testing::{Level, Logs};
 use bounda_sqlite::SqliteStore;
 use storefront::order::*;
 use storefront::payment::*;
@@ -17,6 +18,8 @@ use storefront::ports::{FakeGateway, GatewayCall, GatewayPort, MemoryNotifier, N
 
 struct Shop {
     app: TestApp,
+    /// Every warning and error the scenario logs must be one it expects.
+    logs: Logs,
     notifier: Arc<MemoryNotifier>,
     gateway: Arc<FakeGateway>,
 }
@@ -30,8 +33,10 @@ async fn shop() -> Shop {
         gateway.clone() as GatewayPort,
         storefront::Timing::default(),
     );
+    let logs = Logs::check();
     Shop {
         app: TestApp::new(builder).await.unwrap(),
+        logs,
         notifier,
         gateway,
     }
@@ -310,6 +315,11 @@ async fn a_failing_refund_is_retried_with_the_same_key() {
     .await
     .unwrap();
     shop.gateway.fail_refunds(1);
+    // The failed try is logged, with the policy, its event and the error.
+    shop.logs.expect(
+        Level::WARN,
+        "policy `refund_on_refund_requested` on `RefundRequested`",
+    );
     shop.webhook(SettlePayment {
         payment_id: shop.payment_id("o-1").await,
     })
@@ -414,6 +424,13 @@ async fn webhooks_out_of_order_end_where_they_should() {
 async fn a_failing_intent_is_retried_with_the_same_ids() {
     let shop = shop().await;
     shop.gateway.fail_intents(1);
+    // The failed try is logged, with the process, its event, the instance and the error.
+    shop.logs.expect(
+        Level::WARN,
+        "process `OrderLifecycle` on `OrderPlaced` `id-2` of instance `o-1` failed (attempt 1), \
+         trying again at 2026-01-01T00:00:01.000Z; `OrderLifecycle`'s later events wait for it: \
+         the gateway is unavailable",
+    );
     shop.place("o-1").await;
     let intents = shop.gateway.intents();
     assert_eq!(intents.len(), 1);

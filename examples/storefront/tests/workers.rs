@@ -451,3 +451,23 @@ fn the_binary_explains_an_order_after_a_run() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("o-nope"));
 }
+
+// Issue 19: logging never stops the worker. With every debug line logged and a standard error
+// that nobody reads, the pipe fills within the first passes; a writer on the runtime's thread
+// would then block in its write for as long as the pipe stays full, and the run never ends.
+#[test]
+fn a_standard_error_nobody_reads_does_not_stop_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let mut child = storefront(&db, &log_path, &["run", "--orders", "30"])
+        .env("RUST_LOG", "debug")
+        .env("PAYMENT_WINDOW", "500ms")
+        .env("REMINDER_DELAY", "200ms")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Held open and never read until the run has ended.
+    let _stderr = child.stderr.take();
+    let status = finished_within(child, 60);
+    assert!(status.success(), "{status:?}");
+}

@@ -22,7 +22,7 @@ pub(crate) use claim::{Claim, Settle};
 pub(crate) use failure::{Failure, guarded};
 
 use crate::app::App;
-use crate::app::RejectionRecord;
+use crate::app::{RejectionRecord, telemetry};
 use crate::config::Retry;
 use crate::store::{ClaimDue, CommitError, Committed, ScheduledEntry, WriteSet};
 use crate::{Error, Instant};
@@ -35,6 +35,10 @@ pub(crate) trait Work: Send {
 
     /// The aggregate whose settings the run follows ("" for none).
     fn aggregate(&self) -> &'static str;
+
+    /// What the run is, for a person reading the log: the handler, and the event or deadline
+    /// and instance it runs on.
+    fn subject(&self) -> String;
 
     /// Whether it is a process step, retried with `processes.retry`; any other run is retried
     /// with `policies.retry`.
@@ -232,8 +236,11 @@ enum Kind {
         rejections: Vec<RejectionRecord>,
         after: Option<Box<dyn FnOnce() + Send>>,
     },
-    /// A failure, retried (`retrying`) or given up.
-    Failed { failure: Failure, retrying: bool },
+    /// A failure, retried at `retry_at`, or given up.
+    Failed {
+        failure: Failure,
+        retry_at: Option<Instant>,
+    },
     /// Given back unrun; `holds` when the subscriber must wait for it.
     Released { holds: bool },
 }
@@ -267,7 +274,13 @@ impl App {
                     },
                 };
                 let (run, writes, kind) = entry;
-                if let (Kind::Failed { retrying: true, .. }, Some(group)) = (&kind, run.group) {
+                if let (
+                    Kind::Failed {
+                        retry_at: Some(_), ..
+                    },
+                    Some(group),
+                ) = (&kind, run.group)
+                {
                     held.insert(group);
                 }
                 wave.push((run, kind));
@@ -415,7 +428,7 @@ impl App {
             run.claim.settle(&mut writes, Settle::GiveUp { error });
             let kind = Kind::Failed {
                 failure,
-                retrying: false,
+                retry_at: None,
             };
             return Some((run, writes, kind));
         }
@@ -424,7 +437,7 @@ impl App {
             .retry(self)
             .delay_before(run.attempt)
             .filter(|_| failure.retriable);
-        let (writes, retrying) = match wait {
+        let (writes, retry_at) = match wait {
             Some(wait) => {
                 let mut writes = WriteSet::default();
                 let at = now + wait;
@@ -437,7 +450,7 @@ impl App {
                         failed_at: now,
                     },
                 );
-                (writes, true)
+                (writes, Some(at))
             }
             None => {
                 let mut writes = match run.work.give_up(self, &failure, run.attempt, now) {
@@ -449,10 +462,10 @@ impl App {
                 };
                 let error = failure.message.clone();
                 run.claim.settle(&mut writes, Settle::GiveUp { error });
-                (writes, false)
+                (writes, None)
             }
         };
-        Some((run, writes, Kind::Failed { failure, retrying }))
+        Some((run, writes, Kind::Failed { failure, retry_at }))
     }
 
     /// What follows a write set's commit.
@@ -474,10 +487,12 @@ impl App {
                             after();
                         }
                     }
-                    Kind::Failed { retrying, .. } => {
+                    Kind::Failed { failure, retry_at } => {
                         report.ran = true;
-                        if retrying {
+                        if let Some(at) = retry_at {
                             report.hold(&run);
+                            let subject = run.work.subject();
+                            telemetry::run_retried(&subject, run.group, run.attempt, at, &failure);
                         }
                     }
                     Kind::Released { holds } => {
@@ -550,7 +565,7 @@ impl App {
                 }
                 let kind = Kind::Failed {
                     failure,
-                    retrying: true,
+                    retry_at: Some(at),
                 };
                 Some(Queued::Write(Box::new((run, writes, kind))))
             }
@@ -559,7 +574,13 @@ impl App {
                 let failure = Failure::of(&anyhow::Error::new(error));
                 run.work.mark_failed(&failure.message);
                 let (run, writes, kind) = self.failed(run, failure, report)?;
-                if let (Kind::Failed { retrying: true, .. }, Some(group)) = (&kind, run.group) {
+                if let (
+                    Kind::Failed {
+                        retry_at: Some(_), ..
+                    },
+                    Some(group),
+                ) = (&kind, run.group)
+                {
                     held.insert(group);
                 }
                 Some(Queued::Write(Box::new((run, writes, kind))))
@@ -616,11 +637,7 @@ impl App {
         for (writes, result) in sets.iter().zip(&results) {
             if result.is_ok() {
                 for letter in &writes.dead_letters {
-                    crate::app::telemetry::dead_lettered(
-                        letter.kind.as_str(),
-                        &letter.handler,
-                        &letter.error_type,
-                    );
+                    telemetry::dead_lettered(letter);
                 }
             }
         }

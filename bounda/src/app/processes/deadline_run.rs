@@ -285,6 +285,18 @@ impl Work for DeadlineRun {
         self.process.aggregate()
     }
 
+    fn subject(&self) -> String {
+        let deadline = match &self.ran {
+            Some((_, due)) => format!("at `{}` ({})", due.field, due.at),
+            None => format!("at its deadline of {}", self.armed_at),
+        };
+        format!(
+            "process `{}` {deadline} of instance `{}`",
+            self.process.name(),
+            self.id
+        )
+    }
+
     fn process_step(&self) -> bool {
         true
     }

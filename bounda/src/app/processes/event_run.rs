@@ -124,6 +124,20 @@ impl Work for EventRun {
         self.process.aggregate()
     }
 
+    fn subject(&self) -> String {
+        let instance = match (&self.found, &self.routed) {
+            (Some(found), _) => format!(" of instance `{}`", found.id),
+            (None, Ok(Some(id))) => format!(" of instance `{id}`"),
+            (None, _) => String::new(),
+        };
+        format!(
+            "process `{}` on `{}` `{}`{instance}",
+            self.process.name(),
+            self.event.event_type,
+            self.event.id
+        )
+    }
+
     fn process_step(&self) -> bool {
         true
     }

@@ -382,6 +382,15 @@ impl Work for RetryStep {
         self.process.aggregate()
     }
 
+    fn subject(&self) -> String {
+        format!(
+            "process `{}`'s retry of letter `{}` on instance `{}`",
+            self.process.name(),
+            self.letter.id,
+            self.id
+        )
+    }
+
     fn process_step(&self) -> bool {
         true
     }
@@ -473,6 +482,16 @@ impl Work for FollowUpRetry {
 
     fn aggregate(&self) -> &'static str {
         self.process.aggregate()
+    }
+
+    fn subject(&self) -> String {
+        format!(
+            "process `{}` on parked `{}` `{}` of instance `{}`",
+            self.process.name(),
+            self.event.event_type,
+            self.event.id,
+            self.id
+        )
     }
 
     fn process_step(&self) -> bool {

@@ -1,4 +1,11 @@
-//! The test harness: an app on simulated time, where one `advance` runs every consequence.
+//! The test harness: an app on simulated time, where one `advance` runs every consequence, and a
+//! check of what it logs.
+
+mod logs;
+
+pub use logs::{Line, Logs};
+/// The level of a logged line, as [`Logs::expect`] takes it.
+pub use tracing::Level;
 
 use std::collections::HashSet;
 use std::sync::Arc;
