@@ -138,15 +138,49 @@ pub enum Status {
 }
 
 /// Runs `command` on `app`, printing to standard output; errors go to standard error. Exit code
-/// 2 when a retry fails, 1 for any other error.
+/// 2 when a retry fails, 1 for any other error. A reader that closes the pipe early (`| head`)
+/// ends the command quietly, as `ls` ends.
 pub async fn run(app: &App, command: Operator) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    match execute(app, command, &mut out).await {
+    let mut out = Piped {
+        inner: std::io::stdout().lock(),
+        closed: false,
+    };
+    let result = execute(app, command, &mut out).await;
+    match result {
         Ok(code) => code,
+        // The reader took what it wanted and went: nothing is wrong.
+        Err(_) if out.closed => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", crate::error::chain(&error));
             ExitCode::from(1)
         }
+    }
+}
+
+/// Standard output that notes when its reader has closed the pipe.
+struct Piped<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: Write> Piped<W> {
+    fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(error) = &result {
+            self.closed |= error.kind() == std::io::ErrorKind::BrokenPipe;
+        }
+        result
+    }
+}
+
+impl<W: Write> Write for Piped<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(bytes);
+        self.note(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.inner.flush();
+        self.note(flushed)
     }
 }
 

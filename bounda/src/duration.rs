@@ -19,7 +19,7 @@ const MS_PER_DAY: u64 = 24 * MS_PER_HOUR;
 /// Written as a number and a unit: `250ms`, `1.5s`, `30s`, `15m`, `72h`, `7d`. Build one with
 /// [`millis`], [`seconds`], [`minutes`], [`hours`], [`days`], or parse one with
 /// `"72h".parse::<Duration>()`. It serialises in the same notation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Duration {
     ms: u64,
 }
@@ -271,6 +271,13 @@ impl FromStr for Duration {
     }
 }
 
+impl fmt::Debug for Duration {
+    /// The duration in its own notation (`72h`), as [`Display`](fmt::Display) writes it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl fmt::Display for Duration {
     /// The largest unit that divides the duration exactly: `72h`, `90m`, `1500ms`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -343,6 +350,13 @@ impl From<Duration> for std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Issue 19: `{:?}` shows the duration in its notation.
+    #[test]
+    fn debug_shows_the_duration() {
+        assert_eq!(format!("{:?}", hours(72)), "72h");
+        assert_eq!(format!("{:?}", millis(1500)), "1500ms");
+    }
 
     fn parse(input: &str) -> Result<Duration, DurationErrorKind> {
         input.parse::<Duration>().map_err(|e| e.kind)

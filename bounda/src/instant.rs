@@ -20,7 +20,7 @@ const MAX_MS: i64 = 253_402_300_799_999;
 /// any RFC 3339 offset and normalises to UTC; finer precision is truncated to the millisecond so a
 /// moment survives a round trip through storage unchanged. The range is what RFC 3339's four-digit
 /// years can write, so every `Instant` reads back as it was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Instant {
     ms: i64,
 }
@@ -161,6 +161,13 @@ impl fmt::Display for Instant {
     }
 }
 
+impl fmt::Debug for Instant {
+    /// The moment, as [`Display`](fmt::Display) writes it: a failed assertion shows when.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl Serialize for Instant {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
@@ -217,6 +224,17 @@ mod tests {
 
     fn at(text: &str) -> Instant {
         text.parse().unwrap()
+    }
+
+    // Issue 19: `{:?}` shows the moment, as an assertion's message needs it.
+    #[test]
+    fn debug_shows_the_moment() {
+        let moment = at("2026-03-01T12:30:00Z");
+        assert_eq!(format!("{moment:?}"), "2026-03-01T12:30:00.000Z");
+        assert_eq!(
+            format!("{:?}", Some(moment)),
+            "Some(2026-03-01T12:30:00.000Z)"
+        );
     }
 
     #[test]

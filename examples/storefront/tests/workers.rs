@@ -471,3 +471,25 @@ fn a_standard_error_nobody_reads_does_not_stop_the_run() {
     let status = finished_within(child, 60);
     assert!(status.success(), "{status:?}");
 }
+
+// Issue 19: an operator's command whose reader closes the pipe early (`deadlines | head`) ends
+// quietly and successfully, as `ls` does; a closed pipe is not an error of the command.
+#[tokio::test]
+async fn an_operator_command_whose_reader_went_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    drop(app_on(&db).await);
+    for args in [&["deadlines"][..], &["lag"], &["dead-letters", "list"]] {
+        let mut child = storefront(&db, &log_path, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes before the command writes its first line.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{args:?}: {:?}", output.status);
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.is_empty(), "{args:?} said: {said}");
+    }
+}
