@@ -272,7 +272,7 @@ impl FromStr for Duration {
 }
 
 impl fmt::Debug for Duration {
-    /// The duration in its own notation (`72h`), as [`Display`](fmt::Display) writes it.
+    /// The duration in its own notation (`36h`), as [`Display`](fmt::Display) writes it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
@@ -354,7 +354,7 @@ mod tests {
     // Issue 19: `{:?}` shows the duration in its notation.
     #[test]
     fn debug_shows_the_duration() {
-        assert_eq!(format!("{:?}", hours(72)), "72h");
+        assert_eq!(format!("{:?}", hours(36)), "36h");
         assert_eq!(format!("{:?}", millis(1500)), "1500ms");
     }
 
