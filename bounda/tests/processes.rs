@@ -1333,3 +1333,55 @@ async fn deadline_causation_follows_serde_renames() {
         "set by the confirmation's step"
     );
 }
+
+// Issue 19: one lifecycle shape. The completing event the process handles (OrderCancelled) writes
+// `ProcessHandled` then `ProcessCompleted`, whether it arrives while the instance runs or is
+// drained from the parked queue by a retry; the one it does not handle (OrderFulfilled) writes
+// `ProcessCompleted` alone, both ways.
+#[tokio::test]
+async fn a_completing_event_writes_the_same_lifecycle_live_and_drained() {
+    let cancel = || CancelOrder {
+        order_id: "o-1".into(),
+        reason: "changed mind".into(),
+    };
+    let fulfil = || PayAndFulfil {
+        order_id: "o-1".into(),
+    };
+    let tail = |types: &[&str], from: usize| -> Vec<String> {
+        types[from..].iter().map(|t| (*t).to_owned()).collect()
+    };
+    // Live.
+    let live = app().await;
+    live.dispatch(place("o-1")).await.unwrap();
+    live.run_until_idle().await.unwrap();
+    live.dispatch(cancel()).await.unwrap();
+    live.run_until_idle().await.unwrap();
+    let events = lifecycle(&live, "o-1").await;
+    let handled_live = tail(&types(&events), 2);
+    assert_eq!(handled_live, ["ProcessHandled", "ProcessCompleted"]);
+    let live = app().await;
+    live.dispatch(place("o-1")).await.unwrap();
+    live.dispatch(fulfil()).await.unwrap();
+    live.run_until_idle().await.unwrap();
+    let events = lifecycle(&live, "o-1").await;
+    let unhandled_live = tail(&types(&events), 2);
+    // Drained.
+    for (command, live) in [(0, handled_live), (1, unhandled_live)] {
+        let app = app().await.expecting_letters();
+        let letter = failed_instance(&app).await;
+        match command {
+            0 => app.dispatch(cancel()).await.map(drop).unwrap(),
+            _ => app.dispatch(fulfil()).await.map(drop).unwrap(),
+        }
+        app.run_until_idle().await.unwrap();
+        payment::BROKEN.with(|b| b.set(false));
+        app.app().dead_letters().retry(&letter).await.unwrap();
+        let events = lifecycle(&app, "o-1").await;
+        let all = types(&events);
+        // Started, handled, failed, parked (one or two: the payment and the fulfilment), then the
+        // failed step again: what follows is the completing event's shape.
+        let completed = all.iter().position(|t| *t == "ProcessCompleted").unwrap();
+        let drained = tail(&all, completed + 1 - live.len());
+        assert_eq!(drained, live, "the same shape drained as live");
+    }
+}
