@@ -13,7 +13,8 @@ impl App {
     /// managers send), finishing the run in flight. Returns [`Error::Stalled`] when the app
     /// cannot get further; see [`run_until`](App::run_until).
     pub async fn run(&self) -> Result<(), Error> {
-        self.run_until(shutdown_signal()).await
+        let shutdown = shutdown_signal();
+        self.run_until(shutdown).await
     }
 
     /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
@@ -38,6 +39,7 @@ impl App {
         // Asking takes at most a poll interval, and a shutdown meanwhile is heard.
         let listening = tokio::time::timeout(poll.into(), self.store().listen());
         let listener = tokio::select! {
+            biased;
             () = &mut shutdown => return Ok(()),
             listening = listening => match listening {
                 Ok(Ok(listener)) => listener,
@@ -61,9 +63,14 @@ impl App {
         // reaches.
         let mut idle_at = None;
         loop {
+            // A stop that came before this pass begins ends the run here, with nothing claimed.
+            if futures_util::FutureExt::now_or_never(shutdown.as_mut()).is_some() {
+                return Ok(());
+            }
             let pass = self.pass_once();
             tokio::pin!(pass);
             let result = tokio::select! {
+                biased;
                 result = &mut pass => result,
                 () = &mut shutdown => {
                     self.inner.stopping.store(true, Ordering::SeqCst);
@@ -96,6 +103,7 @@ impl App {
                 tokio::time::sleep(wait.into()).await;
             };
             tokio::select! {
+                biased;
                 () = &mut shutdown => return Ok(()),
                 () = idle => {}
                 () = woken(listener.as_deref()) => {}
@@ -259,29 +267,46 @@ pub(crate) struct Paused {
 /// The scheduled worker, as its failures are named and paused.
 const SCHEDULED: &str = "scheduled";
 
-/// Completes on Ctrl-C, or on SIGTERM where there are signals: pass it to
+/// Completes on Ctrl-C (SIGINT), or on SIGTERM where there are signals: pass it to
 /// [`App::run_until`] with other ways to stop. Without a signal handler it never completes.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+///
+/// The handlers are installed when this is called, not when the future is first polled: call
+/// it first thing in `main`, before the app is built, and a signal that comes at any moment
+/// after is heard, the first pass included. Call it inside a Tokio runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    () = ctrl_c => {}
-                    _ = terminate.recv() => {}
-                }
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        for (name, installed) in [("SIGINT", &interrupt), ("SIGTERM", &terminate)] {
+            if let Err(error) = installed {
+                tracing::warn!(
+                    "cannot handle {name}, which will stop the process at once: {error}"
+                );
             }
-            Err(_) => ctrl_c.await,
+        }
+        async fn received(signal: std::io::Result<Signal>) {
+            match signal {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(_) => std::future::pending().await,
+            }
+        }
+        async move {
+            tokio::select! {
+                () = received(interrupt) => {}
+                () = received(terminate) => {}
+            }
         }
     }
     #[cfg(not(unix))]
-    ctrl_c.await;
+    async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// Completes at `listener`'s next wake-up; never without one.

@@ -231,6 +231,13 @@ async fn storefront_main() -> ExitCode {
         Command::Work { timing, .. } => timing.timing(),
         Command::Operator(_) | Command::Serve(_) => default_timing(),
     };
+    // The signal handlers of the commands that run, installed before anything is opened: a
+    // SIGTERM at any moment from here stops them cleanly. An operator's command keeps the
+    // default handlers, so Ctrl-C ends it at once.
+    let shutdown: Shutdown = match command {
+        Command::Operator(_) => Box::pin(std::future::pending()),
+        _ => Box::pin(bounda::shutdown_signal()),
+    };
     // An operator's command reads an existing file; it never creates one.
     let existing = matches!(command, Command::Operator(_) | Command::Serve(_));
     let app = match build(&cli, existing, timing).await {
@@ -242,9 +249,9 @@ async fn storefront_main() -> ExitCode {
     };
     let result = match command {
         Command::Operator(command) => return bounda::cli::run(&app, command).await,
-        Command::Work { seconds, .. } => work(&app, seconds).await,
-        Command::Serve(args) => serve(app, args).await,
-        Command::Run(args) => run(&app, &cli.db, &args).await,
+        Command::Work { seconds, .. } => work(&app, seconds, shutdown).await,
+        Command::Serve(args) => serve(app, args, shutdown).await,
+        Command::Run(args) => run(&app, &cli.db, &args, shutdown).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -254,6 +261,9 @@ async fn storefront_main() -> ExitCode {
         }
     }
 }
+
+/// What stops a running command: SIGTERM or Ctrl-C.
+type Shutdown = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// The app on `cli`'s database with its settings; with `existing`, on a database that must be
 /// there already.
@@ -281,7 +291,7 @@ async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow:
 }
 
 /// Serves the operator page as `args` say until Ctrl-C or SIGTERM.
-async fn serve(app: App, args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(app: App, args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
     let token = std::env::var("PAGE_TOKEN")
         .ok()
         .filter(|token| !token.is_empty());
@@ -318,17 +328,21 @@ async fn serve(app: App, args: ServeArgs) -> anyhow::Result<()> {
         }
     );
     axum::serve(listener, page)
-        .with_graceful_shutdown(bounda::shutdown_signal())
+        .with_graceful_shutdown(shutdown)
         .await?;
     Ok(())
 }
 
 /// Runs the dispatcher and the worker.
-async fn work(app: &App, seconds: Option<u64>) -> anyhow::Result<()> {
+async fn work(app: &App, seconds: Option<u64>, shutdown: Shutdown) -> anyhow::Result<()> {
     let stop = async {
         match seconds {
-            Some(seconds) => tokio::time::sleep(StdDuration::from_secs(seconds)).await,
-            None => bounda::shutdown_signal().await,
+            Some(seconds) => tokio::select! {
+                biased;
+                () = shutdown => {}
+                () = tokio::time::sleep(StdDuration::from_secs(seconds)) => {}
+            },
+            None => shutdown.await,
         }
     };
     app.run_until(stop).await?;
@@ -355,7 +369,12 @@ enum Fate {
     Ignore,
 }
 
-async fn run(app: &App, db: &database::Database, args: &RunArgs) -> anyhow::Result<()> {
+async fn run(
+    app: &App,
+    db: &database::Database,
+    args: &RunArgs,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     // Orders an earlier run left open: their deadlines run after the restart.
     let resumed: Vec<String> = app
         .pending_deadlines()
@@ -463,10 +482,11 @@ async fn run(app: &App, db: &database::Database, args: &RunArgs) -> anyhow::Resu
     let interrupted = std::sync::atomic::AtomicBool::new(false);
     let stop = async {
         tokio::select! {
-            () = job => {}
-            () = bounda::shutdown_signal() => {
+            biased;
+            () = shutdown => {
                 interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
             }
+            () = job => {}
         }
     };
     app.run_until(stop).await?;

@@ -256,6 +256,61 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
     assert_eq!((inbox, scheduled), (0, 0), "no claim left behind");
 }
 
+// Issue 19: a signal is handled from the first moment. The binary installs its handlers before it
+// opens the file, so SIGTERM or Ctrl-C at any moment after the file appears (opening it, placing
+// the orders, the first passes) stops the run cleanly: exit 0, no claim left behind. With the
+// handlers installed when the run first waited on them, a signal in those first moments killed it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signal_at_any_moment_from_the_start_stops_the_run_cleanly() {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    for round in 0..12_u64 {
+        // Spread over the first 250 ms, different each run of the test (the seed is printed).
+        let delay = (seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(round * 1442695040888963407)
+            >> 33)
+            % 250;
+        let signal = if round % 2 == 0 { "-TERM" } else { "-INT" };
+        let dir = tempfile::tempdir().unwrap();
+        let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+        let child = storefront(
+            &db,
+            &log_path,
+            &["run", "--orders", "30", "--batch-size", "1"],
+        )
+        .spawn()
+        .unwrap();
+        let start = StdInstant::now();
+        while !db.exists() && start.elapsed() < StdDuration::from_secs(30) {
+            std::thread::sleep(StdDuration::from_millis(1));
+        }
+        std::thread::sleep(StdDuration::from_millis(delay));
+        let sent = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = finished_within(child, 30);
+        let at = format!("seed {seed}, round {round}: {signal} {delay} ms after the file appeared");
+        assert!(status.success(), "{at}: {status:?}");
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let claims: Result<(i64, i64), _> = conn.query_row(
+            "SELECT
+                 (SELECT COUNT(*) FROM bounda_inbox WHERE status = 'pending' AND claim_id IS NOT NULL),
+                 (SELECT COUNT(*) FROM bounda_scheduled_commands WHERE claim_id IS NOT NULL)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        );
+        // Stopped before its tables were made: nothing to leave behind.
+        if let Ok(claims) = claims {
+            assert_eq!(claims, (0, 0), "{at}: no claim left behind");
+        }
+    }
+}
+
 // Issue 10: the binary logs what the runtime reports, filtered by `RUST_LOG`.
 #[test]
 fn the_binary_logs_the_runtime_filtered_by_rust_log() {
