@@ -227,8 +227,8 @@ pub async fn execute(
             }
             writeln!(
                 out,
-                "max lag {}, {} deadlines waiting",
-                lag.max_lag, lag.waiting_deadlines
+                "max lag {}, {} deadlines waiting, {} held by failed instances",
+                lag.max_lag, lag.waiting_deadlines, lag.held_deadlines
             )
             .map_err(io)?;
         }
@@ -266,10 +266,17 @@ pub async fn execute(
                         "field": d.field,
                         "at": d.at,
                         "waiting": d.waiting,
+                        "heldBy": d.held_by,
                     });
                     writeln!(out, "{line}").map_err(io)?;
                 } else {
-                    let waiting = if d.waiting { "  waiting" } else { "" };
+                    let waiting = match (&d.held_by, d.waiting) {
+                        (Some(letter), _) => {
+                            format!("  held: its instance failed, letter {letter}")
+                        }
+                        (None, true) => "  waiting".to_owned(),
+                        (None, false) => String::new(),
+                    };
                     writeln!(
                         out,
                         "{}  {:<14}  {}:{}  {}{waiting}",
@@ -302,11 +309,17 @@ pub async fn execute(
             }
             if !args.json {
                 let waiting = pending.iter().filter(|d| d.waiting).count();
+                let held = pending.iter().filter(|d| d.held_by.is_some()).count();
                 let left = match left_out.len() {
                     0 => String::new(),
                     n => format!(", {n} instance(s) left out"),
                 };
-                writeln!(out, "{} pending, {waiting} waiting{left}", pending.len()).map_err(io)?;
+                writeln!(
+                    out,
+                    "{} pending, {waiting} waiting, {held} held{left}",
+                    pending.len()
+                )
+                .map_err(io)?;
             }
         }
         Operator::DeadLetters(Letters::List(args)) => {
@@ -457,7 +470,11 @@ fn write_story(
     } else {
         writeln!(out, "pending:")?;
         for due in &story.pending {
-            let waiting = if due.waiting { "  waiting" } else { "" };
+            let waiting = match (&due.held_by, due.waiting) {
+                (Some(letter), _) => format!("  held by its failure, letter {letter}"),
+                (None, true) => "  waiting".to_owned(),
+                (None, false) => String::new(),
+            };
             writeln!(
                 out,
                 "  {:<20} {}  {}{waiting}",

@@ -93,7 +93,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
         "{lag}"
     );
     let (_, deadlines) = output(app, Operator::Deadlines(DeadlineArgs::default())).await;
-    assert_eq!(deadlines.trim(), "0 pending, 0 waiting");
+    assert_eq!(deadlines.trim(), "0 pending, 0 waiting, 0 held");
 }
 
 // Issue 10: `list` shows each letter's status and says so when none match; an unknown letter id
@@ -174,7 +174,7 @@ async fn deadlines_show_relative_times_filter_and_speak_json() {
         lines[2].contains("in 71h 5m") || lines[2].contains("in 2d 23h"),
         "{all}"
     );
-    assert_eq!(lines[6], "6 pending, 0 waiting");
+    assert_eq!(lines[6], "6 pending, 0 waiting, 0 held");
 
     let (_, one) = deadlines(DeadlineArgs {
         instance: Some("o-2".into()),
@@ -187,7 +187,7 @@ async fn deadlines_show_relative_times_filter_and_speak_json() {
             .all(|line| line.contains("OrderPayment:o-2")),
         "{one}"
     );
-    assert!(one.ends_with("3 pending, 0 waiting\n"), "{one}");
+    assert!(one.ends_with("3 pending, 0 waiting, 0 held\n"), "{one}");
 
     let mut out = Vec::new();
     let unknown = execute(

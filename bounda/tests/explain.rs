@@ -272,7 +272,16 @@ async fn a_failure_its_parked_events_and_its_letter_are_told_and_so_is_the_retry
     assert!(story.steps.iter().any(|step| step.what == StepKind::Parked));
     let parked: Vec<&str> = story.parked.iter().map(|p| p.event_type.as_str()).collect();
     assert_eq!(parked, ["OrderPaid"]);
-    assert!(story.pending.is_empty(), "a failed instance runs nothing");
+    // A failed instance runs nothing: its deadlines are told as held by its letter (issue 19).
+    assert!(!story.pending.is_empty());
+    assert!(
+        story
+            .pending
+            .iter()
+            .all(|due| due.held_by.as_deref() == Some(letter[0].id.as_str()) && !due.waiting),
+        "{:?}",
+        story.pending
+    );
 
     BROKEN.lock().unwrap().retain(|order| order != "o-picky");
     let retried = app.app().dead_letters().retry(&letter[0].id).await.unwrap();

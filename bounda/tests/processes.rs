@@ -1385,3 +1385,76 @@ async fn a_completing_event_writes_the_same_lifecycle_live_and_drained() {
         assert_eq!(drained, live, "the same shape drained as live");
     }
 }
+
+// Issue 19: a failed instance's deadlines stay in sight. It has no scheduler entry while it is
+// failed, yet `pending_deadlines`, the page's window (`pending_until`), `explain` and `lag` show
+// its deadlines as held by its letter, until the retry arms them again.
+#[tokio::test]
+async fn a_failed_instances_deadlines_are_shown_held_by_its_letter() {
+    let app = app().await.expecting_letters();
+    let letter = failed_instance(&app).await;
+    let held = |pending: &[bounda::PendingDeadline]| -> Vec<(&str, Option<String>)> {
+        pending
+            .iter()
+            .filter(|d| d.instance == "o-1")
+            .map(|d| (d.field, d.held_by.clone()))
+            .collect()
+    };
+    let by = Some(letter.clone());
+    let expected = vec![
+        ("next_reminder", by.clone()),
+        ("payment_deadline", by.clone()),
+        ("timeout", by.clone()),
+    ];
+    let pending = app.app().pending_deadlines().await.unwrap();
+    assert_eq!(held(&pending), expected);
+    let ahead = app
+        .app()
+        .pending_until(app.now() + days(3), 500)
+        .await
+        .unwrap();
+    assert_eq!(
+        held(&ahead.pending),
+        expected[..2],
+        "within the window only"
+    );
+    assert!(ahead.later, "the timeout comes after the window");
+    assert_eq!(app.lag().await.unwrap().held_deadlines, 3);
+    let story = app
+        .app()
+        .explain_named("Payment", "o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let told: Vec<_> = story
+        .pending
+        .iter()
+        .map(|due| (due.field.as_str(), due.held_by.clone()))
+        .collect();
+    assert_eq!(told, expected);
+    #[cfg(feature = "cli")]
+    {
+        let mut out = Vec::new();
+        let command = bounda::cli::Operator::Deadlines(bounda::cli::DeadlineArgs::default());
+        bounda::cli::execute(app.app(), command, &mut out)
+            .await
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(&format!(
+                "Payment:o-1  payment_deadline  held: its instance failed, letter {letter}"
+            )),
+            "{text}"
+        );
+        assert!(text.ends_with("3 pending, 0 waiting, 3 held\n"), "{text}");
+    }
+    // Retried: armed again, held by nothing.
+    payment::BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(&letter).await.unwrap();
+    let pending = app.app().pending_deadlines().await.unwrap();
+    assert!(
+        held(&pending).iter().all(|(_, by)| by.is_none()) && !held(&pending).is_empty(),
+        "{pending:?}"
+    );
+    assert_eq!(app.lag().await.unwrap().held_deadlines, 0);
+}

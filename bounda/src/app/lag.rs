@@ -53,6 +53,9 @@ pub struct Lag {
     /// Due process deadlines held back behind an unhandled event of their instance stored at or
     /// before them (of the instances the first thousand unhandled events reach).
     pub waiting_deadlines: u64,
+    /// Pending deadlines of failed instances, held by their failure until its letter is retried
+    /// (of the instances the oldest thousand open process letters name).
+    pub held_deadlines: u64,
 }
 
 impl App {
@@ -88,11 +91,13 @@ impl App {
             }
         }
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
+        let (held, _) = self.held_deadlines().await?;
         Ok(Lag {
             subscribers,
             max_lag,
             stale,
             waiting_deadlines: self.waiting_deadline_count().await?,
+            held_deadlines: held.len() as u64,
         })
     }
 
@@ -189,7 +194,61 @@ impl App {
             .store()
             .scheduled_of_type(crate::app::processes::step::PROCESS_DEADLINE)
             .await?;
-        self.pending_of_entries(entries).await
+        let (mut pending, mut left_out) = self.pending_of_entries(entries).await?;
+        let (held, unreadable) = self.held_deadlines().await?;
+        merge(&mut pending, held);
+        left_out.extend(unreadable);
+        Ok((pending, left_out))
+    }
+
+    /// The pending deadlines of failed instances (of those the oldest thousand open process
+    /// letters name), each held by its instance's letter; and the instances left out because
+    /// their state cannot be read. A failed instance has no scheduler
+    /// entry: its deadlines are read from its state, as the retry will arm them.
+    pub(crate) async fn held_deadlines(
+        &self,
+    ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
+        let filter = crate::store::LetterFilter {
+            kind: Some(crate::store::LetterKind::Process),
+            status: Some(crate::store::LetterStatus::Failed),
+            limit: Some(HELD_LETTERS),
+            ..crate::store::LetterFilter::default()
+        };
+        let mut held = Vec::new();
+        let mut left_out = Vec::new();
+        for letter in self.store().dead_letters(&filter).await? {
+            let Some(process) = self.processes().find(|p| p.name() == letter.handler) else {
+                continue;
+            };
+            let Some(payload) = crate::app::processes::writes::LetterPayload::of(&letter) else {
+                continue;
+            };
+            let Some(instance) = self.load_instance(&**process, &payload.instance).await? else {
+                continue;
+            };
+            // Only the letter of the failure that holds the instance now.
+            if instance.status != crate::app::ProcessStatus::Failed
+                || instance.letter_id.as_deref() != Some(letter.id.as_str())
+            {
+                continue;
+            }
+            match process.pending(&instance) {
+                Ok(dues) => held.extend(dues.into_iter().map(|due| crate::app::PendingDeadline {
+                    process: process.name(),
+                    instance: payload.instance.clone(),
+                    field: due.field,
+                    at: due.at,
+                    waiting: false,
+                    held_by: Some(letter.id.clone()),
+                })),
+                Err(error) => left_out.push(UnreadableState {
+                    process: process.name().to_owned(),
+                    instance: payload.instance.clone(),
+                    problem: StateProblem::Unreadable(error.to_string()),
+                }),
+            }
+        }
+        Ok((held, left_out))
     }
 
     /// The deadlines pending up to `until`, read through the store's due-moment index: of at most
@@ -211,7 +270,10 @@ impl App {
             entries.truncate(limit);
             later = true;
         }
-        let (mut pending, unreadable) = self.pending_of_entries(entries).await?;
+        let (mut pending, mut unreadable) = self.pending_of_entries(entries).await?;
+        let (held, held_unreadable) = self.held_deadlines().await?;
+        merge(&mut pending, held);
+        unreadable.extend(held_unreadable);
         warn_left_out(&unreadable);
         later |= pending.iter().any(|due| due.at > until);
         pending.retain(|due| due.at <= until);
@@ -277,10 +339,11 @@ impl App {
                     field: due.field,
                     at: due.at,
                     waiting,
+                    held_by: None,
                 });
             }
         }
-        pending.sort_by(|a, b| (a.at, a.field, &a.instance).cmp(&(b.at, b.field, &b.instance)));
+        merge(&mut pending, Vec::new());
         Ok((pending, left_out))
     }
 
@@ -343,6 +406,15 @@ pub struct Ahead {
     pub later: bool,
     /// The instances left out because their stored state cannot be read.
     pub unreadable: Vec<UnreadableState>,
+}
+
+/// How many open process letters the held deadlines are read from, oldest first.
+const HELD_LETTERS: usize = 1_000;
+
+/// `more` added to `pending`, soonest first.
+fn merge(pending: &mut Vec<crate::app::PendingDeadline>, more: Vec<crate::app::PendingDeadline>) {
+    pending.extend(more);
+    pending.sort_by(|a, b| (a.at, a.field, &a.instance).cmp(&(b.at, b.field, &b.instance)));
 }
 
 /// Says in the log which instances a list of deadlines leaves out, and why.

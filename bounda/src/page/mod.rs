@@ -264,6 +264,7 @@ struct LagPanel {
     stale: Vec<LagLine>,
     max_lag: u64,
     waiting: u64,
+    held: u64,
 }
 
 #[derive(Template)]
@@ -482,6 +483,7 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             stale: lag.stale.iter().map(line).collect(),
             max_lag: lag.max_lag,
             waiting: lag.waiting_deadlines,
+            held: lag.held_deadlines,
         },
     );
     page.extensions_mut().insert(Framed);

@@ -33,6 +33,8 @@ pub(crate) struct Dot {
     pub(crate) overdue: bool,
     /// Whether one of them came due and waits for its instance's events.
     pub(crate) waiting: bool,
+    /// Whether one of them is held by its instance's failure until the letter is retried.
+    pub(crate) held: bool,
     /// The first one's process, for its link.
     pub(crate) process: String,
     /// The first one's instance, for its link.
@@ -57,6 +59,13 @@ const SLOTS: f64 = 96.0;
 
 /// How many instances a group's hover names before it says how many more.
 const NAMED: usize = 5;
+
+/// What a hover says of a deadline its instance's failure holds.
+fn held(due: &PendingDeadline) -> String {
+    due.held_by.as_ref().map_or_else(String::new, |letter| {
+        format!(" (held by its failure: letter {letter})")
+    })
+}
 
 /// `pending` laid out over the `window` after `now`; any beyond it is left out.
 pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duration) -> Timeline {
@@ -88,21 +97,32 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
                 dot.count += 1;
                 dot.overdue |= overdue;
                 dot.waiting |= due.waiting;
+                dot.held |= due.held_by.is_some();
                 if dot.count <= NAMED {
-                    dot.title
-                        .push_str(&format!("\n{}:{} at {}", due.process, due.instance, due.at));
+                    dot.title.push_str(&format!(
+                        "\n{}:{} at {}{}",
+                        due.process,
+                        due.instance,
+                        due.at,
+                        held(due)
+                    ));
                 }
             }
             None => row.dots.push(Dot {
                 x,
                 overdue,
                 waiting: due.waiting,
+                held: due.held_by.is_some(),
                 process: due.process.to_owned(),
                 instance: due.instance.clone(),
                 count: 1,
                 title: format!(
-                    "{}:{} {} at {}",
-                    due.process, due.instance, due.field, due.at
+                    "{}:{} {} at {}{}",
+                    due.process,
+                    due.instance,
+                    due.field,
+                    due.at,
+                    held(due)
                 ),
                 slot,
             }),
@@ -145,6 +165,7 @@ mod tests {
             field,
             at,
             waiting,
+            held_by: None,
         }
     }
 

@@ -212,6 +212,9 @@ pub struct PendingNow {
     pub at: Instant,
     /// Whether it came due and waits for the instance's events stored before it.
     pub waiting: bool,
+    /// The letter whose failure holds it: nothing of the instance runs until it is retried.
+    #[serde(rename = "heldBy", skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
 }
 
 /// An event parked behind a failure.
@@ -382,9 +385,13 @@ impl App {
         instance: &Instance,
         unhandled: &Unhandled,
     ) -> Result<Vec<PendingNow>, Error> {
-        if instance.status != Status::Started {
-            return Ok(Vec::new());
-        }
+        // A failed instance's deadlines are held by its letter: they run, as its state says,
+        // once the letter is retried.
+        let held_by = match instance.status {
+            Status::Started => None,
+            Status::Failed => instance.letter_id.clone(),
+            Status::Completed | Status::TimedOut => return Ok(Vec::new()),
+        };
         let now = self.clock().now();
         let mut dues = runner.pending(instance)?;
         dues.sort_by_key(|due| due.at);
@@ -394,7 +401,10 @@ impl App {
             .map(|(index, due)| PendingNow {
                 field: due.field.to_owned(),
                 at: due.at,
-                waiting: index == 0 && unhandled.holds_due(runner.name(), id, due.at, now),
+                waiting: held_by.is_none()
+                    && index == 0
+                    && unhandled.holds_due(runner.name(), id, due.at, now),
+                held_by: held_by.clone(),
             })
             .collect())
     }

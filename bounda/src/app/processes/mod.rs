@@ -213,6 +213,9 @@ pub struct PendingDeadline {
     pub at: Instant,
     /// Whether it came due and waits for the events stored before it.
     pub waiting: bool,
+    /// The letter whose failure holds it: its instance failed, and nothing of it runs until the
+    /// letter is retried (or its events wait parked for ever, should it be discarded).
+    pub held_by: Option<String>,
 }
 
 impl Status {
