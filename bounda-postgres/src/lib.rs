@@ -190,9 +190,14 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| StoreError::with_source("cannot connect to the database", e))
+        self.pool.get().await.map_err(|error| {
+            let unavailable = match &error {
+                deadpool_postgres::PoolError::Timeout(_) => true,
+                deadpool_postgres::PoolError::Backend(error) => sql::unreachable(error),
+                _ => false,
+            };
+            StoreError::with_source("cannot connect to the database", error)
+                .unavailable_if(unavailable)
+        })
     }
 }

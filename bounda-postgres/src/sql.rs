@@ -6,9 +6,35 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::types::ToSql;
 
-/// A failed statement's error, saying what was being done.
+/// A failed statement's error, saying what was being done, and marked unavailable when the
+/// server could not be reached.
 pub(crate) fn failed(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {
-    move |error| StoreError::with_source(what.to_owned(), error)
+    move |error| {
+        let unavailable = unreachable(&error);
+        StoreError::with_source(what.to_owned(), error).unavailable_if(unavailable)
+    }
+}
+
+/// Whether `error` says the server is out of reach, which waiting mends: the connection refused,
+/// reset or closed, or the server shutting down, starting or out of connections. A read-only or
+/// full database, a refused password or a schema error is not.
+pub(crate) fn unreachable(error: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    if error.is_closed() {
+        return true;
+    }
+    if let Some(code) = error.code() {
+        return code.code().starts_with("08")
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+                SqlState::TOO_MANY_CONNECTIONS,
+            ]
+            .contains(code);
+    }
+    // No server answer at all: connecting or talking to it failed (refused, reset, timed out).
+    std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>())
 }
 
 /// A transaction at READ COMMITTED, whatever the server's or role's default: each statement

@@ -121,7 +121,8 @@ pub struct Backoff {
     /// which [`App::run`](crate::App::run) stops with the last one's cause: a store that keeps
     /// refusing (a read-only file, a full disk) will not get better by itself; a service manager
     /// restarts the app, an operator sees why. Default 5 (with the default waits, 15 seconds
-    /// of back-off).
+    /// of back-off). A store out of reach (a database server restarting, a failover) is not
+    /// counted: it is waited out however long it lasts, each failure logged.
     pub max_failures: u32,
 }
 

@@ -243,6 +243,12 @@ impl Error {
         }
     }
 
+    /// Whether the store could not be reached, which waiting mends (see
+    /// [`StoreError::is_unavailable`](crate::store::StoreError::is_unavailable)).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Store(error) if error.is_unavailable())
+    }
+
     /// Whether the runtime retries an attempt that failed with this error.
     pub fn is_retriable(&self) -> bool {
         match self {

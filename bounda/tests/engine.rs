@@ -744,6 +744,69 @@ async fn a_subscriber_that_keeps_failing_stops_the_run_with_its_cause() {
     );
 }
 
+// Issue 19: a database out of reach (a server restarting, a failover) is waited out: the runner
+// keeps trying with its back-off far past `maxFailures`, and goes on when the store answers.
+#[tokio::test]
+async fn a_store_out_of_reach_is_waited_out_however_long() {
+    let (store, clock, app) = on_a_failing_log(
+        |config| config.dispatcher.backoff.max_failures = 3,
+        |builder| builder,
+    )
+    .await;
+    let flag = std::sync::atomic::Ordering::SeqCst;
+    store.log_unreachable.store(true, flag);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    };
+    // Ten minutes of simulated outage, the back-off capped at 30 s: many more failures than three.
+    let start = std::time::Instant::now();
+    while store.log_reads.load(flag) < 12 {
+        assert!(
+            !runner.is_finished(),
+            "the runner stopped during the outage"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "no retries"
+        );
+        clock.advance(seconds(30));
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(!runner.is_finished(), "still waiting for the store");
+    let paused = app.lag().await.unwrap();
+    assert!(
+        paused
+            .subscribers
+            .iter()
+            .any(|s| s.subscriber == "policies" && s.paused_until.is_some()),
+        "{paused:?}"
+    );
+    // Back: the next pass goes through and the pause ends.
+    store.log_unreachable.store(false, flag);
+    let start = std::time::Instant::now();
+    loop {
+        clock.advance(seconds(30));
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let lag = app.lag().await.unwrap();
+        if lag.subscribers.iter().all(|s| s.paused_until.is_none()) {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "{lag:?}"
+        );
+    }
+    let _ = stop.send(());
+    runner.await.unwrap().unwrap();
+}
+
 fn assert_stalled_on_policies(error: &bounda::Error) {
     let bounda::Error::Stalled {
         subscriber,

@@ -23,6 +23,81 @@ struct TestServer {
     tcp: Option<std::net::SocketAddr>,
     /// Kept so the directory outlives the server; the watcher removes it.
     _dir: Option<tempfile::TempDir>,
+    /// How to stop and start it again; none for a server of one's own.
+    control: Option<Control>,
+}
+
+/// What stopping and starting the throwaway server again takes.
+#[derive(Debug)]
+struct Control {
+    bin: PathBuf,
+    dir: PathBuf,
+    data: String,
+    options: String,
+    log: String,
+    as_root: bool,
+}
+
+impl Control {
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), String> {
+        run(&self.bin, &self.dir, self.as_root, "pg_ctl", args)
+    }
+}
+
+/// Runs `program` of `bin` in `dir`, as `nobody` when `as_root`; its output when it fails.
+fn run(bin: &Path, dir: &Path, as_root: bool, program: &str, args: &[&str]) -> Result<(), String> {
+    let program = bin.join(program);
+    let mut command = if as_root {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "nobody", "--"]).arg(&program);
+        command
+    } else {
+        Command::new(&program)
+    };
+    let output = command
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} failed: {}{}",
+            program.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// Stops the shared test server (its sessions end, new connections are refused), as a
+/// restart, a failover or an outage does, until [`start_server`]. It stops it for every test
+/// of this process: a test that calls it belongs in a test file of its own. An error for a
+/// server of one's own (`BOUNDA_POSTGRES_URL`).
+pub fn stop_server() -> Result<(), String> {
+    control()?.pg_ctl(&["-D", &control()?.data, "-m", "fast", "-w", "stop"])
+}
+
+/// Starts the shared test server again after [`stop_server`], on the same socket and port.
+pub fn start_server() -> Result<(), String> {
+    let control = control()?;
+    control.pg_ctl(&[
+        "-D",
+        &control.data,
+        "-o",
+        &control.options,
+        "-l",
+        &control.log,
+        "-w",
+        "start",
+    ])
+}
+
+fn control() -> Result<&'static Control, String> {
+    server()?.control.as_ref().ok_or_else(|| {
+        "a server of one's own (BOUNDA_POSTGRES_URL) is not stopped by the tests".to_owned()
+    })
 }
 
 /// The server of this test process, started on first use: it does not flush to disk (tests
@@ -99,6 +174,7 @@ fn start(durability: Durability) -> Result<TestServer, String> {
             url,
             tcp,
             _dir: None,
+            control: None,
         });
     }
     let bin = binaries().ok_or_else(|| HOW.to_owned())?;
@@ -113,31 +189,7 @@ fn start(durability: Durability) -> Result<TestServer, String> {
     if as_root {
         chown_nobody(dir.path())?;
     }
-    let run = |program: &str, args: &[&str]| -> Result<(), String> {
-        let program = bin.join(program);
-        let mut command = if as_root {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "nobody", "--"]).arg(&program);
-            command
-        } else {
-            Command::new(&program)
-        };
-        let output = command
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
-        if output.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} failed: {}{}",
-                program.display(),
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ))
-        }
-    };
+    let run = |program: &str, args: &[&str]| run(&bin, dir.path(), as_root, program, args);
     let data_arg = data.to_string_lossy().into_owned();
     // The watcher first: whatever happens from here, the server is stopped and its directory
     // removed when this process ends.
@@ -179,6 +231,14 @@ fn start(durability: Durability) -> Result<TestServer, String> {
     Ok(TestServer {
         url: format!("host={socket} port={port} user=bounda dbname=postgres"),
         tcp: Some(std::net::SocketAddr::from(([127, 0, 0, 1], port))),
+        control: Some(Control {
+            bin,
+            dir: dir.path().to_owned(),
+            data: data_arg,
+            options,
+            log: log_arg,
+            as_root,
+        }),
         _dir: Some(dir),
     })
 }

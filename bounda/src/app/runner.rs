@@ -24,7 +24,9 @@ impl App {
     /// A subscriber whose pass fails waits its back-off and tries again. When one has failed
     /// `dispatcher.backoff.maxFailures` times in a row and nothing anywhere has moved since its
     /// first failure (a read-only file, a full disk), it returns [`Error::Stalled`] with the
-    /// cause, rather than loop without end.
+    /// cause, rather than loop without end. A store out of reach (a database server restarting,
+    /// a failover, a network cut) never stops it: it keeps trying with its back-off, logging
+    /// each failure, and goes on once the store answers.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         let poll = self.config().dispatcher.poll_interval;
         tokio::pin!(shutdown);
@@ -193,26 +195,42 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match result {
             Ok(moved) => {
-                paused.remove(subscriber);
+                if let Some(failure) = paused.remove(subscriber) {
+                    tracing::info!(
+                        bounda.subscriber = subscriber,
+                        failures = failure.failures,
+                        "subscriber works again after {} failed pass(es)",
+                        failure.failures
+                    );
+                }
                 moved
             }
             Err(error) => {
                 let previous = paused.get(subscriber);
                 let failures = previous.map_or(0, |failure| failure.failures) + 1;
-                // Failures count towards stopping only while nothing else moves.
+                // Failures count towards stopping only while nothing else moves, and never while
+                // the store is out of reach: a server restarting or a failover is waited out.
+                let unavailable = error.is_unavailable();
                 let moves = self.inner.moves.load(Ordering::SeqCst);
                 let stuck = match previous {
+                    _ if unavailable => 0,
                     Some(failure) if failure.moves == moves => failure.stuck + 1,
                     _ => 1,
                 };
                 let wait = self.config().dispatcher.backoff.delay_after(failures);
                 let until = self.clock().now() + wait;
                 let cause = crate::error::chain(&error);
+                let waiting = if unavailable {
+                    " (the store is out of reach: waiting for it)"
+                } else {
+                    ""
+                };
                 tracing::warn!(
                     bounda.subscriber = subscriber,
                     code = error.code(),
                     failures,
-                    "subscriber failed, trying again at {until}: {cause}"
+                    unavailable,
+                    "subscriber failed, trying again at {until}{waiting}: {cause}"
                 );
                 paused.insert(
                     subscriber.to_owned(),

@@ -210,6 +210,11 @@ impl CommitError {
             CommitError::StreamMoved { .. } | CommitError::Store(_)
         )
     }
+
+    /// Whether the store could not be reached (see [`StoreError::is_unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, CommitError::Store(error) if error.is_unavailable())
+    }
 }
 
 /// The store failed: I/O, a corrupt row, a database it cannot use.
@@ -219,6 +224,9 @@ pub struct StoreError {
     message: String,
     #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// The database is out of reach (a server restarting, a failover, a network blip): waiting
+    /// mends it, so the runtime waits it out instead of stopping.
+    unavailable: bool,
 }
 
 impl StoreError {
@@ -237,14 +245,29 @@ impl StoreError {
         StoreError {
             message: message.into(),
             source: None,
+            unavailable: false,
         }
+    }
+
+    /// The same error, marked as the database being out of reach when `unavailable`: a store
+    /// marks the failures that waiting mends (a refused or dropped connection, a server shutting
+    /// down), never those it cannot (a read-only or full database, a schema it refuses).
+    pub fn unavailable_if(mut self, unavailable: bool) -> StoreError {
+        self.unavailable |= unavailable;
+        self
+    }
+
+    /// Whether the database was out of reach: the runtime keeps trying, with its back-off, for
+    /// as long as that lasts.
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable
     }
 
     /// A copy to hand to several callers (each write set of a failed group commit): the
     /// message with its causes on one line (`cannot commit: disk I/O error`), as the source
     /// itself cannot be copied.
     pub fn flattened(&self) -> StoreError {
-        StoreError::new(crate::error::chain(self))
+        StoreError::new(crate::error::chain(self)).unavailable_if(self.unavailable)
     }
 
     /// An error caused by `source`.
@@ -255,6 +278,7 @@ impl StoreError {
         StoreError {
             message: message.into(),
             source: Some(Box::new(source)),
+            unavailable: false,
         }
     }
 }

@@ -22,6 +22,9 @@ pub struct Racing {
     pub unreadable: Mutex<Option<String>>,
     /// Whether reading the log fails, as a broken disk would.
     pub log_fails: std::sync::atomic::AtomicBool,
+    /// Whether reading the log fails as a database server out of reach does (restarting, a
+    /// failover): an error marked unavailable.
+    pub log_unreachable: std::sync::atomic::AtomicBool,
     /// How often the log was read.
     pub log_reads: AtomicU32,
     /// Commits that fail, chosen by a seed.
@@ -112,6 +115,7 @@ impl Racing {
             after_first: AtomicU32::new(0),
             unreadable: Mutex::new(None),
             log_fails: std::sync::atomic::AtomicBool::new(false),
+            log_unreachable: std::sync::atomic::AtomicBool::new(false),
             log_reads: AtomicU32::new(0),
             faults: None,
             release_fails: AtomicBool::new(false),
@@ -185,6 +189,12 @@ impl Store for Racing {
         self.log_reads.fetch_add(1, Ordering::SeqCst);
         if self.log_fails.load(Ordering::SeqCst) {
             return Err(StoreError::new("cannot read the log: disk I/O error"));
+        }
+        if self.log_unreachable.load(Ordering::SeqCst) {
+            return Err(
+                StoreError::new("cannot connect to the database: connection refused")
+                    .unavailable_if(true),
+            );
         }
         self.inner.read_all(after, limit).await
     }

@@ -58,7 +58,8 @@ struct Cli {
     )]
     batch_size: u32,
     /// How long the runtime waits before trying a failing store again, doubling each time.
-    /// After 5 failures in a row (a read-only file, a full disk) it stops with the cause.
+    /// After 5 failures in a row (a read-only file, a full disk) it stops with the cause; a
+    /// database server out of reach (restarting, failing over) is waited out, however long.
     #[arg(long, env = "BACKOFF", default_value = "1s", global = true)]
     backoff: Duration,
     #[command(subcommand)]

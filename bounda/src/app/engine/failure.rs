@@ -17,21 +17,24 @@ pub(crate) struct Failure {
     pub(crate) retriable: bool,
     pub(crate) message: String,
     pub(crate) stack: String,
+    /// The store was out of reach: no fault of the run's, which waits for it unspent.
+    pub(crate) unavailable: bool,
 }
 
 impl Failure {
     /// Classifies an error: bounda's own errors by their code, anything else a
     /// handler returned is retried.
     pub(crate) fn of(error: &anyhow::Error) -> Failure {
-        let (code, retriable) = match error.downcast_ref::<Error>() {
-            Some(error) => (error.code(), error.is_retriable()),
-            None => ("HANDLER_FAILED", true),
+        let (code, retriable, unavailable) = match error.downcast_ref::<Error>() {
+            Some(error) => (error.code(), error.is_retriable(), error.is_unavailable()),
+            None => ("HANDLER_FAILED", true, false),
         };
         Failure {
             code,
             retriable,
             message: format!("{error:#}"),
             stack: format!("{error:?}"),
+            unavailable,
         }
     }
 
@@ -42,6 +45,7 @@ impl Failure {
             retriable: error.is_retriable(),
             message: crate::error::chain(error),
             stack: format!("{error:?}"),
+            unavailable: error.is_unavailable(),
         }
     }
 
@@ -52,6 +56,7 @@ impl Failure {
             retriable: false,
             message: format!("{error:#}"),
             stack: format!("{error:?}"),
+            unavailable: false,
         }
     }
 

@@ -305,11 +305,13 @@ impl App {
                 match results.pop() {
                     Some(Ok(committed)) => report.claimed = committed.claimed,
                     Some(Err(error)) => {
+                        let unavailable = error.is_unavailable();
                         report.store_error.get_or_insert(Error::Store(
                             crate::store::StoreError::with_source(
                                 "cannot claim due entries",
                                 error,
-                            ),
+                            )
+                            .unavailable_if(unavailable),
                         ));
                     }
                     None => {}
@@ -412,6 +414,13 @@ impl App {
         report: &mut Report,
     ) -> Option<(Run, WriteSet, Kind)> {
         let now = self.clock().now();
+        // A store out of reach failed the run's reads: no fault of the run's, which is held, its
+        // claim lapsing, and runs again once the store is back, no attempt spent.
+        if failure.unavailable && run.claim.retries() {
+            let error = crate::store::StoreError::new(failure.message).unavailable_if(true);
+            report.store_failed(&run, Error::Store(error));
+            return None;
+        }
         if !run.claim.retries() {
             report.failures.push(failure.clone());
             let mut writes = match run.work.operator_failure(self, &failure, now) {
@@ -569,6 +578,12 @@ impl App {
                 };
                 Some(Queued::Write(Box::new((run, writes, kind))))
             }
+            // A store out of reach is no fault of the run's: it keeps its claim, which lapses, and
+            // runs again once the store is back, no attempt spent.
+            (CommitError::Store(error), Kind::Done { .. }) if error.is_unavailable() => {
+                report.store_failed(&run, error.into());
+                None
+            }
             // A refused commit fails the run: retried, or given up (spec 154).
             (error, Kind::Done { .. }) => {
                 let failure = Failure::of(&anyhow::Error::new(error));
@@ -592,8 +607,10 @@ impl App {
                 None
             }
             (error, _) => {
+                let unavailable = error.is_unavailable();
                 let error =
-                    crate::store::StoreError::with_source("a run's write set was refused", error);
+                    crate::store::StoreError::with_source("a run's write set was refused", error)
+                        .unavailable_if(unavailable);
                 report.store_failed(&run, Error::Store(error));
                 None
             }

@@ -1,0 +1,144 @@
+//! The storefront's worker while its PostgreSQL server is down for seconds (issue 19): a restart,
+//! a failover or a network blip is waited out, each failure logged, and the work goes on once the
+//! server is back, nothing lost. A file of its own: stopping the test server stops it for every
+//! test of this process.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use bounda::{App, seconds};
+use bounda_postgres::testing;
+use bounda_postgres::{Options, PostgresStore};
+use storefront::order::{Item, OrderStatus, PlaceOrder};
+use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
+
+/// How long the server stays down: with a back-off of 200 ms, five failures in a row took
+/// about 3 s, after which the worker used to stop.
+const OUTAGE: StdDuration = StdDuration::from_secs(10);
+
+/// Places orders `from..to`, trying each again while the server is coming back.
+async fn place(shop: &App, from: usize, to: usize) {
+    for i in from..to {
+        let order = PlaceOrder {
+            order_id: format!("o-{i:03}"),
+            customer_id: "c".into(),
+            items: vec![Item {
+                product_id: "p".into(),
+                quantity: 1,
+                price: 100,
+            }],
+        };
+        let start = StdInstant::now();
+        while let Err(error) = shop.dispatch(order.clone()).await {
+            assert!(start.elapsed() < StdDuration::from_secs(30), "{error}");
+            tokio::time::sleep(StdDuration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
+    let (url, schema) = testing::schema("outage").unwrap_or_else(|how| panic!("{how}"));
+    let dir = tempfile::tempdir().unwrap();
+    let (notified, log) = (
+        dir.path().join("notified.log"),
+        dir.path().join("worker.log"),
+    );
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
+    let gateway: GatewayPort = Arc::new(FakeGateway::default());
+    let timing = storefront::Timing {
+        payment_window: seconds(2),
+        reminder_delay: seconds(1),
+    };
+    let shop = storefront::app(App::builder(store), notifier, gateway, timing)
+        .build()
+        .await
+        .unwrap();
+    let mut worker = Command::new(BINARY)
+        .args([
+            "work",
+            "--schema",
+            &schema,
+            "--db",
+            &url,
+            "--backoff",
+            "200ms",
+        ])
+        .env("NOTIFY_LOG", &notified)
+        .env("PAYMENT_WINDOW", "2s")
+        .env("REMINDER_DELAY", "1s")
+        .env("HANDLER_TIMEOUT", "2s")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    place(&shop, 0, 20).await;
+
+    // Down while the first orders' deadlines are pending.
+    testing::stop_server().unwrap();
+    let down = StdInstant::now();
+    while down.elapsed() < OUTAGE {
+        let exited = worker.try_wait().unwrap();
+        assert!(
+            exited.is_none(),
+            "the worker stopped {:?} into the outage: {exited:?}\n{}",
+            down.elapsed(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(StdDuration::from_millis(250)).await;
+    }
+    testing::start_server().unwrap();
+    place(&shop, 20, 40).await;
+
+    // Every order expires: the deadlines the outage held up and the new ones.
+    let deadline = StdInstant::now() + StdDuration::from_secs(60);
+    loop {
+        let ended = support::orders(&shop)
+            .await
+            .values()
+            .all(|status| *status == Some(OrderStatus::Cancelled));
+        let idle = shop.next_due_at().await.ok().flatten().is_none()
+            && shop.lag().await.is_ok_and(|lag| lag.max_lag == 0);
+        if ended && idle {
+            break;
+        }
+        assert!(
+            StdInstant::now() < deadline,
+            "the worker did not finish after the outage:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(StdDuration::from_millis(200)).await;
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &worker.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert!(
+        support::finished_within(worker, 30).success(),
+        "it stops cleanly"
+    );
+    support::each_order_expired_once(&shop, &notified, 40, support::Sent::Once).await;
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("the store is out of reach: waiting for it"),
+        "each failure is logged as an outage: {said}"
+    );
+    assert!(!said.contains("STALLED"), "{said}");
+}
