@@ -17,11 +17,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
-use bounda::{App, seconds};
 use bounda_postgres::testing::{self, Proxy};
 use bounda_postgres::{Options, PostgresStore};
 use storefront::order::{Item, PlaceOrder};
-use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
@@ -96,16 +94,7 @@ async fn three_machines_one_cut_off_holding_claims_run_every_order_once() {
     )
     .await
     .unwrap();
-    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
-    let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let timing = storefront::Timing {
-        payment_window: seconds(2),
-        reminder_delay: seconds(1),
-    };
-    let shop = storefront::app(App::builder(store), notifier, gateway, timing)
-        .build()
-        .await
-        .unwrap();
+    let shop = support::shop(store).await;
 
     let server = testing::address().unwrap();
     let mut proxies = Vec::new();

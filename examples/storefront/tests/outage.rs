@@ -11,14 +11,12 @@
 mod support;
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
-use bounda::{App, seconds};
+use bounda::App;
 use bounda_postgres::testing;
 use bounda_postgres::{Options, PostgresStore};
 use storefront::order::{Item, OrderStatus, PlaceOrder};
-use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
@@ -58,17 +56,7 @@ async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
         schema: schema.clone(),
         ..Options::default()
     };
-    let store = PostgresStore::connect(&url, options).await.unwrap();
-    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
-    let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let timing = storefront::Timing {
-        payment_window: seconds(2),
-        reminder_delay: seconds(1),
-    };
-    let shop = storefront::app(App::builder(store), notifier, gateway, timing)
-        .build()
-        .await
-        .unwrap();
+    let shop = support::shop(PostgresStore::connect(&url, options).await.unwrap()).await;
     let mut worker = Command::new(BINARY)
         .args([
             "work",

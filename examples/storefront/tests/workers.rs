@@ -8,14 +8,12 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
+use bounda::App;
 use bounda::store::{LetterFilter, Store};
-use bounda::{App, seconds};
 use bounda_sqlite::SqliteStore;
 use storefront::order::{Item, OrderStatus, PlaceOrder};
-use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
 
 mod support;
 
@@ -24,21 +22,7 @@ use support::{deadline_runs, finished_within, log, log_by_pid, orders};
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
 async fn app_on(db: &Path) -> App {
-    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
-    let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let timing = storefront::Timing {
-        payment_window: seconds(2),
-        reminder_delay: seconds(1),
-    };
-    storefront::app(
-        App::builder(SqliteStore::open(db).unwrap()),
-        notifier,
-        gateway,
-        timing,
-    )
-    .build()
-    .await
-    .unwrap()
+    support::shop(SqliteStore::open(db).unwrap()).await
 }
 
 fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
@@ -54,6 +38,17 @@ fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     command
+}
+
+/// The claims a stopped run left on `db`: inbox runs and scheduler entries.
+fn claims_left(db: &Path) -> rusqlite::Result<(i64, i64)> {
+    rusqlite::Connection::open(db)?.query_row(
+        "SELECT
+             (SELECT COUNT(*) FROM bounda_inbox WHERE status = 'pending' AND claim_id IS NOT NULL),
+             (SELECT COUNT(*) FROM bounda_scheduled_commands WHERE claim_id IS NOT NULL)",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
 }
 
 /// How many deadlines have run so far, read while another process writes the file.
@@ -243,17 +238,7 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
     assert!(sent.success());
     let status = finished_within(child, 30);
     assert!(status.success(), "stopped cleanly: {status:?}");
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let (inbox, scheduled): (i64, i64) = conn
-        .query_row(
-            "SELECT
-                 (SELECT COUNT(*) FROM bounda_inbox WHERE status = 'pending' AND claim_id IS NOT NULL),
-                 (SELECT COUNT(*) FROM bounda_scheduled_commands WHERE claim_id IS NOT NULL)",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((inbox, scheduled), (0, 0), "no claim left behind");
+    assert_eq!(claims_left(&db).unwrap(), (0, 0), "no claim left behind");
 }
 
 // Issue 19: a signal is handled from the first moment. The binary installs its handlers before it
@@ -296,16 +281,8 @@ async fn a_signal_at_any_moment_from_the_start_stops_the_run_cleanly() {
         let status = finished_within(child, 30);
         let at = format!("seed {seed}, round {round}: {signal} {delay} ms after the file appeared");
         assert!(status.success(), "{at}: {status:?}");
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        let claims: Result<(i64, i64), _> = conn.query_row(
-            "SELECT
-                 (SELECT COUNT(*) FROM bounda_inbox WHERE status = 'pending' AND claim_id IS NOT NULL),
-                 (SELECT COUNT(*) FROM bounda_scheduled_commands WHERE claim_id IS NOT NULL)",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        );
         // Stopped before its tables were made: nothing to leave behind.
-        if let Ok(claims) = claims {
+        if let Ok(claims) = claims_left(&db) {
             assert_eq!(claims, (0, 0), "{at}: no claim left behind");
         }
     }

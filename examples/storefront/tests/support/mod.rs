@@ -17,6 +17,23 @@ use bounda::App;
 use bounda::store::LetterFilter;
 use storefront::order::{Order, OrderStatus};
 
+/// The storefront on `store` as the worker processes of these tests run it (a payment window of
+/// 2 s, a reminder after 1 s), for placing orders and reading back what happened.
+pub async fn shop(store: impl bounda::store::Store + 'static) -> App {
+    let notifier: storefront::ports::NotifierPort =
+        std::sync::Arc::new(storefront::ports::MemoryNotifier::default());
+    let gateway: storefront::ports::GatewayPort =
+        std::sync::Arc::new(storefront::ports::FakeGateway::default());
+    let timing = storefront::Timing {
+        payment_window: bounda::seconds(2),
+        reminder_delay: bounda::seconds(1),
+    };
+    storefront::app(App::builder(store), notifier, gateway, timing)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// Every order in the store, with its status.
 pub async fn orders(app: &App) -> BTreeMap<String, Option<OrderStatus>> {
     let mut orders = BTreeMap::new();
