@@ -295,8 +295,9 @@ impl Store for Racing {
         e: &str,
         c: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
-        self.inner.renew_inbox(h, e, c, now).await
+        self.inner.renew_inbox(h, e, c, now, lease).await
     }
     async fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
         self.inner.first_inbox_failure(h).await
@@ -310,8 +311,14 @@ impl Store for Racing {
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.claim_due(c, now, lease, limit).await
     }
-    async fn renew_scheduled(&self, k: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
-        self.inner.renew_scheduled(k, c, now).await
+    async fn renew_scheduled(
+        &self,
+        k: &str,
+        c: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_scheduled(k, c, now, lease).await
     }
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         self.inner.next_due_at(lease).await
@@ -341,6 +348,15 @@ impl Store for Racing {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         self.inner.claim_letter(id, claim_id, now, lease).await
+    }
+    async fn renew_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_letter(id, claim_id, now, lease).await
     }
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         if self.release_fails.load(Ordering::SeqCst) {
