@@ -1923,3 +1923,124 @@ pub async fn a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it
     assert_eq!(store.read_stream("Order", "o-2").await.unwrap().len(), 1);
 }
 
+/// What a store opened on the claims an older build wrote holds, and how they lapse: the
+/// fixture each store keeps of the build before claims kept their end (one claimed inbox pair
+/// `notify`/`e-1`, one claimed scheduler entry `k-1` and one claimed letter `l-1`, each taken at
+/// 2026-01-01T00:00:00Z with a 4 s lease, which the file does not hold). Not part of
+/// [`store_contract_tests!`](crate::store_contract_tests): a store's test opens its fixture,
+/// which migrates, and runs this on it.
+///
+/// Those claims lapse on the reader's lease, as that build read them; a claim taken afterwards
+/// keeps its own end and lapses on it.
+pub async fn claims_of_an_older_build_lapse_on_the_readers_lease(store: &dyn Store) {
+    let taken = t("2026-01-01T00:00:00Z");
+    let (reader, short) = (seconds(30), seconds(4));
+    assert_eq!(
+        store.next_due_at(reader).await.unwrap(),
+        Some(taken + reader + millis(1)),
+        "an old claim is due again on the reader's lease"
+    );
+    let ends = taken + reader;
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "new-runner", ends, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Held,
+        "an old inbox claim holds for the reader's lease, not the 4 s it was taken with"
+    );
+    assert!(
+        store
+            .claim_due("new-runner", ends, reader, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "so does an old scheduler claim"
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "new-operator", ends, reader)
+            .await
+            .unwrap(),
+        "and an old letter claim"
+    );
+    let after = ends + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "new-runner", after, short)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "taken over once the reader's lease has passed, no attempt counted"
+    );
+    assert_eq!(
+        store
+            .claim_due("new-runner", after, short, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["k-1"]
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "new-operator", after, short)
+            .await
+            .unwrap()
+    );
+    // Taken again with 4 s, by this build: a reader with 30 s takes them over just after 4 s.
+    let ends = after + short;
+    assert_eq!(
+        store.next_due_at(reader).await.unwrap(),
+        Some(ends + millis(1)),
+        "a new claim is due again at its own end"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "next-runner", ends, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Held
+    );
+    assert!(
+        store
+            .claim_due("next-runner", ends, reader, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "next-operator", ends, reader)
+            .await
+            .unwrap()
+    );
+    let after = ends + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "next-runner", after, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_due("next-runner", after, reader, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "next-operator", after, reader)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.read_event("e-1").await.unwrap().map(|e| e.position),
+        Some(1),
+        "the old build's event reads"
+    );
+}
