@@ -32,6 +32,9 @@ pub struct Racing {
     pub short_answers: AtomicBool,
     /// Whether a batch of inbox claims is answered one short.
     pub short_claims: AtomicBool,
+    /// Another operator's retry, which takes letter `.0` at `.1` just before the next commit
+    /// fenced on that letter.
+    pub rival_retry: Mutex<Option<(String, Instant)>>,
 }
 
 /// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
@@ -117,6 +120,7 @@ impl Racing {
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
             short_claims: AtomicBool::new(false),
+            rival_retry: Mutex::new(None),
         }
     }
 
@@ -237,6 +241,21 @@ impl Store for Racing {
                     .and(Err(Fault::AfterWrite.error()));
             }
             Some(fault) => return Err(fault.error()),
+        }
+        let rival = match &writes.require_letter {
+            Some(hold) => {
+                let mut rival = self.rival_retry.lock().expect("not poisoned");
+                rival.take_if(|(id, _)| *id == hold.id)
+            }
+            None => None,
+        };
+        if let Some((id, at)) = rival {
+            let taken = self
+                .inner
+                .claim_letter(&id, "rival-operator", at, bounda::seconds(60))
+                .await
+                .expect("the rival's claim is answered");
+            assert!(taken, "the rival retry takes letter `{id}` at {at}");
         }
         if let Some(append) = writes.appends.first()
             && self.races.load(Ordering::SeqCst) > 0
