@@ -8,8 +8,9 @@
 
 use bounda::Instant;
 use bounda::store::{
-    Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterSettle,
-    ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterHold,
+    LetterSettle, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, StoreError,
+    WriteSet,
 };
 use deadpool_postgres::GenericClient;
 
@@ -42,8 +43,8 @@ pub(crate) async fn apply(
     names: &Names,
     writes: &WriteSet,
 ) -> Result<Committed, CommitError> {
-    if let Some(id) = &writes.require_letter {
-        require_failed(client, names, id).await?;
+    if let Some(hold) = &writes.require_letter {
+        require_held(client, names, hold).await?;
     }
     // A letter filed with its claim's give-up keeps the run's first failure.
     let first_failure = match writes.dead_letters.is_empty() {
@@ -294,7 +295,7 @@ async fn settle_inbox(
             "UPDATE {t}inbox
              SET status = $4, retry_at = $5, last_error = coalesce($6, last_error),
                  first_failed_at = coalesce(first_failed_at, $7), claimed_at = NULL,
-                 attempts = attempts + (CASE WHEN $4 <> 'succeeded' THEN 1 ELSE 0 END)
+                 lease_until = NULL, attempts = attempts + (CASE WHEN $4 <> 'succeeded' THEN 1 ELSE 0 END)
              WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
         ),
         &[
@@ -321,7 +322,7 @@ async fn release_inbox(
     let changed = execute(
         client,
         &names.sql(
-            "UPDATE {t}inbox SET claimed_at = NULL, claim_id = NULL
+            "UPDATE {t}inbox SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
              WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
         ),
         &[&mark.handler, &mark.event_id, &mark.claim_id],
@@ -371,7 +372,7 @@ async fn release_scheduled(
                     "UPDATE {t}scheduled_commands
                      SET execute_at = $3, last_error = $4, attempts = attempts + 1,
                          first_failed_at = coalesce(first_failed_at, $5),
-                         claimed_at = NULL, claim_id = NULL
+                         claimed_at = NULL, lease_until = NULL, claim_id = NULL
                      WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled",
                 ),
                 &[
@@ -393,7 +394,7 @@ async fn release_scheduled(
             client,
             &names.sql(
                 "UPDATE {t}scheduled_commands
-                 SET claimed_at = NULL, claim_id = NULL, rescheduled = FALSE
+                 SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE
                  WHERE dedupe_key = $1 AND claim_id = $2",
             ),
             &[&release.dedupe_key, &release.claim_id],
@@ -424,7 +425,8 @@ async fn move_entry(
             "UPDATE {t}scheduled_commands
              SET command_type = $3, aggregate_id = $4, payload = $5, execute_at = $6,
                  context = $7, attempts = 0, last_error = NULL, first_failed_at = NULL,
-                 claimed_at = NULL, claim_id = NULL, rescheduled = FALSE, revision = revision + 1
+                 claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE,
+                 revision = revision + 1
              WHERE dedupe_key = $1 AND claim_id = $2",
         ),
         &[
@@ -553,26 +555,32 @@ async fn keep_snapshot(
     Ok(())
 }
 
-/// Refuses the write set unless letter `id` is still `failed`, and keeps it so until the commit:
-/// the row is read `FOR SHARE`, so an operator's discard waits for this step instead of landing
-/// between its check and its commit.
-async fn require_failed(
+/// Refuses the write set unless the letter is still `failed` and held by the retry's claim, and
+/// keeps it so until the commit: the row is read `FOR SHARE`, so an operator's discard, or
+/// another retry's claim, waits for this step instead of landing between its check and its
+/// commit.
+async fn require_held(
     client: &impl GenericClient,
     names: &Names,
-    id: &str,
+    hold: &LetterHold,
 ) -> Result<(), CommitError> {
     let row = query_opt(
         client,
-        &names.sql("SELECT status FROM {t}dead_letters WHERE id = $1 FOR SHARE"),
-        &[&id],
+        &names.sql("SELECT status, claim_id FROM {t}dead_letters WHERE id = $1 FOR SHARE"),
+        &[&hold.id],
     )
     .await
     .map_err(failed("cannot read a dead letter"))?;
-    let status: Option<String> = row.map(|row| rows::get(&row, 0)).transpose()?;
-    match status.as_deref() {
-        Some("failed") => Ok(()),
-        Some(_) => Err(CommitError::LetterSettled { id: id.to_owned() }),
-        None => Err(StoreError::new(format!("no dead letter `{id}`")).into()),
+    let Some(row) = row else {
+        return Err(StoreError::new(format!("no dead letter `{}`", hold.id)).into());
+    };
+    let status: String = rows::get(&row, 0)?;
+    let claim_id: Option<String> = rows::get(&row, 1)?;
+    match status == "failed" && claim_id.as_deref() == Some(hold.claim_id.as_str()) {
+        true => Ok(()),
+        false => Err(CommitError::LetterSettled {
+            id: hold.id.clone(),
+        }),
     }
 }
 

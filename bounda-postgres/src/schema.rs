@@ -105,6 +105,19 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (aggregate_type, aggregate_id)
     );
     ",
+    // 2: a claim keeps its end, so it lapses on the lease it was taken with, not on the lease of
+    // whoever reads it. A claim taken before has none and lapses on the reader's lease; the
+    // idle check reads the ends and those few claims from an index each.
+    "
+    ALTER TABLE {t}inbox ADD COLUMN lease_until TIMESTAMPTZ;
+    ALTER TABLE {t}scheduled_commands ADD COLUMN lease_until TIMESTAMPTZ;
+    ALTER TABLE {t}dead_letters ADD COLUMN lease_until TIMESTAMPTZ;
+    DROP INDEX {t}scheduled_claimed;
+    CREATE INDEX {p}scheduled_lease ON {t}scheduled_commands (lease_until)
+        WHERE lease_until IS NOT NULL;
+    CREATE INDEX {p}scheduled_unended ON {t}scheduled_commands (claimed_at)
+        WHERE claimed_at IS NOT NULL AND lease_until IS NULL;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -17,6 +17,20 @@ use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, commit};
 
+/// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
+/// or its lease has passed (a claim that ends now has not passed yet). A claim written before
+/// claims kept their end lapses on the reader's lease: taken before `$before` (`now - lease`).
+/// `$row` qualifies the columns (`i.`) where a statement needs it.
+#[rustfmt::skip] // on two lines, as the condition reads
+macro_rules! free_claim {
+    ($row:literal, $now:literal, $before:literal) => {
+        concat!(
+            "(", $row, "claimed_at IS NULL OR ", $row, "lease_until < ", $now,
+            " OR (", $row, "lease_until IS NULL AND ", $row, "claimed_at < ", $before, "))"
+        )
+    };
+}
+
 #[async_trait]
 impl Store for PostgresStore {
     async fn read_stream(
@@ -265,13 +279,20 @@ impl Store for PostgresStore {
         event_id: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
         let changed = self
             .changed(
                 "cannot renew an inbox claim",
-                "UPDATE {t}inbox SET claimed_at = $4
+                "UPDATE {t}inbox SET claimed_at = $4, lease_until = $5
                  WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
-                &[&handler, &event_id, &claim_id, &now.to_chrono()],
+                &[
+                    &handler,
+                    &event_id,
+                    &claim_id,
+                    &now.to_chrono(),
+                    &(now + lease).to_chrono(),
+                ],
             )
             .await?;
         Ok(changed == 1)
@@ -315,13 +336,19 @@ impl Store for PostgresStore {
         dedupe_key: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
         let changed = self
             .changed(
                 "cannot renew a scheduler claim",
-                "UPDATE {t}scheduled_commands SET claimed_at = $3
+                "UPDATE {t}scheduled_commands SET claimed_at = $3, lease_until = $4
                  WHERE dedupe_key = $1 AND claim_id = $2",
-                &[&dedupe_key, &claim_id, &now.to_chrono()],
+                &[
+                    &dedupe_key,
+                    &claim_id,
+                    &now.to_chrono(),
+                    &(now + lease).to_chrono(),
+                ],
             )
             .await?;
         Ok(changed == 1)
@@ -333,15 +360,19 @@ impl Store for PostgresStore {
                 "cannot read the next due moment",
                 "SELECT
                      (SELECT min(execute_at) FROM {t}scheduled_commands WHERE claimed_at IS NULL),
+                     (SELECT min(lease_until) FROM {t}scheduled_commands
+                      WHERE lease_until IS NOT NULL),
                      (SELECT min(claimed_at) FROM {t}scheduled_commands
-                      WHERE claimed_at IS NOT NULL)",
+                      WHERE claimed_at IS NOT NULL AND lease_until IS NULL)",
                 &[],
             )
             .await?;
         let free = rows::optional_instant(&row, 0)?;
-        // A claimed entry is due again 1 ms after its lease ends (spec 176).
-        let claimed = rows::optional_instant(&row, 1)?.map(|at| at + lease + millis(1));
-        Ok(free.into_iter().chain(claimed).min())
+        // A claimed entry is due again 1 ms after its lease ends (spec 176); one claimed without
+        // its end, `lease` after it was taken.
+        let ending = rows::optional_instant(&row, 1)?.map(|until| until + millis(1));
+        let unended = rows::optional_instant(&row, 2)?.map(|at| at + lease + millis(1));
+        Ok(free.into_iter().chain(ending).chain(unended).min())
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
@@ -434,9 +465,36 @@ impl Store for PostgresStore {
         let changed = self
             .changed(
                 "cannot claim a dead letter",
-                "UPDATE {t}dead_letters SET claim_id = $2, claimed_at = $3
-                 WHERE id = $1 AND status = 'failed' AND (claim_id IS NULL OR claimed_at < $4)",
-                &[&id, &claim_id, &now.to_chrono(), &(now - lease).to_chrono()],
+                concat!(
+                    "UPDATE {t}dead_letters SET claim_id = $2, claimed_at = $3, lease_until = $5
+                     WHERE id = $1 AND status = 'failed' AND ",
+                    free_claim!("", "$3", "$4")
+                ),
+                &[
+                    &id,
+                    &claim_id,
+                    &now.to_chrono(),
+                    &(now - lease).to_chrono(),
+                    &(now + lease).to_chrono(),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn renew_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let changed = self
+            .changed(
+                "cannot renew a dead letter's claim",
+                "UPDATE {t}dead_letters SET claimed_at = $3, lease_until = $4
+                 WHERE id = $1 AND claim_id = $2 AND status = 'failed'",
+                &[&id, &claim_id, &now.to_chrono(), &(now + lease).to_chrono()],
             )
             .await?;
         Ok(changed == 1)
@@ -445,7 +503,7 @@ impl Store for PostgresStore {
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         self.changed(
             "cannot release a dead letter",
-            "UPDATE {t}dead_letters SET claim_id = NULL, claimed_at = NULL
+            "UPDATE {t}dead_letters SET claim_id = NULL, claimed_at = NULL, lease_until = NULL
                  WHERE id = $1 AND claim_id = $2",
             &[&id, &claim_id],
         )
@@ -613,7 +671,7 @@ fn letter_filter(filter: &LetterFilter) -> (Option<&str>, Option<&str>, Option<&
     )
 }
 
-/// Claims one inbox pair: a new pair, an expired claim, a released one or a failure whose retry
+/// Claims one inbox pair: a new pair, a lapsed claim, a released one or a failure whose retry
 /// is due is taken; anything else is reported as it stands. `attempts` counts the runs that
 /// failed, so a claim that lapsed (its runner killed) spends none. A pair another dispatcher is
 /// claiming at this moment is waited for, then answered as it stands.
@@ -628,22 +686,26 @@ async fn claim_one(
 ) -> Result<InboxClaim, StoreError> {
     let claimed = query_opt(
         client,
-        &names.sql(
-            "INSERT INTO {t}inbox AS i (handler, event_id, status, attempts, claimed_at, claim_id)
-             VALUES ($1, $2, 'pending', 0, $3, $4)
+        &names.sql(concat!(
+            "INSERT INTO {t}inbox AS i
+                 (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
+             VALUES ($1, $2, 'pending', 0, $3, $6, $4)
              ON CONFLICT (handler, event_id) DO UPDATE SET
                  status = 'pending', claimed_at = excluded.claimed_at,
-                 claim_id = excluded.claim_id, retry_at = NULL
-             WHERE (i.status = 'pending' AND (i.claimed_at IS NULL OR i.claimed_at < $5))
+                 lease_until = excluded.lease_until, claim_id = excluded.claim_id, retry_at = NULL
+             WHERE (i.status = 'pending' AND ",
+            free_claim!("i.", "$3", "$5"),
+            ")
                 OR (i.status = 'failed' AND i.retry_at <= $3)
-             RETURNING i.attempts + 1",
-        ),
+             RETURNING i.attempts + 1"
+        )),
         &[
             &handler,
             &event_id,
             &now.to_chrono(),
             &claim_id,
             &(now - lease).to_chrono(),
+            &(now + lease).to_chrono(),
         ],
     )
     .await
@@ -669,8 +731,8 @@ async fn claim_one(
     })
 }
 
-/// Claims up to `limit` entries due at `now`, free or with a claim older than `lease`, under
-/// `claim_id`, in due order: rows another worker is claiming at this moment are skipped, not
+/// Claims up to `limit` entries due at `now`, free or with a lapsed claim, under `claim_id` until
+/// `now + lease`, in due order: rows another worker is claiming at this moment are skipped, not
 /// waited for.
 pub(crate) async fn claim(
     client: &impl GenericClient,
@@ -685,14 +747,15 @@ pub(crate) async fn claim(
         &names.sql(&format!(
             "WITH due AS (
                  SELECT dedupe_key FROM {{t}}scheduled_commands
-                 WHERE execute_at <= $1 AND (claimed_at IS NULL OR claimed_at < $3)
+                 WHERE execute_at <= $1 AND {}
                  ORDER BY execute_at, dedupe_key
                  LIMIT $4
                  FOR UPDATE SKIP LOCKED)
              UPDATE {{t}}scheduled_commands s
-             SET claimed_at = $1, claim_id = $2, rescheduled = FALSE
+             SET claimed_at = $1, lease_until = $5, claim_id = $2, rescheduled = FALSE
              FROM due WHERE s.dedupe_key = due.dedupe_key
              RETURNING {}",
+            free_claim!("", "$1", "$3"),
             rows::SCHEDULED_COLUMNS
         )),
         &[
@@ -700,6 +763,7 @@ pub(crate) async fn claim(
             &claim_id,
             &(now - lease).to_chrono(),
             &rows::limit(limit),
+            &(now + lease).to_chrono(),
         ],
     )
     .await

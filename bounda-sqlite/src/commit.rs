@@ -3,8 +3,8 @@
 
 use bounda::Instant;
 use bounda::store::{
-    Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterSettle,
-    ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, WriteSet,
+    Append, Appended, CommitError, Committed, DeadLetter, InboxMark, InboxOutcome, LetterHold,
+    LetterSettle, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -15,8 +15,8 @@ use crate::sql;
 /// error. The scheduler release runs before the new entries, so a step can settle its own claim
 /// and re-arm the same key.
 pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, CommitError> {
-    if let Some(id) = &writes.require_letter {
-        require_failed(conn, id)?;
+    if let Some(hold) = &writes.require_letter {
+        require_held(conn, hold)?;
     }
     // A letter filed with its claim's give-up keeps the run's first failure.
     let first_failure = match writes.dead_letters.is_empty() {
@@ -213,7 +213,7 @@ fn settle_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError> 
             "UPDATE bounda_inbox
              SET status = ?4, retry_at = ?5, last_error = COALESCE(?6, last_error),
                  first_failed_at = COALESCE(first_failed_at, ?7), claimed_at = NULL,
-                 attempts = attempts + (?4 <> 'succeeded')
+                 lease_until = NULL, attempts = attempts + (?4 <> 'succeeded')
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
         .and_then(|mut statement| {
@@ -236,7 +236,7 @@ fn release_inbox(conn: &Connection, mark: &InboxMark) -> Result<(), CommitError>
     let changed = conn
         .prepare_cached(
             "UPDATE bounda_inbox
-             SET claimed_at = NULL, claim_id = NULL
+             SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
         .and_then(|mut statement| {
@@ -275,7 +275,7 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
                 "UPDATE bounda_scheduled_commands
                  SET execute_at = ?3, last_error = ?4, attempts = attempts + 1,
                      first_failed_at = COALESCE(first_failed_at, ?5),
-                     claimed_at = NULL, claim_id = NULL
+                     claimed_at = NULL, lease_until = NULL, claim_id = NULL
                  WHERE dedupe_key = ?1 AND claim_id = ?2 AND rescheduled = 0",
             )
             .and_then(|mut s| {
@@ -295,7 +295,7 @@ fn release_scheduled(conn: &Connection, release: &ScheduledRelease) -> Result<()
         0 => conn
             .prepare_cached(
                 "UPDATE bounda_scheduled_commands
-                 SET claimed_at = NULL, claim_id = NULL, rescheduled = 0
+                 SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = 0
                  WHERE dedupe_key = ?1 AND claim_id = ?2",
             )
             .and_then(|mut s| s.execute(params![release.dedupe_key, release.claim_id]))
@@ -322,7 +322,8 @@ fn move_entry(
             "UPDATE bounda_scheduled_commands
              SET command_type = ?3, aggregate_id = ?4, payload = ?5, execute_at = ?6,
                  context = ?7, attempts = 0, last_error = NULL, first_failed_at = NULL,
-                 claimed_at = NULL, claim_id = NULL, rescheduled = 0, revision = revision + 1
+                 claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = 0,
+                 revision = revision + 1
              WHERE dedupe_key = ?1 AND claim_id = ?2",
         )
         .and_then(|mut s| {
@@ -434,16 +435,25 @@ fn keep_snapshot(conn: &Connection, snapshot: &Snapshot) -> Result<(), CommitErr
     Ok(())
 }
 
-/// Refuses the write set unless letter `id` is still `failed`.
-fn require_failed(conn: &Connection, id: &str) -> Result<(), CommitError> {
-    let status: Option<String> = conn
-        .prepare_cached("SELECT status FROM bounda_dead_letters WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id], |row| row.get(0)).optional())
+/// Refuses the write set unless the letter is still `failed` and held by the retry's claim.
+fn require_held(conn: &Connection, hold: &LetterHold) -> Result<(), CommitError> {
+    let found: Option<(String, Option<String>)> = conn
+        .prepare_cached("SELECT status, claim_id FROM bounda_dead_letters WHERE id = ?1")
+        .and_then(|mut s| {
+            s.query_row([&hold.id], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
         .map_err(sql("cannot read a dead letter"))?;
-    match status.as_deref() {
-        Some("failed") => Ok(()),
-        Some(_) => Err(CommitError::LetterSettled { id: id.to_owned() }),
-        None => Err(bounda::store::StoreError::new(format!("no dead letter `{id}`")).into()),
+    match found {
+        Some((status, claim_id))
+            if status == "failed" && claim_id.as_deref() == Some(hold.claim_id.as_str()) =>
+        {
+            Ok(())
+        }
+        Some(_) => Err(CommitError::LetterSettled {
+            id: hold.id.clone(),
+        }),
+        None => Err(bounda::store::StoreError::new(format!("no dead letter `{}`", hold.id)).into()),
     }
 }
 

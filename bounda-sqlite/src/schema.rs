@@ -139,6 +139,19 @@ const MIGRATIONS: &[&str] = &[
     "
     ALTER TABLE bounda_scheduled_commands ADD COLUMN rescheduled INTEGER NOT NULL DEFAULT 0;
     ",
+    // 8: a claim keeps its end, so it lapses on the lease it was taken with, not on the lease of
+    // whoever reads it. A claim taken before has none and lapses on the reader's lease; the
+    // idle check reads the ends and those few claims from an index each.
+    "
+    ALTER TABLE bounda_inbox ADD COLUMN lease_until TEXT;
+    ALTER TABLE bounda_scheduled_commands ADD COLUMN lease_until TEXT;
+    ALTER TABLE bounda_dead_letters ADD COLUMN lease_until TEXT;
+    DROP INDEX bounda_scheduled_claimed;
+    CREATE INDEX bounda_scheduled_lease ON bounda_scheduled_commands (lease_until)
+        WHERE lease_until IS NOT NULL;
+    CREATE INDEX bounda_scheduled_unended ON bounda_scheduled_commands (claimed_at)
+        WHERE claimed_at IS NOT NULL AND lease_until IS NULL;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -10,11 +10,31 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, param
 
 use crate::{SqliteStore, commit, rows, sql};
 
-/// `now - lease`: claims taken before it have expired; one taken at it ends its lease now, and
-/// is taken over only once the lease has passed.
+/// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
+/// or its lease has passed (a claim that ends now has not passed yet). A claim written before
+/// claims kept their end lapses on the reader's lease: taken before `$before`, from
+/// [`expired_before`].
+#[rustfmt::skip] // on two lines, as the condition reads
+macro_rules! free_claim {
+    ($now:literal, $before:literal) => {
+        concat!(
+            "(claimed_at IS NULL OR lease_until < ", $now,
+            " OR (lease_until IS NULL AND claimed_at < ", $before, "))"
+        )
+    };
+}
+
+/// `now - lease`: a claim written without its end and taken before it has lapsed on the reader's
+/// lease; one taken at it ends now, and is taken over only once the lease has passed.
 fn expired_before(now: Instant, lease: Duration) -> String {
     // Saturates: a lease longer than the calendar expires nothing.
     (now - lease).to_string()
+}
+
+/// `now + lease`: when a claim taken or renewed now ends.
+fn lease_until(now: Instant, lease: Duration) -> String {
+    // Saturates: a lease longer than the calendar ends at the last moment, and never passes.
+    (now + lease).to_string()
 }
 
 #[async_trait]
@@ -247,13 +267,22 @@ impl Store for SqliteStore {
         event_id: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
-            "UPDATE bounda_inbox SET claimed_at = ?4
+            "UPDATE bounda_inbox SET claimed_at = ?4, lease_until = ?5
              WHERE handler = ?1 AND event_id = ?2 AND claim_id = ?3 AND status = 'pending'",
         )
-        .and_then(|mut s| s.execute(params![handler, event_id, claim_id, now.to_string()]))
+        .and_then(|mut s| {
+            s.execute(params![
+                handler,
+                event_id,
+                claim_id,
+                now.to_string(),
+                lease_until(now, lease)
+            ])
+        })
         .map(|changed| changed == 1)
         .map_err(sql("cannot renew an inbox claim"))
     }
@@ -290,10 +319,11 @@ impl Store for SqliteStore {
         let conn = self.lock()?;
         // Nothing due is the common answer: find it out with a read, not a write transaction.
         let due: Option<i64> = conn
-            .prepare_cached(
-                "SELECT 1 FROM bounda_scheduled_commands
-                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?2) LIMIT 1",
-            )
+            .prepare_cached(concat!(
+                "SELECT 1 FROM bounda_scheduled_commands WHERE execute_at <= ?1 AND ",
+                free_claim!("?1", "?2"),
+                " LIMIT 1"
+            ))
             .and_then(|mut s| {
                 s.query_row(
                     params![now.to_string(), expired_before(now, lease)],
@@ -313,37 +343,49 @@ impl Store for SqliteStore {
         dedupe_key: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
-            "UPDATE bounda_scheduled_commands SET claimed_at = ?3
+            "UPDATE bounda_scheduled_commands SET claimed_at = ?3, lease_until = ?4
              WHERE dedupe_key = ?1 AND claim_id = ?2",
         )
-        .and_then(|mut s| s.execute(params![dedupe_key, claim_id, now.to_string()]))
+        .and_then(|mut s| {
+            s.execute(params![
+                dedupe_key,
+                claim_id,
+                now.to_string(),
+                lease_until(now, lease)
+            ])
+        })
         .map(|changed| changed == 1)
         .map_err(sql("cannot renew a scheduler claim"))
     }
 
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
-        let (free, claimed): (Option<String>, Option<String>) = conn
+        let (free, ending, unended): (Option<String>, Option<String>, Option<String>) = conn
             .prepare_cached(
                 "SELECT
                      (SELECT MIN(execute_at) FROM bounda_scheduled_commands WHERE claimed_at IS NULL),
-                     (SELECT MIN(claimed_at) FROM bounda_scheduled_commands WHERE claimed_at IS NOT NULL)",
+                     (SELECT MIN(lease_until) FROM bounda_scheduled_commands
+                      WHERE lease_until IS NOT NULL),
+                     (SELECT MIN(claimed_at) FROM bounda_scheduled_commands
+                      WHERE claimed_at IS NOT NULL AND lease_until IS NULL)",
             )
-            .and_then(|mut s| s.query_row([], |row| Ok((row.get(0)?, row.get(1)?))))
+            .and_then(|mut s| s.query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
             .map_err(sql("cannot read the next due moment"))?;
-        let parse = |text: String| {
-            Instant::parse(&text).map_err(|e| StoreError::with_source("unreadable moment", e))
+        let parse = |text: Option<String>| {
+            text.map(|text| Instant::parse(&text))
+                .transpose()
+                .map_err(|e| StoreError::with_source("unreadable moment", e))
         };
-        let free = free.map(parse).transpose()?;
-        // A claimed entry is due again 1 ms after its lease ends (spec 176).
-        let claimed = claimed
-            .map(parse)
-            .transpose()?
-            .map(|claimed_at| claimed_at + lease + millis(1));
-        Ok(free.into_iter().chain(claimed).min())
+        let free = parse(free)?;
+        // A claimed entry is due again 1 ms after its lease ends (spec 176); one claimed without
+        // its end, `lease` after it was taken.
+        let ending = parse(ending)?.map(|until| until + millis(1));
+        let unended = parse(unended)?.map(|claimed_at| claimed_at + lease + millis(1));
+        Ok(free.into_iter().chain(ending).chain(unended).min())
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
@@ -435,26 +477,52 @@ impl Store for SqliteStore {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         let conn = self.lock()?;
-        conn.prepare_cached(
-            "UPDATE bounda_dead_letters SET claim_id = ?2, claimed_at = ?3
-             WHERE id = ?1 AND status = 'failed' AND (claim_id IS NULL OR claimed_at < ?4)",
-        )
+        conn.prepare_cached(concat!(
+            "UPDATE bounda_dead_letters SET claim_id = ?2, claimed_at = ?3, lease_until = ?5
+             WHERE id = ?1 AND status = 'failed' AND ",
+            free_claim!("?3", "?4")
+        ))
         .and_then(|mut s| {
             s.execute(params![
                 id,
                 claim_id,
                 now.to_string(),
-                expired_before(now, lease)
+                expired_before(now, lease),
+                lease_until(now, lease)
             ])
         })
         .map(|changed| changed == 1)
         .map_err(sql("cannot claim a dead letter"))
     }
 
+    async fn renew_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_dead_letters SET claimed_at = ?3, lease_until = ?4
+             WHERE id = ?1 AND claim_id = ?2 AND status = 'failed'",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                claim_id,
+                now.to_string(),
+                lease_until(now, lease)
+            ])
+        })
+        .map(|changed| changed == 1)
+        .map_err(sql("cannot renew a dead letter's claim"))
+    }
+
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
-            "UPDATE bounda_dead_letters SET claim_id = NULL, claimed_at = NULL
+            "UPDATE bounda_dead_letters SET claim_id = NULL, claimed_at = NULL, lease_until = NULL
              WHERE id = ?1 AND claim_id = ?2",
         )
         .and_then(|mut s| s.execute(params![id, claim_id]))
@@ -527,7 +595,7 @@ fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
     (clause, values)
 }
 
-/// Claims one inbox pair on `conn`: a new pair, an expired claim, a released one or
+/// Claims one inbox pair on `conn`: a new pair, a lapsed claim, a released one or
 /// a failure whose retry is due is taken; anything else is reported as it stands. `attempts`
 /// counts the runs that failed, so a claim that lapsed (its runner killed) spends none.
 fn claim_one(
@@ -540,16 +608,19 @@ fn claim_one(
 ) -> Result<InboxClaim, StoreError> {
     let now_text = now.to_string();
     let claimed: Option<u32> = conn
-        .prepare_cached(
-            "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
-             VALUES (?1, ?2, 'pending', 0, ?3, ?4)
+        .prepare_cached(concat!(
+            "INSERT INTO bounda_inbox
+                 (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
+             VALUES (?1, ?2, 'pending', 0, ?3, ?6, ?4)
              ON CONFLICT (handler, event_id) DO UPDATE SET
                  status = 'pending', claimed_at = excluded.claimed_at,
-                 claim_id = excluded.claim_id, retry_at = NULL
-             WHERE (status = 'pending' AND (claimed_at IS NULL OR claimed_at < ?5))
+                 lease_until = excluded.lease_until, claim_id = excluded.claim_id, retry_at = NULL
+             WHERE (status = 'pending' AND ",
+            free_claim!("?3", "?5"),
+            ")
                 OR (status = 'failed' AND retry_at <= ?3)
-             RETURNING attempts + 1",
-        )
+             RETURNING attempts + 1"
+        ))
         .and_then(|mut s| {
             s.query_row(
                 params![
@@ -557,7 +628,8 @@ fn claim_one(
                     event_id,
                     now_text,
                     claim_id,
-                    expired_before(now, lease)
+                    expired_before(now, lease),
+                    lease_until(now, lease)
                 ],
                 |row| row.get(0),
             )
@@ -599,12 +671,13 @@ pub(crate) fn claim(
     let mut statement = conn
         .prepare_cached(&format!(
             "UPDATE bounda_scheduled_commands
-             SET claimed_at = ?1, claim_id = ?2, rescheduled = 0
+             SET claimed_at = ?1, lease_until = ?5, claim_id = ?2, rescheduled = 0
              WHERE dedupe_key IN (
                  SELECT dedupe_key FROM bounda_scheduled_commands
-                 WHERE execute_at <= ?1 AND (claimed_at IS NULL OR claimed_at < ?3)
+                 WHERE execute_at <= ?1 AND {}
                  ORDER BY execute_at, dedupe_key LIMIT ?4)
              RETURNING {}",
+            free_claim!("?1", "?3"),
             rows::SCHEDULED_COLUMNS
         ))
         .map_err(sql("cannot prepare a claim"))?;
@@ -614,7 +687,8 @@ pub(crate) fn claim(
                 now.to_string(),
                 claim_id,
                 expired_before(now, lease),
-                limit as u64
+                limit as u64,
+                lease_until(now, lease)
             ],
             rows::scheduled,
         )

@@ -522,3 +522,248 @@ async fn two_retries_at_once_run_the_letter_once() {
         ["OrderPlaced", "ConfirmationSent"]
     );
 }
+
+/// A process whose steps, while its letter is retried, take the time `RETRY` says, and may try
+/// to take the letter as another operator would.
+mod slow {
+    use std::cell::{Cell, RefCell};
+    use std::sync::Arc;
+
+    use bounda::clock::{Clock, SimulatedClock};
+    use bounda::prelude::*;
+    use bounda::store::Store;
+
+    use crate::support::storefront::*;
+
+    /// The lease of the app below: twice its handlers' 2 s time limit.
+    pub const LEASE: Duration = seconds(4);
+
+    /// What a step reaches while it runs: the app's clock, how long a step takes, and the
+    /// store and letter another operator tries to take meanwhile, if any.
+    pub struct Retry {
+        pub clock: Arc<SimulatedClock>,
+        pub takes: Duration,
+        pub rival: Option<(Arc<dyn Store>, String)>,
+    }
+
+    thread_local! {
+        /// Whether the confirmation's step fails, per test thread.
+        pub static BROKEN: Cell<bool> = const { Cell::new(true) };
+        /// Set while the letter is retried.
+        pub static RETRY: RefCell<Option<Retry>> = const { RefCell::new(None) };
+        /// What another operator's claim on the letter answered, one per step.
+        pub static ANSWERS: RefCell<Vec<bool>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// One step of a retry: another operator may try to take the letter, then the step takes
+    /// its time.
+    async fn slow_step() {
+        let Some((clock, takes, rival)) = RETRY.with(|retry| {
+            retry
+                .borrow()
+                .as_ref()
+                .map(|r| (r.clock.clone(), r.takes, r.rival.clone()))
+        }) else {
+            return;
+        };
+        if let Some((store, letter)) = rival {
+            let taken = store
+                .claim_letter(&letter, "another-operator", clock.now(), LEASE)
+                .await
+                .unwrap();
+            ANSWERS.with(|answers| answers.borrow_mut().push(taken));
+        }
+        // Moved last, with nothing awaited after: the step returns before its time limit is
+        // looked at.
+        clock.advance(takes);
+    }
+
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Slow {
+        pub steps: u32,
+    }
+
+    #[process]
+    impl Slow {
+        async fn on_order_placed(_cx: On<'_, Self, OrderPlaced>) -> Result<SlowPatch> {
+            Ok(SlowPatch::default())
+        }
+
+        async fn on_confirmation_sent(cx: On<'_, Self, ConfirmationSent>) -> Result<SlowPatch> {
+            if BROKEN.with(Cell::get) {
+                anyhow::bail!("the confirmation service is down");
+            }
+            slow_step().await;
+            Ok(SlowPatch::default().steps(cx.state().steps + 1))
+        }
+
+        async fn on_reminder_sent(cx: On<'_, Self, ReminderSent>) -> Result<SlowPatch> {
+            slow_step().await;
+            Ok(SlowPatch::default().steps(cx.state().steps + 1))
+        }
+
+        async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<SlowPatch> {
+            slow_step().await;
+            Ok(SlowPatch::default().steps(cx.state().steps + 1))
+        }
+    }
+}
+
+/// An app on `store` running `slow::Slow` under a 4 s lease, whose instance `o-1` failed on its
+/// confirmation: the app and the letter.
+async fn a_slow_process_letter_on(
+    store: std::sync::Arc<dyn bounda::store::Store>,
+) -> (TestApp, String) {
+    let mut config = bounda::config::Config::default();
+    config.commands.timeout = seconds(2);
+    config.policies.timeout = seconds(2);
+    config.processes.handler_timeout = seconds(2);
+    let app = TestApp::new(
+        App::builder_shared(store)
+            .only_listed()
+            .config(config)
+            .process::<slow::Slow>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.dispatch(RecordConfirmationSent {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letter = support::letters(&app).await[0].id.clone();
+    (app, letter)
+}
+
+/// The events the process handled on instance `o-1`, in order.
+async fn slow_handled(app: &TestApp) -> Vec<String> {
+    app.app()
+        .store()
+        .read_stream("process:Slow", "o-1")
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.event_type == "ProcessHandled")
+        .map(|e| {
+            e.payload["eventType"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+// Issue 19: an operator's retry of a process letter renews its claim on the letter as it goes,
+// as runners renew theirs: a retry of three steps of 3 s each, under a 4 s lease, keeps the
+// letter from another operator's retry to the end.
+#[tokio::test]
+async fn a_long_process_retry_keeps_its_letter_from_another_operators_retry() {
+    let store = support::database::store().await;
+    let (app, letter) = a_slow_process_letter_on(store.clone()).await;
+    // Parked behind the letter: two more steps for its retry.
+    app.dispatch(SendReminder {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+
+    slow::BROKEN.with(|b| b.set(false));
+    slow::RETRY.with(|retry| {
+        *retry.borrow_mut() = Some(slow::Retry {
+            clock: app.clock().clone(),
+            // Three quarters of the lease.
+            takes: millis(3_000),
+            rival: Some((store.clone(), letter.clone())),
+        });
+    });
+    let start = app.now();
+    let retried = app.app().dead_letters().retry(&letter).await;
+    assert_eq!(
+        slow::ANSWERS.with(|answers| answers.borrow().clone()),
+        [false, false, false],
+        "the letter was held at 0 s, 3 s and 6 s, its 4 s claim renewed as the retry went"
+    );
+    assert_eq!(app.now(), start + seconds(9), "three steps of 3 s each");
+    assert_eq!(retried.unwrap(), Retried::Done);
+    assert_eq!(
+        slow_handled(&app).await,
+        [
+            "OrderPlaced",
+            "ConfirmationSent",
+            "ReminderSent",
+            "OrderPaid"
+        ]
+    );
+    let events = app
+        .app()
+        .store()
+        .read_stream("process:Slow", "o-1")
+        .await
+        .unwrap();
+    assert_eq!(events.last().unwrap().event_type, "ProcessResumed");
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .get(&letter)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        LetterStatus::Retried
+    );
+}
+
+// Issue 19: a step of an operator's retry is written only while the retry holds its letter: a
+// step that outlasted the lease, its letter taken over meanwhile by another operator's retry,
+// commits nothing, and the retry answers that the letter is being retried.
+#[tokio::test]
+async fn a_retry_step_whose_letter_another_retry_took_over_writes_nothing() {
+    let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
+    let (app, letter) = a_slow_process_letter_on(racing.clone()).await;
+    slow::BROKEN.with(|b| b.set(false));
+    let past_the_lease = slow::LEASE + millis(1);
+    slow::RETRY.with(|retry| {
+        *retry.borrow_mut() = Some(slow::Retry {
+            clock: app.clock().clone(),
+            takes: past_the_lease,
+            rival: None,
+        });
+    });
+    *racing.rival_retry.lock().unwrap() = Some((letter.clone(), app.now() + past_the_lease));
+    let retried = app.app().dead_letters().retry(&letter).await;
+    assert_eq!(
+        retried.err().map(|error| error.code()),
+        Some("DEAD_LETTER_SETTLED")
+    );
+    assert_eq!(
+        slow_handled(&app).await,
+        ["OrderPlaced"],
+        "the confirmation's step ran, and was not written"
+    );
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .get(&letter)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        LetterStatus::Failed,
+        "the other retry's to settle"
+    );
+}

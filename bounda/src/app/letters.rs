@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::Error;
 use crate::app::App;
 use crate::app::RejectionRecord;
 use crate::app::command_run::CommandRun;
@@ -13,6 +12,7 @@ use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, WriteSet,
 };
+use crate::{Error, Instant};
 
 /// The dead letters of an app: `app.dead_letters()`.
 #[derive(Debug, Clone, Copy)]
@@ -105,19 +105,22 @@ impl DeadLetters<'_> {
         let letter = self.failed(id).await?;
         // Claimed before anything runs: of two retries at once, the second runs nothing.
         let store = self.app.store();
-        let claim_id = self.app.claim_id();
-        let now = self.app.clock().now();
+        let mut held = LetterRetry {
+            id: id.to_owned(),
+            claim_id: self.app.claim_id(),
+            claimed_at: self.app.clock().now(),
+        };
         if !store
-            .claim_letter(id, &claim_id, now, self.app.lease())
+            .claim_letter(id, &held.claim_id, held.claimed_at, self.app.lease())
             .await?
         {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }
-        let retried = self.retry_claimed(letter).await;
+        let retried = self.retry_claimed(letter, &mut held).await;
         // Settled, the claim no longer matters; failed again, the letter is free to retry. A
         // claim that cannot be released lapses with its lease: the retry's own outcome is what
         // the caller needs, so the release's failure is logged, not returned in its place.
-        if let Err(error) = store.release_letter(id, &claim_id).await {
+        if let Err(error) = store.release_letter(id, &held.claim_id).await {
             tracing::warn!(
                 letter = %id,
                 "a retried letter's claim could not be released; it lapses with its lease: {}",
@@ -128,7 +131,11 @@ impl DeadLetters<'_> {
     }
 
     /// Runs a letter's work again, its claim held.
-    async fn retry_claimed(&self, letter: DeadLetter) -> Result<Retried, Error> {
+    async fn retry_claimed(
+        &self,
+        letter: DeadLetter,
+        held: &mut LetterRetry,
+    ) -> Result<Retried, Error> {
         let id = letter.id.as_str();
         match letter.kind {
             LetterKind::Policy => {
@@ -160,7 +167,9 @@ impl DeadLetters<'_> {
                 ]);
                 let lane = event.aggregate_id.clone();
                 let work = PolicyRun::with_key(Arc::clone(policy), event, key);
-                self.app.run_letter(id, Box::new(work), lane, true).await?;
+                self.app
+                    .run_letter(held, Box::new(work), lane, true)
+                    .await?;
                 Ok(Retried::Done)
             }
             LetterKind::Scheduled => {
@@ -187,7 +196,7 @@ impl DeadLetters<'_> {
                 );
                 let mut rejections = self
                     .app
-                    .run_letter(id, Box::new(work), aggregate_id, true)
+                    .run_letter(held, Box::new(work), aggregate_id, true)
                     .await?;
                 // Logged as `command rejected` (spec 169).
                 Ok(match rejections.pop() {
@@ -195,29 +204,45 @@ impl DeadLetters<'_> {
                     None => Retried::Done,
                 })
             }
-            LetterKind::Process => self.app.retry_process_letter(&letter).await,
+            LetterKind::Process => self.app.retry_process_letter(&letter, held).await,
         }
     }
 }
 
+/// An operator's retry of a letter: the claim it holds on it, and when the claim was taken or
+/// last renewed. Each run of the retry starts from it, so a retry of many steps renews the claim
+/// at half its lease, as a worker renews its claims, and a step whose claim another retry took
+/// runs nothing.
+pub(crate) struct LetterRetry {
+    pub(crate) id: String,
+    pub(crate) claim_id: String,
+    pub(crate) claimed_at: Instant,
+}
+
 impl App {
-    /// Runs one piece of letter `id`'s work through the engine, fenced on the letter and, if
-    /// `settles`, settling it `retried` with what the run writes. Returns the run's rejections;
-    /// a run that failed is `RetryFailed`, a letter settled meanwhile `LetterSettled`.
+    /// Runs one piece of `held`'s work through the engine, fenced on the letter still held and,
+    /// if `settles`, settling it `retried` with what the run writes. Returns the run's
+    /// rejections; a run that failed is `RetryFailed`, a letter settled or taken over meanwhile
+    /// `LetterSettled`.
     pub(crate) async fn run_letter(
         &self,
-        id: &str,
+        held: &mut LetterRetry,
         work: Box<dyn Work>,
         lane: String,
         settles: bool,
     ) -> Result<Vec<RejectionRecord>, Error> {
+        let id = held.id.as_str();
         let claim = Claim::Letter {
             id: id.to_owned(),
+            claim_id: held.claim_id.clone(),
             settles,
         };
+        let run = Run::new(work, claim, 1, lane).claimed_at(held.claimed_at);
         let mut report = Report::default();
-        self.run_batch(vec![Run::new(work, claim, 1, lane)], &mut report)
-            .await?;
+        self.run_batch(vec![run], &mut report).await?;
+        if let Some(at) = report.renewed_at {
+            held.claimed_at = at;
+        }
         if report.letter_settled.is_some() {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }

@@ -20,8 +20,8 @@ use serde_json::json;
 
 use crate::store::{
     Append, ClaimDue, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair,
-    LetterFilter, LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent, ScheduledEntry,
-    ScheduledOutcome, ScheduledRelease, Snapshot, Store, WriteSet,
+    LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent,
+    ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, Store, WriteSet,
 };
 use crate::{Instant, days, millis, seconds};
 
@@ -79,6 +79,11 @@ macro_rules! store_contract_tests {
             any_json_is_kept_as_written,
             a_large_group_commit_answers_each_write_set_in_order,
             the_hours_ahead_are_read_bounded_and_the_rest_counted,
+            a_claim_lapses_on_the_lease_it_was_taken_with,
+            next_due_at_counts_a_claim_to_the_end_of_its_own_lease,
+            a_renewal_extends_a_claim_by_the_renewing_lease,
+            a_renewed_letter_claim_outlasts_its_first_lease,
+            a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -341,7 +346,7 @@ pub async fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) 
     );
     assert!(
         store
-            .renew_inbox("notify", "e-1", "c-1", now + seconds(30))
+            .renew_inbox("notify", "e-1", "c-1", now + seconds(30), lease)
             .await
             .unwrap()
     );
@@ -371,7 +376,7 @@ pub async fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) 
     );
     assert!(
         !store
-            .renew_inbox("notify", "e-1", "c-1", now + seconds(91))
+            .renew_inbox("notify", "e-1", "c-1", now + seconds(91), lease)
             .await
             .unwrap(),
         "c-1 lost it"
@@ -650,13 +655,13 @@ pub async fn due_entries_are_claimed_in_order_once(store: &dyn Store) {
     );
     assert!(
         store
-            .renew_scheduled("a", "w-3", now + seconds(61))
+            .renew_scheduled("a", "w-3", now + seconds(61), lease)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .renew_scheduled("a", "w-1", now + seconds(61))
+            .renew_scheduled("a", "w-1", now + seconds(61), lease)
             .await
             .unwrap()
     );
@@ -827,7 +832,10 @@ pub async fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
     // A write set fenced on a settled letter writes nothing.
     let fenced = WriteSet {
         appends: vec![append("Order", "o-9", 0, &["e9"])],
-        require_letter: Some("l-1".into()),
+        require_letter: Some(LetterHold {
+            id: "l-1".into(),
+            claim_id: "r-1".into(),
+        }),
         ..WriteSet::default()
     };
     assert!(matches!(
@@ -1595,4 +1603,444 @@ pub async fn the_hours_ahead_are_read_bounded_and_the_rest_counted(store: &dyn S
         .await
         .unwrap();
     assert!(!later, "nothing of the type after the last");
+}
+
+/// A letter `l-1`, filed, and an entry `k`, due at 2026-01-01T00:00:00Z.
+async fn a_letter_and_a_due_entry(store: &dyn Store) {
+    store
+        .commit(&WriteSet {
+            schedule: vec![entry("k", "2026-01-01T00:00:00Z")],
+            dead_letters: vec![letter("l-1", LetterKind::Policy, "notify")],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+}
+
+// Issue 19: a claim lapses on the lease its holder took it with, not on the lease of the runner
+// that finds it: a claim taken with 4 s is taken over by a runner with 30 s just after 4 s, and
+// one taken with 30 s is not taken over by a runner with 4 s.
+pub async fn a_claim_lapses_on_the_lease_it_was_taken_with(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let (short, long) = (seconds(4), seconds(30));
+    a_letter_and_a_due_entry(store).await;
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, short)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim_due("w-1", now, short, 10).await.unwrap().len(),
+        1
+    );
+    assert!(store.claim_letter("l-1", "r-1", now, short).await.unwrap());
+    let ends = now + short;
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", ends, long)
+            .await
+            .unwrap(),
+        InboxClaim::Held,
+        "an inbox claim that ends now has not passed yet"
+    );
+    assert!(
+        store
+            .claim_due("w-2", ends, long, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nor a scheduler claim"
+    );
+    assert!(
+        !store.claim_letter("l-1", "r-2", ends, long).await.unwrap(),
+        "nor a letter's"
+    );
+    let after = ends + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", after, long)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "taken over just after its own 4 s, whatever the reader's lease"
+    );
+    assert_eq!(
+        store
+            .claim_due("w-2", after, long, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["k"]
+    );
+    assert!(store.claim_letter("l-1", "r-2", after, long).await.unwrap());
+    // Taken with 30 s now: a runner with 4 s leaves them alone until those 30 s have passed.
+    let later = after + seconds(5);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-3", later, short)
+            .await
+            .unwrap(),
+        InboxClaim::Held,
+        "a long claim is not taken over on a short reader's lease"
+    );
+    assert!(
+        store
+            .claim_due("w-3", later, short, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "r-3", later, short)
+            .await
+            .unwrap()
+    );
+    let lapsed = after + long + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-3", lapsed, short)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_due("w-3", lapsed, short, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "r-3", lapsed, short)
+            .await
+            .unwrap()
+    );
+}
+
+// Issue 19: an idle runner with a long lease wakes when a short claim ends, not when its own
+// lease would.
+pub async fn next_due_at_counts_a_claim_to_the_end_of_its_own_lease(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    a_letter_and_a_due_entry(store).await;
+    store.claim_due("w-1", now, seconds(4), 10).await.unwrap();
+    assert_eq!(
+        store.next_due_at(seconds(30)).await.unwrap(),
+        Some(t("2026-01-01T00:00:04.001Z"))
+    );
+    assert!(
+        store
+            .renew_scheduled("k", "w-1", now + seconds(3), seconds(30))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.next_due_at(seconds(4)).await.unwrap(),
+        Some(t("2026-01-01T00:00:33.001Z")),
+        "renewed with 30 s"
+    );
+}
+
+// Issue 19: a renewal holds a claim for the renewing runner's lease from the moment it renews.
+pub async fn a_renewal_extends_a_claim_by_the_renewing_lease(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let (short, reader) = (seconds(4), seconds(1));
+    a_letter_and_a_due_entry(store).await;
+    store
+        .claim_inbox("notify", "e-1", "c-1", now, short)
+        .await
+        .unwrap();
+    store.claim_due("w-1", now, short, 10).await.unwrap();
+    let renewed = now + seconds(2);
+    assert!(
+        store
+            .renew_inbox("notify", "e-1", "c-1", renewed, seconds(10))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .renew_scheduled("k", "w-1", renewed, seconds(10))
+            .await
+            .unwrap()
+    );
+    let ends = renewed + seconds(10);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", ends, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Held,
+        "held until 10 s after the renewal"
+    );
+    assert!(
+        store
+            .claim_due("w-2", ends, reader, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "c-2", ends + millis(1), reader)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_due("w-2", ends + millis(1), reader, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+// Issue 19: an operator's retry renews its letter's claim, as runners renew theirs; a renewal
+// of a claim that is not its holder's, or of a settled letter, is refused.
+pub async fn a_renewed_letter_claim_outlasts_its_first_lease(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(4);
+    a_letter_and_a_due_entry(store).await;
+    assert!(store.claim_letter("l-1", "r-1", now, lease).await.unwrap());
+    assert!(
+        store
+            .renew_letter("l-1", "r-1", now + seconds(3), lease)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "r-2", now + seconds(5), lease)
+            .await
+            .unwrap(),
+        "held past its first lease"
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "r-2", now + seconds(7), lease)
+            .await
+            .unwrap(),
+        "a renewed lease that ends now has not passed yet"
+    );
+    assert!(
+        !store
+            .renew_letter("l-1", "r-2", now + seconds(7), lease)
+            .await
+            .unwrap(),
+        "only the holder renews"
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "r-2", now + seconds(7) + millis(1), lease)
+            .await
+            .unwrap(),
+        "a renewed claim lapses too"
+    );
+    assert!(
+        !store
+            .renew_letter("l-1", "r-1", now + seconds(8), lease)
+            .await
+            .unwrap(),
+        "r-1 lost it"
+    );
+    store
+        .commit(&WriteSet {
+            settle_letter: Some(LetterSettle {
+                id: "l-1".into(),
+                status: LetterStatus::Discarded,
+            }),
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .renew_letter("l-1", "r-2", now + seconds(8), lease)
+            .await
+            .unwrap(),
+        "a settled letter's claim is not renewed"
+    );
+    assert!(!store.renew_letter("nope", "r-2", now, lease).await.unwrap());
+}
+
+// Issue 19: each step of an operator's retry is written only while the retry holds its letter,
+// so a retry whose claim another took over commits nothing more.
+pub async fn a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it(
+    store: &dyn Store,
+) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(4);
+    a_letter_and_a_due_entry(store).await;
+    let step = |claim_id: &str, stream: &str| WriteSet {
+        appends: vec![append("Order", stream, 0, &[stream])],
+        require_letter: Some(LetterHold {
+            id: "l-1".into(),
+            claim_id: claim_id.into(),
+        }),
+        ..WriteSet::default()
+    };
+    assert!(
+        matches!(
+            store.commit(&step("r-1", "o-1")).await,
+            Err(CommitError::LetterSettled { id }) if id == "l-1"
+        ),
+        "a letter nobody holds"
+    );
+    assert!(store.claim_letter("l-1", "r-1", now, lease).await.unwrap());
+    store.commit(&step("r-1", "o-1")).await.unwrap();
+    assert!(
+        store
+            .claim_letter("l-1", "r-2", now + lease + millis(1), lease)
+            .await
+            .unwrap()
+    );
+    assert!(
+        matches!(
+            store.commit(&step("r-1", "o-2")).await,
+            Err(CommitError::LetterSettled { id }) if id == "l-1"
+        ),
+        "a retry whose claim was taken over"
+    );
+    assert!(
+        store.read_stream("Order", "o-2").await.unwrap().is_empty(),
+        "writes nothing"
+    );
+    let mut last = step("r-2", "o-2");
+    last.settle_letter = Some(LetterSettle {
+        id: "l-1".into(),
+        status: LetterStatus::Retried,
+    });
+    store.commit(&last).await.unwrap();
+    assert_eq!(
+        store.dead_letter("l-1").await.unwrap().unwrap().status,
+        LetterStatus::Retried
+    );
+    assert_eq!(store.read_stream("Order", "o-2").await.unwrap().len(), 1);
+}
+
+/// What a store opened on the claims an older build wrote holds, and how they lapse: the
+/// fixture each store keeps of the build before claims kept their end (one claimed inbox pair
+/// `notify`/`e-1`, one claimed scheduler entry `k-1` and one claimed letter `l-1`, each taken at
+/// 2026-01-01T00:00:00Z with a 4 s lease, which the file does not hold). Not part of
+/// [`store_contract_tests!`](crate::store_contract_tests): a store's test opens its fixture,
+/// which migrates, and runs this on it.
+///
+/// Those claims lapse on the reader's lease, as that build read them; a claim taken afterwards
+/// keeps its own end and lapses on it.
+pub async fn claims_of_an_older_build_lapse_on_the_readers_lease(store: &dyn Store) {
+    let taken = t("2026-01-01T00:00:00Z");
+    let (reader, short) = (seconds(30), seconds(4));
+    assert_eq!(
+        store.next_due_at(reader).await.unwrap(),
+        Some(taken + reader + millis(1)),
+        "an old claim is due again on the reader's lease"
+    );
+    let ends = taken + reader;
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "new-runner", ends, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Held,
+        "an old inbox claim holds for the reader's lease, not the 4 s it was taken with"
+    );
+    assert!(
+        store
+            .claim_due("new-runner", ends, reader, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "so does an old scheduler claim"
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "new-operator", ends, reader)
+            .await
+            .unwrap(),
+        "and an old letter claim"
+    );
+    let after = ends + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "new-runner", after, short)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "taken over once the reader's lease has passed, no attempt counted"
+    );
+    assert_eq!(
+        store
+            .claim_due("new-runner", after, short, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.dedupe_key.as_str())
+            .collect::<Vec<_>>(),
+        ["k-1"]
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "new-operator", after, short)
+            .await
+            .unwrap()
+    );
+    // Taken again with 4 s, by this build: a reader with 30 s takes them over just after 4 s.
+    let ends = after + short;
+    assert_eq!(
+        store.next_due_at(reader).await.unwrap(),
+        Some(ends + millis(1)),
+        "a new claim is due again at its own end"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "next-runner", ends, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Held
+    );
+    assert!(
+        store
+            .claim_due("next-runner", ends, reader, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !store
+            .claim_letter("l-1", "next-operator", ends, reader)
+            .await
+            .unwrap()
+    );
+    let after = ends + millis(1);
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "next-runner", after, reader)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 }
+    );
+    assert_eq!(
+        store
+            .claim_due("next-runner", after, reader, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .claim_letter("l-1", "next-operator", after, reader)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.read_event("e-1").await.unwrap().map(|e| e.position),
+        Some(1),
+        "the old build's event reads"
+    );
 }

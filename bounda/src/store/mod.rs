@@ -22,8 +22,8 @@ pub use records::{
     LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot,
 };
 pub use write_set::{
-    Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome,
-    ScheduledRelease, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterHold, LetterSettle,
+    ScheduledOutcome, ScheduledRelease, StoreError, WriteSet,
 };
 
 pub use async_trait::async_trait;
@@ -100,8 +100,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:
-    /// a new claim, an expired one, or a failure whose retry is due is taken under
-    /// `claim_id`; anything else is reported as it stands.
+    /// a new claim, a lapsed one, or a failure whose retry is due is taken under
+    /// `claim_id` until `now + lease`; anything else is reported as it stands.
+    ///
+    /// A claim lapses once the lease it was taken or last renewed with has passed, whatever
+    /// the lease of the runner that finds it (a lease that ends now has not passed yet). A claim
+    /// stored without its end, by a store that kept none, lapses `lease` after it was taken.
     async fn claim_inbox(
         &self,
         handler: &str,
@@ -139,13 +143,15 @@ pub trait Store: Send + Sync + 'static {
         Ok(claims)
     }
 
-    /// Renews a claim before a rerun. `false` when the claim is no longer ours.
+    /// Renews a claim before a rerun: held until `now + lease`. `false` when the claim is no
+    /// longer ours.
     async fn renew_inbox(
         &self,
         handler: &str,
         event_id: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError>;
 
     /// The earliest retry moment of a failed inbox entry of `handler`, if any.
@@ -159,9 +165,10 @@ pub trait Store: Send + Sync + 'static {
     /// The failed inbox entry of `handler` whose retry comes first, if any.
     async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
 
-    /// Claims up to `limit` scheduler entries due at `now` whose claim is free or older than
-    /// `lease`, ordered by (`execute_at`, `dedupe_key`). Taking over a lapsed claim
-    /// counts no attempt: only runs that failed do.
+    /// Claims up to `limit` scheduler entries due at `now` whose claim is free or has lapsed
+    /// (as [`claim_inbox`](Store::claim_inbox) says), ordered by (`execute_at`, `dedupe_key`),
+    /// each until `now + lease`. Taking over a lapsed claim counts no attempt: only runs that
+    /// failed do.
     async fn claim_due(
         &self,
         claim_id: &str,
@@ -170,16 +177,19 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
-    /// Renews a scheduler claim. `false` when the claim is no longer ours.
+    /// Renews a scheduler claim: held until `now + lease`. `false` when the claim is no longer
+    /// ours.
     async fn renew_scheduled(
         &self,
         dedupe_key: &str,
         claim_id: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError>;
 
     /// The earliest moment a scheduler entry becomes due; a claimed entry counts as due again
-    /// 1 ms after its lease ends.
+    /// 1 ms after its lease ends (`lease` after it was taken, for a claim stored without its
+    /// end).
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
 
     /// The earliest moment a scheduler entry that failed before is due to run again: what a test
@@ -215,10 +225,22 @@ pub trait Store: Send + Sync + 'static {
     /// The scheduler entry with this key.
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
 
-    /// Claims dead letter `id` for one operator's retry under `claim_id`: taken while it is
-    /// `failed` and no other retry holds it (or that retry's claim is older than `lease`).
-    /// `false` when it is settled or being retried.
+    /// Claims dead letter `id` for one operator's retry under `claim_id` until `now + lease`:
+    /// taken while it is `failed` and no other retry holds it (or that retry's claim has
+    /// lapsed, as [`claim_inbox`](Store::claim_inbox) says). `false` when it is settled or
+    /// being retried.
     async fn claim_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError>;
+
+    /// Renews the retry claim `claim_id` on letter `id`: held until `now + lease`, so a retry of
+    /// many steps keeps its letter. `false` when the claim is no longer ours or the letter is
+    /// no longer `failed`.
+    async fn renew_letter(
         &self,
         id: &str,
         claim_id: &str,

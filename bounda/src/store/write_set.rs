@@ -94,6 +94,17 @@ pub struct LetterSettle {
     pub status: LetterStatus,
 }
 
+/// A dead letter an operator's retry holds: a write set that requires it is written only while
+/// the letter is `failed` and still held by `claim_id`, else it is refused with
+/// [`CommitError::LetterSettled`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LetterHold {
+    /// The letter.
+    pub id: String,
+    /// The retry's claim on it.
+    pub claim_id: String,
+}
+
 /// Everything one attempt writes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WriteSet {
@@ -113,9 +124,10 @@ pub struct WriteSet {
     pub dead_letters: Vec<DeadLetter>,
     /// A dead letter to settle.
     pub settle_letter: Option<LetterSettle>,
-    /// A dead letter that must still be `failed` for anything to be written: each step of a
-    /// process retry is fenced on its letter.
-    pub require_letter: Option<String>,
+    /// A dead letter that must still be `failed` and held by the retry's claim for anything to
+    /// be written: each step of an operator's retry is fenced on its letter, so a retry whose
+    /// claim another retry took over writes nothing more.
+    pub require_letter: Option<LetterHold>,
     /// Subscribers that take none of the events appended here. One whose checkpoint stands at
     /// the head when they are appended moves past them in the same transaction, as its own pass
     /// would: work that only records (a process's lifecycle events) costs no checkpoint write.
@@ -129,8 +141,8 @@ pub struct WriteSet {
     pub claim_due: Option<ClaimDue>,
 }
 
-/// What to claim: up to `limit` entries due at `now` whose claim is free or older than `lease`,
-/// under `claim_id`, as [`Store::claim_due`](crate::store::Store::claim_due) does.
+/// What to claim: up to `limit` entries due at `now` whose claim is free or has lapsed, under
+/// `claim_id` until `now + lease`, as [`Store::claim_due`](crate::store::Store::claim_due) does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimDue {
     /// The claim's id.
@@ -179,8 +191,8 @@ pub enum CommitError {
         /// The scheduler key.
         key: String,
     },
-    /// The dead letter is no longer `failed`.
-    #[error("dead letter `{id}` is already settled")]
+    /// The dead letter is no longer `failed`, or another retry holds it.
+    #[error("dead letter `{id}` is already settled, or another retry holds it")]
     LetterSettled {
         /// The letter.
         id: String,

@@ -35,6 +35,9 @@ pub struct Racing {
     pub short_answers: AtomicBool,
     /// Whether a batch of inbox claims is answered one short.
     pub short_claims: AtomicBool,
+    /// Another operator's retry, which takes letter `.0` at `.1` just before the next commit
+    /// fenced on that letter.
+    pub rival_retry: Mutex<Option<(String, Instant)>>,
 }
 
 /// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
@@ -121,6 +124,7 @@ impl Racing {
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
             short_claims: AtomicBool::new(false),
+            rival_retry: Mutex::new(None),
         }
     }
 
@@ -248,6 +252,21 @@ impl Store for Racing {
             }
             Some(fault) => return Err(fault.error()),
         }
+        let rival = match &writes.require_letter {
+            Some(hold) => {
+                let mut rival = self.rival_retry.lock().expect("not poisoned");
+                rival.take_if(|(id, _)| *id == hold.id)
+            }
+            None => None,
+        };
+        if let Some((id, at)) = rival {
+            let taken = self
+                .inner
+                .claim_letter(&id, "rival-operator", at, bounda::seconds(60))
+                .await
+                .expect("the rival's claim is answered");
+            assert!(taken, "the rival retry takes letter `{id}` at {at}");
+        }
         if let Some(append) = writes.appends.first()
             && self.races.load(Ordering::SeqCst) > 0
         {
@@ -305,8 +324,9 @@ impl Store for Racing {
         e: &str,
         c: &str,
         now: Instant,
+        lease: Duration,
     ) -> Result<bool, StoreError> {
-        self.inner.renew_inbox(h, e, c, now).await
+        self.inner.renew_inbox(h, e, c, now, lease).await
     }
     async fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
         self.inner.first_inbox_failure(h).await
@@ -320,8 +340,14 @@ impl Store for Racing {
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.claim_due(c, now, lease, limit).await
     }
-    async fn renew_scheduled(&self, k: &str, c: &str, now: Instant) -> Result<bool, StoreError> {
-        self.inner.renew_scheduled(k, c, now).await
+    async fn renew_scheduled(
+        &self,
+        k: &str,
+        c: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_scheduled(k, c, now, lease).await
     }
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         self.inner.next_due_at(lease).await
@@ -351,6 +377,15 @@ impl Store for Racing {
         lease: Duration,
     ) -> Result<bool, StoreError> {
         self.inner.claim_letter(id, claim_id, now, lease).await
+    }
+    async fn renew_letter(
+        &self,
+        id: &str,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.renew_letter(id, claim_id, now, lease).await
     }
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         if self.release_fails.load(Ordering::SeqCst) {

@@ -1,11 +1,11 @@
 //! What a run holds while it runs, and how its write set settles it: an inbox claim, a scheduler
 //! claim, or a dead letter being retried.
 
-use crate::Instant;
 use crate::store::{
-    InboxMark, InboxOutcome, LetterSettle, LetterStatus, ScheduledOutcome, ScheduledRelease, Store,
-    StoreError, WriteSet,
+    InboxMark, InboxOutcome, LetterHold, LetterSettle, LetterStatus, ScheduledOutcome,
+    ScheduledRelease, Store, StoreError, WriteSet,
 };
+use crate::{Duration, Instant};
 
 /// A run's claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +21,15 @@ pub(crate) enum Claim {
         dedupe_key: String,
         claim_id: String,
     },
-    /// A dead letter an operator retries: the run is fenced on the letter still being `failed`
-    /// and, if `settles`, settles it `retried`. A process letter's retry runs
-    /// several steps, each fenced, and settles the letter in the last.
-    Letter { id: String, settles: bool },
+    /// A dead letter an operator retries under `claim_id`: the run is fenced on the letter
+    /// still being `failed` and held by that claim and, if `settles`, settles it `retried`. A
+    /// process letter's retry runs several steps, each fenced, and settles the letter in the
+    /// last.
+    Letter {
+        id: String,
+        claim_id: String,
+        settles: bool,
+    },
 }
 
 /// How a run's claim is settled.
@@ -98,37 +103,56 @@ impl Claim {
                     outcome,
                 });
             }
-            Claim::Letter { id, settles } => match how {
-                Settle::Done if *settles => {
+            Claim::Letter {
+                id,
+                claim_id,
+                settles,
+            } => {
+                // Whatever the run writes, it writes only while the retry still holds the letter.
+                writes.require_letter = Some(LetterHold {
+                    id: id.clone(),
+                    claim_id: claim_id.clone(),
+                });
+                // A step before the last, or a failure, leaves the letter `failed` (an
+                // operator's retry is not retried by the runtime).
+                if matches!(how, Settle::Done) && *settles {
                     writes.settle_letter = Some(LetterSettle {
                         id: id.clone(),
                         status: LetterStatus::Retried,
                     });
                 }
-                // A step before the last, or a failure: the letter stays `failed` (an operator's
-                // retry is not retried by the runtime).
-                Settle::Done | Settle::Retry { .. } | Settle::GiveUp { .. } | Settle::Release => {
-                    if writes.settle_letter.is_none() {
-                        writes.require_letter = Some(id.clone());
-                    }
-                }
-            },
+            }
         }
     }
 
-    /// Renews the claim before a rerun; `false` when it is no longer the run's.
-    pub(crate) async fn renew(&self, store: &dyn Store, now: Instant) -> Result<bool, StoreError> {
+    /// Renews the claim until `now + lease`; `false` when it is no longer the run's.
+    pub(crate) async fn renew(
+        &self,
+        store: &dyn Store,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
         match self {
             Claim::Inbox {
                 handler,
                 event_id,
                 claim_id,
-            } => store.renew_inbox(handler, event_id, claim_id, now).await,
+            } => {
+                store
+                    .renew_inbox(handler, event_id, claim_id, now, lease)
+                    .await
+            }
             Claim::Scheduled {
                 dedupe_key,
                 claim_id,
-            } => store.renew_scheduled(dedupe_key, claim_id, now).await,
-            Claim::Letter { .. } => Ok(true),
+            } => {
+                store
+                    .renew_scheduled(dedupe_key, claim_id, now, lease)
+                    .await
+            }
+            Claim::Letter { id, claim_id, .. } => {
+                store.renew_letter(id, claim_id, now, lease).await
+            }
         }
     }
 

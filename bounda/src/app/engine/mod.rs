@@ -195,8 +195,12 @@ pub(crate) struct Report {
     pub(crate) held_from: Option<u64>,
     /// Failures of runs the runtime does not retry itself (an operator's retry), in order.
     pub(crate) failures: Vec<Failure>,
-    /// A letter that was already settled when its retry committed.
+    /// A letter that was already settled, or that another retry held, when its retry ran or
+    /// committed.
     pub(crate) letter_settled: Option<String>,
+    /// When a run's claim was last renewed: an operator's retry carries it from one step to
+    /// the next, so its letter's claim is renewed at half its lease, as other claims are.
+    pub(crate) renewed_at: Option<Instant>,
     /// How many entries to claim with the batch's last commit, unless a run was deferred: a
     /// worker under load claims its next batch in the transaction that commits this one.
     pub(crate) then_claim: Option<usize>,
@@ -382,19 +386,25 @@ impl App {
         let Some(claimed_at) = run.claimed_at else {
             return true;
         };
-        let now = self.clock().now();
         let half = crate::millis(self.lease().as_millis() / 2);
-        if now <= claimed_at + half {
+        if self.clock().now() <= claimed_at + half {
             return true;
         }
-        match run.claim.renew(self.store(), now).await {
+        self.renew(run, report).await
+    }
+
+    /// Renews `run`'s claim for a lease from now. `false` when another runner took it over
+    /// meanwhile or the store failed: the run is held.
+    async fn renew(&self, run: &mut Run, report: &mut Report) -> bool {
+        let now = self.clock().now();
+        match run.claim.renew(self.store(), now, self.lease()).await {
             Ok(true) => {
                 run.claimed_at = Some(now);
+                report.renewed_at = Some(now);
                 true
             }
             Ok(false) => {
-                lease_lapsed(&run.claim);
-                report.hold(run);
+                claim_lost(run, report);
                 false
             }
             Err(error) => {
@@ -543,17 +553,9 @@ impl App {
             {
                 let mut run = run;
                 run.reruns += 1;
-                match run.claim.renew(self.store(), self.clock().now()).await {
-                    Ok(true) => Some(Queued::Execute(run)),
-                    Ok(false) => {
-                        lease_lapsed(&run.claim);
-                        report.hold(&run);
-                        None
-                    }
-                    Err(error) => {
-                        report.store_failed(&run, error.into());
-                        None
-                    }
+                match self.renew(&mut run, report).await {
+                    true => Some(Queued::Execute(run)),
+                    false => None,
                 }
             }
             // A give-up that found the instance moved: look again after the next step.
@@ -694,11 +696,16 @@ impl App {
     }
 }
 
-/// Says that `claim`'s lease lapsed and another runner took its run over, found when renewing it:
-/// this runner leaves the run to them.
-fn lease_lapsed(claim: &Claim) {
+/// Leaves `run` to the runner that took its claim over, found when renewing it: the run is held,
+/// and an operator's retry whose letter another retry holds answers that the letter is settled
+/// or being retried.
+fn claim_lost(run: &Run, report: &mut Report) {
     tracing::warn!(
-        claim = ?claim,
+        claim = ?run.claim,
         "its lease lapsed and another runner took the run over, so this runner leaves it to them"
     );
+    report.hold(run);
+    if let Claim::Letter { id, .. } = &run.claim {
+        report.letter_settled = Some(id.clone());
+    }
 }

@@ -1,7 +1,8 @@
 //! Retrying a process's letter: the failed step again, then what was parked behind it, in
 //! order, then `ProcessResumed`. Each step is a run of the engine fenced on
-//! the letter still being `failed`, so a retry cut short goes on from the last step written when
-//! the letter is retried again, and a discard stops it.
+//! the letter still being `failed` and held by the retry's claim, which the steps renew, so a
+//! retry cut short goes on from the last step written when the letter is retried again, and a
+//! discard, or another retry that took the letter over, stops it.
 
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use futures_util::future::BoxFuture;
 
 use crate::app::App;
 use crate::app::engine::{Done, Failure, Outcome, Work};
-use crate::app::letters::Retried;
+use crate::app::letters::{LetterRetry, Retried};
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
 use crate::app::processes::step::{Route, StepWrites, entry_key};
@@ -23,8 +24,12 @@ use crate::store::{DeadLetter, LetterSettle, LetterStatus, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 impl App {
-    /// Retries process letter `letter`.
-    pub(crate) async fn retry_process_letter(&self, letter: &DeadLetter) -> Result<Retried, Error> {
+    /// Retries process letter `letter` under the retry's claim on it, `held`.
+    pub(crate) async fn retry_process_letter(
+        &self,
+        letter: &DeadLetter,
+        held: &mut LetterRetry,
+    ) -> Result<Retried, Error> {
         let not_retriable = |reason: &str| Error::LetterNotRetriable {
             id: letter.id.clone(),
             reason: reason.to_owned(),
@@ -46,11 +51,11 @@ impl App {
             // Running: a step that failed before it could read the instance wrote no
             // `ProcessFailed`; the retry re-arms its deadlines and settles the letter.
             Status::Started => {
-                self.retry_failed_instance(process, &id, letter, payload)
+                self.retry_failed_instance(process, &id, letter, payload, held)
                     .await
             }
             Status::Failed if instance.letter_id.as_deref() == Some(letter.id.as_str()) => {
-                self.retry_failed_instance(process, &id, letter, payload)
+                self.retry_failed_instance(process, &id, letter, payload, held)
                     .await
             }
             // A follow-up's handler runs again and nothing else; the process stays timed out
@@ -61,7 +66,7 @@ impl App {
                     id: id.clone(),
                     event: self.letter_event(letter).await?,
                 };
-                self.run_letter(&letter.id, Box::new(step), id.clone(), true)
+                self.run_letter(held, Box::new(step), id.clone(), true)
                     .await?;
                 Ok(Retried::Done)
             }
@@ -80,6 +85,7 @@ impl App {
         id: &str,
         letter: &DeadLetter,
         payload: LetterPayload,
+        held: &mut LetterRetry,
     ) -> Result<Retried, Error> {
         let parked_before = self
             .load_instance(&*process, id)
@@ -94,7 +100,7 @@ impl App {
                 deadline: payload.deadline.clone(),
                 failed: None,
             };
-            let step = self.run_letter(&letter.id, Box::new(step), id.to_owned(), false);
+            let step = self.run_letter(held, Box::new(step), id.to_owned(), false);
             if let Err(error) = step.await {
                 // A later step failed once the failed one had run: the letter is settled and
                 // the new failure is the instance's new letter; the answer says so.
