@@ -534,9 +534,55 @@ async fn lapsed_claims_spend_no_attempts() {
 struct Hooks {
     clock: Arc<bounda::clock::SimulatedClock>,
     store: Arc<dyn Store>,
-    /// The event another runner takes over once the lease has passed.
+    /// The event another runner tries to take over once o-1's run has taken `slow_for`.
     rival_takes: std::sync::Mutex<Option<String>>,
+    /// How long o-1's run takes.
+    slow_for: Duration,
+    /// The lease of the rival's claim.
+    rival_lease: Duration,
+    /// What the rival's claim came to.
+    rival_got: std::sync::Mutex<Option<bounda::store::InboxClaim>>,
     ran: std::sync::Mutex<Vec<String>>,
+}
+
+impl Hooks {
+    /// Hooks where o-1's run takes `slow_for`, then a rival with `rival_lease` claims the next.
+    fn new(
+        clock: &Arc<bounda::clock::SimulatedClock>,
+        store: &Arc<dyn Store>,
+        slow_for: Duration,
+        rival_lease: Duration,
+    ) -> Arc<Hooks> {
+        Arc::new(Hooks {
+            clock: clock.clone(),
+            store: store.clone(),
+            rival_takes: std::sync::Mutex::new(None),
+            slow_for,
+            rival_lease,
+            rival_got: std::sync::Mutex::new(None),
+            ran: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+}
+
+/// An app of `SlowOnOrderPlaced` on `store`, with orders o-1 and o-2 placed, the rival set to
+/// take o-2's run over, and the batch of both run once.
+async fn slow_batch(store: &Arc<dyn Store>, hooks: &Arc<Hooks>) -> (TestApp, String) {
+    let app = App::builder_shared(store.clone())
+        .only_listed()
+        .clock(hooks.clock.clone())
+        .port(hooks.clone())
+        .policy::<SlowOnOrderPlaced>()
+        .build()
+        .await
+        .unwrap();
+    let app = TestApp::with_app(app, hooks.clock.clone());
+    app.dispatch(place("o-1")).await.unwrap();
+    let second = app.dispatch(place("o-2")).await.unwrap();
+    let second = second.event_ids[0].clone();
+    *hooks.rival_takes.lock().unwrap() = Some(second.clone());
+    app.run_until_idle_with(1).await.unwrap();
+    (app, second)
 }
 
 /// Takes longer than its lease on `o-1`, meanwhile another runner takes over the next claim.
@@ -545,19 +591,20 @@ async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let hooks = cx.port::<Arc<Hooks>>()?;
     hooks.ran.lock().unwrap().push(cx.event().order_id.clone());
     if cx.event().order_id == "o-1" {
-        hooks.clock.advance(seconds(60) + millis(1));
+        hooks.clock.advance(hooks.slow_for);
         let rival_takes = hooks.rival_takes.lock().unwrap().take();
         if let Some(event) = rival_takes {
-            hooks
+            let got = hooks
                 .store
                 .claim_inbox(
                     "slow_on_order_placed",
                     &event,
                     "rival",
                     hooks.clock.now(),
-                    seconds(60),
+                    hooks.rival_lease,
                 )
                 .await?;
+            *hooks.rival_got.lock().unwrap() = Some(got);
         }
     }
     Ok(())
@@ -569,26 +616,8 @@ async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
 async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
     let store = support::database::store().await;
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
-    let hooks = Arc::new(Hooks {
-        clock: clock.clone(),
-        store: store.clone(),
-        rival_takes: std::sync::Mutex::new(None),
-        ran: std::sync::Mutex::new(Vec::new()),
-    });
-    let shared: Arc<dyn Store> = store.clone();
-    let app = App::builder_shared(shared)
-        .only_listed()
-        .clock(clock.clone())
-        .port(hooks.clone())
-        .policy::<SlowOnOrderPlaced>()
-        .build()
-        .await
-        .unwrap();
-    let app = TestApp::with_app(app, clock);
-    app.dispatch(place("o-1")).await.unwrap();
-    let second = app.dispatch(place("o-2")).await.unwrap();
-    *hooks.rival_takes.lock().unwrap() = Some(second.event_ids[0].clone());
-    app.run_until_idle_with(1).await.unwrap();
+    let hooks = Hooks::new(&clock, &store, seconds(60) + millis(1), seconds(60));
+    let (app, second) = slow_batch(&store, &hooks).await;
     assert_eq!(
         *hooks.ran.lock().unwrap(),
         ["o-1"],
@@ -598,7 +627,7 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
         store
             .claim_inbox(
                 "slow_on_order_placed",
-                &second.event_ids[0],
+                &second,
                 "third",
                 app.now(),
                 seconds(60)
@@ -607,6 +636,38 @@ async fn a_run_whose_claim_was_taken_over_mid_batch_runs_nothing() {
             .unwrap(),
         bounda::store::InboxClaim::Held,
         "the rival holds it"
+    );
+}
+
+// Issue 19: a claim is taken over only once the lease it was taken with has passed, whatever
+// the lease of the runner that finds it. A rival with a 4 s lease finds o-2's claim (taken with
+// 60 s) 5 s later: it is not its to take, so o-2 runs here, once, and commits. Before, the rival
+// took it on its own lease and o-2's run here ran its handler for a commit that was refused.
+#[tokio::test]
+async fn a_claim_is_not_taken_over_before_its_own_lease_has_passed() {
+    let store = support::database::store().await;
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let hooks = Hooks::new(&clock, &store, seconds(5), seconds(4));
+    let (app, second) = slow_batch(&store, &hooks).await;
+    assert_eq!(
+        *hooks.rival_got.lock().unwrap(),
+        Some(bounda::store::InboxClaim::Held),
+        "the rival may not take a claim whose lease has not passed"
+    );
+    assert_eq!(*hooks.ran.lock().unwrap(), ["o-1", "o-2"]);
+    assert_eq!(
+        store
+            .claim_inbox(
+                "slow_on_order_placed",
+                &second,
+                "third",
+                app.now(),
+                seconds(60)
+            )
+            .await
+            .unwrap(),
+        bounda::store::InboxClaim::Succeeded,
+        "o-2's run here committed"
     );
 }
 
