@@ -145,13 +145,11 @@ pub trait EventSet: Debug + Send + Sync + Sized + 'static {
 /// let refused = PlaceOrder { order_id: "o-1".into(), total: 139 }.decide(&Order { placed: true });
 /// assert_eq!(refused.unwrap_err().code(), "AlreadyPlaced");
 /// ```
-pub trait Command:
-    crate::__private::CommandRegistered + Serialize + DeserializeOwned + Debug + Send + Sync + 'static
-{
+pub trait Command: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
     /// The command type (`PlaceOrder`), used in outcomes, rejections and the scheduler.
     const NAME: &'static str;
     /// The aggregate the command decides on.
-    type Aggregate: Aggregate;
+    type Aggregate: Aggregate + crate::__private::AggregateOfRegistered<Self>;
     /// The codes the command may reject with; [`NoRejection`] when it never rejects.
     type Rejection: Rejection;
 

@@ -30,6 +30,14 @@ pub use crate::{
 )]
 pub trait CommandRegistered {}
 
+/// The bound on a command's aggregate that carries the registration check: it holds for any
+/// aggregate of a registered command `C`. Checked where the impl names its aggregate
+/// (`type Aggregate = ..`), so a command without `#[command]` is one error, there, rather than
+/// one per item that names `Self` as a command (`Decision<Self>`).
+pub trait AggregateOfRegistered<C: ?Sized> {}
+
+impl<A: ?Sized, C: CommandRegistered + ?Sized> AggregateOfRegistered<C> for A {}
+
 /// Written by `#[policy]`: the policy registered itself, so every app of the binary runs it. A
 /// supertrait of `Policy`, so a policy without `#[policy]` does not compile.
 #[diagnostic::on_unimplemented(
