@@ -515,3 +515,74 @@ async fn ids_from_payloads_are_escaped_encoded_and_reach_their_own_page() {
     } = answer(&page, nameless).await;
     assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "{html}");
 }
+
+mod fragile {
+    use super::*;
+
+    /// Follows an order a day after it is placed, and fails when it is paid: its instance is then
+    /// failed with its follow-up pending.
+    #[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderCancelled])]
+    #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Fragile {
+        #[deadline]
+        pub follow_up: Deadline,
+    }
+
+    #[process]
+    impl Fragile {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<FragilePatch> {
+            Ok(FragilePatch::default().follow_up(cx.after(hours(24))))
+        }
+
+        async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<()> {
+            anyhow::bail!("the ledger is down")
+        }
+
+        async fn at_follow_up(_cx: At<'_, Self>) -> Result<AtFollowUp> {
+            Ok(AtFollowUp::new(Deadline::none()))
+        }
+    }
+}
+
+// Issue 19: a failed instance's deadline stays on the page, held by its letter: on the
+// timeline, on its instance's page, and counted in the lag panel (its follow-up and its timeout).
+#[tokio::test]
+async fn a_failed_instances_deadline_is_drawn_held_by_its_letter() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<fragile::Fragile>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(PlaceOrder {
+        order_id: "o-fragile".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-fragile".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let letter = support::letters(&app).await[0].id.clone();
+    let (_, html, _) = get(&app, None, "/").await;
+    assert!(html.contains(r#"<circle class="held""#), "{html}");
+    assert!(
+        html.contains(&format!("(held by its failure: letter {letter})")),
+        "{html}"
+    );
+    let (_, html, _) = get(&app, None, "/instances/Fragile/o-fragile").await;
+    assert!(
+        html.contains(&format!("(held by its failure: letter {letter})")),
+        "{html}"
+    );
+    let (_, html, _) = get(&app, None, "/lag").await;
+    assert!(
+        html.contains("2 held by failed instances until their letters are retried"),
+        "{html}"
+    );
+}
