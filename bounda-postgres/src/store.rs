@@ -68,6 +68,30 @@ impl Store for PostgresStore {
         rows.iter().map(rows::event).collect()
     }
 
+    async fn stream_ids(
+        &self,
+        aggregate_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        // Each stream's first event, through the index on (type, id, version); paged in the
+        // database's own order of ids, which the comparison and the sort share.
+        let rows = self
+            .rows(
+                "cannot read stream ids",
+                "SELECT aggregate_id FROM {t}events
+                 WHERE aggregate_type = $1 AND aggregate_id > $2 AND version = 1
+                 ORDER BY aggregate_id LIMIT $3",
+                &[
+                    &aggregate_type,
+                    &after.unwrap_or(""),
+                    &bigint("a limit", limit as u64)?,
+                ],
+            )
+            .await?;
+        rows.iter().map(|row| rows::get(row, 0)).collect()
+    }
+
     async fn snapshot(
         &self,
         aggregate_type: &str,

@@ -49,6 +49,30 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn stream_ids(
+        &self,
+        aggregate_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock()?;
+        // Each stream's first event, through the index on (type, id, version).
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT aggregate_id FROM bounda_events
+                 WHERE aggregate_type = ?1 AND aggregate_id > ?2 AND version = 1
+                 ORDER BY aggregate_id LIMIT ?3",
+            )
+            .map_err(sql("cannot prepare a read of stream ids"))?;
+        statement
+            .query_map(
+                params![aggregate_type, after.unwrap_or(""), limit as i64],
+                |row| row.get(0),
+            )
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read stream ids"))
+    }
+
     async fn read_stream_after(
         &self,
         aggregate_type: &str,

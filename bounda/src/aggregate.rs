@@ -62,6 +62,25 @@ pub trait Event: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
     /// The payload's field names, as serialised: an event of another aggregate reaches a
     /// process through the field named after the process's aggregate id.
     const FIELDS: &'static [&'static str];
+    /// The version of the payload's shape that this build writes, from 1:
+    /// `#[event(version = 2, upcast(1 = OrderPlacedV1))]`.
+    const VERSION: u32 = 1;
+    /// The names this event type was stored under before it was renamed:
+    /// `#[event(renamed_from("OrderTaken"))]`. Events stored under them read as this type.
+    const RENAMED_FROM: &'static [&'static str] = &[];
+
+    /// Reads a payload stored at `version`: today's shape as it is, an older one through its
+    /// upcasts, one step at a time. `#[derive(Event)]` writes it from the shapes it is given.
+    fn read(version: u32, payload: serde_json::Value) -> Result<Self, crate::event::ShapeError> {
+        if version == Self::VERSION {
+            crate::event::read_shape(version, payload)
+        } else {
+            Err(crate::event::ShapeError::Newer {
+                stored: version,
+                known: Self::VERSION,
+            })
+        }
+    }
 
     /// The key the runtime routes this event type by.
     fn key() -> EventKey {
@@ -90,12 +109,18 @@ pub trait EventSet: Debug + Send + Sync + Sized + 'static {
     /// Every event type of the set, in declaration order.
     const TYPES: &'static [&'static str];
 
+    /// Every event type of the set as the runtime reads it untyped: names, version, upcasts.
+    const SHAPES: &'static [crate::event::EventShape];
+
     /// The stored type name of this event.
     fn type_name(&self) -> &'static str;
+    /// The version of its shape this build writes.
+    fn schema_version(&self) -> u32;
     /// The payload as JSON.
     fn to_json(&self) -> Result<serde_json::Value, serde_json::Error>;
-    /// Reads a stored event back from its type name and JSON payload.
-    fn from_json(event_type: &str, payload: serde_json::Value) -> Result<Self, crate::Error>;
+    /// Reads a stored event back, by its type name (today's or one it was renamed from) and its
+    /// payload at the version it was stored at.
+    fn read(event: &crate::RecordedEvent) -> Result<Self, crate::Error>;
 }
 
 /// A command: a request to one aggregate instance that decides events or is rejected.

@@ -49,6 +49,22 @@ pub enum Operator {
     /// The story of one process instance: each step with what caused it, the state it changed
     /// and the deadlines it set, moved or cleared; then what is pending, parked and lettered.
     Explain(ExplainArgs),
+    /// Re-arms the scheduler entries that disagree with their instances' stored states, from
+    /// those states (what a worker does when it starts): of every process, one process, or one
+    /// instance. Prints each entry it changed.
+    Rearm(RearmArgs),
+}
+
+/// What `rearm` re-arms.
+#[derive(Debug, Clone, Args)]
+pub struct RearmArgs {
+    /// Only this process, by name.
+    pub process: Option<String>,
+    /// Only this instance of it.
+    pub id: Option<String>,
+    /// Only list the entries that disagree; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// What `explain` explains.
@@ -227,8 +243,8 @@ pub async fn execute(
             }
             writeln!(
                 out,
-                "max lag {}, {} deadlines waiting, {} held by failed instances",
-                lag.max_lag, lag.waiting_deadlines, lag.held_deadlines
+                "max lag {}, {} deadlines waiting, {} held by failed instances, {} entries disagree with their state",
+                lag.max_lag, lag.waiting_deadlines, lag.held_deadlines, lag.drifted_entries
             )
             .map_err(io)?;
         }
@@ -267,6 +283,7 @@ pub async fn execute(
                         "at": d.at,
                         "waiting": d.waiting,
                         "heldBy": d.held_by,
+                        "drift": d.drift,
                     });
                     writeln!(out, "{line}").map_err(io)?;
                 } else {
@@ -277,9 +294,13 @@ pub async fn execute(
                         (None, true) => "  waiting".to_owned(),
                         (None, false) => String::new(),
                     };
+                    let drift = match &d.drift {
+                        Some(drift) => format!("  entry disagrees: {drift}"),
+                        None => String::new(),
+                    };
                     writeln!(
                         out,
-                        "{}  {:<14}  {}:{}  {}{waiting}",
+                        "{}  {:<14}  {}:{}  {}{waiting}{drift}",
                         d.at,
                         relative(d.at, now),
                         d.process,
@@ -310,13 +331,18 @@ pub async fn execute(
             if !args.json {
                 let waiting = pending.iter().filter(|d| d.waiting).count();
                 let held = pending.iter().filter(|d| d.held_by.is_some()).count();
+                let drifted = pending.iter().filter(|d| d.drift.is_some()).count();
+                let drifted = match drifted {
+                    0 => String::new(),
+                    n => format!(", {n} behind an entry that disagrees (`rearm` re-arms it)"),
+                };
                 let left = match left_out.len() {
                     0 => String::new(),
                     n => format!(", {n} instance(s) left out"),
                 };
                 writeln!(
                     out,
-                    "{} pending, {waiting} waiting, {held} held{left}",
+                    "{} pending, {waiting} waiting, {held} held{drifted}{left}",
                     pending.len()
                 )
                 .map_err(io)?;
@@ -425,6 +451,25 @@ pub async fn execute(
                 write_story(&story, app.clock().now(), out).map_err(io)?;
             }
         }
+        Operator::Rearm(args) => {
+            let scope = match (&args.process, &args.id) {
+                (None, _) => crate::Rearm::All,
+                (Some(process), None) => crate::Rearm::Process(process),
+                (Some(process), Some(id)) => crate::Rearm::Instance(process, id),
+            };
+            let drifts = match args.dry_run {
+                true => app.drifted(scope).await?,
+                false => app.rearm(scope).await?,
+            };
+            for drift in &drifts {
+                writeln!(out, "{}:{}  {drift}", drift.process, drift.instance).map_err(io)?;
+            }
+            let summary = match args.dry_run {
+                true => format!("{} entries disagree with their state", drifts.len()),
+                false => format!("re-armed {} entries from their state", drifts.len()),
+            };
+            writeln!(out, "{summary}").map_err(io)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -483,6 +528,9 @@ fn write_story(
                 relative(due.at, now)
             )?;
         }
+    }
+    if let Some(drift) = &story.drift {
+        writeln!(out, "scheduler: {drift}")?;
     }
     for parked in &story.parked {
         writeln!(

@@ -10,9 +10,10 @@ use crate::aggregate::EventKey;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A stored payload that does not deserialise into its event type.
+    /// A stored payload that does not deserialise into its event type, or into the older shape
+    /// of the version it was stored at.
     #[error(
-        "event `{aggregate}.{event_type}` ({event_id}) has a payload its type cannot read: {source}"
+        "event `{aggregate}.{event_type}` ({event_id}) has a version {version} payload its type cannot read (a renamed field reads with `#[serde(alias = \"old_name\")]`, a changed shape with `#[event(version = .., upcast(..))]`): {source}"
     )]
     InvalidPayload {
         /// The aggregate type.
@@ -21,14 +22,34 @@ pub enum Error {
         event_type: String,
         /// The event's id.
         event_id: String,
+        /// The version of its shape it was stored at.
+        version: u32,
         /// What serde said.
         #[source]
         source: serde_json::Error,
     },
+    /// An event written by a newer build, at a version of its shape this build does not know.
+    #[error(
+        "event `{aggregate}.{event_type}` ({event_id}) in stream `{aggregate}:{aggregate_id}` was written at version {stored} of its shape, and this build reads up to version {known}: a newer build wrote it, so run that build (or a later one) here"
+    )]
+    NewerEvent {
+        /// The aggregate type.
+        aggregate: String,
+        /// The aggregate instance: the stream holding the event.
+        aggregate_id: String,
+        /// The event type.
+        event_type: String,
+        /// The event's id.
+        event_id: String,
+        /// The version it was written at.
+        stored: u32,
+        /// The newest version this build reads.
+        known: u32,
+    },
     /// A process instance's stored state that its type no longer reads: a field changed type,
     /// or was renamed without an alias.
     #[error(
-        "process `{process}` cannot read its stored state{}: {source}; a renamed field reads with `#[serde(alias = \"old_name\")]`, a field whose type changed needs a new name",
+        "process `{process}` cannot read its stored state{} (a renamed field reads with `#[serde(alias = \"old_name\")]`, a field whose type changed needs a new name): {source}",
         at_path(path)
     )]
     UnreadableState {
@@ -227,6 +248,7 @@ impl Error {
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
+            Error::NewerEvent { .. } => "NEWER_EVENT_VERSION",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
             Error::Store(error) => error.code(),
             Error::ChainDepthExceeded { .. } => "CHAIN_DEPTH_EXCEEDED",
@@ -253,6 +275,7 @@ impl Error {
     pub fn is_retriable(&self) -> bool {
         match self {
             Error::InvalidPayload { .. }
+            | Error::NewerEvent { .. }
             | Error::UnreadableState { .. }
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }

@@ -9,3 +9,6 @@ pub mod testing_outages {}
 
 #[doc = include_str!("../../docs/deploying.md")]
 pub mod deploying {}
+
+#[doc = include_str!("../../docs/changing-events.md")]
+pub mod changing_events {}

@@ -225,9 +225,9 @@ pub mod explain {
 
 pub use app::{
     Ahead, Answer, App, AppBuilder, Cause, DeadLetters, Decided, DispatchError, DispatchOptions,
-    Dispatched, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
-    ProcessInstance, ProcessStatus, Reaction, RejectionRecord, Retried, Scheduled, StateProblem,
-    SubscriberLag, UnreadableState, fold, shutdown_signal,
+    Dispatched, Drift, Failing, Lag, Loaded, METRICS, POLICIES, PROCESSES, PendingDeadline, Policy,
+    ProcessInstance, ProcessStatus, Reaction, Rearm, RejectionRecord, Retried, Scheduled,
+    StateProblem, SubscriberLag, UnreadableState, fold, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or
@@ -238,7 +238,7 @@ pub use duration::{
     Duration, DurationError, DurationErrorKind, days, env_duration, hours, millis, minutes, seconds,
 };
 pub use error::Error;
-pub use event::RecordedEvent;
+pub use event::{EventShape, RecordedEvent, ShapeError};
 pub use instant::{Instant, InstantError};
 pub use process::{At, On, Process, ProcessState};
 

@@ -12,6 +12,7 @@ pub use serde_json;
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
 pub use crate::app::registry::Registration;
 pub use crate::app::{Policy, Reaction};
+pub use crate::event::{EventShape, ShapeError, read_shape};
 pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
     At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
@@ -88,14 +89,11 @@ pub const fn event_info<E: Event>() -> EventInfo {
     }
 }
 
-/// Reads `event`'s payload as a `T`, or a typed error naming the event.
-pub fn decode_payload<T: serde::de::DeserializeOwned>(event: &RecordedEvent) -> Result<T, Error> {
-    serde_json::from_value(event.payload.clone()).map_err(|source| Error::InvalidPayload {
-        aggregate: event.aggregate_type.clone(),
-        event_type: event.event_type.clone(),
-        event_id: event.id.clone(),
-        source,
-    })
+/// Reads `event`'s payload as an `E`, upcast from the version it was stored at, or a typed error
+/// naming the event.
+pub fn decode_payload<E: Event>(event: &RecordedEvent) -> Result<E, Error> {
+    E::read(event.metadata.schema_version, event.payload.clone())
+        .map_err(|error| event.shape_error(error))
 }
 
 /// Whether event `E` is a variant of its aggregate's events enum: only then can a command store
@@ -130,6 +128,27 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
+}
+
+/// One step of an event's upcast: the shape of one version brought up to the next one's.
+pub fn upcast_step<Older, Newer: From<Older>>(older: Older) -> Newer {
+    Newer::from(older)
+}
+
+/// Whether two event types share a stored name, today's or one they were renamed from, in a
+/// `const`.
+pub const fn names_clash(a: EventShape, b: EventShape) -> bool {
+    if str_eq(a.name, b.name) || contains(a.renamed_from, b.name) {
+        return true;
+    }
+    let mut i = 0;
+    while i < b.renamed_from.len() {
+        if str_eq(a.name, b.renamed_from[i]) || contains(a.renamed_from, b.renamed_from[i]) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Whether `list` holds `name`, in a `const`.
@@ -269,10 +288,16 @@ impl EventSet for NoEvents {
         match *self {}
     }
 
-    fn from_json(event_type: &str, _: serde_json::Value) -> Result<Self, Error> {
+    const SHAPES: &'static [crate::event::EventShape] = &[];
+
+    fn schema_version(&self) -> u32 {
+        match *self {}
+    }
+
+    fn read(event: &RecordedEvent) -> Result<Self, Error> {
         Err(Error::UnknownEventType {
             aggregate: String::new(),
-            event_type: event_type.to_owned(),
+            event_type: event.event_type.clone(),
             known: &[],
         })
     }

@@ -185,7 +185,7 @@ async fn an_event_whose_payload_does_not_fit_is_dead_lettered_at_once_and_kept()
     assert!(
         letters[0]
             .error_message
-            .contains("has a payload its type cannot read"),
+            .contains("has a version 1 payload its type cannot read"),
         "{}",
         letters[0].error_message
     );

@@ -477,11 +477,23 @@ fn event_sets_round_trip_by_type_name_and_refuse_unknown_types() {
     });
     assert_eq!(event.type_name(), "OrderCancelled");
     let json = event.to_json().expect("serialisable");
+    let stored = |event_type: &str| RecordedEvent {
+        event_type: event_type.to_owned(),
+        payload: json.clone(),
+        ..recorded(
+            &OrderCancelled {
+                order_id: "o-1".into(),
+                reason: "late".into(),
+            },
+            "o-1",
+            at("2026-01-01T00:00:00Z"),
+        )
+    };
     assert_eq!(
-        OrderEvent::from_json("OrderCancelled", json.clone()).expect("readable"),
+        OrderEvent::read(&stored("OrderCancelled")).expect("readable"),
         event
     );
-    let error = OrderEvent::from_json("OrderLost", json).expect_err("unknown type");
+    let error = OrderEvent::read(&stored("OrderLost")).expect_err("unknown type");
     assert!(error.to_string().contains("`OrderLost`"), "{error}");
     assert_eq!(
         OrderEvent::TYPES,

@@ -12,4 +12,5 @@ fn ui() {
     cases.compile_fail("tests/ui/derive/*.rs");
     cases.compile_fail("tests/ui/policy/*.rs");
     cases.compile_fail("tests/ui/register/*.rs");
+    cases.compile_fail("tests/ui/versions/*.rs");
 }

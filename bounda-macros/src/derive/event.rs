@@ -4,6 +4,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{DeriveInput, LitStr, Path};
 
+use crate::derive::versions::{self, Versions};
 use crate::errors::Errors;
 use crate::names;
 use crate::paths;
@@ -15,6 +16,7 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     let mut errors = Errors::default();
     let mut aggregate: Option<Path> = None;
     let mut name: Option<LitStr> = None;
+    let mut versions = Versions::default();
     for attr in input
         .attrs
         .iter()
@@ -31,9 +33,9 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
                     return Err(meta.error("`name` is given twice; keep one"));
                 }
                 name = Some(meta.value()?.parse()?);
-            } else {
+            } else if !versions.parse(&meta)? {
                 return Err(meta.error(
-                    "unknown `#[event]` argument; expected `aggregate = Type` or `name = \"..\"`",
+                    "unknown `#[event]` argument; expected `aggregate = Type`, `name = \"..\"`, `version = 2`, `upcast(1 = ..)` or `renamed_from(\"..\")`",
                 ));
             }
             Ok(())
@@ -78,10 +80,13 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         );
         return errors.to_compile_errors();
     };
+    let type_name = name.map_or_else(|| names::plain(ident), |name| name.value());
+    let (version, shapes) = versions.validate(&type_name, &mut errors);
     if !errors.is_empty() {
         return errors.to_compile_errors();
     }
-    let type_name = name.map_or_else(|| names::plain(ident), |name| name.value());
+    let renamed_from = versions.renamed_from();
+    let read = versions::expand_read(version, &shapes);
     let private = paths::private();
     let str = paths::str();
     quote! {
@@ -89,6 +94,8 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             type Aggregate = #aggregate;
             const TYPE: &'static #str = #type_name;
             const FIELDS: &'static [&'static #str] = &[#(#fields),*];
+            const RENAMED_FROM: &'static [&'static #str] = &[#(#renamed_from),*];
+            #read
         }
     }
 }

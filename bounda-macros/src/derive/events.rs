@@ -60,17 +60,16 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
     let json_arms = variants.iter().map(
         |(variant, _)| quote!(#ident::#variant(event) => #private::serde_json::to_value(event)),
     );
-    let decode_arms = variants.iter().map(|(variant, ty)| {
+    let version_arms = variants
+        .iter()
+        .map(|(variant, ty)| quote!(#ident::#variant(_) => <#ty as #private::Event>::VERSION));
+    let shapes = variants
+        .iter()
+        .map(|(_, ty)| quote!(#private::EventShape::of::<#ty>()));
+    let read_arms = variants.iter().map(|(variant, ty)| {
         quote! {
-            if event_type == <#ty as #private::Event>::TYPE {
-                return #private::serde_json::from_value::<#ty>(payload)
-                    .map(#ident::#variant)
-                    .map_err(|source| #private::Error::InvalidPayload {
-                        aggregate: #string::from(<#aggregate as #private::Aggregate>::NAME),
-                        event_type: #string::from(event_type),
-                        event_id: ::std::string::String::new(),
-                        source,
-                    });
+            if event.is::<#ty>() {
+                return event.decode::<#ty>().map(#ident::#variant);
             }
         }
     });
@@ -92,19 +91,20 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
             };
         }
     });
-    // Each variant is stored under a name of its own, or a stored event could not tell which
-    // it is: each pair is compared, a clash reported at the later one, naming both.
+    // Each variant is stored under names of its own (today's and those it was renamed from), or
+    // a stored event could not tell which it is: each pair is compared, a clash reported at the
+    // later one, naming both.
     let mut distinct = Vec::new();
     for (j, (later, later_ty)) in variants.iter().enumerate() {
         for (earlier, earlier_ty) in variants.iter().take(j) {
             let message = paths::panic_message(&format!(
-                "variants `{earlier}` and `{later}` are stored under the same event type name, so a stored event could not tell them apart; give one a name of its own with `#[event(name = \"..\")]`"
+                "variants `{earlier}` and `{later}` are stored under the same event type name (today's, or one in `renamed_from`), so a stored event could not tell them apart; give one a name of its own with `#[event(name = \"..\")]`"
             ));
             let panic = paths::panic_at(later_ty.span());
             distinct.push(quote_spanned! {later_ty.span()=>
-                const _: () = if #private::str_eq(
-                    <#earlier_ty as #private::Event>::TYPE,
-                    <#later_ty as #private::Event>::TYPE,
+                const _: () = if #private::names_clash(
+                    #private::EventShape::of::<#earlier_ty>(),
+                    #private::EventShape::of::<#later_ty>(),
                 ) {
                     #panic(#message)
                 };
@@ -116,10 +116,17 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         impl #private::EventSet for #ident {
             type Aggregate = #aggregate;
             const TYPES: &'static [&'static #str] = &[#(#types),*];
+            const SHAPES: &'static [#private::EventShape] = &[#(#shapes),*];
 
             fn type_name(&self) -> &'static #str {
                 match self {
                     #(#type_arms,)*
+                }
+            }
+
+            fn schema_version(&self) -> ::core::primitive::u32 {
+                match self {
+                    #(#version_arms,)*
                 }
             }
 
@@ -129,14 +136,11 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
                 }
             }
 
-            fn from_json(
-                event_type: &#str,
-                payload: #private::serde_json::Value,
-            ) -> #result<Self, #private::Error> {
-                #(#decode_arms)*
+            fn read(event: &#private::RecordedEvent) -> #result<Self, #private::Error> {
+                #(#read_arms)*
                 #result::Err(#private::Error::UnknownEventType {
                     aggregate: #string::from(<#aggregate as #private::Aggregate>::NAME),
-                    event_type: #string::from(event_type),
+                    event_type: ::std::clone::Clone::clone(&event.event_type),
                     known: <Self as #private::EventSet>::TYPES,
                 })
             }

@@ -3,3 +3,4 @@
 pub(crate) mod event;
 pub(crate) mod events;
 pub(crate) mod rejection;
+pub(crate) mod versions;

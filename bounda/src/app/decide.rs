@@ -55,7 +55,7 @@ pub(crate) fn names_an_instance<C: Command>(command: &C) -> Result<(), Error> {
     Ok(())
 }
 
-/// Events ready to append: new ids, the clock's time, and `metadata`.
+/// Events ready to append: new ids, the clock's time, and `metadata` with each event's version.
 pub(crate) fn new_events<E: EventSet>(
     app: &App,
     events: &[E],
@@ -74,7 +74,10 @@ pub(crate) fn new_events<E: EventSet>(
                 event_type: event.type_name().to_owned(),
                 payload,
                 timestamp: now,
-                metadata: metadata.clone(),
+                metadata: Metadata {
+                    schema_version: event.schema_version(),
+                    ..metadata.clone()
+                },
             })
         })
         .collect()

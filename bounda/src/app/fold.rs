@@ -13,28 +13,13 @@ pub struct Loaded<A> {
 }
 
 /// Folds `events`, oldest first, into `A`'s state. An event the aggregate cannot read is a typed
-/// error naming it, and nothing is decided on a state that skipped it.
+/// error naming it, and nothing is decided on a state that skipped it. Each event is read at the
+/// version it was stored at, through its upcasts.
 pub fn fold<A: Aggregate>(events: &[RecordedEvent]) -> Result<Loaded<A>, Error> {
     let mut state = A::default();
     let mut version = 0;
     for event in events {
-        let decoded =
-            A::Event::from_json(&event.event_type, event.payload.clone()).map_err(|error| {
-                match error {
-                    Error::InvalidPayload {
-                        aggregate,
-                        event_type,
-                        source,
-                        ..
-                    } => Error::InvalidPayload {
-                        aggregate,
-                        event_type,
-                        event_id: event.id.clone(),
-                        source,
-                    },
-                    other => other,
-                }
-            })?;
+        let decoded = A::Event::read(event)?;
         state.apply(&decoded);
         version = event.version;
     }

@@ -56,12 +56,18 @@ pub struct Lag {
     /// Pending deadlines of failed instances, held by their failure until its letter is retried
     /// (of the instances the oldest thousand open process letters name).
     pub held_deadlines: u64,
+    /// Running instances whose scheduler entry disagrees with their stored state, so that their
+    /// deadlines do not run when the state says ([`App::drifted`] names them; a worker re-arms
+    /// them when it starts, an operator with [`App::rearm`]).
+    pub drifted_entries: u64,
 }
 
 impl App {
-    /// The lag of each subscriber this app runs, read from the store; the
-    /// checkpoints of subscribers it does not run are listed apart as stale.
-    pub async fn lag(&self) -> Result<Lag, Error> {
+    /// The lag of each subscriber this app runs, and the stale checkpoints: the part of
+    /// [`lag`](App::lag) its gauges read on every pass.
+    pub(crate) async fn subscriber_lags(
+        &self,
+    ) -> Result<(Vec<SubscriberLag>, Vec<SubscriberLag>), Error> {
         let head = self.store().head().await?;
         let mut subscribers = Vec::new();
         let mut stale = Vec::new();
@@ -90,6 +96,13 @@ impl App {
                 None => stale.push(lag),
             }
         }
+        Ok((subscribers, stale))
+    }
+
+    /// The lag of each subscriber this app runs, read from the store; the
+    /// checkpoints of subscribers it does not run are listed apart as stale.
+    pub async fn lag(&self) -> Result<Lag, Error> {
+        let (subscribers, stale) = self.subscriber_lags().await?;
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
         let (held, _) = self.held_deadlines().await?;
         Ok(Lag {
@@ -98,6 +111,7 @@ impl App {
             stale,
             waiting_deadlines: self.waiting_deadline_count().await?,
             held_deadlines: held.len() as u64,
+            drifted_entries: self.drifted(crate::app::Rearm::All).await?.len() as u64,
         })
     }
 
@@ -158,7 +172,7 @@ impl App {
         let Some(failure) = first else {
             return Ok(None);
         };
-        let event = self.store().read_event(&failure.event_id).await?;
+        let event = self.read_event(&failure.event_id).await?;
         Ok(Some(Failing {
             handler: failure.handler,
             position: event.as_ref().map_or(0, |e| e.position),
@@ -240,6 +254,7 @@ impl App {
                     at: due.at,
                     waiting: false,
                     held_by: Some(letter.id.clone()),
+                    drift: None,
                 })),
                 Err(error) => left_out.push(UnreadableState {
                     process: process.name().to_owned(),
@@ -329,6 +344,12 @@ impl App {
                     continue;
                 }
             };
+            let drift = crate::app::processes::rearm::drift_of(
+                &**process,
+                &entry.aggregate_id,
+                &instance,
+                Some(&entry),
+            );
             for (index, due) in dues.into_iter().enumerate() {
                 // The entry is armed at the first; only it can be held back.
                 let waiting = index == 0
@@ -340,6 +361,7 @@ impl App {
                     at: due.at,
                     waiting,
                     held_by: None,
+                    drift: drift.clone(),
                 });
             }
         }

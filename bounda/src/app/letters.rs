@@ -151,7 +151,6 @@ impl DeadLetters<'_> {
                 let event_id = letter.event_id.as_deref().unwrap_or_default();
                 let event = self
                     .app
-                    .store()
                     .read_event(event_id)
                     .await?
                     .ok_or_else(|| not_retriable("its event is not in the store"))?;

@@ -18,6 +18,7 @@ pub(crate) mod reaction;
 pub(crate) mod registry;
 mod runner;
 mod schedule;
+mod shapes;
 mod subscriber;
 mod telemetry;
 mod worker;
@@ -31,7 +32,8 @@ pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
 pub use processes::{
-    PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, StateProblem, UnreadableState,
+    Drift, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm, StateProblem,
+    UnreadableState,
 };
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use runner::shutdown_signal;
@@ -81,6 +83,10 @@ struct Inner {
     moves: std::sync::atomic::AtomicU64,
     /// The name this runner puts before its claims' ids.
     runner: Option<String>,
+    /// The shapes of the event types of the app's aggregates, which reads bring events up to.
+    shapes: shapes::Shapes,
+    /// Whether this app's worker has re-armed the entries that disagree with their states.
+    rearmed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for App {
@@ -112,6 +118,8 @@ pub struct AppBuilder {
     reactions: HashMap<&'static str, &'static str>,
     /// The name this runner puts before its claims' ids.
     runner: Option<String>,
+    /// The shapes of the event types of the aggregates added so far.
+    shapes: shapes::Shapes,
 }
 
 impl std::fmt::Debug for AppBuilder {
@@ -192,6 +200,8 @@ impl AppBuilder {
             return self;
         }
         self.name_reaction::<P>(P::NAME);
+        self.shapes
+            .add::<<P::Event as crate::aggregate::Event>::Aggregate>();
         match PolicyEntry::<P>::new() {
             Ok(entry) => self.policies.push(Arc::new(entry)),
             Err(message) => self.refused.push(message),
@@ -211,6 +221,8 @@ impl AppBuilder {
     pub fn process<P: crate::process::Process>(mut self) -> AppBuilder {
         if !self.seen::<P>() {
             self.name_reaction::<P>(<P as crate::process::ProcessState>::NAME);
+            self.shapes
+                .add::<<P as crate::process::ProcessState>::Aggregate>();
             self.processes.push(Arc::new(ProcessEntry::<P>::new()));
         }
         self
@@ -225,6 +237,7 @@ impl AppBuilder {
             return self;
         }
         let type_name = std::any::type_name::<C>();
+        self.shapes.add::<C::Aggregate>();
         match self.commands.entry(C::NAME) {
             std::collections::hash_map::Entry::Occupied(entry) => {
                 let other = entry.get().type_name();
@@ -288,6 +301,8 @@ impl AppBuilder {
                 paused: std::sync::Mutex::new(HashMap::new()),
                 moves: std::sync::atomic::AtomicU64::new(0),
                 runner: self.runner,
+                shapes: self.shapes,
+                rearmed: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -315,6 +330,7 @@ impl App {
             added: std::collections::HashSet::new(),
             reactions: HashMap::new(),
             runner: None,
+            shapes: shapes::Shapes::default(),
         }
     }
 
@@ -420,9 +436,14 @@ impl App {
         }
     }
 
-    /// The events of aggregate instance `id`, oldest first.
+    /// The events of aggregate instance `id`, oldest first, each brought up to today's name
+    /// and shape where its upcasts read it (the store keeps what was written).
     pub async fn events_of<A: Aggregate>(&self, id: &str) -> Result<Vec<RecordedEvent>, Error> {
-        Ok(self.store().read_stream(A::NAME, id).await?)
+        let mut events = self.store().read_stream(A::NAME, id).await?;
+        for event in &mut events {
+            self.inner.shapes.bring_up(event);
+        }
+        Ok(events)
     }
 
     /// Aggregate instance `id`, folded from its events.

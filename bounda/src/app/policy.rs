@@ -166,6 +166,7 @@ impl<C: Command> CommandRunner for CommandEntry<C> {
                     aggregate: <C::Aggregate as Aggregate>::NAME.to_owned(),
                     event_type: C::NAME.to_owned(),
                     event_id: String::new(),
+                    version: 1,
                     source,
                 }
             })?;

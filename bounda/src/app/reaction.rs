@@ -218,6 +218,40 @@ impl Attempt {
     }
 
     /// The span of a command this attempt sends, in the attempt's correlation.
+    /// Reads and folds instance `id` of `A` before a handler runs, so that a stream the handler
+    /// would send to and that does not read fails the step before the handler has done
+    /// anything outside (a message sent, a card charged).
+    pub(crate) async fn preload<A: Aggregate>(&self, id: &str) -> Result<(), Error> {
+        self.stage::<A>(id).await.map(|_| ())
+    }
+
+    /// The place of instance `id` of `A` among the streams this attempt stages, loaded and
+    /// folded the first time it is asked for.
+    async fn stage<A: Aggregate>(&self, id: &str) -> Result<usize, Error> {
+        let aggregate = A::NAME;
+        if let Some(index) = self.staged().position(aggregate, id) {
+            return Ok(index);
+        }
+        // The guard is not held across the read: the attempt's future stays `Send`.
+        let loaded = self
+            .app
+            .load::<A>(id)
+            .await
+            .inspect_err(|error| self.fail(error))?;
+        let mut staged = self.staged();
+        if let Some(index) = staged.position(aggregate, id) {
+            return Ok(index);
+        }
+        staged.streams.push(Stream {
+            aggregate_type: aggregate,
+            aggregate_id: id.to_owned(),
+            loaded_version: loaded.version,
+            events: Vec::new(),
+            state: Box::new(loaded.state),
+        });
+        Ok(staged.streams.len() - 1)
+    }
+
     fn command_span<C: Command>(&self, command: &C) -> tracing::Span {
         telemetry::command_span(
             C::NAME,
@@ -233,41 +267,12 @@ impl Attempt {
         self.check_depth(C::NAME, aggregate)?;
         names_an_instance(command).inspect_err(|error| self.fail(error))?;
         let id = command.aggregate_id().to_owned();
-        let staged_already = {
+        {
             let mut staged = self.staged();
             self.command_id(&mut staged, C::NAME);
-            staged.position(aggregate, &id).is_some()
-        };
-        // The guard is not held across the read: the attempt's future stays `Send`.
-        let loaded = match staged_already {
-            true => None,
-            false => match self.app.load::<C::Aggregate>(&id).await {
-                Ok(loaded) => Some(loaded),
-                Err(error) => {
-                    self.fail(&error);
-                    return Err(error);
-                }
-            },
-        };
+        }
+        let index = self.stage::<C::Aggregate>(&id).await?;
         let mut staged = self.staged();
-        let index = match (staged.position(aggregate, &id), loaded) {
-            (Some(index), _) => index,
-            (None, Some(loaded)) => {
-                staged.streams.push(Stream {
-                    aggregate_type: aggregate,
-                    aggregate_id: id.clone(),
-                    loaded_version: loaded.version,
-                    events: Vec::new(),
-                    state: Box::new(loaded.state),
-                });
-                staged.streams.len() - 1
-            }
-            (None, None) => {
-                return Err(Error::NotFound {
-                    what: format!("the staged stream of `{aggregate}:{id}`"),
-                });
-            }
-        };
         let stream = &mut staged.streams[index];
         let Some(state) = stream.state.downcast_mut::<C::Aggregate>() else {
             return Err(Error::NotFound {

@@ -33,7 +33,7 @@ impl App {
         let Some(from) = store.checkpoint(subscriber).await? else {
             return Ok(false);
         };
-        let events = store
+        let events = self
             .read_all(from, self.config().dispatcher.batch_size)
             .await?;
         let Some(last) = events.last().map(|event| event.position) else {

@@ -270,8 +270,8 @@ pub(crate) async fn lag(app: &crate::App) {
     if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
         return;
     }
-    let lag = match app.lag().await {
-        Ok(lag) => lag,
+    let subscribers = match app.subscriber_lags().await {
+        Ok((subscribers, _)) => subscribers,
         Err(error) => {
             // The pass that failed to read says so itself; the gauges wait for the next one.
             tracing::debug!(
@@ -281,7 +281,7 @@ pub(crate) async fn lag(app: &crate::App) {
             return;
         }
     };
-    for subscriber in &lag.subscribers {
+    for subscriber in &subscribers {
         tracing::event!(
             target: METRICS,
             tracing::Level::DEBUG,

@@ -160,6 +160,7 @@ mod tests {
 
     fn due(field: &'static str, instance: &str, at: Instant, waiting: bool) -> PendingDeadline {
         PendingDeadline {
+            drift: None,
             process: "OrderLifecycle",
             instance: instance.to_owned(),
             field,

@@ -16,7 +16,7 @@ use crate::process::ProcessState;
 pub const TIMEOUT: &str = "timeout";
 
 /// A pending deadline: which field, and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct DueDeadline {
     /// When it comes due. Compared first, so the earliest deadline sorts first.
     pub at: Instant,

@@ -84,6 +84,7 @@ macro_rules! store_contract_tests {
             a_renewal_extends_a_claim_by_the_renewing_lease,
             a_renewed_letter_claim_outlasts_its_first_lease,
             a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it,
+            stream_ids_are_listed_once_each_in_pages,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -273,6 +274,38 @@ pub async fn streams_are_scoped_to_their_aggregate_type(store: &dyn Store) {
     assert_eq!(
         store.read_stream("Subscription", "x-1").await.unwrap()[0].id,
         "e2"
+    );
+}
+
+// issue 20: the instances of a process, found without reading the log
+pub async fn stream_ids_are_listed_once_each_in_pages(store: &dyn Store) {
+    store
+        .commit(&appending(vec![
+            append("process:Flow", "b", 0, &["e1", "e2"]),
+            append("process:Flow", "a", 0, &["e3"]),
+            append("Order", "a0", 0, &["e4"]),
+            append("process:Flow", "c", 0, &["e5", "e6", "e7"]),
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.stream_ids("process:Flow", None, 10).await.unwrap(),
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        store.stream_ids("process:Flow", None, 2).await.unwrap(),
+        ["a", "b"]
+    );
+    assert_eq!(
+        store
+            .stream_ids("process:Flow", Some("b"), 2)
+            .await
+            .unwrap(),
+        ["c"]
+    );
+    assert_eq!(
+        store.stream_ids("process:Gone", None, 2).await.unwrap(),
+        Vec::<String>::new()
     );
 }
 

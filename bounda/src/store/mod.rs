@@ -68,6 +68,33 @@ pub trait Store: Send + Sync + 'static {
     /// The event with this id.
     async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError>;
 
+    /// Up to `limit` ids of the streams of `aggregate_type`, in id order, after `after` (from
+    /// the first when `None`): how the runtime finds every instance of a process without
+    /// reading the log. This default reads the whole log; a store overrides it with an
+    /// index.
+    async fn stream_ids(
+        &self,
+        aggregate_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids = std::collections::BTreeSet::new();
+        let mut position = 0;
+        loop {
+            let events = self.read_all(position, 1_000).await?;
+            let Some(last) = events.last() else { break };
+            position = last.position;
+            for event in events {
+                if event.aggregate_type == aggregate_type
+                    && after.is_none_or(|after| event.aggregate_id.as_str() > after)
+                {
+                    ids.insert(event.aggregate_id);
+                }
+            }
+        }
+        Ok(ids.into_iter().take(limit).collect())
+    }
+
     /// The position of the last event, 0 when there is none.
     async fn head(&self) -> Result<u64, StoreError>;
 

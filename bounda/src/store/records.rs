@@ -14,7 +14,8 @@ pub struct Metadata {
     pub causation_id: String,
     /// How many reactions deep in its chain.
     pub depth: u32,
-    /// The payload's schema version; 1 until upcasts exist.
+    /// The version of the payload's shape it was written at, from 1 (`Event::VERSION`); a
+    /// read brings an older one up through the event's upcasts.
     pub schema_version: u32,
     /// Whether the runtime wrote it (process lifecycle events).
     pub system: bool,

@@ -32,7 +32,7 @@ impl Failure {
         Failure {
             code,
             retriable,
-            message: format!("{error:#}"),
+            message: crate::error::chain(error.as_ref()),
             stack: format!("{error:?}"),
             unavailable,
         }
@@ -54,7 +54,7 @@ impl Failure {
         Failure {
             code,
             retriable: false,
-            message: format!("{error:#}"),
+            message: crate::error::chain(error.as_ref()),
             stack: format!("{error:?}"),
             unavailable: false,
         }

@@ -78,7 +78,7 @@ impl Unhandled {
                 ..Unhandled::default()
             });
         };
-        let events = app.store().read_all(from, UNHANDLED_READ).await?;
+        let events = app.read_all(from, UNHANDLED_READ).await?;
         let mut unhandled = Unhandled {
             complete: events.len() < UNHANDLED_READ,
             earliest: HashMap::new(),

@@ -28,6 +28,10 @@ pub struct Explained {
     pub steps: Vec<Step>,
     /// The deadlines pending now, soonest first.
     pub pending: Vec<PendingNow>,
+    /// How its scheduler entry disagrees with its state, when it does: its deadlines run at the
+    /// entry's moment, not the state's, until the entry is re-armed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<super::Drift>,
     /// Why the pending deadlines are unknown: the stored state does not read as this build's
     /// state type (the steps are told all the same).
     pub unreadable: Option<String>,
@@ -348,6 +352,11 @@ impl App {
             })
             .collect();
         let letters = self.letters_of(letter_ids).await?;
+        let entry = self
+            .store()
+            .scheduled(&super::step::entry_key(runner.name(), id))
+            .await?;
+        let drift = super::rearm::drift_of(runner.as_ref(), id, &instance, entry.as_ref());
         Ok(Some(Explained {
             process: process.to_owned(),
             instance: id.to_owned(),
@@ -357,6 +366,7 @@ impl App {
                 .filter(|_| instance.status == Status::Started),
             steps,
             pending,
+            drift,
             unreadable,
             parked,
             letters,
@@ -365,7 +375,7 @@ impl App {
 
     /// The event `id` as a step's cause: what the log still says of it.
     async fn cause(&self, id: String) -> Result<StepCause, Error> {
-        let event = self.store().read_event(&id).await?;
+        let event = self.read_event(&id).await?;
         Ok(StepCause {
             event_type: event.as_ref().map(|e| e.event_type.clone()),
             stream: event

@@ -147,6 +147,7 @@ impl Lifecycle {
                 aggregate: event.aggregate_type.clone(),
                 event_type: event.event_type.clone(),
                 event_id: event.id.clone(),
+                version: event.metadata.schema_version,
                 source,
             })
     }

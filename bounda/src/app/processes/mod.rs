@@ -5,6 +5,7 @@ mod event_run;
 pub(crate) mod explain;
 pub(crate) mod instance;
 pub(crate) mod pass;
+pub(crate) mod rearm;
 mod retry;
 pub(crate) mod step;
 mod view;
@@ -25,6 +26,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
+pub use rearm::{Drift, Rearm};
 pub use view::{ProcessInstance, StateProblem, UnreadableState};
 
 /// The subscriber all processes share.
@@ -216,6 +218,10 @@ pub struct PendingDeadline {
     /// The letter whose failure holds it: its instance failed, and nothing of it runs until the
     /// letter is retried (or its events wait parked for ever, should it be discarded).
     pub held_by: Option<String>,
+    /// How its instance's scheduler entry disagrees with its state, when it does: the worker
+    /// runs the instance's deadlines at the entry's moment, not the state's, until the entry is
+    /// re-armed ([`App::rearm`]).
+    pub drift: Option<Drift>,
 }
 
 impl Status {

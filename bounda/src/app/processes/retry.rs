@@ -168,8 +168,7 @@ impl App {
     /// The event a letter names.
     async fn letter_event(&self, letter: &DeadLetter) -> Result<RecordedEvent, Error> {
         let event_id = letter.event_id.as_deref().unwrap_or_default();
-        self.store()
-            .read_event(event_id)
+        self.read_event(event_id)
             .await?
             .ok_or_else(|| Error::NotFound {
                 what: format!("event `{event_id}`"),
@@ -263,7 +262,6 @@ impl RetryStep {
         };
         if let Some(event_id) = &instance.failed_event {
             let event = app
-                .store()
                 .read_event(event_id)
                 .await?
                 .ok_or_else(|| Error::NotFound {
@@ -298,7 +296,6 @@ impl RetryStep {
             return self.deadline(app, instance, due, None).await;
         }
         let event = app
-            .store()
             .read_event(&parked.event_id)
             .await?
             .ok_or_else(|| Error::NotFound {

@@ -407,6 +407,13 @@ pub(crate) async fn deadline_step<P: Process>(
     let subject = format!("{id}:deadline:{}:{}", due.field, due.at.as_millis());
     let key = key.unwrap_or_else(|| derived_id(&["process", P::NAME, &subject]));
     let attempt = Attempt::new(app, key, cause);
+    // The followed instance is read before the handler runs: a stream that does not read (an
+    // event from a newer build, a payload its type lost) fails the step before the handler has
+    // sent a message or charged a card.
+    attempt
+        .preload::<P::Aggregate>(id)
+        .await
+        .map_err(|error| Failure::of_error(&error))?;
     let now = app.clock().now();
     let ran = process::step::run_deadline_in(&mut state, id, due, now, Some(&attempt));
     guarded::<P, _>(app, ran).await?;

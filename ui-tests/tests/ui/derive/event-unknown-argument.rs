@@ -1,7 +1,7 @@
 use bounda::prelude::*;
 
 #[derive(Debug, Clone, Serialize, Deserialize, Event)]
-#[event(aggregate = bounda_ui_tests::Order, version = 2)]
+#[event(aggregate = bounda_ui_tests::Order, schema = 2)]
 pub struct OrderShipped {
     order_id: String,
 }

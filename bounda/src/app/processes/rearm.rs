@@ -1,0 +1,226 @@
+//! The scheduler re-derived from state. An instance's one scheduler entry must be armed at its
+//! earliest pending deadline (or its timeout), as `process::plan::next` computes it from the
+//! stored state. A deploy can break that. For example, a build that renamed a deadline field
+//! re-armed an entry at the timeout, and the build after it brought the field back. Here the
+//! instances are compared with their entries, and an entry that disagrees is written again from
+//! its state. One mechanism serves the worker's start, the operator's command, `check`, and
+//! the reads that show an entry as disagreeing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::app::App;
+use crate::app::processes::ProcessRunner;
+use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::processes::instance::{self, Instance, Status, stream_type};
+use crate::app::processes::step::{PROCESS_DEADLINE, entry_key};
+use crate::process::plan::DueDeadline;
+use crate::store::{Append, CommitError, ScheduledEntry, StoreError, WriteSet};
+use crate::{Error, Instant};
+
+/// Instances whose ids are read per page.
+const PAGE: usize = 500;
+
+/// Which instances to compare with their entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rearm<'a> {
+    /// Every instance of every process of the app.
+    All,
+    /// Every instance of one process, by name.
+    Process(&'a str),
+    /// One instance: process name and instance id.
+    Instance(&'a str, &'a str),
+}
+
+/// A running instance whose scheduler entry is not the one its stored state says.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Drift {
+    /// The process.
+    pub process: &'static str,
+    /// The instance.
+    pub instance: String,
+    /// The moment its entry is armed at, or `None` when it has no entry.
+    pub entry_at: Option<Instant>,
+    /// What its state says is next: the deadline (or `timeout`) and its moment, or `None` when
+    /// nothing is pending.
+    pub state_next: Option<DueDeadline>,
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entry = match self.entry_at {
+            Some(at) => format!("its scheduler entry is armed at {at}"),
+            None => "it has no scheduler entry".to_owned(),
+        };
+        match self.state_next {
+            Some(DueDeadline { field, at }) => write!(
+                f,
+                "{entry}, but its state's next deadline is `{field}` at {at}: nothing of it runs before the entry, until the entry is re-armed from the state"
+            ),
+            None => write!(f, "{entry}, but its state has nothing pending"),
+        }
+    }
+}
+
+impl App {
+    /// The running instances in `scope` whose scheduler entry disagrees with their stored
+    /// state, with what each holds and what it should. Changes nothing. An instance whose
+    /// state does not read is left out; [`unreadable_states`](App::unreadable_states) names it.
+    pub async fn drifted(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
+        self.survey(scope, false).await
+    }
+
+    /// Re-arms the scheduler entry of each running instance in `scope` whose entry disagrees
+    /// with its stored state, from that state: what a worker does when it starts, and what an
+    /// operator asks for after a deploy. Returns what it changed. An entry a runner holds now
+    /// is left to that runner, which re-derives it from the state when its run ends. An
+    /// instance that steps meanwhile keeps the entry its step wrote.
+    pub async fn rearm(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
+        self.survey(scope, true).await
+    }
+
+    /// Compares the instances of `scope` with their entries, re-arming those that disagree
+    /// when `fix`.
+    async fn survey(&self, scope: Rearm<'_>, fix: bool) -> Result<Vec<Drift>, Error> {
+        let processes: Vec<&Arc<dyn ProcessRunner>> = match scope {
+            Rearm::All => self.processes().collect(),
+            Rearm::Process(name) | Rearm::Instance(name, _) => {
+                vec![self.processes().find(|p| p.name() == name).ok_or_else(|| {
+                    Error::NotFound {
+                        what: format!("process `{name}` in this app"),
+                    }
+                })?]
+            }
+        };
+        let mut drifts = Vec::new();
+        for process in processes {
+            if let Rearm::Instance(_, id) = scope {
+                let entry = self
+                    .store()
+                    .scheduled(&entry_key(process.name(), id))
+                    .await?;
+                if let Some(drift) = self.compare(process.as_ref(), id, entry, fix).await? {
+                    drifts.push(drift);
+                }
+                continue;
+            }
+            let mut entries: HashMap<String, ScheduledEntry> = self
+                .store()
+                .scheduled_of_type(PROCESS_DEADLINE)
+                .await?
+                .into_iter()
+                .map(|entry| (entry.dedupe_key.clone(), entry))
+                .collect();
+            let stream = stream_type(process.name());
+            let mut after: Option<String> = None;
+            loop {
+                let ids = self
+                    .store()
+                    .stream_ids(&stream, after.as_deref(), PAGE)
+                    .await?;
+                let Some(last) = ids.last() else { break };
+                after = Some(last.clone());
+                for id in &ids {
+                    let entry = entries.remove(&entry_key(process.name(), id));
+                    if let Some(drift) = self.compare(process.as_ref(), id, entry, fix).await? {
+                        drifts.push(drift);
+                    }
+                }
+            }
+        }
+        Ok(drifts)
+    }
+
+    /// Instance `id` of `process` against `entry`, the entry it has: the drift, re-armed when
+    /// `fix`, or `None` when they agree (or the instance is not running, or its state does not
+    /// read).
+    async fn compare(
+        &self,
+        process: &dyn ProcessRunner,
+        id: &str,
+        entry: Option<ScheduledEntry>,
+        fix: bool,
+    ) -> Result<Option<Drift>, Error> {
+        let fields = process.deadline_fields();
+        let Some(instance) = instance::load(self.store(), process.name(), &fields, id).await?
+        else {
+            return Ok(None);
+        };
+        let Some(drift) = drift_of(process, id, &instance, entry.as_ref()) else {
+            return Ok(None);
+        };
+        if !fix {
+            return Ok(Some(drift));
+        }
+        // An entry a runner holds is its to settle: the run re-derives it from the state.
+        let now = self.clock().now();
+        let held = entry.as_ref().is_some_and(|entry| {
+            entry.claim_id.is_some()
+                && entry
+                    .claimed_at
+                    .is_some_and(|claimed| claimed + self.lease() > now)
+        });
+        if held {
+            return Ok(None);
+        }
+        let Ok((schedule, unschedule)) = process.arm(id, &instance) else {
+            return Ok(None);
+        };
+        let writes = WriteSet {
+            // Written only while the instance has not stepped since it was read.
+            appends: vec![Append {
+                aggregate_type: stream_type(process.name()),
+                aggregate_id: id.to_owned(),
+                expected_version: instance.version,
+                events: Vec::new(),
+            }],
+            schedule: schedule.into_iter().collect(),
+            unschedule: unschedule.into_iter().collect(),
+            ..WriteSet::default()
+        };
+        match self.store().commit(&writes).await {
+            Ok(_) => {
+                tracing::info!(
+                    process = drift.process,
+                    instance = %drift.instance,
+                    "re-armed a scheduler entry from its state: {drift}"
+                );
+                Ok(Some(drift))
+            }
+            Err(CommitError::StreamMoved { .. }) => Ok(None),
+            Err(CommitError::Store(error)) => Err(Error::Store(error)),
+            Err(other) => Err(Error::Store(StoreError::with_source(
+                "cannot re-arm a scheduler entry",
+                other,
+            ))),
+        }
+    }
+}
+
+/// How `instance`'s `entry` disagrees with its state, if it does.
+pub(crate) fn drift_of(
+    process: &dyn ProcessRunner,
+    id: &str,
+    instance: &Instance,
+    entry: Option<&ScheduledEntry>,
+) -> Option<Drift> {
+    if instance.status != Status::Started {
+        return None;
+    }
+    let next = process.pending(instance).ok()?.into_iter().next();
+    let entry_at = entry
+        .and_then(DeadlinePayload::of)
+        .and_then(|payload| Instant::from_millis(payload.at));
+    let agrees = match (entry, next) {
+        (None, None) => true,
+        (Some(_), Some(next)) => entry_at == Some(next.at),
+        _ => false,
+    };
+    (!agrees).then(|| Drift {
+        process: process.name(),
+        instance: id.to_owned(),
+        entry_at,
+        state_next: next,
+    })
+}

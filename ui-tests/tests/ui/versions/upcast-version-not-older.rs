@@ -1,0 +1,10 @@
+use bounda::prelude::*;
+
+#[derive(Debug, Clone, Serialize, Deserialize, Event)]
+#[event(aggregate = Appointment, version = 2, upcast(1 = AppointmentBookedV1, 2 = AppointmentBookedV2))]
+pub struct AppointmentBooked {
+    appointment_id: String,
+    starts_at: Instant,
+}
+
+fn main() {}
