@@ -8,8 +8,12 @@ pub(crate) const STARTED_BY: &str = "started_by";
 pub(crate) const COMPLETED_BY: &str = "completed_by";
 /// `#[process(timeout = "..")]`.
 pub(crate) const TIMEOUT: &str = "timeout";
+/// `#[process(version = 2)]`: the state's version.
+pub(crate) const VERSION: &str = "version";
+/// `#[process(migrate = [FlowV1])]`: the state's older shapes.
+pub(crate) const MIGRATE: &str = "migrate";
 /// Every `#[process(..)]` argument, in the order the docs list them.
-pub(crate) const PROCESS_ARGS: &[&str] = &[ON, STARTED_BY, COMPLETED_BY, TIMEOUT];
+pub(crate) const PROCESS_ARGS: &[&str] = &[ON, STARTED_BY, COMPLETED_BY, TIMEOUT, VERSION, MIGRATE];
 
 /// `#[deadline]` on a state field.
 pub(crate) const DEADLINE: &str = "deadline";

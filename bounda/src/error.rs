@@ -28,6 +28,18 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A process state written by a newer build, at a version this build does not know.
+    #[error(
+        "process `{process}` has a state written at version {stored}, and this build reads up to version {known}: a newer build wrote it, so run that build (or a later one) here"
+    )]
+    NewerState {
+        /// The process.
+        process: String,
+        /// The version it was written at.
+        stored: u32,
+        /// The newest version this build reads.
+        known: u32,
+    },
     /// An event written by a newer build, at a version of its shape this build does not know.
     #[error(
         "event `{aggregate}.{event_type}` ({event_id}) in stream `{aggregate}:{aggregate_id}` was written at version {stored} of its shape, and this build reads up to version {known}: a newer build wrote it, so run that build (or a later one) here"
@@ -49,7 +61,7 @@ pub enum Error {
     /// A process instance's stored state that its type no longer reads: a field changed type,
     /// or was renamed without an alias.
     #[error(
-        "process `{process}` cannot read its stored state{} (a renamed field reads with `#[serde(alias = \"old_name\")]`, a field whose type changed needs a new name): {source}",
+        "process `{process}` cannot read its stored state (version {version}){} (a renamed field reads with `#[serde(alias = \"old_name\")]`, a changed shape with `#[process(version = .., migrate = [..])]`): {source}",
         at_path(path)
     )]
     UnreadableState {
@@ -57,6 +69,8 @@ pub enum Error {
         process: String,
         /// Where in the state it failed (`reminders`, `shipping.address`), `.` for the whole.
         path: String,
+        /// The version of the state's shape it was stored at.
+        version: u32,
         /// What serde said.
         #[source]
         source: serde_json::Error,
@@ -249,6 +263,7 @@ impl Error {
             | Error::DeadlineNotAdvanced { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
             Error::NewerEvent { .. } => "NEWER_EVENT_VERSION",
+            Error::NewerState { .. } => "NEWER_STATE_VERSION",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
             Error::Store(error) => error.code(),
             Error::ChainDepthExceeded { .. } => "CHAIN_DEPTH_EXCEEDED",
@@ -276,6 +291,7 @@ impl Error {
         match self {
             Error::InvalidPayload { .. }
             | Error::NewerEvent { .. }
+            | Error::NewerState { .. }
             | Error::UnreadableState { .. }
             | Error::UnknownEventType { .. }
             | Error::WrongEventType { .. }

@@ -130,6 +130,50 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     true
 }
 
+/// A process state stored at `version`, read as `T` (today's state or an older shape), or the
+/// error naming the field that did not read.
+pub fn read_state_shape<T: serde::de::DeserializeOwned>(
+    process: &str,
+    version: u32,
+    state: &serde_json::Value,
+) -> Result<T, Error> {
+    serde_path_to_error::deserialize(state).map_err(|error| Error::UnreadableState {
+        process: process.to_owned(),
+        path: error.path().to_string(),
+        version,
+        source: error.into_inner(),
+    })
+}
+
+/// The fields of `state` that `T` does not read (`shipping.adress`); empty when `state` does
+/// not read as `T` at all.
+pub fn dropped_fields<T: serde::de::DeserializeOwned>(state: &serde_json::Value) -> Vec<String> {
+    let mut dropped = Vec::new();
+    let read: Result<T, _> =
+        serde_ignored::deserialize(state, |path| dropped.push(path.to_string()));
+    if read.is_err() {
+        return Vec::new();
+    }
+    dropped
+}
+
+/// How the runtime reads an older shape `T` of a process state, taken once per shape so that a
+/// shape that does not deserialise is reported once, at its name.
+pub struct StateShape<T> {
+    /// Reads a stored state as `T`: process, version, state.
+    pub read: fn(&str, u32, &serde_json::Value) -> Result<T, Error>,
+    /// The stored fields `T` does not read.
+    pub dropped: fn(&serde_json::Value) -> Vec<String>,
+}
+
+/// The [`StateShape`] of `T`.
+pub fn state_shape<T: serde::de::DeserializeOwned>() -> StateShape<T> {
+    StateShape {
+        read: read_state_shape::<T>,
+        dropped: dropped_fields::<T>,
+    }
+}
+
 /// One step of an event's upcast: the shape of one version brought up to the next one's.
 pub fn upcast_step<Older, Newer: From<Older>>(older: Older) -> Newer {
     Newer::from(older)

@@ -82,7 +82,7 @@ async fn events_the_first_build_stored_read_renamed_and_upcast_and_stay_as_store
         .await
         .unwrap()
         .expect("the second build started a-2 from the event the first stored");
-    assert_eq!(flow.state.no_show, Deadline::at(slot + minutes(15)));
+    assert_eq!(flow.state.missed_at, Deadline::at(slot + minutes(15)));
 
     // The reminder of a-1, armed by the first build, runs in the second: it folds the first
     // build's `SlotBooked` as an `AppointmentBooked` and decides a version-2 `ReminderSent`.
@@ -240,5 +240,8 @@ async fn a_deadline_on_a_stream_a_newer_build_wrote_to_fails_before_its_handler_
     second.app().dead_letters().retry(&letter.id).await.unwrap();
     assert_eq!(clinic.outbox.sent(), ["v2 reminds a-1"]);
     second.advance(hours(24)).await.unwrap();
-    assert_eq!(clinic.outbox.sent(), ["v2 reminds a-1", "v2 no-show a-1"]);
+    assert_eq!(
+        clinic.outbox.sent(),
+        ["v2 reminds a-1", "v2 calls a-1", "v2 no-show a-1"]
+    );
 }

@@ -1,7 +1,9 @@
-//! The scheduler re-derived from state (issue 20): an instance's one entry is armed at the
-//! earliest pending deadline its stored state holds. A deploy that broke that (a deadline
-//! renamed, then the rename undone) is seen by `pending_deadlines`, `explain` and `lag` with
-//! the reason, and mended by the worker when it starts, or by the operator for one instance.
+//! A process state changed under live instances, and the scheduler re-derived from state
+//! (issue 20). A build whose state no longer reads a stored deadline is refused before it runs
+//! anything, naming the instances; rolled back, the deadline runs. A state migrated to a new
+//! version may add a deadline earlier than the instance's entry. `pending_deadlines`,
+//! `explain` and `lag` show such an entry with the reason, and the worker re-arms it when it
+//! starts, as the operator can for one instance.
 
 #![allow(
     clippy::unwrap_used,
@@ -19,64 +21,119 @@ use std::sync::Arc;
 use bounda::clock::{Clock, SimulatedClock};
 use bounda::prelude::*;
 use bounda::store::Store;
-use bounda::{Rearm, hours};
-use clinic::{Outbox, v1, v1_renamed};
+use bounda::{AppBuilder, Rearm, hours};
+use clinic::{Outbox, v1, v1_renamed, v2};
 
-/// The clinic's sequence up to the rollback: a-9 booked 48 hours ahead and reminded under the
-/// first build; then a build that renamed `no_show` ran past a-9's no-show, found no such
-/// deadline in the state it reads, and moved the entry to the timeout. Returns the store, the
-/// clock and the outbox, the first build about to be deployed again.
-async fn drifted_clinic() -> (Arc<dyn Store>, Arc<SimulatedClock>, Arc<Outbox>, Instant) {
-    let store = support::database::store().await;
-    let clock = Arc::new(SimulatedClock::default());
-    let outbox = Arc::new(Outbox::default());
-    let first = support::another_app(&store, &clock, |b| v1::build(b, &outbox)).await;
-    let slot = clock.now() + hours(48);
-    first
-        .dispatch(v1::Book {
-            appointment_id: "a-9".into(),
-            slot,
-        })
-        .await
-        .unwrap();
-    first.advance(hours(25)).await.unwrap();
-    assert_eq!(outbox.sent(), ["v1 reminds a-9"]);
-
-    let renamed = support::another_app(&store, &clock, |b| v1_renamed::build(b, &outbox)).await;
-    renamed.advance(hours(24)).await.unwrap();
-    assert_eq!(
-        outbox.sent(),
-        ["v1 reminds a-9"],
-        "the renamed build ran no no-show"
-    );
-    (store, clock, outbox, slot + minutes(15))
+/// One store, clock and outbox, and a-9 booked 48 hours ahead by the first build, its
+/// reminder sent: its entry waits at the no-show, 15 minutes after the slot.
+struct Clinic {
+    store: Arc<dyn Store>,
+    clock: Arc<SimulatedClock>,
+    outbox: Arc<Outbox>,
+    slot: Instant,
 }
 
-// issue 20: the clinic sequence
-#[tokio::test]
-async fn an_entry_a_deploy_moved_from_its_state_is_shown_and_rearmed_when_the_worker_starts() {
-    let (store, clock, outbox, no_show) = drifted_clinic().await;
-    let rolled_back = support::another_app(&store, &clock, |b| v1::build(b, &outbox)).await;
-    let app = rolled_back.app();
+impl Clinic {
+    async fn reminded() -> Clinic {
+        let store = support::database::store().await;
+        let clock = Arc::new(SimulatedClock::default());
+        let outbox = Arc::new(Outbox::default());
+        let slot = clock.now() + hours(48);
+        let clinic = Clinic {
+            store,
+            clock,
+            outbox,
+            slot,
+        };
+        let first = clinic.deploy(v1::build).await;
+        first
+            .dispatch(v1::Book {
+                appointment_id: "a-9".into(),
+                slot,
+            })
+            .await
+            .unwrap();
+        first.advance(hours(25)).await.unwrap();
+        assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9"]);
+        clinic
+    }
 
-    // Before the worker starts, every read says why the overdue no-show has not run.
+    /// The build `build` makes, on this clinic's store.
+    async fn deploy(&self, build: fn(AppBuilder, &Arc<Outbox>) -> AppBuilder) -> TestApp {
+        support::another_app(&self.store, &self.clock, |b| build(b, &self.outbox)).await
+    }
+
+    /// The moments the scheduler holds, soonest first.
+    async fn armed(&self) -> Vec<Instant> {
+        let entries = self
+            .store
+            .scheduled_of_type("bounda.ProcessDeadline")
+            .await
+            .unwrap();
+        entries.iter().map(|entry| entry.execute_at).collect()
+    }
+}
+
+// issue 20: the clinic's sequence, a deadline renamed without an alias and the rename undone
+#[tokio::test]
+async fn a_build_that_would_lose_a_stored_deadline_is_refused_and_the_rollback_runs_it() {
+    let clinic = Clinic::reminded().await;
+    let no_show = clinic.slot + minutes(15);
+
+    let renamed = clinic.deploy(v1_renamed::build).await;
+    let error = renamed.advance(hours(24)).await.unwrap_err();
+    let text = error.to_string();
+    for part in [
+        "`AppointmentFlow`",
+        "`no_show`",
+        "a-9 at",
+        "nothing has run",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+    assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9"], "nothing ran");
+    assert_eq!(
+        clinic.armed().await,
+        [no_show],
+        "the entry is where the state says"
+    );
+
+    let rolled_back = clinic.deploy(v1::build).await;
+    rolled_back.advance(hours(24)).await.unwrap();
+    assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9", "v1 no-show a-9"]);
+    let flow = rolled_back
+        .app()
+        .process_instance::<v1::AppointmentFlow>("a-9")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(flow.state.missed);
+}
+
+// issue 20
+#[tokio::test]
+async fn a_deadline_a_migration_adds_before_the_entry_is_shown_and_rearmed_when_the_worker_starts()
+{
+    let clinic = Clinic::reminded().await;
+    let (call, no_show) = (clinic.slot - hours(2), clinic.slot + minutes(15));
+    let second = clinic.deploy(v2::build).await;
+    let app = second.app();
+
+    // Before its worker starts, every read says why the call would not run at its moment.
     let pending = app.pending_deadlines().await.unwrap();
     let due = pending
         .iter()
-        .find(|due| due.instance == "a-9" && due.field == "no_show")
-        .expect("the state's no-show is listed");
-    assert_eq!(due.at, no_show);
+        .find(|due| due.instance == "a-9" && due.field == "call")
+        .expect("the migrated state's call is listed");
+    assert_eq!(due.at, call);
     let drift = due.drift.as_ref().expect("shown as drifted");
-    assert_eq!(
-        drift.entry_at,
-        Some(clock.now() - hours(49) + bounda::days(30))
-    );
+    assert_eq!(drift.entry_at, Some(no_show));
     assert_eq!(
         drift.state_next.map(|next| (next.field, next.at)),
-        Some(("no_show", no_show))
+        Some(("call", call))
     );
     assert!(
-        drift.to_string().contains("next deadline is `no_show`"),
+        drift.to_string().contains("next deadline is `call`"),
         "{drift}"
     );
     assert_eq!(app.lag().await.unwrap().drifted_entries, 1);
@@ -91,39 +148,60 @@ async fn an_entry_a_deploy_moved_from_its_state_is_shown_and_rearmed_when_the_wo
         std::slice::from_ref(drift)
     );
 
-    // The worker's first pass re-arms it from the state, and the no-show fires.
-    rolled_back.run_until_idle().await.unwrap();
-    assert_eq!(outbox.sent(), ["v1 reminds a-9", "v1 no-show a-9"]);
+    // The worker's first pass re-arms the entry from the migrated state.
+    second.run_until_idle().await.unwrap();
+    assert_eq!(clinic.armed().await, [call]);
+    assert_eq!(app.lag().await.unwrap().drifted_entries, 0);
+    second.advance(hours(21)).await.unwrap();
+    assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9", "v2 calls a-9"]);
+    second.advance(hours(3)).await.unwrap();
+    assert_eq!(
+        clinic.outbox.sent(),
+        ["v1 reminds a-9", "v2 calls a-9", "v2 no-show a-9"]
+    );
     let flow = app
-        .process_instance::<v1::AppointmentFlow>("a-9")
+        .process_instance::<v2::AppointmentFlow>("a-9")
         .await
         .unwrap()
         .unwrap();
     assert!(flow.state.missed);
-    assert_eq!(app.lag().await.unwrap().drifted_entries, 0);
-    assert_eq!(app.drifted(Rearm::All).await.unwrap(), []);
 }
 
 // issue 20
 #[tokio::test]
 async fn an_operator_rearms_one_instance_and_a_second_rearm_finds_nothing() {
-    let (store, clock, outbox, no_show) = drifted_clinic().await;
-    let rolled_back = support::another_app(&store, &clock, |b| v1::build(b, &outbox)).await;
-    let app = rolled_back.app();
+    let clinic = Clinic::reminded().await;
+    let second = clinic.deploy(v2::build).await;
+    let app = second.app();
     let rearmed = app
         .rearm(Rearm::Instance("AppointmentFlow", "a-9"))
         .await
         .unwrap();
     assert_eq!(rearmed.len(), 1);
-    let entry = store
-        .scheduled_of_type("bounda.ProcessDeadline")
-        .await
-        .unwrap();
-    assert_eq!(entry.len(), 1);
-    assert_eq!(entry[0].execute_at, no_show, "armed at the state's no-show");
+    assert_eq!(clinic.armed().await, [clinic.slot - hours(2)]);
     assert_eq!(app.rearm(Rearm::All).await.unwrap(), []);
     assert!(matches!(
         app.rearm(Rearm::Process("Nope")).await,
         Err(bounda::Error::NotFound { .. })
     ));
+}
+
+// issue 20
+#[tokio::test]
+async fn a_state_a_newer_build_wrote_is_refused_naming_both_versions() {
+    let clinic = Clinic::reminded().await;
+    // The second build steps a-9 (its state is written at version 2); then the first is
+    // deployed again.
+    let second = clinic.deploy(v2::build).await;
+    second.advance(hours(21)).await.unwrap();
+    let first = clinic.deploy(v1::build).await;
+    let error = first
+        .app()
+        .process_instance::<v1::AppointmentFlow>("a-9")
+        .await
+        .unwrap_err();
+    let text = error.to_string();
+    for part in ["`AppointmentFlow`", "version 2", "up to version 1"] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
 }

@@ -160,7 +160,7 @@ async fn a_state_that_no_longer_reads_fails_its_instance_alone_and_names_the_fie
         panic!("{unreadable:?}");
     };
     assert!(
-        error.contains("cannot read its stored state at `reminders`"),
+        error.contains("cannot read its stored state (version 1) at `reminders`"),
         "{error}"
     );
     // The operator's reads go on, without the instance that cannot be read.

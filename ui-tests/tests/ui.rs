@@ -13,4 +13,5 @@ fn ui() {
     cases.compile_fail("tests/ui/policy/*.rs");
     cases.compile_fail("tests/ui/register/*.rs");
     cases.compile_fail("tests/ui/versions/*.rs");
+    cases.compile_fail("tests/ui/state/*.rs");
 }

@@ -17,6 +17,10 @@ pub(crate) struct ProcessArgs {
     pub(crate) completed_by: Vec<Path>,
     /// The lifetime literal.
     pub(crate) timeout: Option<LitStr>,
+    /// The state's version literal.
+    pub(crate) version: Option<syn::LitInt>,
+    /// `migrate = [FlowV1, ..]`: the key, and the shape of each older version from 1.
+    pub(crate) migrate: Option<(Ident, Vec<Path>)>,
     /// The keys given, well-formed or not: a malformed one is reported once, not again as
     /// missing.
     pub(crate) given: Vec<String>,
@@ -59,6 +63,8 @@ impl RawArgs {
             started_by: Vec::new(),
             completed_by: Vec::new(),
             timeout: None,
+            version: None,
+            migrate: None,
             given: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
@@ -68,7 +74,7 @@ impl RawArgs {
                 errors.at(
                     &key,
                     format!(
-                        "unknown `#[process]` argument `{name}`; expected one of `on`, `started_by`, `completed_by`, `timeout`"
+                        "unknown `#[process]` argument `{name}`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`"
                     ),
                 );
                 continue;
@@ -89,6 +95,11 @@ impl RawArgs {
                     }
                 }
                 symbol::COMPLETED_BY => args.completed_by = paths(&value, &key, errors),
+                symbol::VERSION => args.version = lit_int(&value, errors),
+                symbol::MIGRATE => {
+                    let shapes = shape_paths(&value, errors);
+                    args.migrate = Some((key.clone(), shapes));
+                }
                 _ => args.timeout = lit_str(&value, errors),
             }
         }
@@ -145,6 +156,45 @@ fn paths(value: &Expr, key: &Ident, errors: &mut Errors) -> Vec<Path> {
                 }
             }
             _ => errors.at(element, "expected an event type, like `OrderPlaced`"),
+        }
+    }
+    out
+}
+
+/// `version = 2`.
+fn lit_int(value: &Expr, errors: &mut Errors) -> Option<syn::LitInt> {
+    match value {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(lit),
+            ..
+        }) => Some(lit.clone()),
+        _ => {
+            errors.at(
+                value,
+                "`version` takes the state's version, a number from 1, like `version = 2`",
+            );
+            None
+        }
+    }
+}
+
+/// `migrate = [FlowV1, FlowV2]`: the shapes of versions 1, 2, ...
+fn shape_paths(value: &Expr, errors: &mut Errors) -> Vec<Path> {
+    let Expr::Array(array) = value else {
+        errors.at(
+            value,
+            "`migrate` lists the state's older shapes from version 1, like `migrate = [FlowV1]`",
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for element in &array.elems {
+        match element {
+            Expr::Path(path) if path.qself.is_none() => out.push(path.path.clone()),
+            _ => errors.at(
+                element,
+                "expected the type of an older state, like `FlowV1`",
+            ),
         }
     }
     out
@@ -209,7 +259,7 @@ mod tests {
             errors,
             [
                 "this event is listed twice; keep one",
-                "unknown `#[process]` argument `timout`; expected one of `on`, `started_by`, `completed_by`, `timeout`",
+                "unknown `#[process]` argument `timout`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`",
                 "`on` is given twice; keep one",
                 "`completed_by` takes a list of event types, like `completed_by = [OrderPlaced]`",
                 "`timeout` takes a duration literal, like `timeout = \"30d\"`",

@@ -58,9 +58,10 @@ fn state(args: attr::RawArgs, item: syn::ItemStruct) -> TokenStream {
     validate::check_required_args(&args, &mut errors);
     validate::check_reserved_deadline(&state, &mut errors);
     validate::check_reserved_field(&state, &mut errors);
+    let (version, shapes_listed) = validate::check_state_version(&args, &state, &mut errors);
     let item = &state.item;
     let patch = expand::patch_types(&state);
-    let process_state = expand::process_state(&args, &state);
+    let process_state = expand::process_state(&args, &state, (version, shapes_listed));
     let errors = errors.to_compile_errors();
     quote! {
         #errors

@@ -31,6 +31,86 @@ pub(crate) fn check_required_args(args: &ProcessArgs, errors: &mut Errors) {
     }
 }
 
+/// The state's version, from 1, with the shape of each older one: `version = 3` reads
+/// versions 1 and 2 through `migrate = [FlowV1, FlowV2]`, in order, each shape listed once.
+/// Returns the version (1 when it is not given or is refused), and whether its older shapes
+/// are well listed, so that they are expanded.
+pub(crate) fn check_state_version(
+    args: &ProcessArgs,
+    state: &State,
+    errors: &mut Errors,
+) -> (u32, bool) {
+    let version = match &args.version {
+        None => 1,
+        Some(literal) => match literal.base10_parse::<u32>() {
+            Ok(0) => {
+                errors.at(
+                    literal,
+                    "versions count from 1: a state as first deployed is `version = 1`",
+                );
+                return (1, false);
+            }
+            Ok(version) => version,
+            Err(error) => {
+                errors.push(error);
+                return (1, false);
+            }
+        },
+    };
+    let name = names::plain(&state.item.ident);
+    let example = |version: u32| {
+        (1..version)
+            .map(|older| format!("{name}V{older}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (&args.migrate, &args.version) {
+        (Some((key, _)), None) => {
+            errors.at(
+                key,
+                "`migrate` reads the older versions of a versioned state: say which version this one is, `version = 2` after one change",
+            );
+            (1, false)
+        }
+        (None, Some(literal)) if version > 1 => {
+            errors.at(
+                literal,
+                format!(
+                    "a state at version {version} reads every older version as stored: list their shapes from version 1, `migrate = [{}]`",
+                    example(version)
+                ),
+            );
+            (version, false)
+        }
+        (Some((key, shapes)), Some(_)) => {
+            let mut ok = true;
+            for (index, shape) in shapes.iter().enumerate() {
+                if shapes[..index].contains(shape) {
+                    ok = false;
+                    errors.at(
+                        shape,
+                        "this shape is listed twice; each older version has a shape of its own",
+                    );
+                }
+            }
+            if shapes.len() != version as usize - 1 {
+                ok = false;
+                errors.at(
+                    key,
+                    format!(
+                        "a state at version {version} has {} older version(s), and `migrate` lists {} shape(s): list one for each, from version 1, `migrate = [{}]`",
+                        version - 1,
+                        shapes.len(),
+                        example(version)
+                    ),
+                );
+            }
+            (version, ok)
+        }
+        _ => (version, true),
+    }
+}
+
 /// No deadline field is named `timeout`: that deadline is the process lifetime.
 pub(crate) fn check_reserved_deadline(state: &State, errors: &mut Errors) {
     for field in state.deadlines() {

@@ -19,6 +19,7 @@ pub(crate) mod registry;
 mod runner;
 mod schedule;
 mod shapes;
+mod start;
 mod subscriber;
 mod telemetry;
 mod worker;
@@ -85,8 +86,8 @@ struct Inner {
     runner: Option<String>,
     /// The shapes of the event types of the app's aggregates, which reads bring events up to.
     shapes: shapes::Shapes,
-    /// Whether this app's worker has re-armed the entries that disagree with their states.
-    rearmed: std::sync::atomic::AtomicBool,
+    /// Whether this app has made its checks before its first pass (`start.rs`).
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for App {
@@ -302,7 +303,7 @@ impl AppBuilder {
                 moves: std::sync::atomic::AtomicU64::new(0),
                 runner: self.runner,
                 shapes: self.shapes,
-                rearmed: std::sync::atomic::AtomicBool::new(false),
+                started: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }

@@ -69,6 +69,26 @@ impl App {
             if futures_util::FutureExt::now_or_never(shutdown.as_mut()).is_some() {
                 return Ok(());
             }
+            // Before the first pass: a build that would lose stored moments does not run; a
+            // store out of reach is waited for like any pass's.
+            match self.start().await {
+                Ok(()) => {}
+                Err(error) if error.is_unavailable() => {
+                    tracing::warn!(
+                        "cannot check the instances before the first pass: {} (the store is out of reach: waiting for it)",
+                        crate::error::chain(&error)
+                    );
+                    tokio::select! {
+                        biased;
+                        () = &mut shutdown => return Ok(()),
+                        () = tokio::time::sleep(poll.into()) => continue,
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(code = error.code(), "{}", crate::error::chain(&error));
+                    return Err(error);
+                }
+            }
             let pass = self.pass_once();
             tokio::pin!(pass);
             let result = tokio::select! {

@@ -28,7 +28,6 @@ impl App {
         now: Instant,
         rejections: &mut Vec<RejectionRecord>,
     ) -> Result<bool, Error> {
-        self.rearm_once().await?;
         let claim_id = self.claim_id();
         let limit = self.config().dispatcher.batch_size;
         let mut entries = self
@@ -54,19 +53,6 @@ impl App {
             entries = report.claimed;
         }
         Ok(ran)
-    }
-
-    /// Before its first pass, a worker re-arms the entries that disagree with their
-    /// instances' states, as a deploy may leave them; a failed survey is tried again at the
-    /// next pass.
-    async fn rearm_once(&self) -> Result<(), Error> {
-        use std::sync::atomic::Ordering;
-        if self.inner.rearmed.load(Ordering::SeqCst) || self.inner.processes.is_empty() {
-            return Ok(());
-        }
-        self.rearm(crate::app::Rearm::All).await?;
-        self.inner.rearmed.store(true, Ordering::SeqCst);
-        Ok(())
     }
 
     /// The runs of claimed entries, in due order.

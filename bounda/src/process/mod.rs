@@ -62,6 +62,29 @@ pub trait ProcessState:
     /// Merges `patch` over the state: a set field replaces the old value whole, an unset one
     /// keeps it.
     fn merge(&mut self, patch: Self::Patch);
+
+    /// The version of the state's shape this build writes, from 1:
+    /// `#[process(version = 2, migrate = [FlowV1])]`.
+    const VERSION: u32 = 1;
+
+    /// Reads a state stored at `version`: today's shape as it is, an older one as its shape and
+    /// then through each `From` up to today's. `#[process(..)]` writes it.
+    fn migrate(version: u32, state: &serde_json::Value) -> Result<Self, crate::Error> {
+        match version {
+            1 => crate::__private::read_state_shape(Self::NAME, version, state),
+            stored => Err(crate::Error::NewerState {
+                process: Self::NAME.to_owned(),
+                stored,
+                known: Self::VERSION,
+            }),
+        }
+    }
+
+    /// The fields of a state stored at `version` that the shape of that version does not read.
+    fn dropped(version: u32, state: &serde_json::Value) -> Vec<String> {
+        let _ = version;
+        crate::__private::dropped_fields::<Self>(state)
+    }
 }
 
 /// A deadline field: its name and how to read it from the state.

@@ -213,6 +213,7 @@ impl TestApp {
     /// Runs until nothing moves, letters or not.
     async fn settle(&self, max_passes: usize) -> Result<Idle, Error> {
         let mut rejections = Vec::new();
+        self.app.start().await?;
         for _ in 0..max_passes {
             let now = self.clock.now();
             let moved_policies = self.app.policy_pass(now, &mut rejections).await?;

@@ -2,7 +2,8 @@
 //! slot, a no-show 15 minutes after it. `v1` is the app as first deployed; `v2` renames an
 //! event (`SlotBooked` becomes `AppointmentBooked`), renames its field (`slot` becomes
 //! `starts_at`) and adds a field to another (`ReminderSent.channel`), each read from what `v1`
-//! stored. Every build's process is `AppointmentFlow`, so builds take over each other's
+//! stored; and migrates the process state to version 2, its no-show renamed `missed_at` and a
+//! call added two hours before the slot, computed from the old state. Every build's process is `AppointmentFlow`, so builds take over each other's
 //! instances on one store.
 
 #![allow(dead_code, reason = "each test file uses part of the builds")]
@@ -326,14 +327,48 @@ pub mod v2 {
         }
     }
 
-    #[process(on = Appointment, started_by = [AppointmentBooked], completed_by = [PatientArrived], timeout = "30d")]
+    /// `AppointmentFlow` as the first build stored it.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct AppointmentFlowV1 {
+        pub missed: bool,
+        pub reminder: Deadline,
+        pub no_show: Deadline,
+    }
+
+    /// The no-show deadline is `missed_at` now, and a call goes out two hours before the slot:
+    /// an instance the first build stored keeps its no-show, and gets its call from it.
+    impl From<AppointmentFlowV1> for AppointmentFlow {
+        fn from(old: AppointmentFlowV1) -> AppointmentFlow {
+            let call = old
+                .no_show
+                .moment()
+                .map(|no_show| no_show - minutes(15) - hours(2));
+            AppointmentFlow {
+                missed: old.missed,
+                reminder: old.reminder,
+                call: call.map_or_else(Deadline::none, Deadline::at),
+                missed_at: old.no_show,
+            }
+        }
+    }
+
+    #[process(
+        on = Appointment,
+        started_by = [AppointmentBooked],
+        completed_by = [PatientArrived],
+        timeout = "30d",
+        version = 2,
+        migrate = [AppointmentFlowV1]
+    )]
     #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
     pub struct AppointmentFlow {
         pub missed: bool,
         #[deadline]
         pub reminder: Deadline,
         #[deadline]
-        pub no_show: Deadline,
+        pub call: Deadline,
+        #[deadline]
+        pub missed_at: Deadline,
     }
 
     #[process]
@@ -344,7 +379,8 @@ pub mod v2 {
             let starts_at = cx.event().starts_at;
             Ok(AppointmentFlowPatch::default()
                 .reminder(Deadline::at(starts_at - hours(24)))
-                .no_show(Deadline::at(starts_at + minutes(15))))
+                .call(Deadline::at(starts_at - hours(2)))
+                .missed_at(Deadline::at(starts_at + minutes(15))))
         }
 
         async fn at_reminder(cx: At<'_, Self>) -> Result<AtReminder> {
@@ -358,10 +394,16 @@ pub mod v2 {
             Ok(AtReminder::new(Deadline::none()))
         }
 
-        async fn at_no_show(cx: At<'_, Self>) -> Result<AtNoShow> {
+        async fn at_call(cx: At<'_, Self>) -> Result<AtCall> {
+            cx.port::<Arc<Outbox>>()?
+                .send(format!("v2 calls {}", cx.id()));
+            Ok(AtCall::new(Deadline::none()))
+        }
+
+        async fn at_missed_at(cx: At<'_, Self>) -> Result<AtMissedAt> {
             cx.port::<Arc<Outbox>>()?
                 .send(format!("v2 no-show {}", cx.id()));
-            Ok(AtNoShow::new(Deadline::none()).missed(true))
+            Ok(AtMissedAt::new(Deadline::none()).missed(true))
         }
     }
 

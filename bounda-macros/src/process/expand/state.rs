@@ -12,7 +12,11 @@ use crate::process::attr::ProcessArgs;
 use crate::process::expand::event_info;
 
 /// The `ProcessState` impl and the state-side checks.
-pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
+pub(crate) fn process_state(
+    args: &ProcessArgs,
+    state: &State,
+    (version, shapes_listed): (u32, bool),
+) -> TokenStream {
     let private = paths::private();
     let (option, result, str) = (paths::option(), paths::result(), paths::str());
     let ident = &state.item.ident;
@@ -56,7 +60,14 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
         }
     });
     let checks = checks(args, state);
+    let shapes: &[Path] = match &args.migrate {
+        Some((_, shapes)) if shapes_listed => shapes,
+        _ => &[],
+    };
+    let (migrate, shape_fns) = migrate(ident, shapes, version);
     quote! {
+        #shape_fns
+
         impl #private::ProcessState for #ident {
             const NAME: &'static #str = #name;
             const STARTED_BY: &'static [#private::EventKey] = &[#(#started_by),*];
@@ -71,10 +82,97 @@ pub(crate) fn process_state(args: &ProcessArgs, state: &State) -> TokenStream {
             fn merge(&mut self, patch: #patch) {
                 #(#merges)*
             }
+
+            #migrate
         }
 
         #checks
     }
+}
+
+/// `VERSION`, and `migrate` and `dropped` for each older version: its shape read, then brought
+/// up one `From` at a time, each step spanned at the user's shape so a missing `From` is
+/// reported there. Each older shape is reached through one hidden function, spanned at the
+/// shape, so a shape that does not deserialise is reported once.
+fn migrate(ident: &syn::Ident, shapes: &[Path], version: u32) -> (TokenStream, TokenStream) {
+    let private = paths::private();
+    let (result, string) = (paths::result(), paths::string());
+    let shape_fn = |older: u32| quote::format_ident!("__bounda_state_v{older}");
+    let shape_fns = shapes.iter().enumerate().map(|(index, shape)| {
+        let older = index as u32 + 1;
+        let name = shape_fn(older);
+        let get = quote_spanned!(shape.span()=> #private::state_shape::<#shape>());
+        quote! {
+            #[doc(hidden)]
+            fn #name() -> #private::StateShape<#shape> {
+                #get
+            }
+        }
+    });
+    let shape_fns = quote! {
+        impl #ident {
+            #(#shape_fns)*
+        }
+    };
+    let migrate_arms = shapes.iter().enumerate().map(|(index, shape)| {
+        let older = index as u32 + 1;
+        let name = shape_fn(older);
+        let steps = shapes[index + 1..]
+            .iter()
+            .map(|next| quote!(#next))
+            .chain(std::iter::once(quote!(Self)))
+            .zip(shapes[index..].iter())
+            .map(|(next, current)| {
+                let step = quote_spanned!(current.span()=> upcast_step::<#current, _>);
+                quote! {
+                    let shape: #next = #private::#step(shape);
+                }
+            });
+        quote! {
+            #older => {
+                let shape: #shape = (#ident::#name().read)(
+                    <Self as #private::ProcessState>::NAME,
+                    #older,
+                    state,
+                )?;
+                #(#steps)*
+                #result::Ok(shape)
+            }
+        }
+    });
+    let dropped_arms = (1..=shapes.len() as u32).map(|older| {
+        let name = shape_fn(older);
+        quote!(#older => (#ident::#name().dropped)(state),)
+    });
+    let migrate = quote! {
+        const VERSION: ::core::primitive::u32 = #version;
+
+        fn migrate(
+            version: ::core::primitive::u32,
+            state: &#private::serde_json::Value,
+        ) -> #result<Self, #private::Error> {
+            match version {
+                #version => #private::read_state_shape::<Self>(<Self as #private::ProcessState>::NAME, version, state),
+                #(#migrate_arms)*
+                stored => #result::Err(#private::Error::NewerState {
+                    process: #string::from(<Self as #private::ProcessState>::NAME),
+                    stored,
+                    known: #version,
+                }),
+            }
+        }
+
+        fn dropped(
+            version: ::core::primitive::u32,
+            state: &#private::serde_json::Value,
+        ) -> ::std::vec::Vec<#string> {
+            match version {
+                #(#dropped_arms)*
+                _ => #private::dropped_fields::<Self>(state),
+            }
+        }
+    };
+    (migrate, shape_fns)
 }
 
 /// `EventKey`s of the listed events, each spanned at the user's path.

@@ -304,7 +304,13 @@ impl App {
                 parked_types.push((event_id.clone(), event_type.clone()));
             }
             let correlation = &event.metadata.correlation_id;
-            instance.apply(lifecycle, &event.id, event.version, correlation, &fields);
+            let stored = super::instance::Stored {
+                id: &event.id,
+                version: event.version,
+                correlation,
+                state_version: event.metadata.schema_version,
+            };
+            instance.apply(lifecycle, &stored, &fields);
             if handles_start
                 && let (Some((_, start_state)), Some(start)) = (starting.take(), steps.last_mut())
             {

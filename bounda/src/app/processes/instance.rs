@@ -153,6 +153,21 @@ impl Lifecycle {
     }
 }
 
+/// Where a lifecycle event was stored: its id, its version in the instance's stream, its
+/// correlation, and the version of the state's shape it carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stored<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) version: u64,
+    pub(crate) correlation: &'a str,
+    pub(crate) state_version: u32,
+}
+
+/// The state version of a snapshot written before states had versions.
+fn first_version() -> u32 {
+    1
+}
+
 /// Where an instance stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Status {
@@ -181,6 +196,10 @@ pub(crate) struct Instance {
     pub(crate) status: Status,
     /// The state, as last written.
     pub(crate) state: Value,
+    /// The version of the state's shape it was written at (`ProcessState::VERSION` of the
+    /// build that wrote it); a snapshot from before versions is at 1.
+    #[serde(default = "first_version")]
+    pub(crate) state_version: u32,
     pub(crate) timeout_at: Option<Instant>,
     /// The stream's version: where the next lifecycle event goes.
     pub(crate) version: u64,
@@ -224,6 +243,7 @@ impl Instance {
         Instance {
             status: Status::Started,
             state: Value::Null,
+            state_version: 1,
             timeout_at: None,
             version: 0,
             reached: Reached::default(),
@@ -254,20 +274,30 @@ impl Instance {
         for event in events {
             let lifecycle = Lifecycle::decode(event)?;
             let (id, correlation) = (&event.id, &event.metadata.correlation_id);
-            instance.apply(lifecycle, id, event.version, correlation, deadline_fields);
+            let stored = Stored {
+                id,
+                version: event.version,
+                correlation,
+                state_version: event.metadata.schema_version,
+            };
+            instance.apply(lifecycle, &stored, deadline_fields);
         }
         Ok(Some(instance))
     }
 
-    /// Applies one lifecycle event, stored as `id` at `version` in `correlation`.
+    /// Applies one lifecycle event, stored as `stored` says.
     pub(crate) fn apply(
         &mut self,
         lifecycle: Lifecycle,
-        id: &str,
-        version: u64,
-        correlation: &str,
+        stored: &Stored<'_>,
         deadline_fields: &[(&str, &str)],
     ) {
+        let Stored {
+            id,
+            version,
+            correlation,
+            state_version,
+        } = *stored;
         let instance = self;
         let mut new_state = None;
         match lifecycle {
@@ -356,6 +386,7 @@ impl Instance {
                 }
             }
             instance.state = state;
+            instance.state_version = state_version;
         }
         instance.version = version;
         instance.last_id = Some(id.to_owned());

@@ -162,7 +162,7 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
 
     fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error> {
         step::read_state::<P>(Some(instance))?;
-        Ok(step::dropped_fields::<P>(&instance.state))
+        Ok(step::dropped_fields::<P>(instance))
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {

@@ -63,12 +63,36 @@ impl std::fmt::Display for Drift {
     }
 }
 
+/// A moment an instance's stored state holds in a field this build's state does not read: a
+/// deadline renamed without an alias, or removed, whose moment would be lost at the next step.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LostMoment {
+    /// The process.
+    pub process: &'static str,
+    /// The instance.
+    pub instance: String,
+    /// The stored field.
+    pub field: String,
+    /// The moment it holds.
+    pub at: Instant,
+}
+
+/// What a look over the instances found.
+#[derive(Debug, Default)]
+pub(crate) struct Survey {
+    /// The instances whose entry disagrees with their state.
+    pub(crate) drifts: Vec<Drift>,
+    /// The moments stored in fields this build does not read.
+    pub(crate) lost: Vec<LostMoment>,
+}
+
 impl App {
     /// The running instances in `scope` whose scheduler entry disagrees with their stored
     /// state, with what each holds and what it should. Changes nothing. An instance whose
     /// state does not read is left out; [`unreadable_states`](App::unreadable_states) names it.
     pub async fn drifted(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
-        self.survey(scope, false).await
+        Ok(self.survey(scope).await?.drifts)
     }
 
     /// Re-arms the scheduler entry of each running instance in `scope` whose entry disagrees
@@ -77,12 +101,35 @@ impl App {
     /// is left to that runner, which re-derives it from the state when its run ends. An
     /// instance that steps meanwhile keeps the entry its step wrote.
     pub async fn rearm(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
-        self.survey(scope, true).await
+        let drifts = self.survey(scope).await?.drifts;
+        self.rearm_drifted(drifts).await
     }
 
-    /// Compares the instances of `scope` with their entries, re-arming those that disagree
-    /// when `fix`.
-    async fn survey(&self, scope: Rearm<'_>, fix: bool) -> Result<Vec<Drift>, Error> {
+    /// Re-arms each of `drifts` that still disagrees when it is read again; returns those it
+    /// wrote.
+    pub(crate) async fn rearm_drifted(&self, drifts: Vec<Drift>) -> Result<Vec<Drift>, Error> {
+        let mut rearmed = Vec::new();
+        for drift in drifts {
+            let Some(process) = self.processes().find(|p| p.name() == drift.process) else {
+                continue;
+            };
+            let entry = self
+                .store()
+                .scheduled(&entry_key(process.name(), &drift.instance))
+                .await?;
+            if let Some(drift) = self
+                .rearm_one(process.as_ref(), &drift.instance, entry)
+                .await?
+            {
+                rearmed.push(drift);
+            }
+        }
+        Ok(rearmed)
+    }
+
+    /// Looks over the instances of `scope`: their entries against their states, and the
+    /// moments their states hold in fields this build does not read.
+    pub(crate) async fn survey(&self, scope: Rearm<'_>) -> Result<Survey, Error> {
         let processes: Vec<&Arc<dyn ProcessRunner>> = match scope {
             Rearm::All => self.processes().collect(),
             Rearm::Process(name) | Rearm::Instance(name, _) => {
@@ -93,16 +140,15 @@ impl App {
                 })?]
             }
         };
-        let mut drifts = Vec::new();
+        let mut survey = Survey::default();
         for process in processes {
             if let Rearm::Instance(_, id) = scope {
                 let entry = self
                     .store()
                     .scheduled(&entry_key(process.name(), id))
                     .await?;
-                if let Some(drift) = self.compare(process.as_ref(), id, entry, fix).await? {
-                    drifts.push(drift);
-                }
+                self.look(process.as_ref(), id, entry.as_ref(), &mut survey)
+                    .await?;
                 continue;
             }
             let mut entries: HashMap<String, ScheduledEntry> = self
@@ -123,24 +169,44 @@ impl App {
                 after = Some(last.clone());
                 for id in &ids {
                     let entry = entries.remove(&entry_key(process.name(), id));
-                    if let Some(drift) = self.compare(process.as_ref(), id, entry, fix).await? {
-                        drifts.push(drift);
-                    }
+                    self.look(process.as_ref(), id, entry.as_ref(), &mut survey)
+                        .await?;
                 }
             }
         }
-        Ok(drifts)
+        Ok(survey)
     }
 
-    /// Instance `id` of `process` against `entry`, the entry it has: the drift, re-armed when
-    /// `fix`, or `None` when they agree (or the instance is not running, or its state does not
-    /// read).
-    async fn compare(
+    /// Instance `id` of `process` against `entry`, the entry it has, noted in `survey`.
+    async fn look(
+        &self,
+        process: &dyn ProcessRunner,
+        id: &str,
+        entry: Option<&ScheduledEntry>,
+        survey: &mut Survey,
+    ) -> Result<(), Error> {
+        let fields = process.deadline_fields();
+        let Some(instance) = instance::load(self.store(), process.name(), &fields, id).await?
+        else {
+            return Ok(());
+        };
+        if !instance.status.has_ended() {
+            survey.lost.extend(lost_moments(process, id, &instance));
+        }
+        survey
+            .drifts
+            .extend(drift_of(process, id, &instance, entry));
+        Ok(())
+    }
+
+    /// Writes instance `id`'s entry from its state if it still disagrees with `entry`: the
+    /// drift written, or `None` when it agrees now, a runner holds the entry, or the instance
+    /// stepped meanwhile.
+    async fn rearm_one(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
         entry: Option<ScheduledEntry>,
-        fix: bool,
     ) -> Result<Option<Drift>, Error> {
         let fields = process.deadline_fields();
         let Some(instance) = instance::load(self.store(), process.name(), &fields, id).await?
@@ -150,9 +216,6 @@ impl App {
         let Some(drift) = drift_of(process, id, &instance, entry.as_ref()) else {
             return Ok(None);
         };
-        if !fix {
-            return Ok(Some(drift));
-        }
         // An entry a runner holds is its to settle: the run re-derives it from the state.
         let now = self.clock().now();
         let held = entry.as_ref().is_some_and(|entry| {
@@ -196,6 +259,27 @@ impl App {
             ))),
         }
     }
+}
+
+/// The moments `instance`'s stored state holds in top-level fields the shape of its version
+/// does not read.
+fn lost_moments(process: &dyn ProcessRunner, id: &str, instance: &Instance) -> Vec<LostMoment> {
+    let Ok(dropped) = process.check_state(instance) else {
+        return Vec::new();
+    };
+    dropped
+        .into_iter()
+        .filter_map(|field| {
+            let value = instance.state.get(&field)?;
+            let at = serde_json::from_value::<Instant>(value.clone()).ok()?;
+            Some(LostMoment {
+                process: process.name(),
+                instance: id.to_owned(),
+                field,
+                at,
+            })
+        })
+        .collect()
 }
 
 /// How `instance`'s `entry` disagrees with its state, if it does.

@@ -84,7 +84,13 @@ fn snapshot_after<P: ProcessState>(
     for (offset, (lifecycle, event)) in lifecycle.into_iter().zip(&append.events).enumerate() {
         let version = append.expected_version + offset as u64 + 1;
         let correlation = &event.metadata.correlation_id;
-        after.apply(lifecycle, &event.id, version, correlation, &fields);
+        let stored = instance::Stored {
+            id: &event.id,
+            version,
+            correlation,
+            state_version: event.metadata.schema_version,
+        };
+        after.apply(lifecycle, &stored, &fields);
     }
     Ok(Some(instance::snapshot(P::NAME, id, &after)?))
 }
@@ -193,32 +199,15 @@ pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result
         None => Ok(P::default()),
         // Failed before it started: nothing was stored yet.
         Some(instance) if instance.state.is_null() => Ok(P::default()),
-        Some(instance) => decode_state::<P>(&instance.state),
+        Some(instance) => P::migrate(instance.state_version, &instance.state),
     }
 }
 
-/// `state` read as `P`, or the error naming the field that did not read.
-pub(crate) fn decode_state<P: ProcessState>(state: &Value) -> Result<P, Error> {
-    serde_path_to_error::deserialize(state).map_err(|error| {
-        let path = error.path().to_string();
-        Error::UnreadableState {
-            process: P::NAME.to_owned(),
-            path,
-            source: error.into_inner(),
-        }
-    })
-}
-
-/// The fields stored in `state` that `P` does not read (`shipping.adress`): renamed without an
-/// alias, or removed. Empty when `state` does not read at all.
-pub(crate) fn dropped_fields<P: ProcessState>(state: &Value) -> Vec<String> {
-    let mut dropped = Vec::new();
-    let read: Result<P, _> =
-        serde_ignored::deserialize(state, |path| dropped.push(path.to_string()));
-    if read.is_err() {
-        return Vec::new();
-    }
-    dropped
+/// The fields stored in `instance`'s state that the shape of its version does not read
+/// (`shipping.adress`): renamed without an alias, or removed. Empty when the state does not
+/// read at all.
+pub(crate) fn dropped_fields<P: ProcessState>(instance: &Instance) -> Vec<String> {
+    P::dropped(instance.state_version, &instance.state)
 }
 
 /// The state as stored.
@@ -346,7 +335,7 @@ pub(crate) async fn event_step<P: Process>(
         correlation_id: event.metadata.correlation_id.clone(),
         causation_id: event.id.clone(),
         depth: event.metadata.depth,
-        schema_version: 1,
+        schema_version: P::VERSION,
         system: true,
     };
     let version = instance.map_or(0, |i| i.version);
@@ -458,7 +447,7 @@ pub(crate) async fn deadline_step<P: Process>(
         correlation_id: correlation,
         causation_id: set_by,
         depth: 0,
-        schema_version: 1,
+        schema_version: P::VERSION,
         system: true,
     };
     let (mut append, _) = lifecycle_append(
