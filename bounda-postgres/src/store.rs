@@ -411,6 +411,20 @@ impl Store for PostgresStore {
         rows::optional_instant(&row, 0)
     }
 
+    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read scheduler types",
+                "SELECT command_type, count(*) FROM {t}scheduled_commands
+                 GROUP BY command_type ORDER BY command_type",
+                &[],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| Ok((rows::get(row, 0)?, rows::unsigned(row, 1)?)))
+            .collect()
+    }
+
     async fn scheduled_of_type(
         &self,
         command_type: &str,

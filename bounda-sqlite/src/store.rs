@@ -427,6 +427,20 @@ impl Store for SqliteStore {
         .transpose()
     }
 
+    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT command_type, COUNT(*) FROM bounda_scheduled_commands
+                 GROUP BY command_type ORDER BY command_type",
+            )
+            .map_err(sql("cannot prepare a read of scheduler types"))?;
+        statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read scheduler types"))
+    }
+
     async fn scheduled_of_type(
         &self,
         command_type: &str,

@@ -49,10 +49,22 @@ pub enum Operator {
     /// The story of one process instance: each step with what caused it, the state it changed
     /// and the deadlines it set, moved or cleared; then what is pending, parked and lettered.
     Explain(ExplainArgs),
+    /// Reads every stored event and every open process instance through this build, and
+    /// matches every scheduler entry with what runs it: what a deploy of this build would meet.
+    /// Changes nothing. Exits 3 when anything would fail.
+    Check(CheckArgs),
     /// Re-arms the scheduler entries that disagree with their instances' stored states, from
     /// those states (what a worker does when it starts): of every process, one process, or one
     /// instance. Prints each entry it changed.
     Rearm(RearmArgs),
+}
+
+/// How `check` reports.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// As one JSON document.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What `rearm` re-arms.
@@ -451,6 +463,22 @@ pub async fn execute(
                 write_story(&story, app.clock().now(), out).map_err(io)?;
             }
         }
+        Operator::Check(args) => {
+            let report = app.preflight().await?;
+            if args.json {
+                let json = serde_json::to_string_pretty(&report).map_err(|e| {
+                    crate::Error::Configuration {
+                        message: format!("cannot write JSON: {e}"),
+                    }
+                })?;
+                writeln!(out, "{json}").map_err(io)?;
+            } else {
+                write_preflight(&report, out).map_err(io)?;
+            }
+            if !report.passes() {
+                return Ok(ExitCode::from(3));
+            }
+        }
         Operator::Rearm(args) => {
             let scope = match (&args.process, &args.id) {
                 (None, _) => crate::Rearm::All,
@@ -472,6 +500,90 @@ pub async fn execute(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `check` found, for a person: each kind of problem under its heading, then the verdict.
+fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "read {} events and {} process instances",
+        report.events, report.instances
+    )?;
+    if !report.unreadable_events.is_empty() {
+        writeln!(out, "events this build does not read:")?;
+        for problem in &report.unreadable_events {
+            writeln!(
+                out,
+                "  {}.{}: {} event(s), the first {} in {}: {}",
+                problem.aggregate,
+                problem.event_type,
+                problem.count,
+                problem.first_event,
+                problem.stream,
+                problem.reason
+            )?;
+        }
+    }
+    if !report.unreadable_states.is_empty() {
+        writeln!(out, "process states this build does not read whole:")?;
+        for state in &report.unreadable_states {
+            writeln!(
+                out,
+                "  {}:{}: {}",
+                state.process, state.instance, state.problem
+            )?;
+        }
+    }
+    if !report.lost_moments.is_empty() {
+        writeln!(
+            out,
+            "moments stored in state fields this build does not read (a runner will not start):"
+        )?;
+        for lost in &report.lost_moments {
+            writeln!(
+                out,
+                "  {}:{}: `{}` at {}",
+                lost.process, lost.instance, lost.field, lost.at
+            )?;
+        }
+    }
+    if !report.orphan_entries.is_empty() {
+        writeln!(out, "scheduler entries nothing in this build runs:")?;
+        for orphan in &report.orphan_entries {
+            writeln!(
+                out,
+                "  {}: {} entr{}: {}",
+                orphan.runs,
+                orphan.count,
+                if orphan.count == 1 { "y" } else { "ies" },
+                orphan.reason
+            )?;
+        }
+    }
+    if !report.drifted_entries.is_empty() {
+        writeln!(
+            out,
+            "scheduler entries that disagree with their state (a runner re-arms them when it starts):"
+        )?;
+        for drift in &report.drifted_entries {
+            writeln!(out, "  {}:{}: {drift}", drift.process, drift.instance)?;
+        }
+    }
+    if !report.unknown_aggregates.is_empty() {
+        writeln!(
+            out,
+            "aggregates no command of this build decides on, their events not read: {}",
+            report.unknown_aggregates.join(", ")
+        )?;
+    }
+    let problems = report.unreadable_events.len()
+        + report.unreadable_states.len()
+        + report.lost_moments.len()
+        + report.orphan_entries.len();
+    match report.passes() {
+        true => writeln!(out, "check passed: this build reads everything stored"),
+        false => writeln!(out, "check failed: {problems} problem(s) above would fail"),
+    }
 }
 
 /// `story` for a person: a header, one line a step with its changes indented under it, then

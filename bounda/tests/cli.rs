@@ -19,11 +19,7 @@ async fn confirm_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     anyhow::bail!("the mail server is down")
 }
 
-async fn output(app: &App, command: Operator) -> (ExitCode, String) {
-    let mut out = Vec::new();
-    let code = execute(app, command, &mut out).await.unwrap();
-    (code, String::from_utf8(out).unwrap())
-}
+use support::operator as output;
 
 #[tokio::test]
 async fn the_operator_lists_shows_retries_and_discards_letters() {

@@ -13,6 +13,7 @@ mod outcome;
 mod policy;
 mod policy_run;
 mod ports;
+mod preflight;
 pub(crate) mod processes;
 pub(crate) mod reaction;
 pub(crate) mod registry;
@@ -32,9 +33,10 @@ pub use lag::{Ahead, Failing, Lag, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
+pub use preflight::{EventProblem, OrphanEntries, Preflight};
 pub use processes::{
-    Drift, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm, StateProblem,
-    UnreadableState,
+    Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
+    StateProblem, UnreadableState,
 };
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use runner::shutdown_signal;

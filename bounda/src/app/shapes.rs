@@ -28,6 +28,11 @@ impl Shapes {
         }
     }
 
+    /// Whether the app has aggregate `aggregate`.
+    pub(crate) fn has_aggregate(&self, aggregate: &str) -> bool {
+        self.by_stored.contains_key(aggregate)
+    }
+
     /// The shape of events stored as `event_type` of `aggregate`, if the app has it.
     pub(crate) fn of(&self, aggregate: &str, event_type: &str) -> Option<&'static EventShape> {
         self.by_stored.get(aggregate)?.get(event_type).copied()

@@ -85,6 +85,7 @@ macro_rules! store_contract_tests {
             a_renewed_letter_claim_outlasts_its_first_lease,
             a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it,
             stream_ids_are_listed_once_each_in_pages,
+            scheduled_types_are_counted,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -528,6 +529,29 @@ pub async fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store
         0,
         "the attempt's events were rolled back with it"
     );
+}
+
+// issue 20: what a check before a deploy reads
+pub async fn scheduled_types_are_counted(store: &dyn Store) {
+    assert_eq!(store.scheduled_types().await.unwrap(), []);
+    let mut reminder = entry("k-3", "2026-01-02T00:00:00Z");
+    reminder.command_type = "SendReminder".into();
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("k-1", "2026-01-02T00:00:00Z"),
+                entry("k-2", "2026-01-03T00:00:00Z"),
+                reminder,
+            ],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let types = store.scheduled_types().await.unwrap();
+    let first = entry("k", "2026-01-02T00:00:00Z").command_type;
+    let mut expected = vec![(first, 2), ("SendReminder".to_owned(), 1)];
+    expected.sort();
+    assert_eq!(types, expected);
 }
 
 // spec 44, 201

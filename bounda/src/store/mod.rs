@@ -229,6 +229,10 @@ pub trait Store: Send + Sync + 'static {
         command_type: &str,
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
+    /// Each type the scheduler holds entries of, with how many, by type: what a check before a
+    /// deploy reads to find entries whose command, policy or process the build no longer has.
+    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError>;
+
     /// Up to `limit` scheduler entries of `command_type` due at or before `until`, by due
     /// moment, and whether any of that type is due after it: what a page shows of the hours
     /// ahead, however many are pending. A store should read both through its due-moment index;

@@ -5,6 +5,19 @@ pub mod database;
 pub mod racing;
 pub mod storefront;
 
+/// What operator command `command` prints on `app`, and its exit code.
+#[cfg(feature = "cli")]
+pub async fn operator(
+    app: &bounda::App,
+    command: bounda::cli::Operator,
+) -> (std::process::ExitCode, String) {
+    let mut out = Vec::new();
+    let code = bounda::cli::execute(app, command, &mut out)
+        .await
+        .expect("the command runs");
+    (code, String::from_utf8(out).expect("UTF-8 output"))
+}
+
 /// Every dead letter of `app`, oldest first.
 pub async fn letters(app: &bounda::testing::TestApp) -> Vec<bounda::store::DeadLetter> {
     app.app()

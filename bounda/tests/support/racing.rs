@@ -366,6 +366,17 @@ impl Store for Racing {
     async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.scheduled_of_type(t).await
     }
+    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.inner.scheduled_types().await
+    }
+    async fn stream_ids(
+        &self,
+        aggregate_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.stream_ids(aggregate_type, after, limit).await
+    }
     async fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         self.inner.scheduled(k).await
     }

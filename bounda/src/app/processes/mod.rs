@@ -26,7 +26,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
-pub use rearm::{Drift, Rearm};
+pub use rearm::{Drift, LostMoment, Rearm};
 pub use view::{ProcessInstance, StateProblem, UnreadableState};
 
 /// The subscriber all processes share.

@@ -85,6 +85,10 @@ pub(crate) struct Survey {
     pub(crate) drifts: Vec<Drift>,
     /// The moments stored in fields this build does not read.
     pub(crate) lost: Vec<LostMoment>,
+    /// The open instances whose stored state this build does not read whole.
+    pub(crate) states: Vec<crate::app::UnreadableState>,
+    /// How many instances were read.
+    pub(crate) instances: u64,
 }
 
 impl App {
@@ -190,8 +194,23 @@ impl App {
         else {
             return Ok(());
         };
+        survey.instances += 1;
         if !instance.status.has_ended() {
             survey.lost.extend(lost_moments(process, id, &instance));
+            let problem = match process.check_state(&instance) {
+                Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
+                Ok(dropped) if !dropped.is_empty() => {
+                    Some(crate::app::StateProblem::Dropped(dropped))
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
+                survey.states.push(crate::app::UnreadableState {
+                    process: process.name().to_owned(),
+                    instance: id.to_owned(),
+                    problem,
+                });
+            }
         }
         survey
             .drifts

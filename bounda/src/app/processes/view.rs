@@ -100,7 +100,7 @@ const PAGE: usize = 1_000;
 const STREAM_PREFIX: &str = "process:";
 
 /// An open process instance whose stored state this build does not read whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct UnreadableState {
     /// The process.
     pub process: String,
@@ -111,7 +111,8 @@ pub struct UnreadableState {
 }
 
 /// What is wrong with a stored state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum StateProblem {
     /// It does not decode: the instance fails on its next step. The error names the field.

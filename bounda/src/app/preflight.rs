@@ -1,0 +1,228 @@
+//! A check before a deploy: every stored event and every open instance read through this
+//! build, and every scheduler entry matched with what runs it. It reports what would fail,
+//! without changing anything. Events are read a page at a time and instances one at a time, so
+//! memory stays bounded however large the store is.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::app::App;
+use crate::app::policy_run::{POLICY_RUN, PolicyRunPayload};
+use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::processes::rearm::LostMoment;
+use crate::app::processes::step::PROCESS_DEADLINE;
+use crate::app::{Drift, Rearm, UnreadableState};
+use crate::{Error, RecordedEvent};
+
+/// Events read per page.
+const PAGE: usize = 1_000;
+
+/// What [`App::preflight`] found: the store as this build would read it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preflight {
+    /// The events read.
+    pub events: u64,
+    /// The process instances read.
+    pub instances: u64,
+    /// Event types whose stored events this build does not read: each with how many, the
+    /// first, and why.
+    pub unreadable_events: Vec<EventProblem>,
+    /// Aggregates with stored events that no command of this build decides on: their events
+    /// are not read here. Not a failure, since an app may leave an aggregate to another.
+    pub unknown_aggregates: Vec<String>,
+    /// Open instances whose stored state does not read, or drops stored fields.
+    pub unreadable_states: Vec<UnreadableState>,
+    /// Moments stored in state fields this build does not read: a runner refuses to start
+    /// while any is left.
+    pub lost_moments: Vec<LostMoment>,
+    /// Scheduler entries that disagree with their instance's state; a runner re-arms them
+    /// when it starts.
+    pub drifted_entries: Vec<Drift>,
+    /// Scheduler entries that nothing in this build runs: a command, policy or process it no
+    /// longer has. Each would become a dead letter when it comes due.
+    pub orphan_entries: Vec<OrphanEntries>,
+}
+
+impl Preflight {
+    /// Whether nothing would fail: no event, state or entry this build cannot handle. Drifted
+    /// entries do not count, since a runner re-arms them when it starts.
+    pub fn passes(&self) -> bool {
+        self.unreadable_events.is_empty()
+            && self.unreadable_states.is_empty()
+            && self.lost_moments.is_empty()
+            && self.orphan_entries.is_empty()
+    }
+}
+
+/// Stored events of one type that this build does not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventProblem {
+    /// The aggregate type.
+    pub aggregate: String,
+    /// The event type, as stored.
+    pub event_type: String,
+    /// How many such events do not read.
+    pub count: u64,
+    /// The first of them.
+    pub first_event: String,
+    /// Its stream, `Aggregate:id`.
+    pub stream: String,
+    /// Why the first does not read.
+    pub reason: String,
+}
+
+/// Scheduler entries of one kind that nothing in this build runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanEntries {
+    /// The command, policy or process they are for.
+    pub runs: String,
+    /// How many.
+    pub count: u64,
+    /// What is missing.
+    pub reason: String,
+}
+
+impl App {
+    /// Reads every stored event and every open process instance through this build, and
+    /// matches every scheduler entry with what runs it: what a deploy of this build would meet.
+    /// Changes nothing. Run it on a copy of production before a deploy; the operator command
+    /// `check` prints it.
+    pub async fn preflight(&self) -> Result<Preflight, Error> {
+        let mut report = Preflight::default();
+        self.check_events(&mut report).await?;
+        let survey = if self.processes().next().is_some() {
+            self.survey(Rearm::All).await?
+        } else {
+            Default::default()
+        };
+        report.instances = survey.instances;
+        report.unreadable_states = survey.states;
+        report.lost_moments = survey.lost;
+        report.drifted_entries = survey.drifts;
+        report.orphan_entries = self.orphan_entries().await?;
+        Ok(report)
+    }
+
+    /// Every stored event read as its type, a page at a time.
+    async fn check_events(&self, report: &mut Preflight) -> Result<(), Error> {
+        let mut problems: BTreeMap<(String, String), EventProblem> = BTreeMap::new();
+        let mut unknown = std::collections::BTreeSet::new();
+        let mut after = 0;
+        loop {
+            let events = self.store().read_all(after, PAGE).await?;
+            let Some(last) = events.last() else { break };
+            after = last.position;
+            for event in events {
+                report.events += 1;
+                // The runtime's own lifecycle events are read by the instances' survey.
+                if event.metadata.system {
+                    continue;
+                }
+                let Some(reason) = self.why_unread(&event, &mut unknown) else {
+                    continue;
+                };
+                problems
+                    .entry((event.aggregate_type.clone(), event.event_type.clone()))
+                    .and_modify(|problem| problem.count += 1)
+                    .or_insert_with(|| EventProblem {
+                        stream: format!("{}:{}", event.aggregate_type, event.aggregate_id),
+                        aggregate: event.aggregate_type,
+                        event_type: event.event_type,
+                        count: 1,
+                        first_event: event.id,
+                        reason,
+                    });
+            }
+        }
+        report.unreadable_events = problems.into_values().collect();
+        report.unknown_aggregates = unknown.into_iter().collect();
+        Ok(())
+    }
+
+    /// Why `event` does not read as its type in this build, if it does not; an aggregate the
+    /// build has no command for is noted in `unknown`.
+    fn why_unread(
+        &self,
+        event: &RecordedEvent,
+        unknown: &mut std::collections::BTreeSet<String>,
+    ) -> Option<String> {
+        let shapes = &self.inner.shapes;
+        let Some(shape) = shapes.of(&event.aggregate_type, &event.event_type) else {
+            if shapes.has_aggregate(&event.aggregate_type) {
+                return Some(format!(
+                    "aggregate `{}` has no event type `{}` in this build",
+                    event.aggregate_type, event.event_type
+                ));
+            }
+            unknown.insert(event.aggregate_type.clone());
+            return None;
+        };
+        let error = (shape.bring_up)(event.metadata.schema_version, event.payload.clone()).err()?;
+        Some(event.shape_error(error).to_string())
+    }
+
+    /// The scheduler entries nothing in this build runs, by what they are for.
+    async fn orphan_entries(&self) -> Result<Vec<OrphanEntries>, Error> {
+        let mut orphans: BTreeMap<String, OrphanEntries> = BTreeMap::new();
+        let mut add = |runs: String, count: u64, reason: &str| {
+            orphans
+                .entry(runs.clone())
+                .and_modify(|orphan| orphan.count += count)
+                .or_insert(OrphanEntries {
+                    runs,
+                    count,
+                    reason: reason.to_owned(),
+                });
+        };
+        for (command_type, count) in self.store().scheduled_types().await? {
+            if command_type == PROCESS_DEADLINE {
+                for entry in self.store().scheduled_of_type(&command_type).await? {
+                    let Some(payload) = DeadlinePayload::of(&entry) else {
+                        add(
+                            "a process deadline".to_owned(),
+                            1,
+                            "its entry does not read as a deadline",
+                        );
+                        continue;
+                    };
+                    if !self.processes().any(|p| p.name() == payload.process) {
+                        add(
+                            format!("process `{}`", payload.process),
+                            1,
+                            "this build has no process of that name",
+                        );
+                    }
+                }
+            } else if command_type == POLICY_RUN {
+                for entry in self.store().scheduled_of_type(&command_type).await? {
+                    let policy = serde_json::from_value::<PolicyRunPayload>(entry.payload)
+                        .map(|payload| payload.policy);
+                    match policy {
+                        Ok(name) if self.policies().any(|p| p.name() == name) => {}
+                        Ok(name) => add(
+                            format!("policy `{name}`"),
+                            1,
+                            "this build has no policy of that name",
+                        ),
+                        Err(_) => add(
+                            "a delayed policy run".to_owned(),
+                            1,
+                            "its entry does not read as a policy run",
+                        ),
+                    }
+                }
+            } else if self.command_runner(&command_type).is_none() {
+                add(
+                    format!("command `{command_type}`"),
+                    count,
+                    "this build has no command of that name",
+                );
+            }
+        }
+        Ok(orphans.into_values().collect())
+    }
+}

@@ -1,0 +1,185 @@
+//! A check before a deploy (issue 20): `App::preflight` and the operator's `check` read every
+//! stored event and open instance through a build, and match every scheduler entry with what
+//! runs it, reporting what would fail, changing nothing.
+
+#![cfg(feature = "cli")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+// Not in `support/mod.rs`: its builds register two processes of one name, which an app built
+// without `only_listed` refuses.
+#[path = "support/clinic.rs"]
+mod clinic;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bounda::cli::{CheckArgs, Operator};
+use bounda::clock::{Clock, SimulatedClock};
+use bounda::prelude::*;
+use bounda::store::Store;
+use bounda::{AppBuilder, DispatchOptions, StateProblem, hours};
+use clinic::{Outbox, v1, v1_renamed, v2};
+
+/// A store the first build wrote: a-1 and a-9 booked and reminded, a-9's reminder command
+/// also scheduled for later by hand.
+async fn first_builds_store() -> (Arc<dyn Store>, Arc<SimulatedClock>, Arc<Outbox>) {
+    let store = support::database::store().await;
+    let clock = Arc::new(SimulatedClock::default());
+    let outbox = Arc::new(Outbox::default());
+    let first = support::another_app(&store, &clock, |b| v1::build(b, &outbox)).await;
+    for id in ["a-1", "a-9"] {
+        first
+            .dispatch(v1::Book {
+                appointment_id: id.into(),
+                slot: clock.now() + hours(48),
+            })
+            .await
+            .unwrap();
+    }
+    first.advance(hours(25)).await.unwrap();
+    first
+        .dispatch_with(
+            v1::Remind {
+                appointment_id: "a-9".into(),
+            },
+            DispatchOptions::default().delay(hours(2)),
+        )
+        .await
+        .unwrap();
+    (store, clock, outbox)
+}
+
+async fn check(
+    store: &Arc<dyn Store>,
+    clock: &Arc<SimulatedClock>,
+    build: impl FnOnce(AppBuilder) -> AppBuilder,
+) -> (TestApp, bounda::Preflight) {
+    let app = support::another_app(store, clock, build).await;
+    let report = app.app().preflight().await.unwrap();
+    (app, report)
+}
+
+// issue 20
+#[tokio::test]
+async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_it_rearms() {
+    let (store, clock, outbox) = first_builds_store().await;
+    let before = store.read_all(0, 1_000).await.unwrap();
+    let (app, report) = check(&store, &clock, |b| v2::build(b, &outbox)).await;
+    assert!(report.passes(), "{report:#?}");
+    assert_eq!(report.events, before.len() as u64);
+    assert_eq!(report.instances, 2);
+    let drifted: Vec<&str> = report
+        .drifted_entries
+        .iter()
+        .map(|drift| drift.instance.as_str())
+        .collect();
+    assert_eq!(drifted, ["a-1", "a-9"], "the migration's calls come first");
+    assert_eq!(
+        store.read_all(0, 1_000).await.unwrap(),
+        before,
+        "nothing written"
+    );
+
+    let (code, text) =
+        support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{text}");
+    assert!(text.contains("check passed"), "{text}");
+    assert!(
+        text.contains("AppointmentFlow:a-9: its scheduler entry is armed at"),
+        "{text}"
+    );
+}
+
+// issue 20
+#[tokio::test]
+async fn a_build_that_drops_a_stored_deadline_and_a_command_fails_the_check_naming_them() {
+    let (store, clock, outbox) = first_builds_store().await;
+    // The build that renamed the no-show without an alias.
+    let (app, report) = check(&store, &clock, |b| v1_renamed::build(b, &outbox)).await;
+    assert!(!report.passes());
+    let lost: Vec<(&str, &str)> = report
+        .lost_moments
+        .iter()
+        .map(|lost| (lost.instance.as_str(), lost.field.as_str()))
+        .collect();
+    assert_eq!(lost, [("a-1", "no_show"), ("a-9", "no_show")]);
+    assert!(
+        report
+            .unreadable_states
+            .iter()
+            .all(|state| state.problem == StateProblem::Dropped(vec!["no_show".into()])),
+        "{report:#?}"
+    );
+    assert_eq!(report.unreadable_events, []);
+    assert_eq!(report.orphan_entries, []);
+
+    let json = support::operator(app.app(), Operator::Check(CheckArgs { json: true })).await;
+    assert_eq!(json.0, ExitCode::from(3));
+    let json: serde_json::Value = serde_json::from_str(&json.1).unwrap();
+    assert_eq!(json["lostMoments"][0]["field"], "no_show");
+}
+
+// issue 20
+#[tokio::test]
+async fn an_older_build_on_a_newer_store_fails_the_check_on_its_events_states_and_entries() {
+    let (store, clock, outbox) = first_builds_store().await;
+    let second = support::another_app(&store, &clock, |b| v2::build(b, &outbox)).await;
+    second.advance(hours(1)).await.unwrap();
+    second
+        .dispatch(v2::Book {
+            appointment_id: "a-2".into(),
+            starts_at: clock.now() + hours(72),
+        })
+        .await
+        .unwrap();
+    second
+        .dispatch(v2::Remind {
+            appointment_id: "a-2".into(),
+            channel: "email".into(),
+        })
+        .await
+        .unwrap();
+    second.run_until_idle().await.unwrap();
+
+    // The first build, deployed again, with its commands but not its process.
+    let (app, report) = check(&store, &clock, |b| {
+        b.command::<v1::Book>().port(outbox.clone())
+    })
+    .await;
+    assert!(!report.passes());
+    let events: Vec<(&str, u64)> = report
+        .unreadable_events
+        .iter()
+        .map(|problem| (problem.event_type.as_str(), problem.count))
+        .collect();
+    assert_eq!(events, [("AppointmentBooked", 1), ("ReminderSent", 1)]);
+    let reminder = &report.unreadable_events[1];
+    assert!(
+        reminder.reason.contains("up to version 1"),
+        "{}",
+        reminder.reason
+    );
+    assert_eq!(reminder.stream, "Appointment:a-2");
+    let orphans: Vec<&str> = report
+        .orphan_entries
+        .iter()
+        .map(|orphan| orphan.runs.as_str())
+        .collect();
+    assert_eq!(orphans, ["command `Remind`", "process `AppointmentFlow`"]);
+
+    let (code, text) =
+        support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
+    assert_eq!(code, ExitCode::from(3));
+    for part in [
+        "events this build does not read:",
+        "Appointment.ReminderSent: 1 event(s)",
+        "scheduler entries nothing in this build runs:",
+        "check failed",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+}
