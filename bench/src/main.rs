@@ -341,6 +341,29 @@ async fn main() {
         ));
     }
 
+    if wants("check") {
+        let (instances, events) = if args.smoke {
+            (1_000, 10_000)
+        } else {
+            (100_000, 1_000_000)
+        };
+        let (checked, survey, before) =
+            measure::preflight(files.fresh("check").path(), instances, events).await;
+        eprintln!("  check: {:.2?}, survey {:.2?}", checked.elapsed, survey);
+        notes.push(format!(
+            "the check before a deploy (`App::preflight`, the `check` command) on {} events and {} \
+             process instances: {:.1} s; the survey a runner makes when it starts (every \
+             instance's entry against its state): {:.1} s; peak memory {} before the check, {} \
+             after it",
+            short(events),
+            short(instances),
+            checked.elapsed.as_secs_f64(),
+            survey.as_secs_f64(),
+            before.map_or_else(|| "unknown".to_owned(), table::mebibytes),
+            memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)
+        ));
+    }
+
     notes.push(format!(
         "peak memory (VmHWM, the whole process: bounda, floors and benchmark): {}",
         memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)

@@ -333,6 +333,67 @@ pub async fn page_overview(path: &Path, pending: usize, due: usize, views: usize
     times[times.len() / 2]
 }
 
+/// What a check before a deploy costs: `instances` process instances started by the app, the
+/// log padded with copies of their opening event to `events` in all, then `App::preflight`
+/// (every event and instance read) and the survey a runner makes when it starts, each timed.
+pub async fn preflight(
+    path: &Path,
+    instances: usize,
+    events: usize,
+) -> (Measured, Duration, Option<u64>) {
+    let store = open(path, Mode::Normal);
+    let app = TestApp::new(builder(&store, Config::default()).process::<Expiry>())
+        .await
+        .expect("cannot build the check's app");
+    open_tickets(&app, instances).await;
+    settle(&app, "starting the instances").await;
+    {
+        let conn = Connection::open(path).expect("cannot open the file to pad its log");
+        let stored: i64 = conn
+            .query_row("SELECT COUNT(*) FROM bounda_events", [], |row| row.get(0))
+            .expect("cannot count the events");
+        let padding = events.saturating_sub(stored as usize);
+        conn.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+             INSERT INTO bounda_events
+                 (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+             SELECT 'pad-' || i, 'Ticket', 'pad-' || i, 1, e.type,
+                    json_object('ticket_id', 'pad-' || i), e.timestamp, e.metadata
+             FROM n, (SELECT * FROM bounda_events WHERE type = 'TicketOpened' LIMIT 1) AS e",
+            [padding as i64],
+        )
+        .expect("cannot pad the log");
+    }
+    checkpoint(path);
+    let before = crate::memory::peak_kib();
+    let start = Instant::now();
+    let report = app.app().preflight().await.expect("the check failed");
+    let elapsed = start.elapsed();
+    assert!(report.passes(), "the check found problems: {report:#?}");
+    assert_eq!(report.events as usize, events, "every event was read");
+    assert_eq!(
+        report.instances as usize, instances,
+        "every instance was read"
+    );
+    let start = Instant::now();
+    let drifted = app
+        .app()
+        .drifted(bounda::Rearm::All)
+        .await
+        .expect("the survey failed");
+    let survey = start.elapsed();
+    assert!(drifted.is_empty(), "entries drifted: {drifted:?}");
+    (
+        Measured {
+            units: events,
+            elapsed,
+            write_tx: 0,
+        },
+        survey,
+        before,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -411,6 +411,30 @@ impl Store for PostgresStore {
         rows::optional_instant(&row, 0)
     }
 
+    async fn scheduled_page(
+        &self,
+        command_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read a scheduler page",
+                &format!(
+                    "SELECT {} FROM {{t}}scheduled_commands s
+                     WHERE command_type = $1 AND dedupe_key > $2 ORDER BY dedupe_key LIMIT $3",
+                    rows::SCHEDULED_COLUMNS
+                ),
+                &[
+                    &command_type,
+                    &after.unwrap_or(""),
+                    &bigint("a limit", limit as u64)?,
+                ],
+            )
+            .await?;
+        rows.iter().map(rows::scheduled).collect()
+    }
+
     async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
         let rows = self
             .rows(

@@ -427,6 +427,29 @@ impl Store for SqliteStore {
         .transpose()
     }
 
+    async fn scheduled_page(
+        &self,
+        command_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM bounda_scheduled_commands
+                 WHERE command_type = ?1 AND dedupe_key > ?2 ORDER BY dedupe_key LIMIT ?3",
+                rows::SCHEDULED_COLUMNS
+            ))
+            .map_err(sql("cannot prepare a scheduler page"))?;
+        statement
+            .query_map(
+                params![command_type, after.unwrap_or(""), limit as i64],
+                rows::scheduled,
+            )
+            .and_then(Iterator::collect)
+            .map_err(sql("cannot read a scheduler page"))
+    }
+
     async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
         let conn = self.lock()?;
         let mut statement = conn

@@ -13,6 +13,7 @@ use crate::app::processes::deadline_run::DeadlinePayload;
 use crate::app::processes::rearm::LostMoment;
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::{Drift, Rearm, UnreadableState};
+use crate::store::ScheduledEntry;
 use crate::{Error, RecordedEvent};
 
 /// Events read per page.
@@ -168,55 +169,12 @@ impl App {
     /// The scheduler entries nothing in this build runs, by what they are for.
     async fn orphan_entries(&self) -> Result<Vec<OrphanEntries>, Error> {
         let mut orphans: BTreeMap<String, OrphanEntries> = BTreeMap::new();
-        let mut add = |runs: String, count: u64, reason: &str| {
-            orphans
-                .entry(runs.clone())
-                .and_modify(|orphan| orphan.count += count)
-                .or_insert(OrphanEntries {
-                    runs,
-                    count,
-                    reason: reason.to_owned(),
-                });
-        };
         for (command_type, count) in self.store().scheduled_types().await? {
-            if command_type == PROCESS_DEADLINE {
-                for entry in self.store().scheduled_of_type(&command_type).await? {
-                    let Some(payload) = DeadlinePayload::of(&entry) else {
-                        add(
-                            "a process deadline".to_owned(),
-                            1,
-                            "its entry does not read as a deadline",
-                        );
-                        continue;
-                    };
-                    if !self.processes().any(|p| p.name() == payload.process) {
-                        add(
-                            format!("process `{}`", payload.process),
-                            1,
-                            "this build has no process of that name",
-                        );
-                    }
-                }
-            } else if command_type == POLICY_RUN {
-                for entry in self.store().scheduled_of_type(&command_type).await? {
-                    let policy = serde_json::from_value::<PolicyRunPayload>(entry.payload)
-                        .map(|payload| payload.policy);
-                    match policy {
-                        Ok(name) if self.policies().any(|p| p.name() == name) => {}
-                        Ok(name) => add(
-                            format!("policy `{name}`"),
-                            1,
-                            "this build has no policy of that name",
-                        ),
-                        Err(_) => add(
-                            "a delayed policy run".to_owned(),
-                            1,
-                            "its entry does not read as a policy run",
-                        ),
-                    }
-                }
+            if command_type == PROCESS_DEADLINE || command_type == POLICY_RUN {
+                self.orphans_of(&command_type, &mut orphans).await?;
             } else if self.command_runner(&command_type).is_none() {
-                add(
+                note(
+                    &mut orphans,
                     format!("command `{command_type}`"),
                     count,
                     "this build has no command of that name",
@@ -225,4 +183,70 @@ impl App {
         }
         Ok(orphans.into_values().collect())
     }
+
+    /// The process deadlines or delayed policy runs (`command_type`) whose process or policy
+    /// this build does not have, noted in `orphans`: the entries read a page at a time.
+    async fn orphans_of(
+        &self,
+        command_type: &str,
+        orphans: &mut BTreeMap<String, OrphanEntries>,
+    ) -> Result<(), Error> {
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .store()
+                .scheduled_page(command_type, after.as_deref(), PAGE)
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.dedupe_key.clone());
+            for entry in page {
+                if let Some((runs, reason)) = self.orphan_of(&entry) {
+                    note(orphans, runs, 1, reason);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What `entry`, a process deadline or a delayed policy run, is for, if this build has
+    /// nothing that runs it, and why.
+    fn orphan_of(&self, entry: &ScheduledEntry) -> Option<(String, &'static str)> {
+        if entry.command_type == PROCESS_DEADLINE {
+            let Some(payload) = DeadlinePayload::of(entry) else {
+                return Some((
+                    "a process deadline".to_owned(),
+                    "its entry does not read as a deadline",
+                ));
+            };
+            return (!self.processes().any(|p| p.name() == payload.process)).then(|| {
+                (
+                    format!("process `{}`", payload.process),
+                    "this build has no process of that name",
+                )
+            });
+        }
+        match serde_json::from_value::<PolicyRunPayload>(entry.payload.clone()) {
+            Ok(payload) if self.policies().any(|p| p.name() == payload.policy) => None,
+            Ok(payload) => Some((
+                format!("policy `{}`", payload.policy),
+                "this build has no policy of that name",
+            )),
+            Err(_) => Some((
+                "a delayed policy run".to_owned(),
+                "its entry does not read as a policy run",
+            )),
+        }
+    }
+}
+
+/// Adds `count` entries for `runs` to `orphans`.
+fn note(orphans: &mut BTreeMap<String, OrphanEntries>, runs: String, count: u64, reason: &str) {
+    orphans
+        .entry(runs.clone())
+        .and_modify(|orphan| orphan.count += count)
+        .or_insert(OrphanEntries {
+            runs,
+            count,
+            reason: reason.to_owned(),
+        });
 }

@@ -85,7 +85,7 @@ macro_rules! store_contract_tests {
             a_renewed_letter_claim_outlasts_its_first_lease,
             a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it,
             stream_ids_are_listed_once_each_in_pages,
-            scheduled_types_are_counted,
+            scheduled_types_are_counted_and_paged,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -531,11 +531,11 @@ pub async fn a_lost_inbox_claim_rolls_back_the_whole_write_set(store: &dyn Store
     );
 }
 
-// issue 20: what a check before a deploy reads
-pub async fn scheduled_types_are_counted(store: &dyn Store) {
+// issue 20: what a check before a deploy reads, in bounded memory
+pub async fn scheduled_types_are_counted_and_paged(store: &dyn Store) {
     assert_eq!(store.scheduled_types().await.unwrap(), []);
     let mut reminder = entry("k-3", "2026-01-02T00:00:00Z");
-    reminder.command_type = "SendReminder".into();
+    reminder.command_type = "CancelOrder".into();
     store
         .commit(&WriteSet {
             schedule: vec![
@@ -549,9 +549,24 @@ pub async fn scheduled_types_are_counted(store: &dyn Store) {
         .unwrap();
     let types = store.scheduled_types().await.unwrap();
     let first = entry("k", "2026-01-02T00:00:00Z").command_type;
-    let mut expected = vec![(first, 2), ("SendReminder".to_owned(), 1)];
+    let mut expected = vec![(first.clone(), 2), ("CancelOrder".to_owned(), 1)];
     expected.sort();
     assert_eq!(types, expected);
+    let keys = |page: Vec<ScheduledEntry>| -> Vec<String> {
+        page.into_iter().map(|entry| entry.dedupe_key).collect()
+    };
+    assert_eq!(
+        keys(store.scheduled_page(&first, None, 1).await.unwrap()),
+        ["k-1"]
+    );
+    assert_eq!(
+        keys(store.scheduled_page(&first, Some("k-1"), 5).await.unwrap()),
+        ["k-2"]
+    );
+    assert_eq!(
+        keys(store.scheduled_page(&first, Some("k-2"), 5).await.unwrap()),
+        Vec::<String>::new()
+    );
 }
 
 // spec 44, 201

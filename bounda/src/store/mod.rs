@@ -229,6 +229,22 @@ pub trait Store: Send + Sync + 'static {
         command_type: &str,
     ) -> Result<Vec<ScheduledEntry>, StoreError>;
 
+    /// Up to `limit` scheduler entries of `command_type` in key order, after key `after` (from
+    /// the first when `None`): every entry of a type read a page at a time, in bounded memory.
+    /// This default reads every entry of the type; a store overrides it with its key index.
+    async fn scheduled_page(
+        &self,
+        command_type: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let mut entries = self.scheduled_of_type(command_type).await?;
+        entries.retain(|entry| after.is_none_or(|after| entry.dedupe_key.as_str() > after));
+        entries.sort_by(|a, b| a.dedupe_key.cmp(&b.dedupe_key));
+        entries.truncate(limit);
+        Ok(entries)
+    }
+
     /// Each type the scheduler holds entries of, with how many, by type: what a check before a
     /// deploy reads to find entries whose command, policy or process the build no longer has.
     async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError>;

@@ -366,6 +366,14 @@ impl Store for Racing {
     async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.scheduled_of_type(t).await
     }
+    async fn scheduled_page(
+        &self,
+        t: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.scheduled_page(t, after, limit).await
+    }
     async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
         self.inner.scheduled_types().await
     }

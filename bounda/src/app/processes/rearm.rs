@@ -6,14 +6,13 @@
 //! its state. One mechanism serves the worker's start, the operator's command, `check`, and
 //! the reads that show an entry as disagreeing.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::app::App;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::deadline_run::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Status, stream_type};
-use crate::app::processes::step::{PROCESS_DEADLINE, entry_key};
+use crate::app::processes::step::entry_key;
 use crate::process::plan::DueDeadline;
 use crate::store::{Append, CommitError, ScheduledEntry, StoreError, WriteSet};
 use crate::{Error, Instant};
@@ -155,13 +154,6 @@ impl App {
                     .await?;
                 continue;
             }
-            let mut entries: HashMap<String, ScheduledEntry> = self
-                .store()
-                .scheduled_of_type(PROCESS_DEADLINE)
-                .await?
-                .into_iter()
-                .map(|entry| (entry.dedupe_key.clone(), entry))
-                .collect();
             let stream = stream_type(process.name());
             let mut after: Option<String> = None;
             loop {
@@ -171,8 +163,13 @@ impl App {
                     .await?;
                 let Some(last) = ids.last() else { break };
                 after = Some(last.clone());
+                // Each instance's entry is read by its key: memory stays bounded, however many
+                // entries the scheduler holds.
                 for id in &ids {
-                    let entry = entries.remove(&entry_key(process.name(), id));
+                    let entry = self
+                        .store()
+                        .scheduled(&entry_key(process.name(), id))
+                        .await?;
                     self.look(process.as_ref(), id, entry.as_ref(), &mut survey)
                         .await?;
                 }
