@@ -9,6 +9,10 @@
 )]
 
 mod support;
+// Not in `support/mod.rs`: its builds register two processes of one name, which an app built
+// without `only_listed` refuses.
+#[path = "support/clinic.rs"]
+mod clinic;
 
 use std::sync::Mutex;
 
@@ -585,4 +589,36 @@ async fn a_failed_instances_deadline_is_drawn_held_by_its_letter() {
         html.contains("2 held by failed instances until their letters are retried"),
         "{html}"
     );
+}
+
+// Issue 20: an instance whose scheduler entry disagrees with its state (a migration gave it a
+// deadline before its entry) is shown so on the timeline, its page and the lag panel.
+#[tokio::test]
+async fn an_entry_that_disagrees_with_its_state_is_shown_on_the_page() {
+    use bounda::clock::Clock;
+    let store = support::database::store().await;
+    let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
+    let outbox = std::sync::Arc::new(clinic::Outbox::default());
+    let first = support::another_app(&store, &clock, |b| clinic::v1::build(b, &outbox)).await;
+    first
+        .dispatch(clinic::v1::Book {
+            appointment_id: "a-9".into(),
+            slot: clock.now() + hours(48),
+        })
+        .await
+        .unwrap();
+    first.advance(hours(25)).await.unwrap();
+    let second = support::another_app(&store, &clock, |b| clinic::v2::build(b, &outbox)).await;
+    let (_, html, _) = get(&second, None, "/").await;
+    assert!(
+        html.contains("(its scheduler entry disagrees with its state)"),
+        "{html}"
+    );
+    let (_, html, _) = get(&second, None, "/instances/AppointmentFlow/a-9").await;
+    assert!(
+        html.contains("Scheduler: its scheduler entry is armed at"),
+        "{html}"
+    );
+    let (_, html, _) = get(&second, None, "/lag").await;
+    assert!(html.contains("1 scheduler entries that disagree"), "{html}");
 }

@@ -265,6 +265,7 @@ struct LagPanel {
     max_lag: u64,
     waiting: u64,
     held: u64,
+    drifted: u64,
 }
 
 #[derive(Template)]
@@ -484,6 +485,7 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             max_lag: lag.max_lag,
             waiting: lag.waiting_deadlines,
             held: lag.held_deadlines,
+            drifted: lag.drifted_entries,
         },
     );
     page.extensions_mut().insert(Framed);

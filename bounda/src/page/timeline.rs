@@ -60,11 +60,16 @@ const SLOTS: f64 = 96.0;
 /// How many instances a group's hover names before it says how many more.
 const NAMED: usize = 5;
 
-/// What a hover says of a deadline its instance's failure holds.
+/// What a hover says of a deadline its instance's failure holds, or whose instance's scheduler
+/// entry disagrees with its state.
 fn held(due: &PendingDeadline) -> String {
-    due.held_by.as_ref().map_or_else(String::new, |letter| {
+    let mut why = due.held_by.as_ref().map_or_else(String::new, |letter| {
         format!(" (held by its failure: letter {letter})")
-    })
+    });
+    if due.drift.is_some() {
+        why.push_str(" (its scheduler entry disagrees with its state)");
+    }
+    why
 }
 
 /// `pending` laid out over the `window` after `now`; any beyond it is left out.
