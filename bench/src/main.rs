@@ -347,17 +347,20 @@ async fn main() {
         } else {
             (100_000, 1_000_000)
         };
-        let (checked, survey, before) =
+        let (checked, survey, floor, before) =
             measure::preflight(files.fresh("check").path(), instances, events).await;
         eprintln!("  check: {:.2?}, survey {:.2?}", checked.elapsed, survey);
         notes.push(format!(
             "the check before a deploy (`App::preflight`, the `check` command) on {} events and {} \
-             process instances: {:.1} s; the survey a runner makes when it starts (every \
-             instance's entry against its state): {:.1} s; peak memory {} before the check, {} \
-             after it",
+             process instances: {:.1} s, {:.1}x its floor ({:.1} s: every event and every \
+             instance's snapshot read through the store, nothing decoded); the survey a runner \
+             makes when it starts (every instance's entry against its state): {:.1} s; peak \
+             memory {} before the check, {} after it",
             short(events),
             short(instances),
             checked.elapsed.as_secs_f64(),
+            checked.elapsed.as_secs_f64() / floor.as_secs_f64(),
+            floor.as_secs_f64(),
             survey.as_secs_f64(),
             before.map_or_else(|| "unknown".to_owned(), table::mebibytes),
             memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)

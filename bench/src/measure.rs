@@ -340,7 +340,7 @@ pub async fn preflight(
     path: &Path,
     instances: usize,
     events: usize,
-) -> (Measured, Duration, Option<u64>) {
+) -> (Measured, Duration, Duration, Option<u64>) {
     let store = open(path, Mode::Normal);
     let app = TestApp::new(builder(&store, Config::default()).process::<Expiry>())
         .await
@@ -366,6 +366,7 @@ pub async fn preflight(
     }
     checkpoint(path);
     let before = crate::memory::peak_kib();
+    let floor = read_floor(&*store, instances).await;
     let start = Instant::now();
     let report = app.app().preflight().await.expect("the check failed");
     let elapsed = start.elapsed();
@@ -390,8 +391,43 @@ pub async fn preflight(
             write_tx: 0,
         },
         survey,
+        floor,
         before,
     )
+}
+
+/// The least reading the check needs, timed: every event read a page at a time, and each
+/// instance's snapshot and scheduler entry read by key, nothing decoded or compared.
+async fn read_floor(store: &dyn bounda::store::Store, instances: usize) -> Duration {
+    let start = Instant::now();
+    let mut after = 0;
+    loop {
+        let page = store
+            .read_all(after, 1_000)
+            .await
+            .expect("cannot read events");
+        let Some(last) = page.last() else { break };
+        after = last.position;
+    }
+    let mut read = 0;
+    let mut from: Option<String> = None;
+    loop {
+        let ids = store
+            .stream_ids("process:Expiry", from.as_deref(), 500)
+            .await
+            .expect("cannot read instances");
+        let Some(last) = ids.last() else { break };
+        from = Some(last.clone());
+        for id in &ids {
+            store
+                .snapshot("process:Expiry", id)
+                .await
+                .expect("cannot read a snapshot");
+            read += 1;
+        }
+    }
+    assert_eq!(read, instances, "the floor read every instance");
+    start.elapsed()
 }
 
 #[cfg(test)]

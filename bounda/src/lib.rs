@@ -46,6 +46,8 @@ pub use aggregate::{
 /// | `started_by = [OrderPlaced, ..]` | the events that start an instance (required, at least one) |
 /// | `completed_by = [OrderCancelled, ..]` | the events that complete it, after their handler runs |
 /// | `timeout = "30d"` | how long an instance may stay open; checked while compiling; default from configuration (`7d`) |
+/// | `version = 2` | the version of the state's shape, from 1; states stored at older versions are read through `migrate` |
+/// | `migrate = [FlowV1, ..]` | the shape each older version was stored in, from version 1, each brought up to the next with `From` |
 ///
 /// The struct holds the whole state (`Default`, `Clone`, `Debug`, serde). Fields marked
 /// `#[deadline]` have type [`Deadline`]: setting one schedules its handler, changing it moves it,
@@ -59,11 +61,14 @@ pub use aggregate::{
 /// The state is stored with each step, and read back by the next. So that a deploy can change
 /// it while instances are live, the macro puts `#[serde(default)]` on the struct (unless it has
 /// one): a field added later reads as the struct's `Default` has it. Give a renamed field
-/// `#[serde(alias = "old_name")]`. An instance whose stored state still does not read fails
-/// alone, with a dead letter naming the field; check a copy of a production file before a
-/// deploy with `assert_eq!(app.unreadable_states().await?, vec![])`
-/// ([`App::unreadable_states`]). The process registers itself: every app built in the binary
-/// runs it (see [`AppBuilder::only_listed`]).
+/// `#[serde(alias = "old_name")]`; for a change an alias cannot express, raise `version` and
+/// keep the old shape for `migrate`. A runner refuses to start while a running instance holds a
+/// moment in a field the state no longer reads (a deadline renamed without an alias), and
+/// re-arms each instance whose scheduler entry disagrees with its (migrated) state. An instance
+/// whose stored state still does not read fails alone, with a dead letter naming the field.
+/// Check a copy of production before a deploy with [`App::preflight`] (the operator's `check`).
+/// The process registers itself: every app built in the binary runs it (see
+/// [`AppBuilder::only_listed`]).
 ///
 /// # On the handlers
 ///
@@ -208,6 +213,11 @@ pub use bounda_macros::deadline;
 /// `#[event(aggregate = Order)]`, and optionally `#[event(name = "..")]` for the stored type name
 /// (the struct's name by default). Field names follow `#[serde(rename..)]`, so routing by the
 /// main aggregate's id field sees them as stored.
+///
+/// An event whose shape changed says so: `#[event(version = 2, upcast(1 = OrderPlacedV1))]`
+/// reads events stored at version 1 as `OrderPlacedV1` and brings them up with
+/// `From<OrderPlacedV1>`; `#[event(renamed_from("OrderTaken"))]` reads events stored under an
+/// old name. See the guide [`changing_events`](crate::guides::changing_events).
 pub use bounda_macros::Event;
 
 /// Implements [`EventSet`] for the enum of one aggregate's events, each variant wrapping one
