@@ -58,7 +58,8 @@ pub struct Lag {
     pub held_deadlines: u64,
     /// Running instances whose scheduler entry disagrees with their stored state, so that their
     /// deadlines do not run when the state says ([`App::drifted`] names them; a worker re-arms
-    /// them when it starts, an operator with [`App::rearm`]).
+    /// them when it starts, an operator with [`App::rearm`]). Counted by a survey of every
+    /// instance at most a minute old.
     pub drifted_entries: u64,
 }
 
@@ -111,7 +112,7 @@ impl App {
             stale,
             waiting_deadlines: self.waiting_deadline_count().await?,
             held_deadlines: held.len() as u64,
-            drifted_entries: self.drifted(crate::app::Rearm::All).await?.len() as u64,
+            drifted_entries: self.drifted_count().await?,
         })
     }
 

@@ -90,6 +90,9 @@ struct Inner {
     shapes: shapes::Shapes,
     /// Whether this app has made its checks before its first pass (`start.rs`).
     started: std::sync::atomic::AtomicBool,
+    /// The entries that disagreed with their state at the last survey, and when it was made:
+    /// `lag` reuses a recent count rather than survey every instance on each read.
+    drifted: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
 }
 
 impl std::fmt::Debug for App {
@@ -306,6 +309,7 @@ impl AppBuilder {
                 runner: self.runner,
                 shapes: self.shapes,
                 started: std::sync::atomic::AtomicBool::new(false),
+                drifted: std::sync::Mutex::new(None),
             }),
         })
     }

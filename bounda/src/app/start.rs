@@ -29,7 +29,9 @@ impl App {
                 message: refusal(&survey.lost),
             });
         }
-        self.rearm_drifted(survey.drifts).await?;
+        let found = survey.drifts.len();
+        let rearmed = self.rearm_drifted(survey.drifts).await?;
+        self.note_drifted((found - rearmed.len()) as u64);
         self.inner.started.store(true, Ordering::SeqCst);
         Ok(())
     }

@@ -20,6 +20,9 @@ use crate::{Error, Instant};
 /// Instances whose ids are read per page.
 const PAGE: usize = 500;
 
+/// How long `lag` reuses the count of the last survey of every instance.
+const DRIFT_COUNT_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Which instances to compare with their entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rearm<'a> {
@@ -95,7 +98,36 @@ impl App {
     /// state, with what each holds and what it should. Changes nothing. An instance whose
     /// state does not read is left out; [`unreadable_states`](App::unreadable_states) names it.
     pub async fn drifted(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
-        Ok(self.survey(scope).await?.drifts)
+        let drifts = self.survey(scope).await?.drifts;
+        if scope == Rearm::All {
+            self.note_drifted(drifts.len() as u64);
+        }
+        Ok(drifts)
+    }
+
+    /// How many entries disagree with their state, from a survey at most a minute old: what
+    /// `lag` reports without surveying every instance on each read.
+    pub(crate) async fn drifted_count(&self) -> Result<u64, Error> {
+        let recent = *self
+            .inner
+            .drifted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match recent {
+            Some((at, count)) if at.elapsed() < DRIFT_COUNT_KEPT => Ok(count),
+            _ => Ok(self.drifted(Rearm::All).await?.len() as u64),
+        }
+    }
+
+    /// Keeps `count`, the entries a survey of every instance found disagreeing (less those it
+    /// re-armed).
+    pub(crate) fn note_drifted(&self, count: u64) {
+        *self
+            .inner
+            .drifted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((std::time::Instant::now(), count));
     }
 
     /// Re-arms the scheduler entry of each running instance in `scope` whose entry disagrees
@@ -105,7 +137,20 @@ impl App {
     /// instance that steps meanwhile keeps the entry its step wrote.
     pub async fn rearm(&self, scope: Rearm<'_>) -> Result<Vec<Drift>, Error> {
         let drifts = self.survey(scope).await?.drifts;
-        self.rearm_drifted(drifts).await
+        let found = drifts.len();
+        let rearmed = self.rearm_drifted(drifts).await?;
+        if scope == Rearm::All {
+            self.note_drifted((found - rearmed.len()) as u64);
+        } else if let Some((_, count)) = self
+            .inner
+            .drifted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_mut()
+        {
+            *count = count.saturating_sub(rearmed.len() as u64);
+        }
+        Ok(rearmed)
     }
 
     /// Re-arms each of `drifts` that still disagrees when it is read again; returns those it
