@@ -106,6 +106,8 @@ pub enum ShapeError {
 /// and how a stored payload becomes today's. `#[derive(Events)]` lists one per variant.
 #[derive(Debug, Clone, Copy)]
 pub struct EventShape {
+    /// The aggregate type whose streams hold it.
+    pub aggregate: &'static str,
     /// The event type as stored today.
     pub name: &'static str,
     /// The names it was stored under before it was renamed.
@@ -120,6 +122,7 @@ impl EventShape {
     /// The shape of `E`.
     pub const fn of<E: Event>() -> EventShape {
         EventShape {
+            aggregate: <E::Aggregate as Aggregate>::NAME,
             name: E::TYPE,
             renamed_from: E::RENAMED_FROM,
             version: E::VERSION,

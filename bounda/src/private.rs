@@ -74,6 +74,8 @@ pub struct EventInfo {
     pub fields: &'static [&'static str],
     /// Whether it is a variant of its aggregate's events enum, so that it can be stored.
     pub declared: bool,
+    /// The shapes of its aggregate's events, which reads bring stored events up to.
+    pub shapes: &'static [EventShape],
 }
 
 /// The [`EventInfo`] of `E`.
@@ -86,6 +88,7 @@ pub const fn event_info<E: Event>() -> EventInfo {
         aggregate: <E::Aggregate as Aggregate>::NAME,
         fields: E::FIELDS,
         declared: in_its_aggregate::<E>(),
+        shapes: <<E::Aggregate as Aggregate>::Event as EventSet>::SHAPES,
     }
 }
 

@@ -183,3 +183,40 @@ async fn an_older_build_on_a_newer_store_fails_the_check_on_its_events_states_an
         assert!(text.contains(part), "{part} in {text}");
     }
 }
+
+// issue 20: an event of another aggregate a process takes is read through its shapes, even in
+// an app with no command of that aggregate
+#[tokio::test]
+async fn a_process_reads_the_events_of_another_aggregate_it_takes() {
+    use support::storefront::OrderPayment;
+    let app = TestApp::new(
+        bounda::App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    let settled = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "Payment".into(),
+            aggregate_id: "p-1".into(),
+            expected_version: 0,
+            events: vec![bounda::store::NewEvent {
+                id: "settled".into(),
+                event_type: "PaymentSettled".into(),
+                payload: serde_json::json!({ "payment_id": "p-1", "order_id": "o-1" }),
+                timestamp: app.now(),
+                metadata: bounda::store::Metadata::of_command("c-1"),
+            }],
+        }],
+        ..Default::default()
+    };
+    app.app().store().commit(&settled).await.unwrap();
+    let report = app.app().preflight().await.unwrap();
+    assert_eq!(
+        report.unknown_aggregates,
+        Vec::<String>::new(),
+        "{report:#?}"
+    );
+    assert!(report.passes(), "{report:#?}");
+}

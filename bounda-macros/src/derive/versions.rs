@@ -12,6 +12,10 @@ use syn::{Ident, LitInt, LitStr, Token, Type};
 use crate::errors::Errors;
 use crate::paths;
 
+/// The highest version the macros accept: each older version has a shape of its own, so a
+/// larger one is a typing mistake, and would have the macro build that many of them.
+pub(crate) const MAX_VERSION: u32 = 1_000;
+
 /// `1 = OrderPlacedV1`: the shape version 1 was stored in.
 pub(crate) struct Step {
     pub(crate) version: LitInt,
@@ -88,6 +92,13 @@ impl Versions {
                     errors.at(
                         literal,
                         "versions count from 1: the first shape of an event is `version = 1`",
+                    );
+                    return (1, Vec::new());
+                }
+                Ok(version) if version > MAX_VERSION => {
+                    errors.at(
+                        literal,
+                        format!("a version above {MAX_VERSION} is not a version an event reaches; count one per change of its shape"),
                     );
                     return (1, Vec::new());
                 }

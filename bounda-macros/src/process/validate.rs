@@ -50,6 +50,16 @@ pub(crate) fn check_state_version(
                 );
                 return (1, false);
             }
+            Ok(version) if version > crate::derive::versions::MAX_VERSION => {
+                errors.at(
+                    literal,
+                    format!(
+                        "a version above {} is not a version a state reaches; count one per change of its shape",
+                        crate::derive::versions::MAX_VERSION
+                    ),
+                );
+                return (1, false);
+            }
             Ok(version) => version,
             Err(error) => {
                 errors.push(error);

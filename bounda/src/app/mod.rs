@@ -229,6 +229,14 @@ impl AppBuilder {
             self.name_reaction::<P>(<P as crate::process::ProcessState>::NAME);
             self.shapes
                 .add::<<P as crate::process::ProcessState>::Aggregate>();
+            // An event of another aggregate the process takes is brought up too, whether or
+            // not the app has a command of that aggregate.
+            for shapes in <P as crate::process::ProcessState>::DECLARED_SHAPES
+                .iter()
+                .chain(<P as crate::process::Process>::HANDLED_SHAPES)
+            {
+                self.shapes.add_shapes(shapes);
+            }
             self.processes.push(Arc::new(ProcessEntry::<P>::new()));
         }
         self

@@ -217,12 +217,17 @@ impl Attempt {
         answer
     }
 
-    /// The span of a command this attempt sends, in the attempt's correlation.
     /// Reads and folds instance `id` of `A` before a handler runs, so that a stream the handler
     /// would send to and that does not read fails the step before the handler has done
-    /// anything outside (a message sent, a card charged).
+    /// anything outside (a message sent, a card charged). The fold is not kept: a command the
+    /// handler sends reads the stream again when it is sent, so the handler's own time does not
+    /// widen the window in which another command can move the stream.
     pub(crate) async fn preload<A: Aggregate>(&self, id: &str) -> Result<(), Error> {
-        self.stage::<A>(id).await.map(|_| ())
+        self.app
+            .load::<A>(id)
+            .await
+            .map(|_| ())
+            .inspect_err(|error| self.fail(error))
     }
 
     /// The place of instance `id` of `A` among the streams this attempt stages, loaded and
@@ -252,6 +257,7 @@ impl Attempt {
         Ok(staged.streams.len() - 1)
     }
 
+    /// The span of a command this attempt sends, in the attempt's correlation.
     fn command_span<C: Command>(&self, command: &C) -> tracing::Span {
         telemetry::command_span(
             C::NAME,

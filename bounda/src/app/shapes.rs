@@ -19,8 +19,13 @@ pub(crate) struct Shapes {
 impl Shapes {
     /// Adds the event types of aggregate `A`.
     pub(crate) fn add<A: Aggregate>(&mut self) {
-        let names = self.by_stored.entry(A::NAME).or_default();
-        for shape in <A::Event as EventSet>::SHAPES {
+        self.add_shapes(<A::Event as EventSet>::SHAPES);
+    }
+
+    /// Adds `shapes`, event types of one aggregate.
+    pub(crate) fn add_shapes(&mut self, shapes: &'static [EventShape]) {
+        for shape in shapes {
+            let names = self.by_stored.entry(shape.aggregate).or_default();
             names.insert(shape.name, shape);
             for old in shape.renamed_from {
                 names.insert(old, shape);
@@ -49,11 +54,20 @@ impl Shapes {
             shape.name.clone_into(&mut event.event_type);
         }
         let stored = event.metadata.schema_version;
-        if stored < shape.version
-            && let Ok(payload) = (shape.bring_up)(stored, event.payload.clone())
-        {
-            event.payload = payload;
-            event.metadata.schema_version = shape.version;
+        if stored < shape.version {
+            match (shape.bring_up)(stored, event.payload.clone()) {
+                Ok(payload) => {
+                    event.payload = payload;
+                    event.metadata.schema_version = shape.version;
+                }
+                // Routing reads the payload before any step decodes it: a process that finds
+                // its instance by a field the upcast would have given cannot find it.
+                Err(error) => tracing::warn!(
+                    event = %event.id,
+                    "an event does not read through its upcasts, so it is left as stored: {}",
+                    crate::error::chain(&event.shape_error(error))
+                ),
+            }
         }
     }
 }

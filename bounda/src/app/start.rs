@@ -59,14 +59,14 @@ fn refusal(lost: &[LostMoment]) -> String {
                 named.push(format!("{} more", moments.len() - NAMED));
             }
             format!(
-                "`{process}` does not read its stored field `{field}`, where {} running instance(s) hold a moment ({})",
+                "`{process}` does not read its stored field `{field}`, where {} open instance(s) hold a moment ({})",
                 moments.len(),
                 named.join(", ")
             )
         })
         .collect();
     format!(
-        "{}: a deadline renamed without an alias, or removed, would never run, and each instance's next step would drop its moment. Keep it with `#[serde(alias = \"..\")]` on the field it became, or migrate the state (`#[process(version = .., migrate = [..])]`) and say in its `From` what becomes of it; nothing has run",
+        "{}: a deadline renamed without an alias, or removed, would never run, and each instance's next step would drop its moment (as it would any other moment stored there). Keep it with `#[serde(alias = \"..\")]` on the field it became, or migrate the state (`#[process(version = .., migrate = [..])]`) and say in its `From` what becomes of it; nothing has run",
         fields.join("; ")
     )
 }

@@ -63,6 +63,10 @@ pub trait ProcessState:
     /// keeps it.
     fn merge(&mut self, patch: Self::Patch);
 
+    /// The shapes of the aggregates whose events start or complete the process: an event of
+    /// another aggregate reaches it brought up to today's name and shape.
+    const DECLARED_SHAPES: &'static [&'static [crate::event::EventShape]] = &[];
+
     /// The version of the state's shape this build writes, from 1:
     /// `#[process(version = 2, migrate = [FlowV1])]`.
     const VERSION: u32 = 1;
@@ -117,6 +121,8 @@ pub trait Process: ProcessState {
     const AT: &'static [&'static str];
     /// The events whose handler has a `#[correlate(..)]` function.
     const CORRELATED: &'static [EventKey];
+    /// The shapes of the aggregates whose events the handlers take.
+    const HANDLED_SHAPES: &'static [&'static [crate::event::EventShape]] = &[];
 
     /// Runs the `on_<event>` handler for `event`, or `None` if the process has none.
     fn on_event<'a>(

@@ -22,6 +22,10 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
         let info = event_info(&handler.event);
         quote!(#info.key)
     });
+    let on_shapes = handlers.on.iter().map(|handler| {
+        let info = event_info(&handler.event);
+        quote!(#info.shapes)
+    });
     let on_arms = handlers.on.iter().map(|handler| {
         let (event, ident) = (&handler.event, &handler.ident);
         let convert = quote_spanned! {output_span(&handler.output, ident)=>
@@ -90,6 +94,7 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
             const ON: &'static [#private::EventKey] = &[#(#on_keys),*];
             const AT: &'static [&'static #str] = &[#(#at_names),*];
             const CORRELATED: &'static [#private::EventKey] = &[#(#correlated),*];
+            const HANDLED_SHAPES: &'static [&'static [#private::EventShape]] = &[#(#on_shapes),*];
 
             fn on_event<'a>(
                 cx: #private::Context<'a, Self>,

@@ -28,6 +28,14 @@ pub(crate) fn process_state(
     };
     let started_by = event_keys(&args.started_by);
     let completed_by = event_keys(&args.completed_by);
+    let declared_shapes = args
+        .started_by
+        .iter()
+        .chain(&args.completed_by)
+        .map(|event| {
+            let info = event_info(event);
+            quote!(#info.shapes)
+        });
     let timeout = match &args.timeout {
         Some(lit) => quote_spanned! {lit.span()=>
             #option::Some(match #private::Duration::parse_const(#lit) {
@@ -75,6 +83,8 @@ pub(crate) fn process_state(
             const TIMEOUT: #option<#private::Duration> = #timeout;
             const FIELDS: &'static [&'static #str] = &[#(#field_names),*];
             const DEADLINES: &'static [#private::DeadlineField<Self>] = &[#(#deadline_fields),*];
+            const DECLARED_SHAPES: &'static [&'static [#private::EventShape]] =
+                &[#(#declared_shapes),*];
 
             type Aggregate = #aggregate;
             type Patch = #patch;

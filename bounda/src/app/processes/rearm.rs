@@ -191,12 +191,7 @@ impl App {
         let mut survey = Survey::default();
         for process in processes {
             if let Rearm::Instance(_, id) = scope {
-                let entry = self
-                    .store()
-                    .scheduled(&entry_key(process.name(), id))
-                    .await?;
-                self.look(process.as_ref(), id, entry.as_ref(), &mut survey)
-                    .await?;
+                self.look(process.as_ref(), id, &mut survey).await?;
                 continue;
             }
             let stream = stream_type(process.name());
@@ -208,27 +203,21 @@ impl App {
                     .await?;
                 let Some(last) = ids.last() else { break };
                 after = Some(last.clone());
-                // Each instance's entry is read by its key: memory stays bounded, however many
-                // entries the scheduler holds.
                 for id in &ids {
-                    let entry = self
-                        .store()
-                        .scheduled(&entry_key(process.name(), id))
-                        .await?;
-                    self.look(process.as_ref(), id, entry.as_ref(), &mut survey)
-                        .await?;
+                    self.look(process.as_ref(), id, &mut survey).await?;
                 }
             }
         }
         Ok(survey)
     }
 
-    /// Instance `id` of `process` against `entry`, the entry it has, noted in `survey`.
+    /// Instance `id` of `process` against its entry, noted in `survey`. The entry of an open
+    /// instance is read by its key, so memory stays bounded however many entries the scheduler
+    /// holds; an ended instance has none to read.
     async fn look(
         &self,
         process: &dyn ProcessRunner,
         id: &str,
-        entry: Option<&ScheduledEntry>,
         survey: &mut Survey,
     ) -> Result<(), Error> {
         let fields = process.deadline_fields();
@@ -237,26 +226,29 @@ impl App {
             return Ok(());
         };
         survey.instances += 1;
-        if !instance.status.has_ended() {
-            survey.lost.extend(lost_moments(process, id, &instance));
-            let problem = match process.check_state(&instance) {
-                Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
-                Ok(dropped) if !dropped.is_empty() => {
-                    Some(crate::app::StateProblem::Dropped(dropped))
-                }
-                Ok(_) => None,
-            };
-            if let Some(problem) = problem {
-                survey.states.push(crate::app::UnreadableState {
-                    process: process.name().to_owned(),
-                    instance: id.to_owned(),
-                    problem,
-                });
-            }
+        if instance.status.has_ended() {
+            return Ok(());
         }
+        survey.lost.extend(lost_moments(process, id, &instance));
+        let problem = match process.check_state(&instance) {
+            Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
+            Ok(dropped) if !dropped.is_empty() => Some(crate::app::StateProblem::Dropped(dropped)),
+            Ok(_) => None,
+        };
+        if let Some(problem) = problem {
+            survey.states.push(crate::app::UnreadableState {
+                process: process.name().to_owned(),
+                instance: id.to_owned(),
+                problem,
+            });
+        }
+        let entry = self
+            .store()
+            .scheduled(&entry_key(process.name(), id))
+            .await?;
         survey
             .drifts
-            .extend(drift_of(process, id, &instance, entry));
+            .extend(drift_of(process, id, &instance, entry.as_ref()));
         Ok(())
     }
 

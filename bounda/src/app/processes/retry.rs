@@ -318,7 +318,7 @@ impl RetryStep {
         let route = process.route_as_started(&instance, &event);
         if matches!(route, Route::Skip | Route::Park) {
             let handled = Lifecycle::handled(&event, instance.state.clone());
-            let append = lifecycle_at(
+            let mut append = lifecycle_at(
                 app,
                 &*process,
                 &self.id,
@@ -326,6 +326,10 @@ impl RetryStep {
                 handled,
                 Some(&event),
             )?;
+            // The state is carried over as stored, so it keeps the version it was written at.
+            for lifecycle in &mut append.events {
+                lifecycle.metadata.schema_version = instance.state_version;
+            }
             return Ok(Outcome::Commit(Done::writes(WriteSet {
                 appends: vec![append],
                 ..WriteSet::default()
