@@ -215,6 +215,25 @@ fn older_example(type_name: &str, version: u32) -> String {
         .join(", ")
 }
 
+/// The statements that bring `shape`, read as the shape at `index` in `shapes` (the older
+/// shapes from version 1), up to `Self`: one `From` a version. Each call is spanned at the older
+/// shape's name, where a missing `From` is reported. Events and process states share it.
+pub(crate) fn upcast_steps<T: quote::ToTokens>(shapes: &[T], index: usize) -> TokenStream {
+    let private = paths::private();
+    let steps = shapes[index + 1..]
+        .iter()
+        .map(|next| quote!(#next))
+        .chain(std::iter::once(quote!(Self)))
+        .zip(shapes[index..].iter())
+        .map(|(next, current)| {
+            let step = quote_spanned!(current.span()=> upcast_step::<#current, _>);
+            quote! {
+                let shape: #next = #private::#step(shape);
+            }
+        });
+    quote!(#(#steps)*)
+}
+
 /// `Event::read`: today's shape at `version`; each older one read as its shape, then brought up
 /// one `From` at a time. Each check is spanned at the user's type, so a shape that does not
 /// deserialise, or a missing `From`, is reported there.
@@ -226,23 +245,11 @@ pub(crate) fn expand_read(version: u32, shapes: &[&Type]) -> TokenStream {
         let read = quote_spanned! {shape.span()=>
             #private::read_shape::<#shape>(version, payload)?
         };
-        let steps = shapes[index + 1..]
-            .iter()
-            .map(|next| quote!(#next))
-            .chain(std::iter::once(quote!(Self)))
-            .zip(shapes[index..].iter())
-            .map(|(next, current)| {
-                // The call is spanned at the older shape's name, where a missing `From` is
-                // reported.
-                let step = quote_spanned!(current.span()=> upcast_step::<#current, _>);
-                quote! {
-                    let shape: #next = #private::#step(shape);
-                }
-            });
+        let steps = upcast_steps(shapes, index);
         quote! {
             #older => {
                 let shape: #shape = #read;
-                #(#steps)*
+                #steps
                 #result::Ok(shape)
             }
         }

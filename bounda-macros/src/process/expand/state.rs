@@ -127,17 +127,7 @@ fn migrate(ident: &syn::Ident, shapes: &[Path], version: u32) -> (TokenStream, T
     let migrate_arms = shapes.iter().enumerate().map(|(index, shape)| {
         let older = index as u32 + 1;
         let name = shape_fn(older);
-        let steps = shapes[index + 1..]
-            .iter()
-            .map(|next| quote!(#next))
-            .chain(std::iter::once(quote!(Self)))
-            .zip(shapes[index..].iter())
-            .map(|(next, current)| {
-                let step = quote_spanned!(current.span()=> upcast_step::<#current, _>);
-                quote! {
-                    let shape: #next = #private::#step(shape);
-                }
-            });
+        let steps = crate::derive::versions::upcast_steps(shapes, index);
         quote! {
             #older => {
                 let shape: #shape = (#ident::#name().read)(
@@ -145,7 +135,7 @@ fn migrate(ident: &syn::Ident, shapes: &[Path], version: u32) -> (TokenStream, T
                     #older,
                     state,
                 )?;
-                #(#steps)*
+                #steps
                 #result::Ok(shape)
             }
         }
