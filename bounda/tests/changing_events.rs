@@ -14,48 +14,14 @@ mod support;
 #[path = "support/clinic.rs"]
 mod clinic;
 
-use std::sync::Arc;
-
-use bounda::clock::{Clock, SimulatedClock};
 use bounda::prelude::*;
-use bounda::store::Store;
-use clinic::{Outbox, v1, v2};
-
-/// One store and clock the builds of a test take turns on, as deploys do.
-struct Clinic {
-    store: Arc<dyn Store>,
-    clock: Arc<SimulatedClock>,
-    outbox: Arc<Outbox>,
-}
-
-impl Clinic {
-    async fn new() -> Clinic {
-        Clinic {
-            store: support::database::store().await,
-            clock: Arc::new(SimulatedClock::default()),
-            outbox: Arc::new(Outbox::default()),
-        }
-    }
-
-    async fn v1(&self) -> TestApp {
-        support::another_app(&self.store, &self.clock, |b| v1::build(b, &self.outbox)).await
-    }
-
-    async fn v2(&self) -> TestApp {
-        support::another_app(&self.store, &self.clock, |b| v2::build(b, &self.outbox)).await
-    }
-
-    /// A moment `hours` after the test's start.
-    fn in_hours(&self, hours: u64) -> Instant {
-        self.clock.now() + bounda::hours(hours)
-    }
-}
+use clinic::{Clinic, v1, v2};
 
 // spec 12, issue 20
 #[tokio::test]
 async fn events_the_first_build_stored_read_renamed_and_upcast_and_stay_as_stored() {
     let clinic = Clinic::new().await;
-    let first = clinic.v1().await;
+    let first = clinic.deploy(v1::build).await;
     let slot = clinic.in_hours(72);
     first
         .dispatch(v1::Book {
@@ -74,7 +40,7 @@ async fn events_the_first_build_stored_read_renamed_and_upcast_and_stay_as_store
         .await
         .unwrap();
 
-    let second = clinic.v2().await;
+    let second = clinic.deploy(v2::build).await;
     second.run_until_idle().await.unwrap();
     let flow = second
         .app()
@@ -118,7 +84,7 @@ async fn events_the_first_build_stored_read_renamed_and_upcast_and_stay_as_store
 #[tokio::test]
 async fn an_older_payload_that_does_not_read_is_refused_naming_the_event_and_its_version() {
     let clinic = Clinic::new().await;
-    let first = clinic.v1().await;
+    let first = clinic.deploy(v1::build).await;
     first
         .dispatch(v1::Book {
             appointment_id: "a-1".into(),
@@ -149,7 +115,7 @@ async fn an_older_payload_that_does_not_read_is_refused_naming_the_event_and_its
 #[tokio::test]
 async fn a_command_on_a_stream_a_newer_build_wrote_to_is_refused_and_appends_nothing() {
     let clinic = Clinic::new().await;
-    let first = clinic.v1().await;
+    let first = clinic.deploy(v1::build).await;
     first
         .dispatch(v1::Book {
             appointment_id: "a-1".into(),
@@ -157,7 +123,7 @@ async fn a_command_on_a_stream_a_newer_build_wrote_to_is_refused_and_appends_not
         })
         .await
         .unwrap();
-    let second = clinic.v2().await;
+    let second = clinic.deploy(v2::build).await;
     second
         .dispatch(v2::Remind {
             appointment_id: "a-1".into(),
@@ -199,7 +165,7 @@ async fn a_command_on_a_stream_a_newer_build_wrote_to_is_refused_and_appends_not
 async fn a_deadline_on_a_stream_a_newer_build_wrote_to_fails_before_its_handler_and_the_newer_build_retries_it()
  {
     let clinic = Clinic::new().await;
-    let first = clinic.v1().await.expecting_letters();
+    let first = clinic.deploy(v1::build).await.expecting_letters();
     first
         .dispatch(v1::Book {
             appointment_id: "a-1".into(),
@@ -209,7 +175,7 @@ async fn a_deadline_on_a_stream_a_newer_build_wrote_to_fails_before_its_handler_
         .unwrap();
     first.run_until_idle().await.unwrap();
     // A newer build, deployed beside the first, reminds a-1 by email.
-    let second = clinic.v2().await;
+    let second = clinic.deploy(v2::build).await;
     second
         .dispatch(v2::Remind {
             appointment_id: "a-1".into(),

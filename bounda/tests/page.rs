@@ -595,20 +595,17 @@ async fn a_failed_instances_deadline_is_drawn_held_by_its_letter() {
 // deadline before its entry) is shown so on the timeline, its page and the lag panel.
 #[tokio::test]
 async fn an_entry_that_disagrees_with_its_state_is_shown_on_the_page() {
-    use bounda::clock::Clock;
-    let store = support::database::store().await;
-    let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
-    let outbox = std::sync::Arc::new(clinic::Outbox::default());
-    let first = support::another_app(&store, &clock, |b| clinic::v1::build(b, &outbox)).await;
+    let clinic = clinic::Clinic::new().await;
+    let first = clinic.deploy(clinic::v1::build).await;
     first
         .dispatch(clinic::v1::Book {
             appointment_id: "a-9".into(),
-            slot: clock.now() + hours(48),
+            slot: clinic.in_hours(48),
         })
         .await
         .unwrap();
     first.advance(hours(25)).await.unwrap();
-    let second = support::another_app(&store, &clock, |b| clinic::v2::build(b, &outbox)).await;
+    let second = clinic.deploy(clinic::v2::build).await;
     let (_, html, _) = get(&second, None, "/").await;
     assert!(
         html.contains("(its scheduler entry disagrees with its state)"),

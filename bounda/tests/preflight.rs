@@ -15,27 +15,22 @@ mod support;
 mod clinic;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use bounda::cli::{CheckArgs, Operator};
-use bounda::clock::{Clock, SimulatedClock};
 use bounda::prelude::*;
-use bounda::store::Store;
 use bounda::{AppBuilder, DispatchOptions, StateProblem, hours};
-use clinic::{Outbox, v1, v1_renamed, v2};
+use clinic::{Clinic, v1, v1_renamed, v2};
 
-/// A store the first build wrote: a-1 and a-9 booked and reminded, a-9's reminder command
-/// also scheduled for later by hand.
-async fn first_builds_store() -> (Arc<dyn Store>, Arc<SimulatedClock>, Arc<Outbox>) {
-    let store = support::database::store().await;
-    let clock = Arc::new(SimulatedClock::default());
-    let outbox = Arc::new(Outbox::default());
-    let first = support::another_app(&store, &clock, |b| v1::build(b, &outbox)).await;
+/// A clinic whose first build booked and reminded a-1 and a-9, and scheduled a-9's reminder
+/// command for later by hand.
+async fn first_builds_store() -> Clinic {
+    let clinic = Clinic::new().await;
+    let first = clinic.deploy(v1::build).await;
     for id in ["a-1", "a-9"] {
         first
             .dispatch(v1::Book {
                 appointment_id: id.into(),
-                slot: clock.now() + hours(48),
+                slot: clinic.in_hours(48),
             })
             .await
             .unwrap();
@@ -50,15 +45,14 @@ async fn first_builds_store() -> (Arc<dyn Store>, Arc<SimulatedClock>, Arc<Outbo
         )
         .await
         .unwrap();
-    (store, clock, outbox)
+    clinic
 }
 
 async fn check(
-    store: &Arc<dyn Store>,
-    clock: &Arc<SimulatedClock>,
+    clinic: &Clinic,
     build: impl FnOnce(AppBuilder) -> AppBuilder,
 ) -> (TestApp, bounda::Preflight) {
-    let app = support::another_app(store, clock, build).await;
+    let app = support::another_app(&clinic.store, &clinic.clock, build).await;
     let report = app.app().preflight().await.unwrap();
     (app, report)
 }
@@ -66,9 +60,10 @@ async fn check(
 // issue 20
 #[tokio::test]
 async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_it_rearms() {
-    let (store, clock, outbox) = first_builds_store().await;
+    let clinic = first_builds_store().await;
+    let (store, outbox) = (&clinic.store, &clinic.outbox);
     let before = store.read_all(0, 1_000).await.unwrap();
-    let (app, report) = check(&store, &clock, |b| v2::build(b, &outbox)).await;
+    let (app, report) = check(&clinic, |b| v2::build(b, outbox)).await;
     assert!(report.passes(), "{report:#?}");
     assert_eq!(report.events, before.len() as u64);
     assert_eq!(report.instances, 2);
@@ -97,9 +92,10 @@ async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_
 // issue 20
 #[tokio::test]
 async fn a_build_that_drops_a_stored_deadline_and_a_command_fails_the_check_naming_them() {
-    let (store, clock, outbox) = first_builds_store().await;
+    let clinic = first_builds_store().await;
+    let outbox = &clinic.outbox;
     // The build that renamed the no-show without an alias.
-    let (app, report) = check(&store, &clock, |b| v1_renamed::build(b, &outbox)).await;
+    let (app, report) = check(&clinic, |b| v1_renamed::build(b, outbox)).await;
     assert!(!report.passes());
     let lost: Vec<(&str, &str)> = report
         .lost_moments
@@ -126,13 +122,14 @@ async fn a_build_that_drops_a_stored_deadline_and_a_command_fails_the_check_nami
 // issue 20
 #[tokio::test]
 async fn an_older_build_on_a_newer_store_fails_the_check_on_its_events_states_and_entries() {
-    let (store, clock, outbox) = first_builds_store().await;
-    let second = support::another_app(&store, &clock, |b| v2::build(b, &outbox)).await;
+    let clinic = first_builds_store().await;
+    let outbox = &clinic.outbox;
+    let second = clinic.deploy(v2::build).await;
     second.advance(hours(1)).await.unwrap();
     second
         .dispatch(v2::Book {
             appointment_id: "a-2".into(),
-            starts_at: clock.now() + hours(72),
+            starts_at: clinic.in_hours(72),
         })
         .await
         .unwrap();
@@ -146,10 +143,7 @@ async fn an_older_build_on_a_newer_store_fails_the_check_on_its_events_states_an
     second.run_until_idle().await.unwrap();
 
     // The first build, deployed again, with its commands but not its process.
-    let (app, report) = check(&store, &clock, |b| {
-        b.command::<v1::Book>().port(outbox.clone())
-    })
-    .await;
+    let (app, report) = check(&clinic, |b| b.command::<v1::Book>().port(outbox.clone())).await;
     assert!(!report.passes());
     let events: Vec<(&str, u64)> = report
         .unreadable_events

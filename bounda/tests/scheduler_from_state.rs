@@ -16,69 +16,43 @@ mod support;
 #[path = "support/clinic.rs"]
 mod clinic;
 
-use std::sync::Arc;
-
-use bounda::clock::{Clock, SimulatedClock};
 use bounda::prelude::*;
-use bounda::store::Store;
-use bounda::{AppBuilder, Rearm, hours};
-use clinic::{Outbox, v1, v1_renamed, v2};
+use bounda::{Rearm, hours};
+use clinic::{Clinic, v1, v1_renamed, v2};
 
-/// One store, clock and outbox, and a-9 booked 48 hours ahead by the first build, its
-/// reminder sent: its entry waits at the no-show, 15 minutes after the slot.
-struct Clinic {
-    store: Arc<dyn Store>,
-    clock: Arc<SimulatedClock>,
-    outbox: Arc<Outbox>,
-    slot: Instant,
+/// A clinic where a-9 is booked 48 hours ahead by the first build and reminded: its entry
+/// waits at the no-show, 15 minutes after the slot. Returns it with the slot.
+async fn reminded() -> (Clinic, Instant) {
+    let clinic = Clinic::new().await;
+    let slot = clinic.in_hours(48);
+    let first = clinic.deploy(v1::build).await;
+    first
+        .dispatch(v1::Book {
+            appointment_id: "a-9".into(),
+            slot,
+        })
+        .await
+        .unwrap();
+    first.advance(hours(25)).await.unwrap();
+    assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9"]);
+    (clinic, slot)
 }
 
-impl Clinic {
-    async fn reminded() -> Clinic {
-        let store = support::database::store().await;
-        let clock = Arc::new(SimulatedClock::default());
-        let outbox = Arc::new(Outbox::default());
-        let slot = clock.now() + hours(48);
-        let clinic = Clinic {
-            store,
-            clock,
-            outbox,
-            slot,
-        };
-        let first = clinic.deploy(v1::build).await;
-        first
-            .dispatch(v1::Book {
-                appointment_id: "a-9".into(),
-                slot,
-            })
-            .await
-            .unwrap();
-        first.advance(hours(25)).await.unwrap();
-        assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9"]);
-        clinic
-    }
-
-    /// The build `build` makes, on this clinic's store.
-    async fn deploy(&self, build: fn(AppBuilder, &Arc<Outbox>) -> AppBuilder) -> TestApp {
-        support::another_app(&self.store, &self.clock, |b| build(b, &self.outbox)).await
-    }
-
-    /// The moments the scheduler holds, soonest first.
-    async fn armed(&self) -> Vec<Instant> {
-        let entries = self
-            .store
-            .scheduled_of_type("bounda.ProcessDeadline")
-            .await
-            .unwrap();
-        entries.iter().map(|entry| entry.execute_at).collect()
-    }
+/// The moments `clinic`'s scheduler holds for process deadlines, soonest first.
+async fn armed(clinic: &Clinic) -> Vec<Instant> {
+    let entries = clinic
+        .store
+        .scheduled_of_type("bounda.ProcessDeadline")
+        .await
+        .unwrap();
+    entries.iter().map(|entry| entry.execute_at).collect()
 }
 
 // issue 20: the clinic's sequence, a deadline renamed without an alias and the rename undone
 #[tokio::test]
 async fn a_build_that_would_lose_a_stored_deadline_is_refused_and_the_rollback_runs_it() {
-    let clinic = Clinic::reminded().await;
-    let no_show = clinic.slot + minutes(15);
+    let (clinic, slot) = reminded().await;
+    let no_show = slot + minutes(15);
 
     let renamed = clinic.deploy(v1_renamed::build).await;
     let error = renamed.advance(hours(24)).await.unwrap_err();
@@ -93,7 +67,7 @@ async fn a_build_that_would_lose_a_stored_deadline_is_refused_and_the_rollback_r
     }
     assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9"], "nothing ran");
     assert_eq!(
-        clinic.armed().await,
+        armed(&clinic).await,
         [no_show],
         "the entry is where the state says"
     );
@@ -114,8 +88,8 @@ async fn a_build_that_would_lose_a_stored_deadline_is_refused_and_the_rollback_r
 #[tokio::test]
 async fn a_deadline_a_migration_adds_before_the_entry_is_shown_and_rearmed_when_the_worker_starts()
 {
-    let clinic = Clinic::reminded().await;
-    let (call, no_show) = (clinic.slot - hours(2), clinic.slot + minutes(15));
+    let (clinic, slot) = reminded().await;
+    let (call, no_show) = (slot - hours(2), slot + minutes(15));
     let second = clinic.deploy(v2::build).await;
     let app = second.app();
 
@@ -150,7 +124,7 @@ async fn a_deadline_a_migration_adds_before_the_entry_is_shown_and_rearmed_when_
 
     // The worker's first pass re-arms the entry from the migrated state.
     second.run_until_idle().await.unwrap();
-    assert_eq!(clinic.armed().await, [call]);
+    assert_eq!(armed(&clinic).await, [call]);
     assert_eq!(app.lag().await.unwrap().drifted_entries, 0);
     second.advance(hours(21)).await.unwrap();
     assert_eq!(clinic.outbox.sent(), ["v1 reminds a-9", "v2 calls a-9"]);
@@ -170,7 +144,7 @@ async fn a_deadline_a_migration_adds_before_the_entry_is_shown_and_rearmed_when_
 // issue 20
 #[tokio::test]
 async fn an_operator_rearms_one_instance_and_a_second_rearm_finds_nothing() {
-    let clinic = Clinic::reminded().await;
+    let (clinic, slot) = reminded().await;
     let second = clinic.deploy(v2::build).await;
     let app = second.app();
     let rearmed = app
@@ -178,7 +152,7 @@ async fn an_operator_rearms_one_instance_and_a_second_rearm_finds_nothing() {
         .await
         .unwrap();
     assert_eq!(rearmed.len(), 1);
-    assert_eq!(clinic.armed().await, [clinic.slot - hours(2)]);
+    assert_eq!(armed(&clinic).await, [slot - hours(2)]);
     assert_eq!(app.rearm(Rearm::All).await.unwrap(), []);
     assert!(matches!(
         app.rearm(Rearm::Process("Nope")).await,
@@ -189,7 +163,7 @@ async fn an_operator_rearms_one_instance_and_a_second_rearm_finds_nothing() {
 // issue 20
 #[tokio::test]
 async fn a_state_a_newer_build_wrote_is_refused_naming_both_versions() {
-    let clinic = Clinic::reminded().await;
+    let (clinic, _) = reminded().await;
     // The second build steps a-9 (its state is written at version 2); then the first is
     // deployed again.
     let second = clinic.deploy(v2::build).await;

@@ -31,6 +31,34 @@ impl Outbox {
     }
 }
 
+/// One store, clock and outbox that the builds of a test take turns on, as deploys do.
+pub struct Clinic {
+    pub store: Arc<dyn bounda::store::Store>,
+    pub clock: Arc<bounda::clock::SimulatedClock>,
+    pub outbox: Arc<Outbox>,
+}
+
+impl Clinic {
+    /// A fresh store (the suite's, SQLite or PostgreSQL), clock and outbox.
+    pub async fn new() -> Clinic {
+        Clinic {
+            store: crate::support::database::store().await,
+            clock: Arc::new(bounda::clock::SimulatedClock::default()),
+            outbox: Arc::new(Outbox::default()),
+        }
+    }
+
+    /// The app `build` makes (`v1::build`, `v2::build`, ..), deployed on this clinic's store.
+    pub async fn deploy(&self, build: fn(AppBuilder, &Arc<Outbox>) -> AppBuilder) -> TestApp {
+        crate::support::another_app(&self.store, &self.clock, |b| build(b, &self.outbox)).await
+    }
+
+    /// A moment `hours` after the clock's now.
+    pub fn in_hours(&self, hours: u64) -> Instant {
+        bounda::clock::Clock::now(&*self.clock) + bounda::hours(hours)
+    }
+}
+
 /// The first build.
 pub mod v1 {
     use super::*;
