@@ -2,7 +2,8 @@
 //! that does not read is an error naming it, never a panic.
 
 use bounda::store::{
-    DeadLetter, LetterKind, LetterStatus, Metadata, ScheduledEntry, Snapshot, StoreError,
+    DeadLetter, InboxEntry, InboxStatus, LetterKind, LetterStatus, Metadata, ScheduledEntry,
+    Snapshot, StoreError,
 };
 use bounda::{Instant, RecordedEvent};
 use chrono::{DateTime, Utc};
@@ -160,5 +161,20 @@ pub(crate) fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
         last_failed_at: instant(row, 12)?,
         status: status(get(row, 13)?)?,
         payload: get(row, 14)?,
+    })
+}
+
+/// A row of `handler, event_id, status, attempts, last_error, retry_at, first_failed_at`.
+pub(crate) fn inbox_entry(row: &Row) -> Result<InboxEntry, StoreError> {
+    let status: String = get(row, 2)?;
+    Ok(InboxEntry {
+        handler: get(row, 0)?,
+        event_id: get(row, 1)?,
+        status: InboxStatus::parse(&status)
+            .ok_or_else(|| StoreError::new(format!("unknown inbox status `{status}`")))?,
+        attempts: count(row, 3)?,
+        last_error: get(row, 4)?,
+        retry_at: optional_instant(row, 5)?,
+        first_failed_at: optional_instant(row, 6)?,
     })
 }

@@ -6,8 +6,8 @@
 //! took over.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    Listener, ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
+    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair,
+    LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
@@ -622,6 +622,24 @@ impl Store for PostgresStore {
             )
             .await?;
         row.as_ref().map(rows::dead_letter).transpose()
+    }
+
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        let (handler, event_id) = after.unwrap_or(("", ""));
+        let rows = self
+            .rows(
+                "cannot read the inbox",
+                "SELECT handler, event_id, status, attempts, last_error, retry_at, first_failed_at
+                 FROM {t}inbox WHERE (handler, event_id) > ($1, $2)
+                 ORDER BY handler, event_id LIMIT $3",
+                &[&handler, &event_id, &bigint("a limit", limit as u64)?],
+            )
+            .await?;
+        rows.iter().map(rows::inbox_entry).collect()
     }
 }
 

@@ -15,6 +15,7 @@
 
 mod commit;
 mod connection;
+mod import;
 mod rows;
 mod schema;
 mod store;

@@ -152,6 +152,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX bounda_scheduled_unended ON bounda_scheduled_commands (claimed_at)
         WHERE claimed_at IS NOT NULL AND lease_until IS NULL;
     ",
+    // 9: a file copied from another store says so, and when: a preview of a deploy runs only on
+    // a copy, from the moment it was taken.
+    "
+    CREATE TABLE bounda_copy (
+        copied_at TEXT    NOT NULL,
+        source    TEXT    NOT NULL,
+        head      INTEGER NOT NULL
+    );
+    ",
 ];
 
 /// The schema version this build writes.

@@ -1,8 +1,9 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxFailure, InboxPair, LetterFilter,
-    ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
+    CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
+    InboxFailure, InboxPair, LetterFilter, ScheduledEntry, Snapshot, Store, StoreError, WriteSet,
+    async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -628,6 +629,25 @@ impl Store for SqliteStore {
         ))
         .and_then(|mut s| s.query_row([id], rows::dead_letter).optional())
         .map_err(sql("cannot read a dead letter"))
+    }
+
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        let conn = self.lock()?;
+        crate::import::inbox_page(&conn, after, limit)
+    }
+
+    async fn import(&self, records: &Import) -> Result<(), StoreError> {
+        let mut conn = self.lock()?;
+        crate::import::import(&mut conn, records)
+    }
+
+    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
+        let conn = self.lock()?;
+        crate::import::mark(&conn)
     }
 }
 

@@ -24,6 +24,7 @@ mod instant;
 /// The operator page; with the `page` feature.
 #[cfg(feature = "page")]
 pub mod page;
+pub mod preview;
 pub mod process;
 pub mod store;
 pub mod testing;

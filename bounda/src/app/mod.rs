@@ -137,6 +137,11 @@ impl std::fmt::Debug for AppBuilder {
 }
 
 impl AppBuilder {
+    /// The store the app will run on.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// Reads time from `clock` instead of the system clock.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> AppBuilder {
         self.clock = clock;

@@ -19,9 +19,10 @@
 use serde_json::json;
 
 use crate::store::{
-    Append, ClaimDue, CommitError, DeadLetter, InboxClaim, InboxMark, InboxOutcome, InboxPair,
-    LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus, Metadata, NewEvent,
-    ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, Store, WriteSet,
+    Append, ClaimDue, CommitError, DeadLetter, InboxClaim, InboxEntry, InboxMark, InboxOutcome,
+    InboxPair, InboxStatus, LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus,
+    Metadata, NewEvent, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, Store,
+    WriteSet,
 };
 use crate::{Instant, days, millis, seconds};
 
@@ -86,6 +87,7 @@ macro_rules! store_contract_tests {
             a_write_set_fenced_on_a_letter_writes_only_while_its_retry_holds_it,
             stream_ids_are_listed_once_each_in_pages,
             scheduled_types_are_counted_and_paged,
+            inbox_entries_are_read_a_page_at_a_time_with_where_they_stand,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -2115,4 +2117,100 @@ pub async fn claims_of_an_older_build_lapse_on_the_readers_lease(store: &dyn Sto
         Some(1),
         "the old build's event reads"
     );
+}
+
+/// Settles the claim `claim_id` on `(handler, event_id)` with `outcome`.
+async fn settle_inbox(
+    store: &dyn Store,
+    handler: &str,
+    event_id: &str,
+    claim_id: &str,
+    outcome: InboxOutcome,
+) {
+    let writes = WriteSet {
+        inbox: Some(InboxMark {
+            handler: handler.into(),
+            event_id: event_id.into(),
+            claim_id: claim_id.into(),
+            outcome,
+        }),
+        ..WriteSet::default()
+    };
+    store.commit(&writes).await.unwrap();
+}
+
+// What a copy reads of the inbox: every entry once, in key order, with its status, attempts,
+// error and moments, whatever its claim.
+pub async fn inbox_entries_are_read_a_page_at_a_time_with_where_they_stand(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    assert!(store.inbox_page(None, 10).await.unwrap().is_empty());
+    for (handler, event) in [("b", "e-1"), ("a", "e-2"), ("a", "e-1"), ("c", "e-1")] {
+        store
+            .claim_inbox(handler, event, "c-1", now, lease)
+            .await
+            .unwrap();
+    }
+    settle_inbox(store, "a", "e-1", "c-1", InboxOutcome::Succeeded).await;
+    let failed = InboxOutcome::Failed {
+        retry_at: now + seconds(5),
+        error: "boom".into(),
+        failed_at: now,
+    };
+    settle_inbox(store, "a", "e-2", "c-1", failed).await;
+    let dead = InboxOutcome::DeadLettered {
+        error: "gone".into(),
+    };
+    settle_inbox(store, "c", "e-1", "c-1", dead).await;
+    let entry =
+        |handler: &str, event: &str, status, attempts, error: Option<&str>, retry| InboxEntry {
+            handler: handler.into(),
+            event_id: event.into(),
+            status,
+            attempts,
+            last_error: error.map(Into::into),
+            retry_at: retry,
+            first_failed_at: None,
+        };
+    let mut all = Vec::new();
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let page = store
+            .inbox_page(after.as_ref().map(|(h, e)| (h.as_str(), e.as_str())), 2)
+            .await
+            .unwrap();
+        assert!(page.len() <= 2, "a page holds at most its limit");
+        let Some(last) = page.last() else { break };
+        after = Some((last.handler.clone(), last.event_id.clone()));
+        all.extend(page);
+    }
+    let keys: Vec<(&str, &str)> = all
+        .iter()
+        .map(|e| (e.handler.as_str(), e.event_id.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [("a", "e-1"), ("a", "e-2"), ("b", "e-1"), ("c", "e-1")],
+        "every entry once, in (handler, event) order"
+    );
+    assert_eq!(
+        all[0],
+        entry("a", "e-1", InboxStatus::Succeeded, 0, None, None)
+    );
+    assert_eq!(
+        (all[1].status, all[1].attempts, all[1].last_error.as_deref()),
+        (InboxStatus::Failed, 1, Some("boom"))
+    );
+    assert_eq!(all[1].retry_at, Some(now + seconds(5)));
+    assert_eq!(
+        all[1].first_failed_at,
+        Some(now),
+        "a failure keeps its first moment"
+    );
+    assert_eq!(
+        (all[2].status, all[2].attempts),
+        (InboxStatus::Pending, 0),
+        "a claimed entry is pending, its claim not read"
+    );
+    assert_eq!(all[3].status, InboxStatus::DeadLettered);
 }

@@ -14,6 +14,7 @@
 
 #[cfg(feature = "contract-tests")]
 pub mod contract;
+mod copy;
 mod records;
 mod write_set;
 
@@ -25,6 +26,8 @@ pub use write_set::{
     Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterHold, LetterSettle,
     ScheduledOutcome, ScheduledRelease, StoreError, WriteSet,
 };
+
+pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy};
 
 pub use async_trait::async_trait;
 
@@ -306,6 +309,30 @@ pub trait Store: Send + Sync + 'static {
 
     /// The dead letter with this id.
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+
+    /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
+    /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
+    /// time.
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError>;
+
+    /// Writes `records` as they were, in one transaction: events at their positions and
+    /// versions, the other records unclaimed; what a [`copy`] writes into its target. A store
+    /// that cannot be a copy's target keeps this default, which refuses.
+    async fn import(&self, records: &Import) -> Result<(), StoreError> {
+        let _ = records;
+        Err(StoreError::new(
+            "this store cannot take a copy; copy into a SQLite file",
+        ))
+    }
+
+    /// The mark [`copy`] left, when this store is a copy; `None` for any other store.
+    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
+        Ok(None)
+    }
 
     /// Hears what other processes write that may be work for this one (an event appended, an
     /// entry scheduled), so a runner waiting between polls wakes at once. It should return

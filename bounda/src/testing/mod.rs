@@ -55,6 +55,24 @@ impl TestApp {
         Ok(TestApp::with_app(app, clock))
     }
 
+    /// Builds `builder`, which must be on a copy of a store (see
+    /// [`store::copy`](crate::store::copy)), on a simulated clock at the moment the copy was
+    /// taken: the app as it would run on the copied data, for a test of a deploy (see
+    /// [`preview`](crate::preview)). A store that is not a copy is refused, so a test never
+    /// writes to production.
+    pub async fn over_copy(builder: AppBuilder) -> Result<TestApp, Error> {
+        let Some(mark) = builder.store().copied().await? else {
+            return Err(Error::Configuration {
+                message: "this store is not a copy: run a preview on a copy of the store \
+                          (`copy`), so that production is never written"
+                    .to_owned(),
+            });
+        };
+        let clock = Arc::new(SimulatedClock::at(mark.copied_at));
+        let app = builder.clock(clock.clone()).build().await?;
+        Ok(TestApp::with_app(app, clock))
+    }
+
     /// The same test app, whose calls may file dead letters: for a test of failures, which
     /// then looks at them with `app().dead_letters()`.
     pub fn expecting_letters(mut self) -> TestApp {
@@ -123,7 +141,7 @@ impl TestApp {
         Ok(idle)
     }
 
-    async fn advance_by(&self, duration: Duration) -> Result<Idle, Error> {
+    pub(crate) async fn advance_by(&self, duration: Duration) -> Result<Idle, Error> {
         let target = self.clock.now() + duration;
         // What is pending now happens now, as it would have: a policy reacts to the event just
         // stored before the clock moves on.

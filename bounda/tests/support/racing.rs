@@ -211,6 +211,14 @@ impl Store for Racing {
         }
         self.inner.read_event(id).await
     }
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        self.inner.inbox_page(after, limit).await
+    }
+
     async fn head(&self) -> Result<u64, StoreError> {
         self.inner.head().await
     }

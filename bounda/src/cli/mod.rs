@@ -25,6 +25,8 @@
 //! # }
 //! ```
 
+mod deploy;
+
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -33,6 +35,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::App;
 use crate::app::Retried;
 use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
+
+pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
 
 /// The operator's commands.
 #[derive(Debug, Clone, Subcommand)]
@@ -169,20 +173,9 @@ pub enum Status {
 /// 2 when a retry fails, 1 for any other error. A reader that closes the pipe early (`| head`)
 /// ends the command quietly, as `ls` ends.
 pub async fn run(app: &App, command: Operator) -> ExitCode {
-    let mut out = Piped {
-        inner: std::io::stdout().lock(),
-        closed: false,
-    };
+    let mut out = Piped::stdout();
     let result = execute(app, command, &mut out).await;
-    match result {
-        Ok(code) => code,
-        // The reader took what it wanted and went: nothing is wrong.
-        Err(_) if out.closed => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {}", crate::error::chain(&error));
-            ExitCode::from(1)
-        }
-    }
+    out.exit(result)
 }
 
 /// Standard output that notes when its reader has closed the pipe.
@@ -191,7 +184,30 @@ struct Piped<W> {
     closed: bool,
 }
 
+impl Piped<std::io::StdoutLock<'static>> {
+    /// Standard output.
+    fn stdout() -> Self {
+        Piped {
+            inner: std::io::stdout().lock(),
+            closed: false,
+        }
+    }
+}
+
 impl<W: Write> Piped<W> {
+    /// How a command that wrote here ends: its code, or 1 with its error on standard error.
+    fn exit(&self, result: Result<ExitCode, crate::Error>) -> ExitCode {
+        match result {
+            Ok(code) => code,
+            // The reader took what it wanted and went: nothing is wrong.
+            Err(_) if self.closed => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {}", crate::error::chain(&error));
+                ExitCode::from(1)
+            }
+        }
+    }
+
     fn note<T>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
         if let Err(error) = &result {
             self.closed |= error.kind() == std::io::ErrorKind::BrokenPipe;

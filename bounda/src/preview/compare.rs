@@ -1,0 +1,172 @@
+//! What changes between the previews of two builds on one copy, in sentences an operator reads
+//! before a deploy: "1204 OrderLifecycle.reminder fire 24h earlier".
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::report::{Ended, Fired, Report};
+
+/// The changes from `old` to `new`, one sentence each, most telling first; empty when the two
+/// runs did the same.
+pub fn changes(old: &Report, new: &Report) -> Vec<String> {
+    let mut lines = Vec::new();
+    if old.from != new.from || old.until != new.until {
+        lines.push(format!(
+            "the previews ran over different spans ({} to {}, then {} to {}): compare previews of \
+             one copy over one horizon",
+            old.from, old.until, new.from, new.until
+        ));
+    }
+    check(old, new, &mut lines);
+    fired(&old.fired, &new.fired, &mut lines);
+    ended(&old.ended, &new.ended, &mut lines);
+    counted(
+        "letters of",
+        &by(old.letters.iter().map(|l| l.handler.clone())),
+        &by(new.letters.iter().map(|l| l.handler.clone())),
+        &mut lines,
+    );
+    counted(
+        "commands rejected:",
+        &by(old
+            .rejected
+            .iter()
+            .map(|r| format!("{} {}", r.command, r.code))),
+        &by(new
+            .rejected
+            .iter()
+            .map(|r| format!("{} {}", r.command, r.code))),
+        &mut lines,
+    );
+    counted("events", &old.events, &new.events, &mut lines);
+    lines
+}
+
+fn check(old: &Report, new: &Report, lines: &mut Vec<String>) {
+    let (o, n) = (&old.check, &new.check);
+    for (what, old, new) in [
+        (
+            "instances fail to read",
+            o.unreadable_states,
+            n.unreadable_states,
+        ),
+        (
+            "stored events fail to read",
+            o.unreadable_events,
+            n.unreadable_events,
+        ),
+        (
+            "instances hold moments this build lost",
+            o.lost_moments,
+            n.lost_moments,
+        ),
+        (
+            "scheduler entries have nothing to run them",
+            o.orphan_entries,
+            n.orphan_entries,
+        ),
+        (
+            "scheduler entries disagree with their state",
+            o.drifted_entries,
+            n.drifted_entries,
+        ),
+    ] {
+        if old != new {
+            lines.push(format!("{new} {what} (before: {old})"));
+        }
+    }
+}
+
+/// `process.field` of a firing.
+fn deadline(fired: &Fired) -> String {
+    format!("{}.{}", fired.process, fired.field)
+}
+
+fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
+    let key = |f: &Fired| (f.process.clone(), f.instance.clone(), f.field.clone());
+    let old_by: HashMap<_, &Fired> = old.iter().map(|f| (key(f), f)).collect();
+    let new_by: HashMap<_, &Fired> = new.iter().map(|f| (key(f), f)).collect();
+    // (deadline, signed shift in ms) → how many.
+    let mut moved: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut only_new: BTreeMap<String, u64> = BTreeMap::new();
+    let mut only_old: BTreeMap<String, u64> = BTreeMap::new();
+    for firing in new {
+        match old_by.get(&key(firing)) {
+            Some(before) if before.due != firing.due => {
+                let shift = firing.due.as_millis() - before.due.as_millis();
+                *moved.entry((deadline(firing), shift)).or_default() += 1;
+            }
+            Some(_) => {}
+            None => *only_new.entry(deadline(firing)).or_default() += 1,
+        }
+    }
+    for firing in old {
+        if !new_by.contains_key(&key(firing)) {
+            *only_old.entry(deadline(firing)).or_default() += 1;
+        }
+    }
+    for ((deadline, shift), count) in moved {
+        let by = crate::millis(shift.unsigned_abs());
+        let way = if shift < 0 { "earlier" } else { "later" };
+        lines.push(format!("{count} {deadline} fire {by} {way}"));
+    }
+    for (deadline, count) in only_old {
+        lines.push(format!("{count} {deadline} no longer fire"));
+    }
+    for (deadline, count) in only_new {
+        lines.push(format!("{count} {deadline} newly fire"));
+    }
+}
+
+fn ended(old: &[Ended], new: &[Ended], lines: &mut Vec<String>) {
+    let key = |e: &Ended| (e.process.clone(), e.instance.clone());
+    let old_by: HashMap<_, &Ended> = old.iter().map(|e| (key(e), e)).collect();
+    let new_by: HashMap<_, &Ended> = new.iter().map(|e| (key(e), e)).collect();
+    let mut changed: BTreeMap<String, u64> = BTreeMap::new();
+    for end in new {
+        let sentence = match old_by.get(&key(end)) {
+            Some(before) if before.how == end.how => continue,
+            Some(before) => format!(
+                "{} instances end {:?} instead of {:?}",
+                end.process, end.how, before.how
+            ),
+            None => format!("{} instances newly end {:?}", end.process, end.how),
+        };
+        *changed.entry(sentence).or_default() += 1;
+    }
+    for end in old {
+        if !new_by.contains_key(&key(end)) {
+            let sentence = format!("{} instances no longer end {:?}", end.process, end.how);
+            *changed.entry(sentence).or_default() += 1;
+        }
+    }
+    for (sentence, count) in changed {
+        lines.push(format!("{count} {sentence}"));
+    }
+}
+
+fn by(names: impl Iterator<Item = String>) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for name in names {
+        *counts.entry(name).or_default() += 1;
+    }
+    counts
+}
+
+/// A line per name whose count differs: `what name: old → new`.
+fn counted(
+    what: &str,
+    old: &BTreeMap<String, u64>,
+    new: &BTreeMap<String, u64>,
+    lines: &mut Vec<String>,
+) {
+    let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for name in names {
+        let (before, after) = (
+            old.get(name).copied().unwrap_or(0),
+            new.get(name).copied().unwrap_or(0),
+        );
+        if before != after {
+            lines.push(format!("{what} {name}: {before} → {after}"));
+        }
+    }
+}

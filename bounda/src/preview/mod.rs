@@ -1,0 +1,71 @@
+//! A preview of a deploy on production's own data: this build run on a copy of the store (see
+//! [`store::copy`](crate::store::copy)) on simulated time, from the moment the copy was taken
+//! for a horizon, with the app's ports replaced by doubles that record and succeed. It reports
+//! what would happen: deadlines fired, commands sent, events written, letters filed, instances
+//! ended, per process and in total. Two builds' reports on one copy compare with [`changes`].
+//!
+//! ```no_run
+//! # async fn example(builder: bounda::AppBuilder) -> Result<(), bounda::Error> {
+//! // `builder`: the app on the copy, its ports replaced by recording doubles.
+//! let report = bounda::preview::preview(builder, bounda::days(30)).await?;
+//! println!("{} deadlines would fire", report.total.deadlines_fired);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A preview writes to the copy as the app would to production, so it runs only on a store
+//! marked as a copy: production is never written.
+
+mod compare;
+mod report;
+
+pub use compare::changes;
+pub use report::{
+    CheckSummary, Ended, Ending, Fired, Letter, ProcessSummary, Rejected, Report, Sent, Totals,
+};
+
+use std::collections::HashSet;
+
+use crate::store::LetterFilter;
+use crate::testing::TestApp;
+use crate::{Duration, Error};
+
+/// Events read per page.
+const PAGE: usize = 1_000;
+
+/// Builds `builder` (an app on a copy, its ports doubles) on simulated time from the copy's
+/// moment, runs it for `horizon`, and reports what it did.
+pub async fn preview(builder: crate::AppBuilder, horizon: Duration) -> Result<Report, Error> {
+    let app = TestApp::over_copy(builder).await?.expecting_letters();
+    run(&app, horizon).await
+}
+
+/// Runs `app` (a [`TestApp::over_copy`]) for `horizon` and reports what it did, letters
+/// included: what a test of a deploy asserts on.
+pub async fn run(app: &TestApp, horizon: Duration) -> Result<Report, Error> {
+    let from = app.now();
+    let preflight = app.app().preflight().await?;
+    let check = CheckSummary {
+        unreadable_events: preflight
+            .unreadable_events
+            .iter()
+            .map(|problem| problem.count)
+            .sum(),
+        unreadable_states: preflight.unreadable_states.len() as u64,
+        lost_moments: preflight.lost_moments.len() as u64,
+        drifted_entries: preflight.drifted_entries.len() as u64,
+        orphan_entries: preflight.orphan_entries.iter().map(|o| o.count).sum(),
+    };
+    let head = app.app().store().head().await?;
+    let letters_before: HashSet<String> = app
+        .app()
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .await?
+        .into_iter()
+        .map(|letter| letter.id)
+        .collect();
+    let idle = app.advance_by(horizon).await?;
+    let report = Report::empty(from, app.now(), check);
+    report::read(app.app(), head, &letters_before, &idle.rejections, report).await
+}

@@ -1,0 +1,253 @@
+//! A copy of a store into another, through the [`Store`] trait: production pulled into a local
+//! file, where a deploy can be previewed on its own data without touching it.
+//!
+//! The copy reads the source a page at a time (bounded memory, however large the log) and
+//! writes each page into the target with [`Store::import`], which keeps every record as it was:
+//! events at their positions and versions with their ids, timestamps and metadata; checkpoints;
+//! the inbox; scheduler entries with their attempts and errors; dead letters with their status.
+//! Claims are not copied: what production's runners hold in flight is free in the copy, as if
+//! those runners had stopped. Snapshots are not copied either: they only shorten a fold.
+//!
+//! A live source is read record kind by record kind, events last, so every inbox entry, entry
+//! and letter copied refers to events the copy holds. A step committed while the copy runs may
+//! leave an instance's entry behind its state; the runtime re-derives such entries from the
+//! states when it starts on the copy. For a copy of one instant, copy a stopped app or a backup.
+
+use crate::store::{DeadLetter, LetterFilter, ScheduledEntry, Store, StoreError};
+use crate::{Instant, RecordedEvent};
+
+/// How many records the copy reads and writes at a time.
+const PAGE: usize = 1_000;
+
+/// Where an inbox entry stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboxStatus {
+    /// Taken by a run that has not settled.
+    Pending,
+    /// Done: never run again.
+    Succeeded,
+    /// Failed; waits for its retry.
+    Failed,
+    /// Given up on; its letter holds it.
+    DeadLettered,
+}
+
+impl InboxStatus {
+    /// The status as stored: `pending`, `succeeded`, `failed` or `dead`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxStatus::Pending => "pending",
+            InboxStatus::Succeeded => "succeeded",
+            InboxStatus::Failed => "failed",
+            InboxStatus::DeadLettered => "dead",
+        }
+    }
+
+    /// The status stored as `text`, if it is one.
+    pub fn parse(text: &str) -> Option<InboxStatus> {
+        [
+            InboxStatus::Pending,
+            InboxStatus::Succeeded,
+            InboxStatus::Failed,
+            InboxStatus::DeadLettered,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == text)
+    }
+}
+
+/// An inbox entry as stored, without its claim: what a copy reads and writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxEntry {
+    /// The reaction's name.
+    pub handler: String,
+    /// The event it reacts to.
+    pub event_id: String,
+    /// Where it stands.
+    pub status: InboxStatus,
+    /// Runs that failed.
+    pub attempts: u32,
+    /// The last failure, if any.
+    pub last_error: Option<String>,
+    /// When a failed entry's retry is due.
+    pub retry_at: Option<Instant>,
+    /// When its run first failed, kept for the letter it may end as.
+    pub first_failed_at: Option<Instant>,
+}
+
+/// What marks a store as a copy: when it was taken, and of what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyMark {
+    /// The moment the copy was taken: where a preview's simulated clock starts.
+    pub copied_at: Instant,
+    /// What it was copied from, as the operator named it (a path, a server without password).
+    pub source: String,
+    /// The source's last position when the copy ended.
+    pub head: u64,
+}
+
+/// Records to write into a store as they were, in one transaction: one page of a copy.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Import {
+    /// Events, kept at their positions and versions.
+    pub events: Vec<RecordedEvent>,
+    /// Checkpoints, by subscriber.
+    pub checkpoints: Vec<(String, u64)>,
+    /// Inbox entries.
+    pub inbox: Vec<InboxEntry>,
+    /// Scheduler entries, unclaimed.
+    pub scheduled: Vec<ScheduledEntry>,
+    /// Dead letters, oldest first, unclaimed.
+    pub dead_letters: Vec<DeadLetter>,
+    /// The mark that ends a copy.
+    pub mark: Option<CopyMark>,
+}
+
+/// What a copy wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Copied {
+    /// Events.
+    pub events: u64,
+    /// Checkpoints.
+    pub checkpoints: u64,
+    /// Inbox entries.
+    pub inbox: u64,
+    /// Scheduler entries.
+    pub scheduled: u64,
+    /// Dead letters.
+    pub dead_letters: u64,
+    /// The mark written last.
+    pub mark: Option<CopyMark>,
+}
+
+/// Copies everything `from` holds into the empty store `to`, marked as a copy of `source` taken
+/// at `now`; a copy of a copy keeps the first copy's mark. Refuses a target that holds
+/// anything, writing nothing.
+pub async fn copy(
+    from: &dyn Store,
+    to: &dyn Store,
+    source: &str,
+    now: Instant,
+) -> Result<Copied, StoreError> {
+    refuse_unless_empty(to).await?;
+    let mut copied = Copied::default();
+    // Checkpoints first, events last: what each record refers to is copied after it.
+    let checkpoints = from.checkpoints().await?;
+    copied.checkpoints = checkpoints.len() as u64;
+    write(
+        to,
+        Import {
+            checkpoints,
+            ..Import::default()
+        },
+    )
+    .await?;
+    let mut after: Option<(String, String)> = None;
+    loop {
+        let page = from
+            .inbox_page(after.as_ref().map(|(h, e)| (h.as_str(), e.as_str())), PAGE)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some((last.handler.clone(), last.event_id.clone()));
+        copied.inbox += page.len() as u64;
+        write(
+            to,
+            Import {
+                inbox: page,
+                ..Import::default()
+            },
+        )
+        .await?;
+    }
+    for (command_type, _) in from.scheduled_types().await? {
+        let mut after: Option<String> = None;
+        loop {
+            let mut page = from
+                .scheduled_page(&command_type, after.as_deref(), PAGE)
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.dedupe_key.clone());
+            for entry in &mut page {
+                entry.claim_id = None;
+                entry.claimed_at = None;
+            }
+            copied.scheduled += page.len() as u64;
+            write(
+                to,
+                Import {
+                    scheduled: page,
+                    ..Import::default()
+                },
+            )
+            .await?;
+        }
+    }
+    // Letters are few: an app that files thousands has a failure to mend first.
+    let letters = from.dead_letters(&LetterFilter::default()).await?;
+    copied.dead_letters = letters.len() as u64;
+    for page in letters.chunks(PAGE) {
+        write(
+            to,
+            Import {
+                dead_letters: page.to_vec(),
+                ..Import::default()
+            },
+        )
+        .await?;
+    }
+    let mut position = 0;
+    loop {
+        let page = from.read_all(position, PAGE).await?;
+        let Some(last) = page.last() else { break };
+        position = last.position;
+        copied.events += page.len() as u64;
+        write(
+            to,
+            Import {
+                events: page,
+                ..Import::default()
+            },
+        )
+        .await?;
+    }
+    // A copy of a copy is the same moment of the same source: a preview runs on a scratch copy
+    // of a kept one, so previews of several builds start from one state.
+    let mark = match from.copied().await? {
+        Some(mark) => mark,
+        None => CopyMark {
+            copied_at: now,
+            source: source.to_owned(),
+            head: position,
+        },
+    };
+    write(
+        to,
+        Import {
+            mark: Some(mark.clone()),
+            ..Import::default()
+        },
+    )
+    .await?;
+    copied.mark = Some(mark);
+    Ok(copied)
+}
+
+async fn write(to: &dyn Store, import: Import) -> Result<(), StoreError> {
+    to.import(&import).await
+}
+
+/// Refuses a target that holds any record: a copy never mixes with other data.
+async fn refuse_unless_empty(to: &dyn Store) -> Result<(), StoreError> {
+    let holds = to.head().await? > 0
+        || !to.checkpoints().await?.is_empty()
+        || !to.inbox_page(None, 1).await?.is_empty()
+        || !to.scheduled_types().await?.is_empty()
+        || to.count_dead_letters(&LetterFilter::default()).await? > 0
+        || to.copied().await?.is_some();
+    match holds {
+        true => Err(StoreError::new(
+            "the copy's target is not empty: copy into a new file",
+        )),
+        false => Ok(()),
+    }
+}
