@@ -24,7 +24,7 @@ async fn claims_of_schema_7_lapse_on_the_readers_lease_and_new_ones_on_their_own
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 8, "migrated from 7");
+    assert_eq!(version, 9, "migrated from 7 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<Option<String>> = Connection::open(&path)
         .and_then(|conn| {
@@ -42,4 +42,35 @@ async fn claims_of_schema_7_lapse_on_the_readers_lease_and_new_ones_on_their_own
         vec![Some("2026-01-01T00:01:04.002Z".to_owned()); 3],
         "each claim taken last holds its end: taken at 34.002 s with 30 s"
     );
+}
+
+// Issue 20: a file an older build wrote is no copy, and copies out whole into a new file, which
+// is one.
+#[tokio::test]
+async fn a_file_of_schema_7_is_no_copy_and_copies_whole_into_one() {
+    use bounda::store::{LetterFilter, Store};
+    let (store, _path, _dir) = restored(include_str!("fixtures/claims-v7.sql"));
+    assert_eq!(store.copied().await.expect("readable"), None);
+    let copy = SqliteStore::in_memory().expect("a store");
+    let now = bounda::Instant::parse("2026-02-01T00:00:00Z").expect("a moment");
+    let copied = bounda::store::copy(&store, &copy, "old.db", now)
+        .await
+        .expect("the old file copies");
+    assert_eq!(
+        copy.inbox_page(None, 100).await.expect("readable"),
+        store.inbox_page(None, 100).await.expect("readable")
+    );
+    assert_eq!(
+        copy.dead_letters(&LetterFilter::default())
+            .await
+            .expect("readable"),
+        store
+            .dead_letters(&LetterFilter::default())
+            .await
+            .expect("readable")
+    );
+    assert_eq!(copied.inbox, 1);
+    assert_eq!(copied.dead_letters, 1);
+    let mark = copy.copied().await.expect("readable").expect("a copy");
+    assert_eq!((mark.copied_at, mark.source.as_str()), (now, "old.db"));
 }
