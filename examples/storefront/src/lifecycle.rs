@@ -1,5 +1,6 @@
-//! The `OrderLifecycle` process: requests the payment, gives up on it after the
-//! payment window, and compensates in one place, `on_order_cancelled`, however the order ends.
+//! The `OrderLifecycle` process: requests the payment, reminds the customer to pay before the
+//! payment window closes, gives up on it then, and compensates in one place,
+//! `on_order_cancelled`, however the order ends.
 
 use bounda::prelude::*;
 
@@ -14,12 +15,49 @@ use crate::ports::GatewayPort;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PaymentWindow(pub Duration);
 
+/// How long before the payment window closes the customer is reminded to pay: at most this,
+/// at most half the window.
+pub const PAYMENT_REMINDER_LEAD: Duration = hours(12);
+
+/// When to remind the customer to pay for a window that closes at `pay_by` after `window`.
+fn payment_reminder(pay_by: Instant, window: Duration) -> Instant {
+    let half = bounda::millis(window.as_millis() / 2);
+    pay_by - PAYMENT_REMINDER_LEAD.min(half)
+}
+
+/// `OrderLifecycle` as the first storefront stored it: one deadline, `payment_deadline`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OrderLifecycleV1 {
+    /// The payment requested for the order.
+    pub payment_id: Option<String>,
+    /// When an unpaid order is given up on.
+    pub payment_deadline: Deadline,
+}
+
+/// The payment deadline is `pay_by` now, and an order still waiting for its payment gets its
+/// reminder [`PAYMENT_REMINDER_LEAD`] before it: the old state does not hold its window.
+impl From<OrderLifecycleV1> for OrderLifecycle {
+    fn from(old: OrderLifecycleV1) -> OrderLifecycle {
+        let reminder = old
+            .payment_deadline
+            .moment()
+            .map(|pay_by| pay_by - PAYMENT_REMINDER_LEAD);
+        OrderLifecycle {
+            payment_id: old.payment_id,
+            pay_by: old.payment_deadline,
+            payment_reminder: reminder.map_or_else(Deadline::none, Deadline::at),
+        }
+    }
+}
+
 /// Follows an order from placement to fulfilment or cancellation.
 #[process(
     on = Order,
     started_by = [OrderPlaced],
     completed_by = [OrderFulfilled, OrderCancelled],
     timeout = "30d",
+    version = 2,
+    migrate = [OrderLifecycleV1],
 )]
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderLifecycle {
@@ -27,7 +65,17 @@ pub struct OrderLifecycle {
     pub payment_id: Option<String>,
     /// When an unpaid order is given up on.
     #[deadline]
-    pub payment_deadline: Deadline,
+    pub pay_by: Deadline,
+    /// When the customer is reminded to pay.
+    #[deadline]
+    pub payment_reminder: Deadline,
+}
+
+/// No payment to wait for: neither the reminder nor the deadline.
+fn payment_settled() -> OrderLifecyclePatch {
+    OrderLifecyclePatch::default()
+        .pay_by(Deadline::none())
+        .payment_reminder(Deadline::none())
 }
 
 #[process]
@@ -39,19 +87,22 @@ impl OrderLifecycle {
         let intent_id = cx.port::<GatewayPort>()?.create_intent(
             &payment_id,
             &placed.order_id,
-            placed.total,
+            placed.amount,
             &cx.key_for("create-intent")?,
         )?;
         cx.send(RequestPayment {
             payment_id: payment_id.clone(),
             order_id: placed.order_id.clone(),
-            amount: placed.total,
+            amount: placed.amount,
             intent_id,
         })
         .await?;
+        let window = cx.port::<PaymentWindow>()?.0;
+        let pay_by = cx.now() + window;
         Ok(OrderLifecyclePatch::default()
             .payment_id(Some(payment_id))
-            .payment_deadline(cx.after(cx.port::<PaymentWindow>()?.0)))
+            .pay_by(Deadline::at(pay_by))
+            .payment_reminder(Deadline::at(payment_reminder(pay_by, window))))
     }
 
     async fn on_payment_processing(
@@ -61,7 +112,7 @@ impl OrderLifecycle {
             order_id: cx.event().order_id.clone(),
         })
         .await?;
-        Ok(OrderLifecyclePatch::default().payment_deadline(Deadline::none()))
+        Ok(payment_settled())
     }
 
     async fn on_payment_settled(cx: On<'_, Self, PaymentSettled>) -> Result<OrderLifecyclePatch> {
@@ -77,7 +128,7 @@ impl OrderLifecycle {
             })
             .await?;
         }
-        Ok(OrderLifecyclePatch::default().payment_deadline(Deadline::none()))
+        Ok(payment_settled())
     }
 
     async fn on_payment_declined(cx: On<'_, Self, PaymentDeclined>) -> Result<OrderLifecyclePatch> {
@@ -93,7 +144,7 @@ impl OrderLifecycle {
             reason: "payment declined".into(),
         })
         .await?;
-        Ok(OrderLifecyclePatch::default().payment_deadline(Deadline::none()))
+        Ok(payment_settled())
     }
 
     async fn on_order_paid(cx: On<'_, Self, OrderPaid>) -> Result<()> {
@@ -117,13 +168,18 @@ impl OrderLifecycle {
         Ok(())
     }
 
-    async fn at_payment_deadline(cx: At<'_, Self>) -> Result<AtPaymentDeadline> {
+    async fn at_payment_reminder(cx: At<'_, Self>) -> Result<AtPaymentReminder> {
+        cx.send(RemindToPay { order_id: cx.id() }).await?;
+        Ok(AtPaymentReminder::new(Deadline::none()))
+    }
+
+    async fn at_pay_by(cx: At<'_, Self>) -> Result<AtPayBy> {
         cx.send(CancelOrder {
             order_id: cx.id(),
             reason: "not paid in time".into(),
         })
         .await?;
-        Ok(AtPaymentDeadline::new(Deadline::none()))
+        Ok(AtPayBy::new(Deadline::none()))
     }
 
     async fn at_timeout(cx: At<'_, Self>) -> Result<()> {

@@ -426,9 +426,16 @@ async fn run(
         async move {
             let mut acted = std::collections::HashSet::new();
             let mut last_report = tokio::time::Instant::now();
-            // What this run schedules (reminders, payment windows) is due before this; the run
-            // waits for it rather than leave it behind.
-            let horizon = app.clock().now() + payment_window + reminder_delay;
+            // What this run schedules (reminders, payment windows) is due before this, and so is
+            // the retry of a claim a killed run left (it lapses after twice the handler time
+            // limit); the run waits for them rather than leave them behind.
+            let lapse = app
+                .config()
+                .processes
+                .handler_timeout
+                .checked_mul(2)
+                .unwrap_or(payment_window);
+            let horizon = app.clock().now() + payment_window + reminder_delay + lapse;
             loop {
                 for (order_id, fate) in &orders {
                     if *fate == Fate::Ignore || acted.contains(order_id) {

@@ -26,9 +26,46 @@ macro_rules! order_events {
     )*};
 }
 
+/// An order was placed. Version 2 calls its total `amount`, as the payment does; an order placed
+/// before reads through [`OrderPlacedV1`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
+#[event(aggregate = Order, version = 2, upcast(1 = OrderPlacedV1))]
+pub struct OrderPlaced {
+    /// The order.
+    pub order_id: String,
+    /// Who ordered.
+    pub customer_id: String,
+    /// What was ordered.
+    pub items: Vec<Item>,
+    /// What it costs, in cents.
+    pub amount: u64,
+}
+
+/// `OrderPlaced` as the first storefront stored it, its amount called `total`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OrderPlacedV1 {
+    /// The order.
+    pub order_id: String,
+    /// Who ordered.
+    pub customer_id: String,
+    /// What was ordered.
+    pub items: Vec<Item>,
+    /// What it costs, in cents.
+    pub total: u64,
+}
+
+impl From<OrderPlacedV1> for OrderPlaced {
+    fn from(old: OrderPlacedV1) -> OrderPlaced {
+        OrderPlaced {
+            order_id: old.order_id,
+            customer_id: old.customer_id,
+            items: old.items,
+            amount: old.total,
+        }
+    }
+}
+
 order_events! {
-    /// An order was placed.
-    OrderPlaced { customer_id: String, items: Vec<Item>, total: u64 }
     /// The order waits for its payment to go through.
     OrderLockedForPayment {}
     /// The payment failed; the order is open again.
@@ -43,6 +80,8 @@ order_events! {
     ConfirmationSent {}
     /// A reminder went out.
     ReminderSent {}
+    /// The customer was reminded to pay before the payment window closes.
+    PaymentReminderSent {}
 }
 
 /// The order's events.
@@ -57,6 +96,7 @@ pub enum OrderEvent {
     Cancelled(OrderCancelled),
     Confirmed(ConfirmationSent),
     Reminded(ReminderSent),
+    RemindedToPay(PaymentReminderSent),
 }
 
 /// Where an order stands.
@@ -98,6 +138,8 @@ pub struct Order {
     pub confirmation_sent: bool,
     /// Whether a reminder went out.
     pub reminder_sent: bool,
+    /// Whether the customer was reminded to pay.
+    pub payment_reminder_sent: bool,
 }
 
 impl Aggregate for Order {
@@ -110,7 +152,7 @@ impl Aggregate for Order {
             OrderEvent::Placed(placed) => {
                 self.status = Some(OrderStatus::Placed);
                 self.customer_id = placed.customer_id.clone();
-                self.total = placed.total;
+                self.total = placed.amount;
             }
             OrderEvent::Locked(_) => self.status = Some(OrderStatus::Paying),
             OrderEvent::PaymentFailed(_) => self.status = Some(OrderStatus::Placed),
@@ -119,6 +161,7 @@ impl Aggregate for Order {
             OrderEvent::Cancelled(_) => self.status = Some(OrderStatus::Cancelled),
             OrderEvent::Confirmed(_) => self.confirmation_sent = true,
             OrderEvent::Reminded(_) => self.reminder_sent = true,
+            OrderEvent::RemindedToPay(_) => self.payment_reminder_sent = true,
         }
     }
 }
@@ -187,7 +230,7 @@ impl Command for PlaceOrder {
                 order_id: self.order_id.clone(),
                 customer_id: self.customer_id.clone(),
                 items: self.items.clone(),
-                total,
+                amount: total,
             }
             .into(),
         ])
@@ -439,6 +482,34 @@ impl Command for SendReminder {
         }
         Ok(vec![
             ReminderSent {
+                order_id: self.order_id.clone(),
+            }
+            .into(),
+        ])
+    }
+}
+
+order_command!(
+    /// Reminds the customer to pay an order still placed, once; otherwise does nothing.
+    RemindToPay {} rejects NoRejection
+);
+
+#[command]
+impl Command for RemindToPay {
+    const NAME: &'static str = "RemindToPay";
+    type Aggregate = Order;
+    type Rejection = NoRejection;
+
+    fn aggregate_id(&self) -> &str {
+        &self.order_id
+    }
+
+    fn decide(&self, order: &Order) -> Decision<Self> {
+        if order.status != Some(OrderStatus::Placed) || order.payment_reminder_sent {
+            return Ok(vec![]);
+        }
+        Ok(vec![
+            PaymentReminderSent {
                 order_id: self.order_id.clone(),
             }
             .into(),

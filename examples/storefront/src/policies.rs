@@ -18,7 +18,7 @@ pub async fn send_confirmation_on_order_placed(cx: Reaction<'_, OrderPlaced>) ->
     cx.port::<NotifierPort>()?.notify(Notification {
         order_id: placed.order_id.clone(),
         customer_id: placed.customer_id.clone(),
-        total: placed.total,
+        total: placed.amount,
         idempotency_key: cx.idempotency_key().to_owned(),
     })?;
     cx.send(RecordConfirmationSent {

@@ -79,7 +79,7 @@ async fn shop_with_a_letter(db: &Path) {
         .unwrap();
     assert_eq!(letters, 1, "o-1's lifecycle failed on every attempt");
     let pending = app.app().pending_deadlines().await.unwrap();
-    let payments = pending.iter().filter(|due| due.field == "payment_deadline");
+    let payments = pending.iter().filter(|due| due.field == "pay_by");
     assert_eq!(payments.count(), 3, "{pending:?}");
 }
 
@@ -181,13 +181,16 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     let browser = Browser::start().await;
     let shots = artifacts();
 
-    // The overview: the three payment deadlines on the timeline, the letter open.
+    // The overview: the three payment deadlines on the timeline, each with its payment reminder,
+    // the letter open.
     browser.open(&serve.url).await;
     let titles = circles(&browser).await;
-    assert_eq!(titles.len(), 3, "{titles:?}");
-    for (title, order) in titles.iter().zip(["o-2", "o-3", "o-4"]) {
+    assert_eq!(titles.len(), 6, "{titles:?}");
+    let pay_by: Vec<&String> = titles.iter().filter(|t| t.contains(" pay_by at")).collect();
+    assert_eq!(pay_by.len(), 3, "{titles:?}");
+    for (title, order) in pay_by.iter().zip(["o-2", "o-3", "o-4"]) {
         assert!(
-            title.starts_with(&format!("OrderLifecycle:{order} payment_deadline at")),
+            title.starts_with(&format!("OrderLifecycle:{order} pay_by at")),
             "{title}"
         );
     }
@@ -245,8 +248,8 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     assert_eq!((here.path(), here.query()), ("/ops", Some("done=retried")));
     assert_eq!(browser.text("#letters p").await, "No open dead letters.");
     let titles = circles(&browser).await;
-    assert_eq!(titles.len(), 4, "{titles:?}");
-    assert!(titles[0].starts_with("OrderLifecycle:o-1 payment_deadline at"));
+    assert_eq!(titles.len(), 8, "{titles:?}");
+    assert!(titles[0].starts_with("OrderLifecycle:o-1 pay_by at"));
     browser.screenshot(&shots, "retried").await;
 
     // Its instance page: the story, the deadline pending, the letter retried.
@@ -262,12 +265,7 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .await
             .contains("started by OrderPlaced")
     );
-    assert!(
-        browser
-            .text("#pending")
-            .await
-            .contains("payment_deadline at")
-    );
+    assert!(browser.text("#pending").await.contains("pay_by at"));
     assert!(browser.text("#story-letters").await.contains("retried"));
     browser.screenshot(&shots, "instance").await;
 

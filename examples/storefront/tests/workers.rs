@@ -201,10 +201,14 @@ async fn a_run_killed_mid_way_is_finished_by_the_next_without_loss() {
             .unwrap(),
         0
     );
+    let mut left = Vec::new();
+    for (command_type, _) in app.store().scheduled_types().await.unwrap() {
+        left.extend(app.store().scheduled_of_type(&command_type).await.unwrap());
+    }
     assert_eq!(
         app.next_due_at().await.unwrap(),
         None,
-        "no scheduled command or deadline left behind"
+        "no scheduled command or deadline left behind: {left:?}"
     );
     eprintln!(
         "observed: killed with {open} of 90 orders open and {confirmed_before_kill} confirmed; \
