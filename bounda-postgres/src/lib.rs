@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod commit;
+mod import;
 mod names;
 mod rows;
 mod schema;

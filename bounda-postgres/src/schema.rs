@@ -118,6 +118,15 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX {p}scheduled_unended ON {t}scheduled_commands (claimed_at)
         WHERE claimed_at IS NOT NULL AND lease_until IS NULL;
     ",
+    // 3: a schema copied from another store says so, and when: a preview of a deploy runs only
+    // on a copy, from the moment it was taken.
+    "
+    CREATE TABLE {t}copy (
+        copied_at TIMESTAMPTZ NOT NULL,
+        source    TEXT        NOT NULL,
+        head      BIGINT      NOT NULL
+    );
+    ",
 ];
 
 /// The schema version this build writes.

@@ -6,8 +6,9 @@
 //! took over.
 
 use bounda::store::{
-    CommitError, Committed, DeadLetter, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair,
-    LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError, WriteSet, async_trait,
+    CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
+    InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError,
+    WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
@@ -640,6 +641,23 @@ impl Store for PostgresStore {
             )
             .await?;
         rows.iter().map(rows::inbox_entry).collect()
+    }
+
+    async fn import(&self, records: &Import) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let tx = transaction(&mut client).await?;
+        if !records.events.is_empty() {
+            commit::lock_head(&tx, &self.names).await?;
+        }
+        crate::import::write(&tx, &self.names, records).await?;
+        tx.commit()
+            .await
+            .map_err(failed("cannot commit a copy's write"))
+    }
+
+    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
+        let client = self.client().await?;
+        crate::import::mark(&client, &self.names).await
     }
 }
 

@@ -34,7 +34,7 @@ async fn restored(dump: &str) -> (PostgresStore, tokio_postgres::Client, String)
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2, "migrated from 1");
+    assert_eq!(SCHEMA_VERSION, 3, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(
@@ -55,4 +55,54 @@ async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own
         ends, ["00:01:04.002"; 3],
         "each claim taken last holds its end: taken at 34.002 s with 30 s"
     );
+}
+
+// Issue 20: tables an older build wrote are no copy, and copy out whole into a fresh schema,
+// which is one: positions, the counter past them, the inbox and the letters as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_schema_1_are_no_copy_and_copy_whole_into_a_schema_that_is() {
+    use bounda::store::{LetterFilter, Store};
+    let (store, _client, _schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
+    assert_eq!(store.copied().await.unwrap(), None);
+    let copy = testing::store("copy", Options::default()).await;
+    let now = bounda::Instant::parse("2026-02-01T00:00:00Z").unwrap();
+    let copied = bounda::store::copy(&store, &copy, "older", now)
+        .await
+        .unwrap();
+    assert_eq!(
+        (copied.events, copied.inbox, copied.dead_letters),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        copy.read_all(0, 10).await.unwrap(),
+        store.read_all(0, 10).await.unwrap()
+    );
+    assert_eq!(
+        copy.inbox_page(None, 10).await.unwrap(),
+        store.inbox_page(None, 10).await.unwrap()
+    );
+    assert_eq!(
+        copy.dead_letters(&LetterFilter::default()).await.unwrap(),
+        store.dead_letters(&LetterFilter::default()).await.unwrap()
+    );
+    let mark = copy.copied().await.unwrap().expect("a copy");
+    assert_eq!((mark.copied_at, mark.head), (now, 1));
+    // The next append takes the position after the copied ones.
+    let append = bounda::store::WriteSet {
+        appends: vec![bounda::store::Append {
+            aggregate_type: "Order".into(),
+            aggregate_id: "o-new".into(),
+            expected_version: 0,
+            events: vec![bounda::store::NewEvent {
+                id: "e-new".into(),
+                event_type: "Placed".into(),
+                payload: serde_json::json!({}),
+                timestamp: now,
+                metadata: bounda::store::Metadata::of_command("c"),
+            }],
+        }],
+        ..Default::default()
+    };
+    let committed = copy.commit(&append).await.unwrap();
+    assert_eq!(committed.events[0].position, 2);
 }

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bounda::store::StoreError;
+use bounda::store::{Store, StoreError};
 use rusqlite::Connection;
 
 pub use connection::{Options, Synchronous};
@@ -64,6 +64,16 @@ impl SqliteStore {
             )));
         }
         SqliteStore::open(path)
+    }
+
+    /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
+    /// the kept copy it was made from (see [`bounda::store::copy`]) stays as it was for the next
+    /// preview. A copy of a copy keeps the first copy's moment.
+    pub async fn in_memory_copy_of(store: &dyn Store) -> Result<SqliteStore, StoreError> {
+        let copy = SqliteStore::in_memory()?;
+        let now = bounda::clock::Clock::now(&bounda::clock::SystemClock);
+        bounda::store::copy(store, &copy, "a copy in memory", now).await?;
+        Ok(copy)
     }
 
     /// A database in memory, gone when the store is dropped: for tests.

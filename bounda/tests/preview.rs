@@ -196,7 +196,7 @@ async fn a_copy_holds_every_record_as_its_source_held_it_without_claims() {
         .unwrap_err();
     assert_eq!(
         refused.to_string(),
-        "this store cannot take a copy; copy into a SQLite file"
+        "this store cannot take a copy; copy into a SQLite file or a PostgreSQL schema"
     );
 }
 

@@ -325,7 +325,7 @@ pub trait Store: Send + Sync + 'static {
     async fn import(&self, records: &Import) -> Result<(), StoreError> {
         let _ = records;
         Err(StoreError::new(
-            "this store cannot take a copy; copy into a SQLite file",
+            "this store cannot take a copy; copy into a SQLite file or a PostgreSQL schema",
         ))
     }
 

@@ -83,6 +83,21 @@ enum Command {
     /// it the page only reads. It has no login of its own: beyond loopback, serve it behind the
     /// operators' authenticating proxy.
     Serve(ServeArgs),
+    /// Copies the database into a new SQLite file: production's data, to preview a deploy on
+    /// (`preview`) without touching it. Works while production runs; stop it for a copy of one
+    /// instant.
+    Copy(bounda::cli::CopyArgs),
+    /// Runs this build on a copy `copy` made (`--db copy.db`), on simulated time from the moment
+    /// it was taken, with the notifier and the payment gateway replaced by doubles that record
+    /// and succeed, and reports what would happen: deadlines fired, commands sent, events
+    /// written, letters filed, orders ended. The copy itself is not changed. Exits 3 when a
+    /// letter would be filed or the copy does not read through this build.
+    Preview {
+        #[command(flatten)]
+        args: bounda::cli::PreviewArgs,
+        #[command(flatten)]
+        timing: TimingArgs,
+    },
     #[command(flatten)]
     Operator(bounda::cli::Operator),
 }
@@ -231,6 +246,10 @@ async fn storefront_main() -> ExitCode {
         Command::Run(args) => args.timing.timing(),
         Command::Work { timing, .. } => timing.timing(),
         Command::Operator(_) | Command::Serve(_) => default_timing(),
+        Command::Copy(args) => return copy(&cli, args).await,
+        Command::Preview { args, timing } => {
+            return preview(&cli, args.clone(), timing.timing()).await;
+        }
     };
     // The signal handlers of the commands that run, installed before anything is opened: a
     // SIGTERM at any moment from here stops them cleanly. An operator's command keeps the
@@ -253,6 +272,7 @@ async fn storefront_main() -> ExitCode {
         Command::Work { seconds, .. } => work(&app, seconds, shutdown).await,
         Command::Serve(args) => serve(app, args, shutdown).await,
         Command::Run(args) => run(&app, &cli.db, &args, shutdown).await,
+        Command::Copy(_) | Command::Preview { .. } => unreachable!("answered above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -289,6 +309,48 @@ async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow:
     Ok(storefront::app(builder, notifier, gateway, timing)
         .build()
         .await?)
+}
+
+/// `copy`: the database into a new SQLite file.
+async fn copy(cli: &Cli, args: &bounda::cli::CopyArgs) -> ExitCode {
+    let stores = async {
+        if args.to.exists() {
+            anyhow::bail!("`{}` exists: copy into a new file", args.to.display());
+        }
+        let from = cli.db.open(true, &cli.schema).await?;
+        let to = bounda_sqlite::SqliteStore::open(&args.to)?;
+        anyhow::Ok((from, to))
+    };
+    match stores.await {
+        Ok((from, to)) => bounda::cli::copy(from.as_ref(), &to, &cli.db.to_string()).await,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `preview`: this build on a scratch copy of the copy at `--db`, its ports doubles.
+async fn preview(
+    cli: &Cli,
+    args: bounda::cli::PreviewArgs,
+    timing: storefront::Timing,
+) -> ExitCode {
+    let scratch = async {
+        let kept = cli.db.open(true, &cli.schema).await?;
+        anyhow::Ok(bounda_sqlite::SqliteStore::in_memory_copy_of(kept.as_ref()).await?)
+    };
+    let scratch = match scratch.await {
+        Ok(scratch) => scratch,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
+    let gateway: GatewayPort = Arc::new(FakeGateway::default());
+    let builder = storefront::app(App::builder(scratch), notifier, gateway, timing);
+    bounda::cli::preview(builder, args).await
 }
 
 /// Serves the operator page as `args` say until Ctrl-C or SIGTERM.

@@ -1,0 +1,185 @@
+//! A copy's pages written as they were ([`Store::import`](bounda::store::Store::import)), and the
+//! mark that says a schema holds a copy: how a SQLite file moves to PostgreSQL when one machine
+//! is no longer enough, and how older data is brought onto a server.
+
+use bounda::store::{CopyMark, Import, StoreError};
+use deadpool_postgres::GenericClient;
+
+use crate::names::Names;
+use crate::rows::{self, bigint};
+use crate::sql::{execute, failed, query_opt};
+
+/// Writes `records` in the transaction `tx`.
+pub(crate) async fn write(
+    tx: &deadpool_postgres::Transaction<'_>,
+    names: &Names,
+    records: &Import,
+) -> Result<(), StoreError> {
+    let insert_event = names.sql(
+        "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type, payload,
+             timestamp, metadata)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    );
+    for event in &records.events {
+        let metadata = serde_json::to_value(&event.metadata)
+            .map_err(|e| StoreError::with_source("cannot write metadata", e))?;
+        execute(
+            tx,
+            &insert_event,
+            &[
+                &bigint("a position", event.position)?,
+                &event.id,
+                &event.aggregate_type,
+                &event.aggregate_id,
+                &bigint("a version", event.version)?,
+                &event.event_type,
+                &event.payload,
+                &event.timestamp.to_chrono(),
+                &metadata,
+            ],
+        )
+        .await
+        .map_err(failed("cannot copy an event"))?;
+    }
+    if let Some(last) = records.events.iter().map(|e| e.position).max() {
+        // The counter appends take their positions from: past every copied one.
+        execute(
+            tx,
+            &names.sql("UPDATE {t}head SET position = GREATEST(position, $1) WHERE id = 1"),
+            &[&bigint("a position", last)?],
+        )
+        .await
+        .map_err(failed("cannot move the head past the copied events"))?;
+    }
+    let insert_checkpoint =
+        names.sql("INSERT INTO {t}checkpoints (subscriber, position) VALUES ($1, $2)");
+    for (subscriber, position) in &records.checkpoints {
+        execute(
+            tx,
+            &insert_checkpoint,
+            &[subscriber, &bigint("a checkpoint position", *position)?],
+        )
+        .await
+        .map_err(failed("cannot copy a checkpoint"))?;
+    }
+    let insert_inbox = names.sql(
+        "INSERT INTO {t}inbox
+             (handler, event_id, status, attempts, last_error, retry_at, first_failed_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    );
+    for entry in &records.inbox {
+        execute(
+            tx,
+            &insert_inbox,
+            &[
+                &entry.handler,
+                &entry.event_id,
+                &entry.status.as_str(),
+                &count(entry.attempts)?,
+                &entry.last_error,
+                &entry.retry_at.map(bounda::Instant::to_chrono),
+                &entry.first_failed_at.map(bounda::Instant::to_chrono),
+            ],
+        )
+        .await
+        .map_err(failed("cannot copy an inbox entry"))?;
+    }
+    let insert_scheduled = names.sql(
+        "INSERT INTO {t}scheduled_commands
+             (dedupe_key, command_type, aggregate_id, payload, execute_at, context, attempts,
+              last_error, revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    );
+    for entry in &records.scheduled {
+        execute(
+            tx,
+            &insert_scheduled,
+            &[
+                &entry.dedupe_key,
+                &entry.command_type,
+                &entry.aggregate_id,
+                &entry.payload,
+                &entry.execute_at.to_chrono(),
+                &entry.context,
+                &count(entry.attempts)?,
+                &entry.last_error,
+                &bigint("a revision", entry.revision)?,
+            ],
+        )
+        .await
+        .map_err(failed("cannot copy a scheduler entry"))?;
+    }
+    let insert_letter = names.sql(
+        "INSERT INTO {t}dead_letters
+             (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id,
+              error_type, error_message, error_stack, attempts, first_failed_at,
+              last_failed_at, status, payload)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+    );
+    for letter in &records.dead_letters {
+        execute(
+            tx,
+            &insert_letter,
+            &[
+                &letter.id,
+                &letter.kind.as_str(),
+                &letter.handler,
+                &letter.event_id,
+                &letter.event_type,
+                &letter.aggregate_type,
+                &letter.aggregate_id,
+                &letter.error_type,
+                &letter.error_message,
+                &letter.error_stack,
+                &count(letter.attempts)?,
+                &letter.first_failed_at.to_chrono(),
+                &letter.last_failed_at.to_chrono(),
+                &letter.status.as_str(),
+                &letter.payload,
+            ],
+        )
+        .await
+        .map_err(failed("cannot copy a dead letter"))?;
+    }
+    if let Some(mark) = &records.mark {
+        execute(
+            tx,
+            &names.sql("INSERT INTO {t}copy (copied_at, source, head) VALUES ($1, $2, $3)"),
+            &[
+                &mark.copied_at.to_chrono(),
+                &mark.source,
+                &bigint("a position", mark.head)?,
+            ],
+        )
+        .await
+        .map_err(failed("cannot mark the copy"))?;
+    }
+    Ok(())
+}
+
+/// A count as PostgreSQL's `INTEGER`.
+fn count(value: u32) -> Result<i32, StoreError> {
+    i32::try_from(value).map_err(|_| StoreError::new(format!("a count {value} too large to store")))
+}
+
+/// The copy's mark, if this schema holds a copy.
+pub(crate) async fn mark(
+    client: &impl GenericClient,
+    names: &Names,
+) -> Result<Option<CopyMark>, StoreError> {
+    let row = query_opt(
+        client,
+        &names.sql("SELECT copied_at, source, head FROM {t}copy"),
+        &[],
+    )
+    .await
+    .map_err(failed("cannot read the copy's mark"))?;
+    row.map(|row| {
+        Ok(CopyMark {
+            copied_at: rows::instant(&row, 0)?,
+            source: rows::get(&row, 1)?,
+            head: rows::unsigned(&row, 2)?,
+        })
+    })
+    .transpose()
+}
