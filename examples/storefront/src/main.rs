@@ -90,8 +90,10 @@ enum Command {
     /// Runs this build on a copy `copy` made (`--db copy.db`), on simulated time from the moment
     /// it was taken, with the notifier and the payment gateway replaced by doubles that record
     /// and succeed, and reports what would happen: deadlines fired, commands sent, events
-    /// written, letters filed, orders ended. The copy itself is not changed. Exits 3 when a
-    /// letter would be filed or the copy does not read through this build.
+    /// written, letters filed, orders ended. It runs on a copy in memory, so the file is left as
+    /// it was for the next build's preview; on any other database it reads it into memory
+    /// now, writing nothing to it. Exits 3 when a letter would be filed or the data does not
+    /// read through this build.
     Preview {
         #[command(flatten)]
         args: bounda::cli::PreviewArgs,
