@@ -83,11 +83,7 @@ impl Store for PostgresStore {
                 "SELECT aggregate_id FROM {t}events
                  WHERE aggregate_type = $1 AND aggregate_id > $2 AND version = 1
                  ORDER BY aggregate_id LIMIT $3",
-                &[
-                    &aggregate_type,
-                    &after.unwrap_or(""),
-                    &bigint("a limit", limit as u64)?,
-                ],
+                &[&aggregate_type, &after.unwrap_or(""), &rows::limit(limit)],
             )
             .await?;
         rows.iter().map(|row| rows::get(row, 0)).collect()
@@ -426,11 +422,7 @@ impl Store for PostgresStore {
                      WHERE command_type = $1 AND dedupe_key > $2 ORDER BY dedupe_key LIMIT $3",
                     rows::SCHEDULED_COLUMNS
                 ),
-                &[
-                    &command_type,
-                    &after.unwrap_or(""),
-                    &bigint("a limit", limit as u64)?,
-                ],
+                &[&command_type, &after.unwrap_or(""), &rows::limit(limit)],
             )
             .await?;
         rows.iter().map(rows::scheduled).collect()
@@ -637,7 +629,7 @@ impl Store for PostgresStore {
                 "SELECT handler, event_id, status, attempts, last_error, retry_at, first_failed_at
                  FROM {t}inbox WHERE (handler, event_id) > ($1, $2)
                  ORDER BY handler, event_id LIMIT $3",
-                &[&handler, &event_id, &bigint("a limit", limit as u64)?],
+                &[&handler, &event_id, &rows::limit(limit)],
             )
             .await?;
         rows.iter().map(rows::inbox_entry).collect()

@@ -2213,4 +2213,9 @@ pub async fn inbox_entries_are_read_a_page_at_a_time_with_where_they_stand(store
         "a claimed entry is pending, its claim not read"
     );
     assert_eq!(all[3].status, InboxStatus::DeadLettered);
+    assert_eq!(
+        store.inbox_page(None, usize::MAX).await.unwrap(),
+        all,
+        "a limit beyond what the database counts is no limit"
+    );
 }
