@@ -44,7 +44,7 @@ pub(crate) fn inbox_page(
         )
         .map_err(sql("cannot prepare a read of the inbox"))?;
     statement
-        .query_map(params![handler, event_id, limit as u64], inbox_entry)
+        .query_map(params![handler, event_id, rows::limit(limit)], inbox_entry)
         .and_then(Iterator::collect)
         .map_err(sql("cannot read the inbox"))
 }

@@ -135,3 +135,8 @@ pub(crate) fn dead_letter(row: &Row<'_>) -> rusqlite::Result<DeadLetter> {
         payload,
     })
 }
+
+/// A row limit as SQLite's integer: anything beyond is no limit.
+pub(crate) fn limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}

@@ -128,7 +128,7 @@ impl Store for SqliteStore {
             ))
             .map_err(sql("cannot prepare a read"))?;
         statement
-            .query_map(params![after, limit as u64], rows::event)
+            .query_map(params![after, rows::limit(limit)], rows::event)
             .and_then(Iterator::collect)
             .map_err(sql("cannot read events"))
     }
@@ -500,7 +500,7 @@ impl Store for SqliteStore {
             ))
             .and_then(|mut s| {
                 s.query_map(
-                    params![command_type, until.to_string(), limit as u64],
+                    params![command_type, until.to_string(), rows::limit(limit)],
                     rows::scheduled,
                 )?
                 .collect::<Result<Vec<_>, _>>()
@@ -768,7 +768,7 @@ pub(crate) fn claim(
                 now.to_string(),
                 claim_id,
                 expired_before(now, lease),
-                limit as u64,
+                rows::limit(limit),
                 lease_until(now, lease)
             ],
             rows::scheduled,
