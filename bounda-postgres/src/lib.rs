@@ -157,6 +157,34 @@ impl PostgresStore {
         options: Options,
     ) -> Result<PostgresStore, StoreError> {
         let store = PostgresStore::connect_pool(url, options)?;
+        store.require_tables().await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Connects to tables that exist already, as they are, without migrating them: what a
+    /// command that only reads production uses (a copy, a preview), so the build in production
+    /// can still read them afterwards. Tables of another schema version than this build's are
+    /// refused, unchanged.
+    pub async fn connect_as_is(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
+        let store = PostgresStore::connect_pool(url, options)?;
+        store.require_tables().await?;
+        let version = store.schema_version().await?;
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::new(format!(
+                "the tables `{}*` have schema version {version}, and this build reads version \
+                 {SCHEMA_VERSION}: connecting here would migrate them, and the build that wrote \
+                 them could not read them again. Copy a restored dump of them instead (nothing \
+                 was changed)",
+                store.names.tables()
+            )));
+        }
+        Ok(store)
+    }
+
+    /// Refuses an address or schema without bounda's tables.
+    async fn require_tables(&self) -> Result<(), StoreError> {
+        let store = self;
         let client = store.client().await?;
         let row = client
             .query_one(
@@ -171,9 +199,7 @@ impl PostgresStore {
                 store.names.tables()
             )));
         }
-        drop(client);
-        store.migrate().await?;
-        Ok(store)
+        Ok(())
     }
 
     /// The schema version of the tables.

@@ -106,3 +106,41 @@ async fn tables_of_schema_1_are_no_copy_and_copy_whole_into_a_schema_that_is() {
     let committed = copy.commit(&append).await.unwrap();
     assert_eq!(committed.events[0].position, 2);
 }
+
+// Issue 20: a command that only reads production (a copy, a preview) connects to it as it is:
+// tables of an older schema are refused, not migrated, so the build that wrote them can still
+// read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_an_older_schema_are_refused_as_they_are_and_left_unchanged() {
+    let (url, schema) = testing::schema("as-is").unwrap_or_else(|how| panic!("{how}"));
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&include_str!("fixtures/claims-v1.sql").replace("{schema}", &schema))
+        .await
+        .unwrap();
+    let options = || Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let refused = PostgresStore::connect_as_is(&url, options())
+        .await
+        .err()
+        .expect("refused");
+    assert!(
+        refused.to_string().contains("have schema version 1"),
+        "{refused}"
+    );
+    let version: i32 = client
+        .query_one(&format!("SELECT version FROM {schema}.schema"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 1, "not migrated");
+    PostgresStore::connect(&url, options()).await.unwrap();
+    PostgresStore::connect_as_is(&url, options())
+        .await
+        .expect("connected as they are at this build's schema");
+}

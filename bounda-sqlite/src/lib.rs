@@ -66,6 +66,33 @@ impl SqliteStore {
         SqliteStore::open(path)
     }
 
+    /// Opens the database at `path` as it is, without migrating it: what a command that only
+    /// reads production uses (a copy, a preview), so the build in production can still open it
+    /// afterwards. A database of another schema version than this build's is refused, unchanged:
+    /// copy a backup of it (`VACUUM INTO`) instead.
+    pub fn open_as_is(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Err(StoreError::new(format!(
+                "no database at `{}`; check the path",
+                path.display()
+            )));
+        }
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
+        let version = schema::check_version(&conn)?;
+        if version != schema::SCHEMA_VERSION {
+            return Err(StoreError::new(format!(
+                "`{}` has schema version {version}, and this build reads version {}: opening it \
+                 here would migrate it, and the build that wrote it could not open it again. \
+                 Copy a backup of it (`VACUUM INTO`) instead (the database was not changed)",
+                path.display(),
+                schema::SCHEMA_VERSION
+            )));
+        }
+        SqliteStore::setup(conn, Options::default(), true)
+    }
+
     /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
     /// the kept copy it was made from (see [`bounda::store::copy`]) stays as it was for the next
     /// preview. A copy of a copy keeps the first copy's moment.

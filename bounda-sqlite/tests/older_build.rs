@@ -74,3 +74,25 @@ async fn a_file_of_schema_7_is_no_copy_and_copies_whole_into_one() {
     let mark = copy.copied().await.expect("readable").expect("a copy");
     assert_eq!((mark.copied_at, mark.source.as_str()), (now, "old.db"));
 }
+
+// Issue 20: a command that only reads production (a copy, a preview) opens it as it is: a file
+// of an older schema is refused, not migrated, so the build that wrote it can still open it.
+#[test]
+fn a_file_of_an_older_schema_is_refused_as_it_is_and_left_unchanged() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("old.db");
+    Connection::open(&path)
+        .and_then(|conn| conn.execute_batch(include_str!("fixtures/claims-v7.sql")))
+        .expect("the dump restores");
+    let refused = SqliteStore::open_as_is(&path).expect_err("refused");
+    assert!(
+        refused.to_string().contains("has schema version 7"),
+        "{refused}"
+    );
+    let version: u32 = Connection::open(&path)
+        .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
+        .expect("readable");
+    assert_eq!(version, 7, "not migrated");
+    SqliteStore::open(&path).expect("migrated once opened for work");
+    SqliteStore::open_as_is(&path).expect("opened as it is at this build's schema");
+}

@@ -231,6 +231,13 @@ pub enum Error {
         /// The last failure and its causes, on one line.
         cause: String,
     },
+    /// A preview whose run was still moving when it had made as many passes as a run takes:
+    /// its report would be partial.
+    #[error("the preview did not finish: {reason}")]
+    PreviewUnfinished {
+        /// Where it stood, and why it may not settle.
+        reason: String,
+    },
     /// Something asked for does not exist.
     #[error("{what} does not exist")]
     NotFound {
@@ -276,6 +283,7 @@ impl Error {
             Error::RetryFailed { .. } => "RETRY_FAILED",
             Error::UnexpectedDeadLetters { .. } => "UNEXPECTED_DEAD_LETTERS",
             Error::Stalled { .. } => "STALLED",
+            Error::PreviewUnfinished { .. } => "PREVIEW_UNFINISHED",
             Error::NoRuntime | Error::MissingPort { .. } => "INVALID_CONFIGURATION",
         }
     }
@@ -312,6 +320,7 @@ impl Error {
             | Error::RetryFailed { .. }
             | Error::UnexpectedDeadLetters { .. }
             | Error::Stalled { .. }
+            | Error::PreviewUnfinished { .. }
             | Error::NoRuntime
             | Error::MissingPort { .. } => false,
         }

@@ -16,7 +16,7 @@ mod clinic;
 use std::sync::Arc;
 
 use bounda::prelude::*;
-use bounda::preview::{self, Ending, Report};
+use bounda::preview::{self, Ending, PortCalls, Report};
 use bounda::store::{
     CopyMark, DeadLetter, InboxEntry, InboxMark, InboxOutcome, LetterFilter, LetterKind,
     LetterStatus, ScheduledEntry, Store, WriteSet,
@@ -185,6 +185,16 @@ async fn a_copy_holds_every_record_as_its_source_held_it_without_claims() {
     // A copy of the copy is the same moment of the same source.
     let again = copy_of(copy.as_ref(), now + days(3)).await;
     assert_eq!(again.copied().await.unwrap(), Some(mark));
+    // A transfer moves the same records for good, unmarked.
+    let moved = SqliteStore::in_memory().unwrap();
+    let transferred = bounda::store::transfer(source, &moved).await.unwrap();
+    assert_eq!(moved.copied().await.unwrap(), None);
+    assert_eq!(transferred.events, head);
+    assert_eq!(
+        moved.read_all(0, 10_000).await.unwrap(),
+        source.read_all(0, 10_000).await.unwrap()
+    );
+    assert_eq!(inbox(&moved).await, source_inbox);
     // A target that holds anything is refused, and so is a store that cannot take a copy.
     let refused = bounda::store::copy(source, copy.as_ref(), "the clinic", now)
         .await
@@ -328,19 +338,31 @@ async fn two_builds_previews_on_one_copy_say_what_the_deploy_changes() {
     let clinic = live_clinic().await;
     let copied_at = bounda::clock::Clock::now(&*clinic.clock);
     let kept = copy_of(clinic.store.as_ref(), copied_at).await;
-    let outbox = Arc::new(Outbox::default());
-    let old = preview::preview(
-        on_scratch(kept.as_ref(), v1::build, &outbox).await,
-        days(30),
-    )
-    .await
-    .unwrap();
-    let new = preview::preview(
-        on_scratch(kept.as_ref(), v2::build, &outbox).await,
-        days(30),
-    )
-    .await
-    .unwrap();
+    // Each build's outbox records what it sends in its preview's port calls.
+    let run = |build: fn(AppBuilder, &Arc<Outbox>) -> AppBuilder| {
+        let kept = kept.clone();
+        async move {
+            let calls = PortCalls::default();
+            let outbox = Arc::new(Outbox::recording(calls.clone()));
+            let builder = on_scratch(kept.as_ref(), build, &outbox).await.port(calls);
+            preview::preview(builder, days(30)).await.unwrap()
+        }
+    };
+    let old = run(v1::build).await;
+    let new = run(v2::build).await;
+    let sent: Vec<&serde_json::Value> = old.calls.iter().map(|c| &c.detail).collect();
+    assert_eq!(
+        sent,
+        [
+            "v1 reminds a-1",
+            "v1 no-show a-2",
+            "v1 no-show a-1",
+            "v1 reminds a-3",
+            "v1 no-show a-3"
+        ],
+        "what the doubles were asked, in order"
+    );
+    assert_eq!(old.total.port_calls, 5);
 
     // The second build migrates each state: its no-show is `missed_at`, and a call two hours
     // before the slot. a-2's call comes before its no-show, the moment its entry holds, so its
@@ -370,6 +392,7 @@ async fn two_builds_previews_on_one_copy_say_what_the_deploy_changes() {
             "3 AppointmentFlow.no_show no longer fire",
             "3 AppointmentFlow.call newly fire",
             "3 AppointmentFlow.missed_at newly fire",
+            "port calls Outbox.send: 5 → 8",
         ]
     );
     assert!(
@@ -407,6 +430,47 @@ async fn a_moment_moved_by_a_build_is_told_by_how_much() {
             "letters of AppointmentFlow: 0 → 1",
         ]
     );
+    // A deadline that fires twice in one run pairs each firing with its like in the other.
+    let mut twice = old.clone();
+    let mut again = twice.fired[0].clone();
+    again.due = again.due + days(1);
+    twice.fired.push(again);
+    assert!(preview::changes(&twice, &twice).is_empty());
+    assert_eq!(
+        preview::changes(&old, &twice),
+        ["1 AppointmentFlow.reminder newly fire"]
+    );
+    // A report another build wrote without today's fields reads, those fields empty.
+    let older: Report = serde_json::from_value(serde_json::json!({
+        "from": old.from,
+        "until": old.until,
+        "total": { "deadlinesFired": 8 },
+        "fired": old.fired,
+    }))
+    .unwrap();
+    assert_eq!(older.total.deadlines_fired, 8);
+    assert!(older.calls.is_empty() && older.letters.is_empty());
+}
+
+#[tokio::test]
+async fn a_runner_refuses_a_copy_whose_real_ports_would_repeat_productions_work() {
+    let clinic = live_clinic().await;
+    let now = bounda::clock::Clock::now(&*clinic.clock);
+    let copy = copy_of(clinic.store.as_ref(), now).await;
+    let outbox = Arc::new(Outbox::default());
+    let app = v1::build(App::builder_shared(copy).only_listed(), &outbox)
+        .clock(clinic.clock.clone())
+        .build()
+        .await
+        .unwrap();
+    let refused = app.run_until(std::future::pending()).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("this store is a copy of the clinic taken at"),
+        "{refused}"
+    );
+    assert!(outbox.sent().is_empty(), "nothing ran");
 }
 
 #[tokio::test]

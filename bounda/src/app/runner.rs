@@ -29,6 +29,19 @@ impl App {
     /// each failure, and goes on once the store answers.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         let poll = self.config().dispatcher.poll_interval;
+        // A copy holds production's pending work: its runner would do it again through the
+        // app's real ports (a second reminder to every patient).
+        if let Some(mark) = self.store().copied().await? {
+            return Err(Error::Configuration {
+                message: format!(
+                    "this store is a copy of {} taken at {}: a runner on it would repeat \
+                     production's work through the app's real ports; preview a deploy on it \
+                     instead (`preview`), or move an app's data with `store::transfer`, which \
+                     leaves no mark",
+                    mark.source, mark.copied_at
+                ),
+            });
+        }
         tokio::pin!(shutdown);
         self.inner.stopping.store(false, Ordering::SeqCst);
         // Failures counted by an earlier run do not count against this one.

@@ -29,7 +29,7 @@ pub struct PreviewArgs {
     #[arg(long)]
     pub json: bool,
     /// What changes from the report an earlier build wrote with `--json` on the same copy.
-    #[arg(long, value_name = "OLD.json")]
+    #[arg(long, value_name = "OLD.json", conflicts_with = "json")]
     pub against: Option<PathBuf>,
 }
 
@@ -55,9 +55,14 @@ async fn copy_to(
 ) -> Result<ExitCode, Error> {
     let now = crate::clock::Clock::now(&crate::clock::SystemClock);
     let copied = crate::store::copy(from, to, source, now).await?;
+    // A copy of a copy keeps the first copy's moment and source.
+    let (source, at) = copied
+        .mark
+        .as_ref()
+        .map_or((source, now), |mark| (mark.source.as_str(), mark.copied_at));
     writeln!(
         out,
-        "copied {source} at {now}: {} events, {} checkpoints, {} inbox entries, {} scheduler \
+        "copied {source} at {at}: {} events, {} checkpoints, {} inbox entries, {} scheduler \
          entries, {} dead letters",
         copied.events, copied.checkpoints, copied.inbox, copied.scheduled, copied.dead_letters
     )
@@ -162,6 +167,15 @@ fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
     }
     for (event, count) in &report.events {
         writeln!(out, "  {count:>6} {event}")?;
+    }
+    let mut calls: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for call in &report.calls {
+        *calls
+            .entry(format!("{}.{}", call.port, call.call))
+            .or_default() += 1;
+    }
+    for (call, count) in &calls {
+        writeln!(out, "  {count:>6} calls of {call}")?;
     }
     let t = &report.total;
     writeln!(

@@ -38,6 +38,12 @@ pub fn changes(old: &Report, new: &Report) -> Vec<String> {
         &mut lines,
     );
     counted("events", &old.events, &new.events, &mut lines);
+    counted(
+        "port calls",
+        &by(old.calls.iter().map(|c| format!("{}.{}", c.port, c.call))),
+        &by(new.calls.iter().map(|c| format!("{}.{}", c.port, c.call))),
+        &mut lines,
+    );
     lines
 }
 
@@ -81,16 +87,36 @@ fn deadline(fired: &Fired) -> String {
     format!("{}.{}", fired.process, fired.field)
 }
 
+/// A firing's process, instance and field, and which firing of that deadline it is (from 1).
+type FiringKey = (String, String, String, usize);
+
+/// Each firing keyed by its process, instance, field and how many of that deadline fired
+/// before it: a deadline that re-arms itself pairs its k-th firing in one run with its k-th in
+/// the other.
+fn keyed(fired: &[Fired]) -> Vec<(FiringKey, &Fired)> {
+    let mut seen: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    fired
+        .iter()
+        .map(|f| {
+            let n = seen.entry((&f.process, &f.instance, &f.field)).or_default();
+            *n += 1;
+            let key = (f.process.clone(), f.instance.clone(), f.field.clone(), *n);
+            (key, f)
+        })
+        .collect()
+}
+
 fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
-    let key = |f: &Fired| (f.process.clone(), f.instance.clone(), f.field.clone());
-    let old_by: HashMap<_, &Fired> = old.iter().map(|f| (key(f), f)).collect();
-    let new_by: HashMap<_, &Fired> = new.iter().map(|f| (key(f), f)).collect();
+    let old_keyed = keyed(old);
+    let new_keyed = keyed(new);
+    let old_by: HashMap<_, &Fired> = old_keyed.iter().cloned().collect();
+    let new_by: HashMap<_, &Fired> = new_keyed.iter().cloned().collect();
     // (deadline, signed shift in ms) → how many.
     let mut moved: BTreeMap<(String, i64), u64> = BTreeMap::new();
     let mut only_new: BTreeMap<String, u64> = BTreeMap::new();
     let mut only_old: BTreeMap<String, u64> = BTreeMap::new();
-    for firing in new {
-        match old_by.get(&key(firing)) {
+    for (key, firing) in &new_keyed {
+        match old_by.get(key) {
             Some(before) if before.due != firing.due => {
                 let shift = firing.due.as_millis() - before.due.as_millis();
                 *moved.entry((deadline(firing), shift)).or_default() += 1;
@@ -99,8 +125,8 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
             None => *only_new.entry(deadline(firing)).or_default() += 1,
         }
     }
-    for firing in old {
-        if !new_by.contains_key(&key(firing)) {
+    for (key, firing) in &old_keyed {
+        if !new_by.contains_key(key) {
             *only_old.entry(deadline(firing)).or_default() += 1;
         }
     }

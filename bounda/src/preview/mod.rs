@@ -2,7 +2,8 @@
 //! [`store::copy`](crate::store::copy)) on simulated time, from the moment the copy was taken
 //! for a horizon, with the app's ports replaced by doubles that record and succeed. It reports
 //! what would happen: deadlines fired, commands sent, events written, letters filed, instances
-//! ended, per process and in total. Two builds' reports on one copy compare with [`changes`].
+//! ended, per process and in total, and the calls the doubles recorded in [`PortCalls`] when
+//! the app has that port. Two builds' reports on one copy compare with [`changes`].
 //!
 //! ```no_run
 //! # async fn example(builder: bounda::AppBuilder) -> Result<(), bounda::Error> {
@@ -16,9 +17,11 @@
 //! A preview writes to the copy as the app would to production, so it runs only on a store
 //! marked as a copy: production is never written.
 
+mod calls;
 mod compare;
 mod report;
 
+pub use calls::{PortCall, PortCalls};
 pub use compare::changes;
 pub use report::{
     CheckSummary, Ended, Ending, Fired, Letter, ProcessSummary, Rejected, Report, Sent, Totals,
@@ -65,7 +68,23 @@ pub async fn run(app: &TestApp, horizon: Duration) -> Result<Report, Error> {
         .into_iter()
         .map(|letter| letter.id)
         .collect();
+    // The calls recorded before the run (a test's own) are not the run's.
+    let calls = app.app().port::<PortCalls>().ok();
+    let calls_before = calls.map_or(0, PortCalls::len);
     let idle = app.advance_by(horizon).await?;
-    let report = Report::empty(from, app.now(), check);
+    if !idle.idle {
+        return Err(Error::PreviewUnfinished {
+            reason: format!(
+                "work was still moving at {} after as many passes as a run takes, {} short of \
+                 the horizon (a reaction or a deadline that keeps scheduling itself?)",
+                app.now(),
+                (from + horizon).saturating_since(app.now())
+            ),
+        });
+    }
+    let mut report = Report::empty(from, app.now(), check);
+    if let Some(calls) = calls {
+        report.calls = calls.calls().split_off(calls_before);
+    }
     report::read(app.app(), head, &letters_before, &idle.rejections, report).await
 }

@@ -13,7 +13,8 @@ use crate::{Error, Instant};
 
 use super::PAGE;
 
-/// What running this build on a copy for a horizon did, per process and in total.
+/// What running this build on a copy for a horizon did, per process and in total. A report
+/// another build wrote reads with what it has: a field it lacks is empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
@@ -22,23 +23,35 @@ pub struct Report {
     /// Where it stopped.
     pub until: Instant,
     /// The copy as this build reads it before the run (what `check` reports).
+    #[serde(default)]
     pub check: CheckSummary,
     /// The totals.
+    #[serde(default)]
     pub total: Totals,
     /// Per process, by name.
+    #[serde(default)]
     pub processes: BTreeMap<String, ProcessSummary>,
     /// Each deadline that ran, in the order it ran.
+    #[serde(default)]
     pub fired: Vec<Fired>,
     /// Each instance that ended, in order.
+    #[serde(default)]
     pub ended: Vec<Ended>,
     /// Each command that decided events, in order.
+    #[serde(default)]
     pub commands: Vec<Sent>,
     /// Each command that was rejected, in order.
+    #[serde(default)]
     pub rejected: Vec<Rejected>,
     /// Events written by commands, by `Aggregate.EventType`.
+    #[serde(default)]
     pub events: BTreeMap<String, u64>,
     /// Each dead letter filed.
+    #[serde(default)]
     pub letters: Vec<Letter>,
+    /// Each call the port doubles recorded, in order (see [`PortCalls`](super::PortCalls)).
+    #[serde(default)]
+    pub calls: Vec<super::PortCall>,
 }
 
 impl Report {
@@ -56,6 +69,7 @@ impl Report {
             rejected: Vec::new(),
             events: BTreeMap::new(),
             letters: Vec::new(),
+            calls: Vec::new(),
         }
     }
 
@@ -67,7 +81,7 @@ impl Report {
 
 /// What the check before the run found, counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct CheckSummary {
     /// Stored events that do not read through this build.
     pub unreadable_events: u64,
@@ -93,7 +107,7 @@ impl CheckSummary {
 
 /// The totals of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Totals {
     /// Deadlines that ran (timeouts included).
     pub deadlines_fired: u64,
@@ -109,11 +123,13 @@ pub struct Totals {
     pub instances_ended: u64,
     /// Instances that failed and wait for an operator.
     pub instances_failed: u64,
+    /// Calls the port doubles recorded.
+    pub port_calls: u64,
 }
 
 /// What one process did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ProcessSummary {
     /// Deadlines that ran, by field.
     pub fired: BTreeMap<String, u64>,
@@ -371,6 +387,7 @@ pub(crate) async fn read(
             .iter()
             .filter(|e| e.how == Ending::Failed)
             .count() as u64,
+        port_calls: report.calls.len() as u64,
     };
     Ok(report)
 }

@@ -1,17 +1,25 @@
 //! A copy of a store into another, through the [`Store`] trait: production pulled into a local
-//! file, where a deploy can be previewed on its own data without touching it.
+//! file, where a deploy can be previewed on its own data without touching it; and a transfer,
+//! the same records moved to a new database for good (a SQLite file onto a PostgreSQL server).
 //!
-//! The copy reads the source a page at a time (bounded memory, however large the log) and
-//! writes each page into the target with [`Store::import`], which keeps every record as it was:
-//! events at their positions and versions with their ids, timestamps and metadata; checkpoints;
-//! the inbox; scheduler entries with their attempts and errors; dead letters with their status.
-//! Claims are not copied: what production's runners hold in flight is free in the copy, as if
-//! those runners had stopped. Snapshots are not copied either: they only shorten a fold.
+//! Both read the source a page at a time and write each page into the target with
+//! [`Store::import`], which keeps every record as it was: events at their positions and versions
+//! with their ids, timestamps and metadata; checkpoints; the inbox; scheduler entries with their
+//! attempts, errors and revisions; dead letters with their status. Not kept: claims (what
+//! production's runners hold in flight is free in the target, as if those runners had stopped),
+//! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
+//! later gives the first failure after the copy), and metadata fields this build does not know.
+//! Memory stays bounded by a page, except for dead letters, which are read at once: they are
+//! few, or there is a failure to mend first.
 //!
 //! A live source is read record kind by record kind, events last, so every inbox entry, entry
-//! and letter copied refers to events the copy holds. A step committed while the copy runs may
+//! and letter copied refers to events the target holds. A step committed while the copy runs may
 //! leave an instance's entry behind its state; the runtime re-derives such entries from the
-//! states when it starts on the copy. For a copy of one instant, copy a stopped app or a backup.
+//! states when it starts on the target. For a copy of one instant, copy a stopped app or a backup.
+//!
+//! A copy ends with a [`CopyMark`]: when it was taken, and of what. A preview runs only on a
+//! marked store, from its moment, and a runner refuses one (its real ports would repeat
+//! production's work). A transfer leaves no mark: its target is the app's database from then on.
 
 use crate::store::{DeadLetter, LetterFilter, ScheduledEntry, Store, StoreError};
 use crate::{Instant, RecordedEvent};
@@ -82,7 +90,7 @@ pub struct CopyMark {
     pub copied_at: Instant,
     /// What it was copied from, as the operator named it (a path, a server without password).
     pub source: String,
-    /// The source's last position when the copy ended.
+    /// The source's last position when the copy ended its read of the events.
     pub head: u64,
 }
 
@@ -103,7 +111,7 @@ pub struct Import {
     pub mark: Option<CopyMark>,
 }
 
-/// What a copy wrote.
+/// What a copy or a transfer wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Copied {
     /// Events.
@@ -129,6 +137,50 @@ pub async fn copy(
     source: &str,
     now: Instant,
 ) -> Result<Copied, StoreError> {
+    let mut copied = records(from, to).await?;
+    // A copy of a copy is the same moment of the same source: a preview runs on a scratch copy
+    // of a kept one, so previews of several builds start from one state.
+    let mark = match from.copied().await? {
+        Some(mark) => mark,
+        None => CopyMark {
+            copied_at: now,
+            source: source.to_owned(),
+            head: from.head().await?,
+        },
+    };
+    write(
+        to,
+        Import {
+            mark: Some(mark.clone()),
+            ..Import::default()
+        },
+    )
+    .await?;
+    copied.mark = Some(mark);
+    Ok(copied)
+}
+
+/// Moves everything `from` holds into the empty store `to`, for good: the same records as
+/// [`copy`], without a mark of its own, so the app runs on `to` from then on. Stop the app
+/// first, so nothing is written to `from` meanwhile. A copy transferred stays a copy.
+pub async fn transfer(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError> {
+    let mut copied = records(from, to).await?;
+    if let Some(mark) = from.copied().await? {
+        write(
+            to,
+            Import {
+                mark: Some(mark.clone()),
+                ..Import::default()
+            },
+        )
+        .await?;
+        copied.mark = Some(mark);
+    }
+    Ok(copied)
+}
+
+/// Every record of `from` written into the empty store `to`, unmarked.
+async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError> {
     refuse_unless_empty(to).await?;
     let mut copied = Copied::default();
     // Checkpoints first, events last: what each record refers to is copied after it.
@@ -182,7 +234,6 @@ pub async fn copy(
             .await?;
         }
     }
-    // Letters are few: an app that files thousands has a failure to mend first.
     let letters = from.dead_letters(&LetterFilter::default()).await?;
     copied.dead_letters = letters.len() as u64;
     for page in letters.chunks(PAGE) {
@@ -210,25 +261,6 @@ pub async fn copy(
         )
         .await?;
     }
-    // A copy of a copy is the same moment of the same source: a preview runs on a scratch copy
-    // of a kept one, so previews of several builds start from one state.
-    let mark = match from.copied().await? {
-        Some(mark) => mark,
-        None => CopyMark {
-            copied_at: now,
-            source: source.to_owned(),
-            head: position,
-        },
-    };
-    write(
-        to,
-        Import {
-            mark: Some(mark.clone()),
-            ..Import::default()
-        },
-    )
-    .await?;
-    copied.mark = Some(mark);
     Ok(copied)
 }
 

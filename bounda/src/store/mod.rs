@@ -27,7 +27,7 @@ pub use write_set::{
     ScheduledOutcome, ScheduledRelease, StoreError, WriteSet,
 };
 
-pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy};
+pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
 
 pub use async_trait::async_trait;
 
@@ -312,15 +312,21 @@ pub trait Store: Send + Sync + 'static {
 
     /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
     /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
-    /// time.
+    /// time. A store that cannot be copied from keeps this default, which refuses.
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,
         limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError>;
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        let _ = (after, limit);
+        Err(StoreError::new(
+            "this store cannot list its inbox, so it cannot be copied",
+        ))
+    }
 
     /// Writes `records` as they were, in one transaction: events at their positions and
-    /// versions, the other records unclaimed; what a [`copy`] writes into its target. A store
+    /// versions, the other records unclaimed; what a [`copy`] or a [`transfer`] writes into its
+    /// target. A store
     /// that cannot be a copy's target keeps this default, which refuses.
     async fn import(&self, records: &Import) -> Result<(), StoreError> {
         let _ = records;

@@ -17,11 +17,24 @@ use bounda::prelude::*;
 #[derive(Debug, Default)]
 pub struct Outbox {
     sent: Mutex<Vec<String>>,
+    /// A preview's record of port calls, when the outbox is a preview's double.
+    calls: Option<bounda::preview::PortCalls>,
 }
 
 impl Outbox {
+    /// An outbox that also records each message in a preview's `calls`.
+    pub fn recording(calls: bounda::preview::PortCalls) -> Outbox {
+        Outbox {
+            sent: Mutex::default(),
+            calls: Some(calls),
+        }
+    }
+
     /// Records `message`.
     pub fn send(&self, message: String) {
+        if let Some(calls) = &self.calls {
+            calls.record("Outbox", "send", None, serde_json::json!(message));
+        }
         self.sent.lock().expect("the outbox").push(message);
     }
 

@@ -107,6 +107,23 @@ impl Database {
     }
 }
 
+impl Database {
+    /// A store on it as it is, never migrated: what `copy` and `preview` read production
+    /// through, so the build in production can still open it afterwards.
+    pub async fn open_as_is(&self, schema: &str) -> anyhow::Result<Arc<dyn Store>> {
+        Ok(match self {
+            Database::File(path) => Arc::new(bounda_sqlite::SqliteStore::open_as_is(path)?),
+            Database::Postgres(url) => {
+                let options = bounda_postgres::Options {
+                    schema: schema.to_owned(),
+                    ..bounda_postgres::Options::default()
+                };
+                Arc::new(bounda_postgres::PostgresStore::connect_as_is(url, options).await?)
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

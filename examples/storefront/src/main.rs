@@ -90,10 +90,10 @@ enum Command {
     /// Runs this build on a copy `copy` made (`--db copy.db`), on simulated time from the moment
     /// it was taken, with the notifier and the payment gateway replaced by doubles that record
     /// and succeed, and reports what would happen: deadlines fired, commands sent, events
-    /// written, letters filed, orders ended. It runs on a copy in memory, so the file is left as
-    /// it was for the next build's preview; on any other database it reads it into memory
-    /// now, writing nothing to it. Exits 3 when a letter would be filed or the data does not
-    /// read through this build.
+    /// written, letters filed, orders ended, and each call the doubles took. It runs on a copy
+    /// in memory, so the file is left as it was for the next build's preview; on any other
+    /// database it reads it into memory now, writing nothing to it. Exits 3 when a letter would
+    /// be filed or the data does not read through this build.
     Preview {
         #[command(flatten)]
         args: bounda::cli::PreviewArgs,
@@ -313,23 +313,61 @@ async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow:
         .await?)
 }
 
-/// `copy`: the database into a new SQLite file.
+/// `copy`: the database, as it is, into a new SQLite file. The copy is written beside it under
+/// a `.partial` name and renamed once whole, so a copy cut short is never taken for one.
 async fn copy(cli: &Cli, args: &bounda::cli::CopyArgs) -> ExitCode {
+    let mut partial = args.to.clone().into_os_string();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
     let stores = async {
         if args.to.exists() {
             anyhow::bail!("`{}` exists: copy into a new file", args.to.display());
         }
-        let from = cli.db.open(true, &cli.schema).await?;
-        let to = bounda_sqlite::SqliteStore::open(&args.to)?;
+        let from = cli.db.open_as_is(&cli.schema).await?;
+        // What an earlier copy cut short left is never a copy.
+        remove_partial(&partial)?;
+        let to = bounda_sqlite::SqliteStore::open(&partial)?;
         anyhow::Ok((from, to))
     };
-    match stores.await {
-        Ok((from, to)) => bounda::cli::copy(from.as_ref(), &to, &cli.db.to_string()).await,
+    let (from, to) = match stores.await {
+        Ok(stores) => stores,
         Err(error) => {
             eprintln!("error: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = bounda::cli::copy(from.as_ref(), &to, &cli.db.to_string()).await;
+    drop(to);
+    let finished = match code == ExitCode::SUCCESS {
+        true => std::fs::rename(&partial, &args.to).map_err(anyhow::Error::from),
+        false => remove_partial(&partial),
+    };
+    match finished {
+        Ok(()) => code,
+        Err(error) => {
+            eprintln!(
+                "error: cannot finish the copy `{}`: {error:#}",
+                args.to.display()
+            );
             ExitCode::FAILURE
         }
     }
+}
+
+/// Removes the partial copy `path` and its journal files, if any.
+fn remove_partial(path: &std::path::Path) -> anyhow::Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        match std::fs::remove_file(&file) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(anyhow::Error::new(error)
+                    .context(format!("cannot remove `{}`", path.display())));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// `preview`: this build on a scratch copy of the copy at `--db`, its ports doubles.
@@ -339,7 +377,7 @@ async fn preview(
     timing: storefront::Timing,
 ) -> ExitCode {
     let scratch = async {
-        let kept = cli.db.open(true, &cli.schema).await?;
+        let kept = cli.db.open_as_is(&cli.schema).await?;
         anyhow::Ok(bounda_sqlite::SqliteStore::in_memory_copy_of(kept.as_ref()).await?)
     };
     let scratch = match scratch.await {
@@ -349,9 +387,11 @@ async fn preview(
             return ExitCode::FAILURE;
         }
     };
-    let notifier: NotifierPort = Arc::new(MemoryNotifier::default());
-    let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let builder = storefront::app(App::builder(scratch), notifier, gateway, timing);
+    // Doubles that record each call in the report and succeed: nobody is told, nothing charged.
+    let calls = bounda::preview::PortCalls::default();
+    let double = Arc::new(storefront::ports::Recording::new(calls.clone()));
+    let builder =
+        storefront::app(App::builder(scratch), double.clone(), double, timing).port(calls);
     bounda::cli::preview(builder, args).await
 }
 

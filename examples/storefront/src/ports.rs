@@ -240,3 +240,62 @@ impl Notifier for FileNotifier {
         Ok(())
     }
 }
+
+/// The notifier and the gateway of a preview: each call recorded in the preview's
+/// [`PortCalls`](bounda::preview::PortCalls) and answered with success, so nobody is told and
+/// nothing is charged or refunded.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    calls: bounda::preview::PortCalls,
+}
+
+impl Recording {
+    /// A double that records into `calls`.
+    pub fn new(calls: bounda::preview::PortCalls) -> Recording {
+        Recording { calls }
+    }
+}
+
+impl Notifier for Recording {
+    fn notify(&self, notification: Notification) -> anyhow::Result<()> {
+        self.calls.record(
+            "Notifier",
+            "notify",
+            Some(&notification.idempotency_key),
+            serde_json::json!({
+                "orderId": notification.order_id,
+                "customerId": notification.customer_id,
+                "total": notification.total,
+            }),
+        );
+        Ok(())
+    }
+}
+
+impl PaymentGateway for Recording {
+    fn create_intent(
+        &self,
+        payment_id: &str,
+        order_id: &str,
+        amount: u64,
+        key: &str,
+    ) -> anyhow::Result<String> {
+        self.calls.record(
+            "PaymentGateway",
+            "create_intent",
+            Some(key),
+            serde_json::json!({ "paymentId": payment_id, "orderId": order_id, "amount": amount }),
+        );
+        Ok(format!("intent-{payment_id}"))
+    }
+
+    fn refund(&self, intent_id: &str, amount: u64, key: &str) -> anyhow::Result<String> {
+        self.calls.record(
+            "PaymentGateway",
+            "refund",
+            Some(key),
+            serde_json::json!({ "intentId": intent_id, "amount": amount }),
+        );
+        Ok(format!("refund-{key}"))
+    }
+}

@@ -232,19 +232,18 @@ async fn a_preview_on_a_copy_of_the_older_file_reports_what_todays_storefront_wo
     previews_the_older_data(&copy).await;
 }
 
-// The same data on PostgreSQL: the older file copied into a schema, as a user moving from one
-// file to a server does; today's storefront runs it there, and a copy of the schema into
-// SQLite previews it.
+// The same data on PostgreSQL: the older file transferred into a schema, as a user moving from
+// one file to a server does; today's storefront runs it there, and a copy of the schema into
+// SQLite, taken where the older build's clock stood, previews it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn todays_storefront_runs_the_older_data_on_postgresql_and_previews_a_copy_of_it() {
     let dir = tempfile::tempdir().unwrap();
     let file = SqliteStore::open(older_file(dir.path())).unwrap();
     let server = bounda_postgres::testing::store("older-data", Default::default()).await;
-    bounda::store::copy(&file, &server, "storefront-v1.db", at(WRITTEN_UNTIL))
-        .await
-        .unwrap();
+    bounda::store::transfer(&file, &server).await.unwrap();
+    assert_eq!(server.copied().await.unwrap(), None, "moved, not a copy");
     let pulled = SqliteStore::in_memory().unwrap();
-    bounda::store::copy(&server, &pulled, "the server", at("2027-01-01T00:00:00Z"))
+    bounda::store::copy(&server, &pulled, "the server", at(WRITTEN_UNTIL))
         .await
         .unwrap();
     previews_the_older_data(&pulled).await;
