@@ -347,9 +347,19 @@ async fn main() {
         } else {
             (100_000, 1_000_000)
         };
-        let (checked, survey, floor, before) =
-            measure::preflight(files.fresh("check").path(), instances, events).await;
-        eprintln!("  check: {:.2?}, survey {:.2?}", checked.elapsed, survey);
+        let measure::Preflighted {
+            checked,
+            survey,
+            floor,
+            before,
+            copy,
+            copy_floor,
+            copy_rows,
+        } = measure::preflight(files.fresh("check").path(), instances, events).await;
+        eprintln!(
+            "  check: {:.2?}, survey {:.2?}, copy {:.2?}",
+            checked.elapsed, survey, copy
+        );
         notes.push(format!(
             "the check before a deploy (`App::preflight`, the `check` command) on {} events and {} \
              process instances: {:.1} s, {:.1}x its floor ({:.1} s: every event and every \
@@ -364,6 +374,18 @@ async fn main() {
             survey.as_secs_f64(),
             before.map_or_else(|| "unknown".to_owned(), table::mebibytes),
             memory::peak_kib().map_or_else(|| "unknown".to_owned(), table::mebibytes)
+        ));
+        notes.push(format!(
+            "a copy of that store into a fresh SQLite file (`store::copy`, the `copy` command), \
+             through the store's interface a page at a time: {:.1} s; {:.1}x its floor ({:.1} s: \
+             SQLite's `VACUUM INTO` of the same file, its pages written once and no record read \
+             out), {:.1}x the same rows copied by SQL in one transaction ({:.1} s: every row and \
+             index entry written again, nothing read out of SQLite)",
+            copy.as_secs_f64(),
+            copy.as_secs_f64() / copy_floor.as_secs_f64(),
+            copy_floor.as_secs_f64(),
+            copy.as_secs_f64() / copy_rows.as_secs_f64(),
+            copy_rows.as_secs_f64()
         ));
     }
 

@@ -336,11 +336,28 @@ pub async fn page_overview(path: &Path, pending: usize, due: usize, views: usize
 /// What a check before a deploy costs: `instances` process instances started by the app, the
 /// log padded with copies of their opening event to `events` in all, then `App::preflight`
 /// (every event and instance read) and the survey a runner makes when it starts, each timed.
-pub async fn preflight(
-    path: &Path,
-    instances: usize,
-    events: usize,
-) -> (Measured, Duration, Duration, Option<u64>) {
+/// What the check's setup measured: the check and its floor, the survey, the memory before, and
+/// a copy of the same store into a fresh file with its floor.
+pub struct Preflighted {
+    /// `App::preflight`.
+    pub checked: Measured,
+    /// `App::drifted` over every instance.
+    pub survey: Duration,
+    /// The check's floor.
+    pub floor: Duration,
+    /// Peak memory before the check, in KiB.
+    pub before: Option<u64>,
+    /// `store::copy` into a fresh SQLite file.
+    pub copy: Duration,
+    /// SQLite's own copy of the file (`VACUUM INTO`): the same pages written once, with no
+    /// record read out or checked.
+    pub copy_floor: Duration,
+    /// The same rows copied by SQL in one transaction (`INSERT INTO .. SELECT` from the file
+    /// attached): every row and index entry written again, none read out of SQLite.
+    pub copy_rows: Duration,
+}
+
+pub async fn preflight(path: &Path, instances: usize, events: usize) -> Preflighted {
     let store = open(path, Mode::Normal);
     let app = TestApp::new(builder(&store, Config::default()).process::<Expiry>())
         .await
@@ -384,8 +401,9 @@ pub async fn preflight(
         .expect("the survey failed");
     let survey = start.elapsed();
     assert!(drifted.is_empty(), "entries drifted: {drifted:?}");
-    (
-        Measured {
+    let (copy, copy_floor, copy_rows) = copy_and_floor(path, &store, events).await;
+    Preflighted {
+        checked: Measured {
             units: events,
             elapsed,
             write_tx: 0,
@@ -393,7 +411,53 @@ pub async fn preflight(
         survey,
         floor,
         before,
+        copy,
+        copy_floor,
+        copy_rows,
+    }
+}
+
+/// `store::copy` of `store` (the file at `path`, holding `events` events) into a fresh file,
+/// SQLite's `VACUUM INTO` of the same file, and its rows copied by SQL into a fresh bounda file,
+/// each timed.
+async fn copy_and_floor(
+    path: &Path,
+    store: &SqliteStore,
+    events: usize,
+) -> (Duration, Duration, Duration) {
+    let into = path.with_extension("copy.db");
+    let target = SqliteStore::open(&into).expect("cannot open the copy's file");
+    let now = bounda::Instant::parse("2026-06-01T00:00:00Z").expect("a moment");
+    let start = Instant::now();
+    let copied = bounda::store::copy(store, &target, "bench", now)
+        .await
+        .expect("the copy failed");
+    let copy = start.elapsed();
+    assert_eq!(copied.events as usize, events, "every event was copied");
+    let floor_into = path.with_extension("vacuum.db");
+    let conn = Connection::open(path).expect("cannot open the file to copy it");
+    let start = Instant::now();
+    conn.execute("VACUUM INTO ?1", [floor_into.to_string_lossy()])
+        .expect("cannot copy the file");
+    let vacuum = start.elapsed();
+    // A fresh file with bounda's tables, the rows copied into it by SQL.
+    let rows_into = path.with_extension("rows.db");
+    drop(SqliteStore::open(&rows_into).expect("cannot create the rows' file"));
+    let rows = Connection::open(&rows_into).expect("cannot open the rows' file");
+    rows.execute("ATTACH ?1 AS source", [path.to_string_lossy()])
+        .expect("cannot attach the store");
+    let start = Instant::now();
+    rows.execute_batch(
+        "BEGIN;
+         INSERT INTO main.bounda_events SELECT * FROM source.bounda_events;
+         INSERT INTO main.bounda_checkpoints SELECT * FROM source.bounda_checkpoints;
+         INSERT INTO main.bounda_inbox SELECT * FROM source.bounda_inbox;
+         INSERT INTO main.bounda_scheduled_commands SELECT * FROM source.bounda_scheduled_commands;
+         INSERT INTO main.bounda_dead_letters SELECT * FROM source.bounda_dead_letters;
+         COMMIT;",
     )
+    .expect("cannot copy the rows");
+    (copy, vacuum, start.elapsed())
 }
 
 /// The least reading the check needs, timed: every event read a page at a time, and each
