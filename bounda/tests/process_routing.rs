@@ -891,6 +891,135 @@ mod v2 {
     impl Deployed {}
 }
 
+mod v3 {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// `Deployed` as the first deploy stored it.
+    #[derive(Debug, Clone, Deserialize)]
+    pub struct DeployedV1 {
+        pub paid: bool,
+    }
+
+    impl From<DeployedV1> for Deployed {
+        fn from(old: DeployedV1) -> Deployed {
+            Deployed {
+                settled: old.paid,
+                note: "migrated".into(),
+            }
+        }
+    }
+
+    /// A deploy without the payment handler whose state is at version 2: `paid` renamed
+    /// `settled`, and a field that version 1 lacks and cannot default.
+    #[process(on = Order, started_by = [OrderPlaced], version = 2, migrate = [DeployedV1])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Deployed {
+        pub settled: bool,
+        pub note: String,
+    }
+
+    #[process]
+    impl Deployed {}
+}
+
+/// `v3` before it dropped the payment handler, which always fails: its states are stored at
+/// version 2.
+mod v3_failing {
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    impl From<super::v3::DeployedV1> for Deployed {
+        fn from(old: super::v3::DeployedV1) -> Deployed {
+            Deployed {
+                settled: old.paid,
+                note: "migrated".into(),
+            }
+        }
+    }
+
+    #[process(on = Order, started_by = [OrderPlaced], version = 2, migrate = [super::v3::DeployedV1])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Deployed {
+        pub settled: bool,
+        pub note: String,
+    }
+
+    #[process]
+    impl Deployed {
+        async fn on_order_placed(_cx: On<'_, Self, OrderPlaced>) -> Result<DeployedPatch> {
+            Ok(DeployedPatch::default().note("placed at version 2".to_owned()))
+        }
+
+        async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<DeployedPatch> {
+            Err(bounda::Error::Configuration {
+                message: "broken at version 2".into(),
+            }
+            .into())
+        }
+    }
+}
+
+// Issue 20: a retry that lets a failure through carries the state over as it was stored, so it
+// keeps the version it was written at: a state stored at version 2 is not read back as a
+// version-1 state (which this build would migrate, and fail to).
+#[tokio::test]
+async fn a_failure_let_through_keeps_the_version_its_state_was_stored_at() {
+    let store: std::sync::Arc<dyn Store> = support::database::store().await;
+    let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
+    let first = TestApp::with_app(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .clock(clock.clone())
+            .process::<v3_failing::Deployed>()
+            .build()
+            .await
+            .unwrap(),
+        clock.clone(),
+    )
+    .expecting_letters();
+    first.dispatch(place("o-1")).await.unwrap();
+    first
+        .dispatch(MarkOrderPaid {
+            order_id: "o-1".into(),
+        })
+        .await
+        .unwrap();
+    first.run_until_idle().await.unwrap();
+    let letter = support::letters(&first).await[0].id.clone();
+    let next = App::builder_shared(store.clone())
+        .only_listed()
+        .clock(clock.clone())
+        .ids(std::sync::Arc::new(bounda::ids::UuidV7))
+        .process::<v3::Deployed>()
+        .build()
+        .await
+        .unwrap();
+    next.dead_letters().retry(&letter).await.unwrap();
+    let events = store.read_stream("process:Deployed", "o-1").await.unwrap();
+    let handled = events
+        .iter()
+        .rfind(|e| e.event_type == "ProcessHandled")
+        .expect("the failure let through");
+    assert_eq!(
+        (
+            handled.payload["state"]["note"].as_str(),
+            handled.metadata.schema_version
+        ),
+        (Some("placed at version 2"), 2),
+        "the stored state carried over at the version it was written at"
+    );
+    assert_eq!(next.unreadable_states().await.unwrap(), vec![]);
+    let instance = next
+        .process_instance::<v3::Deployed>("o-1")
+        .await
+        .unwrap()
+        .expect("the instance");
+    assert_eq!(instance.state.note, "placed at version 2", "read as stored");
+}
+
 // spec 117: a failure whose handler a deploy removed is let through, and the retry goes on.
 #[tokio::test]
 async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
