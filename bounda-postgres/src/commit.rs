@@ -488,7 +488,7 @@ async fn schedule(
 }
 
 /// Files a letter once: the same id again leaves the first as it is.
-async fn file_letter(
+pub(crate) async fn file_letter(
     client: &impl GenericClient,
     names: &Names,
     letter: &DeadLetter,

@@ -109,37 +109,14 @@ pub(crate) async fn write(
         .await
         .map_err(failed("cannot copy a scheduler entry"))?;
     }
-    let insert_letter = names.sql(
-        "INSERT INTO {t}dead_letters
-             (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id,
-              error_type, error_message, error_stack, attempts, first_failed_at,
-              last_failed_at, status, payload)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-    );
+    // A letter is filed as a commit files it; the target is empty, so none is there already.
     for letter in &records.dead_letters {
-        execute(
-            tx,
-            &insert_letter,
-            &[
-                &letter.id,
-                &letter.kind.as_str(),
-                &letter.handler,
-                &letter.event_id,
-                &letter.event_type,
-                &letter.aggregate_type,
-                &letter.aggregate_id,
-                &letter.error_type,
-                &letter.error_message,
-                &letter.error_stack,
-                &count(letter.attempts)?,
-                &letter.first_failed_at.to_chrono(),
-                &letter.last_failed_at.to_chrono(),
-                &letter.status.as_str(),
-                &letter.payload,
-            ],
-        )
-        .await
-        .map_err(failed("cannot copy a dead letter"))?;
+        crate::commit::file_letter(tx, names, letter, letter.first_failed_at)
+            .await
+            .map_err(|error| match error {
+                bounda::store::CommitError::Store(error) => error,
+                other => StoreError::new(other.to_string()),
+            })?;
     }
     if let Some(mark) = &records.mark {
         execute(

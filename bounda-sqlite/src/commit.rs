@@ -381,7 +381,7 @@ fn schedule(conn: &Connection, entry: &ScheduledEntry) -> Result<(), CommitError
 }
 
 /// Files a letter once: the same id again leaves the first as it is.
-fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError> {
+pub(crate) fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), CommitError> {
     conn.prepare_cached(
         "INSERT INTO bounda_dead_letters
              (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id, error_type,

@@ -157,36 +157,12 @@ fn write(tx: &Connection, records: &Import) -> Result<(), StoreError> {
             ])
             .map_err(sql("cannot copy a scheduler entry"))?;
     }
-    let mut letters = tx
-        .prepare_cached(
-            "INSERT INTO bounda_dead_letters
-                 (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id,
-                  error_type, error_message, error_stack, attempts, first_failed_at,
-                  last_failed_at, status, payload, seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
-                     (SELECT COALESCE(MAX(seq), 0) + 1 FROM bounda_dead_letters))",
-        )
-        .map_err(sql("cannot prepare a copy of dead letters"))?;
+    // A letter is filed as a commit files it; the target is empty, so none is there already.
     for letter in &records.dead_letters {
-        letters
-            .execute(params![
-                letter.id,
-                rows::kind_text(letter.kind),
-                letter.handler,
-                letter.event_id,
-                letter.event_type,
-                letter.aggregate_type,
-                letter.aggregate_id,
-                letter.error_type,
-                letter.error_message,
-                letter.error_stack,
-                letter.attempts,
-                letter.first_failed_at.to_string(),
-                letter.last_failed_at.to_string(),
-                rows::status_text(letter.status),
-                letter.payload.as_ref().map(ToString::to_string),
-            ])
-            .map_err(sql("cannot copy a dead letter"))?;
+        crate::commit::file_letter(tx, letter).map_err(|error| match error {
+            bounda::store::CommitError::Store(error) => error,
+            other => StoreError::new(other.to_string()),
+        })?;
     }
     if let Some(mark) = &records.mark {
         tx.prepare_cached("INSERT INTO bounda_copy (copied_at, source, head) VALUES (?1, ?2, ?3)")

@@ -967,36 +967,11 @@ mod v3_failing {
 // version-1 state (which this build would migrate, and fail to).
 #[tokio::test]
 async fn a_failure_let_through_keeps_the_version_its_state_was_stored_at() {
-    let store: std::sync::Arc<dyn Store> = support::database::store().await;
-    let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
-    let first = TestApp::with_app(
-        App::builder_shared(store.clone())
-            .only_listed()
-            .clock(clock.clone())
-            .process::<v3_failing::Deployed>()
-            .build()
-            .await
-            .unwrap(),
-        clock.clone(),
+    let (store, next, letter) = paid_order_failed_then_deployed(
+        |b| b.process::<v3_failing::Deployed>(),
+        |b| b.process::<v3::Deployed>(),
     )
-    .expecting_letters();
-    first.dispatch(place("o-1")).await.unwrap();
-    first
-        .dispatch(MarkOrderPaid {
-            order_id: "o-1".into(),
-        })
-        .await
-        .unwrap();
-    first.run_until_idle().await.unwrap();
-    let letter = support::letters(&first).await[0].id.clone();
-    let next = App::builder_shared(store.clone())
-        .only_listed()
-        .clock(clock.clone())
-        .ids(std::sync::Arc::new(bounda::ids::UuidV7))
-        .process::<v3::Deployed>()
-        .build()
-        .await
-        .unwrap();
+    .await;
     next.dead_letters().retry(&letter).await.unwrap();
     let events = store.read_stream("process:Deployed", "o-1").await.unwrap();
     let handled = events
@@ -1020,39 +995,43 @@ async fn a_failure_let_through_keeps_the_version_its_state_was_stored_at() {
     assert_eq!(instance.state.note, "placed at version 2", "read as stored");
 }
 
-// spec 117: a failure whose handler a deploy removed is let through, and the retry goes on.
-#[tokio::test]
-async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
+/// A paid order whose process `first` lists fails for good (its payment handler is broken),
+/// then the app `next` lists deployed on the same store: the store, that app, and the letter.
+async fn paid_order_failed_then_deployed(
+    first: fn(bounda::AppBuilder) -> bounda::AppBuilder,
+    next: fn(bounda::AppBuilder) -> bounda::AppBuilder,
+) -> (std::sync::Arc<dyn Store>, App, String) {
     let store: std::sync::Arc<dyn Store> = support::database::store().await;
     let clock = std::sync::Arc::new(bounda::clock::SimulatedClock::default());
-    let first = TestApp::with_app(
-        App::builder_shared(store.clone())
-            .only_listed()
-            .clock(clock.clone())
-            .process::<v1::Deployed>()
-            .build()
-            .await
-            .unwrap(),
-        clock.clone(),
-    )
-    .expecting_letters();
-    first.dispatch(place("o-1")).await.unwrap();
-    first
+    let builder = App::builder_shared(store.clone())
+        .only_listed()
+        .clock(clock.clone());
+    let failing =
+        TestApp::with_app(first(builder).build().await.unwrap(), clock.clone()).expecting_letters();
+    failing.dispatch(place("o-1")).await.unwrap();
+    failing
         .dispatch(MarkOrderPaid {
             order_id: "o-1".into(),
         })
         .await
         .unwrap();
-    first.run_until_idle().await.unwrap();
-    let letter = support::letters(&first).await[0].id.clone();
-    let next = App::builder_shared(store.clone())
+    failing.run_until_idle().await.unwrap();
+    let letter = support::letters(&failing).await[0].id.clone();
+    let builder = App::builder_shared(store.clone())
         .only_listed()
-        .clock(clock.clone())
-        .ids(std::sync::Arc::new(bounda::ids::UuidV7))
-        .process::<v2::Deployed>()
-        .build()
-        .await
-        .unwrap();
+        .clock(clock)
+        .ids(std::sync::Arc::new(bounda::ids::UuidV7));
+    (store, next(builder).build().await.unwrap(), letter)
+}
+
+// spec 117: a failure whose handler a deploy removed is let through, and the retry goes on.
+#[tokio::test]
+async fn a_failure_whose_handler_a_deploy_removed_is_let_through() {
+    let (store, next, letter) = paid_order_failed_then_deployed(
+        |b| b.process::<v1::Deployed>(),
+        |b| b.process::<v2::Deployed>(),
+    )
+    .await;
     next.dead_letters().retry(&letter).await.unwrap();
     let events = store.read_stream("process:Deployed", "o-1").await.unwrap();
     assert_eq!(
