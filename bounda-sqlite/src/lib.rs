@@ -95,11 +95,15 @@ impl SqliteStore {
 
     /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
     /// the kept copy it was made from (see [`bounda::store::copy`]) stays as it was for the next
-    /// preview. A copy of a copy keeps the first copy's moment.
-    pub async fn in_memory_copy_of(store: &dyn Store) -> Result<SqliteStore, StoreError> {
+    /// preview. A copy of a copy keeps the first copy's moment and source; any other store is
+    /// marked as `source`, copied now.
+    pub async fn in_memory_copy_of(
+        store: &dyn Store,
+        source: &str,
+    ) -> Result<SqliteStore, StoreError> {
         let copy = SqliteStore::in_memory()?;
         let now = bounda::clock::Clock::now(&bounda::clock::SystemClock);
-        bounda::store::copy(store, &copy, "a copy in memory", now).await?;
+        bounda::store::copy(store, &copy, source, now).await?;
         Ok(copy)
     }
 

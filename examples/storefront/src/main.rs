@@ -378,7 +378,10 @@ async fn preview(
 ) -> ExitCode {
     let scratch = async {
         let kept = cli.db.open_as_is(&cli.schema).await?;
-        anyhow::Ok(bounda_sqlite::SqliteStore::in_memory_copy_of(kept.as_ref()).await?)
+        anyhow::Ok(
+            bounda_sqlite::SqliteStore::in_memory_copy_of(kept.as_ref(), &cli.db.to_string())
+                .await?,
+        )
     };
     let scratch = match scratch.await {
         Ok(scratch) => scratch,

@@ -175,7 +175,9 @@ async fn runs_the_older_data(store: Arc<dyn Store>) {
 
 /// What a preview of today's build on a copy of the older data reports, from the copy's moment.
 async fn previews_the_older_data(copy: &dyn Store) {
-    let scratch = SqliteStore::in_memory_copy_of(copy).await.unwrap();
+    let scratch = SqliteStore::in_memory_copy_of(copy, "the kept copy")
+        .await
+        .unwrap();
     let builder = storefront::app(
         App::builder(scratch),
         Arc::new(MemoryNotifier::default()) as NotifierPort,
