@@ -111,12 +111,7 @@ pub(crate) async fn write(
     }
     // A letter is filed as a commit files it; the target is empty, so none is there already.
     for letter in &records.dead_letters {
-        crate::commit::file_letter(tx, names, letter, letter.first_failed_at)
-            .await
-            .map_err(|error| match error {
-                bounda::store::CommitError::Store(error) => error,
-                other => StoreError::new(other.to_string()),
-            })?;
+        crate::statements::file_letter(tx, names, letter).await?;
     }
     if let Some(mark) = &records.mark {
         execute(

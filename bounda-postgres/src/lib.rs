@@ -23,12 +23,13 @@
 
 #![warn(missing_docs)]
 
-mod commit;
+mod claims;
 mod import;
 mod names;
 mod rows;
 mod schema;
 mod sql;
+mod statements;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -78,6 +79,8 @@ pub struct PostgresStore {
     names: names::Names,
     /// The server's address, for the connection that listens for wake-ups.
     config: tokio_postgres::Config,
+    /// Wakes the processes listening once something they may run has committed.
+    notifier: std::sync::Arc<wake::Notifier>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -140,6 +143,7 @@ impl PostgresStore {
             pool,
             names,
             config,
+            notifier: Default::default(),
         })
     }
 

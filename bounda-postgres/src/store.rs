@@ -8,29 +8,15 @@
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
     InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError,
-    WriteSet, async_trait,
+    WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
 
-use crate::names::Names;
+use crate::claims::{claim, claim_one, free_claim};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
-use crate::{PostgresStore, commit};
-
-/// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
-/// or its lease has passed (a claim that ends now has not passed yet). A claim written before
-/// claims kept their end lapses on the reader's lease: taken before `$before` (`now - lease`).
-/// `$row` qualifies the columns (`i.`) where a statement needs it.
-#[rustfmt::skip] // on two lines, as the condition reads
-macro_rules! free_claim {
-    ($row:literal, $now:literal, $before:literal) => {
-        concat!(
-            "(", $row, "claimed_at IS NULL OR ", $row, "lease_until < ", $now,
-            " OR (", $row, "lease_until IS NULL AND ", $row, "claimed_at < ", $before, "))"
-        )
-    };
-}
+use crate::{PostgresStore, statements};
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -136,24 +122,23 @@ impl Store for PostgresStore {
 
     async fn head(&self) -> Result<u64, StoreError> {
         let client = self.client().await?;
-        let head = commit::head(&client, &self.names).await?;
-        u64::try_from(head).map_err(|_| StoreError::new(format!("a negative head {head}")))
+        statements::head(&client, &self.names).await
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
         if !writes.appends.is_empty() {
-            commit::lock_head(&tx, &self.names).await?;
+            statements::lock_head(&tx, &self.names).await?;
         }
-        match commit::apply(&tx, &self.names, writes).await {
-            Ok(committed) => {
-                tx.commit().await.map_err(failed("cannot commit"))?;
-                Ok(committed)
-            }
-            // Dropping the transaction rolls it back before the connection is used again.
-            Err(error) => Err(error),
+        // On an error, dropping the transaction rolls it back before the connection is used
+        // again.
+        let committed = statements::apply(&tx, &self.names, writes).await?;
+        tx.commit().await.map_err(failed("cannot commit"))?;
+        if protocol::wakes_others(writes) {
+            self.notifier.notify(&client, &self.names.channel()).await;
         }
+        Ok(committed)
     }
 
     /// A transaction per 50 write sets, a savepoint each (group commit).
@@ -639,7 +624,7 @@ impl Store for PostgresStore {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
         if !records.events.is_empty() {
-            commit::lock_head(&tx, &self.names).await?;
+            statements::lock_head(&tx, &self.names).await?;
         }
         crate::import::write(&tx, &self.names, records).await?;
         tx.commit()
@@ -715,7 +700,7 @@ impl PostgresStore {
         let mut client = self.client().await?;
         let mut tx = transaction(&mut client).await?;
         if writes.iter().any(|writes| !writes.appends.is_empty()) {
-            commit::lock_head(&tx, &self.names).await?;
+            statements::lock_head(&tx, &self.names).await?;
         }
         let mut results = Vec::with_capacity(writes.len());
         for (index, writes) in writes.iter().enumerate() {
@@ -723,7 +708,7 @@ impl PostgresStore {
                 .savepoint(format!("write_set_{index}"))
                 .await
                 .map_err(failed("cannot open a savepoint"))?;
-            let result = commit::apply(&savepoint, &self.names, writes).await;
+            let result = statements::apply(&savepoint, &self.names, writes).await;
             match &result {
                 Ok(_) => savepoint.commit().await,
                 Err(_) => savepoint.rollback().await,
@@ -738,6 +723,13 @@ impl PostgresStore {
             results.push(result);
         }
         tx.commit().await.map_err(failed("cannot commit"))?;
+        let wakes = writes
+            .iter()
+            .zip(&results)
+            .any(|(writes, result)| result.is_ok() && protocol::wakes_others(writes));
+        if wakes {
+            self.notifier.notify(&client, &self.names.channel()).await;
+        }
         Ok(results)
     }
 }
@@ -759,109 +751,4 @@ fn letter_filter(filter: &LetterFilter) -> (Option<&str>, Option<&str>, Option<&
         filter.handler.as_deref(),
         filter.status.map(|status| status.as_str()),
     )
-}
-
-/// Claims one inbox pair: a new pair, a lapsed claim, a released one or a failure whose retry
-/// is due is taken; anything else is reported as it stands. `attempts` counts the runs that
-/// failed, so a claim that lapsed (its runner killed) spends none. A pair another dispatcher is
-/// claiming at this moment is waited for, then answered as it stands.
-async fn claim_one(
-    client: &impl GenericClient,
-    names: &Names,
-    handler: &str,
-    event_id: &str,
-    claim_id: &str,
-    now: Instant,
-    lease: Duration,
-) -> Result<InboxClaim, StoreError> {
-    let claimed = query_opt(
-        client,
-        &names.sql(concat!(
-            "INSERT INTO {t}inbox AS i
-                 (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
-             VALUES ($1, $2, 'pending', 0, $3, $6, $4)
-             ON CONFLICT (handler, event_id) DO UPDATE SET
-                 status = 'pending', claimed_at = excluded.claimed_at,
-                 lease_until = excluded.lease_until, claim_id = excluded.claim_id, retry_at = NULL
-             WHERE (i.status = 'pending' AND ",
-            free_claim!("i.", "$3", "$5"),
-            ")
-                OR (i.status = 'failed' AND i.retry_at <= $3)
-             RETURNING i.attempts + 1"
-        )),
-        &[
-            &handler,
-            &event_id,
-            &now.to_chrono(),
-            &claim_id,
-            &(now - lease).to_chrono(),
-            &(now + lease).to_chrono(),
-        ],
-    )
-    .await
-    .map_err(failed("cannot claim an inbox entry"))?;
-    if let Some(row) = claimed {
-        return Ok(InboxClaim::Claimed {
-            attempt: rows::count(&row, 0)?,
-        });
-    }
-    let row = query_one(
-        client,
-        &names.sql("SELECT status, retry_at FROM {t}inbox WHERE handler = $1 AND event_id = $2"),
-        &[&handler, &event_id],
-    )
-    .await
-    .map_err(failed("cannot read an inbox entry"))?;
-    let status: String = rows::get(&row, 0)?;
-    Ok(match (status.as_str(), rows::optional_instant(&row, 1)?) {
-        ("succeeded", _) => InboxClaim::Succeeded,
-        ("dead", _) => InboxClaim::DeadLettered,
-        ("failed", Some(retry_at)) => InboxClaim::Waiting { retry_at },
-        _ => InboxClaim::Held,
-    })
-}
-
-/// Claims up to `limit` entries due at `now`, free or with a lapsed claim, under `claim_id` until
-/// `now + lease`, in due order: rows another worker is claiming at this moment are skipped, not
-/// waited for.
-pub(crate) async fn claim(
-    client: &impl GenericClient,
-    names: &Names,
-    claim_id: &str,
-    now: Instant,
-    lease: Duration,
-    limit: usize,
-) -> Result<Vec<ScheduledEntry>, StoreError> {
-    let rows = query(
-        client,
-        &names.sql(&format!(
-            "WITH due AS (
-                 SELECT dedupe_key FROM {{t}}scheduled_commands
-                 WHERE execute_at <= $1 AND {}
-                 ORDER BY execute_at, dedupe_key
-                 LIMIT $4
-                 FOR UPDATE SKIP LOCKED)
-             UPDATE {{t}}scheduled_commands s
-             SET claimed_at = $1, lease_until = $5, claim_id = $2, rescheduled = FALSE
-             FROM due WHERE s.dedupe_key = due.dedupe_key
-             RETURNING {}",
-            free_claim!("", "$1", "$3"),
-            rows::SCHEDULED_COLUMNS
-        )),
-        &[
-            &now.to_chrono(),
-            &claim_id,
-            &(now - lease).to_chrono(),
-            &rows::limit(limit),
-            &(now + lease).to_chrono(),
-        ],
-    )
-    .await
-    .map_err(failed("cannot claim due entries"))?;
-    let mut entries = rows
-        .iter()
-        .map(rows::scheduled)
-        .collect::<Result<Vec<_>, _>>()?;
-    entries.sort_by(|a, b| (a.execute_at, &a.dedupe_key).cmp(&(b.execute_at, &b.dedupe_key)));
-    Ok(entries)
 }

@@ -1,9 +1,15 @@
-//! Wake-ups across machines: an append, or an entry scheduled, notifies at its commit every
-//! process listening on the same tables, so a runner on another machine runs at once instead of
-//! at its next poll. Polling stays the fallback: a notification lost with a dropped connection
+//! Wake-ups across machines: an append, or an entry scheduled, notifies every process listening
+//! on the same tables once it has committed, so a runner on another machine runs at once instead
+//! of at its next poll. Polling stays the fallback: a notification lost with a dropped connection
 //! costs a poll interval, never work, and the listening connection is made again.
+//!
+//! The notification is sent after the commit, never inside the transaction that writes:
+//! PostgreSQL holds one lock across the whole cluster from a notifying transaction's commit until
+//! its flush, so notifying writers could never share a flush. Each process sends at most one at a
+//! time ([`Notifier`]); commits that land while one is on its way are told by one more, and it is
+//! committed without waiting for the disk, as losing it in a crash costs only a poll.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bounda::store::StoreError;
@@ -42,6 +48,72 @@ impl Wakeups {
 impl bounda::store::Listener for Wakeups {
     fn next(&self) -> futures_util::future::BoxFuture<'_, ()> {
         Box::pin(Wakeups::next(self))
+    }
+}
+
+/// Sends this process's notifications, one at a time: a commit that lands while one is being
+/// sent is told by the next, so a burst of commits costs two notifications, not one each.
+#[derive(Debug, Default)]
+pub(crate) struct Notifier {
+    /// Whether one is being sent, and whether another is owed once it is.
+    state: Mutex<(bool, bool)>,
+}
+
+impl Notifier {
+    /// Tells the listeners that something committed on `client`'s server: sent now, or owed by
+    /// the sender already under way. A failure is logged; polling covers it.
+    pub(crate) async fn notify(&self, client: &deadpool_postgres::Object, channel: &str) {
+        if !self.take_turn() {
+            return;
+        }
+        loop {
+            let sent = client
+                .batch_execute(&format!(
+                    "BEGIN; SET LOCAL synchronous_commit = off; \
+                     SELECT pg_notify('{channel}', ''); COMMIT"
+                ))
+                .await;
+            if let Err(error) = sent {
+                let error = StoreError::with_source("cannot notify", error).flattened();
+                tracing::warn!(
+                    error = %error,
+                    "cannot wake the other processes: they find the work at their next poll"
+                );
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            if !self.owed() {
+                return;
+            }
+        }
+    }
+
+    /// Whether this caller sends: no one else is; otherwise the sender owes one more.
+    fn take_turn(&self) -> bool {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match state.0 {
+            true => {
+                state.1 = true;
+                false
+            }
+            false => {
+                state.0 = true;
+                true
+            }
+        }
+    }
+
+    /// Whether the sender owes another (and still holds its turn), or is done.
+    fn owed(&self) -> bool {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let owed = std::mem::take(&mut state.1);
+        state.0 = owed;
+        owed
     }
 }
 

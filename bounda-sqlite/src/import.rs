@@ -159,10 +159,7 @@ fn write(tx: &Connection, records: &Import) -> Result<(), StoreError> {
     }
     // A letter is filed as a commit files it; the target is empty, so none is there already.
     for letter in &records.dead_letters {
-        crate::commit::file_letter(tx, letter).map_err(|error| match error {
-            bounda::store::CommitError::Store(error) => error,
-            other => StoreError::new(other.to_string()),
-        })?;
+        crate::statements::file_letter(tx, letter)?;
     }
     if let Some(mark) = &records.mark {
         tx.prepare_cached("INSERT INTO bounda_copy (copied_at, source, head) VALUES (?1, ?2, ?3)")

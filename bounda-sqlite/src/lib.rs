@@ -13,11 +13,12 @@
 //! # }
 //! ```
 
-mod commit;
+mod claims;
 mod connection;
 mod import;
 mod rows;
 mod schema;
+mod statements;
 mod store;
 
 use std::path::Path;

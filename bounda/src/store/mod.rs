@@ -15,6 +15,7 @@
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
+pub mod protocol;
 mod records;
 mod write_set;
 

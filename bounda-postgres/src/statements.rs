@@ -1,0 +1,484 @@
+//! The PostgreSQL statements of the write protocol (`bounda::store::protocol`): each reads or
+//! writes one thing inside a transaction or savepoint, and the protocol decides what its answer
+//! means.
+//!
+//! Global order: a transaction that appends takes the one-row position counter (`{t}head`)
+//! with [`lock_head`] before anything else and holds it until it commits. Appenders are
+//! serialised, so a position is visible only after every smaller one is, and a subscriber reading
+//! past its checkpoint never skips an event that commits later with a smaller position.
+
+use std::ops::RangeInclusive;
+
+use bounda::Instant;
+use bounda::store::protocol::{self, InboxSettle, Statements};
+use bounda::store::{
+    Append, Appended, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle,
+    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+};
+use deadpool_postgres::GenericClient;
+
+use crate::claims;
+use crate::names::Names;
+use crate::rows::{self, bigint};
+use crate::sql::{Params, execute, failed, query_one, query_opt};
+
+/// Writes `writes` on `client`, inside a transaction or savepoint the caller rolls back on
+/// error, having taken the position counter if `writes` appends.
+pub(crate) async fn apply(
+    client: &impl GenericClient,
+    names: &Names,
+    writes: &WriteSet,
+) -> Result<Committed, CommitError> {
+    let mut on = On {
+        client,
+        names,
+        position: None,
+    };
+    protocol::apply(&mut on, writes).await
+}
+
+/// Takes the position counter for this transaction: called before the first statement of a
+/// transaction that may append, so appenders queue here and read stream versions only once it
+/// is theirs (two appends to one stream then meet as a stale version, not a unique violation).
+pub(crate) async fn lock_head(
+    client: &impl GenericClient,
+    names: &Names,
+) -> Result<(), StoreError> {
+    query_one(
+        client,
+        &names.sql("SELECT position FROM {t}head WHERE id = 1 FOR UPDATE"),
+        &[],
+    )
+    .await
+    .map_err(failed("cannot take the position counter"))?;
+    Ok(())
+}
+
+/// The position of the last event, 0 when there is none.
+pub(crate) async fn head(client: &impl GenericClient, names: &Names) -> Result<u64, StoreError> {
+    let row = query_one(
+        client,
+        &names.sql("SELECT position FROM {t}head WHERE id = 1"),
+        &[],
+    )
+    .await
+    .map_err(failed("cannot read the head"))?;
+    rows::unsigned(&row, 0)
+}
+
+/// Files a letter once: the same id again leaves the first as it is.
+pub(crate) async fn file_letter(
+    client: &impl GenericClient,
+    names: &Names,
+    letter: &DeadLetter,
+) -> Result<(), StoreError> {
+    let attempts = i32::try_from(letter.attempts).unwrap_or(i32::MAX);
+    execute(
+        client,
+        &names.sql(
+            "INSERT INTO {t}dead_letters
+                 (id, kind, handler, event_id, event_type, aggregate_type, aggregate_id,
+                  error_type, error_message, error_stack, attempts, first_failed_at,
+                  last_failed_at, status, payload)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             ON CONFLICT (id) DO NOTHING",
+        ),
+        &[
+            &letter.id,
+            &letter.kind.as_str(),
+            &letter.handler,
+            &letter.event_id,
+            &letter.event_type,
+            &letter.aggregate_type,
+            &letter.aggregate_id,
+            &letter.error_type,
+            &letter.error_message,
+            &letter.error_stack,
+            &attempts,
+            &letter.first_failed_at.to_chrono(),
+            &letter.last_failed_at.to_chrono(),
+            &letter.status.as_str(),
+            &letter.payload,
+        ],
+    )
+    .await
+    .map_err(failed("cannot file a dead letter"))?;
+    Ok(())
+}
+
+/// The statements on one transaction or savepoint.
+struct On<'a, C> {
+    client: &'a C,
+    names: &'a Names,
+    /// The last position this write set appended at, once it has.
+    position: Option<i64>,
+}
+
+impl<C: GenericClient> On<'_, C> {
+    /// Runs `template` (`{t}` naming the tables), answering the rows it changed.
+    async fn execute(
+        &self,
+        what: &'static str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<u64, StoreError> {
+        execute(self.client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
+
+    /// The row `template` answers, if any.
+    async fn row(
+        &self,
+        what: &'static str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        query_opt(self.client, &self.names.sql(template), params)
+            .await
+            .map_err(failed(what))
+    }
+
+    /// The moment in the first column of the row `template` answers, if any.
+    async fn moment(
+        &self,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Option<Instant>, StoreError> {
+        match self
+            .row("cannot read a claim's first failure", template, params)
+            .await?
+        {
+            Some(row) => rows::optional_instant(&row, 0),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<C: GenericClient> Statements for On<'_, C> {
+    /// Read `FOR SHARE`: an operator's discard, or another retry's claim, waits for this step
+    /// instead of landing between its check and its commit.
+    async fn letter(&mut self, id: &str) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let row = self
+            .row(
+                "cannot read a dead letter",
+                "SELECT status, claim_id FROM {t}dead_letters WHERE id = $1 FOR SHARE",
+                &[&id],
+            )
+            .await?;
+        row.map(|row| Ok((rows::get(&row, 0)?, rows::get(&row, 1)?)))
+            .transpose()
+    }
+
+    async fn inbox_first_failure(
+        &mut self,
+        handler: &str,
+        event_id: &str,
+    ) -> Result<Option<Instant>, StoreError> {
+        self.moment(
+            "SELECT first_failed_at FROM {t}inbox WHERE handler = $1 AND event_id = $2",
+            &[&handler, &event_id],
+        )
+        .await
+    }
+
+    async fn scheduled_first_failure(&mut self, key: &str) -> Result<Option<Instant>, StoreError> {
+        self.moment(
+            "SELECT first_failed_at FROM {t}scheduled_commands WHERE dedupe_key = $1",
+            &[&key],
+        )
+        .await
+    }
+
+    async fn head(&mut self) -> Result<u64, StoreError> {
+        head(self.client, self.names).await
+    }
+
+    async fn stream_version(
+        &mut self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<u64, StoreError> {
+        let row = query_one(
+            self.client,
+            &self.names.sql(
+                "SELECT coalesce(max(version), 0) FROM {t}events
+                 WHERE aggregate_type = $1 AND aggregate_id = $2",
+            ),
+            &[&aggregate_type, &aggregate_id],
+        )
+        .await
+        .map_err(failed("cannot read a stream's version"))?;
+        rows::unsigned(&row, 0)
+    }
+
+    /// Appenders hold the position counter: the version read before is still the stream's, and
+    /// the positions follow the head.
+    async fn insert_events(
+        &mut self,
+        append: &Append,
+        versions: RangeInclusive<u64>,
+    ) -> Result<Option<Vec<Appended>>, StoreError> {
+        let mut position = match self.position {
+            Some(position) => position,
+            None => bigint("a position", head(self.client, self.names).await?)?,
+        };
+        let insert = self.names.sql(
+            "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
+                 payload, timestamp, metadata)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        );
+        let mut appended = Vec::with_capacity(append.events.len());
+        for (event, version) in append.events.iter().zip(versions) {
+            position += 1;
+            let metadata = serde_json::to_value(&event.metadata)
+                .map_err(|e| StoreError::with_source("cannot write metadata", e))?;
+            execute(
+                self.client,
+                &insert,
+                &[
+                    &position,
+                    &event.id,
+                    &append.aggregate_type,
+                    &append.aggregate_id,
+                    &bigint("a version", version)?,
+                    &event.event_type,
+                    &event.payload,
+                    &event.timestamp.to_chrono(),
+                    &metadata,
+                ],
+            )
+            .await
+            .map_err(failed("cannot append an event"))?;
+            appended.push(Appended {
+                id: event.id.clone(),
+                position: position as u64,
+                version,
+            });
+        }
+        self.position = Some(position);
+        Ok(Some(appended))
+    }
+
+    async fn appended(&mut self, events: &[Appended]) -> Result<(), StoreError> {
+        let Some(last) = events.last() else {
+            return Ok(());
+        };
+        self.execute(
+            "cannot move the position counter",
+            "UPDATE {t}head SET position = $1 WHERE id = 1",
+            &[&bigint("a position", last.position)?],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn skip_checkpoint(
+        &mut self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<(), StoreError> {
+        self.execute(
+            "cannot move a checkpoint",
+            "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2",
+            &[
+                &subscriber,
+                &bigint("a position", from)?,
+                &bigint("a position", to)?,
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn settle_inbox(
+        &mut self,
+        mark: &InboxMark,
+        settle: &InboxSettle<'_>,
+    ) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot settle an inbox claim",
+            "UPDATE {t}inbox
+             SET status = $4, retry_at = $5, last_error = coalesce($6, last_error),
+                 first_failed_at = coalesce(first_failed_at, $7), claimed_at = NULL,
+                 lease_until = NULL,
+                 attempts = attempts + (CASE WHEN $4 <> 'succeeded' THEN 1 ELSE 0 END)
+             WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
+            &[
+                &mark.handler,
+                &mark.event_id,
+                &mark.claim_id,
+                &settle.status.as_str(),
+                &settle.retry_at.map(Instant::to_chrono),
+                &settle.error,
+                &settle.failed_at.map(Instant::to_chrono),
+            ],
+        )
+        .await
+    }
+
+    async fn release_inbox(&mut self, mark: &InboxMark) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot release an inbox claim",
+            "UPDATE {t}inbox SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
+             WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
+            &[&mark.handler, &mark.event_id, &mark.claim_id],
+        )
+        .await
+    }
+
+    async fn complete_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot release a scheduler claim",
+            "DELETE FROM {t}scheduled_commands
+             WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled",
+            &[&release.dedupe_key, &release.claim_id],
+        )
+        .await
+    }
+
+    async fn retry_scheduled(
+        &mut self,
+        release: &ScheduledRelease,
+        execute_at: Instant,
+        error: &str,
+        failed_at: Instant,
+    ) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot release a scheduler claim",
+            "UPDATE {t}scheduled_commands
+             SET execute_at = $3, last_error = $4, attempts = attempts + 1,
+                 first_failed_at = coalesce(first_failed_at, $5),
+                 claimed_at = NULL, lease_until = NULL, claim_id = NULL
+             WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled",
+            &[
+                &release.dedupe_key,
+                &release.claim_id,
+                &execute_at.to_chrono(),
+                &error,
+                &failed_at.to_chrono(),
+            ],
+        )
+        .await
+    }
+
+    async fn give_back_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot release a scheduler claim",
+            "UPDATE {t}scheduled_commands
+             SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE
+             WHERE dedupe_key = $1 AND claim_id = $2",
+            &[&release.dedupe_key, &release.claim_id],
+        )
+        .await
+    }
+
+    async fn move_entry(
+        &mut self,
+        release: &ScheduledRelease,
+        entry: &ScheduledEntry,
+    ) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot move a scheduler entry",
+            "UPDATE {t}scheduled_commands
+             SET command_type = $3, aggregate_id = $4, payload = $5, execute_at = $6,
+                 context = $7, attempts = 0, last_error = NULL, first_failed_at = NULL,
+                 claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE,
+                 revision = revision + 1
+             WHERE dedupe_key = $1 AND claim_id = $2",
+            &[
+                &release.dedupe_key,
+                &release.claim_id,
+                &entry.command_type,
+                &entry.aggregate_id,
+                &entry.payload,
+                &entry.execute_at.to_chrono(),
+                &entry.context,
+            ],
+        )
+        .await
+    }
+
+    async fn unschedule(&mut self, key: &str) -> Result<(), StoreError> {
+        self.execute(
+            "cannot unschedule",
+            "DELETE FROM {t}scheduled_commands WHERE dedupe_key = $1",
+            &[&key],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn schedule(&mut self, entry: &ScheduledEntry) -> Result<(), StoreError> {
+        self.execute(
+            "cannot schedule",
+            "INSERT INTO {t}scheduled_commands AS s
+                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (dedupe_key) DO UPDATE SET
+                 command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
+                 payload = excluded.payload, execute_at = excluded.execute_at,
+                 context = excluded.context, attempts = 0, last_error = NULL,
+                 first_failed_at = NULL, rescheduled = (s.claim_id IS NOT NULL),
+                 revision = s.revision + 1
+             WHERE (s.command_type, s.aggregate_id, s.payload::text, s.execute_at, s.context::text)
+                 IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
+                     excluded.payload::text, excluded.execute_at, excluded.context::text)",
+            &[
+                &entry.dedupe_key,
+                &entry.command_type,
+                &entry.aggregate_id,
+                &entry.payload,
+                &entry.execute_at.to_chrono(),
+                &entry.context,
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn file_letter(&mut self, letter: &DeadLetter) -> Result<(), StoreError> {
+        file_letter(self.client, self.names, letter).await
+    }
+
+    async fn keep_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), StoreError> {
+        self.execute(
+            "cannot keep a snapshot",
+            "INSERT INTO {t}snapshots AS s (aggregate_type, aggregate_id, version, state)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
+                 version = excluded.version, state = excluded.state
+             WHERE excluded.version > s.version",
+            &[
+                &snapshot.aggregate_type,
+                &snapshot.aggregate_id,
+                &bigint("a snapshot version", snapshot.version)?,
+                &snapshot.state,
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn claim_due(&mut self, claim: &ClaimDue) -> Result<Vec<ScheduledEntry>, StoreError> {
+        claims::claim(
+            self.client,
+            self.names,
+            &claim.claim_id,
+            claim.now,
+            claim.lease,
+            claim.limit,
+        )
+        .await
+    }
+
+    async fn settle_letter(&mut self, settle: &LetterSettle) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot settle a dead letter",
+            "UPDATE {t}dead_letters SET status = $2 WHERE id = $1 AND status = 'failed'",
+            &[&settle.id, &settle.status.as_str()],
+        )
+        .await
+    }
+}
