@@ -26,6 +26,7 @@
 mod claims;
 mod import;
 mod names;
+mod place;
 mod rows;
 mod schema;
 mod sql;
@@ -56,8 +57,9 @@ pub struct Options {
     pub pool_size: usize,
     /// How long the server keeps a session that stopped talking inside a transaction before
     /// it ends it, rolling back and releasing its locks. A machine cut off from the network
-    /// mid-commit would otherwise hold the position counter, and every append, until the
-    /// network came back. The store's transactions never wait on anything else. Default 5 s.
+    /// mid-commit would otherwise hold the versions of the streams it was appending to, and
+    /// every append to them, until the network came back. The store's transactions never wait
+    /// on anything else. Default 5 s.
     pub idle_in_transaction_timeout: bounda::Duration,
 }
 

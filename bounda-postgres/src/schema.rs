@@ -127,6 +127,59 @@ const MIGRATIONS: &[&str] = &[
         head      BIGINT      NOT NULL
     );
     ",
+    // 4: appends do not wait for each other. An event is inserted at a placeholder position,
+    // the negative of a number taken at its insert (`{t}placeholder`); once it has committed,
+    // `{t}place` gives it the next position after the head, in the order of the placeholders,
+    // under the head row's lock. A position is given only to committed events, by one placer at
+    // a time, so positions appear without holes and in order; a transaction still open holds no
+    // lock anyone else needs, and its events are placed after it commits.
+    "
+    CREATE SEQUENCE {t}placeholder;
+    ALTER TABLE {t}events ALTER COLUMN position SET DEFAULT -nextval('{t}placeholder');
+    CREATE INDEX {p}events_unplaced ON {t}events (position) WHERE position < 0;
+    CREATE FUNCTION {t}place(mine TEXT[], skip TEXT[])
+    RETURNS TABLE (event_id TEXT, event_position BIGINT)
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        head_position BIGINT;
+        given BIGINT;
+        first_mine BIGINT;
+        last_mine BIGINT;
+    BEGIN
+        -- What this transaction writes is durable once anything that read it is: a later
+        -- commit's flush flushes this one too. So it does not wait for the disk itself.
+        PERFORM set_config('synchronous_commit', 'off', true);
+        LOOP
+            EXIT WHEN NOT EXISTS (SELECT 1 FROM {t}events e WHERE e.position < 0);
+            -- Each statement reads what committed before it: after the lock, every event an
+            -- earlier placer placed is seen placed.
+            SELECT h.position INTO head_position FROM {t}head h WHERE h.id = 1 FOR UPDATE;
+            WITH waiting AS (
+                SELECT e.position AS placeholder,
+                       head_position + row_number() OVER (ORDER BY e.position DESC) AS assigned
+                FROM {t}events e WHERE e.position < 0
+                ORDER BY e.position DESC LIMIT 10000)
+            UPDATE {t}events e SET position = waiting.assigned FROM waiting
+            WHERE e.position = waiting.placeholder;
+            GET DIAGNOSTICS given = ROW_COUNT;
+            UPDATE {t}head h SET position = head_position + given WHERE h.id = 1;
+            EXIT WHEN given < 10000;
+        END LOOP;
+        IF cardinality(mine) > 0 THEN
+            SELECT min(e.position), max(e.position) INTO first_mine, last_mine
+            FROM {t}events e WHERE e.id = ANY(mine);
+            -- Subscribers that take none of these events, standing just before them, move past
+            -- them, if no one else's events are among them.
+            IF cardinality(skip) > 0 AND first_mine > 0
+                AND last_mine - first_mine + 1 = cardinality(mine) THEN
+                UPDATE {t}checkpoints c SET position = last_mine
+                WHERE c.subscriber = ANY(skip) AND c.position = first_mine - 1;
+            END IF;
+            RETURN QUERY SELECT e.id, e.position FROM {t}events e WHERE e.id = ANY(mine);
+        END IF;
+    END
+    $$;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -2,18 +2,18 @@
 //! writes one thing inside a transaction or savepoint, and the protocol decides what its answer
 //! means.
 //!
-//! Global order: a transaction that appends takes the one-row position counter (`{t}head`)
-//! with [`lock_head`] before anything else and holds it until it commits. Appenders are
-//! serialised, so a position is visible only after every smaller one is, and a subscriber reading
-//! past its checkpoint never skips an event that commits later with a smaller position.
+//! Global order: an append inserts its events at placeholder positions and takes no lock any
+//! other appender needs; once it has committed, [`place`] gives them their positions (see the
+//! schema's migration 4, and ARCHITECTURE.md). Two appends to one stream meet on the stream's
+//! unique version: the later waits for the earlier's commit and then finds its version taken.
 
 use std::ops::RangeInclusive;
 
 use bounda::Instant;
-use bounda::store::protocol::{self, InboxSettle, Statements};
+use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, Appended, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle,
-    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle, ScheduledEntry,
+    ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use deadpool_postgres::GenericClient;
 
@@ -23,23 +23,17 @@ use crate::rows::{self, bigint};
 use crate::sql::{Params, execute, failed, query_one, query_opt};
 
 /// Writes `writes` on `client`, inside a transaction or savepoint the caller rolls back on
-/// error, having taken the position counter if `writes` appends.
+/// error. Its events are placed once it has committed, by [`place`].
 pub(crate) async fn apply(
     client: &impl GenericClient,
     names: &Names,
     writes: &WriteSet,
 ) -> Result<Committed, CommitError> {
-    let mut on = On {
-        client,
-        names,
-        position: None,
-    };
-    protocol::apply(&mut on, writes).await
+    protocol::apply(&mut On { client, names }, writes).await
 }
 
-/// Takes the position counter for this transaction: called before the first statement of a
-/// transaction that may append, so appenders queue here and read stream versions only once it
-/// is theirs (two appends to one stream then meet as a stale version, not a unique violation).
+/// Takes the head row for this transaction, as a placer does: a copy's import writes positions
+/// of its own, and no placer gives any meanwhile.
 pub(crate) async fn lock_head(
     client: &impl GenericClient,
     names: &Names,
@@ -50,7 +44,7 @@ pub(crate) async fn lock_head(
         &[],
     )
     .await
-    .map_err(failed("cannot take the position counter"))?;
+    .map_err(failed("cannot take the head row"))?;
     Ok(())
 }
 
@@ -110,8 +104,6 @@ pub(crate) async fn file_letter(
 struct On<'a, C> {
     client: &'a C,
     names: &'a Names,
-    /// The last position this write set appended at, once it has.
-    position: Option<i64>,
 }
 
 impl<C: GenericClient> On<'_, C> {
@@ -212,65 +204,62 @@ impl<C: GenericClient> Statements for On<'_, C> {
         rows::unsigned(&row, 0)
     }
 
-    /// Appenders hold the position counter: the version read before is still the stream's, and
-    /// the positions follow the head.
+    /// One statement for the stream's events, at placeholder positions. A version taken by a
+    /// transaction still open is waited for; once it commits, the insert leaves out the rows
+    /// whose version is taken, which is how a stale version shows.
     async fn insert_events(
         &mut self,
         append: &Append,
         versions: RangeInclusive<u64>,
-    ) -> Result<Option<Vec<Appended>>, StoreError> {
-        let mut position = match self.position {
-            Some(position) => position,
-            None => bigint("a position", head(self.client, self.names).await?)?,
-        };
-        let insert = self.names.sql(
-            "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
-                 payload, timestamp, metadata)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    ) -> Result<Inserted, StoreError> {
+        let count = append.events.len();
+        let (mut ids, mut numbers, mut types) = (
+            Vec::with_capacity(count),
+            Vec::with_capacity(count),
+            Vec::with_capacity(count),
         );
-        let mut appended = Vec::with_capacity(append.events.len());
+        let (mut payloads, mut timestamps, mut metadata) = (
+            Vec::with_capacity(count),
+            Vec::with_capacity(count),
+            Vec::with_capacity(count),
+        );
         for (event, version) in append.events.iter().zip(versions) {
-            position += 1;
-            let metadata = serde_json::to_value(&event.metadata)
-                .map_err(|e| StoreError::with_source("cannot write metadata", e))?;
-            execute(
-                self.client,
-                &insert,
+            ids.push(event.id.as_str());
+            numbers.push(bigint("a version", version)?);
+            types.push(event.event_type.as_str());
+            payloads.push(&event.payload);
+            timestamps.push(event.timestamp.to_chrono());
+            metadata.push(
+                serde_json::to_value(&event.metadata)
+                    .map_err(|e| StoreError::with_source("cannot write metadata", e))?,
+            );
+        }
+        let inserted = self
+            .execute(
+                "cannot append an event",
+                "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
+                     timestamp, metadata)
+                 SELECT id, $2, $3, version, type, payload, timestamp, metadata
+                 FROM unnest($1::text[], $4::bigint[], $5::text[], $6::json[],
+                     $7::timestamptz[], $8::json[])
+                     AS e (id, version, type, payload, timestamp, metadata)
+                 ON CONFLICT (aggregate_type, aggregate_id, version) DO NOTHING",
                 &[
-                    &position,
-                    &event.id,
+                    &ids,
                     &append.aggregate_type,
                     &append.aggregate_id,
-                    &bigint("a version", version)?,
-                    &event.event_type,
-                    &event.payload,
-                    &event.timestamp.to_chrono(),
+                    &numbers,
+                    &types,
+                    &payloads,
+                    &timestamps,
                     &metadata,
                 ],
             )
-            .await
-            .map_err(failed("cannot append an event"))?;
-            appended.push(Appended {
-                id: event.id.clone(),
-                position: position as u64,
-                version,
-            });
-        }
-        self.position = Some(position);
-        Ok(Some(appended))
-    }
-
-    async fn appended(&mut self, events: &[Appended]) -> Result<(), StoreError> {
-        let Some(last) = events.last() else {
-            return Ok(());
-        };
-        self.execute(
-            "cannot move the position counter",
-            "UPDATE {t}head SET position = $1 WHERE id = 1",
-            &[&bigint("a position", last.position)?],
-        )
-        .await?;
-        Ok(())
+            .await?;
+        Ok(match inserted == count as u64 {
+            true => Inserted::Unplaced,
+            false => Inserted::Taken,
+        })
     }
 
     async fn skip_checkpoint(

@@ -16,7 +16,7 @@ use deadpool_postgres::GenericClient;
 use crate::claims::{claim, claim_one, free_claim};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
-use crate::{PostgresStore, statements};
+use crate::{PostgresStore, place, statements};
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -37,7 +37,7 @@ impl Store for PostgresStore {
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
         let rows = self
-            .rows(
+            .stream_rows(
                 "cannot read a stream",
                 &format!(
                     "SELECT {} FROM {{t}}events
@@ -94,7 +94,7 @@ impl Store for PostgresStore {
 
     async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
         let rows = self
-            .rows(
+            .placed_rows(
                 "cannot read events",
                 &format!(
                     "SELECT {} FROM {{t}}events WHERE position > $1 ORDER BY position LIMIT $2",
@@ -108,7 +108,7 @@ impl Store for PostgresStore {
 
     async fn read_event(&self, id: &str) -> Result<Option<RecordedEvent>, StoreError> {
         let row = self
-            .row(
+            .stream_rows(
                 "cannot read an event",
                 &format!(
                     "SELECT {} FROM {{t}}events WHERE id = $1",
@@ -117,28 +117,26 @@ impl Store for PostgresStore {
                 &[&id],
             )
             .await?;
-        row.as_ref().map(rows::event).transpose()
+        row.first().map(rows::event).transpose()
     }
 
     async fn head(&self) -> Result<u64, StoreError> {
         let client = self.client().await?;
-        statements::head(&client, &self.names).await
+        place::before(&client, &self.names, statements::head(&client, &self.names)).await
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
-        if !writes.appends.is_empty() {
-            statements::lock_head(&tx, &self.names).await?;
-        }
         // On an error, dropping the transaction rolls it back before the connection is used
         // again.
         let committed = statements::apply(&tx, &self.names, writes).await?;
         tx.commit().await.map_err(failed("cannot commit"))?;
-        if protocol::wakes_others(writes) {
-            self.notifier.notify(&client, &self.names.channel()).await;
-        }
-        Ok(committed)
+        let mut results = [Ok(committed)];
+        self.committed(&client, std::slice::from_ref(writes), &mut results)
+            .await;
+        let [result] = results;
+        result
     }
 
     /// A transaction per 50 write sets, a savepoint each (group commit).
@@ -653,6 +651,52 @@ impl PostgresStore {
             .map_err(failed(what))
     }
 
+    /// The rows `template` answers, reading placed events only (`position > …`), with what is
+    /// waiting placed first, in the same round trip: an event whose writer died between its
+    /// commit and its placing is placed by the next reader.
+    async fn placed_rows(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        let read = async {
+            query(&client, &self.names.sql(template), params)
+                .await
+                .map_err(failed(what))
+        };
+        place::before(&client, &self.names, read).await
+    }
+
+    /// The events `template` answers (their position first) by stream or id: one still at its
+    /// placeholder, committed but not placed yet, is placed and the read made again, so every
+    /// event read has its position.
+    async fn stream_rows(
+        &self,
+        what: &str,
+        template: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let client = self.client().await?;
+        let statement = self.names.sql(template);
+        for _ in 0..PLACING_ROUNDS {
+            let rows = query(&client, &statement, params)
+                .await
+                .map_err(failed(what))?;
+            let waiting = rows
+                .iter()
+                .any(|row| rows::get::<i64>(row, 0).is_ok_and(|position| position < 0));
+            if !waiting {
+                return Ok(rows);
+            }
+            place::place(&client, &self.names, &[], &[]).await?;
+        }
+        Err(StoreError::new(format!(
+            "{what}: its events were still waiting to be placed after {PLACING_ROUNDS} placings"
+        )))
+    }
+
     /// The row `template` answers, if any; as [`rows`](Self::rows).
     async fn row(
         &self,
@@ -699,9 +743,6 @@ impl PostgresStore {
     ) -> Result<Vec<Result<Committed, CommitError>>, StoreError> {
         let mut client = self.client().await?;
         let mut tx = transaction(&mut client).await?;
-        if writes.iter().any(|writes| !writes.appends.is_empty()) {
-            statements::lock_head(&tx, &self.names).await?;
-        }
         let mut results = Vec::with_capacity(writes.len());
         for (index, writes) in writes.iter().enumerate() {
             let savepoint = tx
@@ -723,21 +764,73 @@ impl PostgresStore {
             results.push(result);
         }
         tx.commit().await.map_err(failed("cannot commit"))?;
-        let wakes = writes
-            .iter()
-            .zip(&results)
-            .any(|(writes, result)| result.is_ok() && protocol::wakes_others(writes));
-        if wakes {
-            self.notifier.notify(&client, &self.names.channel()).await;
-        }
+        self.committed(&client, writes, &mut results).await;
         Ok(results)
+    }
+
+    /// What follows a commit of `writes`, answered by `results`: the events of those that
+    /// committed are placed in the global order (their positions filled in), then the processes
+    /// listening are woken. A failure here is logged, not answered: what was written stands, and
+    /// the next reader places it.
+    async fn committed(
+        &self,
+        client: &deadpool_postgres::Object,
+        writes: &[WriteSet],
+        results: &mut [Result<Committed, CommitError>],
+    ) {
+        let landed = || {
+            writes
+                .iter()
+                .zip(results.iter())
+                .filter(|(_, result)| result.is_ok())
+                .map(|(writes, _)| writes)
+        };
+        let wakes = landed().any(protocol::wakes_others);
+        let appending: Vec<&WriteSet> = landed().filter(|w| !w.appends.is_empty()).collect();
+        if let Some((first, rest)) = appending.split_first() {
+            // A subscriber moves past the events only if none of them is its.
+            let skip: Vec<&str> = first
+                .skip
+                .iter()
+                .filter(|name| rest.iter().all(|other| other.skip.contains(name)))
+                .map(String::as_str)
+                .collect();
+            let mine: Vec<&str> = appending
+                .iter()
+                .flat_map(|writes| &writes.appends)
+                .flat_map(|append| &append.events)
+                .map(|event| event.id.as_str())
+                .collect();
+            match place::place(client, &self.names, &mine, &skip).await {
+                Ok(positions) => {
+                    let events = results
+                        .iter_mut()
+                        .filter_map(|result| result.as_mut().ok())
+                        .flat_map(|committed| &mut committed.events);
+                    for event in events {
+                        event.position = positions.get(&event.id).copied().unwrap_or(0);
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    error = %error.flattened(),
+                    "committed events are not placed in the global order yet: the next reader places them"
+                ),
+            }
+        }
+        if wakes {
+            self.notifier.notify(client, &self.names.channel()).await;
+        }
     }
 }
 
+/// How often a read by stream places what is waiting and reads again before it gives up: each
+/// placing places every event committed before it, so a second read finds them placed unless
+/// more keep committing to the same stream.
+const PLACING_ROUNDS: usize = 20;
+
 /// Write sets per transaction in a group commit. Each savepoint that writes takes a
 /// subtransaction id, and past 64 in one transaction PostgreSQL's per-session cache of them
-/// overflows: every other session's snapshot then looks them up on disk while it is open. Fewer
-/// per transaction also hold the position counter for less at a time.
+/// overflows: every other session's snapshot then looks them up on disk while it is open.
 const SAVEPOINTS: usize = 50;
 
 /// The condition of a letter filter on its first three parameters; a `NULL` one matches all.

@@ -6,7 +6,10 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
+use bounda::store::{Append, CommitError, Store};
 use bounda_postgres::{Options, PostgresStore, SCHEMA_VERSION, testing};
+
+mod support;
 
 /// The dump `dump` (`pg_dump` of a schema an older build wrote, its name written `{schema}`)
 /// restored into a fresh schema, opened by this build; with the server's address and the schema.
@@ -34,7 +37,7 @@ async fn restored(dump: &str) -> (PostgresStore, tokio_postgres::Client, String)
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 3, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 4, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(
@@ -142,4 +145,50 @@ async fn tables_of_an_older_schema_are_refused_as_they_are_and_left_unchanged() 
     PostgresStore::connect_as_is(&url, options())
         .await
         .expect("connected as they are at this build's schema");
+}
+
+// Issue 21: events an older build numbered as it appended keep their positions once appends are
+// placed after their commit; new ones are placed after them, and the old versions still meet a
+// stale append.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_schema_3_keep_their_positions_and_new_ones_are_placed_after_them() {
+    let (store, _client, _schema) = restored(include_str!("fixtures/events-v3.sql")).await;
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    let placed = |events: Vec<bounda::RecordedEvent>| -> Vec<(u64, String)> {
+        events.into_iter().map(|e| (e.position, e.id)).collect()
+    };
+    let old = [(1, "w0-0"), (2, "w0-1"), (3, "w1-0")].map(|(p, id)| (p, id.to_owned()));
+    assert_eq!(placed(store.read_all(0, 10).await.unwrap()), old);
+    assert_eq!(store.head().await.unwrap(), 3);
+    assert_eq!(store.checkpoint("reader").await.unwrap(), Some(2));
+
+    let append = |expected_version, n| Append {
+        aggregate_type: "Order".into(),
+        aggregate_id: "o-1".into(),
+        expected_version,
+        events: vec![support::event(2, n)],
+    };
+    match support::append(&store, &[append(1, 0)]).await {
+        Err(CommitError::StreamMoved { actual_version, .. }) => assert_eq!(actual_version, 2),
+        other => panic!("a stale append was not refused: {other:?}"),
+    }
+    let committed = support::append(&store, &[append(2, 1)]).await.unwrap();
+    assert_eq!(
+        (committed.events[0].position, committed.events[0].version),
+        (4, 3),
+        "placed after the old events, at the stream's next version"
+    );
+    assert_eq!(
+        placed(store.read_all(2, 10).await.unwrap()),
+        [(3, "w1-0".to_owned()), (4, "w2-1".to_owned())]
+    );
+    assert_eq!(store.head().await.unwrap(), 4);
+    let stream = store.read_stream("Order", "o-1").await.unwrap();
+    assert_eq!(
+        stream
+            .iter()
+            .map(|e| (e.version, e.position))
+            .collect::<Vec<_>>(),
+        [(1, 1), (2, 2), (3, 4)]
+    );
 }

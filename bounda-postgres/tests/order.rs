@@ -1,6 +1,7 @@
-//! Global order without holes (issue 12): with many writers appending at once, a subscriber
-//! reading past its checkpoint sees every event once, in position order, and never moves past
-//! a position whose transaction is still in flight.
+//! Global order without holes (issues 12 and 21): with many writers appending at once, a
+//! subscriber reading past its checkpoint sees every event once, in position order, and never
+//! moves past a position that a later commit fills in; a transaction held open, a session idle
+//! in one, and a placer that dies hold up no one else's events.
 
 #![allow(
     clippy::unwrap_used,
@@ -221,4 +222,193 @@ async fn a_listener_whose_connection_drops_listens_again() {
     tokio::time::timeout(wait, wakeups.next())
         .await
         .expect("woken by an append after the connection was made again");
+}
+
+/// A connection of its own to the test server.
+async fn session(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// The metadata of an event a command decided.
+const METADATA: &str =
+    r#"{"causationId":"c","correlationId":"c","depth":0,"schemaVersion":1,"system":false}"#;
+
+/// The statement an append runs for one event, by hand: `id` at `version` of stream `stream`,
+/// at its placeholder position.
+fn insert(schema: &str, id: &str, stream: &str, version: u64) -> String {
+    format!(
+        "INSERT INTO \"{schema}\".events
+             (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+         VALUES ('{id}', 'Clock', '{stream}', {version}, 'Tick', '{{}}', now(), '{METADATA}')"
+    )
+}
+
+/// `count` events to streams of their own, through the store.
+async fn append_each(store: &PostgresStore, from: usize, count: usize) {
+    for n in from..from + count {
+        let append = Append {
+            aggregate_type: "Clock".into(),
+            aggregate_id: format!("s{n}"),
+            expected_version: 0,
+            events: vec![event(n, 0)],
+        };
+        support::append(store, &[append]).await.unwrap();
+    }
+}
+
+/// What a reader from the start sees: each event's position and id.
+async fn seen(store: &PostgresStore) -> Vec<(u64, String)> {
+    let events = store.read_all(0, 1000).await.unwrap();
+    events.into_iter().map(|e| (e.position, e.id)).collect()
+}
+
+/// Whether `seen` holds positions 1, 2, 3… without a hole.
+fn without_holes(seen: &[(u64, String)]) -> bool {
+    seen.iter()
+        .enumerate()
+        .all(|(index, (position, _))| *position == index as u64 + 1)
+}
+
+// Issue 21: a transaction that appends and stays open for seconds holds up no one: others
+// commit and are read meanwhile, in order; its event is placed after theirs once it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_keeps_its_transaction_open_delays_only_its_own_events() {
+    let (url, schema) = testing::schema("long_tx").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    append_each(&store, 0, 1).await;
+    let slow = session(&url).await;
+    slow.batch_execute(&format!("BEGIN; {}", insert(&schema, "slow", "slow", 1)))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    append_each(&store, 1, 20).await;
+    let meanwhile = seen(&store).await;
+    assert_eq!(meanwhile.len(), 21, "every other commit is read meanwhile");
+    assert!(without_holes(&meanwhile), "{meanwhile:?}");
+    assert!(meanwhile.iter().all(|(_, id)| id != "slow"));
+    assert_eq!(store.head().await.unwrap(), 21);
+    // Held open for seconds, then committed.
+    tokio::time::sleep(std::time::Duration::from_secs(2).saturating_sub(started.elapsed())).await;
+    slow.batch_execute("COMMIT").await.unwrap();
+    let afterwards = seen(&store).await;
+    assert_eq!(
+        afterwards[..21],
+        meanwhile[..],
+        "what was read stays as it was"
+    );
+    assert_eq!(
+        afterwards[21..],
+        [(22, "slow".to_owned())],
+        "placed after them"
+    );
+    append_each(&store, 21, 1).await;
+    assert_eq!(seen(&store).await[22], (23, "w21-0".to_owned()));
+}
+
+// Issue 21: a session that sits idle inside an appending transaction is ended by the server;
+// its event never appears, and no position is left for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_idle_in_an_appending_transaction_is_ended_and_leaves_no_hole() {
+    let (url, schema) = testing::schema("idle_tx").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let idle = session(&url).await;
+    idle.batch_execute(&format!(
+        "SET idle_in_transaction_session_timeout = '300ms'; BEGIN; {}",
+        insert(&schema, "idle", "s0", 1)
+    ))
+    .await
+    .unwrap();
+    // Another append to the same stream waits for the idle one's version, until the server
+    // ends its session; appends elsewhere do not wait at all.
+    append_each(&store, 1, 5).await;
+    append_each(&store, 0, 1).await;
+    let ended = idle.batch_execute("COMMIT").await;
+    assert!(ended.is_err(), "the idle session was ended: {ended:?}");
+    let placed = seen(&store).await;
+    assert_eq!(placed.len(), 6);
+    assert!(without_holes(&placed), "{placed:?}");
+    assert!(placed.iter().all(|(_, id)| id != "idle"));
+    assert_eq!(
+        placed[5].1, "w0-0",
+        "its stream's version went to the next append"
+    );
+}
+
+// Issue 21: a placer that dies while placing (its session ended mid-transaction) places nothing;
+// the next placer takes over and places what it held, and events whose writers died between
+// their commit and their placing are placed by the next reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_next_reader() {
+    let (url, schema) = testing::schema("placer").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    // Two writers committed and died before placing their events.
+    let admin = session(&url).await;
+    admin
+        .batch_execute(&format!(
+            "{}; {}",
+            insert(&schema, "orphan-1", "o1", 1),
+            insert(&schema, "orphan-2", "o2", 1)
+        ))
+        .await
+        .unwrap();
+    // A placer has placed them, and dies before it commits.
+    let placer = session(&url).await;
+    placer
+        .batch_execute(&format!(
+            "BEGIN; SELECT * FROM \"{schema}\".place('{{}}', '{{}}')"
+        ))
+        .await
+        .unwrap();
+    // Meanwhile an append commits; its answer waits for its placing.
+    let appending = {
+        let store = store.clone();
+        tokio::spawn(async move { append_each(&store, 0, 1).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!appending.is_finished(), "placing waits for the placer");
+    let ended = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE state = 'idle in transaction' AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ended.len(), 1, "the placer's session was found and ended");
+    tokio::time::timeout(std::time::Duration::from_secs(5), appending)
+        .await
+        .expect("the append's placing goes on once the placer is gone")
+        .unwrap();
+    let placed = seen(&store).await;
+    let ids: Vec<&str> = placed.iter().map(|(_, id)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["orphan-1", "orphan-2", "w0-0"],
+        "in commit order, once"
+    );
+    assert!(without_holes(&placed), "{placed:?}");
+
+    // Another orphan, with no append after it: the next reader places it.
+    admin
+        .batch_execute(&insert(&schema, "orphan-3", "o3", 1))
+        .await
+        .unwrap();
+    assert_eq!(seen(&store).await[3], (4, "orphan-3".to_owned()));
+    assert_eq!(store.head().await.unwrap(), 4);
 }

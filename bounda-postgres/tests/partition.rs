@@ -1,7 +1,8 @@
-//! A machine cut off from the server mid-commit (issue 12): the server ends its session once it
-//! has sat idle inside a transaction longer than the store's timeout, so the position counter it
-//! held is free for every other machine's appends, and its own commit fails when the network
-//! comes back instead of landing late.
+//! A machine cut off from the server mid-commit (issues 12 and 21): appends take no lock that
+//! every appender needs, so the machine holds up only appends to the stream it was writing, and
+//! only until the server ends its session, once it has sat idle inside a transaction longer than
+//! the store's timeout; its own commit then fails when the network comes back instead of
+//! landing late.
 
 #![allow(
     clippy::unwrap_used,
@@ -26,57 +27,67 @@ async fn client(url: &str) -> tokio_postgres::Client {
     client
 }
 
+fn append(stream: &str, writer: usize) -> Append {
+    Append {
+        aggregate_type: "Clock".into(),
+        aggregate_id: stream.into(),
+        expected_version: 0,
+        events: vec![event(writer, 0)],
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_machine_cut_off_holding_the_position_counter_loses_its_session_not_the_others() {
+async fn a_machine_cut_off_mid_commit_holds_up_only_its_stream_and_only_until_its_session_ends() {
     let (url, schema) = testing::schema("partition").unwrap_or_else(|how| panic!("{how}"));
     let proxy = Proxy::start(testing::address().unwrap()).await.unwrap();
-    let options = Options {
+    let options = |pool_size| Options {
         schema: schema.clone(),
-        pool_size: 1,
+        pool_size,
         idle_in_transaction_timeout: millis(500),
         ..Options::default()
     };
-    let cut_off = PostgresStore::connect(&testing::url_via(proxy.address()).unwrap(), options)
+    let cut_off = PostgresStore::connect(&testing::url_via(proxy.address()).unwrap(), options(1))
         .await
         .unwrap();
-    let head = format!("SELECT position FROM \"{schema}\".head WHERE id = 1 FOR UPDATE");
+    let others = PostgresStore::connect(&url, options(2)).await.unwrap();
 
-    // Another session holds the counter, so the machine's commit waits for it on the server.
+    // Another session is writing version 1 of stream `c`, so the machine's append to it waits
+    // on the server, inside its transaction.
     let holder = client(&url).await;
-    holder.batch_execute("BEGIN").await.unwrap();
-    holder.execute(&head, &[]).await.unwrap();
-    let commit = tokio::spawn(async move {
-        let append = Append {
-            aggregate_type: "Clock".into(),
-            aggregate_id: "c".into(),
-            expected_version: 0,
-            events: vec![event(0, 0)],
-        };
-        support::append(&cut_off, &[append]).await
-    });
-    tokio::time::sleep(Wall::from_millis(300)).await;
-    // The network goes; then the counter is the machine's, on a session that cannot answer.
-    proxy.cut();
-    holder.batch_execute("COMMIT").await.unwrap();
-
-    // Everyone else can still append: the server ends the silent session after 500 ms.
-    let other = client(&url).await;
-    other
-        .batch_execute("SET statement_timeout = '5s'; BEGIN")
+    holder
+        .batch_execute(&format!(
+            "BEGIN; INSERT INTO \"{schema}\".events
+                 (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+             VALUES ('held', 'Clock', 'c', 1, 'Tick', '{{}}', now(), '{{}}')"
+        ))
         .await
         .unwrap();
+    let commit = tokio::spawn(async move { support::append(&cut_off, &[append("c", 0)]).await });
+    tokio::time::sleep(Wall::from_millis(300)).await;
+    // The network goes; then the version is the machine's, on a session that cannot answer.
+    proxy.cut();
+    holder.batch_execute("ROLLBACK").await.unwrap();
+
+    // Appends to other streams do not wait at all.
     let started = std::time::Instant::now();
-    let taken = other.execute(&head, &[]).await;
+    support::append(&others, &[append("d", 1)]).await.unwrap();
+    assert!(
+        started.elapsed() < Wall::from_millis(400),
+        "another stream waited for the cut-off machine: {:?}",
+        started.elapsed()
+    );
+    // One to the machine's stream waits until the server ends the silent session (500 ms).
+    let started = std::time::Instant::now();
+    let taken = support::append(&others, &[append("c", 2)]).await;
     assert!(
         taken.is_ok(),
-        "the counter stayed with the cut-off machine: {taken:?}"
+        "stream `c` stayed with the cut-off machine: {taken:?}"
     );
     assert!(
         started.elapsed() < Wall::from_secs(4),
         "{:?}",
         started.elapsed()
     );
-    other.batch_execute("COMMIT").await.unwrap();
 
     // Back on the network, the machine's commit fails rather than landing late.
     proxy.heal();
@@ -85,13 +96,12 @@ async fn a_machine_cut_off_holding_the_position_counter_loses_its_session_not_th
         .expect("the commit answers once the network is back")
         .unwrap();
     assert!(landed.is_err(), "a commit from a session the server ended");
-    let (url_direct, options) = (
-        url,
-        Options {
-            schema,
-            ..Options::default()
-        },
-    );
-    let store = PostgresStore::connect(&url_direct, options).await.unwrap();
-    assert_eq!(store.head().await.unwrap(), 0, "nothing of it was written");
+    let ids: Vec<String> = others
+        .read_all(0, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["w1-0", "w2-0"], "nothing of it was written");
 }

@@ -5,10 +5,10 @@
 use std::ops::RangeInclusive;
 
 use bounda::Instant;
-use bounda::store::protocol::{self, InboxSettle, Statements};
+use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, Appended, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle,
-    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle, ScheduledEntry,
+    ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -154,7 +154,7 @@ impl Statements for On<'_> {
         &mut self,
         append: &Append,
         versions: RangeInclusive<u64>,
-    ) -> Result<Option<Vec<Appended>>, StoreError> {
+    ) -> Result<Inserted, StoreError> {
         let mut insert = self
             .0
             .prepare_cached(
@@ -163,7 +163,7 @@ impl Statements for On<'_> {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .map_err(sql("cannot prepare the append"))?;
-        let mut appended = Vec::with_capacity(append.events.len());
+        let mut positions = Vec::with_capacity(append.events.len());
         for (event, version) in append.events.iter().zip(versions) {
             let metadata = serde_json::to_string(&event.metadata)
                 .map_err(|e| StoreError::with_source("cannot write metadata", e))?;
@@ -179,13 +179,9 @@ impl Statements for On<'_> {
                     metadata,
                 ])
                 .map_err(sql("cannot append an event"))?;
-            appended.push(Appended {
-                id: event.id.clone(),
-                position: self.0.last_insert_rowid() as u64,
-                version,
-            });
+            positions.push(self.0.last_insert_rowid() as u64);
         }
-        Ok(Some(appended))
+        Ok(Inserted::At(positions))
     }
 
     async fn skip_checkpoint(

@@ -179,7 +179,12 @@ impl App {
             match self.commit(&writes).await {
                 Ok(committed) => {
                     let mut decided = decision.decided;
-                    decided.position = committed.events.last().map(|event| event.position);
+                    // A store that places events after the commit and could not say where: unknown.
+                    decided.position = committed
+                        .events
+                        .last()
+                        .map(|event| event.position)
+                        .filter(|position| *position > 0);
                     return Ok(decided);
                 }
                 Err(CommitError::StreamMoved {

@@ -54,21 +54,14 @@ pub trait Statements {
         aggregate_id: &str,
     ) -> Result<u64, StoreError>;
 
-    /// Inserts the events of `append` at the versions after its expected one, answering each
-    /// one's position; `None` when another transaction took one of those versions first (a
-    /// store whose appenders do not wait for each other finds out here, not earlier).
+    /// Inserts the events of `append` at `versions` (those after its expected one), answering
+    /// where they stand; [`Inserted::Taken`] when another transaction took one of those versions
+    /// first (a store whose appenders do not wait for each other finds out here, not earlier).
     async fn insert_events(
         &mut self,
         append: &Append,
         versions: std::ops::RangeInclusive<u64>,
-    ) -> Result<Option<Vec<Appended>>, StoreError>;
-
-    /// Runs once the write set's events are inserted, with all of them: a store that counts
-    /// positions apart from its events moves its counter here.
-    async fn appended(&mut self, events: &[Appended]) -> Result<(), StoreError> {
-        let _ = events;
-        Ok(())
-    }
+    ) -> Result<Inserted, StoreError>;
 
     /// Moves `subscriber`'s checkpoint from `from` to `to`, only if it stands at `from`.
     async fn skip_checkpoint(
@@ -135,6 +128,19 @@ pub trait Statements {
 
     /// Moves a letter out of `failed`, only while it is `failed`. Answers the rows changed.
     async fn settle_letter(&mut self, settle: &LetterSettle) -> Result<u64, StoreError>;
+}
+
+/// What inserting a stream's events found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inserted {
+    /// Inserted, at these positions in the global order, in order.
+    At(Vec<u64>),
+    /// Inserted; the store gives their positions once they have committed, and moves the
+    /// skipping subscribers past them itself (a store whose appenders do not wait for each
+    /// other: see `bounda-postgres`). Until then their [`Appended::position`] is 0.
+    Unplaced,
+    /// Another transaction took one of the versions first: the stream moved.
+    Taken,
 }
 
 /// How an inbox claim that ran is settled, as its row keeps it.
@@ -211,15 +217,13 @@ pub async fn apply<S: Statements>(
         true => None,
         false => Some(s.head().await?),
     };
+    let mut placed = true;
     for append in &writes.appends {
-        append_events(s, append, &mut committed).await?;
+        placed &= append_events(s, append, &mut committed).await?;
     }
-    if let Some(last) = committed.events.last() {
-        s.appended(&committed.events).await?;
-        if let Some(before) = head_before {
-            for subscriber in &writes.skip {
-                s.skip_checkpoint(subscriber, before, last.position).await?;
-            }
+    if let (Some(before), Some(last), true) = (head_before, committed.events.last(), placed) {
+        for subscriber in &writes.skip {
+            s.skip_checkpoint(subscriber, before, last.position).await?;
         }
     }
     if let Some(mark) = &writes.inbox {
@@ -330,12 +334,12 @@ fn moved_entry(writes: &WriteSet) -> Option<(&ScheduledRelease, &ScheduledEntry)
 }
 
 /// Appends one stream's events at the version its decision saw, or refuses with the version
-/// found.
+/// found. Answers whether their positions are known.
 async fn append_events<S: Statements>(
     s: &mut S,
     append: &Append,
     committed: &mut Committed,
-) -> Result<(), CommitError> {
+) -> Result<bool, CommitError> {
     let moved = |actual_version| CommitError::StreamMoved {
         aggregate_type: append.aggregate_type.clone(),
         aggregate_id: append.aggregate_id.clone(),
@@ -348,20 +352,28 @@ async fn append_events<S: Statements>(
     if actual != append.expected_version {
         return Err(moved(actual));
     }
-    let versions =
-        append.expected_version + 1..=append.expected_version + append.events.len() as u64;
-    match s.insert_events(append, versions).await? {
-        Some(events) => {
-            committed.events.extend(events);
-            Ok(())
-        }
-        None => {
+    let first = append.expected_version + 1;
+    let versions = first..=append.expected_version + append.events.len() as u64;
+    let (positions, placed) = match s.insert_events(append, versions).await? {
+        Inserted::At(positions) => (positions, true),
+        Inserted::Unplaced => (vec![0; append.events.len()], false),
+        Inserted::Taken => {
             let actual = s
                 .stream_version(&append.aggregate_type, &append.aggregate_id)
                 .await?;
-            Err(moved(actual))
+            return Err(moved(actual));
         }
-    }
+    };
+    committed
+        .events
+        .extend(append.events.iter().zip(positions).zip(first..).map(
+            |((event, position), version)| Appended {
+                id: event.id.clone(),
+                position,
+                version,
+            },
+        ));
+    Ok(placed)
 }
 
 /// Settles a scheduler claim. An entry rescheduled while it was held keeps its new schedule:

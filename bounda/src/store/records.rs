@@ -55,7 +55,9 @@ pub struct NewEvent {
 pub struct Appended {
     /// The event's id.
     pub id: String,
-    /// Its place in the global stream.
+    /// Its place in the global stream; 0 if the store could not tell it at the commit (a store
+    /// that places events once they have committed, whose placing failed: the next reader
+    /// places them).
     pub position: u64,
     /// Its version in its stream.
     pub version: u64,

@@ -1,0 +1,53 @@
+//! Placing events in the global order once they have committed.
+//!
+//! An append inserts its events at placeholder positions (negative, in the order of their
+//! inserts) and holds no lock that another appender needs, so appending transactions commit in
+//! parallel and share the server's flushes. Once an append has committed, its writer calls
+//! [`place`]: under the head row's lock, one placer at a time gives every committed event still
+//! waiting the next positions after the head, in placeholder order, and commits without waiting
+//! for the disk (a placement is durable once anything that read it is). A reader places what is
+//! waiting before it reads, so events whose writer died between its commit and its placing are
+//! placed by the next reader. Positions therefore appear without holes and only in order: no
+//! position is ever filled in later, no event is skipped after a timeout, and a transaction held
+//! open delays only its own events.
+
+use std::collections::HashMap;
+
+use bounda::store::StoreError;
+use deadpool_postgres::GenericClient;
+
+use crate::names::Names;
+use crate::rows;
+use crate::sql::{failed, query};
+
+/// Places every committed event still waiting and answers the positions of `mine`. Subscribers
+/// in `skip` standing just before `mine` move past them, if no one else's events are among them
+/// (they take none of them, as a write set's `skip` says).
+pub(crate) async fn place(
+    client: &impl GenericClient,
+    names: &Names,
+    mine: &[&str],
+    skip: &[&str],
+) -> Result<HashMap<String, u64>, StoreError> {
+    let rows = query(
+        client,
+        &names.sql("SELECT event_id, event_position FROM {t}place($1::text[], $2::text[])"),
+        &[&mine, &skip],
+    )
+    .await
+    .map_err(failed("cannot place the events committed"))?;
+    rows.iter()
+        .map(|row| Ok((rows::get(row, 0)?, rows::unsigned(row, 1)?)))
+        .collect()
+}
+
+/// Places what is waiting, then runs `read` (which reads placed events only): one round trip,
+/// the two statements sent together.
+pub(crate) async fn before<T>(
+    client: &impl GenericClient,
+    names: &Names,
+    read: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let (_, read) = futures_util::future::try_join(place(client, names, &[], &[]), read).await?;
+    Ok(read)
+}
