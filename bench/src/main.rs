@@ -42,8 +42,9 @@ struct Args {
     /// default); put it on the disk you want measured.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Also measure deadline firings on PostgreSQL with 1, 2 and 4 worker processes, on a
-    /// throwaway server started from the installed binaries (or `BOUNDA_POSTGRES_URL`).
+    /// Also measure deadline firings on PostgreSQL with 1, 2, 4 and 8 worker processes, on the
+    /// local socket and through a proxy 1 ms away, on a throwaway server started from the
+    /// installed binaries (or `BOUNDA_POSTGRES_URL`).
     #[arg(long)]
     postgres: bool,
     /// Run as one of those worker processes (started by the benchmark itself).
@@ -56,9 +57,6 @@ struct Args {
     #[arg(long, hide = true)]
     pg_schema: Option<String>,
 }
-
-/// The mode column of the PostgreSQL rows.
-const POSTGRES: &str = "PostgreSQL";
 
 /// How much a commit waits for the disk: bounda-sqlite's `Synchronous`, for both sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +149,109 @@ fn row(what: &str, mode: &'static str, measured: Measured, (floor1, floor100): (
         measured.tx_per_unit()
     );
     row
+}
+
+/// The PostgreSQL rows: deadline firings by W = 1, 2, 4, 8 worker processes, on the local
+/// socket and 1 ms away, each beside the floor at N = W connections measured in the same run,
+/// and the issue's targets as ratios of those numbers.
+async fn postgres_rows(
+    units: usize,
+    wants: &impl Fn(&str) -> bool,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) {
+    use postgres::Route;
+    let mut rates: Vec<(Route, usize, f64, (f64, f64))> = Vec::new();
+    for route in [Route::Local, Route::Distant] {
+        // A millisecond per round trip: a fifth of the work measures the same rates in a
+        // fifth of the time.
+        let units = match route {
+            Route::Local => units,
+            Route::Distant => (units / 5).max(1),
+        };
+        for workers in [1, 2, 4, 8] {
+            let what = format!(
+                "deadline firings, {workers} worker process{}",
+                if workers == 1 { "" } else { "es" }
+            );
+            if !wants(&what) {
+                continue;
+            }
+            let floors = (
+                postgres::floor(units, workers, 1, route).await,
+                postgres::floor(units, workers, 100, route).await,
+            );
+            let measured = postgres::firings(units, workers, route).await;
+            let mut row = row(&what, route.label(), measured, floors);
+            row.tx_per_unit = None;
+            row.rss_kib = None;
+            rates.push((route, workers, row.bounda, floors));
+            rows.push(row);
+        }
+    }
+    let rate = |route, workers| {
+        rates
+            .iter()
+            .find(|(r, w, ..)| *r == route && *w == workers)
+            .map(|(_, _, rate, floors)| (*rate, *floors))
+    };
+    let mut targets = Vec::new();
+    if let (Some((one, _)), Some((four, _)), Some((eight, _))) = (
+        rate(Route::Distant, 1),
+        rate(Route::Distant, 4),
+        rate(Route::Distant, 8),
+    ) {
+        targets.push(format!(
+            "1 ms away: 4 workers / 1 worker {} (target 3), 8 workers / 1 worker {} (target 5)",
+            table::ratio(four, one),
+            table::ratio(eight, one)
+        ));
+    }
+    if let Some((one, (_, floor100))) = rate(Route::Distant, 1) {
+        targets.push(format!(
+            "1 ms away: 1 worker / one-connection floor at 100 per commit {} (target 0.6)",
+            table::ratio(one, floor100)
+        ));
+    }
+    let local: Vec<String> = [1, 2, 4]
+        .into_iter()
+        .filter_map(|w| rate(Route::Local, w).map(|(r, (_, f))| (w, r, f)))
+        .map(|(w, r, f)| format!("W = {w}: {}", table::ratio(r, f)))
+        .collect();
+    if !local.is_empty() {
+        targets.push(format!(
+            "local socket, W workers / floor at N = W, 100 per commit (target 0.5): {}",
+            local.join(", ")
+        ));
+    }
+    for route in [Route::Local, Route::Distant] {
+        let by_workers: Vec<f64> = [1, 2, 4, 8]
+            .into_iter()
+            .filter_map(|w| rate(route, w).map(|(r, _)| r))
+            .collect();
+        if by_workers.len() > 1 {
+            let growing = by_workers.windows(2).all(|pair| pair[1] >= pair[0]);
+            targets.push(format!(
+                "{}: more workers never fire fewer: {}",
+                route.label(),
+                if growing { "yes" } else { "no" }
+            ));
+        }
+    }
+    notes.extend(targets);
+    notes.push(format!(
+        "PostgreSQL rows: a throwaway server on this machine's disk, flushing every commit \
+         (or `BOUNDA_POSTGRES_URL`); \"1 ms away\": every connection through a proxy that \
+         delays each byte by {} ms each way, as from another machine (a fifth of the firings); each worker a process of \
+         this benchmark running `App::run` with the defaults (batch 100, poll 100 ms), timed \
+         from the workers' start, process start and connection included, until the last \
+         firing is stored, then checked (each instance fired once, every event placed once \
+         in one order without holes, each stream in version order); the floors: plain SQL \
+         from as many connections as workers, by the same route, per firing one statement \
+         taking the first due row (`FOR UPDATE SKIP LOCKED`) and moving it on, one appending \
+         the event",
+        postgres::ROUND_TRIP.as_secs_f64() * 1000.0 / 2.0
+    ));
 }
 
 /// A count as `10k`, `1M`.
@@ -270,36 +371,7 @@ async fn main() {
     }
 
     if args.postgres {
-        let n = sizes.deadlines;
-        let floors = (postgres::floor(n, 1).await, postgres::floor(n, 100).await);
-        eprintln!(
-            "  PostgreSQL floors: {:.0}/s and {:.0}/s",
-            floors.0, floors.1
-        );
-        for workers in [1, 2, 4] {
-            let what = format!(
-                "deadline firings, {workers} worker process{}",
-                if workers == 1 { "" } else { "es" }
-            );
-            if !wants(&what) {
-                continue;
-            }
-            let measured = postgres::firings(n, workers).await;
-            let mut row = row(&what, POSTGRES, measured, floors);
-            row.tx_per_unit = None;
-            row.rss_kib = None;
-            rows.push(row);
-        }
-        notes.push(
-            "PostgreSQL rows: a throwaway server on this machine's disk, flushing every commit \
-             (or `BOUNDA_POSTGRES_URL`); each worker a process of this benchmark running \
-             `App::run` with the defaults (batch 100, poll 100 ms), timed from the workers' \
-             start, process start and connection included, until the last firing is stored; \
-             the floors: plain SQL on one connection, per firing the first due row taken \
-             (`FOR UPDATE SKIP LOCKED`), one event appended under the position counter, the \
-             row moved on"
-                .to_owned(),
-        );
+        postgres_rows(sizes.deadlines, &wants, &mut rows, &mut notes).await;
     }
 
     if wants("latency") {

@@ -1,14 +1,16 @@
-//! The benchmark on PostgreSQL: deadline firings by 1, 2 and 4 worker processes against one
-//! server, beside a floor: plain SQL making the same writes on bounda's own tables, on the same
-//! server, in the same run. The server flushes every commit to disk: a throwaway one started
-//! from the installed binaries, or `BOUNDA_POSTGRES_URL`.
+//! The benchmark on PostgreSQL: deadline firings by 1, 2, 4 and 8 worker processes against one
+//! server, directly and through a proxy one round trip of 1 ms away (as from other machines),
+//! beside a floor at as many connections: plain SQL making the same writes on bounda's own
+//! tables, on the same server, in the same run. The server flushes every commit to disk: a
+//! throwaway one started from the installed binaries, or `BOUNDA_POSTGRES_URL`.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bounda::App;
 use bounda::testing::TestApp;
-use bounda_postgres::{Options, PostgresStore, testing};
+use bounda_postgres::testing::{self, Proxy};
+use bounda_postgres::{Options, PostgresStore};
 use tokio_postgres::Client;
 
 use crate::domain::expiry::Expiry;
@@ -64,17 +66,24 @@ async fn fired(client: &Client, schema: &str) -> usize {
 /// on the simulated clock's first day, so their deadlines are long due on the real clock; then
 /// `workers` processes of this binary (`--pg-worker`) run `App::run` on the schema, timed from
 /// their start until the last firing is stored.
-pub async fn firings(units: usize, workers: usize) -> Measured {
+pub async fn firings(units: usize, workers: usize, route: Route) -> Measured {
     let (url, schema, store) = fresh("firings").await;
-    let setup = TestApp::new(App::builder(store).only_listed().process::<Expiry>())
-        .await
-        .expect("cannot build the deadline app");
+    let setup = TestApp::new(
+        App::builder(store.clone())
+            .only_listed()
+            .process::<Expiry>(),
+    )
+    .await
+    .expect("cannot build the deadline app");
     open_tickets(&setup, units).await;
     settle(&setup, "starting the instances").await;
     drop(setup);
     let counter = client(&url).await;
+    let reach = Reach::new(route, &url).await;
     let start = Instant::now();
-    let mut children: Vec<Child> = (0..workers).map(|_| spawn_worker(&url, &schema)).collect();
+    let mut children: Vec<Child> = (0..workers)
+        .map(|_| spawn_worker(&reach.url, &schema))
+        .collect();
     loop {
         if fired(&counter, &schema).await >= units {
             break;
@@ -92,14 +101,19 @@ pub async fn firings(units: usize, workers: usize) -> Measured {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let elapsed = start.elapsed();
+    // Waited for off this thread, which runs the proxy the workers may still be talking
+    // through as they stop.
     for child in children {
-        stop(child);
+        tokio::task::spawn_blocking(move || stop(child))
+            .await
+            .expect("a worker's stop");
     }
     let count = fired(&counter, &schema).await;
     assert_eq!(
         count, units,
         "{workers} workers: expected {units} firings, found {count}; a deadline ran twice"
     );
+    check_order(&store, &counter, &schema, units).await;
     Measured {
         units,
         elapsed,
@@ -151,18 +165,19 @@ pub async fn worker(url: &str, schema: &str) {
     app.run().await.expect("the worker ran");
 }
 
-/// The floor: per firing, the first due row taken (`FOR UPDATE SKIP LOCKED`, as workers
-/// share rows), one event appended at the next position under the position counter, the row
-/// moved to the instance's timeout; committed every `per_tx` firings, on one connection. The
-/// schema holds what bounda's holds before its firings: each ticket's two events, one
-/// scheduler row per instance.
-pub async fn floor(units: usize, per_tx: usize) -> f64 {
+/// The floor at `connections` connections: plain SQL doing each firing bounda does, with the
+/// least work the same result needs. Per firing, one statement takes the first due row
+/// (`FOR UPDATE SKIP LOCKED`, as workers share rows) and moves it to the instance's timeout,
+/// and one appends the firing's event; committed every `per_tx` firings, from `connections`
+/// connections at once, each reaching the server by `route`. The schema holds what bounda's
+/// holds before its firings: each ticket's two events, one scheduler row per instance.
+pub async fn floor(units: usize, connections: usize, per_tx: usize, route: Route) -> f64 {
     let (url, schema, store) = fresh("floor").await;
     drop(store);
-    let mut client = client(&url).await;
     let t = format!("\"{schema}\".");
     let units_i64 = i64::try_from(units).unwrap_or(i64::MAX);
-    client
+    client(&url)
+        .await
         .batch_execute(&format!(
             "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
                  payload, timestamp, metadata)
@@ -180,69 +195,164 @@ pub async fn floor(units: usize, per_tx: usize) -> f64 {
         ))
         .await
         .unwrap_or_else(|error| panic!("cannot fill the floor's schema: {error}"));
-    let due = client
+    let reach = Reach::new(route, &url).await;
+    let start = Instant::now();
+    let firing: Vec<_> = (0..connections)
+        .map(|_| tokio::spawn(fire_plainly(reach.url.clone(), t.clone(), per_tx)))
+        .collect();
+    let mut fired = 0;
+    for connection in firing {
+        fired += connection.await.expect("a floor connection");
+    }
+    let rate = units as f64 / start.elapsed().as_secs_f64();
+    assert_eq!(fired, units, "the floor fired each deadline once");
+    rate
+}
+
+/// One of the floor's connections: fires until nothing is due, `per_tx` per commit; answers
+/// how many it fired.
+async fn fire_plainly(url: String, t: String, per_tx: usize) -> usize {
+    let mut client = client(&url).await;
+    let take = client
         .prepare(&format!(
-            "SELECT dedupe_key, aggregate_id FROM {t}scheduled_commands
-             WHERE execute_at <= '{NOW}' AND claimed_at IS NULL
-             ORDER BY execute_at, dedupe_key LIMIT 1 FOR UPDATE SKIP LOCKED"
+            "UPDATE {t}scheduled_commands s SET execute_at = '{TIMEOUT}'
+             WHERE s.dedupe_key = (
+                 SELECT dedupe_key FROM {t}scheduled_commands
+                 WHERE execute_at <= '{NOW}' AND claimed_at IS NULL
+                 ORDER BY execute_at, dedupe_key LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING s.aggregate_id"
         ))
         .await
-        .expect("the floor's due read");
-    let head = client
-        .prepare(&format!(
-            "SELECT position FROM {t}head WHERE id = 1 FOR UPDATE"
-        ))
-        .await
-        .expect("the floor's counter read");
+        .expect("the floor's take");
     let append = client
         .prepare(&format!(
-            "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
-                 payload, timestamp, metadata)
-             VALUES ($1, $3, 'process:Expiry', $2, 2, 'ProcessDeadlineReached',
+            "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
+                 timestamp, metadata)
+             VALUES ('fired-' || $1, 'process:Expiry', $1, 2, 'ProcessDeadlineReached',
                  json_build_object('field', 'expires'), '{NOW}', '{{}}')"
         ))
         .await
         .expect("the floor's append");
-    let counter = client
-        .prepare(&format!("UPDATE {t}head SET position = $1 WHERE id = 1"))
-        .await
-        .expect("the floor's counter write");
-    let moved = client
-        .prepare(&format!(
-            "UPDATE {t}scheduled_commands SET execute_at = '{TIMEOUT}' WHERE dedupe_key = $1"
-        ))
-        .await
-        .expect("the floor's move");
-    let start = Instant::now();
-    let mut done = 0;
-    while done < units {
+    let mut fired = 0;
+    loop {
         let tx = client.transaction().await.expect("the floor cannot begin");
-        let end = (done + per_tx).min(units);
-        for _ in done..end {
-            let row = tx.query_one(&due, &[]).await.expect("a due deadline");
-            let (key, instance): (String, String) = (row.get(0), row.get(1));
-            let position: i64 = tx.query_one(&head, &[]).await.expect("the counter").get(0);
-            let id = format!("fired-{}", position + 1);
-            tx.execute(&append, &[&(position + 1), &instance, &id])
+        let mut this_tx = 0;
+        while this_tx < per_tx {
+            let Some(row) = tx.query_opt(&take, &[]).await.expect("a due deadline") else {
+                break;
+            };
+            let instance: String = row.get(0);
+            tx.execute(&append, &[&instance])
                 .await
                 .expect("the floor's append");
-            tx.execute(&counter, &[&(position + 1)])
-                .await
-                .expect("the counter's move");
-            tx.execute(&moved, &[&key]).await.expect("the row's move");
+            this_tx += 1;
         }
         tx.commit().await.expect("the floor cannot commit");
-        done = end;
+        fired += this_tx;
+        if this_tx < per_tx {
+            return fired;
+        }
     }
-    let rate = units as f64 / start.elapsed().as_secs_f64();
-    let left = client
+}
+
+/// How the processes reach the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Directly, on this machine.
+    Local,
+    /// Through a proxy that delays every byte by half [`ROUND_TRIP`] each way, as a worker on
+    /// another machine would.
+    Distant,
+}
+
+/// The round trip between machines that [`Route::Distant`] stands for.
+pub const ROUND_TRIP: Duration = Duration::from_millis(1);
+
+impl Route {
+    /// The label of the table's mode column.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Local => "PostgreSQL",
+            Route::Distant => "PostgreSQL, 1 ms away",
+        }
+    }
+}
+
+/// The address to reach the server by, and the proxy that stands for the distance.
+struct Reach {
+    url: String,
+    _proxy: Option<Proxy>,
+}
+
+impl Reach {
+    async fn new(route: Route, url: &str) -> Reach {
+        match route {
+            Route::Local => Reach {
+                url: url.to_owned(),
+                _proxy: None,
+            },
+            Route::Distant => {
+                let server = testing::durable_address()
+                    .unwrap_or_else(|how| panic!("a distant route needs a TCP server: {how}"));
+                let proxy = Proxy::delayed(server, ROUND_TRIP / 2)
+                    .await
+                    .unwrap_or_else(|how| panic!("cannot start the delaying proxy: {how}"));
+                let url = testing::durable_url_via(proxy.address())
+                    .unwrap_or_else(|how| panic!("no address through the proxy: {how}"));
+                Reach {
+                    url,
+                    _proxy: Some(proxy),
+                }
+            }
+        }
+    }
+}
+
+/// Checks what the workers stored: every firing once, every event placed in one global order
+/// without holes, each stream's events in version order, and a reader from the start seeing each
+/// event once, in order.
+async fn check_order(store: &PostgresStore, client: &Client, schema: &str, units: usize) {
+    use bounda::store::Store;
+    let t = format!("\"{schema}\".");
+    let mut seen = std::collections::HashSet::new();
+    let mut after = 0;
+    loop {
+        let page = store.read_all(after, 1000).await.expect("a reader's page");
+        let Some(last) = page.last() else { break };
+        for event in &page {
+            assert_eq!(
+                event.position,
+                after + 1,
+                "positions without holes, in order"
+            );
+            assert!(
+                seen.insert(event.id.clone()),
+                "event {} read twice",
+                event.id
+            );
+            after = event.position;
+        }
+        after = last.position;
+    }
+    let row = client
         .query_one(
-            &format!("SELECT count(*) FROM {t}scheduled_commands WHERE execute_at <= '{NOW}'"),
+            &format!(
+                "SELECT count(*), count(*) FILTER (WHERE position < 0),
+                     count(DISTINCT aggregate_id) FILTER (WHERE type = 'ProcessDeadlineReached'),
+                     (SELECT count(*) FROM {t}events a JOIN {t}events b
+                          ON a.aggregate_type = b.aggregate_type
+                         AND a.aggregate_id = b.aggregate_id
+                         AND a.version < b.version AND a.position > b.position)
+                 FROM {t}events"
+            ),
             &[],
         )
         .await
-        .expect("the floor's check")
-        .get::<_, i64>(0);
-    assert_eq!(left, 0, "the floor left deadlines due");
-    rate
+        .expect("the order check");
+    let (events, unplaced, instances, disordered): (i64, i64, i64, i64) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(unplaced, 0, "every event was placed");
+    assert_eq!(seen.len() as i64, events, "the reader saw every event once");
+    assert_eq!(instances as usize, units, "every instance fired once");
+    assert_eq!(disordered, 0, "every stream in version order");
 }

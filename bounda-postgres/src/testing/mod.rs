@@ -267,7 +267,16 @@ fn tcp_of(url: &str) -> Option<std::net::SocketAddr> {
 /// The shared server's TCP address, for a [`Proxy`]; an error if it has none (a server of
 /// one's own on a socket).
 pub fn address() -> Result<std::net::SocketAddr, String> {
-    server()?.tcp.ok_or_else(|| {
+    tcp(server()?)
+}
+
+/// The durable server's TCP address (see [`durable_schema`]), for a [`Proxy`].
+pub fn durable_address() -> Result<std::net::SocketAddr, String> {
+    tcp(durable_server()?)
+}
+
+fn tcp(server: &TestServer) -> Result<std::net::SocketAddr, String> {
+    server.tcp.ok_or_else(|| {
         "the test server has no TCP address: set BOUNDA_POSTGRES_URL to one with host and port"
             .to_owned()
     })
@@ -276,7 +285,16 @@ pub fn address() -> Result<std::net::SocketAddr, String> {
 /// The shared server's address as a `postgres://` URL through `via` (a [`Proxy`]), with the
 /// server's user, password and database.
 pub fn url_via(via: std::net::SocketAddr) -> Result<String, String> {
-    let config: tokio_postgres::Config = server()?
+    url_through(server()?, via)
+}
+
+/// The durable server's address as a `postgres://` URL through `via`, as [`url_via`] gives.
+pub fn durable_url_via(via: std::net::SocketAddr) -> Result<String, String> {
+    url_through(durable_server()?, via)
+}
+
+fn url_through(server: &TestServer, via: std::net::SocketAddr) -> Result<String, String> {
+    let config: tokio_postgres::Config = server
         .url
         .parse()
         .map_err(|e| format!("the test server's address does not read: {e}"))?;
