@@ -182,10 +182,6 @@ impl<C: GenericClient> Statements for On<'_, C> {
         .await
     }
 
-    async fn head(&mut self) -> Result<u64, StoreError> {
-        head(self.client, self.names).await
-    }
-
     async fn stream_version(
         &mut self,
         aggregate_type: &str,
@@ -204,9 +200,10 @@ impl<C: GenericClient> Statements for On<'_, C> {
         rows::unsigned(&row, 0)
     }
 
-    /// One statement for the stream's events, at placeholder positions. A version taken by a
-    /// transaction still open is waited for; once it commits, the insert leaves out the rows
-    /// whose version is taken, which is how a stale version shows.
+    /// One statement for the stream's events, at placeholder positions, checking the stream's
+    /// version as it inserts. A version taken by a transaction still open is waited for; once
+    /// it commits, the insert leaves out the rows whose version is taken, which is how a stale
+    /// version shows.
     async fn insert_events(
         &mut self,
         append: &Append,
@@ -243,6 +240,8 @@ impl<C: GenericClient> Statements for On<'_, C> {
                  FROM unnest($1::text[], $4::bigint[], $5::text[], $6::json[],
                      $7::timestamptz[], $8::json[])
                      AS e (id, version, type, payload, timestamp, metadata)
+                 WHERE (SELECT coalesce(max(s.version), 0) FROM {t}events s
+                        WHERE s.aggregate_type = $2 AND s.aggregate_id = $3) = $9
                  ON CONFLICT (aggregate_type, aggregate_id, version) DO NOTHING",
                 &[
                     &ids,
@@ -253,6 +252,7 @@ impl<C: GenericClient> Statements for On<'_, C> {
                     &payloads,
                     &timestamps,
                     &metadata,
+                    &bigint("a version", append.expected_version)?,
                 ],
             )
             .await?;

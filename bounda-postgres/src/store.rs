@@ -742,24 +742,32 @@ impl PostgresStore {
         writes: &[WriteSet],
     ) -> Result<Vec<Result<Committed, CommitError>>, StoreError> {
         let mut client = self.client().await?;
-        let mut tx = transaction(&mut client).await?;
+        let tx = transaction(&mut client).await?;
         let mut results = Vec::with_capacity(writes.len());
+        // Each savepoint is opened in the same round trip as the write set's first statement,
+        // and released in the same as the next one's opening (the commit releases the last).
+        let mut owed: Option<String> = None;
         for (index, writes) in writes.iter().enumerate() {
-            let savepoint = tx
-                .savepoint(format!("write_set_{index}"))
-                .await
-                .map_err(failed("cannot open a savepoint"))?;
-            let result = statements::apply(&savepoint, &self.names, writes).await;
+            let name = format!("write_set_{index}");
+            let opening = match owed.take() {
+                Some(release) => format!("{release}; SAVEPOINT {name}"),
+                None => format!("SAVEPOINT {name}"),
+            };
+            let (opened, result) = futures_util::future::join(
+                tx.batch_execute(&opening),
+                statements::apply(&tx, &self.names, writes),
+            )
+            .await;
+            opened.map_err(failed("cannot open a savepoint"))?;
             match &result {
-                Ok(_) => savepoint.commit().await,
-                Err(_) => savepoint.rollback().await,
-            }
-            .map_err(failed("cannot close a savepoint"))?;
-            if result.is_err() {
+                Ok(_) => owed = Some(format!("RELEASE SAVEPOINT {name}")),
                 // Rolled back to, it still exists: released, so the next is not nested in it.
-                tx.batch_execute(&format!("RELEASE SAVEPOINT write_set_{index}"))
+                Err(_) => tx
+                    .batch_execute(&format!(
+                        "ROLLBACK TO SAVEPOINT {name}; RELEASE SAVEPOINT {name}"
+                    ))
                     .await
-                    .map_err(failed("cannot close a savepoint"))?;
+                    .map_err(failed("cannot close a savepoint"))?,
             }
             results.push(result);
         }

@@ -130,10 +130,6 @@ impl Statements for On<'_> {
         )
     }
 
-    async fn head(&mut self) -> Result<u64, StoreError> {
-        head(self.0)
-    }
-
     async fn stream_version(
         &mut self,
         aggregate_type: &str,
@@ -155,6 +151,12 @@ impl Statements for On<'_> {
         append: &Append,
         versions: RangeInclusive<u64>,
     ) -> Result<Inserted, StoreError> {
+        let actual = self
+            .stream_version(&append.aggregate_type, &append.aggregate_id)
+            .await?;
+        if actual != append.expected_version {
+            return Ok(Inserted::Taken);
+        }
         let mut insert = self
             .0
             .prepare_cached(

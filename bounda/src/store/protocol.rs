@@ -44,9 +44,6 @@ pub trait Statements {
     /// When the run holding the scheduler entry first failed, if it failed before.
     async fn scheduled_first_failure(&mut self, key: &str) -> Result<Option<Instant>, StoreError>;
 
-    /// The position of the last event, 0 when there is none.
-    async fn head(&mut self) -> Result<u64, StoreError>;
-
     /// The version of a stream, 0 when it has no event.
     async fn stream_version(
         &mut self,
@@ -54,9 +51,10 @@ pub trait Statements {
         aggregate_id: &str,
     ) -> Result<u64, StoreError>;
 
-    /// Inserts the events of `append` at `versions` (those after its expected one), answering
-    /// where they stand; [`Inserted::Taken`] when another transaction took one of those versions
-    /// first (a store whose appenders do not wait for each other finds out here, not earlier).
+    /// Inserts the events of `append` at `versions` (those after its expected one), only if
+    /// the stream stands at `append.expected_version`, answering where they stand;
+    /// [`Inserted::Taken`] when it does not, or when another transaction took one of those
+    /// versions first (a store whose appenders do not wait for each other finds out here).
     async fn insert_events(
         &mut self,
         append: &Append,
@@ -139,7 +137,8 @@ pub enum Inserted {
     /// skipping subscribers past them itself (a store whose appenders do not wait for each
     /// other: see `bounda-postgres`). Until then their [`Appended::position`] is 0.
     Unplaced,
-    /// Another transaction took one of the versions first: the stream moved.
+    /// The stream was not at the expected version, or another transaction took one of the
+    /// versions first: the stream moved.
     Taken,
 }
 
@@ -213,17 +212,19 @@ pub async fn apply<S: Statements>(
         (None, None) => None,
     };
     let mut committed = Committed::default();
-    let head_before = match writes.skip.is_empty() || writes.appends.is_empty() {
-        true => None,
-        false => Some(s.head().await?),
-    };
     let mut placed = true;
     for append in &writes.appends {
         placed &= append_events(s, append, &mut committed).await?;
     }
-    if let (Some(before), Some(last), true) = (head_before, committed.events.last(), placed) {
+    // Subscribers that take none of these events and stand just before them move past them,
+    // if they are contiguous (no one else's among them): a pass of theirs would do the same.
+    if let (Some(first), Some(last), true) =
+        (committed.events.first(), committed.events.last(), placed)
+        && last.position.checked_sub(first.position) == Some(committed.events.len() as u64 - 1)
+    {
         for subscriber in &writes.skip {
-            s.skip_checkpoint(subscriber, before, last.position).await?;
+            s.skip_checkpoint(subscriber, first.position.saturating_sub(1), last.position)
+                .await?;
         }
     }
     if let Some(mark) = &writes.inbox {
@@ -346,12 +347,6 @@ async fn append_events<S: Statements>(
         expected_version: append.expected_version,
         actual_version,
     };
-    let actual = s
-        .stream_version(&append.aggregate_type, &append.aggregate_id)
-        .await?;
-    if actual != append.expected_version {
-        return Err(moved(actual));
-    }
     let first = append.expected_version + 1;
     let versions = first..=append.expected_version + append.events.len() as u64;
     let (positions, placed) = match s.insert_events(append, versions).await? {

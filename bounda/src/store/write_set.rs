@@ -128,9 +128,11 @@ pub struct WriteSet {
     /// be written: each step of an operator's retry is fenced on its letter, so a retry whose
     /// claim another retry took over writes nothing more.
     pub require_letter: Option<LetterHold>,
-    /// Subscribers that take none of the events appended here. One whose checkpoint stands at
-    /// the head when they are appended moves past them in the same transaction, as its own pass
-    /// would: work that only records (a process's lifecycle events) costs no checkpoint write.
+    /// Subscribers that take none of the events appended here. One whose checkpoint stands just
+    /// before them, when no one else's events are among them, moves past them as its own pass
+    /// would: in the same transaction, or (a store that places events once they have committed)
+    /// with their placing. Work that only records (a process's lifecycle events) costs no
+    /// checkpoint write.
     pub skip: Vec<String>,
     /// Snapshots to keep; one older than the snapshot already kept for its stream is ignored.
     pub snapshots: Vec<Snapshot>,
