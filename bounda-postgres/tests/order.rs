@@ -224,15 +224,6 @@ async fn a_listener_whose_connection_drops_listens_again() {
         .expect("woken by an append after the connection was made again");
 }
 
-/// A connection of its own to the test server.
-async fn session(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
-
 /// The metadata of an event a command decided.
 const METADATA: &str =
     r#"{"causationId":"c","correlationId":"c","depth":0,"schemaVersion":1,"system":false}"#;
@@ -284,7 +275,7 @@ async fn a_writer_that_keeps_its_transaction_open_delays_only_its_own_events() {
     };
     let store = PostgresStore::connect(&url, options).await.unwrap();
     append_each(&store, 0, 1).await;
-    let slow = session(&url).await;
+    let slow = support::session(&url).await;
     slow.batch_execute(&format!("BEGIN; {}", insert(&schema, "slow", "slow", 1)))
         .await
         .unwrap();
@@ -323,7 +314,7 @@ async fn a_session_idle_in_an_appending_transaction_is_ended_and_leaves_no_hole(
         ..Options::default()
     };
     let store = PostgresStore::connect(&url, options).await.unwrap();
-    let idle = session(&url).await;
+    let idle = support::session(&url).await;
     idle.batch_execute(&format!(
         "SET idle_in_transaction_session_timeout = '300ms'; BEGIN; {}",
         insert(&schema, "idle", "s0", 1)
@@ -358,7 +349,7 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
     };
     let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
     // Two writers committed and died before placing their events.
-    let admin = session(&url).await;
+    let admin = support::session(&url).await;
     admin
         .batch_execute(&format!(
             "{}; {}",
@@ -368,7 +359,7 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
         .await
         .unwrap();
     // A placer has placed them, and dies before it commits.
-    let placer = session(&url).await;
+    let placer = support::session(&url).await;
     placer
         .batch_execute(&format!(
             "BEGIN; SELECT * FROM \"{schema}\".place('{{}}', '{{}}')"

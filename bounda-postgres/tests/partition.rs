@@ -19,14 +19,6 @@ use bounda_postgres::testing::{self, Proxy};
 use bounda_postgres::{Options, PostgresStore};
 use support::event;
 
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
-
 fn append(stream: &str, writer: usize) -> Append {
     Append {
         aggregate_type: "Clock".into(),
@@ -53,7 +45,7 @@ async fn a_machine_cut_off_mid_commit_holds_up_only_its_stream_and_only_until_it
 
     // Another session is writing version 1 of stream `c`, so the machine's append to it waits
     // on the server, inside its transaction.
-    let holder = client(&url).await;
+    let holder = support::session(&url).await;
     holder
         .batch_execute(&format!(
             "BEGIN; INSERT INTO \"{schema}\".events

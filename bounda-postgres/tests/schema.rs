@@ -9,21 +9,15 @@
 
 use bounda_postgres::{Options, PostgresStore, SCHEMA_VERSION, testing};
 
+mod support;
+
 /// A fresh schema on the test server; without PostgreSQL, a failure saying how to get it.
 fn fresh(test: &str) -> (String, String) {
     testing::schema(test).unwrap_or_else(|how| panic!("{how}"))
 }
 
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
-
 async fn tables(url: &str, schema: &str) -> Vec<String> {
-    client(url)
+    support::session(url)
         .await
         .query(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
@@ -70,7 +64,7 @@ async fn processes_connecting_at_once_migrate_the_tables_once() {
             "snapshots"
         ]
     );
-    let versions: i64 = client(&url)
+    let versions: i64 = support::session(&url)
         .await
         .query_one(&format!("SELECT count(*) FROM {schema}.schema"), &[])
         .await
@@ -101,7 +95,7 @@ async fn tables_of_a_newer_bounda_are_refused_and_left_alone() {
         .await
         .unwrap();
     let newer = SCHEMA_VERSION + 1;
-    client(&url)
+    support::session(&url)
         .await
         .execute(
             &format!("UPDATE {schema}.schema SET version = $1"),
@@ -119,7 +113,7 @@ async fn tables_of_a_newer_bounda_are_refused_and_left_alone() {
         )),
         "{error}"
     );
-    let version: i32 = client(&url)
+    let version: i32 = support::session(&url)
         .await
         .query_one(&format!("SELECT version FROM {schema}.schema"), &[])
         .await
@@ -135,7 +129,7 @@ async fn a_schema_version_no_bounda_wrote_is_refused() {
     PostgresStore::connect(&url, options(&schema, ""))
         .await
         .unwrap();
-    client(&url)
+    support::session(&url)
         .await
         .execute(&format!("UPDATE {schema}.schema SET version = -1"), &[])
         .await

@@ -26,6 +26,15 @@ pub async fn store(test: &str, pool_size: usize) -> PostgresStore {
     .await
 }
 
+/// A connection of its own to the server at `url`, for statements a test runs by hand.
+pub async fn session(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 /// Appends `appends` in one commit.
 pub async fn append(store: &PostgresStore, appends: &[Append]) -> Result<Committed, CommitError> {
     store
