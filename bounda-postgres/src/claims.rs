@@ -3,13 +3,15 @@
 //! are claimed in batches with `FOR UPDATE SKIP LOCKED`, so workers take different entries
 //! without waiting on each other.
 
-use bounda::store::{InboxClaim, ScheduledEntry, StoreError};
+use std::collections::HashMap;
+
+use bounda::store::{InOrder, InboxClaim, InboxPair, ScheduledEntry, StoreError};
 use bounda::{Duration, Instant};
 use deadpool_postgres::GenericClient;
 
 use crate::names::Names;
 use crate::rows;
-use crate::sql::{failed, query, query_one, query_opt};
+use crate::sql::{execute, failed, query};
 
 /// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
 /// or its lease has passed (a claim that ends now has not passed yet). A claim written before
@@ -26,64 +28,236 @@ macro_rules! free_claim {
 }
 pub(crate) use free_claim;
 
+/// Whether inbox row `i` may be claimed at `$3` (`$4` being `$3` less the lease): pending with
+/// a free claim (new, released or lapsed), or failed with its retry due.
+#[rustfmt::skip] // on two lines, as the condition reads
+macro_rules! claimable {
+    () => {
+        concat!(
+            "((i.status = 'pending' AND ", free_claim!("i.", "$3", "$4"), ")",
+            " OR (i.status = 'failed' AND i.retry_at <= $3))"
+        )
+    };
+}
+
 /// Claims one inbox pair: a new pair, a lapsed claim, a released one or a failure whose retry
-/// is due is taken; anything else is reported as it stands. `attempts` counts the runs that
-/// failed, so a claim that lapsed (its runner killed) spends none. A pair another dispatcher is
+/// is due is taken; anything else is reported as it stands. A pair another dispatcher is
 /// claiming at this moment is waited for, then answered as it stands.
 pub(crate) async fn claim_one(
     client: &impl GenericClient,
     names: &Names,
-    handler: &str,
-    event_id: &str,
+    pair: (&str, &str),
     claim_id: &str,
     now: Instant,
     lease: Duration,
 ) -> Result<InboxClaim, StoreError> {
-    let claimed = query_opt(
+    let pairs = Pairs {
+        handlers: vec![pair.0],
+        events: vec![pair.1],
+    };
+    if let Some((_, attempt)) = take(client, names, &pairs, claim_id, now, lease)
+        .await?
+        .pop()
+    {
+        return Ok(InboxClaim::Claimed { attempt });
+    }
+    // Not taken: it stands claimed by someone, settled, or waiting (or it lapsed just now, and
+    // is answered held until the next claim).
+    let standing = standings(client, names, &pairs, now, lease).await?;
+    Ok(standing
+        .into_iter()
+        .next()
+        .flatten()
+        .unwrap_or(InboxClaim::Held))
+}
+
+/// Claims a batch of pairs in `order` in two round trips: one reads where each stands, one
+/// claims those `order` takes that are free. A pair another runner claimed between the two
+/// is answered held; a later pair of its lane that this claim took meanwhile is given back
+/// (a third statement, only then) and answered skipped, so a lane never runs out of order.
+pub(crate) async fn claim_batch(
+    client: &impl GenericClient,
+    names: &Names,
+    batch: &[InboxPair<'_>],
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+    order: &mut InOrder,
+) -> Result<Vec<InboxClaim>, StoreError> {
+    let all = Pairs::of(batch.iter().map(|pair| (pair.handler, pair.event_id)));
+    let standing = standings(client, names, &all, now, lease).await?;
+    // Which free pairs the order takes, on a copy: each counts as claimed until it is.
+    let before = order.clone();
+    let mut candidates = vec![false; batch.len()];
+    for ((pair, stands), candidate) in batch.iter().zip(&standing).zip(&mut candidates) {
+        let answer = match (order.skips(pair), stands) {
+            (true, _) => InboxClaim::Skipped,
+            (false, Some(answer)) => answer.clone(),
+            (false, None) => {
+                *candidate = true;
+                InboxClaim::Claimed { attempt: 1 }
+            }
+        };
+        order.saw(pair, &answer);
+    }
+    let wanted = Pairs::of(
+        batch
+            .iter()
+            .zip(&candidates)
+            .filter(|(_, candidate)| **candidate)
+            .map(|(pair, _)| (pair.handler, pair.event_id)),
+    );
+    let taken: HashMap<(String, String), u32> = match wanted.handlers.is_empty() {
+        true => HashMap::new(),
+        false => take(client, names, &wanted, claim_id, now, lease)
+            .await?
+            .into_iter()
+            .collect(),
+    };
+    // The answers as they came out, told to the order afresh.
+    *order = before;
+    let mut answers = Vec::with_capacity(batch.len());
+    let mut give_back = Vec::new();
+    for ((pair, stands), candidate) in batch.iter().zip(standing).zip(candidates) {
+        let attempt = taken
+            .get(&(pair.handler.to_owned(), pair.event_id.to_owned()))
+            .copied();
+        let answer = match (order.skips(pair), stands, attempt) {
+            (true, _, attempt) => {
+                if attempt.is_some() {
+                    give_back.push((pair.handler, pair.event_id));
+                }
+                InboxClaim::Skipped
+            }
+            (false, Some(answer), _) => answer,
+            (false, None, Some(attempt)) => InboxClaim::Claimed { attempt },
+            // Another runner claimed it between the two statements.
+            (false, None, None) if candidate => InboxClaim::Held,
+            (false, None, None) => InboxClaim::Skipped,
+        };
+        order.saw(pair, &answer);
+        answers.push(answer);
+    }
+    if !give_back.is_empty() {
+        let pairs = Pairs::of(give_back.into_iter());
+        execute(
+            client,
+            &names.sql(
+                "UPDATE {t}inbox AS i SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
+                 FROM unnest($1::text[], $2::text[]) AS p(handler, event_id)
+                 WHERE i.handler = p.handler AND i.event_id = p.event_id
+                   AND i.claim_id = $3 AND i.status = 'pending'",
+            ),
+            &[&pairs.handlers, &pairs.events, &claim_id],
+        )
+        .await
+        .map_err(failed("cannot give back inbox claims"))?;
+    }
+    Ok(answers)
+}
+
+/// Pairs as the two arrays a statement takes.
+struct Pairs<'a> {
+    handlers: Vec<&'a str>,
+    events: Vec<&'a str>,
+}
+
+impl<'a> Pairs<'a> {
+    fn of(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Pairs<'a> {
+        let (handlers, events) = pairs.unzip();
+        Pairs { handlers, events }
+    }
+}
+
+/// Where each pair stands, in order: `None` for one that may be claimed now.
+async fn standings(
+    client: &impl GenericClient,
+    names: &Names,
+    pairs: &Pairs<'_>,
+    now: Instant,
+    lease: Duration,
+) -> Result<Vec<Option<InboxClaim>>, StoreError> {
+    let rows = query(
+        client,
+        &names.sql(concat!(
+            "SELECT i.status, i.retry_at, i.status IS NULL OR coalesce(",
+            claimable!(),
+            ", FALSE) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(handler, event_id, n)
+             LEFT JOIN {t}inbox i ON i.handler = p.handler AND i.event_id = p.event_id
+             ORDER BY p.n"
+        )),
+        &[
+            &pairs.handlers,
+            &pairs.events,
+            &now.to_chrono(),
+            &(now - lease).to_chrono(),
+        ],
+    )
+    .await
+    .map_err(failed("cannot read inbox entries"))?;
+    rows.iter()
+        .map(|row| {
+            if rows::get::<bool>(row, 2)? {
+                return Ok(None);
+            }
+            let status: String = rows::get(row, 0)?;
+            Ok(Some(
+                match (status.as_str(), rows::optional_instant(row, 1)?) {
+                    ("succeeded", _) => InboxClaim::Succeeded,
+                    ("dead", _) => InboxClaim::DeadLettered,
+                    ("failed", Some(retry_at)) => InboxClaim::Waiting { retry_at },
+                    _ => InboxClaim::Held,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Claims those of `pairs` that are free, in order, under `claim_id` until `now + lease`: the
+/// pairs taken, each with its attempt. `attempts` counts the runs that failed, so a claim that
+/// lapsed (its runner killed) spends none.
+async fn take(
+    client: &impl GenericClient,
+    names: &Names,
+    pairs: &Pairs<'_>,
+    claim_id: &str,
+    now: Instant,
+    lease: Duration,
+) -> Result<Vec<((String, String), u32)>, StoreError> {
+    let rows = query(
         client,
         &names.sql(concat!(
             "INSERT INTO {t}inbox AS i
                  (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
-             VALUES ($1, $2, 'pending', 0, $3, $6, $4)
+             SELECT p.handler, p.event_id, 'pending', 0, $3, $6, $5
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(handler, event_id, n)
+             ORDER BY p.n
              ON CONFLICT (handler, event_id) DO UPDATE SET
                  status = 'pending', claimed_at = excluded.claimed_at,
                  lease_until = excluded.lease_until, claim_id = excluded.claim_id, retry_at = NULL
-             WHERE (i.status = 'pending' AND ",
-            free_claim!("i.", "$3", "$5"),
-            ")
-                OR (i.status = 'failed' AND i.retry_at <= $3)
-             RETURNING i.attempts + 1"
+             WHERE ",
+            claimable!(),
+            " RETURNING i.handler, i.event_id, i.attempts + 1"
         )),
         &[
-            &handler,
-            &event_id,
+            &pairs.handlers,
+            &pairs.events,
             &now.to_chrono(),
-            &claim_id,
             &(now - lease).to_chrono(),
+            &claim_id,
             &(now + lease).to_chrono(),
         ],
     )
     .await
-    .map_err(failed("cannot claim an inbox entry"))?;
-    if let Some(row) = claimed {
-        return Ok(InboxClaim::Claimed {
-            attempt: rows::count(&row, 0)?,
-        });
-    }
-    let row = query_one(
-        client,
-        &names.sql("SELECT status, retry_at FROM {t}inbox WHERE handler = $1 AND event_id = $2"),
-        &[&handler, &event_id],
-    )
-    .await
-    .map_err(failed("cannot read an inbox entry"))?;
-    let status: String = rows::get(&row, 0)?;
-    Ok(match (status.as_str(), rows::optional_instant(&row, 1)?) {
-        ("succeeded", _) => InboxClaim::Succeeded,
-        ("dead", _) => InboxClaim::DeadLettered,
-        ("failed", Some(retry_at)) => InboxClaim::Waiting { retry_at },
-        _ => InboxClaim::Held,
-    })
+    .map_err(failed("cannot claim inbox entries"))?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                (rows::get(row, 0)?, rows::get(row, 1)?),
+                rows::count(row, 2)?,
+            ))
+        })
+        .collect()
 }
 
 /// Claims up to `limit` entries due at `now`, free or with a lapsed claim, under `claim_id` until

@@ -13,7 +13,7 @@ use bounda::store::{
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
 
-use crate::claims::{claim, claim_one, free_claim};
+use crate::claims::{claim, claim_batch, claim_one, free_claim};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, place, statements};
@@ -230,8 +230,7 @@ impl Store for PostgresStore {
         claim_one(
             &client,
             &self.names,
-            handler,
-            event_id,
+            (handler, event_id),
             claim_id,
             now,
             lease,
@@ -239,42 +238,20 @@ impl Store for PostgresStore {
         .await
     }
 
-    /// The whole batch in one transaction.
+    /// In two round trips: where the pairs stand, then the claim of those taken.
     async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],
         claim_id: &str,
         now: Instant,
         lease: Duration,
+        order: &mut InOrder,
     ) -> Result<Vec<InboxClaim>, StoreError> {
         if pairs.is_empty() {
             return Ok(Vec::new());
         }
-        let mut client = self.client().await?;
-        let tx = transaction(&mut client).await?;
-        let mut order = InOrder::default();
-        let mut claims = Vec::with_capacity(pairs.len());
-        for pair in pairs {
-            let claim = match order.skips(pair) {
-                true => InboxClaim::Skipped,
-                false => {
-                    claim_one(
-                        &tx,
-                        &self.names,
-                        pair.handler,
-                        pair.event_id,
-                        claim_id,
-                        now,
-                        lease,
-                    )
-                    .await?
-                }
-            };
-            order.saw(pair, &claim);
-            claims.push(claim);
-        }
-        tx.commit().await.map_err(failed("cannot commit"))?;
-        Ok(claims)
+        let client = self.client().await?;
+        claim_batch(&client, &self.names, pairs, claim_id, now, lease, order).await
     }
 
     async fn renew_inbox(

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bounda::{Instant, seconds};
 mod support;
 
-use bounda::store::Store;
+use bounda::store::{InOrder, InboxClaim, InboxPair, Store};
 use bounda_postgres::{Options, PostgresStore, testing};
 use support::entry;
 
@@ -169,4 +169,184 @@ async fn an_entry_rescheduled_while_held_keeps_its_new_schedule_when_the_holder_
         .unwrap();
     assert_eq!(due.len(), 1, "runs at the new moment");
     assert_eq!(due[0].execute_at, later);
+}
+
+/// Issue 21: several runners claim the same subscriber's inbox pairs at once, each a batch, a
+/// page at a time; a lane (one instance's pairs of one handler) goes to one of them from its
+/// first pair on, so its steps run in order on one runner, and what a claimer answered it did
+/// not take is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claimers_of_one_inbox_keep_each_lane_on_one_of_them_in_order() {
+    const LANES: usize = 120;
+    const PER_LANE: usize = 3;
+    const CLAIMERS: usize = 8;
+    const LIMIT: usize = 30;
+    const PAGE: usize = 20;
+    let store = Arc::new(support::store("lanes", CLAIMERS * 2).await);
+    let now = Instant::from_millis(1_767_225_600_000).unwrap();
+    let lease = seconds(60);
+    let mut shared = 0;
+    for round in 0..5 {
+        // In the log's order: ten instances at a time, each step of the ten in turn.
+        let pairs: Vec<(String, String)> = (0..LANES / 10)
+            .flat_map(|block| {
+                (0..PER_LANE).flat_map(move |n| {
+                    (block * 10..block * 10 + 10)
+                        .map(move |lane| (format!("r{round}-e{n}-l{lane}"), format!("l{lane}")))
+                })
+            })
+            .collect();
+        let pairs = Arc::new(pairs);
+        let claimers: Vec<_> = (0..CLAIMERS)
+            .map(|claimer| {
+                let (store, pairs) = (store.clone(), pairs.clone());
+                tokio::spawn(async move {
+                    let batch: Vec<InboxPair<'_>> = pairs
+                        .iter()
+                        .map(|(event_id, lane)| InboxPair {
+                            handler: "notify",
+                            event_id,
+                            lane,
+                        })
+                        .collect();
+                    let claim = format!("r{round}-c{claimer}");
+                    // A page at a time, as a pass reads them, until the claimer has its batch.
+                    let mut order = InOrder::new(LIMIT);
+                    let mut answers = Vec::new();
+                    for page in batch.chunks(PAGE) {
+                        match order.full() {
+                            true => answers.extend(page.iter().map(|_| InboxClaim::Skipped)),
+                            false => answers.extend(
+                                store
+                                    .claim_inbox_batch(page, &claim, now, lease, &mut order)
+                                    .await
+                                    .unwrap(),
+                            ),
+                        }
+                    }
+                    answers
+                })
+            })
+            .collect();
+        let mut owner: HashMap<&str, usize> = HashMap::new();
+        let mut by_lane: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        let mut busy = 0;
+        for (claimer, handle) in claimers.into_iter().enumerate() {
+            let answers = handle.await.unwrap();
+            assert_eq!(answers.len(), pairs.len());
+            let taken = answers
+                .iter()
+                .filter(|a| matches!(a, InboxClaim::Claimed { .. }))
+                .count();
+            assert!(
+                taken <= LIMIT,
+                "claimer {claimer} took {taken}, over its limit"
+            );
+            busy += usize::from(taken > 0);
+            for (n, ((event_id, lane), answer)) in pairs.iter().zip(&answers).enumerate() {
+                if matches!(answer, InboxClaim::Claimed { .. }) {
+                    assert!(
+                        owner.insert(event_id.as_str(), claimer).is_none(),
+                        "{event_id} claimed twice"
+                    );
+                    by_lane
+                        .entry(lane.as_str())
+                        .or_default()
+                        .push((n % (PER_LANE * 10) / 10, claimer));
+                }
+            }
+        }
+        for (lane, taken) in &by_lane {
+            let claimers: std::collections::HashSet<usize> = taken.iter().map(|t| t.1).collect();
+            assert_eq!(
+                claimers.len(),
+                1,
+                "lane {lane} went to one claimer: {taken:?}"
+            );
+            let steps: Vec<usize> = taken.iter().map(|t| t.0).collect();
+            assert_eq!(
+                steps,
+                (0..steps.len()).collect::<Vec<_>>(),
+                "lane {lane} was taken from its first pair on, in order"
+            );
+        }
+        for (event_id, _) in pairs.iter() {
+            let probe = store
+                .claim_inbox("notify", event_id, "probe", now, lease)
+                .await
+                .unwrap();
+            match owner.contains_key(event_id.as_str()) {
+                true => assert_eq!(probe, InboxClaim::Held, "{event_id} is its claimer's"),
+                false => assert_eq!(
+                    probe,
+                    InboxClaim::Claimed { attempt: 1 },
+                    "{event_id}, answered not taken, is free"
+                ),
+            }
+        }
+        shared += usize::from(busy > 1);
+    }
+    assert!(shared > 0, "the claimers shared the work in some round");
+}
+
+/// Issue 21: a pair another runner claims between a batch claim's reading and its taking is
+/// answered held, and a later pair of its lane the batch took meanwhile is given back, free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_taken_between_reading_and_claiming_gives_back_its_lanes_later_pairs() {
+    let (url, schema) = testing::schema("raced").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    let now = Instant::from_millis(1_767_225_600_000).unwrap();
+    let lease = seconds(60);
+    // Another runner is taking e-0 at this moment: its claim is not committed yet.
+    let mut other = support::session(&url).await;
+    let tx = other.transaction().await.unwrap();
+    tx.execute(
+        &format!(
+            "INSERT INTO \"{schema}\".inbox
+                 (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
+             VALUES ('notify', 'e-0', 'pending', 0, $1, $2, 'other')"
+        ),
+        &[&now.to_chrono(), &(now + lease).to_chrono()],
+    )
+    .await
+    .unwrap();
+    let claiming = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let pair = |event_id, lane| InboxPair {
+                handler: "notify",
+                event_id,
+                lane,
+            };
+            let batch = [pair("e-0", "a"), pair("e-1", "a"), pair("e-2", "b")];
+            store
+                .claim_inbox_batch(&batch, "mine", now, lease, &mut InOrder::new(10))
+                .await
+                .unwrap()
+        }
+    });
+    // The batch read e-0 as free and waits on it to claim.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    tx.commit().await.unwrap();
+    assert_eq!(
+        claiming.await.unwrap(),
+        [
+            InboxClaim::Held,
+            InboxClaim::Skipped,
+            InboxClaim::Claimed { attempt: 1 }
+        ],
+        "e-0 is the other runner's, so its lane's e-1 waits; lane b goes on"
+    );
+    assert_eq!(
+        store
+            .claim_inbox("notify", "e-1", "probe", now, lease)
+            .await
+            .unwrap(),
+        InboxClaim::Claimed { attempt: 1 },
+        "e-1 was given back"
+    );
 }

@@ -235,6 +235,7 @@ impl Store for SqliteStore {
         claim_id: &str,
         now: Instant,
         lease: Duration,
+        order: &mut InOrder,
     ) -> Result<Vec<InboxClaim>, StoreError> {
         if pairs.is_empty() {
             return Ok(Vec::new());
@@ -243,7 +244,6 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql("cannot begin a write"))?;
-        let mut order = InOrder::default();
         let mut claims = Vec::with_capacity(pairs.len());
         for pair in pairs {
             let claim = match order.skips(pair) {

@@ -1015,3 +1015,158 @@ async fn an_entry_whose_payload_does_not_read_is_lettered_with_why() {
         "{error}"
     );
 }
+
+mod shared {
+    //! Two runners on one store, each recording what it ran.
+
+    use std::sync::{Arc, Mutex};
+
+    use bounda::prelude::*;
+
+    use crate::support::storefront::*;
+
+    /// One step a runner ran: which runner, which kind, which order, the event's version.
+    pub type Step = (&'static str, &'static str, String, u64);
+
+    /// What a runner's handlers see: its name, and the log every runner writes to.
+    pub struct Seen {
+        pub runner: &'static str,
+        pub log: Arc<Mutex<Vec<Step>>>,
+    }
+
+    impl Seen {
+        /// Records `step`, then takes a millisecond of real time, as a handler calling out would.
+        pub async fn record(&self, kind: &'static str, order: &str, version: u64) {
+            self.log
+                .lock()
+                .unwrap()
+                .push((self.runner, kind, order.to_owned(), version));
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Counts each order's confirmations, checking that each comes right after the one before.
+    #[process(on = Order, started_by = [OrderPlaced])]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Tally {
+        /// The version of the last event taken.
+        pub last: u64,
+        /// Whether an event came out of order.
+        pub out_of_order: bool,
+    }
+
+    #[process]
+    impl Tally {
+        async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<TallyPatch> {
+            Ok(TallyPatch::default().last(cx.recorded().version))
+        }
+
+        async fn on_confirmation_sent(cx: On<'_, Self, ConfirmationSent>) -> Result<TallyPatch> {
+            let version = cx.recorded().version;
+            let seen = cx.port::<Seen>()?;
+            seen.record("step", &cx.event().order_id, version).await;
+            let out_of_order = cx.state().out_of_order || version != cx.state().last + 1;
+            Ok(TallyPatch::default()
+                .last(version)
+                .out_of_order(out_of_order))
+        }
+    }
+
+    /// Records each confirmation as a reaction.
+    #[policy]
+    pub async fn note_on_confirmation_sent(cx: Reaction<'_, ConfirmationSent>) -> Result<()> {
+        let seen = cx.port::<Seen>()?;
+        seen.record("reaction", &cx.event().order_id, cx.recorded().version)
+            .await;
+        Ok(())
+    }
+}
+
+// Issue 21: two runners on one store share a subscriber's work, policy runs and process steps
+// alike, each instance's steps once, in order, on one runner at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runners_share_policy_runs_and_process_steps_each_instance_in_order() {
+    const ORDERS: usize = 40;
+    const CONFIRMATIONS: u64 = 4;
+    let store = support::database::store().await;
+    let clock = Arc::new(bounda::clock::SimulatedClock::default());
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let runner = |name: &'static str| {
+        let mut config = bounda::config::Config::default();
+        config.dispatcher.batch_size = 10;
+        let seen = shared::Seen {
+            runner: name,
+            log: log.clone(),
+        };
+        support::another_app(&store, &clock, move |builder| {
+            builder
+                .process::<shared::Tally>()
+                .policy::<shared::NoteOnConfirmationSent>()
+                .command::<PlaceOrder>()
+                .command::<ConfirmAgain>()
+                .port(seen)
+                .config(config)
+        })
+    };
+    let (a, b) = (runner("a").await, runner("b").await);
+    for n in 0..ORDERS {
+        let id = format!("o-{n}");
+        a.dispatch(place(&id)).await.unwrap();
+        for _ in 0..CONFIRMATIONS {
+            a.dispatch(ConfirmAgain {
+                order_id: id.clone(),
+            })
+            .await
+            .unwrap();
+        }
+    }
+    for _ in 0..20 {
+        let (one, other) = tokio::join!(a.run_until_idle(), b.run_until_idle());
+        one.unwrap();
+        other.unwrap();
+        if a.lag().await.unwrap().max_lag == 0 {
+            break;
+        }
+    }
+    assert_eq!(a.lag().await.unwrap().max_lag, 0, "all done");
+    let log = log.lock().unwrap().clone();
+    for kind in ["step", "reaction"] {
+        let runs: Vec<&shared::Step> = log.iter().filter(|s| s.1 == kind).collect();
+        assert_eq!(
+            runs.len(),
+            ORDERS * CONFIRMATIONS as usize,
+            "each {kind} ran once"
+        );
+        for n in 0..ORDERS {
+            let id = format!("o-{n}");
+            let versions: Vec<u64> = runs.iter().filter(|s| s.2 == id).map(|s| s.3).collect();
+            assert_eq!(
+                versions,
+                (2..2 + CONFIRMATIONS).collect::<Vec<_>>(),
+                "{id}'s {kind}s once each, in order"
+            );
+        }
+        for name in ["a", "b"] {
+            let share = runs.iter().filter(|s| s.0 == name).count();
+            assert!(
+                share * 5 >= runs.len(),
+                "runner {name} ran {share} of {} {kind}s: the work was not shared",
+                runs.len()
+            );
+        }
+    }
+    for n in 0..ORDERS {
+        let state = a
+            .app()
+            .store()
+            .read_stream("process:Tally", &format!("o-{n}"))
+            .await
+            .unwrap();
+        let last = state.last().unwrap();
+        assert!(
+            !last.payload.to_string().contains("\"out_of_order\":true"),
+            "o-{n} saw its events out of order: {}",
+            last.payload
+        );
+    }
+}

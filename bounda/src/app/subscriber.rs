@@ -1,10 +1,11 @@
-//! A subscriber's pass: read the events after its checkpoint, claim each delivery in the inbox
-//! in one batch, run them through the engine, and move the checkpoint past what is done.
+//! A subscriber's pass: read the events after its checkpoint, claim a batch of deliveries in the
+//! inbox (paging past what other runners hold), run them through the engine, and move the
+//! checkpoint past what is done.
 //! The `policies` and `processes` subscribers are two uses of it.
 
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::{App, telemetry};
-use crate::store::{InboxClaim, InboxPair};
+use crate::store::{InOrder, InboxClaim, InboxPair};
 use crate::{Error, Instant, RecordedEvent};
 use tracing::Instrument;
 
@@ -17,10 +18,20 @@ pub(crate) struct Delivery {
     pub(crate) work: Box<dyn Work>,
 }
 
+/// How many pages of events (a batch each) a pass reads at most while the pairs it meets are
+/// done or held by other runners: so several runners share a subscriber's work, each finding
+/// lanes the others do not hold, however far along the log.
+const PAGES: usize = 8;
+
 impl App {
     /// One pass of `subscriber` at `now`, delivering each event to what `deliveries` returns
     /// for it. Returns whether anything ran or moved; the rejections of the runs that committed
     /// are added to `rejections`.
+    ///
+    /// The pass claims at most a batch of deliveries, in order, from the events after the
+    /// checkpoint: pages on past deliveries that are done or that other runners hold, leaving
+    /// their lanes to them, and runs what it claimed. The checkpoint then stops just before the
+    /// first delivery it could not settle (spec 148).
     pub(crate) async fn subscriber_pass(
         &self,
         subscriber: &'static str,
@@ -33,57 +44,73 @@ impl App {
         let Some(from) = store.checkpoint(subscriber).await? else {
             return Ok(false);
         };
-        let events = self
-            .read_all(from, self.config().dispatcher.batch_size)
-            .await?;
-        let Some(last) = events.last().map(|event| event.position) else {
+        let batch = self.config().dispatcher.batch_size;
+        let mut page = self.read_all(from, batch).await?;
+        if page.is_empty() {
             return Ok(false);
-        };
-        let span = telemetry::subscriber_span(subscriber, kind, from, events.len());
+        }
+        let span = telemetry::subscriber_span(subscriber, kind, from, page.len());
         let pass = async {
-            let planned: Vec<(&RecordedEvent, Delivery)> = events
-                .iter()
-                .flat_map(|event| deliveries(event).into_iter().map(move |d| (event, d)))
-                .collect();
-            let pairs: Vec<InboxPair<'_>> = planned
-                .iter()
-                .map(|(event, delivery)| InboxPair {
-                    handler: delivery.handler,
-                    event_id: &event.id,
-                })
-                .collect();
             let claim_id = self.claim_id();
-            let claims = store
-                .claim_inbox_batch(&pairs, &claim_id, now, self.lease())
-                .await?;
-            if claims.len() != pairs.len() {
-                return Err(Error::Store(crate::store::StoreError::new(format!(
-                    "the store answered {} claims for {} deliveries; a store must answer each, in order",
-                    claims.len(),
-                    pairs.len()
-                ))));
-            }
-            // The checkpoint stops just before the first event a handler is held on (spec 148).
-            let mut stop: Option<u64> = None;
+            let mut order = InOrder::new(batch);
             let mut runs = Vec::new();
-            for ((event, delivery), claim) in planned.into_iter().zip(claims) {
-                match claim {
-                    InboxClaim::Claimed { attempt } => {
-                        let claim = Claim::Inbox {
-                            handler: delivery.handler,
-                            event_id: event.id.clone(),
-                            claim_id: claim_id.clone(),
-                        };
-                        let run = Run::new(delivery.work, claim, attempt, delivery.lane);
-                        let run = run
-                            .in_group(delivery.handler, event.position)
-                            .claimed_at(now);
-                        runs.push(run);
+            let mut stop: Option<u64> = None;
+            let mut last = from;
+            for read in 1..=PAGES {
+                let more = page.len() >= batch && read < PAGES;
+                last = page.last().map_or(last, |event| event.position);
+                let planned: Vec<(RecordedEvent, Delivery)> = page
+                    .into_iter()
+                    .flat_map(|event| {
+                        let planned = deliveries(&event);
+                        planned.into_iter().map(move |d| (event.clone(), d))
+                    })
+                    .collect();
+                let pairs: Vec<InboxPair<'_>> = planned
+                    .iter()
+                    .map(|(event, delivery)| InboxPair {
+                        handler: delivery.handler,
+                        event_id: &event.id,
+                        lane: &delivery.lane,
+                    })
+                    .collect();
+                let claims = store
+                    .claim_inbox_batch(&pairs, &claim_id, now, self.lease(), &mut order)
+                    .await?;
+                if claims.len() != pairs.len() {
+                    return Err(Error::Store(crate::store::StoreError::new(format!(
+                        "the store answered {} claims for {} deliveries; a store must answer each, in order",
+                        claims.len(),
+                        pairs.len()
+                    ))));
+                }
+                for ((event, delivery), claim) in planned.into_iter().zip(claims) {
+                    match claim {
+                        InboxClaim::Claimed { attempt } => {
+                            let claim = Claim::Inbox {
+                                handler: delivery.handler,
+                                event_id: event.id.clone(),
+                                claim_id: claim_id.clone(),
+                            };
+                            let run = Run::new(delivery.work, claim, attempt, delivery.lane);
+                            let run = run
+                                .in_group(delivery.handler, event.position)
+                                .claimed_at(now);
+                            runs.push(run);
+                        }
+                        InboxClaim::Succeeded | InboxClaim::DeadLettered => {}
+                        InboxClaim::Held | InboxClaim::Waiting { .. } | InboxClaim::Skipped => {
+                            stop = Some(stop.map_or(event.position, |p| p.min(event.position)));
+                        }
                     }
-                    InboxClaim::Succeeded | InboxClaim::DeadLettered => {}
-                    InboxClaim::Held | InboxClaim::Waiting { .. } | InboxClaim::Skipped => {
-                        stop = Some(stop.map_or(event.position, |p| p.min(event.position)));
-                    }
+                }
+                if order.full() || !more {
+                    break;
+                }
+                // What this page holds is done or someone else's: look further along.
+                page = self.read_all(last, batch).await?;
+                if page.is_empty() {
+                    break;
                 }
             }
             let claimed = !runs.is_empty();

@@ -19,10 +19,10 @@
 use serde_json::json;
 
 use crate::store::{
-    Append, ClaimDue, CommitError, DeadLetter, InboxClaim, InboxEntry, InboxMark, InboxOutcome,
-    InboxPair, InboxStatus, LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus,
-    Metadata, NewEvent, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot, Store,
-    WriteSet,
+    Append, ClaimDue, CommitError, DeadLetter, InOrder, InboxClaim, InboxEntry, InboxMark,
+    InboxOutcome, InboxPair, InboxStatus, LetterFilter, LetterHold, LetterKind, LetterSettle,
+    LetterStatus, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Snapshot,
+    Store, WriteSet,
 };
 use crate::{Instant, days, millis, seconds};
 
@@ -67,7 +67,9 @@ macro_rules! store_contract_tests {
             dead_letters_are_filed_once_and_settled_once,
             dead_letters_are_listed_and_counted_by_filter,
             group_commit_leaves_out_only_the_failing_write_set,
-            a_batch_claim_skips_a_handler_after_its_held_pair,
+            a_batch_claim_skips_a_lane_after_its_held_pair,
+            a_batch_claim_skips_a_handler_after_its_waiting_pair,
+            a_batch_claim_takes_no_more_than_its_limit,
             a_released_inbox_claim_is_free_at_once_without_an_attempt,
             a_skipping_write_set_moves_only_a_checkpoint_at_the_head,
             a_snapshot_is_kept_unless_a_newer_one_is,
@@ -436,10 +438,8 @@ pub async fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) 
     );
 }
 
-// spec 124, 155
-pub async fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
-    let now = t("2026-01-01T00:00:00Z");
-    let lease = seconds(60);
+/// Claims `notify`/`e-1` at `now` under `c-1` and fails it, to be retried at `retry_at`.
+async fn fail_at(store: &dyn Store, now: Instant, lease: crate::Duration, retry_at: Instant) {
     store
         .claim_inbox("notify", "e-1", "c-1", now, lease)
         .await
@@ -450,7 +450,7 @@ pub async fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
             event_id: "e-1".into(),
             claim_id: "c-1".into(),
             outcome: InboxOutcome::Failed {
-                retry_at: now + seconds(1),
+                retry_at,
                 error: "boom".into(),
                 failed_at: now,
             },
@@ -458,6 +458,22 @@ pub async fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
         ..WriteSet::default()
     };
     store.commit(&failed).await.unwrap();
+}
+
+/// Pair `(handler, event_id)` of `lane`.
+fn pair<'a>(handler: &'a str, event_id: &'a str, lane: &'a str) -> InboxPair<'a> {
+    InboxPair {
+        handler,
+        event_id,
+        lane,
+    }
+}
+
+// spec 124, 155
+pub async fn a_failed_inbox_entry_waits_for_its_retry(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    fail_at(store, now, lease, now + seconds(1)).await;
     assert_eq!(
         store.next_inbox_retry("notify").await.unwrap(),
         Some(now + seconds(1))
@@ -1038,26 +1054,28 @@ pub async fn group_commit_leaves_out_only_the_failing_write_set(store: &dyn Stor
     );
 }
 
-// spec 124, 148
-pub async fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store) {
+// spec 124, 148; issue 21: a held pair holds its lane, not its handler's other lanes
+pub async fn a_batch_claim_skips_a_lane_after_its_held_pair(store: &dyn Store) {
     let now = t("2026-01-01T00:00:00Z");
     let lease = seconds(60);
     store
         .claim_inbox("notify", "e-2", "other", now, lease)
         .await
         .unwrap();
-    let pair = |handler, event_id| InboxPair { handler, event_id };
+    let mut order = InOrder::new(100);
     let claims = store
         .claim_inbox_batch(
             &[
-                pair("notify", "e-1"),
-                pair("notify", "e-2"),
-                pair("audit", "e-2"),
-                pair("notify", "e-3"),
+                pair("notify", "e-1", "a"),
+                pair("notify", "e-2", "b"),
+                pair("audit", "e-2", "b"),
+                pair("notify", "e-3", "b"),
+                pair("notify", "e-4", "a"),
             ],
             "batch",
             now,
             lease,
+            &mut order,
         )
         .await
         .unwrap();
@@ -1068,16 +1086,109 @@ pub async fn a_batch_claim_skips_a_handler_after_its_held_pair(store: &dyn Store
             InboxClaim::Held,
             InboxClaim::Claimed { attempt: 1 },
             InboxClaim::Skipped,
+            InboxClaim::Claimed { attempt: 1 },
         ],
-        "a held pair stops its handler's later pairs, not another handler's"
+        "a held pair stops its handler's later pairs of its lane, not another lane's or handler's"
+    );
+    let later = store
+        .claim_inbox_batch(
+            &[pair("notify", "e-5", "b"), pair("notify", "e-6", "c")],
+            "batch",
+            now,
+            lease,
+            &mut order,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        later,
+        [InboxClaim::Skipped, InboxClaim::Claimed { attempt: 1 }],
+        "the order carries over to the pass's next batch"
+    );
+    for event_id in ["e-3", "e-5"] {
+        assert_eq!(
+            store
+                .claim_inbox("notify", event_id, "later", now, lease)
+                .await
+                .unwrap(),
+            InboxClaim::Claimed { attempt: 1 },
+            "a skipped pair was left unclaimed"
+        );
+    }
+}
+
+// spec 148: a retry pending holds its handler's later events, every lane
+pub async fn a_batch_claim_skips_a_handler_after_its_waiting_pair(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    fail_at(store, now, lease, now + seconds(10)).await;
+    let claims = store
+        .claim_inbox_batch(
+            &[
+                pair("notify", "e-1", "a"),
+                pair("notify", "e-2", "b"),
+                pair("audit", "e-2", "b"),
+            ],
+            "batch",
+            now + seconds(1),
+            lease,
+            &mut InOrder::new(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        claims,
+        [
+            InboxClaim::Waiting {
+                retry_at: now + seconds(10)
+            },
+            InboxClaim::Skipped,
+            InboxClaim::Claimed { attempt: 1 },
+        ],
+        "a waiting pair stops all its handler's later pairs, not another handler's"
+    );
+}
+
+// issue 21: a pass claims at most its batch, leaving the rest to other runners
+pub async fn a_batch_claim_takes_no_more_than_its_limit(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    let pair = |event_id, lane| pair("notify", event_id, lane);
+    let mut order = InOrder::new(2);
+    let claims = store
+        .claim_inbox_batch(
+            &[pair("e-1", "a"), pair("e-2", "b"), pair("e-3", "c")],
+            "batch",
+            now,
+            lease,
+            &mut order,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        claims,
+        [
+            InboxClaim::Claimed { attempt: 1 },
+            InboxClaim::Claimed { attempt: 1 },
+            InboxClaim::Skipped,
+        ]
+    );
+    assert!(order.full());
+    assert_eq!(
+        store
+            .claim_inbox_batch(&[pair("e-4", "d")], "batch", now, lease, &mut order)
+            .await
+            .unwrap(),
+        [InboxClaim::Skipped],
+        "a full order claims nothing more"
     );
     assert_eq!(
         store
-            .claim_inbox("notify", "e-3", "later", now, lease)
+            .claim_inbox("notify", "e-3", "other", now, lease)
             .await
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
-        "a skipped pair was left unclaimed"
+        "what the limit left is free for another runner"
     );
 }
 

@@ -147,18 +147,22 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<InboxClaim, StoreError>;
 
     /// Claims `pairs` in order for one batch of runs, all under `claim_id`, as
-    /// [`claim_inbox`](Store::claim_inbox) does one. Once a handler's pair is held or waiting,
-    /// its later pairs are left alone and answered [`InboxClaim::Skipped`]: a handler's later
-    /// events wait behind a held one. A store should take the whole batch in one
-    /// write transaction; this default takes one per pair.
+    /// [`claim_inbox`](Store::claim_inbox) does one, following `order`: a pair it
+    /// [`skips`](InOrder::skips) is left alone and answered [`InboxClaim::Skipped`], and every
+    /// answer is told to [`saw`](InOrder::saw). So once a handler's pair of a lane is held by
+    /// another runner, its later pairs of that lane wait, while its other lanes go on; once a
+    /// pair waits for its retry, its handler's later pairs wait; and no more than the order's
+    /// limit are claimed. `order` carries over from one call to the next of the same pass.
+    /// A store should take a batch in as few round trips as it can; this default takes one
+    /// statement per pair.
     async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],
         claim_id: &str,
         now: Instant,
         lease: Duration,
+        order: &mut InOrder,
     ) -> Result<Vec<InboxClaim>, StoreError> {
-        let mut order = InOrder::default();
         let mut claims = Vec::with_capacity(pairs.len());
         for pair in pairs {
             let claim = match order.skips(pair) {
@@ -357,24 +361,64 @@ pub trait Listener: Send + Sync {
     fn next(&self) -> futures_util::future::BoxFuture<'_, ()>;
 }
 
-/// What [`Store::claim_inbox_batch`] promises about order: once a handler's pair is held or
-/// waiting, its later pairs of the batch are [`InboxClaim::Skipped`]. A store's batch claim asks
+/// The order a subscriber's pass claims its inbox pairs in, carried from one batch claim to
+/// the next of the pass ([`Store::claim_inbox_batch`]): a store asks
 /// [`skips`](InOrder::skips) before claiming a pair and tells [`saw`](InOrder::saw) the answer.
-#[derive(Debug, Default)]
-pub struct InOrder<'a> {
-    held: Vec<&'a str>,
+///
+/// - A pair held by another runner holds its handler's later pairs of the same lane (one
+///   instance's steps never run at once on two runners, nor out of order), not its other lanes:
+///   several runners share one subscriber's work.
+/// - A pair waiting for its retry holds all its handler's later pairs, as the checkpoint does.
+/// - Once `limit` pairs are claimed, the rest wait for a later pass.
+#[derive(Debug, Clone)]
+pub struct InOrder {
+    limit: usize,
+    claimed: usize,
+    waiting: std::collections::HashSet<String>,
+    /// The lanes held, by handler.
+    held: std::collections::HashMap<String, std::collections::HashSet<String>>,
 }
 
-impl<'a> InOrder<'a> {
-    /// Whether `pair` is left unclaimed because an earlier pair of its handler is held or waiting.
-    pub fn skips(&self, pair: &InboxPair<'a>) -> bool {
-        self.held.contains(&pair.handler)
+impl InOrder {
+    /// An order that claims at most `limit` pairs.
+    pub fn new(limit: usize) -> InOrder {
+        InOrder {
+            limit,
+            claimed: 0,
+            waiting: Default::default(),
+            held: Default::default(),
+        }
+    }
+
+    /// Whether `pair` is left unclaimed: the claims are all taken, or an earlier pair holds it.
+    pub fn skips(&self, pair: &InboxPair<'_>) -> bool {
+        self.full()
+            || self.waiting.contains(pair.handler)
+            || self
+                .held
+                .get(pair.handler)
+                .is_some_and(|lanes| lanes.contains(pair.lane))
     }
 
     /// Records how `pair` was answered.
-    pub fn saw(&mut self, pair: &InboxPair<'a>, claim: &InboxClaim) {
-        if matches!(claim, InboxClaim::Held | InboxClaim::Waiting { .. }) {
-            self.held.push(pair.handler);
+    pub fn saw(&mut self, pair: &InboxPair<'_>, claim: &InboxClaim) {
+        match claim {
+            InboxClaim::Claimed { .. } => self.claimed += 1,
+            InboxClaim::Waiting { .. } => {
+                self.waiting.insert(pair.handler.to_owned());
+            }
+            InboxClaim::Held | InboxClaim::Skipped => {
+                self.held
+                    .entry(pair.handler.to_owned())
+                    .or_default()
+                    .insert(pair.lane.to_owned());
+            }
+            InboxClaim::Succeeded | InboxClaim::DeadLettered => {}
         }
+    }
+
+    /// Whether as many pairs as it takes are claimed.
+    pub fn full(&self) -> bool {
+        self.claimed >= self.limit
     }
 }

@@ -120,8 +120,9 @@ pub enum InboxClaim {
     },
     /// It was given up on and dead-lettered.
     DeadLettered,
-    /// Not tried: an earlier pair of the same handler in the batch was held or waiting, so this
-    /// one waits behind it.
+    /// Not tried: it waits behind an earlier pair of the batch (its instance's pair held by
+    /// another runner, or its handler's pair waiting for a retry), or the batch already holds as
+    /// many claims as it takes.
     Skipped,
 }
 
@@ -132,6 +133,9 @@ pub struct InboxPair<'a> {
     pub handler: &'a str,
     /// The event it reacts to.
     pub event_id: &'a str,
+    /// The instance the run concerns (a process instance, or the event's aggregate instance
+    /// for a policy): one handler's pairs of one lane run in order, on one runner at a time.
+    pub lane: &'a str,
 }
 
 /// An inbox entry waiting for its retry (`Lag`'s `failing`).

@@ -306,10 +306,11 @@ impl Store for Racing {
         claim_id: &str,
         now: Instant,
         lease: Duration,
+        order: &mut InOrder,
     ) -> Result<Vec<InboxClaim>, StoreError> {
         let mut claims = self
             .inner
-            .claim_inbox_batch(pairs, claim_id, now, lease)
+            .claim_inbox_batch(pairs, claim_id, now, lease, order)
             .await?;
         if self.short_claims.load(Ordering::SeqCst) {
             claims.pop();
