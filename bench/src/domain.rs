@@ -174,3 +174,25 @@ pub mod soon {
         }
     }
 }
+
+/// A process that only follows its ticket: each opening is one process step (the instance
+/// starts), with no deadline but a timeout ten years on. What process steps are measured with.
+pub mod tracking {
+    use bounda::prelude::*;
+
+    use super::{Ticket, TicketOpened};
+
+    /// Whether the ticket was seen opened.
+    #[process(on = Ticket, started_by = [TicketOpened], timeout = "3650d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Tracking {
+        opened: bool,
+    }
+
+    #[process]
+    impl Tracking {
+        async fn on_ticket_opened(_cx: On<'_, Self, TicketOpened>) -> Result<TrackingPatch> {
+            Ok(TrackingPatch::default().opened(true))
+        }
+    }
+}

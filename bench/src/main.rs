@@ -42,7 +42,8 @@ struct Args {
     /// default); put it on the disk you want measured.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Also measure deadline firings on PostgreSQL with 1, 2, 4 and 8 worker processes, on the
+    /// Also measure deadline firings, reactions and process steps on PostgreSQL with 1, 2, 4 and
+    /// 8 worker processes, on the
     /// local socket and through a proxy 1 ms away, on a throwaway server started from the
     /// installed binaries (or `BOUNDA_POSTGRES_URL`).
     #[arg(long)]
@@ -56,6 +57,9 @@ struct Args {
     /// The worker's schema.
     #[arg(long, hide = true)]
     pg_schema: Option<String>,
+    /// The worker's job: `firings`, `reactions` or `steps`.
+    #[arg(long, hide = true, default_value = "firings")]
+    pg_job: String,
 }
 
 /// How much a commit waits for the disk: bounda-sqlite's `Synchronous`, for both sides.
@@ -103,6 +107,8 @@ struct Sizes {
     pending: [usize; 3],
     /// Firings timed beside each pending count.
     pending_fired: usize,
+    /// Units of each PostgreSQL row on the local socket (a fifth of them 1 ms away).
+    postgres: usize,
 }
 
 impl Sizes {
@@ -112,6 +118,7 @@ impl Sizes {
         commands: 5_000,
         pending: [10_000, 100_000, 1_000_000],
         pending_fired: 2_000,
+        postgres: 5_000,
     };
 
     const SMOKE: Sizes = Sizes {
@@ -120,6 +127,7 @@ impl Sizes {
         commands: 100,
         pending: [1_000, 2_000, 5_000],
         pending_fired: 100,
+        postgres: 100,
     };
 }
 
@@ -151,105 +159,118 @@ fn row(what: &str, mode: &'static str, measured: Measured, (floor1, floor100): (
     row
 }
 
-/// The PostgreSQL rows: deadline firings by W = 1, 2, 4, 8 worker processes, on the local
-/// socket and 1 ms away, each beside the floor at N = W connections measured in the same run,
-/// and the issue's targets as ratios of those numbers.
+/// The PostgreSQL rows: deadline firings, reactions and process steps by W = 1, 2, 4, 8 worker
+/// processes, on the local socket and 1 ms away, each beside the floor at N = W connections
+/// measured in the same run, and the issue's targets as ratios of those numbers.
 async fn postgres_rows(
     units: usize,
     wants: &impl Fn(&str) -> bool,
     rows: &mut Vec<Row>,
     notes: &mut Vec<String>,
 ) {
-    use postgres::Route;
-    let mut rates: Vec<(Route, usize, f64, (f64, f64))> = Vec::new();
-    for route in [Route::Local, Route::Distant] {
-        // A millisecond per round trip: a fifth of the work measures the same rates in a
-        // fifth of the time.
-        let units = match route {
-            Route::Local => units,
-            Route::Distant => (units / 5).max(1),
-        };
-        for workers in [1, 2, 4, 8] {
-            let what = format!(
-                "deadline firings, {workers} worker process{}",
-                if workers == 1 { "" } else { "es" }
-            );
-            if !wants(&what) {
-                continue;
+    use postgres::{Job, Route};
+    /// One row's rate beside its floors (1 and 100 per commit), by job, route and workers.
+    type Rate = ((Job, Route, usize), f64, (f64, f64));
+    let mut rates: Vec<Rate> = Vec::new();
+    for job in Job::ALL {
+        for route in [Route::Local, Route::Distant] {
+            // A millisecond per round trip: a fifth of the work measures the same rates in a
+            // fifth of the time.
+            let units = match route {
+                Route::Local => units,
+                Route::Distant => (units / 5).max(1),
+            };
+            for workers in [1, 2, 4, 8] {
+                let what = format!(
+                    "{}, {workers} worker process{}",
+                    job.label(),
+                    if workers == 1 { "" } else { "es" }
+                );
+                if !wants(&what) {
+                    continue;
+                }
+                let floors = (
+                    postgres::floor(job, units, workers, 1, route).await,
+                    postgres::floor(job, units, workers, 100, route).await,
+                );
+                let measured = postgres::work(job, units, workers, route).await;
+                let mut row = row(&what, route.label(), measured, floors);
+                row.tx_per_unit = None;
+                row.rss_kib = None;
+                rates.push(((job, route, workers), row.bounda, floors));
+                rows.push(row);
             }
-            let floors = (
-                postgres::floor(units, workers, 1, route).await,
-                postgres::floor(units, workers, 100, route).await,
-            );
-            let measured = postgres::firings(units, workers, route).await;
-            let mut row = row(&what, route.label(), measured, floors);
-            row.tx_per_unit = None;
-            row.rss_kib = None;
-            rates.push((route, workers, row.bounda, floors));
-            rows.push(row);
         }
     }
-    let rate = |route, workers| {
-        rates
-            .iter()
-            .find(|(r, w, ..)| *r == route && *w == workers)
-            .map(|(_, _, rate, floors)| (*rate, *floors))
-    };
-    let mut targets = Vec::new();
-    if let (Some((one, _)), Some((four, _)), Some((eight, _))) = (
-        rate(Route::Distant, 1),
-        rate(Route::Distant, 4),
-        rate(Route::Distant, 8),
-    ) {
-        targets.push(format!(
-            "1 ms away: 4 workers / 1 worker {} (target 3), 8 workers / 1 worker {} (target 5)",
-            table::ratio(four, one),
-            table::ratio(eight, one)
-        ));
-    }
-    if let Some((one, (_, floor100))) = rate(Route::Distant, 1) {
-        targets.push(format!(
-            "1 ms away: 1 worker / one-connection floor at 100 per commit {} (target 0.6)",
-            table::ratio(one, floor100)
-        ));
-    }
-    let local: Vec<String> = [1, 2, 4]
-        .into_iter()
-        .filter_map(|w| rate(Route::Local, w).map(|(r, (_, f))| (w, r, f)))
-        .map(|(w, r, f)| format!("W = {w}: {}", table::ratio(r, f)))
-        .collect();
-    if !local.is_empty() {
-        targets.push(format!(
-            "local socket, W workers / floor at N = W, 100 per commit (target 0.5): {}",
-            local.join(", ")
-        ));
-    }
-    for route in [Route::Local, Route::Distant] {
-        let by_workers: Vec<f64> = [1, 2, 4, 8]
-            .into_iter()
-            .filter_map(|w| rate(route, w).map(|(r, _)| r))
-            .collect();
-        if by_workers.len() > 1 {
-            let growing = by_workers.windows(2).all(|pair| pair[1] >= pair[0]);
+    for job in Job::ALL {
+        let rate = |route, workers| {
+            rates
+                .iter()
+                .find(|(key, ..)| *key == (job, route, workers))
+                .map(|(_, rate, floors)| (*rate, *floors))
+        };
+        let mut targets = Vec::new();
+        if let (Some((one, _)), Some((four, _)), Some((eight, _))) = (
+            rate(Route::Distant, 1),
+            rate(Route::Distant, 4),
+            rate(Route::Distant, 8),
+        ) {
             targets.push(format!(
-                "{}: more workers never fire fewer: {}",
-                route.label(),
-                if growing { "yes" } else { "no" }
+                "1 ms away: 4 workers / 1 worker {} (target 3), 8 workers / 1 worker {} (target 5)",
+                table::ratio(four, one),
+                table::ratio(eight, one)
             ));
         }
+        if let Some((one, (_, floor100))) = rate(Route::Distant, 1) {
+            targets.push(format!(
+                "1 ms away: 1 worker / one-connection floor at 100 per commit {} (target 0.6)",
+                table::ratio(one, floor100)
+            ));
+        }
+        let local: Vec<String> = [1, 2, 4]
+            .into_iter()
+            .filter_map(|w| rate(Route::Local, w).map(|(r, (_, f))| (w, r, f)))
+            .map(|(w, r, f)| format!("W = {w}: {}", table::ratio(r, f)))
+            .collect();
+        if !local.is_empty() {
+            targets.push(format!(
+                "local socket, W workers / floor at N = W, 100 per commit (target 0.5): {}",
+                local.join(", ")
+            ));
+        }
+        for route in [Route::Local, Route::Distant] {
+            let by_workers: Vec<f64> = [1, 2, 4, 8]
+                .into_iter()
+                .filter_map(|w| rate(route, w).map(|(r, _)| r))
+                .collect();
+            if by_workers.len() > 1 {
+                let growing = by_workers.windows(2).all(|pair| pair[1] >= pair[0]);
+                targets.push(format!(
+                    "{}: more workers never do fewer: {}",
+                    route.label(),
+                    if growing { "yes" } else { "no" }
+                ));
+            }
+        }
+        notes.extend(
+            targets
+                .into_iter()
+                .map(|target| format!("{}: {target}", job.label())),
+        );
     }
-    notes.extend(targets);
     notes.push(format!(
         "PostgreSQL rows: a throwaway server on this machine's disk, flushing every commit \
          (or `BOUNDA_POSTGRES_URL`); \"1 ms away\": every connection through a proxy that \
-         delays each byte by {} ms each way, as from another machine (a fifth of the firings); each worker a process of \
-         this benchmark running `App::run` with the defaults (batch 100, poll 100 ms), timed \
-         from the workers' start, process start and connection included, until the last \
-         firing is stored, then checked (each instance fired once, every event placed once \
-         in one order without holes, each stream in version order); the floors: plain SQL \
-         from as many connections as workers, by the same route, per firing one statement \
-         taking the first due row (`FOR UPDATE SKIP LOCKED`) and moving it on, one appending \
-         the event",
+         delays each byte by {} ms each way, as from another machine (a fifth of the units); \
+         each worker a process of this benchmark running `App::run` with the defaults (batch \
+         100, poll 100 ms), timed from the workers' start, process start and connection \
+         included, until the last unit is stored, then checked (each instance did its unit \
+         once, every event placed once in one order without holes, each stream in version \
+         order); the floors: plain SQL from as many connections as workers, by the same \
+         route: per firing one statement taking the first due row (`FOR UPDATE SKIP \
+         LOCKED`) and moving it on, one appending the event; per reaction an inbox mark and \
+         the command's event; per process step an inbox mark, the instance's first event and \
+         its timeout's row",
         postgres::ROUND_TRIP.as_secs_f64() * 1000.0 / 2.0
     ));
 }
@@ -267,7 +288,14 @@ fn short(count: usize) -> String {
 async fn main() {
     let args = Args::parse();
     if let (true, Some(url), Some(schema)) = (args.pg_worker, &args.pg_url, &args.pg_schema) {
-        postgres::worker(url, schema).await;
+        let Some(job) = postgres::Job::parse(&args.pg_job) else {
+            eprintln!(
+                "--pg-job takes firings, reactions or steps, not `{}`",
+                args.pg_job
+            );
+            std::process::exit(2);
+        };
+        postgres::worker(job, url, schema).await;
         return;
     }
     let sizes = if args.smoke {
@@ -371,7 +399,7 @@ async fn main() {
     }
 
     if args.postgres {
-        postgres_rows(sizes.deadlines, &wants, &mut rows, &mut notes).await;
+        postgres_rows(sizes.postgres, &wants, &mut rows, &mut notes).await;
     }
 
     if wants("latency") {

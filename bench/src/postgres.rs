@@ -1,7 +1,7 @@
-//! The benchmark on PostgreSQL: deadline firings by 1, 2, 4 and 8 worker processes against one
-//! server, directly and through a proxy one round trip of 1 ms away (as from other machines),
-//! beside a floor at as many connections: plain SQL making the same writes on bounda's own
-//! tables, on the same server, in the same run. The server flushes every commit to disk: a
+//! The benchmark on PostgreSQL: deadline firings, reactions and process steps by 1, 2, 4 and 8
+//! worker processes against one server, directly and through a proxy one round trip of 1 ms
+//! away (as from other machines), beside a floor at as many connections: plain SQL making the
+//! same writes on bounda's own tables, on the same server, in the same run. The server flushes every commit to disk: a
 //! throwaway one started from the installed binaries, or `BOUNDA_POSTGRES_URL`.
 
 use std::process::{Child, Command, Stdio};
@@ -13,8 +13,68 @@ use bounda_postgres::testing::{self, Proxy};
 use bounda_postgres::{Options, PostgresStore};
 use tokio_postgres::Client;
 
+use crate::domain::AcknowledgeOnTicketOpened;
 use crate::domain::expiry::Expiry;
+use crate::domain::tracking::Tracking;
 use crate::measure::{Measured, open_tickets, settle};
+
+/// What the workers do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Job {
+    /// Fire one due deadline per instance (`Expiry`).
+    Firings,
+    /// React to each `TicketOpened` with one command (`acknowledge_on_ticket_opened`).
+    Reactions,
+    /// Start one process instance per `TicketOpened` (`Tracking`): a process step.
+    Steps,
+}
+
+impl Job {
+    /// Every job, in the table's order.
+    pub const ALL: [Job; 3] = [Job::Firings, Job::Reactions, Job::Steps];
+
+    /// Its name in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Job::Firings => "deadline firings",
+            Job::Reactions => "reactions",
+            Job::Steps => "process steps",
+        }
+    }
+
+    /// Its name on a worker's command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::Firings => "firings",
+            Job::Reactions => "reactions",
+            Job::Steps => "steps",
+        }
+    }
+
+    /// The job named `name` on a worker's command line.
+    pub fn parse(name: &str) -> Option<Job> {
+        Job::ALL.into_iter().find(|job| job.name() == name)
+    }
+
+    /// The event each unit of the job stores once.
+    fn event_type(self) -> &'static str {
+        match self {
+            Job::Firings => "ProcessDeadlineReached",
+            Job::Reactions => "TicketAcknowledged",
+            Job::Steps => "ProcessStarted",
+        }
+    }
+
+    /// An app that does the job.
+    fn app(self, builder: bounda::AppBuilder) -> bounda::AppBuilder {
+        let builder = builder.only_listed();
+        match self {
+            Job::Firings => builder.process::<Expiry>(),
+            Job::Reactions => builder.policy::<AcknowledgeOnTicketOpened>(),
+            Job::Steps => builder.process::<Tracking>(),
+        }
+    }
+}
 
 /// When the floor's firings happen (its deadlines are due an hour before).
 const NOW: &str = "2026-01-01T02:00:00Z";
@@ -48,55 +108,56 @@ async fn client(url: &str) -> Client {
     client
 }
 
-/// How many `ProcessDeadlineReached` events `schema` holds.
-async fn fired(client: &Client, schema: &str) -> usize {
+/// How many units of `job` `schema` holds: its events.
+async fn done(client: &Client, schema: &str, job: Job) -> usize {
     let row = client
         .query_one(
-            &format!(
-                "SELECT count(*) FROM \"{schema}\".events WHERE type = 'ProcessDeadlineReached'"
-            ),
-            &[],
+            &format!("SELECT count(*) FROM \"{schema}\".events WHERE type = $1"),
+            &[&job.event_type()],
         )
         .await
-        .unwrap_or_else(|error| panic!("cannot count the firings: {error}"));
+        .unwrap_or_else(|error| panic!("cannot count what the workers did: {error}"));
     usize::try_from(row.get::<_, i64>(0)).unwrap_or_default()
 }
 
-/// Deadline firings by `workers` processes: `units` instances of `Expiry` are started untimed
-/// on the simulated clock's first day, so their deadlines are long due on the real clock; then
-/// `workers` processes of this binary (`--pg-worker`) run `App::run` on the schema, timed from
-/// their start until the last firing is stored.
-pub async fn firings(units: usize, workers: usize, route: Route) -> Measured {
-    let (url, schema, store) = fresh("firings").await;
-    let setup = TestApp::new(
-        App::builder(store.clone())
-            .only_listed()
-            .process::<Expiry>(),
-    )
-    .await
-    .expect("cannot build the deadline app");
+/// `job` done by `workers` processes: `units` tickets are opened on the simulated clock's first
+/// day (for firings, their `Expiry` instances started untimed, so their deadlines are long due
+/// on the real clock; for reactions and steps, by an app built first, so its subscriber starts
+/// before them); then `workers` processes of this binary (`--pg-worker`) run `App::run` on the
+/// schema, timed from their start until the last unit is stored.
+pub async fn work(job: Job, units: usize, workers: usize, route: Route) -> Measured {
+    let (url, schema, store) = fresh(job.name()).await;
+    let setup = TestApp::new(job.app(App::builder(store.clone())))
+        .await
+        .expect("cannot build the setup's app");
     open_tickets(&setup, units).await;
-    settle(&setup, "starting the instances").await;
+    if job == Job::Firings {
+        settle(&setup, "starting the instances").await;
+    }
     drop(setup);
     let counter = client(&url).await;
     let reach = Reach::new(route, &url).await;
     let start = Instant::now();
     let mut children: Vec<Child> = (0..workers)
-        .map(|_| spawn_worker(&reach.url, &schema))
+        .map(|_| spawn_worker(job, &reach.url, &schema))
         .collect();
     loop {
-        if fired(&counter, &schema).await >= units {
+        if done(&counter, &schema, job).await >= units {
             break;
         }
         for child in &mut children {
             if let Ok(Some(status)) = child.try_wait() {
-                panic!("a worker stopped before the firings were done: {status}");
+                panic!(
+                    "a worker stopped before its {} were done: {status}",
+                    job.label()
+                );
             }
         }
         assert!(
             start.elapsed() < Duration::from_secs(600),
-            "{workers} workers fired {} of {units} deadlines in 10 minutes",
-            fired(&counter, &schema).await
+            "{workers} workers did {} of {units} {} in 10 minutes",
+            done(&counter, &schema, job).await,
+            job.label()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -108,12 +169,14 @@ pub async fn firings(units: usize, workers: usize, route: Route) -> Measured {
             .await
             .expect("a worker's stop");
     }
-    let count = fired(&counter, &schema).await;
+    let count = done(&counter, &schema, job).await;
     assert_eq!(
-        count, units,
-        "{workers} workers: expected {units} firings, found {count}; a deadline ran twice"
+        count,
+        units,
+        "{workers} workers: expected {units} {}, found {count}; one ran twice",
+        job.label()
     );
-    check_order(&store, &counter, &schema, units).await;
+    check_order(&store, &counter, &schema, job, units).await;
     Measured {
         units,
         elapsed,
@@ -121,11 +184,12 @@ pub async fn firings(units: usize, workers: usize, route: Route) -> Measured {
     }
 }
 
-/// A worker process of this binary on `schema`.
-fn spawn_worker(url: &str, schema: &str) -> Child {
+/// A worker process of this binary doing `job` on `schema`.
+fn spawn_worker(job: Job, url: &str, schema: &str) -> Child {
     let exe = std::env::current_exe().expect("the benchmark's own path");
     Command::new(exe)
         .args(["--pg-worker", "--pg-url", url, "--pg-schema", schema])
+        .args(["--pg-job", job.name()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()
@@ -145,8 +209,8 @@ fn stop(child: Child) {
     );
 }
 
-/// The worker process: `App::run` with `Expiry` on `schema` until SIGTERM.
-pub async fn worker(url: &str, schema: &str) {
+/// The worker process: `App::run` doing `job` on `schema` until SIGTERM.
+pub async fn worker(job: Job, url: &str, schema: &str) {
     let store = PostgresStore::connect(
         url,
         Options {
@@ -156,26 +220,35 @@ pub async fn worker(url: &str, schema: &str) {
     )
     .await
     .unwrap_or_else(|error| panic!("the worker cannot connect: {error}"));
-    let app = App::builder(store)
-        .only_listed()
-        .process::<Expiry>()
+    let app = job
+        .app(App::builder(store))
         .build()
         .await
         .expect("the worker's app");
     app.run().await.expect("the worker ran");
 }
 
-/// The floor at `connections` connections: plain SQL doing each firing bounda does, with the
-/// least work the same result needs. Per firing, one statement takes the first due row
-/// (`FOR UPDATE SKIP LOCKED`, as workers share rows) and moves it to the instance's timeout,
-/// and one appends the firing's event; committed every `per_tx` firings, from `connections`
-/// connections at once, each reaching the server by `route`. The schema holds what bounda's
-/// holds before its firings: each ticket's two events, one scheduler row per instance.
-pub async fn floor(units: usize, connections: usize, per_tx: usize, route: Route) -> f64 {
+/// The floor of `job` at `connections` connections: plain SQL making the writes bounda makes,
+/// with the least work the same result needs, committed every `per_tx` units, from
+/// `connections` connections at once, each reaching the server by `route`.
+///
+/// - Firings: per firing, one statement takes the first due row (`FOR UPDATE SKIP LOCKED`, as
+///   workers share rows) and moves it to the instance's timeout, and one appends the firing's
+///   event. The schema holds what bounda's holds before its firings: each ticket's two events,
+///   one scheduler row per instance.
+/// - Reactions: per reaction, one statement marks the event done in the inbox and one appends
+///   the command's event; each connection takes its share of the tickets, known beforehand.
+/// - Process steps: per step, the inbox mark, the instance's first lifecycle event, and its
+///   timeout's scheduler row.
+pub async fn floor(job: Job, units: usize, connections: usize, per_tx: usize, route: Route) -> f64 {
     let (url, schema, store) = fresh("floor").await;
     drop(store);
     let t = format!("\"{schema}\".");
     let units_i64 = i64::try_from(units).unwrap_or(i64::MAX);
+    let (prefill, due) = match job {
+        Job::Firings => (2 * units_i64, units_i64),
+        Job::Reactions | Job::Steps => (units_i64, 0),
+    };
     client(&url)
         .await
         .batch_execute(&format!(
@@ -189,24 +262,104 @@ pub async fn floor(units: usize, connections: usize, per_tx: usize, route: Route
                  (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
              SELECT md5(n::text) || '-due-' || n, 'bounda.ProcessDeadline', 'due-' || n,
                  json_build_object('instance', 'due-' || n, 'process', 'Expiry'), '{DUE}', '{{}}'
-             FROM generate_series(1, {units}) AS n;
-             ANALYZE",
-            prefill = 2 * units_i64,
+             FROM generate_series(1, {due}) AS n;
+             ANALYZE"
         ))
         .await
         .unwrap_or_else(|error| panic!("cannot fill the floor's schema: {error}"));
     let reach = Reach::new(route, &url).await;
     let start = Instant::now();
-    let firing: Vec<_> = (0..connections)
-        .map(|_| tokio::spawn(fire_plainly(reach.url.clone(), t.clone(), per_tx)))
+    let working: Vec<_> = (0..connections)
+        .map(|c| {
+            let (url, t) = (reach.url.clone(), t.clone());
+            tokio::spawn(async move {
+                match job {
+                    Job::Firings => fire_plainly(url, t, per_tx).await,
+                    Job::Reactions | Job::Steps => {
+                        let share: Vec<usize> = (c..units).step_by(connections).collect();
+                        react_plainly(url, t, job, per_tx, share).await
+                    }
+                }
+            })
+        })
         .collect();
-    let mut fired = 0;
-    for connection in firing {
-        fired += connection.await.expect("a floor connection");
+    let mut done = 0;
+    for connection in working {
+        done += connection.await.expect("a floor connection");
     }
     let rate = units as f64 / start.elapsed().as_secs_f64();
-    assert_eq!(fired, units, "the floor fired each deadline once");
+    assert_eq!(done, units, "the floor did each unit once");
     rate
+}
+
+/// One of the floor's connections doing reactions or process steps for tickets `share`,
+/// `per_tx` per commit; answers how many it did.
+async fn react_plainly(
+    url: String,
+    t: String,
+    job: Job,
+    per_tx: usize,
+    share: Vec<usize>,
+) -> usize {
+    let mut client = client(&url).await;
+    let handler = match job {
+        Job::Steps => "Tracking",
+        Job::Firings | Job::Reactions => "acknowledge_on_ticket_opened",
+    };
+    let mark = client
+        .prepare(&format!(
+            "INSERT INTO {t}inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+             VALUES ('{handler}', 'setup-' || $1, 'succeeded', 1, '{NOW}', 'floor')"
+        ))
+        .await
+        .expect("the floor's inbox mark");
+    let (stream, version) = match job {
+        Job::Steps => ("process:Tracking", 1),
+        Job::Firings | Job::Reactions => ("Ticket", 2),
+    };
+    let append = client
+        .prepare(&format!(
+            "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
+                 timestamp, metadata)
+             VALUES ('{}-' || $1, '{stream}', 't-' || $1, {version}, '{}',
+                 json_build_object('ticket_id', 't-' || $1), '{NOW}', '{{}}')",
+            job.name(),
+            job.event_type()
+        ))
+        .await
+        .expect("the floor's append");
+    let timeout = client
+        .prepare(&format!(
+            "INSERT INTO {t}scheduled_commands
+                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+             VALUES ('timeout-' || $1, 'bounda.ProcessDeadline', 't-' || $1,
+                 json_build_object('instance', 't-' || $1, 'process', 'Tracking'), '{TIMEOUT}',
+                 '{{}}')"
+        ))
+        .await
+        .expect("the floor's scheduler row");
+    let mut done = 0;
+    for chunk in share.chunks(per_tx.max(1)) {
+        let tx = client.transaction().await.expect("the floor cannot begin");
+        for n in chunk {
+            // The ticket's number as the setup wrote it, from 1.
+            let n = (n + 1).to_string();
+            tx.execute(&mark, &[&n])
+                .await
+                .expect("the floor's inbox mark");
+            tx.execute(&append, &[&n])
+                .await
+                .expect("the floor's append");
+            if job == Job::Steps {
+                tx.execute(&timeout, &[&n])
+                    .await
+                    .expect("the floor's scheduler row");
+            }
+        }
+        tx.commit().await.expect("the floor cannot commit");
+        done += chunk.len();
+    }
+    done
 }
 
 /// One of the floor's connections: fires until nothing is due, `per_tx` per commit; answers
@@ -308,10 +461,10 @@ impl Reach {
     }
 }
 
-/// Checks what the workers stored: every firing once, every event placed in one global order
+/// Checks what the workers stored: every unit of `job` once, every event placed in one global order
 /// without holes, each stream's events in version order, and a reader from the start seeing each
 /// event once, in order.
-async fn check_order(store: &PostgresStore, client: &Client, schema: &str, units: usize) {
+async fn check_order(store: &PostgresStore, client: &Client, schema: &str, job: Job, units: usize) {
     use bounda::store::Store;
     let t = format!("\"{schema}\".");
     let mut seen = std::collections::HashSet::new();
@@ -338,14 +491,14 @@ async fn check_order(store: &PostgresStore, client: &Client, schema: &str, units
         .query_one(
             &format!(
                 "SELECT count(*), count(*) FILTER (WHERE position < 0),
-                     count(DISTINCT aggregate_id) FILTER (WHERE type = 'ProcessDeadlineReached'),
+                     count(DISTINCT aggregate_id) FILTER (WHERE type = $1),
                      (SELECT count(*) FROM {t}events a JOIN {t}events b
                           ON a.aggregate_type = b.aggregate_type
                          AND a.aggregate_id = b.aggregate_id
                          AND a.version < b.version AND a.position > b.position)
                  FROM {t}events"
             ),
-            &[],
+            &[&job.event_type()],
         )
         .await
         .expect("the order check");
@@ -353,6 +506,9 @@ async fn check_order(store: &PostgresStore, client: &Client, schema: &str, units
         (row.get(0), row.get(1), row.get(2), row.get(3));
     assert_eq!(unplaced, 0, "every event was placed");
     assert_eq!(seen.len() as i64, events, "the reader saw every event once");
-    assert_eq!(instances as usize, units, "every instance fired once");
+    assert_eq!(
+        instances as usize, units,
+        "every instance did its unit once"
+    );
     assert_eq!(disordered, 0, "every stream in version order");
 }

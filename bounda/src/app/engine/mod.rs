@@ -5,7 +5,8 @@
 //! operator retries. Its [`Work`] runs the handler and says what to write; its [`Claim`] is
 //! settled in the same write set. The loop takes a batch of claimed runs and goes through it in
 //! waves: a wave holds at most one run per lane (the aggregate instance a run concerns), so one
-//! instance's steps run and commit in order; the handlers of a wave run one after another, and
+//! instance's steps run and commit in order; the handlers of a wave of scheduler runs run at
+//! once (a subscriber's one after another, as a failure holds its handler's later runs), and
 //! the wave's write sets commit in one transaction, each alone in a savepoint, so one that is
 //! refused reruns or fails alone. A moved stream reruns the handler on the new
 //! state without spending an attempt, after renewing the claim; a failure is
@@ -220,10 +221,46 @@ impl Report {
         self.store_error.get_or_insert(error);
     }
 
+    /// Takes in what one run's execution reported, in the batch's order: what `execute` and
+    /// what it calls record.
+    fn absorb(&mut self, other: Report) {
+        let Report {
+            ran,
+            mut rejections,
+            held_from,
+            mut failures,
+            letter_settled,
+            renewed_at,
+            then_claim: _,
+            mut claimed,
+            deferred,
+            store_error,
+        } = other;
+        self.ran |= ran;
+        self.rejections.append(&mut rejections);
+        if let Some(position) = held_from {
+            self.hold_at(position);
+        }
+        self.failures.append(&mut failures);
+        if letter_settled.is_some() {
+            self.letter_settled = letter_settled;
+        }
+        self.renewed_at = self.renewed_at.max(renewed_at);
+        self.claimed.append(&mut claimed);
+        self.deferred |= deferred;
+        if let Some(error) = store_error {
+            self.store_error.get_or_insert(error);
+        }
+    }
+
     fn hold(&mut self, run: &Run) {
         if let Some(position) = run.position {
-            self.held_from = Some(self.held_from.map_or(position, |p| p.min(position)));
+            self.hold_at(position);
         }
+    }
+
+    fn hold_at(&mut self, position: u64) {
+        self.held_from = Some(self.held_from.map_or(position, |p| p.min(position)));
     }
 }
 
@@ -259,8 +296,7 @@ impl App {
         let mut held: HashSet<&'static str> = HashSet::new();
         while !queue.is_empty() {
             let mut lanes: HashSet<String> = HashSet::new();
-            let mut wave: Vec<(Run, Kind)> = Vec::new();
-            let mut sets: Vec<WriteSet> = Vec::new();
+            let mut next_wave: Vec<Queued> = Vec::new();
             while let Some(next) = queue.front() {
                 let lane = match next {
                     Queued::Execute(run) => &run.lane,
@@ -270,23 +306,12 @@ impl App {
                     break;
                 }
                 let Some(next) = queue.pop_front() else { break };
-                let entry = match next {
-                    Queued::Write(entry) => *entry,
-                    Queued::Execute(run) => match self.execute(run, &mut held, report).await {
-                        Some(entry) => entry,
-                        None => continue,
-                    },
-                };
-                let (run, writes, kind) = entry;
-                if let (
-                    Kind::Failed {
-                        retry_at: Some(_), ..
-                    },
-                    Some(group),
-                ) = (&kind, run.group)
-                {
-                    held.insert(group);
-                }
+                next_wave.push(next);
+            }
+            let entries = self.execute_wave(next_wave, &mut held, report).await;
+            let mut wave: Vec<(Run, Kind)> = Vec::with_capacity(entries.len());
+            let mut sets: Vec<WriteSet> = Vec::with_capacity(entries.len() + 1);
+            for (run, writes, kind) in entries {
                 wave.push((run, kind));
                 sets.push(writes);
             }
@@ -336,6 +361,55 @@ impl App {
             Some(error) => Err(error),
             None => Ok(()),
         }
+    }
+
+    /// Runs the handlers of a wave (one run per lane), in wave order. Runs of no group (the
+    /// scheduler's: deadlines, delayed commands, delayed policy runs) run at once, so their reads
+    /// and their handlers' waits overlap; a subscriber's runs run one after another, as a failure
+    /// holds its handler's later runs (spec 148).
+    async fn execute_wave(
+        &self,
+        wave: Vec<Queued>,
+        held: &mut HashSet<&'static str>,
+        report: &mut Report,
+    ) -> Vec<(Run, WriteSet, Kind)> {
+        let together = wave.len() > 1
+            && wave.iter().all(|queued| match queued {
+                Queued::Execute(run) => run.group.is_none(),
+                Queued::Write(_) => true,
+            });
+        if !together {
+            let mut entries = Vec::with_capacity(wave.len());
+            for queued in wave {
+                let entry = match queued {
+                    Queued::Write(entry) => Some(*entry),
+                    Queued::Execute(run) => self.execute(run, held, report).await,
+                };
+                // A run waiting for its retry holds its group's later runs from here on.
+                if let Some((run, _, kind)) = &entry {
+                    hold_if_waiting(run, kind, held);
+                }
+                entries.extend(entry);
+            }
+            return entries;
+        }
+        let runs = wave.into_iter().map(|queued| async move {
+            match queued {
+                Queued::Write(entry) => (Some(*entry), Report::default()),
+                Queued::Execute(run) => {
+                    // No group: nothing a run does here holds another's.
+                    let mut own = Report::default();
+                    let entry = self.execute(run, &mut HashSet::new(), &mut own).await;
+                    (entry, own)
+                }
+            }
+        });
+        let mut entries = Vec::new();
+        for (entry, own) in futures_util::future::join_all(runs).await {
+            report.absorb(own);
+            entries.extend(entry);
+        }
+        entries
     }
 
     /// Runs one run's handler: its write set with the claim settled, or `None` when there is
@@ -591,15 +665,7 @@ impl App {
                 let failure = Failure::of(&anyhow::Error::new(error));
                 run.work.mark_failed(&failure.message);
                 let (run, writes, kind) = self.failed(run, failure, report)?;
-                if let (
-                    Kind::Failed {
-                        retry_at: Some(_), ..
-                    },
-                    Some(group),
-                ) = (&kind, run.group)
-                {
-                    held.insert(group);
-                }
+                hold_if_waiting(&run, &kind, held);
                 Some(Queued::Write(Box::new((run, writes, kind))))
             }
             // Recording a failure or a release was refused too: the claim lapses and the run is
@@ -693,6 +759,19 @@ impl App {
             skip.push(crate::app::PROCESSES.to_owned());
         }
         skip
+    }
+}
+
+/// Holds `run`'s group when it waits for a retry: the group's later runs wait behind it.
+fn hold_if_waiting(run: &Run, kind: &Kind, held: &mut HashSet<&'static str>) {
+    if let (
+        Kind::Failed {
+            retry_at: Some(_), ..
+        },
+        Some(group),
+    ) = (kind, run.group)
+    {
+        held.insert(group);
     }
 }
 
