@@ -31,7 +31,7 @@ impl App {
     /// The pass claims at most a batch of deliveries, in order, from the events after the
     /// checkpoint: pages on past deliveries that are done or that other runners hold, leaving
     /// their lanes to them, and runs what it claimed. The checkpoint then stops just before the
-    /// first delivery it could not settle (spec 148).
+    /// first delivery it could not settle.
     pub(crate) async fn subscriber_pass(
         &self,
         subscriber: &'static str,
