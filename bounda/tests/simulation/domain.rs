@@ -3,6 +3,7 @@
 //! timeout; a delayed policy; a scheduled command. Every handler asks the plan how its run goes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bounda::prelude::*;
@@ -253,8 +254,11 @@ pub fn mix(seed: u64, key: &str) -> u64 {
 pub struct Plan {
     pub seed: u64,
     pub invoked: Mutex<HashMap<String, usize>>,
-    /// Woken by a handler that is to run past its limit: the clock's sleep ends at once.
-    pub slow: Arc<tokio::sync::Notify>,
+    /// Set by a handler that is to run past its limit; the clock's sleep polled next takes it
+    /// and ends at once. That sleep is the handler's own time limit: the runtime polls it right
+    /// after the handler, in the same poll, while the handlers of a wave run at once in one task
+    /// (a `Notify` would wake the oldest waiting sleep, another handler's).
+    pub slow: Arc<AtomicBool>,
 }
 
 impl Plan {
@@ -279,7 +283,7 @@ impl Plan {
             .into()),
             Fate::Panic => panic!("planned panic of {key}"),
             Fate::Slow => {
-                self.slow.notify_one();
+                self.slow.store(true, Ordering::SeqCst);
                 std::future::pending::<()>().await;
                 Ok(())
             }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bounda::clock::{Clock, SimulatedClock, Sleep};
 use bounda::config::{Config, Retry, Strategy};
@@ -34,10 +34,11 @@ pub struct Stats {
     pub faults: [u64; 4],
 }
 
-/// The simulated clock, whose sleeps also end when a handler says it has run past its limit.
+/// The simulated clock, whose sleep polled next ends when a handler says it has run past its
+/// limit (see [`Plan::slow`]).
 struct SimClock {
     inner: Arc<SimulatedClock>,
-    slow: Arc<tokio::sync::Notify>,
+    slow: Arc<AtomicBool>,
 }
 
 impl Clock for SimClock {
@@ -46,14 +47,14 @@ impl Clock for SimClock {
     }
 
     fn sleep(&self, duration: Duration) -> Sleep {
-        let inner = self.inner.sleep(duration);
+        let mut inner = self.inner.sleep(duration);
         let slow = self.slow.clone();
-        Box::pin(async move {
-            tokio::select! {
-                () = inner => {}
-                () = slow.notified() => {}
+        Box::pin(std::future::poll_fn(move |cx| {
+            if slow.swap(false, Ordering::SeqCst) {
+                return std::task::Poll::Ready(());
             }
-        })
+            inner.as_mut().poll(cx)
+        }))
     }
 }
 
