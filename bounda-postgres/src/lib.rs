@@ -26,6 +26,7 @@
 mod claims;
 mod import;
 mod names;
+mod pipeline;
 mod place;
 mod rows;
 mod schema;

@@ -19,6 +19,7 @@ use deadpool_postgres::GenericClient;
 
 use crate::claims;
 use crate::names::Names;
+use crate::pipeline::{Expect, Owned, Pipeline, owned};
 use crate::rows::{self, bigint};
 use crate::sql::{Params, execute, failed, query_one, query_opt};
 
@@ -29,7 +30,29 @@ pub(crate) async fn apply(
     names: &Names,
     writes: &WriteSet,
 ) -> Result<Committed, CommitError> {
-    protocol::apply(&mut On { client, names }, writes).await
+    protocol::apply(&mut On::exact(client, names), writes).await
+}
+
+/// Writes each of `writes` on `client` in turn, every statement sent without waiting for the
+/// answer of the one before (see [`Pipeline`]): `Some` answers when every statement answered as
+/// foreseen, to be committed; `None` when one did not (a stream moved, a claim lost, an error),
+/// and the caller rolls back and writes them again the exact way, each in its savepoint.
+pub(crate) async fn apply_pipelined(
+    client: &impl GenericClient,
+    names: &Names,
+    writes: &[WriteSet],
+) -> Option<Vec<Committed>> {
+    let mut on = On {
+        client,
+        names,
+        pipeline: Some(Pipeline::default()),
+    };
+    let mut results = Vec::with_capacity(writes.len());
+    for writes in writes {
+        results.push(protocol::apply(&mut on, writes).await.ok()?);
+    }
+    on.drain().await.ok()?;
+    Some(results)
 }
 
 /// Takes the head row for this transaction, as a placer does: a copy's import writes positions
@@ -100,32 +123,65 @@ pub(crate) async fn file_letter(
     Ok(())
 }
 
-/// The statements on one transaction or savepoint.
+/// The statements on one transaction or savepoint: each answered before the next is sent, or,
+/// with a [`Pipeline`], writes sent at once and answered as foreseen.
 struct On<'a, C> {
     client: &'a C,
     names: &'a Names,
+    pipeline: Option<Pipeline<'a>>,
 }
 
-impl<C: GenericClient> On<'_, C> {
-    /// Runs `template` (`{t}` naming the tables), answering the rows it changed.
-    async fn execute(
-        &self,
-        what: &'static str,
-        template: &str,
-        params: Params<'_>,
-    ) -> Result<u64, StoreError> {
-        execute(self.client, &self.names.sql(template), params)
-            .await
-            .map_err(failed(what))
+impl<'a, C: GenericClient> On<'a, C> {
+    fn exact(client: &'a C, names: &'a Names) -> On<'a, C> {
+        On {
+            client,
+            names,
+            pipeline: None,
+        }
     }
 
-    /// The row `template` answers, if any.
+    /// Runs `template` (`{t}` naming the tables), answering the rows it changed; in a pipeline,
+    /// sends it and answers what `expect` foresees, checked when the pipeline drains.
+    async fn execute(
+        &mut self,
+        what: &'static str,
+        expect: Expect,
+        template: &str,
+        params: Owned,
+    ) -> Result<u64, StoreError> {
+        let sql = self.names.sql(template);
+        let Some(pipeline) = &mut self.pipeline else {
+            let statement = self
+                .client
+                .prepare_cached(&sql)
+                .await
+                .map_err(failed(what))?;
+            return self
+                .client
+                .execute_raw(&statement, params)
+                .await
+                .map_err(failed(what));
+        };
+        pipeline.send(self.client, what, expect, &sql, params).await
+    }
+
+    /// Waits for the answers of the statements sent, in order: an error, or an answer that is
+    /// not the one foreseen, fails the write sets of the pipeline.
+    async fn drain(&mut self) -> Result<(), StoreError> {
+        match &mut self.pipeline {
+            Some(pipeline) => pipeline.drain().await,
+            None => Ok(()),
+        }
+    }
+
+    /// The row `template` answers, if any: in a pipeline, once what was sent has answered.
     async fn row(
-        &self,
+        &mut self,
         what: &'static str,
         template: &str,
         params: Params<'_>,
     ) -> Result<Option<tokio_postgres::Row>, StoreError> {
+        self.drain().await?;
         query_opt(self.client, &self.names.sql(template), params)
             .await
             .map_err(failed(what))
@@ -133,7 +189,7 @@ impl<C: GenericClient> On<'_, C> {
 
     /// The moment in the first column of the row `template` answers, if any.
     async fn moment(
-        &self,
+        &mut self,
         template: &str,
         params: Params<'_>,
     ) -> Result<Option<Instant>, StoreError> {
@@ -187,6 +243,7 @@ impl<C: GenericClient> Statements for On<'_, C> {
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<u64, StoreError> {
+        self.drain().await?;
         let row = query_one(
             self.client,
             &self.names.sql(
@@ -221,10 +278,10 @@ impl<C: GenericClient> Statements for On<'_, C> {
             Vec::with_capacity(count),
         );
         for (event, version) in append.events.iter().zip(versions) {
-            ids.push(event.id.as_str());
+            ids.push(event.id.clone());
             numbers.push(bigint("a version", version)?);
-            types.push(event.event_type.as_str());
-            payloads.push(&event.payload);
+            types.push(event.event_type.clone());
+            payloads.push(event.payload.clone());
             timestamps.push(event.timestamp.to_chrono());
             metadata.push(
                 serde_json::to_value(&event.metadata)
@@ -234,6 +291,7 @@ impl<C: GenericClient> Statements for On<'_, C> {
         let inserted = self
             .execute(
                 "cannot append an event",
+                Expect::Rows(count as u64),
                 "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
                      timestamp, metadata)
                  SELECT id, $2, $3, version, type, payload, timestamp, metadata
@@ -243,16 +301,16 @@ impl<C: GenericClient> Statements for On<'_, C> {
                  WHERE (SELECT coalesce(max(s.version), 0) FROM {t}events s
                         WHERE s.aggregate_type = $2 AND s.aggregate_id = $3) = $9
                  ON CONFLICT (aggregate_type, aggregate_id, version) DO NOTHING",
-                &[
-                    &ids,
-                    &append.aggregate_type,
-                    &append.aggregate_id,
-                    &numbers,
-                    &types,
-                    &payloads,
-                    &timestamps,
-                    &metadata,
-                    &bigint("a version", append.expected_version)?,
+                owned![
+                    ids,
+                    append.aggregate_type.clone(),
+                    append.aggregate_id.clone(),
+                    numbers,
+                    types,
+                    payloads,
+                    timestamps,
+                    metadata,
+                    bigint("a version", append.expected_version)?,
                 ],
             )
             .await?;
@@ -270,11 +328,12 @@ impl<C: GenericClient> Statements for On<'_, C> {
     ) -> Result<(), StoreError> {
         self.execute(
             "cannot move a checkpoint",
+            Expect::Any,
             "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2",
-            &[
-                &subscriber,
-                &bigint("a position", from)?,
-                &bigint("a position", to)?,
+            owned![
+                subscriber.to_owned(),
+                bigint("a position", from)?,
+                bigint("a position", to)?,
             ],
         )
         .await?;
@@ -288,20 +347,21 @@ impl<C: GenericClient> Statements for On<'_, C> {
     ) -> Result<u64, StoreError> {
         self.execute(
             "cannot settle an inbox claim",
+            Expect::Some,
             "UPDATE {t}inbox
              SET status = $4, retry_at = $5, last_error = coalesce($6, last_error),
                  first_failed_at = coalesce(first_failed_at, $7), claimed_at = NULL,
                  lease_until = NULL,
                  attempts = attempts + (CASE WHEN $4 <> 'succeeded' THEN 1 ELSE 0 END)
              WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
-            &[
-                &mark.handler,
-                &mark.event_id,
-                &mark.claim_id,
-                &settle.status.as_str(),
-                &settle.retry_at.map(Instant::to_chrono),
-                &settle.error,
-                &settle.failed_at.map(Instant::to_chrono),
+            owned![
+                mark.handler.clone(),
+                mark.event_id.clone(),
+                mark.claim_id.clone(),
+                settle.status.as_str(),
+                settle.retry_at.map(Instant::to_chrono),
+                settle.error.map(str::to_owned),
+                settle.failed_at.map(Instant::to_chrono),
             ],
         )
         .await
@@ -310,9 +370,14 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn release_inbox(&mut self, mark: &InboxMark) -> Result<u64, StoreError> {
         self.execute(
             "cannot release an inbox claim",
+            Expect::Some,
             "UPDATE {t}inbox SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
              WHERE handler = $1 AND event_id = $2 AND claim_id = $3 AND status = 'pending'",
-            &[&mark.handler, &mark.event_id, &mark.claim_id],
+            owned![
+                mark.handler.clone(),
+                mark.event_id.clone(),
+                mark.claim_id.clone()
+            ],
         )
         .await
     }
@@ -320,9 +385,10 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn complete_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
         self.execute(
             "cannot release a scheduler claim",
+            Expect::Some,
             "DELETE FROM {t}scheduled_commands
              WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled",
-            &[&release.dedupe_key, &release.claim_id],
+            owned![release.dedupe_key.clone(), release.claim_id.clone()],
         )
         .await
     }
@@ -336,17 +402,18 @@ impl<C: GenericClient> Statements for On<'_, C> {
     ) -> Result<u64, StoreError> {
         self.execute(
             "cannot release a scheduler claim",
+            Expect::Some,
             "UPDATE {t}scheduled_commands
              SET execute_at = $3, last_error = $4, attempts = attempts + 1,
                  first_failed_at = coalesce(first_failed_at, $5),
                  claimed_at = NULL, lease_until = NULL, claim_id = NULL
              WHERE dedupe_key = $1 AND claim_id = $2 AND NOT rescheduled",
-            &[
-                &release.dedupe_key,
-                &release.claim_id,
-                &execute_at.to_chrono(),
-                &error,
-                &failed_at.to_chrono(),
+            owned![
+                release.dedupe_key.clone(),
+                release.claim_id.clone(),
+                execute_at.to_chrono(),
+                error.to_owned(),
+                failed_at.to_chrono(),
             ],
         )
         .await
@@ -355,10 +422,11 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn give_back_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
         self.execute(
             "cannot release a scheduler claim",
+            Expect::Some,
             "UPDATE {t}scheduled_commands
              SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE
              WHERE dedupe_key = $1 AND claim_id = $2",
-            &[&release.dedupe_key, &release.claim_id],
+            owned![release.dedupe_key.clone(), release.claim_id.clone()],
         )
         .await
     }
@@ -370,20 +438,21 @@ impl<C: GenericClient> Statements for On<'_, C> {
     ) -> Result<u64, StoreError> {
         self.execute(
             "cannot move a scheduler entry",
+            Expect::Some,
             "UPDATE {t}scheduled_commands
              SET command_type = $3, aggregate_id = $4, payload = $5, execute_at = $6,
                  context = $7, attempts = 0, last_error = NULL, first_failed_at = NULL,
                  claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE,
                  revision = revision + 1
              WHERE dedupe_key = $1 AND claim_id = $2",
-            &[
-                &release.dedupe_key,
-                &release.claim_id,
-                &entry.command_type,
-                &entry.aggregate_id,
-                &entry.payload,
-                &entry.execute_at.to_chrono(),
-                &entry.context,
+            owned![
+                release.dedupe_key.clone(),
+                release.claim_id.clone(),
+                entry.command_type.clone(),
+                entry.aggregate_id.clone(),
+                entry.payload.clone(),
+                entry.execute_at.to_chrono(),
+                entry.context.clone(),
             ],
         )
         .await
@@ -392,8 +461,9 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn unschedule(&mut self, key: &str) -> Result<(), StoreError> {
         self.execute(
             "cannot unschedule",
+            Expect::Any,
             "DELETE FROM {t}scheduled_commands WHERE dedupe_key = $1",
-            &[&key],
+            owned![key.to_owned()],
         )
         .await?;
         Ok(())
@@ -402,6 +472,7 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn schedule(&mut self, entry: &ScheduledEntry) -> Result<(), StoreError> {
         self.execute(
             "cannot schedule",
+            Expect::Any,
             "INSERT INTO {t}scheduled_commands AS s
                  (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
              VALUES ($1, $2, $3, $4, $5, $6)
@@ -414,13 +485,13 @@ impl<C: GenericClient> Statements for On<'_, C> {
              WHERE (s.command_type, s.aggregate_id, s.payload::text, s.execute_at, s.context::text)
                  IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
                      excluded.payload::text, excluded.execute_at, excluded.context::text)",
-            &[
-                &entry.dedupe_key,
-                &entry.command_type,
-                &entry.aggregate_id,
-                &entry.payload,
-                &entry.execute_at.to_chrono(),
-                &entry.context,
+            owned![
+                entry.dedupe_key.clone(),
+                entry.command_type.clone(),
+                entry.aggregate_id.clone(),
+                entry.payload.clone(),
+                entry.execute_at.to_chrono(),
+                entry.context.clone(),
             ],
         )
         .await?;
@@ -428,22 +499,24 @@ impl<C: GenericClient> Statements for On<'_, C> {
     }
 
     async fn file_letter(&mut self, letter: &DeadLetter) -> Result<(), StoreError> {
+        self.drain().await?;
         file_letter(self.client, self.names, letter).await
     }
 
     async fn keep_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), StoreError> {
         self.execute(
             "cannot keep a snapshot",
+            Expect::Any,
             "INSERT INTO {t}snapshots AS s (aggregate_type, aggregate_id, version, state)
              VALUES ($1, $2, $3, $4)
              ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
                  version = excluded.version, state = excluded.state
              WHERE excluded.version > s.version",
-            &[
-                &snapshot.aggregate_type,
-                &snapshot.aggregate_id,
-                &bigint("a snapshot version", snapshot.version)?,
-                &snapshot.state,
+            owned![
+                snapshot.aggregate_type.clone(),
+                snapshot.aggregate_id.clone(),
+                bigint("a snapshot version", snapshot.version)?,
+                snapshot.state.clone(),
             ],
         )
         .await?;
@@ -451,6 +524,7 @@ impl<C: GenericClient> Statements for On<'_, C> {
     }
 
     async fn claim_due(&mut self, claim: &ClaimDue) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.drain().await?;
         claims::claim(
             self.client,
             self.names,
@@ -465,8 +539,9 @@ impl<C: GenericClient> Statements for On<'_, C> {
     async fn settle_letter(&mut self, settle: &LetterSettle) -> Result<u64, StoreError> {
         self.execute(
             "cannot settle a dead letter",
+            Expect::Some,
             "UPDATE {t}dead_letters SET status = $2 WHERE id = $1 AND status = 'failed'",
-            &[&settle.id, &settle.status.as_str()],
+            owned![settle.id.clone(), settle.status.as_str()],
         )
         .await
     }

@@ -126,6 +126,14 @@ impl Store for PostgresStore {
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        if let Some([result]) = self
+            .commit_pipelined(std::slice::from_ref(writes))
+            .await
+            .map(<[_; 1]>::try_from)
+            .and_then(Result::ok)
+        {
+            return result;
+        }
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
         // On an error, dropping the transaction rolls it back before the connection is used
@@ -139,8 +147,13 @@ impl Store for PostgresStore {
         result
     }
 
-    /// A transaction per 50 write sets, a savepoint each (group commit).
+    /// One transaction whose statements are sent without waiting for each other's answers;
+    /// should one not answer as foreseen, a transaction per 50 write sets, a savepoint each
+    /// (group commit), each write set failing alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
+        if let Some(results) = self.commit_pipelined(writes).await {
+            return results;
+        }
         let mut results = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(SAVEPOINTS) {
             match self.commit_in_savepoints(chunk).await {
@@ -714,6 +727,35 @@ impl PostgresStore {
     }
     /// `writes` in one transaction, each in a savepoint of its own: one whose precondition
     /// fails is rolled back alone. The error is the transaction's own failure.
+    /// Writes `writes` in one transaction, pipelined (see `pipeline.rs`): `None` when a
+    /// statement did not answer as foreseen, the transaction rolled back, for the caller to
+    /// write them the exact way. A commit that fails fails them all, as the exact way's does.
+    async fn commit_pipelined(
+        &self,
+        writes: &[WriteSet],
+    ) -> Option<Vec<Result<Committed, CommitError>>> {
+        let mut client = self.client().await.ok()?;
+        let tx = transaction(&mut client).await.ok()?;
+        let Some(committed) = statements::apply_pipelined(&tx, &self.names, writes).await else {
+            tracing::debug!("a pipelined commit did not go as foreseen: written again one by one");
+            // Rolled back before the connection is used again.
+            drop(tx);
+            return None;
+        };
+        if let Err(error) = tx.commit().await {
+            let error = failed("cannot commit")(error);
+            return Some(
+                writes
+                    .iter()
+                    .map(|_| Err(CommitError::Store(error.flattened())))
+                    .collect(),
+            );
+        }
+        let mut results: Vec<_> = committed.into_iter().map(Ok).collect();
+        self.committed(&client, writes, &mut results).await;
+        Some(results)
+    }
+
     async fn commit_in_savepoints(
         &self,
         writes: &[WriteSet],

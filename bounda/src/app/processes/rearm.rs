@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
+
 use crate::app::App;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::deadline_run::DeadlinePayload;
@@ -92,6 +94,20 @@ pub(crate) struct Survey {
     /// How many instances were read.
     pub(crate) instances: u64,
 }
+
+impl Survey {
+    /// Adds what another look found after what this one did.
+    fn absorb(&mut self, other: Survey) {
+        self.drifts.extend(other.drifts);
+        self.lost.extend(other.lost);
+        self.states.extend(other.states);
+        self.instances += other.instances;
+    }
+}
+
+/// How many instances a survey reads at once: a few round trips in flight, well within a
+/// store's pool of connections.
+const LOOKS_AT_ONCE: usize = 8;
 
 impl App {
     /// The running instances in `scope` whose scheduler entry disagrees with their stored
@@ -203,8 +219,18 @@ impl App {
                     .await?;
                 let Some(last) = ids.last() else { break };
                 after = Some(last.clone());
-                for id in &ids {
-                    self.look(process.as_ref(), id, &mut survey).await?;
+                // A page's instances are read a few at a time, so a store a round trip away
+                // does not wait for each in turn; what they show is noted in page order.
+                let process: &dyn ProcessRunner = process.as_ref();
+                let looks = futures_util::stream::iter(ids)
+                    .map(move |id: String| async move {
+                        let mut seen = Survey::default();
+                        self.look(process, &id, &mut seen).await.map(|()| seen)
+                    })
+                    .buffered(LOOKS_AT_ONCE);
+                futures_util::pin_mut!(looks);
+                while let Some(seen) = looks.next().await {
+                    survey.absorb(seen?);
                 }
             }
         }
