@@ -81,6 +81,7 @@ macro_rules! store_contract_tests {
             a_letter_is_claimed_by_one_retry_at_a_time,
             any_json_is_kept_as_written,
             a_large_group_commit_answers_each_write_set_in_order,
+            a_group_commit_of_firings_fails_only_the_one_whose_claim_was_taken_over,
             the_hours_ahead_are_read_bounded_and_the_rest_counted,
             a_claim_lapses_on_the_lease_it_was_taken_with,
             next_due_at_counts_a_claim_to_the_end_of_its_own_lease,
@@ -1704,6 +1705,100 @@ pub async fn any_json_is_kept_as_written(store: &dyn Store) {
     assert_eq!(letter.payload, Some(odd.clone()), "a letter's payload");
     let snapshot = store.snapshot("Order", "o-1").await.unwrap().unwrap();
     assert_eq!(snapshot.state, odd, "a snapshot's state");
+}
+
+// issue 21: a batch of firings as a worker commits it (each appends, re-arms its entry in place,
+// keeps a snapshot), one of whose claims another worker took over meanwhile. However the store
+// writes them (PostgreSQL sends them all before reading an answer), the others land whole, in
+// order, and that one writes nothing.
+pub async fn a_group_commit_of_firings_fails_only_the_one_whose_claim_was_taken_over(
+    store: &dyn Store,
+) {
+    const FIRINGS: usize = 12;
+    const TAKEN: usize = 5;
+    let now = t("2026-01-02T00:00:00Z");
+    let key = |n: usize| format!("k-{n:02}");
+    store
+        .commit(&WriteSet {
+            schedule: (0..FIRINGS)
+                .map(|n| entry(&key(n), "2026-01-01T00:00:00Z"))
+                .collect(),
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let claimed = store.claim_due("w-1", now, seconds(60), 100).await.unwrap();
+    assert_eq!(claimed.len(), FIRINGS);
+    let firing = |n: usize, claim_id: &str| WriteSet {
+        appends: vec![append(
+            "Order",
+            &format!("o-{n}"),
+            0,
+            &[&format!("fired-{n}")],
+        )],
+        scheduled: Some(ScheduledRelease {
+            dedupe_key: key(n),
+            claim_id: claim_id.into(),
+            outcome: ScheduledOutcome::Complete,
+        }),
+        schedule: vec![entry(&key(n), "2026-02-01T00:00:00Z")],
+        snapshots: vec![Snapshot {
+            aggregate_type: "Order".into(),
+            aggregate_id: format!("o-{n}"),
+            version: 1,
+            state: json!({ "fired": n }),
+        }],
+        ..WriteSet::default()
+    };
+    let batch: Vec<WriteSet> = (0..FIRINGS)
+        .map(|n| match n {
+            // Its lease lapsed and another worker holds it now.
+            TAKEN => firing(n, "w-2"),
+            n => firing(n, "w-1"),
+        })
+        .collect();
+    let results = store.commit_many(&batch).await;
+    assert_eq!(results.len(), FIRINGS);
+    let mut position = 0;
+    for (n, result) in results.iter().enumerate() {
+        let stream = store.read_stream("Order", &format!("o-{n}")).await.unwrap();
+        let entry = store.scheduled(&key(n)).await.unwrap().unwrap();
+        let snapshot = store.snapshot("Order", &format!("o-{n}")).await.unwrap();
+        if n == TAKEN {
+            assert!(
+                matches!(result, Err(CommitError::ScheduledClaimLost { .. })),
+                "firing {n}: {result:?}"
+            );
+            assert!(stream.is_empty(), "the refused firing appended nothing");
+            assert_eq!(
+                entry.execute_at,
+                t("2026-01-01T00:00:00Z"),
+                "nor moved its entry"
+            );
+            assert_eq!(
+                entry.claim_id.as_deref(),
+                Some("w-1"),
+                "still held as it was"
+            );
+            assert!(snapshot.is_none(), "nor kept a snapshot");
+            continue;
+        }
+        position += 1;
+        let committed = result.as_ref().unwrap();
+        assert_eq!(
+            committed.events[0].position, position,
+            "firing {n} in order"
+        );
+        assert_eq!(stream.len(), 1, "firing {n} appended once");
+        assert_eq!(
+            entry.execute_at,
+            t("2026-02-01T00:00:00Z"),
+            "firing {n} re-armed"
+        );
+        assert_eq!(entry.claim_id, None, "firing {n} released its claim");
+        assert_eq!(snapshot.unwrap().state, json!({ "fired": n }));
+    }
+    assert_eq!(store.head().await.unwrap(), position);
 }
 
 // A group commit of many write sets, some refused, however the store splits it: each answered
