@@ -16,6 +16,7 @@ use bounda::store::{
     ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
 
 use crate::claims;
 use crate::names::Names;
@@ -151,14 +152,11 @@ impl<'a, C: GenericClient> On<'a, C> {
     ) -> Result<u64, StoreError> {
         let sql = self.names.sql(template);
         let Some(pipeline) = &mut self.pipeline else {
-            let statement = self
-                .client
-                .prepare_cached(&sql)
-                .await
-                .map_err(failed(what))?;
-            return self
-                .client
-                .execute_raw(&statement, params)
+            let params: Vec<&(dyn ToSql + Sync)> = params
+                .iter()
+                .map(|param| param.as_ref() as &(dyn ToSql + Sync))
+                .collect();
+            return execute(self.client, &sql, &params)
                 .await
                 .map_err(failed(what));
         };

@@ -126,13 +126,10 @@ impl Store for PostgresStore {
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
-        if let Some([result]) = self
-            .commit_pipelined(std::slice::from_ref(writes))
-            .await
-            .map(<[_; 1]>::try_from)
-            .and_then(Result::ok)
-        {
-            return result;
+        if let Some(committed) = self.commit_pipelined(std::slice::from_ref(writes)).await? {
+            return committed.into_iter().next().unwrap_or_else(|| {
+                Err(StoreError::new("a pipelined commit answered no write set").into())
+            });
         }
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
@@ -151,21 +148,16 @@ impl Store for PostgresStore {
     /// should one not answer as foreseen, a transaction per 50 write sets, a savepoint each
     /// (group commit), each write set failing alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        if let Some(results) = self.commit_pipelined(writes).await {
-            return results;
+        match self.commit_pipelined(writes).await {
+            Ok(Some(results)) => return results,
+            Err(error) => return each_failed(writes, &error).collect(),
+            Ok(None) => {}
         }
         let mut results = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(SAVEPOINTS) {
             match self.commit_in_savepoints(chunk).await {
                 Ok(committed) => results.extend(committed),
-                Err(error) => {
-                    // Each answer carries the whole chain of causes (the server's own words).
-                    results.extend(
-                        chunk
-                            .iter()
-                            .map(|_| Err(CommitError::Store(error.flattened()))),
-                    );
-                }
+                Err(error) => results.extend(each_failed(chunk, &error)),
             }
         }
         results
@@ -725,37 +717,30 @@ impl PostgresStore {
             .await
             .map_err(failed(what))
     }
-    /// `writes` in one transaction, each in a savepoint of its own: one whose precondition
-    /// fails is rolled back alone. The error is the transaction's own failure.
     /// Writes `writes` in one transaction, pipelined (see `pipeline.rs`): `None` when a
     /// statement did not answer as foreseen, the transaction rolled back, for the caller to
-    /// write them the exact way. A commit that fails fails them all, as the exact way's does.
+    /// write them the exact way. The error is the transaction's own failure (no connection, a
+    /// refused begin or commit), which fails them all, as the exact way's does.
     async fn commit_pipelined(
         &self,
         writes: &[WriteSet],
-    ) -> Option<Vec<Result<Committed, CommitError>>> {
-        let mut client = self.client().await.ok()?;
-        let tx = transaction(&mut client).await.ok()?;
+    ) -> Result<Option<Vec<Result<Committed, CommitError>>>, StoreError> {
+        let mut client = self.client().await?;
+        let tx = transaction(&mut client).await?;
         let Some(committed) = statements::apply_pipelined(&tx, &self.names, writes).await else {
             tracing::debug!("a pipelined commit did not go as foreseen: written again one by one");
             // Rolled back before the connection is used again.
             drop(tx);
-            return None;
+            return Ok(None);
         };
-        if let Err(error) = tx.commit().await {
-            let error = failed("cannot commit")(error);
-            return Some(
-                writes
-                    .iter()
-                    .map(|_| Err(CommitError::Store(error.flattened())))
-                    .collect(),
-            );
-        }
+        tx.commit().await.map_err(failed("cannot commit"))?;
         let mut results: Vec<_> = committed.into_iter().map(Ok).collect();
         self.committed(&client, writes, &mut results).await;
-        Some(results)
+        Ok(Some(results))
     }
 
+    /// `writes` in one transaction, each in a savepoint of its own: one whose precondition
+    /// fails is rolled back alone. The error is the transaction's own failure.
     async fn commit_in_savepoints(
         &self,
         writes: &[WriteSet],
@@ -848,6 +833,17 @@ impl PostgresStore {
             self.notifier.notify(client, &self.names.channel()).await;
         }
     }
+}
+
+/// The answer to each of `writes` when their transaction failed: each carries the whole chain of
+/// causes (the server's own words).
+fn each_failed<'a>(
+    writes: &'a [WriteSet],
+    error: &'a StoreError,
+) -> impl Iterator<Item = Result<Committed, CommitError>> + 'a {
+    writes
+        .iter()
+        .map(|_| Err(CommitError::Store(error.flattened())))
 }
 
 /// How often a read by stream places what is waiting and reads again before it gives up: each
