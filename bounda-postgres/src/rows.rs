@@ -3,7 +3,7 @@
 
 use bounda::store::{
     DeadLetter, InboxEntry, InboxStatus, LetterKind, LetterStatus, Metadata, ScheduledEntry,
-    Snapshot, StoreError,
+    Snapshot, StoreError, StreamTail,
 };
 use bounda::{Instant, RecordedEvent};
 use chrono::{DateTime, Utc};
@@ -117,6 +117,46 @@ pub(crate) fn snapshot(
         version: unsigned(row, 0)?,
         state: get(row, 1)?,
     })
+}
+
+/// The streams `ids` of `aggregate_type` from rows of [`EVENT_COLUMNS`] followed by the
+/// stream's place among `ids` (from 1), its snapshot's version and state (both null when it has
+/// none): one row per event, or one with a null event for a stream with none, by place.
+pub(crate) fn tails(
+    rows: &[Row],
+    aggregate_type: &str,
+    ids: &[String],
+) -> Result<Vec<StreamTail>, StoreError> {
+    let mut tails: Vec<StreamTail> = ids
+        .iter()
+        .map(|id| StreamTail {
+            aggregate_id: id.clone(),
+            ..StreamTail::default()
+        })
+        .collect();
+    for row in rows {
+        let place: i64 = get(row, 9)?;
+        let tail = usize::try_from(place - 1)
+            .ok()
+            .and_then(|index| tails.get_mut(index))
+            .ok_or_else(|| StoreError::new(format!("a stream's place {place} was not asked")))?;
+        if tail.snapshot.is_none()
+            && let Some(version) = get::<Option<i64>>(row, 10)?
+        {
+            tail.snapshot = Some(Snapshot {
+                aggregate_type: aggregate_type.to_owned(),
+                aggregate_id: tail.aggregate_id.clone(),
+                version: u64::try_from(version).map_err(|_| {
+                    StoreError::new(format!("a negative snapshot version {version} was read"))
+                })?,
+                state: get(row, 11)?,
+            });
+        }
+        if get::<Option<String>>(row, 1)?.is_some() {
+            tail.events.push(event(row)?);
+        }
+    }
+    Ok(tails)
 }
 
 /// A letter kind as stored.

@@ -8,7 +8,7 @@
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
     InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError,
-    WriteSet, async_trait, protocol,
+    StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use deadpool_postgres::GenericClient;
@@ -53,6 +53,38 @@ impl Store for PostgresStore {
             )
             .await?;
         rows.iter().map(rows::event).collect()
+    }
+
+    async fn read_tails(
+        &self,
+        aggregate_type: &str,
+        ids: &[String],
+    ) -> Result<Vec<StreamTail>, StoreError> {
+        // One statement, so each stream's events follow the snapshot it read with no gap. A
+        // row per event after its stream's snapshot, or one with no event for a stream that
+        // has none; `n` keeps the streams in the order asked.
+        let events: Vec<String> = rows::EVENT_COLUMNS
+            .split(", ")
+            .map(|column| format!("e.{column}"))
+            .collect();
+        let rows = self
+            .stream_rows(
+                "cannot read streams",
+                &format!(
+                    "SELECT {}, w.n, s.version, s.state
+                     FROM unnest($2::text[]) WITH ORDINALITY AS w(id, n)
+                     LEFT JOIN {{t}}snapshots s
+                         ON s.aggregate_type = $1 AND s.aggregate_id = w.id
+                     LEFT JOIN {{t}}events e
+                         ON e.aggregate_type = $1 AND e.aggregate_id = w.id
+                         AND e.version > coalesce(s.version, 0)
+                     ORDER BY w.n, e.version",
+                    events.join(", ")
+                ),
+                &[&aggregate_type, &ids],
+            )
+            .await?;
+        rows::tails(&rows, aggregate_type, ids)
     }
 
     async fn stream_ids(
@@ -473,6 +505,23 @@ impl Store for PostgresStore {
             )
             .await?;
         row.as_ref().map(rows::scheduled).transpose()
+    }
+
+    async fn scheduled_many(
+        &self,
+        dedupe_keys: &[String],
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read scheduler entries",
+                &format!(
+                    "SELECT {} FROM {{t}}scheduled_commands s WHERE dedupe_key = ANY($1)",
+                    rows::SCHEDULED_COLUMNS
+                ),
+                &[&dedupe_keys],
+            )
+            .await?;
+        rows.iter().map(rows::scheduled).collect()
     }
 
     async fn claim_letter(

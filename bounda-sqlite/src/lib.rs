@@ -16,6 +16,7 @@
 mod claims;
 mod connection;
 mod import;
+mod reads;
 mod rows;
 mod schema;
 mod statements;

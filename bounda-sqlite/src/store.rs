@@ -2,8 +2,8 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, LetterFilter, ScheduledEntry, Snapshot, Store, StoreError, WriteSet,
-    async_trait,
+    InboxFailure, InboxPair, LetterFilter, ScheduledEntry, Snapshot, Store, StoreError, StreamTail,
+    WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -55,18 +55,16 @@ impl Store for SqliteStore {
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
         let conn = self.lock()?;
-        let mut statement = conn
-            .prepare_cached(&format!(
-                "SELECT {} FROM bounda_events
-                 WHERE aggregate_type = ?1 AND aggregate_id = ?2 AND version > ?3
-                 ORDER BY version",
-                rows::EVENT_COLUMNS
-            ))
-            .map_err(sql("cannot prepare a stream read"))?;
-        statement
-            .query_map(params![aggregate_type, aggregate_id, version], rows::event)
-            .and_then(Iterator::collect)
-            .map_err(sql("cannot read a stream"))
+        crate::reads::stream_after(&conn, aggregate_type, aggregate_id, version)
+    }
+
+    async fn read_tails(
+        &self,
+        aggregate_type: &str,
+        ids: &[String],
+    ) -> Result<Vec<StreamTail>, StoreError> {
+        let conn = self.lock()?;
+        crate::reads::tails(&conn, aggregate_type, ids)
     }
 
     async fn snapshot(
@@ -75,22 +73,7 @@ impl Store for SqliteStore {
         aggregate_id: &str,
     ) -> Result<Option<Snapshot>, StoreError> {
         let conn = self.lock()?;
-        conn.prepare_cached(
-            "SELECT version, state FROM bounda_snapshots
-             WHERE aggregate_type = ?1 AND aggregate_id = ?2",
-        )
-        .and_then(|mut s| {
-            s.query_row(params![aggregate_type, aggregate_id], |row| {
-                Ok(Snapshot {
-                    aggregate_type: aggregate_type.to_owned(),
-                    aggregate_id: aggregate_id.to_owned(),
-                    version: row.get(0)?,
-                    state: rows::json(row, 1)?,
-                })
-            })
-            .optional()
-        })
-        .map_err(sql("cannot read a snapshot"))
+        crate::reads::snapshot(&conn, aggregate_type, aggregate_id)
     }
 
     async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -494,12 +477,19 @@ impl Store for SqliteStore {
 
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
-        conn.prepare_cached(&format!(
-            "SELECT {} FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
-            rows::SCHEDULED_COLUMNS
-        ))
-        .and_then(|mut s| s.query_row([dedupe_key], rows::scheduled).optional())
-        .map_err(sql("cannot read a scheduler entry"))
+        crate::reads::scheduled(&conn, dedupe_key)
+    }
+
+    async fn scheduled_many(
+        &self,
+        dedupe_keys: &[String],
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let conn = self.lock()?;
+        let mut entries = Vec::with_capacity(dedupe_keys.len());
+        for key in dedupe_keys {
+            entries.extend(crate::reads::scheduled(&conn, key)?);
+        }
+        Ok(entries)
     }
 
     async fn claim_letter(

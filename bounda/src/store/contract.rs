@@ -74,6 +74,8 @@ macro_rules! store_contract_tests {
             a_skipping_write_set_moves_only_a_checkpoint_at_the_head,
             a_snapshot_is_kept_unless_a_newer_one_is,
             a_stream_reads_after_a_version,
+            a_page_of_streams_reads_each_after_its_snapshot_in_order,
+            scheduler_entries_are_read_by_their_keys_at_once,
             a_write_set_claims_the_next_due_entries_in_its_transaction,
             completing_an_entry_and_scheduling_its_key_moves_it,
             a_letter_filed_with_its_claim_keeps_the_runs_first_failure,
@@ -1317,6 +1319,102 @@ pub async fn a_stream_reads_after_a_version(store: &dyn Store) {
     assert_eq!(ids(1).await, ["e-2", "e-3"]);
     assert_eq!(ids(3).await, Vec::<String>::new());
     assert_eq!(ids(0).await.len(), 3);
+}
+
+// The start's survey reads a page of instances at once: each stream of a page with
+// its snapshot and the events after it, in the order asked; one with neither is empty.
+pub async fn a_page_of_streams_reads_each_after_its_snapshot_in_order(store: &dyn Store) {
+    store
+        .commit(&WriteSet {
+            appends: vec![
+                append("process:P", "a", 0, &["a-1", "a-2", "a-3"]),
+                append("process:P", "b", 0, &["b-1"]),
+                append("process:Q", "c", 0, &["c-1"]),
+            ],
+            snapshots: vec![
+                Snapshot {
+                    aggregate_type: "process:P".into(),
+                    aggregate_id: "a".into(),
+                    version: 2,
+                    state: json!({ "at": 2 }),
+                },
+                Snapshot {
+                    aggregate_type: "process:P".into(),
+                    aggregate_id: "b".into(),
+                    version: 1,
+                    state: json!({ "at": 1 }),
+                },
+            ],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<String> = ["b", "none", "c", "a"].map(String::from).to_vec();
+    let tails = store.read_tails("process:P", &ids).await.unwrap();
+    let read: Vec<(String, Option<u64>, Vec<String>)> = tails
+        .iter()
+        .map(|tail| {
+            (
+                tail.aggregate_id.clone(),
+                tail.snapshot.as_ref().map(|snapshot| snapshot.version),
+                tail.events.iter().map(|event| event.id.clone()).collect(),
+            )
+        })
+        .collect();
+    let expected = |id: &str, version: Option<u64>, events: &[&str]| {
+        (
+            id.to_owned(),
+            version,
+            events.iter().map(|&e| e.to_owned()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        read,
+        [
+            expected("b", Some(1), &[]),
+            expected("none", None, &[]),
+            expected("c", None, &[]),
+            expected("a", Some(2), &["a-3"]),
+        ],
+        "each stream in the order asked, after its own snapshot, of the type asked only"
+    );
+    let a = &tails[3];
+    assert_eq!(
+        a.snapshot.as_ref().map(|s| (&s.aggregate_type, &s.state)),
+        Some((&"process:P".to_owned(), &json!({ "at": 2 })))
+    );
+    assert!(
+        a.events[0].position > 0 && a.events[0].version == 3,
+        "an event read with its position and version"
+    );
+    assert!(store.read_tails("process:P", &[]).await.unwrap().is_empty());
+}
+
+// The entries of a page of instances, read by their keys at once.
+pub async fn scheduler_entries_are_read_by_their_keys_at_once(store: &dyn Store) {
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("a", "2026-01-01T00:00:00Z"),
+                entry("b", "2026-01-02T00:00:00Z"),
+                entry("c", "2026-01-03T00:00:00Z"),
+            ],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let keys: Vec<String> = ["c", "missing", "a"].map(String::from).to_vec();
+    let mut read = store.scheduled_many(&keys).await.unwrap();
+    read.sort_by(|x, y| x.dedupe_key.cmp(&y.dedupe_key));
+    assert_eq!(
+        read,
+        [
+            entry("a", "2026-01-01T00:00:00Z"),
+            entry("c", "2026-01-03T00:00:00Z")
+        ],
+        "the entries with those keys, whole; a key with none left out"
+    );
+    assert!(store.scheduled_many(&[]).await.unwrap().is_empty());
 }
 
 // spec 45, 200: a worker commits one batch and claims the next in one transaction.

@@ -21,7 +21,7 @@ mod write_set;
 
 pub use records::{
     Appended, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter, LetterKind,
-    LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot,
+    LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot, StreamTail,
 };
 pub use write_set::{
     Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterHold, LetterSettle,
@@ -65,6 +65,31 @@ pub trait Store: Send + Sync + 'static {
         aggregate_type: &str,
         aggregate_id: &str,
     ) -> Result<Option<Snapshot>, StoreError>;
+
+    /// Streams `ids` of `aggregate_type`, in the order of `ids`: each with its snapshot, if one
+    /// is kept, and its events after the snapshot's version, read as one, so the events follow
+    /// the snapshot with no gap (a stream with neither is answered empty). How the runtime
+    /// reads a page of process instances in a round trip or two. This default reads each in
+    /// turn; a store on a server overrides it with one query.
+    async fn read_tails(
+        &self,
+        aggregate_type: &str,
+        ids: &[String],
+    ) -> Result<Vec<StreamTail>, StoreError> {
+        let mut tails = Vec::with_capacity(ids.len());
+        for id in ids {
+            let snapshot = self.snapshot(aggregate_type, id).await?;
+            let after = snapshot.as_ref().map_or(0, |snapshot| snapshot.version);
+            // Read after the snapshot: a stream only grows, so nothing between is missed.
+            let events = self.read_stream_after(aggregate_type, id, after).await?;
+            tails.push(StreamTail {
+                aggregate_id: id.clone(),
+                snapshot,
+                events,
+            });
+        }
+        Ok(tails)
+    }
 
     /// Up to `limit` events of the global stream after `position`, in position order.
     async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError>;
@@ -279,6 +304,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// The scheduler entry with this key.
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
+
+    /// The scheduler entries with these keys, in no particular order; a key with none is left
+    /// out. How the runtime reads a page of instances' entries at once. This default reads each
+    /// in turn; a store on a server overrides it with one query.
+    async fn scheduled_many(
+        &self,
+        dedupe_keys: &[String],
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let mut entries = Vec::with_capacity(dedupe_keys.len());
+        for key in dedupe_keys {
+            entries.extend(self.scheduled(key).await?);
+        }
+        Ok(entries)
+    }
 
     /// Claims dead letter `id` for one operator's retry under `claim_id` until `now + lease`:
     /// taken while it is `failed` and no other retry holds it (or that retry's claim has

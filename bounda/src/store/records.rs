@@ -261,3 +261,16 @@ pub struct Snapshot {
     /// What was folded, as the runtime writes it.
     pub state: serde_json::Value,
 }
+
+/// One stream of several read at once ([`Store::read_tails`](crate::store::Store::read_tails)):
+/// its snapshot, if one is kept, and its events after the snapshot's version (all of them when
+/// none is), oldest first, as one consistent read.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamTail {
+    /// The stream's aggregate instance.
+    pub aggregate_id: String,
+    /// The snapshot kept for it, if any.
+    pub snapshot: Option<Snapshot>,
+    /// Its events after the snapshot's version.
+    pub events: Vec<crate::RecordedEvent>,
+}

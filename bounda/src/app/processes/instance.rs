@@ -19,16 +19,43 @@ pub(crate) async fn load(
     id: &str,
 ) -> Result<Option<Instance>, Error> {
     let stream = stream_type(name);
-    let base = store.snapshot(&stream, id).await?.and_then(|snapshot| {
-        serde_json::from_value::<Instance>(snapshot.state)
-            .ok()
-            .filter(|instance| instance.version == snapshot.version)
-    });
+    let base = store.snapshot(&stream, id).await?.and_then(base);
     let events = match &base {
         Some(base) => store.read_stream_after(&stream, id, base.version).await?,
         None => store.read_stream(&stream, id).await?,
     };
     Instance::fold(base, &events, fields)
+}
+
+/// Instances `ids` of process `name`, as [`load`] reads each, in the order of `ids`: their
+/// snapshots and the events after them in one read of the store, and the whole stream of one
+/// whose snapshot does not read.
+pub(crate) async fn load_page(
+    store: &dyn Store,
+    name: &str,
+    fields: &[(&str, &str)],
+    ids: &[String],
+) -> Result<Vec<(String, Option<Instance>)>, Error> {
+    let stream = stream_type(name);
+    let mut instances = Vec::with_capacity(ids.len());
+    for tail in store.read_tails(&stream, ids).await? {
+        let instance = match tail.snapshot {
+            Some(snapshot) => match base(snapshot) {
+                Some(base) => Instance::fold(Some(base), &tail.events, fields)?,
+                None => load(store, name, fields, &tail.aggregate_id).await?,
+            },
+            None => Instance::fold(None, &tail.events, fields)?,
+        };
+        instances.push((tail.aggregate_id, instance));
+    }
+    Ok(instances)
+}
+
+/// The instance a snapshot holds, when it reads as one at the snapshot's version.
+fn base(snapshot: Snapshot) -> Option<Instance> {
+    serde_json::from_value::<Instance>(snapshot.state)
+        .ok()
+        .filter(|instance| instance.version == snapshot.version)
 }
 
 /// The snapshot of instance `id` of process `name`.

@@ -6,9 +6,8 @@
 //! its state. One mechanism serves the worker's start, the operator's command, `check`, and
 //! the reads that show an entry as disagreeing.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-
-use futures_util::StreamExt;
 
 use crate::app::App;
 use crate::app::processes::ProcessRunner;
@@ -94,20 +93,6 @@ pub(crate) struct Survey {
     /// How many instances were read.
     pub(crate) instances: u64,
 }
-
-impl Survey {
-    /// Adds what another look found after what this one did.
-    fn absorb(&mut self, other: Survey) {
-        self.drifts.extend(other.drifts);
-        self.lost.extend(other.lost);
-        self.states.extend(other.states);
-        self.instances += other.instances;
-    }
-}
-
-/// How many instances a survey reads at once: a few round trips in flight, well within a
-/// store's pool of connections.
-const LOOKS_AT_ONCE: usize = 8;
 
 impl App {
     /// The running instances in `scope` whose scheduler entry disagrees with their stored
@@ -206,8 +191,9 @@ impl App {
         };
         let mut survey = Survey::default();
         for process in processes {
+            let process: &dyn ProcessRunner = process.as_ref();
             if let Rearm::Instance(_, id) = scope {
-                self.look(process.as_ref(), id, &mut survey).await?;
+                self.look(process, &[id.to_owned()], &mut survey).await?;
                 continue;
             }
             let stream = stream_type(process.name());
@@ -219,62 +205,63 @@ impl App {
                     .await?;
                 let Some(last) = ids.last() else { break };
                 after = Some(last.clone());
-                // A page's instances are read a few at a time, so a store a round trip away
-                // does not wait for each in turn; what they show is noted in page order.
-                let process: &dyn ProcessRunner = process.as_ref();
-                let looks = futures_util::stream::iter(ids)
-                    .map(move |id: String| async move {
-                        let mut seen = Survey::default();
-                        self.look(process, &id, &mut seen).await.map(|()| seen)
-                    })
-                    .buffered(LOOKS_AT_ONCE);
-                futures_util::pin_mut!(looks);
-                while let Some(seen) = looks.next().await {
-                    survey.absorb(seen?);
-                }
+                self.look(process, &ids, &mut survey).await?;
             }
         }
         Ok(survey)
     }
 
-    /// Instance `id` of `process` against its entry, noted in `survey`. The entry of an open
-    /// instance is read by its key, so memory stays bounded however many entries the scheduler
-    /// holds; an ended instance has none to read.
+    /// Instances `ids` of `process` against their entries, noted in `survey` in the order of
+    /// `ids`. The instances are read in one read of the store and the open ones' entries in
+    /// another, by their keys, so a store a round trip away answers a page at once and memory
+    /// stays bounded however many entries the scheduler holds; an ended instance has none to
+    /// read.
     async fn look(
         &self,
         process: &dyn ProcessRunner,
-        id: &str,
+        ids: &[String],
         survey: &mut Survey,
     ) -> Result<(), Error> {
         let fields = process.deadline_fields();
-        let Some(instance) = instance::load(self.store(), process.name(), &fields, id).await?
-        else {
-            return Ok(());
-        };
-        survey.instances += 1;
-        if instance.status.has_ended() {
-            return Ok(());
-        }
-        survey.lost.extend(lost_moments(process, id, &instance));
-        let problem = match process.check_state(&instance) {
-            Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
-            Ok(dropped) if !dropped.is_empty() => Some(crate::app::StateProblem::Dropped(dropped)),
-            Ok(_) => None,
-        };
-        if let Some(problem) = problem {
-            survey.states.push(crate::app::UnreadableState {
-                process: process.name().to_owned(),
-                instance: id.to_owned(),
-                problem,
-            });
-        }
-        let entry = self
+        let instances = instance::load_page(self.store(), process.name(), &fields, ids).await?;
+        let open: Vec<(String, Instance)> = instances
+            .into_iter()
+            .filter_map(|(id, instance)| Some((id, instance?)))
+            .inspect(|_| survey.instances += 1)
+            .filter(|(_, instance)| !instance.status.has_ended())
+            .collect();
+        let keys: Vec<String> = open
+            .iter()
+            .map(|(id, _)| entry_key(process.name(), id))
+            .collect();
+        let mut entries: HashMap<String, ScheduledEntry> = self
             .store()
-            .scheduled(&entry_key(process.name(), id))
-            .await?;
-        survey
-            .drifts
-            .extend(drift_of(process, id, &instance, entry.as_ref()));
+            .scheduled_many(&keys)
+            .await?
+            .into_iter()
+            .map(|entry| (entry.dedupe_key.clone(), entry))
+            .collect();
+        for ((id, instance), key) in open.iter().zip(&keys) {
+            survey.lost.extend(lost_moments(process, id, instance));
+            let problem = match process.check_state(instance) {
+                Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
+                Ok(dropped) if !dropped.is_empty() => {
+                    Some(crate::app::StateProblem::Dropped(dropped))
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
+                survey.states.push(crate::app::UnreadableState {
+                    process: process.name().to_owned(),
+                    instance: id.clone(),
+                    problem,
+                });
+            }
+            let entry = entries.remove(key);
+            survey
+                .drifts
+                .extend(drift_of(process, id, instance, entry.as_ref()));
+        }
         Ok(())
     }
 
