@@ -41,6 +41,38 @@ pub(crate) async fn place(
         .collect()
 }
 
+/// As [`place`], unless another placer holds the head row now: then nothing is placed and no
+/// position answered, rather than wait for it. A group commit's writer does not need its
+/// positions, and a placer already at work places every event committed before its next look;
+/// what commits just after that look is placed by the next reader (readers place before they
+/// read, and the writer wakes them). So writers do not queue behind each other for the head.
+pub(crate) async fn place_unless_busy(
+    client: &impl GenericClient,
+    names: &Names,
+    mine: &[&str],
+    skip: &[&str],
+) -> Result<HashMap<String, u64>, StoreError> {
+    // The head row is locked for the statement's transaction, skipped when another holds it;
+    // the placing refers to the lock's row, so it runs only when the lock was taken, in the
+    // same transaction (where its own lock of the head is already held).
+    let rows = query(
+        client,
+        &names.sql(
+            "WITH free AS MATERIALIZED (
+                 SELECT h.id FROM {t}head h WHERE h.id = 1 FOR UPDATE SKIP LOCKED)
+             SELECT p.event_id, p.event_position
+             FROM free, LATERAL {t}place(
+                 CASE WHEN free.id = 1 THEN $1::text[] END, $2::text[]) AS p",
+        ),
+        &[&mine, &skip],
+    )
+    .await
+    .map_err(failed("cannot place the events committed"))?;
+    rows.iter()
+        .map(|row| Ok((rows::get(row, 0)?, rows::unsigned(row, 1)?)))
+        .collect()
+}
+
 /// Places what is waiting, then runs `read` (which reads placed events only): one round trip,
 /// the two statements sent together.
 pub(crate) async fn before<T>(

@@ -62,7 +62,9 @@ impl Store for PostgresStore {
     ) -> Result<Vec<StreamTail>, StoreError> {
         // One statement, so each stream's events follow the snapshot it read with no gap. A
         // row per event after its stream's snapshot, or one with no event for a stream that
-        // has none; `n` keeps the streams in the order asked.
+        // has none; `n` keeps the streams in the order asked. Each stream's snapshot and events
+        // are looked up through their indexes, a stream at a time: `OFFSET 0` keeps the
+        // planner from joining whole tables instead, as it would on a new table's statistics.
         let events: Vec<String> = rows::EVENT_COLUMNS
             .split(", ")
             .map(|column| format!("e.{column}"))
@@ -73,11 +75,14 @@ impl Store for PostgresStore {
                 &format!(
                     "SELECT {}, w.n, s.version, s.state
                      FROM unnest($2::text[]) WITH ORDINALITY AS w(id, n)
-                     LEFT JOIN {{t}}snapshots s
-                         ON s.aggregate_type = $1 AND s.aggregate_id = w.id
-                     LEFT JOIN {{t}}events e
-                         ON e.aggregate_type = $1 AND e.aggregate_id = w.id
-                         AND e.version > coalesce(s.version, 0)
+                     LEFT JOIN LATERAL (
+                         SELECT version, state FROM {{t}}snapshots
+                         WHERE aggregate_type = $1 AND aggregate_id = w.id OFFSET 0) s ON true
+                     LEFT JOIN LATERAL (
+                         SELECT * FROM {{t}}events x
+                         WHERE x.aggregate_type = $1 AND x.aggregate_id = w.id
+                             AND x.version > coalesce(s.version, 0)
+                         ORDER BY x.version OFFSET 0) e ON true
                      ORDER BY w.n, e.version",
                     events.join(", ")
                 ),
@@ -158,7 +163,10 @@ impl Store for PostgresStore {
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
-        if let Some(committed) = self.commit_pipelined(std::slice::from_ref(writes)).await? {
+        if let Some(committed) = self
+            .commit_pipelined(std::slice::from_ref(writes), Placing::Wait)
+            .await?
+        {
             return committed.into_iter().next().unwrap_or_else(|| {
                 Err(StoreError::new("a pipelined commit answered no write set").into())
             });
@@ -170,8 +178,13 @@ impl Store for PostgresStore {
         let committed = statements::apply(&tx, &self.names, writes).await?;
         tx.commit().await.map_err(failed("cannot commit"))?;
         let mut results = [Ok(committed)];
-        self.committed(&client, std::slice::from_ref(writes), &mut results)
-            .await;
+        self.committed(
+            &client,
+            std::slice::from_ref(writes),
+            &mut results,
+            Placing::Wait,
+        )
+        .await;
         let [result] = results;
         result
     }
@@ -180,7 +193,7 @@ impl Store for PostgresStore {
     /// should one not answer as foreseen, a transaction per 50 write sets, a savepoint each
     /// (group commit), each write set failing alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        match self.commit_pipelined(writes).await {
+        match self.commit_pipelined(writes, Placing::UnlessBusy).await {
             Ok(Some(results)) => return results,
             Err(error) => return each_failed(writes, &error).collect(),
             Ok(None) => {}
@@ -773,6 +786,7 @@ impl PostgresStore {
     async fn commit_pipelined(
         &self,
         writes: &[WriteSet],
+        placing: Placing,
     ) -> Result<Option<Vec<Result<Committed, CommitError>>>, StoreError> {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
@@ -784,7 +798,7 @@ impl PostgresStore {
         };
         tx.commit().await.map_err(failed("cannot commit"))?;
         let mut results: Vec<_> = committed.into_iter().map(Ok).collect();
-        self.committed(&client, writes, &mut results).await;
+        self.committed(&client, writes, &mut results, placing).await;
         Ok(Some(results))
     }
 
@@ -825,7 +839,8 @@ impl PostgresStore {
             results.push(result);
         }
         tx.commit().await.map_err(failed("cannot commit"))?;
-        self.committed(&client, writes, &mut results).await;
+        self.committed(&client, writes, &mut results, Placing::UnlessBusy)
+            .await;
         Ok(results)
     }
 
@@ -838,6 +853,7 @@ impl PostgresStore {
         client: &deadpool_postgres::Object,
         writes: &[WriteSet],
         results: &mut [Result<Committed, CommitError>],
+        placing: Placing,
     ) {
         let landed = || {
             writes
@@ -862,7 +878,13 @@ impl PostgresStore {
                 .flat_map(|append| &append.events)
                 .map(|event| event.id.as_str())
                 .collect();
-            match place::place(client, &self.names, &mine, &skip).await {
+            let placed = match placing {
+                Placing::Wait => place::place(client, &self.names, &mine, &skip).await,
+                Placing::UnlessBusy => {
+                    place::place_unless_busy(client, &self.names, &mine, &skip).await
+                }
+            };
+            match placed {
                 Ok(positions) => {
                     let events = results
                         .iter_mut()
@@ -882,6 +904,17 @@ impl PostgresStore {
             self.notifier.notify(client, &self.names.channel()).await;
         }
     }
+}
+
+/// How a commit's writer places its events once they have committed.
+#[derive(Debug, Clone, Copy)]
+enum Placing {
+    /// Waits for the head, and answers each event's position: a command's answer says where
+    /// its events landed.
+    Wait,
+    /// Places them unless another placer is at work, then answers no positions: a worker's
+    /// group commit needs none, and does not queue behind the other workers' placings.
+    UnlessBusy,
 }
 
 /// The answer to each of `writes` when their transaction failed: each carries the whole chain of

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bounda::store::Append;
+use bounda::store::{Append, WriteSet};
 mod support;
 
 use bounda::store::Store;
@@ -360,6 +360,11 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
         .unwrap();
     // A placer has placed them, and dies before it commits.
     let placer = support::session(&url).await;
+    let pid: i32 = placer
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
     placer
         .batch_execute(&format!(
             "BEGIN; SELECT * FROM \"{schema}\".place('{{}}', '{{}}')"
@@ -376,8 +381,8 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
     let ended = admin
         .query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-             WHERE state = 'idle in transaction' AND pid <> pg_backend_pid()",
-            &[],
+             WHERE state = 'idle in transaction' AND pid = $1",
+            &[&pid],
         )
         .await
         .unwrap();
@@ -402,4 +407,68 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
         .unwrap();
     assert_eq!(seen(&store).await[3], (4, "orphan-3".to_owned()));
     assert_eq!(store.head().await.unwrap(), 4);
+}
+
+// Issue 21: a worker's group commit does not queue behind a placer at work: it answers at once,
+// with no positions, and its events are placed by the next reader, in order, once. A single
+// commit (a command's, which answers where its events landed) waits for the placer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_reader() {
+    let (url, schema) = testing::schema("busy_placer").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    append_each(&store, 0, 1).await;
+    // A placer at work: it holds the head row.
+    let placer = support::session(&url).await;
+    placer
+        .batch_execute(&format!(
+            "BEGIN; SELECT * FROM \"{schema}\".head WHERE id = 1 FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+    let group: Vec<WriteSet> = (1..3)
+        .map(|n| WriteSet {
+            appends: vec![Append {
+                aggregate_type: "Clock".into(),
+                aggregate_id: format!("s{n}"),
+                expected_version: 0,
+                events: vec![event(n, 0)],
+            }],
+            ..WriteSet::default()
+        })
+        .collect();
+    let answers =
+        tokio::time::timeout(std::time::Duration::from_secs(5), store.commit_many(&group))
+            .await
+            .expect("a group commit does not wait for the placer");
+    let positions: Vec<u64> = answers
+        .iter()
+        .map(|answer| answer.as_ref().unwrap().events[0].position)
+        .collect();
+    assert_eq!(positions, [0, 0], "committed, positions not told");
+    let single = {
+        let store = store.clone();
+        tokio::spawn(async move { append_each(&store, 3, 1).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(
+        !single.is_finished(),
+        "a single commit waits to tell its positions"
+    );
+    placer.batch_execute("COMMIT").await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), single)
+        .await
+        .expect("the single commit goes on once the placer is done")
+        .unwrap();
+    let placed = seen(&store).await;
+    let ids: Vec<&str> = placed.iter().map(|(_, id)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["w0-0", "w1-0", "w2-0", "w3-0"],
+        "in commit order, once"
+    );
+    assert!(without_holes(&placed), "{placed:?}");
 }

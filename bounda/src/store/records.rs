@@ -55,9 +55,9 @@ pub struct NewEvent {
 pub struct Appended {
     /// The event's id.
     pub id: String,
-    /// Its place in the global stream; 0 if the store could not tell it at the commit (a store
-    /// that places events once they have committed, whose placing failed: the next reader
-    /// places them).
+    /// Its place in the global stream; 0 if the store did not tell it at the commit: a store
+    /// that places events once they have committed may leave a group commit's events to the
+    /// placer already at work, or to the next reader, as it does when its placing fails.
     pub position: u64,
     /// Its version in its stream.
     pub version: u64,
