@@ -459,7 +459,11 @@ impl App {
     /// The events of aggregate instance `id`, oldest first, each brought up to today's name
     /// and shape where its upcasts read it (the store keeps what was written).
     pub async fn events_of<A: Aggregate>(&self, id: &str) -> Result<Vec<RecordedEvent>, Error> {
-        let mut events = self.store().read_stream(A::NAME, id).await?;
+        // Read ahead with the run's wave, when it was and no snapshot cut the stream short.
+        let mut events = match engine::read_ahead::take(A::NAME, id) {
+            Some(tail) if tail.snapshot.is_none() => tail.events,
+            _ => self.store().read_stream(A::NAME, id).await?,
+        };
         for event in &mut events {
             self.inner.shapes.bring_up(event);
         }

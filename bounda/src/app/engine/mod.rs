@@ -14,6 +14,7 @@
 
 mod claim;
 mod failure;
+pub(crate) mod read_ahead;
 
 use std::collections::{HashSet, VecDeque};
 
@@ -33,6 +34,12 @@ pub(crate) trait Work: Send {
     /// Runs the handler of the run's `attempt`-th try. Writes nothing: what it returns is
     /// committed by the engine, with the claim's settling.
     fn execute<'a>(&'a mut self, app: &'a App, attempt: u32) -> BoxFuture<'a, Outcome>;
+
+    /// The streams (type and id) its handler's run loads, read ahead with its wave's
+    /// ([`read_ahead`]); none by default.
+    fn streams(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 
     /// The aggregate whose settings the run follows ("" for none).
     fn aggregate(&self) -> &'static str;
@@ -393,6 +400,15 @@ impl App {
             }
             return entries;
         }
+        let streams: Vec<(String, String)> = wave
+            .iter()
+            .filter_map(|queued| match queued {
+                Queued::Execute(run) => Some(run.work.streams()),
+                Queued::Write(_) => None,
+            })
+            .flatten()
+            .collect();
+        let ahead = read_ahead::ReadAhead::read(self, streams).await;
         let runs = wave.into_iter().map(|queued| async move {
             match queued {
                 Queued::Write(entry) => (Some(*entry), Report::default()),
@@ -405,7 +421,7 @@ impl App {
             }
         });
         let mut entries = Vec::new();
-        for (entry, own) in futures_util::future::join_all(runs).await {
+        for (entry, own) in ahead.during(futures_util::future::join_all(runs)).await {
             report.absorb(own);
             entries.extend(entry);
         }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use crate::app::engine::{Done, Failure, Outcome, Work};
-use crate::app::processes::instance::{Instance, Lifecycle, Status};
+use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
 use crate::app::processes::writes::{deadline_letter, lifecycle_at, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
@@ -283,6 +283,14 @@ impl Work for DeadlineRun {
 
     fn aggregate(&self) -> &'static str {
         self.process.aggregate()
+    }
+
+    /// The instance, and the aggregate instance it follows, which the step reads first.
+    fn streams(&self) -> Vec<(String, String)> {
+        vec![
+            (stream_type(self.process.name()), self.id.clone()),
+            (self.process.aggregate().to_owned(), self.id.clone()),
+        ]
     }
 
     fn subject(&self) -> String {

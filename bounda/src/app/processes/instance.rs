@@ -5,14 +5,28 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::app::engine::read_ahead;
 use crate::process::Reached;
-use crate::store::{Snapshot, Store};
+use crate::store::{Snapshot, Store, StreamTail};
 use crate::{Error, Instant, RecordedEvent};
 
 /// Instance `id` of process `name`, whose deadline fields are `fields` (name, serialised key):
 /// its snapshot and the lifecycle events after it, or its whole stream when the snapshot is
-/// missing or does not read.
+/// missing or does not read. Read ahead with its run's wave when it was.
 pub(crate) async fn load(
+    store: &dyn Store,
+    name: &str,
+    fields: &[(&str, &str)],
+    id: &str,
+) -> Result<Option<Instance>, Error> {
+    match read_ahead::take(&stream_type(name), id) {
+        Some(tail) => from_tail(store, name, fields, tail).await,
+        None => read(store, name, fields, id).await,
+    }
+}
+
+/// Instance `id` of process `name`, as [`load`] reads it from the store.
+async fn read(
     store: &dyn Store,
     name: &str,
     fields: &[(&str, &str)],
@@ -39,16 +53,27 @@ pub(crate) async fn load_page(
     let stream = stream_type(name);
     let mut instances = Vec::with_capacity(ids.len());
     for tail in store.read_tails(&stream, ids).await? {
-        let instance = match tail.snapshot {
-            Some(snapshot) => match base(snapshot) {
-                Some(base) => Instance::fold(Some(base), &tail.events, fields)?,
-                None => load(store, name, fields, &tail.aggregate_id).await?,
-            },
-            None => Instance::fold(None, &tail.events, fields)?,
-        };
-        instances.push((tail.aggregate_id, instance));
+        let id = tail.aggregate_id.clone();
+        instances.push((id, from_tail(store, name, fields, tail).await?));
     }
     Ok(instances)
+}
+
+/// The instance a stream read with its snapshot holds; its whole stream read again when the
+/// snapshot does not read.
+async fn from_tail(
+    store: &dyn Store,
+    name: &str,
+    fields: &[(&str, &str)],
+    tail: StreamTail,
+) -> Result<Option<Instance>, Error> {
+    match tail.snapshot {
+        Some(snapshot) => match base(snapshot) {
+            Some(base) => Instance::fold(Some(base), &tail.events, fields),
+            None => read(store, name, fields, &tail.aggregate_id).await,
+        },
+        None => Instance::fold(None, &tail.events, fields),
+    }
 }
 
 /// The instance a snapshot holds, when it reads as one at the snapshot's version.
