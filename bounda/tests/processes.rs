@@ -887,6 +887,49 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
     );
 }
 
+// A wave of due deadlines reads its instances, and the aggregates they follow, ahead: one read
+// per stream type for the wave, instead of three reads of a stream per run in turn (what a
+// store a round trip away waits for).
+#[tokio::test]
+async fn a_wave_of_deadlines_reads_its_streams_ahead_once_per_type() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
+    let app = TestApp::new(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    const ORDERS: usize = 20;
+    for n in 0..ORDERS {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let (streams, tails) = (
+        racing.stream_reads.load(SeqCst),
+        racing.tails_reads.load(SeqCst),
+    );
+    // Every order's first reminder comes due at once.
+    app.advance(hours(25)).await.unwrap();
+    let streams = racing.stream_reads.load(SeqCst) - streams;
+    let tails = racing.tails_reads.load(SeqCst) - tails;
+    for n in 0..ORDERS {
+        let events = racing
+            .inner
+            .read_stream("process:OrderPayment", &format!("o-{n}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            types(&events),
+            ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
+            "o-{n}"
+        );
+    }
+    assert_eq!(tails, 2, "one read of the instances, one of the orders");
+    assert_eq!(streams, 0, "no run read its streams itself");
+}
+
 // spec 96, 101: `at_timeout`'s patch is merged into the final state, and a follow-up sees it.
 #[tokio::test]
 async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {

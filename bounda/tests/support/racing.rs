@@ -27,6 +27,10 @@ pub struct Racing {
     pub log_unreachable: std::sync::atomic::AtomicBool,
     /// How often the log was read.
     pub log_reads: AtomicU32,
+    /// How often one stream, or its snapshot, was read.
+    pub stream_reads: AtomicU32,
+    /// How often several streams were read at once (`read_tails`).
+    pub tails_reads: AtomicU32,
     /// Commits that fail, chosen by a seed.
     pub faults: Option<Faults>,
     /// Whether releasing a letter's claim fails.
@@ -120,6 +124,8 @@ impl Racing {
             log_fails: std::sync::atomic::AtomicBool::new(false),
             log_unreachable: std::sync::atomic::AtomicBool::new(false),
             log_reads: AtomicU32::new(0),
+            stream_reads: AtomicU32::new(0),
+            tails_reads: AtomicU32::new(0),
             faults: None,
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
@@ -176,6 +182,7 @@ impl Racing {
 #[bounda::store::async_trait]
 impl Store for Racing {
     async fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.stream_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_stream(t, id).await
     }
     async fn read_stream_after(
@@ -184,9 +191,15 @@ impl Store for Racing {
         id: &str,
         version: u64,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
+        self.stream_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_stream_after(t, id, version).await
     }
+    async fn read_tails(&self, t: &str, ids: &[String]) -> Result<Vec<StreamTail>, StoreError> {
+        self.tails_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_tails(t, ids).await
+    }
     async fn snapshot(&self, t: &str, id: &str) -> Result<Option<Snapshot>, StoreError> {
+        self.stream_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.snapshot(t, id).await
     }
     async fn read_all(&self, after: u64, limit: usize) -> Result<Vec<RecordedEvent>, StoreError> {
