@@ -59,17 +59,47 @@ pub(crate) fn tails(
     aggregate_type: &str,
     ids: &[String],
 ) -> Result<Vec<StreamTail>, StoreError> {
-    ids.iter()
-        .map(|id| {
-            let snapshot = snapshot(conn, aggregate_type, id)?;
-            let after = snapshot.as_ref().map_or(0, |snapshot| snapshot.version);
-            Ok(StreamTail {
-                aggregate_id: id.clone(),
-                events: stream_after(conn, aggregate_type, id, after)?,
-                snapshot,
+    at_once(conn, || {
+        ids.iter()
+            .map(|id| {
+                let snapshot = snapshot(conn, aggregate_type, id)?;
+                let after = snapshot.as_ref().map_or(0, |snapshot| snapshot.version);
+                Ok(StreamTail {
+                    aggregate_id: id.clone(),
+                    events: stream_after(conn, aggregate_type, id, after)?,
+                    snapshot,
+                })
             })
-        })
-        .collect()
+            .collect()
+    })
+}
+
+/// The scheduler entries with keys `dedupe_keys` that exist, in the order asked.
+pub(crate) fn scheduled_many(
+    conn: &Connection,
+    dedupe_keys: &[String],
+) -> Result<Vec<ScheduledEntry>, StoreError> {
+    at_once(conn, || {
+        let mut entries = Vec::with_capacity(dedupe_keys.len());
+        for key in dedupe_keys {
+            entries.extend(scheduled(conn, key)?);
+        }
+        Ok(entries)
+    })
+}
+
+/// Runs the reads of `page` in one read transaction: they see one state of the file, and the
+/// file's read lock is taken once for the page instead of once per statement.
+fn at_once<T>(
+    conn: &Connection,
+    page: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let transaction = conn
+        .unchecked_transaction()
+        .map_err(sql("cannot begin a read"))?;
+    let read = page()?;
+    transaction.commit().map_err(sql("cannot end a read"))?;
+    Ok(read)
 }
 
 /// The scheduler entry with key `dedupe_key`, if any.

@@ -485,11 +485,7 @@ impl Store for SqliteStore {
         dedupe_keys: &[String],
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
-        let mut entries = Vec::with_capacity(dedupe_keys.len());
-        for key in dedupe_keys {
-            entries.extend(crate::reads::scheduled(&conn, key)?);
-        }
-        Ok(entries)
+        crate::reads::scheduled_many(&conn, dedupe_keys)
     }
 
     async fn claim_letter(

@@ -892,7 +892,55 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
 // store a round trip away waits for).
 #[tokio::test]
 async fn a_wave_of_deadlines_reads_its_streams_ahead_once_per_type() {
-    use std::sync::atomic::Ordering::SeqCst;
+    let (racing, app) = orders_counting_reads().await;
+    app.run_until_idle().await.unwrap();
+    let before = racing.reads();
+    // Every order's first reminder comes due at once.
+    app.advance(hours(25)).await.unwrap();
+    let (streams, tails) = racing.reads_since(before);
+    for n in 0..ORDERS_READ_AHEAD {
+        assert_eq!(
+            types(&order_lifecycle(&racing, n).await),
+            ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
+            "o-{n}"
+        );
+    }
+    assert_eq!(tails, 2, "one read of the instances, one of the orders");
+    assert_eq!(streams, 0, "no run read its streams itself");
+}
+
+// The process subscriber's steps run one after another, but the instances a wave of them
+// routes to are read ahead, once for the wave.
+#[tokio::test]
+async fn a_wave_of_process_steps_reads_its_instances_ahead() {
+    let (racing, app) = orders_counting_reads().await;
+    let before = racing.reads();
+    app.run_until_idle().await.unwrap();
+    let (streams, tails) = racing.reads_since(before);
+    for n in 0..ORDERS_READ_AHEAD {
+        assert_eq!(
+            types(&order_lifecycle(&racing, n).await),
+            ["ProcessStarted", "ProcessHandled"],
+            "o-{n}"
+        );
+    }
+    assert_eq!(tails, 1, "one read of the instances for the wave");
+    assert_eq!(streams, 0, "no step read its instance itself");
+}
+
+const ORDERS_READ_AHEAD: usize = 20;
+
+/// The lifecycle of order `o-{n}`'s payment, read past the counting.
+async fn order_lifecycle(racing: &support::racing::Racing, n: usize) -> Vec<RecordedEvent> {
+    racing
+        .inner
+        .read_stream("process:OrderPayment", &format!("o-{n}"))
+        .await
+        .unwrap()
+}
+
+/// `ORDERS_READ_AHEAD` orders placed, nothing run yet, on a store that counts its reads.
+async fn orders_counting_reads() -> (std::sync::Arc<support::racing::Racing>, TestApp) {
     let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
     let app = TestApp::new(
         App::builder_shared(racing.clone())
@@ -901,33 +949,10 @@ async fn a_wave_of_deadlines_reads_its_streams_ahead_once_per_type() {
     )
     .await
     .unwrap();
-    const ORDERS: usize = 20;
-    for n in 0..ORDERS {
+    for n in 0..ORDERS_READ_AHEAD {
         app.dispatch(place(&format!("o-{n}"))).await.unwrap();
     }
-    app.run_until_idle().await.unwrap();
-    let (streams, tails) = (
-        racing.stream_reads.load(SeqCst),
-        racing.tails_reads.load(SeqCst),
-    );
-    // Every order's first reminder comes due at once.
-    app.advance(hours(25)).await.unwrap();
-    let streams = racing.stream_reads.load(SeqCst) - streams;
-    let tails = racing.tails_reads.load(SeqCst) - tails;
-    for n in 0..ORDERS {
-        let events = racing
-            .inner
-            .read_stream("process:OrderPayment", &format!("o-{n}"))
-            .await
-            .unwrap();
-        assert_eq!(
-            types(&events),
-            ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
-            "o-{n}"
-        );
-    }
-    assert_eq!(tails, 2, "one read of the instances, one of the orders");
-    assert_eq!(streams, 0, "no run read its streams itself");
+    (racing, app)
 }
 
 // spec 96, 101: `at_timeout`'s patch is merged into the final state, and a follow-up sees it.

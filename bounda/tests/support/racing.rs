@@ -109,6 +109,20 @@ impl Fault {
 }
 
 impl Racing {
+    /// How often, so far, streams were read one at a time and several at once.
+    pub fn reads(&self) -> (u32, u32) {
+        (
+            self.stream_reads.load(Ordering::SeqCst),
+            self.tails_reads.load(Ordering::SeqCst),
+        )
+    }
+
+    /// The reads made since [`Racing::reads`] answered `before`.
+    pub fn reads_since(&self, before: (u32, u32)) -> (u32, u32) {
+        let (streams, tails) = self.reads();
+        (streams - before.0, tails - before.1)
+    }
+
     /// A fresh store of the suite's whose first `races` commits lose their race.
     pub async fn losing(races: u32) -> Racing {
         Racing::over(super::database::store().await, races)

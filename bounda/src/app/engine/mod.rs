@@ -385,21 +385,6 @@ impl App {
                 Queued::Execute(run) => run.group.is_none(),
                 Queued::Write(_) => true,
             });
-        if !together {
-            let mut entries = Vec::with_capacity(wave.len());
-            for queued in wave {
-                let entry = match queued {
-                    Queued::Write(entry) => Some(*entry),
-                    Queued::Execute(run) => self.execute(run, held, report).await,
-                };
-                // A run waiting for its retry holds its group's later runs from here on.
-                if let Some((run, _, kind)) = &entry {
-                    hold_if_waiting(run, kind, held);
-                }
-                entries.extend(entry);
-            }
-            return entries;
-        }
         let streams: Vec<(String, String)> = wave
             .iter()
             .filter_map(|queued| match queued {
@@ -409,6 +394,25 @@ impl App {
             .flatten()
             .collect();
         let ahead = read_ahead::ReadAhead::read(self, streams).await;
+        if !together {
+            return ahead
+                .during(async {
+                    let mut entries = Vec::with_capacity(wave.len());
+                    for queued in wave {
+                        let entry = match queued {
+                            Queued::Write(entry) => Some(*entry),
+                            Queued::Execute(run) => self.execute(run, held, report).await,
+                        };
+                        // A run waiting for its retry holds its group's later runs from here on.
+                        if let Some((run, _, kind)) = &entry {
+                            hold_if_waiting(run, kind, held);
+                        }
+                        entries.extend(entry);
+                    }
+                    entries
+                })
+                .await;
+        }
         let runs = wave.into_iter().map(|queued| async move {
             match queued {
                 Queued::Write(entry) => (Some(*entry), Report::default()),

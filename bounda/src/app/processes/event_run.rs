@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::processes::ProcessRunner;
-use crate::app::processes::instance::Lifecycle;
+use crate::app::processes::instance::{Lifecycle, stream_type};
 use crate::app::processes::step::{Route, entry_key};
 use crate::app::processes::writes::{lifecycle_at, process_letter, step_writes};
 use crate::app::{App, telemetry};
@@ -122,6 +122,14 @@ impl Work for EventRun {
 
     fn aggregate(&self) -> &'static str {
         self.process.aggregate()
+    }
+
+    /// The instance the event is routed to, which the step reads first.
+    fn streams(&self) -> Vec<(String, String)> {
+        match &self.routed {
+            Ok(Some(id)) => vec![(stream_type(self.process.name()), id.clone())],
+            _ => Vec::new(),
+        }
     }
 
     fn subject(&self) -> String {
