@@ -54,6 +54,8 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
     };
     conn.pragma_update(None, "synchronous", synchronous)
         .map_err(crate::sql("cannot set synchronous"))?;
+    // A group commit's savepoints copy each page they change into a sub-journal: in memory,
+    // not a temporary file written and read back.
     conn.pragma_update(None, "temp_store", "MEMORY")
         .map_err(crate::sql("cannot set temp_store"))?;
     // Keep plans stable so statements whose plan depends on a bound value (`LIMIT ?`, ranges)
