@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+mod checkpointer;
 mod claims;
 mod connection;
 mod import;
@@ -38,6 +39,9 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// Write transactions committed on this connection, counted by SQLite's commit hook.
     commits: Arc<AtomicU64>,
+    /// A file's checkpoints, run beside the connection. Declared after it: the connection
+    /// closes first, which stops the checkpointer this then waits for.
+    _checkpointer: Option<checkpointer::Checkpointer>,
 }
 
 impl SqliteStore {
@@ -132,9 +136,17 @@ impl SqliteStore {
             false
         }))
         .map_err(|e| StoreError::with_source("cannot install the commit hook", e))?;
+        let checkpointer = match file {
+            true => Some(checkpointer::Checkpointer::start(
+                &mut conn,
+                options.busy_timeout_ms,
+            )?),
+            false => None,
+        };
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             commits,
+            _checkpointer: checkpointer,
         })
     }
 
