@@ -79,6 +79,7 @@ impl Checkpointer {
     }
 
     /// How many checkpoints the thread has run.
+    #[cfg(test)]
     pub(crate) fn done(&self) -> u64 {
         self.done.load(Ordering::SeqCst)
     }
@@ -152,12 +153,16 @@ mod tests {
         let path = dir.path().join("app.db");
         let store = SqliteStore::open(&path).unwrap();
         write_pages(&store, 3_000).await;
+        let checkpointer = store
+            ._checkpointer
+            .as_ref()
+            .expect("a file has a checkpointer");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while store.checkpoints_beside() == 0 && std::time::Instant::now() < deadline {
+        while checkpointer.done() == 0 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         assert!(
-            store.checkpoints_beside() >= 1,
+            checkpointer.done() >= 1,
             "no checkpoint ran beside the writer"
         );
         let file = std::fs::metadata(&path).unwrap().len();

@@ -41,7 +41,7 @@ pub struct SqliteStore {
     commits: Arc<AtomicU64>,
     /// A file's checkpoints, run beside the connection. Declared after it: the connection
     /// closes first, which stops the checkpointer this then waits for.
-    checkpointer: Option<checkpointer::Checkpointer>,
+    _checkpointer: Option<checkpointer::Checkpointer>,
 }
 
 impl SqliteStore {
@@ -146,7 +146,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             commits,
-            checkpointer,
+            _checkpointer: checkpointer,
         })
     }
 
@@ -161,14 +161,6 @@ impl SqliteStore {
     /// benchmark divides by the work done to see how well commits are grouped.
     pub fn write_transactions(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
-    }
-
-    /// How many checkpoints of the file's log have run beside the writer since the store was
-    /// opened (none in memory): the log is copied back into the file off the commits' path.
-    pub fn checkpoints_beside(&self) -> u64 {
-        self.checkpointer
-            .as_ref()
-            .map_or(0, checkpointer::Checkpointer::done)
     }
 
     /// The journal mode in force (`wal` for a file, `memory` in memory).
