@@ -13,7 +13,6 @@
 //! # }
 //! ```
 
-mod checkpointer;
 mod claims;
 mod connection;
 mod import;
@@ -39,9 +38,6 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// Write transactions committed on this connection, counted by SQLite's commit hook.
     commits: Arc<AtomicU64>,
-    /// A file's checkpoints, run beside the connection. Declared after it: the connection
-    /// closes first, which stops the checkpointer this then waits for.
-    _checkpointer: Option<checkpointer::Checkpointer>,
 }
 
 impl SqliteStore {
@@ -136,17 +132,9 @@ impl SqliteStore {
             false
         }))
         .map_err(|e| StoreError::with_source("cannot install the commit hook", e))?;
-        let checkpointer = match file {
-            true => Some(checkpointer::Checkpointer::start(
-                &mut conn,
-                options.busy_timeout_ms,
-            )?),
-            false => None,
-        };
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             commits,
-            _checkpointer: checkpointer,
         })
     }
 
