@@ -373,7 +373,8 @@ impl App {
     /// Runs the handlers of a wave (one run per lane), in wave order. Runs of no group (the
     /// scheduler's: deadlines, delayed commands, delayed policy runs) run at once, so their reads
     /// and their handlers' waits overlap; a subscriber's runs run one after another, as a failure
-    /// holds its handler's later runs.
+    /// holds its handler's later runs. Either way, the streams the runs load are read ahead
+    /// first, a read per stream type for the whole wave ([`read_ahead`]).
     async fn execute_wave(
         &self,
         wave: Vec<Queued>,
