@@ -81,6 +81,22 @@ fn base(snapshot: Snapshot) -> Option<Instance> {
     serde_json::from_value::<Instance>(snapshot.state)
         .ok()
         .filter(|instance| instance.version == snapshot.version)
+        .map(|instance| Instance {
+            snapshot_version: snapshot.version,
+            ..instance
+        })
+}
+
+/// How many lifecycle events an instance's stream may hold past its snapshot before a step
+/// writes a new one. A snapshot only shortens the fold a load makes, so a step that writes one
+/// every time pays a row and an encoding of the whole instance for a fold of one event saved;
+/// most instances live a handful of steps, and never get one.
+const SNAPSHOT_EVERY: u64 = 4;
+
+/// Whether a step that leaves `after` should write its snapshot: when the events since the
+/// snapshot it was read from reach [`SNAPSHOT_EVERY`].
+pub(crate) fn snapshot_due(after: &Instance) -> bool {
+    after.version.saturating_sub(after.snapshot_version) >= SNAPSHOT_EVERY
 }
 
 /// The snapshot of instance `id` of process `name`.
@@ -277,6 +293,10 @@ pub(crate) struct Instance {
     pub(crate) parked: Vec<Parked>,
     /// The id of the last lifecycle event.
     pub(crate) last_id: Option<String>,
+    /// The version of the snapshot it was read from, 0 when folded from the stream's start:
+    /// how long the fold is that a load of it makes.
+    #[serde(skip)]
+    pub(crate) snapshot_version: u64,
 }
 
 impl Instance {
@@ -309,6 +329,7 @@ impl Instance {
             failed_step_done: false,
             parked: Vec::new(),
             last_id: None,
+            snapshot_version: 0,
         }
     }
 

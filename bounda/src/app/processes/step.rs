@@ -69,7 +69,8 @@ pub(crate) struct StepWrites {
 }
 
 /// The snapshot of instance `id` once `append` is written: `instance` with `lifecycle` (the
-/// events of `append`, before encoding) applied.
+/// events of `append`, before encoding) applied; none while the stream is short enough past the
+/// snapshot it was read from ([`instance::snapshot_due`]).
 fn snapshot_after<P: ProcessState>(
     id: &str,
     instance: Option<&Instance>,
@@ -91,6 +92,9 @@ fn snapshot_after<P: ProcessState>(
             state_version: event.metadata.schema_version,
         };
         after.apply(lifecycle, &stored, &fields);
+    }
+    if !instance::snapshot_due(&after) {
+        return Ok(None);
     }
     Ok(Some(instance::snapshot(P::NAME, id, &after)?))
 }
