@@ -13,6 +13,7 @@ mod names;
 mod paths;
 mod policy;
 mod process;
+mod read_model;
 mod register;
 mod serde_names;
 mod symbol;
@@ -35,6 +36,17 @@ pub fn process(args: TokenStream, input: TokenStream) -> TokenStream {
 pub fn policy(args: TokenStream, input: TokenStream) -> TokenStream {
     let output = policy::expand(args.into(), input.into());
     debug("policy", &output);
+    output.into()
+}
+
+/// Declares a read model: `#[read_model(name = "..")]` on its row struct, `#[read_model]` on
+/// the `impl` block of its projections.
+///
+/// See the `bounda` crate's documentation of `read_model` for the full contract.
+#[proc_macro_attribute]
+pub fn read_model(args: TokenStream, input: TokenStream) -> TokenStream {
+    let output = read_model::expand(args.into(), input.into());
+    debug("read_model", &output);
     output.into()
 }
 

@@ -15,6 +15,7 @@ pub(crate) enum Kind {
     Process,
     Policy,
     Command,
+    ReadModel,
 }
 
 impl Kind {
@@ -24,6 +25,7 @@ impl Kind {
             Kind::Process => "Process",
             Kind::Policy => "Policy",
             Kind::Command => "Command",
+            Kind::ReadModel => "Projections",
         }
     }
 
@@ -32,6 +34,7 @@ impl Kind {
             Kind::Process => "process",
             Kind::Policy => "policy",
             Kind::Command => "command",
+            Kind::ReadModel => "read_model",
         }
     }
 }
@@ -42,6 +45,7 @@ pub(crate) fn registration(kind: Kind, self_ty: &Type) -> TokenStream {
     let private = paths::private();
     let (marker, constructor) = match kind {
         Kind::Process => (None, quote!(process)),
+        Kind::ReadModel => (None, quote!(read_model)),
         Kind::Policy => (
             Some(quote!(impl #private::PolicyRegistered for #self_ty {})),
             quote!(policy),
@@ -102,7 +106,7 @@ pub(crate) fn expand_impl(kind: Kind, args: TokenStream, item: ItemImpl) -> Toke
 fn marker(kind: Kind, item: &ItemImpl) -> TokenStream {
     let private = paths::private();
     let trait_ = match kind {
-        Kind::Process => return TokenStream::new(),
+        Kind::Process | Kind::ReadModel => return TokenStream::new(),
         Kind::Policy => quote!(PolicyRegistered),
         Kind::Command => quote!(CommandRegistered),
     };

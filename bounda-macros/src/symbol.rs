@@ -48,3 +48,5 @@ pub(crate) const DELAY: &str = "delay";
 pub(crate) const ENV: &str = "env";
 /// The context type of policies, `Reaction<'_, Event>`.
 pub(crate) const REACTION_CONTEXT: &str = "Reaction";
+/// The context type of projections, `Projected<'_, Event>`.
+pub(crate) const PROJECTED_CONTEXT: &str = "Projected";

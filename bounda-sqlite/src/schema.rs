@@ -161,6 +161,22 @@ const MIGRATIONS: &[&str] = &[
         head      INTEGER NOT NULL
     );
     ",
+    // 10: read models: each one's table declaration as it was made, and where a failing
+    // projection holds it.
+    "
+    CREATE TABLE bounda_read_models (
+        name            TEXT    PRIMARY KEY,
+        table_name      TEXT    NOT NULL,
+        declaration     TEXT    NOT NULL,
+        held_position   INTEGER,
+        held_event_id   TEXT,
+        held_event_type TEXT,
+        held_message    TEXT,
+        held_attempts   INTEGER,
+        held_failed_at  TEXT,
+        held_retry_at   TEXT
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.

@@ -14,6 +14,10 @@ use crate::{SqliteStore, rows, sql, statements};
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
+        Some(self)
+    }
+
     async fn read_stream(
         &self,
         aggregate_type: &str,

@@ -244,6 +244,31 @@ pub enum Error {
         /// What was asked for.
         what: String,
     },
+    /// A read model's projection failed on an event: the read model is held just before it and
+    /// tried again with the dispatcher's back-off.
+    #[error(
+        "read model `{read_model}` failed to project {event_type} ({event_id}) at position {position}, and waits just before it: {message}"
+    )]
+    Projection {
+        /// The read model.
+        read_model: String,
+        /// The event's type.
+        event_type: String,
+        /// The event's id.
+        event_id: String,
+        /// The event's position.
+        position: u64,
+        /// Why, with its causes.
+        message: String,
+    },
+    /// A row of a read model's table that its row type cannot read: a column changed under it.
+    #[error("a row of read model `{read_model}` cannot be read: {message}")]
+    UnreadableRow {
+        /// The read model.
+        read_model: String,
+        /// What does not fit.
+        message: String,
+    },
     /// A deadline handler that set its deadline to the moment that came due, or an earlier one.
     #[error(
         "`at_{field}` left `{field}` at or before {at}, the moment that came due; \
@@ -268,7 +293,9 @@ impl Error {
             | Error::InvalidDuration(_)
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. }
+            | Error::UnreadableRow { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
+            Error::Projection { .. } => "PROJECTION_FAILED",
             Error::NewerEvent { .. } => "NEWER_EVENT_VERSION",
             Error::NewerState { .. } => "NEWER_STATE_VERSION",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
@@ -306,8 +333,10 @@ impl Error {
             | Error::InvalidDuration(_)
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. }
+            | Error::UnreadableRow { .. }
             | Error::EmptyAggregateId { .. } => false,
             Error::Concurrency { .. }
+            | Error::Projection { .. }
             | Error::Store(_)
             | Error::Panicked { .. }
             | Error::HandlerTimeout { .. } => true,

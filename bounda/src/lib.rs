@@ -26,6 +26,7 @@ mod instant;
 pub mod page;
 pub mod preview;
 pub mod process;
+pub mod read_model;
 pub mod store;
 pub mod testing;
 
@@ -131,6 +132,82 @@ pub use aggregate::{
 /// assert_eq!(<Chaser as ProcessState>::TIMEOUT, Some(days(7)));
 /// ```
 pub use bounda_macros::process;
+
+/// Declares a read model: `#[read_model(name = "..")]` on its row struct, `#[read_model]` on
+/// the `impl` block of its projections.
+///
+/// On the struct, each field becomes a column of the read model's table (`read_<name>` in the
+/// store's database, under its schema or prefix): a `String`, an integer, `f64`, `bool`,
+/// [`Instant`], `serde_json::Value`, [`Json<T>`](read_model::Json) for anything serde can
+/// write, or an `Option` of one (a column that may be `NULL`). Exactly one field is `#[key]`,
+/// the primary key; `#[index]` indexes a column, `#[unique]` makes its values unique. Each
+/// field gets a constant naming its column (`OrderSummary::CUSTOMER_ID`) to filter and order
+/// by. A struct with no key, or two, does not compile.
+///
+/// On the impl block, each function is a projection, `async fn on_<event>(event:
+/// Projected<'_, Event>, table: &mut Table<'_, Self>) -> Result<()>`, of one event type of any
+/// aggregate. A projection writes idempotently (`upsert`, `insert`, `update`, `delete`) and reads
+/// its table (`get`, `find`, `count`); it calls no port, since a batch that rolls back runs
+/// again and a rebuild replays the whole log. Put queries in another `impl` block. The read
+/// model registers itself: every app built in the binary keeps it.
+///
+/// ```
+/// use bounda::prelude::*;
+/// use bounda::read_model::Select;
+///
+/// # #[derive(Debug, Default)]
+/// # pub struct Order;
+/// # impl Aggregate for Order {
+/// #     const NAME: &'static str = "Order";
+/// #     type Event = OrderEvent;
+/// #     fn apply(&mut self, _: &OrderEvent) {}
+/// # }
+/// # #[derive(Debug, Clone, Events)]
+/// # pub enum OrderEvent { Placed(OrderPlaced) }
+/// #[derive(Debug, Clone, Serialize, Deserialize, Event)]
+/// #[event(aggregate = Order)]
+/// pub struct OrderPlaced {
+///     pub customer_id: String,
+///     pub total: u64,
+/// }
+///
+/// #[read_model(name = "order-summary")]
+/// #[derive(Debug, Clone, PartialEq)]
+/// pub struct OrderSummary {
+///     #[key]
+///     pub order_id: String,
+///     #[index]
+///     pub customer_id: String,
+///     pub total: u64,
+///     pub placed_at: Instant,
+/// }
+///
+/// #[read_model]
+/// impl OrderSummary {
+///     async fn on_order_placed(
+///         event: Projected<'_, OrderPlaced>,
+///         table: &mut Table<'_, Self>,
+///     ) -> Result<()> {
+///         table
+///             .upsert(&OrderSummary {
+///                 order_id: event.aggregate_id().to_owned(),
+///                 customer_id: event.customer_id.clone(),
+///                 total: event.total,
+///                 placed_at: event.at(),
+///             })
+///             .await?;
+///         Ok(())
+///     }
+/// }
+///
+/// /// A customer's orders, newest first.
+/// async fn orders_of(app: &App, customer: &str) -> Result<Vec<OrderSummary>> {
+///     let select = Select::filter(OrderSummary::CUSTOMER_ID.eq(customer))
+///         .order(OrderSummary::PLACED_AT.desc());
+///     Ok(app.read::<OrderSummary>().find(select).await?)
+/// }
+/// ```
+pub use bounda_macros::read_model;
 
 /// Declares a policy: one event in, commands out, no memory.
 ///
@@ -262,12 +339,13 @@ pub type Result<T, E = anyhow::Error> = std::result::Result<T, E>;
 pub mod prelude {
     pub use crate::aggregate::{Aggregate, Command, Decision, EventSet, NoRejection};
     pub use crate::process::{At, On, Process, ProcessState};
+    pub use crate::read_model::{Projected, Table};
     pub use crate::testing::TestApp;
     pub use crate::{Answer, App, Policy, Reaction, command, policy};
     pub use crate::{
         Deadline, Duration, Event, Events, Instant, Rejection, Result, days, deadline, hours,
         millis, minutes, process, seconds,
     };
-    pub use crate::{DurationError, env_duration};
+    pub use crate::{DurationError, env_duration, read_model};
     pub use serde::{Deserialize, Serialize};
 }

@@ -17,6 +17,10 @@ pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
     At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
 };
+pub use crate::read_model::{
+    Column, ColumnDef, ColumnError, ColumnType, Projected, ProjectionFuture, Projections,
+    ReadModel, SqlValue, Table, TableDef,
+};
 pub use crate::{
     Deadline, Duration, DurationError, DurationErrorKind, Error, RecordedEvent, env_duration,
 };

@@ -72,7 +72,34 @@ impl App {
         let head = self.store().head().await?;
         let mut subscribers = Vec::new();
         let mut stale = Vec::new();
+        let holds = match self.store().read_models() {
+            Some(tables) if self.read_models().next().is_some() => tables.holds().await?,
+            _ => Vec::new(),
+        };
         for (subscriber, position) in self.store().checkpoints().await? {
+            if let Some(model) = self.read_models().find(|m| m.subscriber() == subscriber) {
+                // A hold at or before the checkpoint is over: the event was projected since.
+                let failing = holds
+                    .iter()
+                    .find(|held| held.read_model == model.name() && held.position > position)
+                    .map(|held| Failing {
+                        handler: model.name().to_owned(),
+                        position: held.position,
+                        event_id: held.event_id.clone(),
+                        event_type: held.event_type.clone(),
+                        message: held.message.clone(),
+                        attempts: held.attempts,
+                        retry_at: held.retry_at,
+                    });
+                subscribers.push(SubscriberLag {
+                    paused_until: self.paused_until(&subscriber),
+                    failing,
+                    subscriber,
+                    position,
+                    lag: head.saturating_sub(position),
+                });
+                continue;
+            }
             let handlers: Option<Vec<&str>> = if subscriber == crate::app::POLICIES {
                 (!self.inner.policies.is_empty())
                     .then(|| self.inner.policies.iter().map(|p| p.name()).collect())

@@ -16,6 +16,7 @@ mod ports;
 mod preflight;
 pub(crate) mod processes;
 pub(crate) mod reaction;
+mod read_models;
 pub(crate) mod registry;
 mod runner;
 mod schedule;
@@ -72,6 +73,7 @@ struct Inner {
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
+    read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     /// The app's ports, by type.
     ports: Ports,
     /// Set when the app is shutting down: passes stop between attempts.
@@ -112,6 +114,7 @@ pub struct AppBuilder {
     policies: Vec<Arc<dyn PolicyRunner>>,
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
+    read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -247,6 +250,34 @@ impl AppBuilder {
         self
     }
 
+    /// Adds read model `R`. Every `#[read_model]` of the binary is added when the app is built,
+    /// unless [`only_listed`](Self::only_listed) says otherwise; adding one twice adds it once.
+    /// Two read models with one name are refused.
+    pub fn read_model<R: crate::read_model::Projections>(mut self) -> AppBuilder {
+        if self.seen::<R>() {
+            return self;
+        }
+        if let Some(other) = self
+            .read_models
+            .iter()
+            .find(|model| model.name() == R::NAME)
+        {
+            self.refused.push(format!(
+                "two read models are named `{}`: `{}` and `{}`; a read model's name is its table's and its checkpoint's: rename one",
+                R::NAME,
+                other.type_name(),
+                std::any::type_name::<R>()
+            ));
+            return self;
+        }
+        for shapes in R::SHAPES {
+            self.shapes.add_shapes(shapes);
+        }
+        self.read_models
+            .push(Arc::new(read_models::ReadModelEntry::<R>::new()));
+        self
+    }
+
     /// Lets reactions send `C` with a delay, and the scheduled worker run it. Every `#[command]`
     /// of the binary is added when the app is built, unless [`only_listed`](Self::only_listed);
     /// a generic command is listed here for each of its types. Two command types with one name
@@ -305,6 +336,7 @@ impl AppBuilder {
                 self.store.move_checkpoint(subscriber, None, head).await?;
             }
         }
+        App::ensure_read_models(self.store.as_ref(), &self.read_models).await?;
         Ok(App {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -314,6 +346,7 @@ impl AppBuilder {
                 policies: self.policies,
                 commands: self.commands,
                 processes: self.processes,
+                read_models: self.read_models,
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),
@@ -344,6 +377,7 @@ impl App {
             policies: Vec::new(),
             commands: HashMap::new(),
             processes: Vec::new(),
+            read_models: Vec::new(),
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,

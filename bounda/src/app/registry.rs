@@ -1,4 +1,4 @@
-//! What the binary holds: every `#[process]`, `#[policy]` and `#[command]` registers itself at
+//! What the binary holds: every `#[process]`, `#[policy]`, `#[command]` and `#[read_model]` registers itself at
 //! link time, so an app built on it runs them without a list that can be forgotten.
 
 use crate::aggregate::Command;
@@ -11,6 +11,7 @@ pub(crate) enum Kind {
     Command,
     Policy,
     Process,
+    ReadModel,
 }
 
 /// One process, policy or command of the binary, written by its attribute. Not public API.
@@ -39,6 +40,15 @@ impl Registration {
             kind: Kind::Policy,
             path,
             add: AppBuilder::policy::<P>,
+        }
+    }
+
+    /// Registers read model `R`, declared at `path`.
+    pub const fn read_model<R: crate::read_model::Projections>(path: &'static str) -> Registration {
+        Registration {
+            kind: Kind::ReadModel,
+            path,
+            add: AppBuilder::read_model::<R>,
         }
     }
 

@@ -178,6 +178,12 @@ impl App {
             let work = self.worker_pass(now, &mut rejections).await;
             moved |= self.subscriber_result(SCHEDULED, work);
         }
+        for model in self.read_models() {
+            if self.may_run(model.subscriber(), now) {
+                let pass = self.read_model_pass(model.as_ref()).await;
+                moved |= self.subscriber_result(model.subscriber(), pass);
+            }
+        }
         telemetry::lag(self).await;
         Ok((moved, rejections))
     }
@@ -243,15 +249,16 @@ impl App {
                 let failures = previous.map_or(0, |failure| failure.failures) + 1;
                 // Failures count towards stopping only while nothing else moves, and never while
                 // the store is out of reach: a server restarting or a failover is waited out.
+                // Nor does a read model held by its projection: the rest of the app works on,
+                // and `lag` shows where it waits for a fix.
                 let unavailable = error.is_unavailable();
                 let moves = self.inner.moves.load(Ordering::SeqCst);
                 let stuck = match previous {
-                    _ if unavailable => 0,
+                    _ if unavailable || matches!(error, Error::Projection { .. }) => 0,
                     Some(failure) if failure.moves == moves => failure.stuck + 1,
                     _ => 1,
                 };
-                let wait = self.config().dispatcher.backoff.delay_after(failures);
-                let until = self.clock().now() + wait;
+                let until = self.clock().now() + self.backoff_after(failures);
                 let cause = crate::error::chain(&error);
                 let waiting = if unavailable {
                     " (the store is out of reach: waiting for it)"
@@ -278,6 +285,24 @@ impl App {
                 false
             }
         }
+    }
+
+    /// How long `subscriber` waits when its pass fails now: its back-off after one more
+    /// failure in a row.
+    pub(crate) fn next_backoff(&self, subscriber: &str) -> crate::Duration {
+        let failures = self
+            .inner
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(subscriber)
+            .map_or(0, |failure| failure.failures);
+        self.backoff_after(failures + 1)
+    }
+
+    /// The back-off after `failures` failed passes in a row.
+    fn backoff_after(&self, failures: u32) -> crate::Duration {
+        self.config().dispatcher.backoff.delay_after(failures)
     }
 
     /// Whether a pass moved anything; a failure is logged. Rejections were logged in their

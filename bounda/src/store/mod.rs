@@ -16,6 +16,7 @@
 pub mod contract;
 mod copy;
 pub mod protocol;
+pub mod read_models;
 mod records;
 mod write_set;
 
@@ -382,6 +383,12 @@ pub trait Store: Send + Sync + 'static {
     /// The mark [`copy`] left, when this store is a copy; `None` for any other store.
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         Ok(None)
+    }
+
+    /// The store's read model tables, if it keeps them ([`read_models`]). `None`, the default:
+    /// an app with read models refuses to build on it.
+    fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {
+        None
     }
 
     /// Hears what other processes write that may be work for this one (an event appended, an

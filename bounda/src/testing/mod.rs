@@ -237,7 +237,11 @@ impl TestApp {
             let moved_policies = self.app.policy_pass(now, &mut rejections).await?;
             let moved_processes = self.app.process_pass(now, &mut rejections).await?;
             let moved_work = self.app.worker_pass(now, &mut rejections).await?;
-            if moved_policies || moved_processes || moved_work {
+            let mut moved_read_models = false;
+            for model in self.app.read_models() {
+                moved_read_models |= self.app.read_model_pass(model.as_ref()).await?;
+            }
+            if moved_policies || moved_processes || moved_work || moved_read_models {
                 continue;
             }
             // A deadline held back for its instance's unhandled events gets its worker rounds

@@ -1,0 +1,377 @@
+//! Read models on SQLite: their tables in the same file as the log (`bounda_read_<name>`), a
+//! batch's rows written with its checkpoint in one write transaction.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use bounda::Instant;
+use bounda::read_model::render::{self, Dialect, Statement, Target};
+use bounda::read_model::{Change, Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
+use bounda::store::StoreError;
+use bounda::store::read_models::{
+    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows,
+};
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
+
+use crate::{SqliteStore, sql};
+
+#[bounda::store::async_trait]
+impl ReadModelStore for SqliteStore {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn target(&self, table: &TableDef, shadow: Option<&str>) -> Target {
+        let bare = match shadow {
+            Some(shadow) => format!("bounda_{}__{shadow}", table.table_name()),
+            None => format!("bounda_{}", table.table_name()),
+        };
+        Target {
+            table: render::quote(&bare),
+            bare,
+            schema: String::new(),
+        }
+    }
+
+    async fn ensure(&self, table: &TableDef) -> Result<(), bounda::Error> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql("cannot start a read model's table"))?;
+        let stored = declaration(&tx, table.name)?;
+        let changes = plan(table, stored.as_ref())
+            .map_err(|message| bounda::Error::Configuration { message })?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let target = self.target(table, None);
+        for statement in statements(Dialect::Sqlite, &target, table, &changes)? {
+            tx.execute_batch(&statement).map_err(|e| {
+                StoreError::with_source(
+                    format!("cannot make read model `{}`'s table", table.name),
+                    e,
+                )
+            })?;
+        }
+        let declaration = serde_json::to_string(&table.declaration())
+            .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
+        tx.execute(
+            "INSERT INTO bounda_read_models (name, table_name, declaration) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET table_name = excluded.table_name,
+                                              declaration = excluded.declaration",
+            params![table.name, target.bare, declaration],
+        )
+        .map_err(sql("cannot keep a read model's declaration"))?;
+        tx.commit()
+            .map_err(sql("cannot commit a read model's table"))?;
+        Ok(())
+    }
+
+    async fn project(
+        &self,
+        batch: &Batch<'_>,
+        projector: &mut dyn Projector,
+    ) -> Result<Projected, ProjectError> {
+        let mut conn = self.lock()?;
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql("cannot start a read model's batch"))?;
+        let result = write_batch(&mut conn, self.target(batch.table, None), batch, projector);
+        let end = match &result {
+            Ok(Projected::Applied) => "COMMIT",
+            _ => "ROLLBACK",
+        };
+        if let Err(error) = conn.execute_batch(end) {
+            // A failed COMMIT leaves the transaction open: end it, so the connection is usable.
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(
+                StoreError::with_source("cannot commit a read model's batch", error).into(),
+            );
+        }
+        result
+    }
+
+    async fn query(
+        &self,
+        statement: &Statement,
+        columns: &[SqlType],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+        let conn = self.lock()?;
+        query(&conn, statement, columns.len())
+    }
+
+    async fn sql(&self, sql_text: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare(sql_text)
+            .map_err(sql("cannot prepare the SQL"))?;
+        let columns: Arc<[String]> = statement
+            .column_names()
+            .map(str::to_owned)
+            .collect();
+        let width = columns.len();
+        let mut rows = statement
+            .query(params_from_iter(params.iter().map(Bind)))
+            .map_err(sql("cannot run the SQL"))?;
+        let mut answer = Vec::new();
+        while let Some(row) = rows.next().map_err(sql("cannot read the SQL's rows"))? {
+            answer.push(SqlRow::new(Arc::clone(&columns), values(row, width)?));
+        }
+        Ok(answer)
+    }
+
+    async fn hold(&self, held: &Held) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "UPDATE bounda_read_models SET
+                 held_attempts = CASE WHEN held_position = ?2 THEN held_attempts + 1 ELSE ?7 END,
+                 held_position = ?2, held_event_id = ?3, held_event_type = ?4, held_message = ?5,
+                 held_failed_at = ?6, held_retry_at = ?8
+             WHERE name = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                held.read_model,
+                held.position,
+                held.event_id,
+                held.event_type,
+                held.message,
+                held.failed_at.to_string(),
+                held.attempts,
+                held.retry_at.to_string(),
+            ])
+        })
+        .map_err(sql("cannot hold a read model"))?;
+        Ok(())
+    }
+
+    async fn holds(&self) -> Result<Vec<Held>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT name, held_position, held_event_id, held_event_type, held_message,
+                        held_attempts, held_failed_at, held_retry_at
+                 FROM bounda_read_models WHERE held_position IS NOT NULL ORDER BY name",
+            )
+            .map_err(sql("cannot read the read models' holds"))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, u64>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                    row.get::<_, String>(4)?,
+                    row.get::<_, u32>(5)?,
+                    row.get::<_, String>(6)?,
+                    row.get::<_, String>(7)?,
+                ))
+            })
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(sql("cannot read the read models' holds"))?;
+        rows.into_iter()
+            .map(
+                |(read_model, position, event_id, event_type, message, attempts, failed, retry)| {
+                    Ok(Held {
+                        read_model,
+                        position,
+                        event_id,
+                        event_type,
+                        message,
+                        attempts,
+                        failed_at: moment(&failed)?,
+                        retry_at: moment(&retry)?,
+                    })
+                },
+            )
+            .collect()
+    }
+}
+
+fn moment(text: &str) -> Result<Instant, StoreError> {
+    Instant::parse(text).map_err(|e| StoreError::with_source("a stored moment is invalid", e))
+}
+
+/// The declaration kept for read model `name`, if any.
+fn declaration(conn: &Connection, name: &str) -> Result<Option<Declaration>, StoreError> {
+    let text: Option<String> = conn
+        .query_row(
+            "SELECT declaration FROM bounda_read_models WHERE name = ?1",
+            [name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql("cannot read a read model's declaration"))?;
+    text.map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|e| {
+            StoreError::with_source(
+                format!("read model `{name}`'s kept declaration is invalid"),
+                e,
+            )
+        })
+}
+
+/// The statements that make `changes`.
+pub(crate) fn statements(
+    dialect: Dialect,
+    target: &Target,
+    table: &TableDef,
+    changes: &[Change],
+) -> Result<Vec<String>, StoreError> {
+    let mut statements = Vec::new();
+    for change in changes {
+        match change {
+            Change::Create => statements.extend(render::create(dialect, target, table)),
+            Change::AddColumn(column) => {
+                statements.push(render::add_column(dialect, target, column).ok_or_else(|| {
+                    StoreError::new(format!(
+                        "column `{}` has no value to add it with",
+                        column.name
+                    ))
+                })?)
+            }
+            Change::AddIndex(column) => statements.push(render::add_index(target, column, false)),
+            Change::AddUnique(column) => statements.push(render::add_index(target, column, true)),
+            Change::DropIndex(column) => statements.push(render::drop_index(target, column)),
+        }
+    }
+    Ok(statements)
+}
+
+/// Moves the checkpoint and projects, inside the open transaction.
+fn write_batch(
+    conn: &mut Connection,
+    target: Target,
+    batch: &Batch<'_>,
+    projector: &mut dyn Projector,
+) -> Result<Projected, ProjectError> {
+    let moved = conn
+        .prepare_cached(
+            "UPDATE bounda_checkpoints SET position = ?3 WHERE subscriber = ?1 AND position = ?2",
+        )
+        .and_then(|mut s| s.execute(params![batch.subscriber, batch.from, batch.to]))
+        .map_err(sql("cannot move a read model's checkpoint"))?;
+    if moved == 0 {
+        return Ok(Projected::Moved);
+    }
+    let mut rows = SqliteRows { conn, target };
+    // SQLite answers at once, so the projections finish in one poll; one that waits on
+    // something else has called out, which a projection may not.
+    let mut applying = pin!(projector.apply(&mut rows));
+    match applying
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(result) => result.map(|()| Projected::Applied),
+        Poll::Pending => Err(ProjectError::Failed {
+            event: 0,
+            message:
+                "a projection waited on something other than its table; projections call no one: \
+                      fetch what they need when the command decides, and put it in the event"
+                    .into(),
+        }),
+    }
+}
+
+/// A batch's rows: the connection inside the batch's transaction.
+struct SqliteRows<'c> {
+    conn: &'c mut Connection,
+    target: Target,
+}
+
+#[bounda::store::async_trait]
+impl Rows for SqliteRows<'_> {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    fn target(&self) -> &Target {
+        &self.target
+    }
+
+    async fn execute(&mut self, statement: &Statement) -> Result<u64, StoreError> {
+        let changed = self
+            .conn
+            .prepare_cached(&statement.sql)
+            .and_then(|mut s| s.execute(params_from_iter(statement.params.iter().map(Bind))))
+            .map_err(|e| {
+                StoreError::with_source(format!("cannot write to `{}`", self.target.bare), e)
+            })?;
+        Ok(changed as u64)
+    }
+
+    async fn query(
+        &mut self,
+        statement: &Statement,
+        columns: &[SqlType],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+        query(self.conn, statement, columns.len())
+    }
+}
+
+/// Runs a read; its rows of `width` columns.
+fn query(
+    conn: &Connection,
+    statement: &Statement,
+    width: usize,
+) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+    let mut prepared = conn
+        .prepare_cached(&statement.sql)
+        .map_err(sql("cannot prepare a read model's query"))?;
+    let mut rows = prepared
+        .query(params_from_iter(statement.params.iter().map(Bind)))
+        .map_err(sql("cannot query a read model"))?;
+    let mut answer = Vec::new();
+    while let Some(row) = rows
+        .next()
+        .map_err(sql("cannot read a read model's rows"))?
+    {
+        answer.push(values(row, width)?);
+    }
+    Ok(answer)
+}
+
+/// A row's values as SQLite typed them; a column type reads its own from them.
+fn values(row: &rusqlite::Row<'_>, width: usize) -> Result<Vec<SqlValue>, StoreError> {
+    (0..width)
+        .map(|i| {
+            let value = row.get_ref(i).map_err(sql("cannot read a column"))?;
+            Ok(match value {
+                ValueRef::Null => SqlValue::Null,
+                ValueRef::Integer(n) => SqlValue::Integer(n),
+                ValueRef::Real(x) => SqlValue::Real(x),
+                ValueRef::Text(text) => SqlValue::Text(String::from_utf8_lossy(text).into_owned()),
+                ValueRef::Blob(_) => {
+                    return Err(StoreError::new(format!(
+                        "column {i} holds a blob, which no column type reads"
+                    )));
+                }
+            })
+        })
+        .collect()
+}
+
+/// A value bound to a SQLite statement.
+struct Bind<'a>(&'a SqlValue);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            SqlValue::Null => ToSqlOutput::Owned(Value::Null),
+            SqlValue::Text(text) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            SqlValue::Integer(n) => ToSqlOutput::Owned(Value::Integer(*n)),
+            SqlValue::Unsigned(_) | SqlValue::Boolean(_) => {
+                let n = self
+                    .0
+                    .to_i64()
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+                ToSqlOutput::Owned(Value::Integer(n.unwrap_or_default()))
+            }
+            SqlValue::Real(x) => ToSqlOutput::Owned(Value::Real(*x)),
+            SqlValue::Timestamp(at) => ToSqlOutput::Owned(Value::Text(at.to_string())),
+            SqlValue::Json(json) => ToSqlOutput::Owned(Value::Text(json.to_string())),
+        })
+    }
+}

@@ -1,0 +1,234 @@
+//! The app's read models: each its own subscriber of the log, a batch of events written with its
+//! checkpoint in one transaction; and the queries that read them.
+
+use std::marker::PhantomData;
+
+use futures_util::future::BoxFuture;
+
+use crate::aggregate::EventKey;
+use crate::app::App;
+use crate::read_model::query::read_models;
+use crate::read_model::{Projections, ReadTable, SqlRow, SqlValue, Table, TableDef};
+use crate::store::read_models::{
+    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows,
+};
+use crate::{Error, RecordedEvent};
+
+/// One read model, as the app runs it.
+pub(crate) trait ReadModelRunner: Send + Sync {
+    /// Its name.
+    fn name(&self) -> &'static str;
+    /// Its subscriber's name, `read-model:<name>`.
+    fn subscriber(&self) -> &str;
+    /// Its table.
+    fn table(&self) -> &'static TableDef;
+    /// The event types it projects.
+    fn events(&self) -> &'static [EventKey];
+    /// Whether it projects `event`.
+    fn projects(&self, event: &RecordedEvent) -> bool {
+        self.events().iter().any(|key| event.has_key(*key))
+    }
+    /// Its Rust type, to name it.
+    fn type_name(&self) -> &'static str;
+    /// What projects `events` into its rows.
+    fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e>;
+}
+
+/// The runner of read model `R`.
+pub(crate) struct ReadModelEntry<R> {
+    subscriber: String,
+    marker: PhantomData<fn() -> R>,
+}
+
+impl<R: Projections> ReadModelEntry<R> {
+    pub(crate) fn new() -> ReadModelEntry<R> {
+        ReadModelEntry {
+            subscriber: crate::read_model::subscriber(R::NAME),
+            marker: PhantomData,
+        }
+    }
+}
+
+impl<R: Projections> ReadModelRunner for ReadModelEntry<R> {
+    fn name(&self) -> &'static str {
+        R::NAME
+    }
+
+    fn subscriber(&self) -> &str {
+        &self.subscriber
+    }
+
+    fn table(&self) -> &'static TableDef {
+        R::TABLE
+    }
+
+    fn events(&self) -> &'static [EventKey] {
+        R::EVENTS
+    }
+
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<R>()
+    }
+
+    fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e> {
+        Box::new(EventsOf::<R> {
+            events,
+            marker: PhantomData,
+        })
+    }
+}
+
+/// `R`'s projections over a batch's events, in order.
+struct EventsOf<'e, R> {
+    events: &'e [RecordedEvent],
+    marker: PhantomData<fn() -> R>,
+}
+
+impl<R: Projections> Projector for EventsOf<'_, R> {
+    fn apply<'t>(&'t mut self, rows: &'t mut dyn Rows) -> BoxFuture<'t, Result<(), ProjectError>> {
+        Box::pin(async move {
+            let mut table = Table::<R>::new(rows);
+            for (index, event) in self.events.iter().enumerate() {
+                let Some(projecting) = R::project(event, &mut table) else {
+                    continue;
+                };
+                if let Err(error) = projecting.await {
+                    return Err(ProjectError::Failed {
+                        event: index,
+                        message: crate::error::chain(&*error),
+                    });
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+impl App {
+    /// Read model `R`'s table, to query: `app.read::<OrderSummary>().get("o-1")`.
+    pub fn read<R: crate::read_model::ReadModel>(&self) -> ReadTable<'_, R> {
+        ReadTable::new(self)
+    }
+
+    /// Runs plain SQL on the store's connection, for what [`read`](App::read) cannot say (a
+    /// join, a sum): placeholders are `?1`, `?2` on SQLite and `$1`, `$2` on PostgreSQL; a read
+    /// model's table is named as [`read_table_name`](App::read_table_name) says.
+    pub async fn read_sql(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, Error> {
+        Ok(read_models(self)?.sql(sql, params).await?)
+    }
+
+    /// The name of read model `R`'s table as SQL names it on this store, quoted and qualified.
+    pub fn read_table_name<R: crate::read_model::ReadModel>(&self) -> Result<String, Error> {
+        Ok(read_models(self)?.target(R::TABLE, None).table)
+    }
+
+    /// The app's read models.
+    pub(crate) fn read_models(&self) -> impl Iterator<Item = &std::sync::Arc<dyn ReadModelRunner>> {
+        self.inner.read_models.iter()
+    }
+
+    /// One batch of `model`'s events: written with its checkpoint, or held just before the
+    /// event whose projection failed, with what came before it written. Answers whether it
+    /// moved.
+    pub(crate) async fn read_model_pass(&self, model: &dyn ReadModelRunner) -> Result<bool, Error> {
+        let store = read_models(self)?;
+        let subscriber = model.subscriber();
+        let from = self.store().checkpoint(subscriber).await?.unwrap_or(0);
+        let batch_size = self.config().dispatcher.batch_size.max(1);
+        let mut events = self.store().read_all(from, batch_size).await?;
+        let Some(last) = events.last() else {
+            return Ok(false);
+        };
+        let to = last.position;
+        for event in &mut events {
+            self.inner.shapes.bring_up(event);
+        }
+        if !events.iter().any(|event| model.projects(event)) {
+            return Ok(self
+                .store()
+                .move_checkpoint(subscriber, Some(from), to)
+                .await?);
+        }
+        let batch = Batch {
+            table: model.table(),
+            subscriber,
+            from,
+            to,
+        };
+        let (index, message) = match store.project(&batch, &mut *model.projector(&events)).await {
+            Ok(projected) => return Ok(projected == Projected::Applied),
+            Err(ProjectError::Store(error)) => return Err(error.into()),
+            Err(ProjectError::Failed { event, message }) => (event, message),
+        };
+        // Write what came before the failing event, which projected the first time.
+        if index > 0 {
+            let before = &events[..index];
+            let batch = Batch {
+                to: before[index - 1].position,
+                ..batch
+            };
+            match store.project(&batch, &mut *model.projector(before)).await {
+                Ok(_) | Err(ProjectError::Failed { .. }) => {}
+                Err(ProjectError::Store(error)) => return Err(error.into()),
+            }
+        }
+        let failing = &events[index];
+        self.hold(store, model, failing, &message).await?;
+        Err(Error::Projection {
+            read_model: model.name().to_owned(),
+            event_type: failing.event_type.clone(),
+            event_id: failing.id.clone(),
+            position: failing.position,
+            message,
+        })
+    }
+
+    /// Records that `model` is held at `failing`, and until when.
+    async fn hold(
+        &self,
+        store: &dyn ReadModelStore,
+        model: &dyn ReadModelRunner,
+        failing: &RecordedEvent,
+        message: &str,
+    ) -> Result<(), Error> {
+        let now = self.clock().now();
+        let held = Held {
+            read_model: model.name().to_owned(),
+            position: failing.position,
+            event_id: failing.id.clone(),
+            event_type: failing.event_type.clone(),
+            message: message.to_owned(),
+            attempts: 1,
+            failed_at: now,
+            retry_at: now + self.next_backoff(model.subscriber()),
+        };
+        Ok(store.hold(&held).await?)
+    }
+
+    /// Makes or mends each read model's table and starts its checkpoint at the log's
+    /// beginning, so it projects the whole history.
+    pub(crate) async fn ensure_read_models(
+        store: &dyn crate::store::Store,
+        models: &[std::sync::Arc<dyn ReadModelRunner>],
+    ) -> Result<(), Error> {
+        if models.is_empty() {
+            return Ok(());
+        }
+        let Some(tables) = store.read_models() else {
+            let names: Vec<&str> = models.iter().map(|model| model.name()).collect();
+            return Err(Error::Configuration {
+                message: format!(
+                    "this store keeps no read models, and the app has {}; run it on the SQLite or PostgreSQL store",
+                    names.join(", ")
+                ),
+            });
+        };
+        for model in models {
+            tables.ensure(model.table()).await?;
+            if store.checkpoint(model.subscriber()).await?.is_none() {
+                store.move_checkpoint(model.subscriber(), None, 0).await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Reading a read model from outside its projections: [`ReadTable`] through the app, pages of
+//! rows, and rows of plain SQL.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::read_model::ReadModel;
+use crate::read_model::filter::{Column, Filter, Select};
+use crate::read_model::projection::types;
+use crate::read_model::render;
+use crate::read_model::value::{ColumnType, SqlArg, SqlType, SqlValue};
+use crate::store::read_models::ReadModelStore;
+use crate::{App, Error};
+
+/// The largest page [`ReadTable::page`] reads.
+pub const MAX_PAGE_SIZE: u64 = 1_000;
+
+/// Read model `R`'s table, to query: from [`App::read`]. Reads see what the projections have
+/// committed; [`App::catch_up`] waits for a command's events to be there first.
+pub struct ReadTable<'a, R> {
+    store: Result<&'a dyn ReadModelStore, Error>,
+    marker: PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for ReadTable<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadTable").finish_non_exhaustive()
+    }
+}
+
+/// One page of rows, and where it stands among them all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<R> {
+    /// The rows of this page.
+    pub rows: Vec<R>,
+    /// Rows in all, on every page.
+    pub total: u64,
+    /// This page, from 1.
+    pub page: u64,
+    /// Rows per page.
+    pub page_size: u64,
+    /// Pages in all (at least 1).
+    pub pages: u64,
+}
+
+impl<'a, R: ReadModel> ReadTable<'a, R> {
+    pub(crate) fn new(app: &'a App) -> ReadTable<'a, R> {
+        ReadTable {
+            store: read_models(app),
+            marker: PhantomData,
+        }
+    }
+
+    fn store(&self) -> Result<&'a dyn ReadModelStore, Error> {
+        match &self.store {
+            Ok(store) => Ok(*store),
+            Err(error) => Err(Error::Configuration {
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    /// The row with key `key`.
+    pub async fn get(&self, key: impl SqlArg<R::Key>) -> Result<Option<R>, Error> {
+        let column = Column::<R, R::Key>::new(R::TABLE.key().name);
+        self.find_one(column.eq(key)).await
+    }
+
+    /// The first row `filter` holds for, in key order.
+    pub async fn find_one(&self, filter: Filter<R>) -> Result<Option<R>, Error> {
+        Ok(self.find(Select::filter(filter).limit(1)).await?.pop())
+    }
+
+    /// The rows `select` picks.
+    pub async fn find(&self, select: impl Into<Select<R>>) -> Result<Vec<R>, Error> {
+        let store = self.store()?;
+        let target = store.target(R::TABLE, None);
+        let statement = render::select(
+            store.dialect(),
+            &target,
+            R::TABLE,
+            select.into().selection(),
+        );
+        decode(store.query(&statement, &types::<R>()).await?)
+    }
+
+    /// How many rows `filter` holds for.
+    pub async fn count(&self, filter: Filter<R>) -> Result<u64, Error> {
+        let store = self.store()?;
+        let target = store.target(R::TABLE, None);
+        let statement = render::count(store.dialect(), &target, filter.condition());
+        count_of(R::NAME, store.query(&statement, &[SqlType::Integer]).await?)
+    }
+
+    /// Page `page` (from 1; 0 reads as 1) of `page_size` rows (1 to 1,000) of those `select`
+    /// picks, in its order, with the total. Its own limit and offset are replaced.
+    pub async fn page(
+        &self,
+        select: impl Into<Select<R>>,
+        page: u64,
+        page_size: u64,
+    ) -> Result<Page<R>, Error> {
+        let page = page.max(1);
+        let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
+        let select = select.into();
+        let filter = select.selection().filter.clone();
+        let rows = self
+            .find(
+                select
+                    .limit(page_size)
+                    .offset((page - 1).saturating_mul(page_size)),
+            )
+            .await?;
+        let store = self.store()?;
+        let target = store.target(R::TABLE, None);
+        let statement = render::count(store.dialect(), &target, &filter);
+        let total = count_of(R::NAME, store.query(&statement, &[SqlType::Integer]).await?)?;
+        Ok(Page {
+            rows,
+            total,
+            page,
+            page_size,
+            pages: total.div_ceil(page_size).max(1),
+        })
+    }
+}
+
+/// The store's read models, or why it has none.
+pub(crate) fn read_models(app: &App) -> Result<&dyn ReadModelStore, Error> {
+    app.store()
+        .read_models()
+        .ok_or_else(|| Error::Configuration {
+            message: "this store keeps no read models; use the SQLite or PostgreSQL store".into(),
+        })
+}
+
+/// Rows as `R`s.
+pub(crate) fn decode<R: ReadModel>(rows: Vec<Vec<SqlValue>>) -> Result<Vec<R>, Error> {
+    rows.into_iter()
+        .map(|row| {
+            R::from_row(row).map_err(|error| Error::UnreadableRow {
+                read_model: R::NAME.to_owned(),
+                message: error.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The count a `COUNT(*)` answered.
+pub(crate) fn count_of(read_model: &str, rows: Vec<Vec<SqlValue>>) -> Result<u64, Error> {
+    let value = rows
+        .into_iter()
+        .next()
+        .and_then(|row| row.into_iter().next());
+    match value.map(u64::from_sql) {
+        Some(Ok(count)) => Ok(count),
+        _ => Err(Error::UnreadableRow {
+            read_model: read_model.to_owned(),
+            message: "a count answered no number".into(),
+        }),
+    }
+}
+
+/// One row of plain SQL: its values by column name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SqlRow {
+    columns: Arc<[String]>,
+    values: Vec<SqlValue>,
+}
+
+impl SqlRow {
+    /// A row of `values` under `columns`. Made by a store.
+    pub fn new(columns: Arc<[String]>, values: Vec<SqlValue>) -> SqlRow {
+        SqlRow { columns, values }
+    }
+
+    /// The column names, in order.
+    pub fn columns(&self) -> &[String] {
+        &self.columns
+    }
+
+    /// The values, in column order.
+    pub fn values(&self) -> &[SqlValue] {
+        &self.values
+    }
+
+    /// Column `column`'s value as a `T`.
+    pub fn get<T: ColumnType>(&self, column: &str) -> Result<T, Error> {
+        let index = self
+            .columns
+            .iter()
+            .position(|name| name == column)
+            .ok_or_else(|| Error::NotFound {
+                what: format!(
+                    "column `{column}` (the row has {})",
+                    self.columns.join(", ")
+                ),
+            })?;
+        T::from_sql(self.values[index].clone()).map_err(|error| Error::UnreadableRow {
+            read_model: "plain SQL".into(),
+            message: error.in_column(column).to_string(),
+        })
+    }
+}

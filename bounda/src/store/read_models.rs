@@ -1,0 +1,148 @@
+//! What a store does for read models ([`crate::read_model`]): make and mend their tables at
+//! start, write a batch's rows with its checkpoint in one transaction, and answer queries.
+//!
+//! A store renders nothing itself: statements come rendered by
+//! [`read_model::render`](crate::read_model::render) in its [`Dialect`]; it binds their values
+//! and runs them.
+
+use async_trait::async_trait;
+use futures_util::future::BoxFuture;
+
+use crate::Instant;
+use crate::read_model::render::{Dialect, Statement, Target};
+use crate::read_model::{SqlRow, SqlType, SqlValue, TableDef};
+use crate::store::StoreError;
+
+/// A store's read model tables. A store that has them answers [`Store::read_models`]
+/// (crate::store::Store::read_models) with itself.
+#[async_trait]
+pub trait ReadModelStore: Send + Sync {
+    /// The SQL it speaks.
+    fn dialect(&self) -> Dialect;
+
+    /// Where read model `table`'s rows are: its live table, or the shadow a rebuild fills.
+    fn target(&self, table: &TableDef, shadow: Option<&str>) -> Target;
+
+    /// Creates the read model's table, or brings it to `table` as
+    /// [`plan`](crate::read_model::plan) says, and keeps the declaration; refuses a change the
+    /// table cannot take in place ([`crate::Error::Configuration`], naming the rebuild). Two
+    /// processes starting at once make one change.
+    async fn ensure(&self, table: &TableDef) -> Result<(), crate::Error>;
+
+    /// Moves `batch.subscriber`'s checkpoint from `batch.from` to `batch.to` and runs
+    /// `projector` on the read model's rows, in one transaction: both or neither. Answers
+    /// [`Projected::Moved`], writing nothing, when the checkpoint is not at `from`, and
+    /// [`Projected::Busy`] when another process is projecting this read model; a projection's
+    /// failure rolls everything back.
+    async fn project(
+        &self,
+        batch: &Batch<'_>,
+        projector: &mut dyn Projector,
+    ) -> Result<Projected, ProjectError>;
+
+    /// Runs a read outside any transaction: rows of `columns`' types.
+    async fn query(
+        &self,
+        statement: &Statement,
+        columns: &[SqlType],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError>;
+
+    /// Runs plain SQL with `params` on the store's connection and answers its rows, each value
+    /// typed by what the database says it is.
+    async fn sql(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, StoreError>;
+
+    /// Records that a read model is held by a failing projection: one record per read model,
+    /// its attempts counted while it stays at the same event.
+    async fn hold(&self, held: &Held) -> Result<(), StoreError>;
+
+    /// Every read model's last hold. One whose checkpoint has passed its event is no longer
+    /// held.
+    async fn holds(&self) -> Result<Vec<Held>, StoreError>;
+}
+
+/// One batch of a read model's events, as a store writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch<'a> {
+    /// The read model's table.
+    pub table: &'a TableDef,
+    /// Its subscriber (`read-model:<name>`).
+    pub subscriber: &'a str,
+    /// Its checkpoint before the batch.
+    pub from: u64,
+    /// Its checkpoint after.
+    pub to: u64,
+}
+
+/// How a batch went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Projected {
+    /// Written, with the checkpoint.
+    Applied,
+    /// The checkpoint was not where the batch began: another process wrote it first.
+    Moved,
+    /// Another process is projecting this read model now (PostgreSQL).
+    Busy,
+}
+
+/// Why a batch was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// A projection failed on the batch's event `event` (its index in the batch).
+    #[error("the projection of event {event} of the batch failed: {message}")]
+    Failed {
+        /// The event's index in the batch.
+        event: usize,
+        /// Why, with its causes.
+        message: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A read model's rows inside the transaction of one batch.
+#[async_trait]
+pub trait Rows: Send {
+    /// The SQL the store speaks.
+    fn dialect(&self) -> Dialect;
+
+    /// The table written.
+    fn target(&self) -> &Target;
+
+    /// Runs a write; answers the rows it changed.
+    async fn execute(&mut self, statement: &Statement) -> Result<u64, StoreError>;
+
+    /// Runs a read: rows of `columns`' types.
+    async fn query(
+        &mut self,
+        statement: &Statement,
+        columns: &[SqlType],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError>;
+}
+
+/// What writes a batch's rows: the runtime's projections over the batch's events.
+pub trait Projector: Send {
+    /// Projects the batch's events into `rows`; a failure names the event.
+    fn apply<'t>(&'t mut self, rows: &'t mut dyn Rows) -> BoxFuture<'t, Result<(), ProjectError>>;
+}
+
+/// A read model held by a failing projection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The read model.
+    pub read_model: String,
+    /// The event's position: the checkpoint waits just before it.
+    pub position: u64,
+    /// The event's id.
+    pub event_id: String,
+    /// The event's type.
+    pub event_type: String,
+    /// The last failure, with its causes.
+    pub message: String,
+    /// Failures at this event so far.
+    pub attempts: u32,
+    /// When it failed last.
+    pub failed_at: Instant,
+    /// When it is tried again.
+    pub retry_at: Instant,
+}

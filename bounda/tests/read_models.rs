@@ -1,0 +1,292 @@
+//! Read models on the suite's store: a table kept from the log, a batch written once with its
+//! checkpoint, a failing projection holding its read model just before the event, queries with
+//! pages and plain SQL.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+mod support;
+
+use std::cell::Cell;
+
+use bounda::Error;
+use bounda::prelude::*;
+use bounda::read_model::{Select, SqlValue};
+use support::storefront::*;
+
+thread_local! {
+    /// The order total whose projection fails, while set: each test runs on its own thread.
+    static BROKEN_TOTAL: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// One order as a page lists it.
+#[read_model(name = "order-list")]
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderRow {
+    #[key]
+    pub order_id: String,
+    #[index]
+    pub status: String,
+    pub total: u64,
+    pub paid_at: Option<Instant>,
+    /// How many events this row has taken: a batch applied twice would count twice.
+    pub events: u32,
+}
+
+#[read_model]
+impl OrderRow {
+    async fn on_order_placed(
+        event: Projected<'_, OrderPlaced>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        if BROKEN_TOTAL.get() == Some(event.total) {
+            anyhow::bail!("the projection cannot take a total of {}", event.total);
+        }
+        let inserted = table
+            .insert(&OrderRow {
+                order_id: event.order_id.clone(),
+                status: "placed".into(),
+                total: event.total,
+                paid_at: None,
+                events: 1,
+            })
+            .await?;
+        assert!(inserted, "an order is placed once");
+        Ok(())
+    }
+
+    async fn on_order_paid(
+        event: Projected<'_, OrderPaid>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let Some(mut row) = table.get(&event.order_id).await? else {
+            anyhow::bail!("order `{}` was paid before it was placed", event.order_id);
+        };
+        row.status = "paid".into();
+        row.paid_at = Some(event.at());
+        row.events += 1;
+        table.upsert(&row).await?;
+        Ok(())
+    }
+
+    async fn on_order_cancelled(
+        event: Projected<'_, OrderCancelled>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        table
+            .update(
+                OrderRow::ORDER_ID.eq(&event.order_id),
+                [OrderRow::STATUS.set("cancelled")],
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+async fn app() -> TestApp {
+    let store = support::database::store().await;
+    TestApp::new(App::builder_shared(store)).await.unwrap()
+}
+
+async fn place(app: &TestApp, id: &str, total: u64) {
+    app.dispatch(PlaceOrder {
+        order_id: id.into(),
+        total,
+    })
+    .await
+    .unwrap();
+}
+
+async fn pay(app: &TestApp, id: &str) {
+    app.dispatch(MarkOrderPaid {
+        order_id: id.into(),
+    })
+    .await
+    .unwrap();
+}
+
+const SUBSCRIBER: &str = "read-model:order-list";
+
+#[tokio::test]
+async fn a_read_model_keeps_its_table_from_the_log_and_answers_queries() {
+    let app = app().await;
+    for (id, total) in [("o-1", 10), ("o-2", 20), ("o-3", 30)] {
+        place(&app, id, total).await;
+    }
+    pay(&app, "o-2").await;
+    app.run_until_idle().await.unwrap();
+
+    let orders = app.app().read::<OrderRow>();
+    let paid = orders.get("o-2").await.unwrap().unwrap();
+    assert_eq!(paid.status, "paid");
+    assert_eq!(paid.events, 2, "each event counted once");
+    assert_eq!(paid.paid_at, Some(app.now()));
+    assert_eq!(orders.get("o-9").await.unwrap(), None);
+    let placed = orders
+        .find(Select::filter(OrderRow::STATUS.eq("placed")).order(OrderRow::TOTAL.desc()))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = placed.iter().map(|row| row.order_id.as_str()).collect();
+    assert_eq!(ids, ["o-3", "o-1"]);
+    assert_eq!(orders.count(OrderRow::TOTAL.ge(20u64)).await.unwrap(), 2);
+
+    let page = orders
+        .page(Select::all().order(OrderRow::TOTAL.asc()), 2, 2)
+        .await
+        .unwrap();
+    assert_eq!((page.total, page.pages, page.page), (3, 2, 2));
+    assert_eq!(page.rows.len(), 1);
+    assert_eq!(page.rows[0].order_id, "o-3");
+
+    // What the table API cannot say, in SQL on the store's own connection.
+    let table = app.app().read_table_name::<OrderRow>().unwrap();
+    let placeholder = match support::database::kind() {
+        support::database::Kind::Sqlite => "?1",
+        support::database::Kind::Postgres => "$1",
+    };
+    let rows = app
+        .app()
+        .read_sql(
+            &format!("SELECT status, SUM(total) AS amount FROM {table} WHERE total > {placeholder} GROUP BY status ORDER BY status"),
+            &[SqlValue::Integer(5)],
+        )
+        .await
+        .unwrap();
+    let sums: Vec<(String, i64)> = rows
+        .iter()
+        .map(|row| (row.get("status").unwrap(), row.get("amount").unwrap()))
+        .collect();
+    assert_eq!(sums, [("paid".to_owned(), 20), ("placed".to_owned(), 40)]);
+
+    let lag = app.lag().await.unwrap();
+    let model = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == SUBSCRIBER)
+        .unwrap();
+    assert_eq!((model.lag, model.failing.clone()), (0, None));
+}
+
+#[tokio::test]
+async fn a_read_model_projects_the_history_stored_before_it() {
+    let store = support::database::store().await;
+    let before = TestApp::new(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .command::<PlaceOrder>(),
+    )
+    .await
+    .unwrap();
+    place(&before, "o-1", 10).await;
+    place(&before, "o-2", 20).await;
+
+    let app = TestApp::new(App::builder_shared(store)).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        app.app()
+            .read::<OrderRow>()
+            .count(bounda::read_model::Filter::all())
+            .await
+            .unwrap(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_failing_projection_holds_its_read_model_just_before_the_event_until_it_projects() {
+    let app = app().await;
+    place(&app, "o-1", 10).await;
+    place(&app, "o-2", 13).await;
+    place(&app, "o-3", 30).await;
+    BROKEN_TOTAL.set(Some(13));
+
+    let error = app.run_until_idle().await.unwrap_err();
+    let Error::Projection {
+        read_model,
+        event_type,
+        position,
+        message,
+        ..
+    } = &error
+    else {
+        panic!("expected a projection failure, got {error}");
+    };
+    assert_eq!(
+        (read_model.as_str(), event_type.as_str()),
+        ("order-list", "OrderPlaced")
+    );
+    assert!(message.contains("cannot take a total of 13"), "{message}");
+    let held_at = *position;
+
+    // What came before it is written, with the checkpoint just before it; nothing after.
+    let store = app.app().store();
+    assert_eq!(
+        store.checkpoint(SUBSCRIBER).await.unwrap(),
+        Some(held_at - 1)
+    );
+    let orders = app.app().read::<OrderRow>();
+    assert!(orders.get("o-1").await.unwrap().is_some());
+    assert_eq!(orders.get("o-3").await.unwrap(), None);
+
+    // Tried again, it fails again at the same event, counted.
+    let _ = app.run_until_idle().await.unwrap_err();
+    let lag = app.lag().await.unwrap();
+    let model = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == SUBSCRIBER)
+        .unwrap();
+    let failing = model.failing.clone().expect("the read model is held");
+    assert_eq!((failing.position, failing.attempts), (held_at, 2));
+    assert!(failing.message.contains("cannot take a total of 13"));
+    assert!(model.lag >= 2, "{model:?}");
+
+    // Mended, it goes on from the event it was held at, skipping none.
+    BROKEN_TOTAL.set(None);
+    app.run_until_idle().await.unwrap();
+    for id in ["o-1", "o-2", "o-3"] {
+        let row = orders.get(id).await.unwrap().unwrap();
+        assert_eq!(row.events, 1, "{id} projected once");
+    }
+    let lag = app.lag().await.unwrap();
+    let model = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == SUBSCRIBER)
+        .unwrap();
+    assert_eq!((model.lag, model.failing.clone()), (0, None));
+}
+
+#[tokio::test]
+async fn a_batch_moves_its_checkpoint_with_its_rows_or_not_at_all() {
+    let app = app().await;
+    place(&app, "o-1", 10).await;
+    app.run_until_idle().await.unwrap();
+    let head = app.app().store().head().await.unwrap();
+    assert_eq!(
+        app.app().store().checkpoint(SUBSCRIBER).await.unwrap(),
+        Some(head)
+    );
+
+    // Another process that moved the checkpoint first wins: this batch writes nothing.
+    pay(&app, "o-1").await;
+    let head_after = app.app().store().head().await.unwrap();
+    assert!(
+        app.app()
+            .store()
+            .move_checkpoint(SUBSCRIBER, Some(head), head_after)
+            .await
+            .unwrap()
+    );
+    app.run_until_idle().await.unwrap();
+    let row = app
+        .app()
+        .read::<OrderRow>()
+        .get("o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((row.status.as_str(), row.events), ("placed", 1));
+}
