@@ -28,6 +28,7 @@ mod import;
 mod names;
 mod pipeline;
 mod place;
+mod read_models;
 mod rows;
 mod schema;
 mod sql;

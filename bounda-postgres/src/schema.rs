@@ -180,6 +180,22 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     ",
+    // 5: read models: each one's table declaration as it was made, and where a failing
+    // projection holds it.
+    "
+    CREATE TABLE {t}read_models (
+        name            TEXT        PRIMARY KEY,
+        table_name      TEXT        NOT NULL,
+        declaration     JSONB       NOT NULL,
+        held_position   BIGINT,
+        held_event_id   TEXT,
+        held_event_type TEXT,
+        held_message    TEXT,
+        held_attempts   INTEGER,
+        held_failed_at  TIMESTAMPTZ,
+        held_retry_at   TIMESTAMPTZ
+    );
+    ",
 ];
 
 /// The schema version this build writes.

@@ -20,6 +20,10 @@ use crate::{PostgresStore, place, statements};
 
 #[async_trait]
 impl Store for PostgresStore {
+    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
+        Some(self)
+    }
+
     async fn read_stream(
         &self,
         aggregate_type: &str,

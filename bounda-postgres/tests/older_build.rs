@@ -37,7 +37,7 @@ async fn restored(dump: &str) -> (PostgresStore, tokio_postgres::Client, String)
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 5, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(
@@ -191,4 +191,13 @@ async fn events_of_schema_3_keep_their_positions_and_new_ones_are_placed_after_t
             .collect::<Vec<_>>(),
         [(1, 1), (2, 2), (3, 4)]
     );
+}
+
+// Issue 22: tables an older build wrote take read models once migrated: their tables are made
+// beside the log's, batches written with their checkpoints, holds kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_of_schema_1_take_read_models() {
+    let (store, _client, _schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
+    bounda::store::contract::read_model_tables_are_made_and_brought_up_at_start(&store).await;
+    bounda::store::contract::a_read_model_hold_counts_its_attempts_at_one_event(&store).await;
 }

@@ -106,10 +106,7 @@ impl ReadModelStore for SqliteStore {
         let mut statement = conn
             .prepare(sql_text)
             .map_err(sql("cannot prepare the SQL"))?;
-        let columns: Arc<[String]> = statement
-            .column_names()
-            .map(str::to_owned)
-            .collect();
+        let columns: Arc<[String]> = statement.column_names().map(str::to_owned).collect();
         let width = columns.len();
         let mut rows = statement
             .query(params_from_iter(params.iter().map(Bind)))

@@ -24,7 +24,7 @@ async fn claims_of_schema_7_lapse_on_the_readers_lease_and_new_ones_on_their_own
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 9, "migrated from 7 to this build's schema");
+    assert_eq!(version, 10, "migrated from 7 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<Option<String>> = Connection::open(&path)
         .and_then(|conn| {
@@ -95,4 +95,13 @@ fn a_file_of_an_older_schema_is_refused_as_it_is_and_left_unchanged() {
     assert_eq!(version, 7, "not migrated");
     SqliteStore::open(&path).expect("migrated once opened for work");
     SqliteStore::open_as_is(&path).expect("opened as it is at this build's schema");
+}
+
+// Issue 22: a file an older build wrote takes read models once migrated: their tables are made
+// beside its log, batches written with their checkpoints, holds kept.
+#[tokio::test]
+async fn a_file_of_schema_7_takes_read_models() {
+    let (store, _path, _dir) = restored(include_str!("fixtures/claims-v7.sql"));
+    bounda::store::contract::read_model_tables_are_made_and_brought_up_at_start(&store).await;
+    bounda::store::contract::a_read_model_hold_counts_its_attempts_at_one_event(&store).await;
 }

@@ -96,7 +96,9 @@ impl Table {
             ident: item.ident.clone(),
             vis: item.vis.clone(),
             generics: item.generics.clone(),
-            name: name?,
+            // Without a name (reported), the expansion goes on with the one the error suggests, so
+            // the one mistake is not reported again at every use.
+            name: name.unwrap_or_else(|| LitStr::new(&suggested(&item.ident), item.ident.span())),
             fields: parsed,
         })
     }
@@ -111,7 +113,7 @@ impl Table {
 fn parse_name(args: TokenStream, ident: &syn::Ident, errors: &mut Errors) -> Option<LitStr> {
     let help = format!(
         "a read model needs its name: `#[read_model(name = \"{}\")]`",
-        heck::ToKebabCase::to_kebab_case(names::plain(ident).as_str())
+        suggested(ident)
     );
     if args.is_empty() {
         errors.at(ident, help);
@@ -142,6 +144,11 @@ fn parse_name(args: TokenStream, ident: &syn::Ident, errors: &mut Errors) -> Opt
     }
 }
 
+/// The name suggested for the row struct `ident`: its name in kebab case.
+fn suggested(ident: &syn::Ident) -> String {
+    heck::ToKebabCase::to_kebab_case(names::plain(ident).as_str())
+}
+
 /// The projections' `impl` block.
 pub(crate) struct Projections {
     pub(crate) projections: Vec<Projection>,
@@ -150,6 +157,8 @@ pub(crate) struct Projections {
 /// One `async fn on_<event>(event: Projected<'_, Event>, table: &mut Table<'_, Self>)`.
 pub(crate) struct Projection {
     pub(crate) function: syn::Ident,
+    /// Whether it is `async`: one that is not is reported, and left out of the dispatch.
+    pub(crate) is_async: bool,
     /// The event type, when the first argument names one.
     pub(crate) event: Option<Type>,
 }
@@ -172,6 +181,7 @@ impl Projections {
             };
             projections.push(Projection {
                 function: function.sig.ident.clone(),
+                is_async: function.sig.asyncness.is_some(),
                 event,
             });
         }

@@ -57,13 +57,11 @@ pub(crate) fn table(table: &Table) -> TokenStream {
             #vis const #constant: #private::Column<#ident, #ty> = #private::Column::new(#column);
         }
     });
-    let key_ty = table.key().map_or_else(
-        || quote!(#private::SqlValue),
-        |key| {
-            let ty = &key.ty;
-            quote!(#ty)
-        },
-    );
+    // Without a key (reported), a column type stands in, so nothing else is reported.
+    let key_ty = table.key().map_or_else(paths::string, |key| {
+        let ty = &key.ty;
+        quote!(#ty)
+    });
     let key_check = table.key().map(|key| {
         let ty = &key.ty;
         let panic = paths::panic_at(ty.span());
@@ -139,20 +137,30 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections) -> TokenStream {
             <<<#event as #private::Event>::Aggregate as #private::Aggregate>::Event as #private::EventSet>::SHAPES
         }
     });
-    let dispatch = block.projections.iter().filter_map(|projection| {
-        let event = projection.event.as_ref()?;
-        let function = &projection.function;
-        Some(quote! {
-            if event.is::<#event>() {
-                return #option::Some(::std::boxed::Box::pin(async move {
-                    let payload = event.decode::<#event>()?;
-                    #private::handler_result_unit(
-                        Self::#function(#private::Projected::new(event, payload), table).await,
-                    )
-                }));
-            }
-        })
-    });
+    // Trait paths, not generic calls, name the event: an event type that is not one is
+    // reported once, at the user's token.
+    let dispatch = block
+        .projections
+        .iter()
+        .filter(|p| p.is_async)
+        .filter_map(|projection| {
+            let event = projection.event.as_ref()?;
+            let function = &projection.function;
+            Some(quote_spanned! {event.span()=>
+                if event.has_key(<#event as #private::Event>::key()) {
+                    return #option::Some(::std::boxed::Box::pin(async move {
+                        let payload = <#event as #private::Event>::read(
+                            event.metadata.schema_version,
+                            event.payload.clone(),
+                        )
+                        .map_err(|error| event.shape_error(error))?;
+                        #private::handler_result_unit(
+                            Self::#function(#private::Projected::new(event, payload), table).await,
+                        )
+                    }));
+                }
+            })
+        });
     let code = fingerprint(&quote!(#item).to_string());
     let registration = register::registration(register::Kind::ReadModel, self_ty);
     quote! {

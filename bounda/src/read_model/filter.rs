@@ -138,7 +138,7 @@ impl<R> Filter<R> {
     }
 }
 
-impl<R, T: ColumnType> Column<R, T> {
+impl<R, T> Column<R, T> {
     /// The column named `name`. Written by `#[read_model]`.
     pub const fn new(name: &'static str) -> Column<R, T> {
         Column {
@@ -151,7 +151,9 @@ impl<R, T: ColumnType> Column<R, T> {
     pub const fn name(self) -> &'static str {
         self.name
     }
+}
 
+impl<R, T: ColumnType> Column<R, T> {
     fn compare(self, op: Op, value: impl SqlArg<T>) -> Filter<R> {
         Filter::new(Condition::Compare {
             column: self.name,

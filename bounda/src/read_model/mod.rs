@@ -83,7 +83,10 @@ pub trait Projections: ReadModel {
     ) -> Option<ProjectionFuture<'a>>;
 }
 
+/// What every read model's subscriber name starts with.
+pub const SUBSCRIBER_PREFIX: &str = "read-model:";
+
 /// The subscriber name of read model `name`.
 pub fn subscriber(name: &str) -> String {
-    format!("read-model:{name}")
+    format!("{SUBSCRIBER_PREFIX}{name}")
 }

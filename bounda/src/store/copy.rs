@@ -183,8 +183,11 @@ pub async fn transfer(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreE
 async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError> {
     refuse_unless_empty(to).await?;
     let mut copied = Copied::default();
-    // Checkpoints first, events last: what each record refers to is copied after it.
-    let checkpoints = from.checkpoints().await?;
+    // Checkpoints first, events last: what each record refers to is copied after it. A read
+    // model's checkpoint stays behind with its table: on the copy it projects the log afresh.
+    let mut checkpoints = from.checkpoints().await?;
+    checkpoints
+        .retain(|(subscriber, _)| !subscriber.starts_with(crate::read_model::SUBSCRIBER_PREFIX));
     copied.checkpoints = checkpoints.len() as u64;
     write(
         to,

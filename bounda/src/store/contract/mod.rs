@@ -26,6 +26,9 @@ use crate::store::{
 };
 use crate::{Instant, days, millis, seconds};
 
+mod read_models;
+pub use read_models::*;
+
 /// What a contract test runs on: a store, or a store with a guard that must outlive it (such
 /// as the temporary directory of a file).
 pub trait Fixture {
@@ -93,6 +96,9 @@ macro_rules! store_contract_tests {
             stream_ids_are_listed_once_each_in_pages,
             scheduled_types_are_counted_and_paged,
             inbox_entries_are_read_a_page_at_a_time_with_where_they_stand,
+            read_model_tables_are_made_and_brought_up_at_start,
+            a_read_model_batch_writes_its_rows_with_its_checkpoint_or_nothing,
+            a_read_model_hold_counts_its_attempts_at_one_event,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {

@@ -1,0 +1,20 @@
+use bounda::prelude::*;
+use bounda_ui_tests::*;
+
+#[read_model(name = "orders")]
+pub struct Orders {
+    #[key]
+    pub order_id: String,
+    #[key]
+    pub customer_id: String,
+}
+
+#[read_model]
+impl Orders {
+    async fn on_order_placed(event: Projected<'_, OrderPlaced>, table: &mut Table<'_, Self>) -> Result<()> {
+        let _ = (event, table);
+        Ok(())
+    }
+}
+
+fn main() {}
