@@ -159,6 +159,7 @@ pub use bounda_macros::process;
 /// # pub struct Order;
 /// # impl Aggregate for Order {
 /// #     const NAME: &'static str = "Order";
+/// #     const ID_FIELD: &'static str = "order_id";
 /// #     type Event = OrderEvent;
 /// #     fn apply(&mut self, _: &OrderEvent) {}
 /// # }
@@ -167,6 +168,7 @@ pub use bounda_macros::process;
 /// #[derive(Debug, Clone, Serialize, Deserialize, Event)]
 /// #[event(aggregate = Order)]
 /// pub struct OrderPlaced {
+///     pub order_id: String,
 ///     pub customer_id: String,
 ///     pub total: u64,
 /// }
@@ -190,7 +192,7 @@ pub use bounda_macros::process;
 ///     ) -> Result<()> {
 ///         table
 ///             .upsert(&OrderSummary {
-///                 order_id: event.aggregate_id().to_owned(),
+///                 order_id: event.order_id.clone(),
 ///                 customer_id: event.customer_id.clone(),
 ///                 total: event.total,
 ///                 placed_at: event.at(),
