@@ -97,6 +97,26 @@ pub struct Dispatcher {
     /// How long a subscriber whose pass failed (its store failing) waits before it tries again:
     /// `baseDelay`, doubling after each failure in a row, at most `maxDelay`.
     pub backoff: Backoff,
+    /// How long [`App::catch_up`](crate::App::catch_up) waits for the read models a command's
+    /// events touch. Default `5s`.
+    pub catch_up: CatchUp,
+}
+
+/// `runtime.dispatcher.catchUp`: the wait of a request for its own writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CatchUp {
+    /// The longest wait: past it, the caller goes on with the read models as they are, and a
+    /// warning names those still behind. Default `5s`.
+    pub timeout: Duration,
+}
+
+impl Default for CatchUp {
+    fn default() -> CatchUp {
+        CatchUp {
+            timeout: seconds(5),
+        }
+    }
 }
 
 impl Default for Dispatcher {
@@ -105,6 +125,7 @@ impl Default for Dispatcher {
             poll_interval: millis(100),
             batch_size: 100,
             backoff: Backoff::default(),
+            catch_up: CatchUp::default(),
         }
     }
 }

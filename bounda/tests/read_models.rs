@@ -85,6 +85,32 @@ impl OrderRow {
     }
 }
 
+/// Payments, a read model no order event touches.
+#[read_model(name = "payment-list")]
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaymentRow {
+    #[key]
+    pub payment_id: String,
+    #[unique]
+    pub order_id: Option<String>,
+}
+
+#[read_model]
+impl PaymentRow {
+    async fn on_payment_settled(
+        event: Projected<'_, PaymentSettled>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        table
+            .upsert(&PaymentRow {
+                payment_id: event.payment_id.clone(),
+                order_id: event.order_id.clone(),
+            })
+            .await?;
+        Ok(())
+    }
+}
+
 async fn app() -> TestApp {
     let store = support::database::store().await;
     TestApp::new(App::builder_shared(store)).await.unwrap()
@@ -289,4 +315,92 @@ async fn a_batch_moves_its_checkpoint_with_its_rows_or_not_at_all() {
         .unwrap()
         .unwrap();
     assert_eq!((row.status.as_str(), row.events), ("placed", 1));
+}
+
+// Issue 22: read your writes: after a command, the read models its events touch have projected
+// it; the others are not waited for.
+#[tokio::test]
+async fn a_command_waits_for_the_read_models_its_events_touch_and_no_others() {
+    let app = app().await;
+    let settled = app
+        .dispatch(SettlePayment {
+            payment_id: "p-1".into(),
+            order_id: Some("o-1".into()),
+        })
+        .await
+        .unwrap();
+    let placed = app
+        .dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            total: 10,
+        })
+        .await
+        .unwrap();
+    let caught = app.app().catch_up(&placed).await.unwrap();
+    assert_eq!(caught.caught_up, ["order-list"]);
+    assert!(caught.is_complete());
+    let row = app.app().read::<OrderRow>().get("o-1").await.unwrap();
+    assert_eq!(row.map(|row| row.status), Some("placed".to_owned()));
+    assert_eq!(
+        app.app()
+            .store()
+            .checkpoint("read-model:payment-list")
+            .await
+            .unwrap(),
+        Some(0),
+        "the payments were not waited for"
+    );
+
+    let cancelled = app
+        .dispatch(CancelOrder {
+            order_id: "o-1".into(),
+            reason: "changed my mind".into(),
+        })
+        .await
+        .unwrap();
+    app.app().catch_up(&cancelled).await.unwrap();
+    let row = app
+        .app()
+        .read::<OrderRow>()
+        .get("o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.status, "cancelled");
+
+    app.app().catch_up(&settled).await.unwrap();
+    let payment = app
+        .app()
+        .read::<PaymentRow>()
+        .find_one(PaymentRow::ORDER_ID.eq("o-1"))
+        .await
+        .unwrap();
+    assert_eq!(payment.map(|p| p.payment_id), Some("p-1".to_owned()));
+}
+
+// Issue 22: a read model held by a failing projection is not waited for.
+#[tokio::test]
+async fn a_read_model_held_by_its_projection_is_not_waited_for() {
+    let app = app().await;
+    BROKEN_TOTAL.set(Some(13));
+    let placed = app
+        .dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            total: 13,
+        })
+        .await
+        .unwrap();
+    let caught = app.app().catch_up(&placed).await.unwrap();
+    assert_eq!(caught.behind, ["order-list"]);
+    // Backing off now, it is not projected again until its back-off ends.
+    let again = app.app().catch_up(&placed).await.unwrap();
+    assert_eq!(again.behind, ["order-list"]);
+    let lag = app.lag().await.unwrap();
+    let model = lag
+        .subscribers
+        .iter()
+        .find(|s| s.subscriber == SUBSCRIBER)
+        .unwrap();
+    assert_eq!(model.failing.as_ref().map(|f| f.attempts), Some(1));
+    assert!(model.paused_until.is_some());
 }

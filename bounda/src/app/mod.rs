@@ -1,5 +1,6 @@
 //! The app: a store, a clock and ids, and the commands dispatched on them.
 
+mod catch_up;
 mod command_run;
 mod decide;
 mod dispatch;
@@ -28,6 +29,7 @@ mod worker;
 
 use std::sync::Arc;
 
+pub use catch_up::CaughtUp;
 pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
 pub use lag::{Ahead, Failing, Lag, SubscriberLag};

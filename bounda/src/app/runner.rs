@@ -209,7 +209,7 @@ impl App {
     }
 
     /// Whether `subscriber` may run at `now`: not while it waits its back-off.
-    fn may_run(&self, subscriber: &str, now: crate::Instant) -> bool {
+    pub(crate) fn may_run(&self, subscriber: &str, now: crate::Instant) -> bool {
         self.paused_until(subscriber)
             .is_none_or(|until| now >= until)
     }
@@ -226,7 +226,7 @@ impl App {
 
     /// Whether a subscriber's pass moved anything. A failure is logged and pauses it for its
     /// back-off; a pass that went through ends the pause.
-    fn subscriber_result(&self, subscriber: &str, result: Result<bool, Error>) -> bool {
+    pub(crate) fn subscriber_result(&self, subscriber: &str, result: Result<bool, Error>) -> bool {
         let mut paused = self
             .inner
             .paused
