@@ -9,7 +9,7 @@ use bounda::read_model::render::{self, Dialect, Statement, Target};
 use bounda::read_model::{Change, Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
 use bounda::store::StoreError;
 use bounda::store::read_models::{
-    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows,
+    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows, shadow_suffix,
 };
 use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -109,7 +109,11 @@ impl ReadModelStore for PostgresStore {
     ) -> Result<Projected, ProjectError> {
         let mut client = self.client().await?;
         let tx = sql::transaction(&mut client).await?;
-        let (class, object) = self.read_model_lock(batch.table.name);
+        // A rebuild's slices take a lock of their own: they go on while live batches do.
+        let (class, object) = match batch.rebuild {
+            None => self.read_model_lock(batch.table.name),
+            Some(_) => self.read_model_lock(&format!("{}\0rebuild", batch.table.name)),
+        };
         let locked: bool = sql::query_one(
             &tx,
             "SELECT pg_try_advisory_xact_lock($1, $2)",
@@ -124,21 +128,44 @@ impl ReadModelStore for PostgresStore {
             return Ok(Projected::Busy);
         }
         let (from, to) = (position(batch.from)?, position(batch.to)?);
-        let moved = sql::execute(
-            &tx,
-            &self.names.sql(
-                "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2",
-            ),
-            &[&batch.subscriber, &from, &to],
-        )
-        .await
+        let moved = match batch.rebuild {
+            None => sql::execute(
+                &tx,
+                &self.names.sql(
+                    "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2",
+                ),
+                &[&batch.subscriber, &from, &to],
+            )
+            .await,
+            Some(fingerprint) => sql::execute(
+                &tx,
+                &self.names.sql(
+                    "UPDATE {t}read_models SET rebuild_position = $3
+                     WHERE name = $1 AND rebuild = $4 AND rebuild_position = $2",
+                ),
+                &[&batch.table.name, &from, &to, &fingerprint],
+            )
+            .await,
+        }
         .map_err(failed("cannot move a read model's checkpoint"))?;
         if moved == 0 {
-            return Ok(Projected::Moved);
+            let superseded = match batch.rebuild {
+                Some(fingerprint) => self
+                    .rebuild_of(&tx, batch.table.name)
+                    .await?
+                    .is_none_or(|(current, _)| current != fingerprint),
+                None => false,
+            };
+            return Ok(if superseded {
+                Projected::Superseded
+            } else {
+                Projected::Moved
+            });
         }
+        let shadow = batch.rebuild.map(shadow_suffix);
         let mut rows = PgRows {
             tx: &tx,
-            target: self.target(batch.table, None),
+            target: self.target(batch.table, shadow.as_deref()),
         };
         projector.apply(&mut rows).await?;
         tx.commit()
@@ -181,6 +208,132 @@ impl ReadModelStore for PostgresStore {
                 Ok(SqlRow::new(Arc::clone(&columns), values))
             })
             .collect()
+    }
+
+    async fn start_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<u64, StoreError> {
+        let mut client = self.client().await?;
+        let tx = sql::transaction(&mut client).await?;
+        self.lock_read_model(&tx, table.name).await?;
+        let under_way = self.rebuild_of(&tx, table.name).await?;
+        if let Some((current, position)) = &under_way
+            && current == fingerprint
+        {
+            return Ok(*position);
+        }
+        let mut statements = Vec::new();
+        if let Some((other, _)) = &under_way {
+            statements.push(render::drop_table(
+                &self.target(table, Some(&shadow_suffix(other))),
+            ));
+        }
+        let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+        statements.push(render::drop_table(&shadow));
+        statements.extend(render::create(Dialect::Postgres, &shadow, table));
+        for statement in statements {
+            tx.batch_execute(&statement)
+                .await
+                .map_err(failed("cannot make a rebuild's table"))?;
+        }
+        sql::execute(
+            &tx,
+            &self.names.sql(
+                "UPDATE {t}read_models SET rebuild = $2, rebuild_position = 0 WHERE name = $1",
+            ),
+            &[&table.name, &fingerprint],
+        )
+        .await
+        .map_err(failed("cannot start a rebuild"))?;
+        tx.commit()
+            .await
+            .map_err(failed("cannot start a rebuild"))?;
+        Ok(0)
+    }
+
+    async fn rebuilding(&self, name: &str) -> Result<Option<(String, u64)>, StoreError> {
+        let client = self.client().await?;
+        self.rebuild_of(&client, name).await
+    }
+
+    async fn finish_rebuild(
+        &self,
+        table: &TableDef,
+        fingerprint: &str,
+    ) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        let tx = sql::transaction(&mut client).await?;
+        // The live batches of this read model wait for the swap, and then find its checkpoint.
+        self.lock_read_model(&tx, table.name).await?;
+        let Some((current, reached)) = self.rebuild_of(&tx, table.name).await? else {
+            return Ok(false);
+        };
+        if current != fingerprint {
+            return Ok(false);
+        }
+        let live = self.target(table, None);
+        let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+        for statement in render::swap(Dialect::Postgres, &shadow, &live, table) {
+            tx.batch_execute(&statement)
+                .await
+                .map_err(failed("cannot swap a rebuilt table"))?;
+        }
+        let declaration = serde_json::to_value(table.declaration())
+            .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
+        let reached = position(reached)?;
+        sql::execute(
+            &tx,
+            &self.names.sql(
+                "INSERT INTO {t}checkpoints (subscriber, position) VALUES ($1, $2)
+                 ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position",
+            ),
+            &[&bounda::read_model::subscriber(table.name), &reached],
+        )
+        .await
+        .map_err(failed("cannot swap a rebuilt table"))?;
+        sql::execute(
+            &tx,
+            &self.names.sql(
+                "UPDATE {t}read_models SET declaration = $2, table_name = $3, rebuild = NULL,
+                     rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
+                     held_event_type = NULL, held_message = NULL, held_attempts = NULL,
+                     held_failed_at = NULL, held_retry_at = NULL
+                 WHERE name = $1",
+            ),
+            &[&table.name, &declaration, &live.bare],
+        )
+        .await
+        .map_err(failed("cannot swap a rebuilt table"))?;
+        tx.commit()
+            .await
+            .map_err(failed("cannot swap a rebuilt table"))?;
+        Ok(true)
+    }
+
+    async fn abandon_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let tx = sql::transaction(&mut client).await?;
+        if self
+            .rebuild_of(&tx, table.name)
+            .await?
+            .is_some_and(|(current, _)| current == fingerprint)
+        {
+            let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+            tx.batch_execute(&render::drop_table(&shadow))
+                .await
+                .map_err(failed("cannot abandon a rebuild"))?;
+            sql::execute(
+                &tx,
+                &self.names.sql(
+                    "UPDATE {t}read_models SET rebuild = NULL, rebuild_position = NULL WHERE name = $1",
+                ),
+                &[&table.name],
+            )
+            .await
+            .map_err(failed("cannot abandon a rebuild"))?;
+        }
+        tx.commit()
+            .await
+            .map_err(failed("cannot abandon a rebuild"))?;
+        Ok(())
     }
 
     async fn hold(&self, held: &Held) -> Result<(), StoreError> {
@@ -246,6 +399,49 @@ impl ReadModelStore for PostgresStore {
 }
 
 impl PostgresStore {
+    /// Waits for read model `name`'s lock, held until the transaction ends.
+    async fn lock_read_model(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        let (class, object) = self.read_model_lock(name);
+        sql::execute(
+            tx,
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&class, &object],
+        )
+        .await
+        .map_err(failed("cannot lock a read model"))?;
+        Ok(())
+    }
+
+    /// The rebuild under way of read model `name`: its fingerprint and position.
+    async fn rebuild_of(
+        &self,
+        client: &impl GenericClient,
+        name: &str,
+    ) -> Result<Option<(String, u64)>, StoreError> {
+        let row = sql::query_opt(
+            client,
+            &self.names.sql(
+                "SELECT rebuild, rebuild_position FROM {t}read_models
+                 WHERE name = $1 AND rebuild IS NOT NULL",
+            ),
+            &[&name],
+        )
+        .await
+        .map_err(failed("cannot read a read model's rebuild"))?;
+        row.map(|row| {
+            Ok((
+                row.try_get::<_, String>(0)?,
+                row.try_get::<_, i64>(1)?.max(0) as u64,
+            ))
+        })
+        .transpose()
+        .map_err(failed("cannot read a read model's rebuild"))
+    }
+
     /// The advisory lock of read model `name` on these tables: two 32-bit keys, a space apart
     /// from the one 64-bit key of the migrations' lock.
     fn read_model_lock(&self, name: &str) -> (i32, i32) {

@@ -180,8 +180,8 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     ",
-    // 5: read models: each one's table declaration as it was made, and where a failing
-    // projection holds it.
+    // 5: read models: each one's table declaration as it was made, where a failing projection
+    // holds it, and the rebuild under way (its fingerprint and how far it has come).
     "
     CREATE TABLE {t}read_models (
         name            TEXT        PRIMARY KEY,
@@ -193,7 +193,9 @@ const MIGRATIONS: &[&str] = &[
         held_message    TEXT,
         held_attempts   INTEGER,
         held_failed_at  TIMESTAMPTZ,
-        held_retry_at   TIMESTAMPTZ
+        held_retry_at   TIMESTAMPTZ,
+        rebuild         TEXT,
+        rebuild_position BIGINT
     );
     ",
 ];

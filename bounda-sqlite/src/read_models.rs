@@ -10,7 +10,7 @@ use bounda::read_model::render::{self, Dialect, Statement, Target};
 use bounda::read_model::{Change, Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
 use bounda::store::StoreError;
 use bounda::store::read_models::{
-    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows,
+    Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows, shadow_suffix,
 };
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{Connection, OptionalExtension, ToSql, params, params_from_iter};
@@ -77,7 +77,9 @@ impl ReadModelStore for SqliteStore {
         let mut conn = self.lock()?;
         conn.execute_batch("BEGIN IMMEDIATE")
             .map_err(sql("cannot start a read model's batch"))?;
-        let result = write_batch(&mut conn, self.target(batch.table, None), batch, projector);
+        let shadow = batch.rebuild.map(shadow_suffix);
+        let target = self.target(batch.table, shadow.as_deref());
+        let result = write_batch(&mut conn, target, batch, projector);
         let end = match &result {
             Ok(Projected::Applied) => "COMMIT",
             _ => "ROLLBACK",
@@ -116,6 +118,107 @@ impl ReadModelStore for SqliteStore {
             answer.push(SqlRow::new(Arc::clone(&columns), values(row, width)?));
         }
         Ok(answer)
+    }
+
+    async fn start_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<u64, StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql("cannot start a rebuild"))?;
+        let under_way = rebuild_of(&tx, table.name)?;
+        if let Some((current, position)) = &under_way
+            && current == fingerprint
+        {
+            return Ok(*position);
+        }
+        if let Some((other, _)) = &under_way {
+            let old = self.target(table, Some(&shadow_suffix(other)));
+            tx.execute_batch(&render::drop_table(&old))
+                .map_err(sql("cannot drop a superseded rebuild's table"))?;
+        }
+        let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+        let mut statements = vec![render::drop_table(&shadow)];
+        statements.extend(render::create(Dialect::Sqlite, &shadow, table));
+        for statement in statements {
+            tx.execute_batch(&statement)
+                .map_err(sql("cannot make a rebuild's table"))?;
+        }
+        tx.execute(
+            "UPDATE bounda_read_models SET rebuild = ?2, rebuild_position = 0 WHERE name = ?1",
+            params![table.name, fingerprint],
+        )
+        .map_err(sql("cannot start a rebuild"))?;
+        tx.commit().map_err(sql("cannot start a rebuild"))?;
+        Ok(0)
+    }
+
+    async fn rebuilding(&self, name: &str) -> Result<Option<(String, u64)>, StoreError> {
+        let conn = self.lock()?;
+        rebuild_of(&conn, name)
+    }
+
+    async fn finish_rebuild(
+        &self,
+        table: &TableDef,
+        fingerprint: &str,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql("cannot swap a rebuilt table"))?;
+        let Some((current, position)) = rebuild_of(&tx, table.name)? else {
+            return Ok(false);
+        };
+        if current != fingerprint {
+            return Ok(false);
+        }
+        let live = self.target(table, None);
+        let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+        for statement in render::swap(Dialect::Sqlite, &shadow, &live, table) {
+            tx.execute_batch(&statement)
+                .map_err(sql("cannot swap a rebuilt table"))?;
+        }
+        let declaration = serde_json::to_string(&table.declaration())
+            .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
+        tx.execute(
+            "INSERT INTO bounda_checkpoints (subscriber, position) VALUES (?1, ?2)
+             ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position",
+            params![bounda::read_model::subscriber(table.name), position],
+        )
+        .and_then(|_| {
+            tx.execute(
+                "UPDATE bounda_read_models SET declaration = ?2, table_name = ?3, rebuild = NULL,
+                     rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
+                     held_event_type = NULL, held_message = NULL, held_attempts = NULL,
+                     held_failed_at = NULL, held_retry_at = NULL
+                 WHERE name = ?1",
+                params![table.name, declaration, live.bare],
+            )
+        })
+        .map_err(sql("cannot swap a rebuilt table"))?;
+        tx.commit().map_err(sql("cannot swap a rebuilt table"))?;
+        Ok(true)
+    }
+
+    async fn abandon_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<(), StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql("cannot abandon a rebuild"))?;
+        if rebuild_of(&tx, table.name)?.is_some_and(|(current, _)| current == fingerprint) {
+            let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
+            tx.execute_batch(&render::drop_table(&shadow))
+                .and_then(|()| {
+                    tx.execute(
+                        "UPDATE bounda_read_models SET rebuild = NULL, rebuild_position = NULL
+                         WHERE name = ?1",
+                        [table.name],
+                    )
+                })
+                .map_err(sql("cannot abandon a rebuild"))?;
+        }
+        tx.commit().map_err(sql("cannot abandon a rebuild"))?;
+        Ok(())
     }
 
     async fn hold(&self, held: &Held) -> Result<(), StoreError> {
@@ -237,21 +340,50 @@ pub(crate) fn statements(
     Ok(statements)
 }
 
-/// Moves the checkpoint and projects, inside the open transaction.
+/// The rebuild under way of read model `name`: its fingerprint and position.
+fn rebuild_of(conn: &Connection, name: &str) -> Result<Option<(String, u64)>, StoreError> {
+    conn.query_row(
+        "SELECT rebuild, rebuild_position FROM bounda_read_models
+         WHERE name = ?1 AND rebuild IS NOT NULL",
+        [name],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )
+    .optional()
+    .map_err(sql("cannot read a read model's rebuild"))
+}
+
+/// Moves the checkpoint (or the rebuild's position) and projects, inside the open transaction.
 fn write_batch(
     conn: &mut Connection,
     target: Target,
     batch: &Batch<'_>,
     projector: &mut dyn Projector,
 ) -> Result<Projected, ProjectError> {
-    let moved = conn
-        .prepare_cached(
-            "UPDATE bounda_checkpoints SET position = ?3 WHERE subscriber = ?1 AND position = ?2",
-        )
-        .and_then(|mut s| s.execute(params![batch.subscriber, batch.from, batch.to]))
-        .map_err(sql("cannot move a read model's checkpoint"))?;
+    let moved = match batch.rebuild {
+        None => conn
+            .prepare_cached(
+                "UPDATE bounda_checkpoints SET position = ?3 WHERE subscriber = ?1 AND position = ?2",
+            )
+            .and_then(|mut s| s.execute(params![batch.subscriber, batch.from, batch.to])),
+        Some(fingerprint) => conn
+            .prepare_cached(
+                "UPDATE bounda_read_models SET rebuild_position = ?3
+                 WHERE name = ?1 AND rebuild = ?4 AND rebuild_position = ?2",
+            )
+            .and_then(|mut s| s.execute(params![batch.table.name, batch.from, batch.to, fingerprint])),
+    }
+    .map_err(sql("cannot move a read model's checkpoint"))?;
     if moved == 0 {
-        return Ok(Projected::Moved);
+        let superseded = match batch.rebuild {
+            Some(fingerprint) => rebuild_of(conn, batch.table.name)?
+                .is_none_or(|(current, _)| current != fingerprint),
+            None => false,
+        };
+        return Ok(if superseded {
+            Projected::Superseded
+        } else {
+            Projected::Moved
+        });
     }
     let mut rows = SqliteRows { conn, target };
     // SQLite answers at once, so the projections finish in one poll; one that waits on

@@ -161,8 +161,8 @@ const MIGRATIONS: &[&str] = &[
         head      INTEGER NOT NULL
     );
     ",
-    // 10: read models: each one's table declaration as it was made, and where a failing
-    // projection holds it.
+    // 10: read models: each one's table declaration as it was made, where a failing projection
+    // holds it, and the rebuild under way (its fingerprint and how far it has come).
     "
     CREATE TABLE bounda_read_models (
         name            TEXT    PRIMARY KEY,
@@ -174,7 +174,9 @@ const MIGRATIONS: &[&str] = &[
         held_message    TEXT,
         held_attempts   INTEGER,
         held_failed_at  TEXT,
-        held_retry_at   TEXT
+        held_retry_at   TEXT,
+        rebuild         TEXT,
+        rebuild_position INTEGER
     ) WITHOUT ROWID;
     ",
 ];

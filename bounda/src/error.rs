@@ -261,6 +261,14 @@ pub enum Error {
         /// Why, with its causes.
         message: String,
     },
+    /// A rebuild whose place another rebuild, of other code, has taken.
+    #[error(
+        "the rebuild of read model `{read_model}` was superseded by a newer one (of other code), which goes on in its place"
+    )]
+    RebuildSuperseded {
+        /// The read model.
+        read_model: String,
+    },
     /// A row of a read model's table that its row type cannot read: a column changed under it.
     #[error("a row of read model `{read_model}` cannot be read: {message}")]
     UnreadableRow {
@@ -296,6 +304,7 @@ impl Error {
             | Error::UnreadableRow { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
             Error::Projection { .. } => "PROJECTION_FAILED",
+            Error::RebuildSuperseded { .. } => "REBUILD_SUPERSEDED",
             Error::NewerEvent { .. } => "NEWER_EVENT_VERSION",
             Error::NewerState { .. } => "NEWER_STATE_VERSION",
             Error::Concurrency { .. } => "CONCURRENCY_CONFLICT",
@@ -346,6 +355,7 @@ impl Error {
             | Error::LetterSettled { .. }
             | Error::LetterNotRetriable { .. }
             | Error::NotFound { .. }
+            | Error::RebuildSuperseded { .. }
             | Error::RetryFailed { .. }
             | Error::UnexpectedDeadLetters { .. }
             | Error::Stalled { .. }

@@ -18,6 +18,7 @@ mod preflight;
 pub(crate) mod processes;
 pub(crate) mod reaction;
 mod read_models;
+mod rebuild;
 pub(crate) mod registry;
 mod runner;
 mod schedule;
@@ -42,6 +43,7 @@ pub use processes::{
     StateProblem, UnreadableState,
 };
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
+pub use rebuild::{REBUILD_SLICE, RebuildProgress};
 pub use runner::shutdown_signal;
 pub use telemetry::METRICS;
 
@@ -76,6 +78,9 @@ struct Inner {
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
+    /// The read models whose table cannot take this build's declaration, with why: the app
+    /// does not run until they are rebuilt.
+    refused_read_models: Vec<(&'static str, String)>,
     /// The app's ports, by type.
     ports: Ports,
     /// Set when the app is shutting down: passes stop between attempts.
@@ -338,7 +343,8 @@ impl AppBuilder {
                 self.store.move_checkpoint(subscriber, None, head).await?;
             }
         }
-        App::ensure_read_models(self.store.as_ref(), &self.read_models).await?;
+        let refused_read_models =
+            App::ensure_read_models(self.store.as_ref(), &self.read_models).await?;
         Ok(App {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -349,6 +355,7 @@ impl AppBuilder {
                 commands: self.commands,
                 processes: self.processes,
                 read_models: self.read_models,
+                refused_read_models,
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),

@@ -30,6 +30,18 @@ pub(crate) trait ReadModelRunner: Send + Sync {
     }
     /// Its Rust type, to name it.
     fn type_name(&self) -> &'static str;
+    /// A hash of its table's declaration and its projections' code: what a rebuild is keyed
+    /// by, so changed code starts afresh.
+    fn fingerprint(&self) -> String {
+        let declaration = serde_json::to_string(&self.table().declaration()).unwrap_or_default();
+        let text = format!("{declaration}\0{}", self.code());
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+        });
+        format!("{hash:016x}")
+    }
+    /// The hash of its projections' code.
+    fn code(&self) -> &'static str;
     /// What projects `events` into its rows.
     fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e>;
 }
@@ -68,6 +80,10 @@ impl<R: Projections> ReadModelRunner for ReadModelEntry<R> {
 
     fn type_name(&self) -> &'static str {
         std::any::type_name::<R>()
+    }
+
+    fn code(&self) -> &'static str {
+        R::CODE
     }
 
     fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e> {
@@ -131,6 +147,16 @@ impl App {
     /// event whose projection failed, with what came before it written. Answers whether it
     /// moved.
     pub(crate) async fn read_model_pass(&self, model: &dyn ReadModelRunner) -> Result<bool, Error> {
+        if let Some((_, message)) = self
+            .inner
+            .refused_read_models
+            .iter()
+            .find(|(name, _)| *name == model.name())
+        {
+            return Err(Error::Configuration {
+                message: message.clone(),
+            });
+        }
         let store = read_models(self)?;
         let subscriber = model.subscriber();
         let from = self.store().checkpoint(subscriber).await?.unwrap_or(0);
@@ -154,6 +180,7 @@ impl App {
             subscriber,
             from,
             to,
+            rebuild: None,
         };
         let (index, message) = match store.project(&batch, &mut *model.projector(&events)).await {
             Ok(projected) => return Ok(projected == Projected::Applied),
@@ -206,13 +233,15 @@ impl App {
     }
 
     /// Makes or mends each read model's table and starts its checkpoint at the log's
-    /// beginning, so it projects the whole history.
+    /// beginning, so it projects the whole history. Answers the read models whose table cannot
+    /// take this build's declaration, with why: the app builds (an operator's command can
+    /// rebuild them), and refuses to run until they are rebuilt.
     pub(crate) async fn ensure_read_models(
         store: &dyn crate::store::Store,
         models: &[std::sync::Arc<dyn ReadModelRunner>],
-    ) -> Result<(), Error> {
+    ) -> Result<Vec<(&'static str, String)>, Error> {
         if models.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let Some(tables) = store.read_models() else {
             let names: Vec<&str> = models.iter().map(|model| model.name()).collect();
@@ -223,12 +252,33 @@ impl App {
                 ),
             });
         };
+        let mut refused = Vec::new();
         for model in models {
-            tables.ensure(model.table()).await?;
+            match tables.ensure(model.table()).await {
+                Ok(()) => {}
+                Err(Error::Configuration { message }) => refused.push((model.name(), message)),
+                Err(error) => return Err(error),
+            }
             if store.checkpoint(model.subscriber()).await?.is_none() {
                 store.move_checkpoint(model.subscriber(), None, 0).await?;
             }
         }
-        Ok(())
+        Ok(refused)
+    }
+
+    /// Why the app does not run: read models whose table cannot take this build's declaration.
+    pub(crate) fn read_model_refusal(&self) -> Option<Error> {
+        if self.inner.refused_read_models.is_empty() {
+            return None;
+        }
+        let reasons: Vec<&str> = self
+            .inner
+            .refused_read_models
+            .iter()
+            .map(|(_, message)| message.as_str())
+            .collect();
+        Some(Error::Configuration {
+            message: reasons.join("; "),
+        })
     }
 }

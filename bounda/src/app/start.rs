@@ -1,4 +1,5 @@
-//! What a runner checks and mends once, before its first pass: that no running instance holds a
+//! What a runner checks and mends once, before its first pass: that every read model's table
+//! takes this build's declaration (or has been rebuilt), that no running instance holds a
 //! moment in a state field this build no longer reads (a deadline renamed without an alias, or
 //! removed: it would never run, and the next step would drop it), and that every instance's
 //! scheduler entry is the one its state says (a deploy may have moved it).
@@ -20,6 +21,10 @@ impl App {
     /// their states. Once per app: a failure (the store out of reach) is tried again at the
     /// next pass.
     pub(crate) async fn start(&self) -> Result<(), Error> {
+        // A read model whose table this build cannot keep is rebuilt first.
+        if let Some(refusal) = self.read_model_refusal() {
+            return Err(refusal);
+        }
         if self.inner.started.load(Ordering::SeqCst) || self.inner.processes.is_empty() {
             return Ok(());
         }

@@ -93,6 +93,20 @@ fn index_name(bare: &str, column: &str, unique: bool) -> String {
     format!("{}_{hash:016x}", &name[..cut])
 }
 
+/// The name PostgreSQL gives the primary key's index of table `bare`: `<bare>_pkey`, cut to
+/// 63 bytes.
+fn key_index_name(bare: &str) -> String {
+    let mut name = format!("{bare}_pkey");
+    if name.len() > 63 {
+        let mut cut = 58;
+        while !bare.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name = format!("{}_pkey", &bare[..cut]);
+    }
+    name
+}
+
 /// The statements that create `table` at `target` with its indexes, if it is not there.
 pub fn create(dialect: Dialect, target: &Target, table: &TableDef) -> Vec<String> {
     let columns: Vec<String> = table
@@ -162,6 +176,57 @@ pub fn drop_index(target: &Target, column: &str) -> String {
         target.schema,
         quote(&index_name(&target.bare, column, false))
     )
+}
+
+/// The statement that drops the table at `target`, if it is there.
+pub fn drop_table(target: &Target) -> String {
+    format!("DROP TABLE IF EXISTS {}", target.table)
+}
+
+/// The statements that put the filled `shadow` in `live`'s place, with `live`'s index names:
+/// the live table dropped, the shadow renamed, its indexes renamed (PostgreSQL) or made again
+/// (SQLite, which cannot rename one).
+pub fn swap(dialect: Dialect, shadow: &Target, live: &Target, table: &TableDef) -> Vec<String> {
+    let mut statements = vec![
+        drop_table(live),
+        format!(
+            "ALTER TABLE {} RENAME TO {}",
+            shadow.table,
+            quote(&live.bare)
+        ),
+    ];
+    if dialect == Dialect::Postgres {
+        // The key's index keeps the shadow's name otherwise, and a later shadow of the same
+        // name could not be made.
+        statements.push(format!(
+            "ALTER INDEX {}{} RENAME TO {}",
+            shadow.schema,
+            quote(&key_index_name(&shadow.bare)),
+            quote(&key_index_name(&live.bare))
+        ));
+    }
+    for column in table.columns.iter().filter(|column| !column.key) {
+        for (unique, declared) in [(true, column.unique), (false, column.index)] {
+            if !declared {
+                continue;
+            }
+            let old = index_name(&shadow.bare, column.name, unique);
+            let new = index_name(&live.bare, column.name, unique);
+            match dialect {
+                Dialect::Postgres => statements.push(format!(
+                    "ALTER INDEX {}{} RENAME TO {}",
+                    shadow.schema,
+                    quote(&old),
+                    quote(&new)
+                )),
+                Dialect::Sqlite => {
+                    statements.push(format!("DROP INDEX IF EXISTS {}", quote(&old)));
+                    statements.push(add_index(live, column, unique));
+                }
+            }
+        }
+    }
+    statements
 }
 
 /// Builds a statement's SQL and values, numbering placeholders.

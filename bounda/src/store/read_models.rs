@@ -33,7 +33,9 @@ pub trait ReadModelStore: Send + Sync {
     /// `projector` on the read model's rows, in one transaction: both or neither. Answers
     /// [`Projected::Moved`], writing nothing, when the checkpoint is not at `from`, and
     /// [`Projected::Busy`] when another process is projecting this read model; a projection's
-    /// failure rolls everything back.
+    /// failure rolls everything back. A batch of a rebuild (`batch.rebuild`) writes its shadow
+    /// table and moves the rebuild's position instead, or answers [`Projected::Superseded`]
+    /// when another rebuild has taken its place.
     async fn project(
         &self,
         batch: &Batch<'_>,
@@ -50,6 +52,25 @@ pub trait ReadModelStore: Send + Sync {
     /// Runs plain SQL with `params` on the store's connection and answers its rows, each value
     /// typed by what the database says it is.
     async fn sql(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, StoreError>;
+
+    /// Starts rebuilding `table` into a fresh shadow table under `fingerprint`, or resumes the
+    /// rebuild under way with the same fingerprint: answers the position it has reached. A
+    /// rebuild under another fingerprint is superseded: its shadow is dropped.
+    async fn start_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<u64, StoreError>;
+
+    /// The rebuild under way of read model `name`, if any: its fingerprint and position.
+    async fn rebuilding(&self, name: &str) -> Result<Option<(String, u64)>, StoreError>;
+
+    /// Swaps the shadow table of the rebuild `fingerprint` in for the live one, in one
+    /// transaction: the live table dropped, the shadow renamed with its indexes, the read
+    /// model's checkpoint set to where the rebuild reached, its declaration and holds reset.
+    /// `false`, changing nothing, when that rebuild is no longer under way.
+    async fn finish_rebuild(&self, table: &TableDef, fingerprint: &str)
+    -> Result<bool, StoreError>;
+
+    /// Drops the shadow table of the rebuild `fingerprint` and forgets it, if it is still the
+    /// one under way; the live table is left as it is.
+    async fn abandon_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<(), StoreError>;
 
     /// Records that a read model is held by a failing projection: one record per read model,
     /// its attempts counted while it stays at the same event.
@@ -71,6 +92,8 @@ pub struct Batch<'a> {
     pub from: u64,
     /// Its checkpoint after.
     pub to: u64,
+    /// The fingerprint of the rebuild it belongs to, if it fills a shadow table.
+    pub rebuild: Option<&'a str>,
 }
 
 /// How a batch went.
@@ -82,6 +105,16 @@ pub enum Projected {
     Moved,
     /// Another process is projecting this read model now (PostgreSQL).
     Busy,
+    /// The rebuild this batch belongs to is no longer the one under way: a newer one has
+    /// taken its place.
+    Superseded,
+}
+
+/// The shadow table's suffix for the rebuild `fingerprint`: short, so the table's name stays
+/// within what PostgreSQL keeps.
+pub fn shadow_suffix(fingerprint: &str) -> String {
+    let short: String = fingerprint.chars().take(8).collect();
+    format!("r{short}")
 }
 
 /// Why a batch was not written.
