@@ -79,6 +79,7 @@ async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() 
                 subscriber,
                 from: 0,
                 to: 5,
+                rebuild: None,
             };
             let mut slow = Slow {
                 started: Some(started),
@@ -99,6 +100,7 @@ async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() 
         subscriber,
         from: 0,
         to: 5,
+        rebuild: None,
     };
     let second = tokio::time::timeout(
         std::time::Duration::from_secs(5),

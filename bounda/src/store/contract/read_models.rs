@@ -117,6 +117,7 @@ async fn project(
         subscriber: SUBSCRIBER,
         from,
         to,
+        rebuild: None,
     };
     tables(store).project(&batch, projector).await
 }
