@@ -611,3 +611,31 @@ async fn a_table_the_build_cannot_keep_is_refused_at_start_until_it_is_rebuilt()
     let rebuilt = support::another_app(&store, &clock, |b| b.read_model::<RetypedOrderRow>()).await;
     rebuilt.run_until_idle().await.unwrap();
 }
+
+// Issue 22: the operator's `rebuild` command, and `lag` listing the read models.
+#[cfg(feature = "cli")]
+#[tokio::test]
+async fn an_operator_rebuilds_a_read_model_and_sees_its_lag() {
+    use bounda::cli::{Operator, RebuildArgs};
+    let app = app().await;
+    place(&app, "o-1", 10).await;
+    app.run_until_idle().await.unwrap();
+    let (code, out) = support::operator(
+        app.app(),
+        Operator::Rebuild(RebuildArgs {
+            read_model: "order-list".into(),
+        }),
+    )
+    .await;
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let head = app.app().store().head().await.unwrap();
+    assert!(
+        out.contains(&format!(
+            "rebuilt order-list from the log through position {head}"
+        )),
+        "{out}"
+    );
+    let (_, lag) = support::operator(app.app(), Operator::Lag).await;
+    assert!(lag.contains("read-model:order-list"), "{lag}");
+    assert!(lag.contains("read-model:payment-list"), "{lag}");
+}

@@ -26,6 +26,7 @@
 //! ```
 
 mod deploy;
+mod rebuild;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -61,6 +62,17 @@ pub enum Operator {
     /// those states (what a worker does when it starts): of every process, one process, or one
     /// instance. Prints each entry it changed.
     Rearm(RearmArgs),
+    /// Rebuilds a read model from the whole log into a new table beside the live one, which
+    /// keeps serving, then swaps it in. Resumes a rebuild of the same code that stopped; shows
+    /// a progress bar on a terminal.
+    Rebuild(RebuildArgs),
+}
+
+/// What `rebuild` rebuilds.
+#[derive(Debug, Clone, Args)]
+pub struct RebuildArgs {
+    /// The read model, by name (`order-summary`).
+    pub read_model: String,
 }
 
 /// How `check` reports.
@@ -238,6 +250,7 @@ pub async fn execute(
         message: format!("cannot write: {e}"),
     };
     match command {
+        Operator::Rebuild(args) => rebuild::run(app, &args.read_model, out).await?,
         Operator::Lag => {
             let lag = app.lag().await?;
             for s in &lag.subscribers {
