@@ -106,7 +106,7 @@ impl ReadModelStore for SqliteStore {
     async fn sql(&self, sql_text: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, StoreError> {
         let conn = self.lock()?;
         let mut statement = conn
-            .prepare(sql_text)
+            .prepare(&positional(sql_text))
             .map_err(sql("cannot prepare the SQL"))?;
         let columns: Arc<[String]> = statement.column_names().map(str::to_owned).collect();
         let width = columns.len();
@@ -287,6 +287,27 @@ impl ReadModelStore for SqliteStore {
             )
             .collect()
     }
+}
+
+/// `sql` with PostgreSQL's placeholders (`$1`) written as SQLite's (`?1`), so plain SQL reads
+/// the same on either store; what is quoted is left as it is.
+fn positional(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(open), _) if c == open => quote = None,
+            (None, '$') if chars.peek().is_some_and(char::is_ascii_digit) => {
+                out.push('?');
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn moment(text: &str) -> Result<Instant, StoreError> {
@@ -502,5 +523,16 @@ impl ToSql for Bind<'_> {
             SqlValue::Timestamp(at) => ToSqlOutput::Owned(Value::Text(at.to_string())),
             SqlValue::Json(json) => ToSqlOutput::Owned(Value::Text(json.to_string())),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn postgres_placeholders_read_as_sqlite_ones_outside_quotes() {
+        assert_eq!(
+            super::positional("SELECT '$1', \"$2\" FROM t WHERE a = $1 AND b > $12"),
+            "SELECT '$1', \"$2\" FROM t WHERE a = ?1 AND b > ?12"
+        );
     }
 }

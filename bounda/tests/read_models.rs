@@ -168,14 +168,10 @@ async fn a_read_model_keeps_its_table_from_the_log_and_answers_queries() {
 
     // What the table API cannot say, in SQL on the store's own connection.
     let table = app.app().read_table_name::<OrderRow>().unwrap();
-    let placeholder = match support::database::kind() {
-        support::database::Kind::Sqlite => "?1",
-        support::database::Kind::Postgres => "$1",
-    };
     let rows = app
         .app()
         .read_sql(
-            &format!("SELECT status, SUM(total) AS amount FROM {table} WHERE total > {placeholder} GROUP BY status ORDER BY status"),
+            &format!("SELECT status, SUM(total) AS amount FROM {table} WHERE total > $1 GROUP BY status ORDER BY status"),
             &[SqlValue::Integer(5)],
         )
         .await

@@ -92,6 +92,20 @@ impl SqlValue {
     }
 }
 
+macro_rules! sql_value_from {
+    ($($ty:ty => $variant:ident),*) => {$(
+        impl From<$ty> for SqlValue {
+            fn from(value: $ty) -> SqlValue {
+                SqlValue::$variant(value.into())
+            }
+        }
+    )*};
+}
+
+sql_value_from!(String => Text, &str => Text, i64 => Integer, i32 => Integer, u64 => Unsigned,
+    u32 => Unsigned, f64 => Real, bool => Boolean, Instant => Timestamp,
+    serde_json::Value => Json);
+
 /// A value that does not fit its column, or a column value its field cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

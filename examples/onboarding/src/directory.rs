@@ -1,14 +1,202 @@
-//! The users directory and user details, read from the event log when asked. The
-//! original kept them as read models; here they are folds over the `User` events, which is
-//! enough for an example and always up to date.
+//! The users directory and each user's details: the `users-directory` and `user-details` read
+//! models, kept from the `User` events, and the queries the pages ask.
 
-use std::collections::HashMap;
+use bounda::prelude::*;
+use bounda::read_model::{Filter, Select};
+use bounda::{App, Error, Instant};
 
-use bounda::{App, Error, Instant, RecordedEvent};
+use crate::user::{
+    ProfileUpdated, RegistrationExpired, UserActivated, UserRegistered, UserStatus,
+    WelcomeEmailSent,
+};
 
-use crate::user::UserStatus;
+/// A status as the tables keep it.
+fn status_text(status: UserStatus) -> &'static str {
+    match status {
+        UserStatus::Registered => "registered",
+        UserStatus::Active => "active",
+        UserStatus::Expired => "expired",
+    }
+}
 
-/// One user as the directory shows them.
+/// A status the tables keep; an unknown one reads as registered.
+fn status_of(text: &str) -> UserStatus {
+    match text {
+        "active" => UserStatus::Active,
+        "expired" => UserStatus::Expired,
+        _ => UserStatus::Registered,
+    }
+}
+
+/// One user as the directory lists them.
+#[read_model(name = "users-directory")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryEntry {
+    /// The user.
+    #[key]
+    pub user_id: String,
+    /// Their address.
+    #[index]
+    pub email: String,
+    /// Their name.
+    pub name: String,
+    /// `registered`, `active` or `expired`.
+    #[index]
+    pub status: String,
+    /// When they registered.
+    #[index]
+    pub registered_at: Instant,
+    /// Where their registration stands in the log: the later of two at one moment lists first.
+    pub registration: u64,
+}
+
+#[read_model]
+impl DirectoryEntry {
+    async fn on_user_registered(
+        event: Projected<'_, UserRegistered>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let entry = DirectoryEntry {
+            user_id: event.user_id.clone(),
+            email: event.email.clone(),
+            name: event.name.clone(),
+            status: status_text(UserStatus::Registered).into(),
+            registered_at: event.at(),
+            registration: event.position(),
+        };
+        table.upsert(&entry).await?;
+        Ok(())
+    }
+
+    async fn on_user_activated(
+        event: Projected<'_, UserActivated>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let status = DirectoryEntry::STATUS.set(status_text(UserStatus::Active));
+        table
+            .update(DirectoryEntry::USER_ID.eq(&event.user_id), [status])
+            .await?;
+        Ok(())
+    }
+
+    async fn on_registration_expired(
+        event: Projected<'_, RegistrationExpired>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let status = DirectoryEntry::STATUS.set(status_text(UserStatus::Expired));
+        table
+            .update(DirectoryEntry::USER_ID.eq(&event.user_id), [status])
+            .await?;
+        Ok(())
+    }
+
+    async fn on_profile_updated(
+        event: Projected<'_, ProfileUpdated>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let name = DirectoryEntry::NAME.set(event.name.clone());
+        table
+            .update(DirectoryEntry::USER_ID.eq(&event.user_id), [name])
+            .await?;
+        Ok(())
+    }
+}
+
+/// Everything known of one user, as their page shows it.
+#[read_model(name = "user-details")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserDetailsRow {
+    /// The user.
+    #[key]
+    pub user_id: String,
+    /// Their address.
+    pub email: String,
+    /// Their name.
+    pub name: String,
+    /// `registered`, `active` or `expired`.
+    pub status: String,
+    /// When they registered.
+    pub registered_at: Instant,
+    /// When they activated, if they did.
+    pub activated_at: Option<Instant>,
+    /// When their registration expired, if it did.
+    pub expired_at: Option<Instant>,
+    /// When the welcome email went out, if it did.
+    pub welcome_email_sent_at: Option<Instant>,
+}
+
+#[read_model]
+impl UserDetailsRow {
+    async fn on_user_registered(
+        event: Projected<'_, UserRegistered>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let row = UserDetailsRow {
+            user_id: event.user_id.clone(),
+            email: event.email.clone(),
+            name: event.name.clone(),
+            status: status_text(UserStatus::Registered).into(),
+            registered_at: event.at(),
+            activated_at: None,
+            expired_at: None,
+            welcome_email_sent_at: None,
+        };
+        table.upsert(&row).await?;
+        Ok(())
+    }
+
+    async fn on_user_activated(
+        event: Projected<'_, UserActivated>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let sets = [
+            UserDetailsRow::STATUS.set(status_text(UserStatus::Active)),
+            UserDetailsRow::ACTIVATED_AT.set(event.at()),
+        ];
+        table
+            .update(UserDetailsRow::USER_ID.eq(&event.user_id), sets)
+            .await?;
+        Ok(())
+    }
+
+    async fn on_registration_expired(
+        event: Projected<'_, RegistrationExpired>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let sets = [
+            UserDetailsRow::STATUS.set(status_text(UserStatus::Expired)),
+            UserDetailsRow::EXPIRED_AT.set(event.at()),
+        ];
+        table
+            .update(UserDetailsRow::USER_ID.eq(&event.user_id), sets)
+            .await?;
+        Ok(())
+    }
+
+    async fn on_welcome_email_sent(
+        event: Projected<'_, WelcomeEmailSent>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let sent = UserDetailsRow::WELCOME_EMAIL_SENT_AT.set(event.at());
+        table
+            .update(UserDetailsRow::USER_ID.eq(&event.user_id), [sent])
+            .await?;
+        Ok(())
+    }
+
+    async fn on_profile_updated(
+        event: Projected<'_, ProfileUpdated>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let name = UserDetailsRow::NAME.set(event.name.clone());
+        table
+            .update(UserDetailsRow::USER_ID.eq(&event.user_id), [name])
+            .await?;
+        Ok(())
+    }
+}
+
+/// One user as their page shows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserDetails {
     /// The user.
@@ -29,116 +217,84 @@ pub struct UserDetails {
     pub welcome_email_sent_at: Option<Instant>,
 }
 
+/// One user as the directory lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The user.
+    pub user_id: String,
+    /// Their address.
+    pub email: String,
+    /// Their name.
+    pub name: String,
+    /// Where they stand.
+    pub status: UserStatus,
+    /// When they registered.
+    pub registered_at: Instant,
+}
+
 /// One page of the directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserPage {
     /// The users on this page, newest registration first.
-    pub users: Vec<UserDetails>,
+    pub users: Vec<Listed>,
     /// Users in all.
-    pub total: usize,
+    pub total: u64,
     /// Active users in all.
-    pub active: usize,
+    pub active: u64,
     /// This page, from 1.
-    pub page: usize,
+    pub page: u64,
     /// Users per page, 1 to 100.
-    pub page_size: usize,
+    pub page_size: u64,
     /// Pages in all.
-    pub pages: usize,
+    pub pages: u64,
 }
 
 /// The largest page.
-pub const MAX_PAGE_SIZE: usize = 100;
+pub const MAX_PAGE_SIZE: u64 = 100;
 
 /// Page `page` (from 1) of `page_size` users (clamped to 1..=100), newest registration first.
-pub async fn list_users(app: &App, page: usize, page_size: usize) -> Result<UserPage, Error> {
-    let mut users: Vec<(u64, UserDetails)> = all_users(app).await?.into_values().collect();
-    users.sort_by(|(a_pos, a), (b_pos, b)| {
-        b.registered_at.cmp(&a.registered_at).then(b_pos.cmp(a_pos))
-    });
-    let page = page.max(1);
-    let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
-    let total = users.len();
-    let active = users
-        .iter()
-        .filter(|(_, u)| u.status == UserStatus::Active)
-        .count();
-    let users = users
-        .into_iter()
-        .skip((page - 1).saturating_mul(page_size))
-        .take(page_size)
-        .map(|(_, user)| user)
-        .collect();
+pub async fn list_users(app: &App, page: u64, page_size: u64) -> Result<UserPage, Error> {
+    let directory = app.read::<DirectoryEntry>();
+    let newest = Select::filter(Filter::all())
+        .order(DirectoryEntry::REGISTERED_AT.desc())
+        .order(DirectoryEntry::REGISTRATION.desc());
+    let found = directory
+        .page(newest, page, page_size.clamp(1, MAX_PAGE_SIZE))
+        .await?;
+    let active = directory
+        .count(DirectoryEntry::STATUS.eq(status_text(UserStatus::Active)))
+        .await?;
     Ok(UserPage {
-        users,
-        total,
+        users: found
+            .rows
+            .into_iter()
+            .map(|entry| Listed {
+                status: status_of(&entry.status),
+                user_id: entry.user_id,
+                email: entry.email,
+                name: entry.name,
+                registered_at: entry.registered_at,
+            })
+            .collect(),
+        total: found.total,
         active,
-        page,
-        page_size,
-        pages: total.div_ceil(page_size),
+        page: found.page,
+        page_size: found.page_size,
+        pages: if found.total == 0 { 0 } else { found.pages },
     })
 }
 
 /// One user, or `None` if nobody registered under `user_id`.
 pub async fn user_details(app: &App, user_id: &str) -> Result<Option<UserDetails>, Error> {
-    let events = app.store().read_stream("User", user_id).await?;
-    let mut user = None;
-    for event in &events {
-        fold(&mut user, event);
-    }
-    Ok(user.map(|(_, details)| details))
-}
-
-/// Every user, by id, with the position they registered at.
-async fn all_users(app: &App) -> Result<HashMap<String, (u64, UserDetails)>, Error> {
-    let mut users: HashMap<String, Option<(u64, UserDetails)>> = HashMap::new();
-    let mut after = 0;
-    loop {
-        let events = app.store().read_all(after, 1_000).await?;
-        let Some(last) = events.last() else { break };
-        after = last.position;
-        for event in events.iter().filter(|e| e.aggregate_type == "User") {
-            fold(users.entry(event.aggregate_id.clone()).or_default(), event);
-        }
-    }
-    Ok(users
-        .into_iter()
-        .filter_map(|(id, user)| user.map(|user| (id, user)))
-        .collect())
-}
-
-fn text(event: &RecordedEvent, field: &str) -> String {
-    event.payload[field].as_str().unwrap_or_default().to_owned()
-}
-
-fn fold(user: &mut Option<(u64, UserDetails)>, event: &RecordedEvent) {
-    if event.event_type == "UserRegistered" {
-        *user = Some((
-            event.position,
-            UserDetails {
-                user_id: event.aggregate_id.clone(),
-                email: text(event, "email"),
-                name: text(event, "name"),
-                status: UserStatus::Registered,
-                registered_at: event.timestamp,
-                activated_at: None,
-                expired_at: None,
-                welcome_email_sent_at: None,
-            },
-        ));
-        return;
-    }
-    let Some((_, user)) = user else { return };
-    match event.event_type.as_str() {
-        "UserActivated" => {
-            user.status = UserStatus::Active;
-            user.activated_at = Some(event.timestamp);
-        }
-        "RegistrationExpired" => {
-            user.status = UserStatus::Expired;
-            user.expired_at = Some(event.timestamp);
-        }
-        "WelcomeEmailSent" => user.welcome_email_sent_at = Some(event.timestamp),
-        "ProfileUpdated" => user.name = text(event, "name"),
-        _ => {}
-    }
+    let row = app.read::<UserDetailsRow>().get(user_id).await?;
+    Ok(row.map(|row| UserDetails {
+        status: status_of(&row.status),
+        user_id: row.user_id,
+        email: row.email,
+        name: row.name,
+        registered_at: row.registered_at,
+        activated_at: row.activated_at,
+        expired_at: row.expired_at,
+        welcome_email_sent_at: row.welcome_email_sent_at,
+    }))
 }

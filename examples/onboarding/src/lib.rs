@@ -6,7 +6,7 @@
 //! - [`welcome`]: the delayed policy that sends the welcome email.
 //! - [`onboarding`]: the `UserOnboarding` process, whose timeout expires the registration.
 //! - [`email`]: the email sender port, with a console sender and an in-memory one for tests.
-//! - [`directory`]: the users directory and user details, read from the events.
+//! - [`directory`]: the users directory and user details, two read models kept from the events.
 
 pub mod directory;
 pub mod email;

@@ -1,5 +1,5 @@
-//! The onboarding's five scenarios, on simulated time and SQLite in memory. Where
-//! the original read a read model, these read the events, the state and the directory folds.
+//! The onboarding's five scenarios, on simulated time and SQLite in memory, read through the
+//! state and the `users-directory` and `user-details` read models.
 
 #![allow(
     clippy::unwrap_used,
@@ -48,7 +48,8 @@ async fn onboarding_for(timeout: Duration) -> Onboarding {
 impl Onboarding {
     async fn register(&self, name: &str) -> String {
         let user_id = UserId::random();
-        self.app
+        let registered = self
+            .app
             .dispatch(RegisterUser {
                 user_id: user_id.clone(),
                 email: Email::parse(&format!("{}@example.com", name.to_lowercase())).unwrap(),
@@ -56,6 +57,9 @@ impl Onboarding {
             })
             .await
             .unwrap();
+        // As the registration form's next page would: the directory shows the new user.
+        let caught = self.app.app().catch_up(&registered).await.unwrap();
+        assert_eq!(caught.caught_up, ["users-directory", "user-details"]);
         user_id.as_str().to_owned()
     }
 
@@ -242,12 +246,14 @@ async fn the_same_name_changes_nothing_and_the_directory_pages_newest_first() {
         o.app.advance(seconds(1)).await.unwrap();
         ids.push(o.register(name).await);
     }
-    o.app
+    let activated = o
+        .app
         .dispatch(ActivateUser {
             user_id: ids[1].clone(),
         })
         .await
         .unwrap();
+    o.app.app().catch_up(&activated).await.unwrap();
 
     let first = list_users(o.app.app(), 1, 2).await.unwrap();
     let names: Vec<_> = first.users.iter().map(|u| u.name.as_str()).collect();

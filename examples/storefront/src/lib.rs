@@ -6,6 +6,7 @@ pub mod order;
 pub mod payment;
 pub mod policies;
 pub mod ports;
+pub mod read;
 
 use bounda::{AppBuilder, Duration, hours};
 

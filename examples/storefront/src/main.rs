@@ -100,8 +100,22 @@ enum Command {
         #[command(flatten)]
         timing: TimingArgs,
     },
+    /// Lists orders from the `order-summary` read model, newest first; with `--customer`, that
+    /// customer's orders with how many are open and what they have spent.
+    Orders(OrdersArgs),
     #[command(flatten)]
     Operator(bounda::cli::Operator),
+}
+
+/// Which orders `orders` lists.
+#[derive(Args, Clone)]
+struct OrdersArgs {
+    /// Only this customer's orders.
+    #[arg(long)]
+    customer: Option<String>,
+    /// Which page of all orders, from 1 (20 per page).
+    #[arg(long, default_value_t = 1)]
+    page: u64,
 }
 
 /// Where and for whom the operator page is served.
@@ -247,7 +261,7 @@ async fn storefront_main() -> ExitCode {
     let timing = match &command {
         Command::Run(args) => args.timing.timing(),
         Command::Work { timing, .. } => timing.timing(),
-        Command::Operator(_) | Command::Serve(_) => default_timing(),
+        Command::Operator(_) | Command::Serve(_) | Command::Orders(_) => default_timing(),
         Command::Copy(args) => return copy(&cli, args).await,
         Command::Preview { args, timing } => {
             return preview(&cli, args.clone(), timing.timing()).await;
@@ -257,11 +271,14 @@ async fn storefront_main() -> ExitCode {
     // SIGTERM at any moment from here stops them cleanly. An operator's command keeps the
     // default handlers, so Ctrl-C ends it at once.
     let shutdown: Shutdown = match command {
-        Command::Operator(_) => Box::pin(std::future::pending()),
+        Command::Operator(_) | Command::Orders(_) => Box::pin(std::future::pending()),
         _ => Box::pin(bounda::shutdown_signal()),
     };
     // An operator's command reads an existing file; it never creates one.
-    let existing = matches!(command, Command::Operator(_) | Command::Serve(_));
+    let existing = matches!(
+        command,
+        Command::Operator(_) | Command::Serve(_) | Command::Orders(_)
+    );
     let app = match build(&cli, existing, timing).await {
         Ok(app) => app,
         Err(error) => {
@@ -274,6 +291,7 @@ async fn storefront_main() -> ExitCode {
         Command::Work { seconds, .. } => work(&app, seconds, shutdown).await,
         Command::Serve(args) => serve(app, args, shutdown).await,
         Command::Run(args) => run(&app, &cli.db, &args, shutdown).await,
+        Command::Orders(args) => orders(&app, &args).await,
         Command::Copy(_) | Command::Preview { .. } => unreachable!("answered above"),
     };
     match result {
@@ -283,6 +301,66 @@ async fn storefront_main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `orders`: the order summaries, brought up to what is stored first.
+async fn orders(app: &App, args: &OrdersArgs) -> anyhow::Result<()> {
+    use storefront::read::order_summary::OrderSummary;
+    let caught = app.catch_up_all().await?;
+    if !caught.is_complete() {
+        eprintln!(
+            "note: {} behind what is stored; `lag` says why",
+            caught.behind.join(", ")
+        );
+    }
+    let heading = format!(
+        "{:<38} {:<10} {:<10} {:>10} {:>5}  {:<11} {}",
+        "order", "customer", "status", "total", "items", "payment", "placed"
+    );
+    let line = |order: &OrderSummary| {
+        format!(
+            "{:<38} {:<10} {:<10} {:>10} {:>5}  {:<11} {}",
+            order.order_id,
+            order.customer_id,
+            order.status,
+            money(order.total),
+            order.item_count,
+            order.payment_status.as_deref().unwrap_or("-"),
+            order.placed_at
+        )
+    };
+    match &args.customer {
+        Some(customer) => {
+            let theirs = OrderSummary::by_customer(app, customer).await?;
+            println!("{heading}");
+            for order in &theirs.orders {
+                println!("{}", line(order));
+            }
+            println!(
+                "{} orders, {} open, {} spent",
+                theirs.orders.len(),
+                theirs.open,
+                money(theirs.spent)
+            );
+        }
+        None => {
+            let page = OrderSummary::newest(app, args.page, 20).await?;
+            println!("{heading}");
+            for order in &page.rows {
+                println!("{}", line(order));
+            }
+            println!(
+                "page {} of {}, {} orders in all",
+                page.page, page.pages, page.total
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Cents as an amount: `139.00`.
+fn money(cents: u64) -> String {
+    format!("{}.{:02}", cents / 100, cents % 100)
 }
 
 /// What stops a running command: SIGTERM or Ctrl-C.

@@ -1,5 +1,5 @@
-//! The storefront's twelve scenarios, on simulated time and SQLite in memory. Where
-//! the original read a read model, these read the events and the state.
+//! The storefront's twelve scenarios, on simulated time and SQLite in memory, read through the
+//! aggregates' state and the `order-summary` and `my-orders` read models.
 
 #![allow(
     clippy::unwrap_used,
@@ -15,6 +15,8 @@ use bounda_sqlite::SqliteStore;
 use storefront::order::*;
 use storefront::payment::*;
 use storefront::ports::{FakeGateway, GatewayCall, GatewayPort, MemoryNotifier, NotifierPort};
+use storefront::read::my_orders::MyOrder;
+use storefront::read::order_summary::OrderSummary;
 
 struct Shop {
     app: TestApp,
@@ -151,6 +153,62 @@ async fn placed_order_is_confirmed_requested_and_fulfilled_when_settled() {
     );
     assert!(shop.gateway.refunds().is_empty());
     assert_eq!(shop.app.lag().await.unwrap().max_lag, 0);
+
+    // The order-summary read model says the same.
+    let summary = OrderSummary::get(shop.app.app(), "o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (summary.status.as_str(), summary.payment_status.as_deref()),
+        ("fulfilled", Some("settled"))
+    );
+    assert_eq!((summary.total, summary.item_count), (13_900, 3));
+    assert!(summary.confirmation_sent && !summary.reminder_sent);
+    assert_eq!(summary.payment_id, Some(shop.payment_id("o-1").await));
+    assert!(summary.paid_at.is_some() && summary.fulfilled_at.is_some());
+    assert_eq!(summary.cancelled_at, None);
+}
+
+// The customer's orders, with what is open and what they spent, as pages ask for them.
+#[tokio::test]
+async fn a_customer_sees_their_orders_what_is_open_and_what_they_spent() {
+    let shop = shop().await;
+    shop.place("o-1").await;
+    shop.place("o-2").await;
+    shop.webhook(SettlePayment {
+        payment_id: shop.payment_id("o-1").await,
+    })
+    .await
+    .unwrap();
+    let theirs = OrderSummary::by_customer(shop.app.app(), "c-1")
+        .await
+        .unwrap();
+    let ids: Vec<&str> = theirs.orders.iter().map(|o| o.order_id.as_str()).collect();
+    assert_eq!(ids, ["o-1", "o-2"]);
+    assert_eq!((theirs.open, theirs.spent), (1, 13_900));
+    assert_eq!(
+        OrderSummary::by_customer(shop.app.app(), "c-9")
+            .await
+            .unwrap()
+            .orders,
+        []
+    );
+    let page = OrderSummary::newest(shop.app.app(), 1, 1).await.unwrap();
+    assert_eq!((page.total, page.pages, page.rows.len()), (2, 2, 1));
+
+    shop.webhook(CancelOrder {
+        order_id: "o-2".into(),
+        reason: "changed my mind".into(),
+    })
+    .await
+    .unwrap();
+    let mine = MyOrder::of(shop.app.app(), "c-1").await.unwrap();
+    let statuses: Vec<(&str, &str)> = mine
+        .iter()
+        .map(|o| (o.order_id.as_str(), o.status.as_str()))
+        .collect();
+    assert_eq!(statuses, [("o-1", "placed"), ("o-2", "cancelled")]);
 }
 
 // 2. Processing: paying, cancel rejected, 72 h change nothing (the deadline was cleared); a later
