@@ -113,6 +113,11 @@ impl Links {
     fn letter(&self, id: &str, action: &str) -> String {
         format!("{}/letters/{}/{action}", self.base, encode(id))
     }
+
+    /// The rebuild of read model `name`.
+    fn rebuild(&self, name: &str) -> String {
+        format!("{}/read-models/{}/rebuild", self.base, encode(name))
+    }
 }
 
 /// The page's routes on `app`.
@@ -134,6 +139,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/instances", get(search))
         .route("/instances/{process}/{id}", get(instance))
         .route("/letters/{id}/{action}", post(act))
+        .route("/read-models/{name}/rebuild", post(rebuild))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             known_host,
@@ -241,6 +247,16 @@ struct LagLine {
     held: Option<String>,
 }
 
+/// One read model's line on the overview.
+struct ReadModelLine {
+    name: String,
+    position: u64,
+    lag: u64,
+    held: Option<String>,
+    /// The rebuild under way: how far it has come.
+    rebuilding: Option<u64>,
+}
+
 /// One letter's line on the overview.
 struct LetterLine {
     /// Its instance's story, for a process letter.
@@ -292,6 +308,9 @@ struct Overview {
     /// Whether the page reloads itself: not while a token may be typed into it.
     refresh: bool,
     processes: Vec<&'static str>,
+    read_models: Vec<ReadModelLine>,
+    /// The log's head, which rebuilds run up to.
+    head: u64,
     notice: Option<String>,
 }
 
@@ -382,6 +401,10 @@ fn notice(code: &str) -> Option<String> {
             "retry-failed" => "The retry failed; the letter stays open.",
             "discarded" => "The letter was discarded.",
             "discard-failed" => "Discarding the letter failed; it stays as it was.",
+            "rebuild-started" => {
+                "The rebuild started: a new table fills beside the live one, which keeps serving; it is swapped in once it reaches the log's head."
+            }
+            "no-read-model" => "This app has no such read model.",
             _ => return None,
         }
         .to_owned(),
@@ -455,8 +478,70 @@ async fn overview_page(
         writable: shared.token.is_some(),
         refresh,
         processes: app.processes().map(|p| p.name()).collect(),
+        read_models: read_model_lines(app).await?,
+        head: app.store().head().await?,
         notice,
     })
+}
+
+/// Each read model of the app: its lag, what holds it, the rebuild under way.
+async fn read_model_lines(app: &App) -> Result<Vec<ReadModelLine>, crate::Error> {
+    let Some(tables) = app.store().read_models() else {
+        return Ok(Vec::new());
+    };
+    let (subscribers, _) = app.subscriber_lags().await?;
+    let mut lines = Vec::new();
+    for model in app.read_models() {
+        let lag = subscribers
+            .iter()
+            .find(|s| s.subscriber == model.subscriber());
+        lines.push(ReadModelLine {
+            name: model.name().to_owned(),
+            position: lag.map_or(0, |s| s.position),
+            lag: lag.map_or(0, |s| s.lag),
+            held: lag
+                .and_then(|s| s.failing.as_ref())
+                .map(|f| format!("held on {} at {}: {}", f.event_type, f.position, f.message)),
+            rebuilding: tables
+                .rebuilding(model.name())
+                .await?
+                .map(|(_, position)| position),
+        });
+    }
+    Ok(lines)
+}
+
+/// Starts rebuilding a read model in the background, and goes back to the overview: a rebuild
+/// of a long log outlasts a request. Its end, or its failure, is logged.
+async fn rebuild(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+        return refused;
+    }
+    if !shared.app.read_models().any(|model| model.name() == name) {
+        return Redirect::to(&shared.links.done("no-read-model")).into_response();
+    }
+    let app = shared.app.clone();
+    tokio::spawn(async move {
+        match app.rebuild(&name, |_| {}).await {
+            Ok(done) => tracing::info!(
+                read_model = %name,
+                position = done.position,
+                "rebuild started from the page swapped in"
+            ),
+            Err(error) => tracing::error!(
+                read_model = %name,
+                code = error.code(),
+                "rebuild started from the page failed: {}",
+                crate::error::chain(&error)
+            ),
+        }
+    });
+    Redirect::to(&shared.links.done("rebuild-started")).into_response()
 }
 
 /// The lag panel the overview frames: it reloads itself every few seconds, also while the
