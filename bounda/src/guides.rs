@@ -12,3 +12,6 @@ pub mod deploying {}
 
 #[doc = include_str!("../../docs/changing-events.md")]
 pub mod changing_events {}
+
+#[doc = include_str!("../../docs/read-models.md")]
+pub mod read_models {}
