@@ -252,6 +252,20 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     assert!(titles[0].starts_with("OrderLifecycle:o-1 pay_by at"));
     browser.screenshot(&shots, "retried").await;
 
+    // The read models, each with its lag; the token rebuilds one beside the live table.
+    let models = browser.text("#read-models").await;
+    assert!(
+        models.contains("order-summary") && models.contains("my-orders"),
+        "{models}"
+    );
+    let form = "#read-models tr.read-model form[action$='/order-summary/rebuild']";
+    browser
+        .type_into(&format!("{form} input[name=token]"), TOKEN)
+        .await;
+    browser.click(&format!("{form} button")).await;
+    browser.text_with("#notice", "The rebuild started").await;
+    browser.screenshot(&shots, "read-models").await;
+
     // Its instance page: the story, the deadline pending, the letter retried.
     browser.click("#timeline svg a").await;
     browser
