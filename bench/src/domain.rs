@@ -196,3 +196,40 @@ pub mod tracking {
         }
     }
 }
+
+/// A read model of the tickets: one row per ticket opened.
+pub mod listing {
+    use bounda::prelude::*;
+
+    use super::TicketOpened;
+
+    /// One ticket as a list shows it.
+    #[read_model(name = "tickets")]
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct TicketRow {
+        /// The ticket.
+        #[key]
+        pub ticket_id: String,
+        /// Where it stands.
+        #[index]
+        pub status: String,
+        /// When it was opened.
+        pub opened_at: Instant,
+    }
+
+    #[read_model]
+    impl TicketRow {
+        async fn on_ticket_opened(
+            event: Projected<'_, TicketOpened>,
+            table: &mut Table<'_, Self>,
+        ) -> Result<()> {
+            let row = TicketRow {
+                ticket_id: event.ticket_id.clone(),
+                status: "open".into(),
+                opened_at: event.at(),
+            };
+            table.upsert(&row).await?;
+            Ok(())
+        }
+    }
+}

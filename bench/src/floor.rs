@@ -133,7 +133,7 @@ fn insert_event(
 
 /// Stores `count` events of `count` tickets, one transaction: what the timed work reads or
 /// follows. Returns the last event number used.
-fn prefill_events(conn: &mut Connection, count: usize) -> u64 {
+pub fn prefill_events(conn: &mut Connection, count: usize) -> u64 {
     let tx = conn.transaction().expect("cannot begin the prefill");
     let mut next = 0;
     for n in 0..count {
@@ -299,6 +299,70 @@ pub fn commands(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
     })
 }
 
+/// Projections: per event of the log, one upsert of its row into the read model's table (as
+/// bounda lays it out), and per transaction the read of its events and the checkpoint's
+/// compare-and-set, `per_tx` events a transaction. The events are prefilled untimed; the floor
+/// reads each one's id and time, as the row needs, and decodes nothing else.
+pub fn projections(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
+    let mut conn = open(path, mode);
+    prefill_events(&mut conn, units);
+    conn.execute_batch(
+        "CREATE TABLE floor_read_tickets (ticket_id TEXT PRIMARY KEY, status TEXT NOT NULL,
+                                          opened_at TEXT NOT NULL);
+         CREATE INDEX floor_read_tickets_status ON floor_read_tickets (status);
+         INSERT INTO bounda_checkpoints (subscriber, position) VALUES ('read-model:floor', 0);",
+    )
+    .expect("the floor cannot make its table");
+    checkpoint(&conn);
+    let start = Instant::now();
+    let mut at = 0u64;
+    loop {
+        let tx = conn.transaction().expect("the floor cannot begin");
+        let events: Vec<(u64, String, String)> = tx
+            .prepare_cached(
+                "SELECT position, aggregate_id, timestamp FROM bounda_events
+                 WHERE position > ?1 ORDER BY position LIMIT ?2",
+            )
+            .and_then(|mut s| {
+                s.query_map(params![at, per_tx as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })?
+                .collect()
+            })
+            .expect("the floor cannot read the log");
+        let Some(&(last, _, _)) = events.last() else {
+            break;
+        };
+        for (_, ticket, timestamp) in &events {
+            tx.prepare_cached(
+                "INSERT INTO floor_read_tickets (ticket_id, status, opened_at) VALUES (?1, 'open', ?2)
+                 ON CONFLICT (ticket_id) DO UPDATE SET status = excluded.status,
+                                                      opened_at = excluded.opened_at",
+            )
+            .and_then(|mut s| s.execute(params![ticket, timestamp]))
+            .expect("the floor cannot upsert");
+        }
+        let moved = tx
+            .prepare_cached(
+                "UPDATE bounda_checkpoints SET position = ?2
+                 WHERE subscriber = 'read-model:floor' AND position = ?1",
+            )
+            .and_then(|mut s| s.execute(params![at, last]))
+            .expect("the floor cannot move its checkpoint");
+        assert_eq!(moved, 1, "the floor's checkpoint moved under it");
+        tx.commit().expect("the floor cannot commit");
+        at = last;
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let rows: usize = conn
+        .query_row("SELECT COUNT(*) FROM floor_read_tickets", [], |row| {
+            row.get(0)
+        })
+        .expect("the floor's rows");
+    assert_eq!(rows, units, "the floor did not project every event");
+    units as f64 / elapsed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +375,7 @@ mod tests {
             assert!(deadline_firings(&name("d"), Mode::Normal, 5, per_tx, 4) > 0.0);
             assert!(reactions(&name("r"), Mode::Normal, 5, per_tx) > 0.0);
             assert!(commands(&name("c"), Mode::Normal, 5, per_tx) > 0.0);
+            assert!(projections(&name("p"), Mode::Normal, 5, per_tx) > 0.0);
         }
         let conn = Connection::open(dir.path().join("d-7.db")).expect("the floor's file");
         let (events, left): (u64, u64) = conn

@@ -114,6 +114,10 @@ struct Sizes {
     pending_fired: usize,
     /// Units of each PostgreSQL row on the local socket (a fifth of them 1 ms away).
     postgres: usize,
+    /// Events projected into a read model.
+    projections: usize,
+    /// The logs read models are rebuilt from, smaller first: peak memory after each.
+    rebuilds: [usize; 2],
 }
 
 impl Sizes {
@@ -124,6 +128,8 @@ impl Sizes {
         pending: [10_000, 100_000, 1_000_000],
         pending_fired: 2_000,
         postgres: 5_000,
+        projections: 20_000,
+        rebuilds: [100_000, 1_000_000],
     };
 
     const SMOKE: Sizes = Sizes {
@@ -133,6 +139,8 @@ impl Sizes {
         pending: [1_000, 2_000, 5_000],
         pending_fired: 100,
         postgres: 100,
+        projections: 200,
+        rebuilds: [1_000, 5_000],
     };
 }
 
@@ -363,6 +371,21 @@ async fn main() {
             rows.push(row("reactions", mode.label(), reactions, reaction_floors));
         }
 
+        let n = sizes.projections;
+        if wants("projections") {
+            let projections =
+                measure::projections(files.fresh("projections").path(), mode, n).await;
+            let projection_floors = floors(&files, "projections", |path, per_tx| {
+                floor::projections(path, mode, n, per_tx)
+            });
+            rows.push(row(
+                "projections",
+                mode.label(),
+                projections,
+                projection_floors,
+            ));
+        }
+
         let n = sizes.commands;
         if wants("commands") {
             let commands = measure::commands(files.fresh("commands").path(), mode, n).await;
@@ -402,6 +425,35 @@ async fn main() {
                 table::ratio(last.3, first.3),
             ));
         }
+    }
+
+    if wants("rebuild") {
+        let mut rebuilt = Vec::new();
+        for events in sizes.rebuilds {
+            let (done, peak) =
+                measure::rebuild(files.fresh("rebuild").path(), Mode::Full, events).await;
+            eprintln!(
+                "  rebuild of {}: {:.0} events/s in {:.2?}, peak {:?} KiB",
+                short(events),
+                done.rate(),
+                done.elapsed,
+                peak
+            );
+            rebuilt.push(format!(
+                "{} events in {:.1} s ({:.0} events/s, {:.3} write transactions per event), \
+                 peak resident set during it {}",
+                short(events),
+                done.elapsed.as_secs_f64(),
+                done.rate(),
+                done.tx_per_unit(),
+                peak.map_or_else(|| "unknown".to_owned(), table::mebibytes)
+            ));
+        }
+        notes.push(format!(
+            "a read model rebuilt from the log (`rebuild`, FULL, slices of 1,000 events into a \
+             table beside the live one, then the swap): {}",
+            rebuilt.join("; ")
+        ));
     }
 
     if args.postgres {

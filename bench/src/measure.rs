@@ -15,6 +15,7 @@ use rusqlite::Connection;
 
 use crate::Mode;
 use crate::domain::expiry::{EXPIRES_AFTER_HOURS, Expiry};
+use crate::domain::listing;
 use crate::domain::{AcknowledgeOnTicketOpened, OpenTicket};
 use crate::floor;
 
@@ -178,6 +179,91 @@ pub async fn reactions(path: &Path, mode: Mode, units: usize) -> Measured {
         elapsed,
         write_tx,
     }
+}
+
+/// Projections: a read model of `units` tickets opened, their events stored untimed before the
+/// app is built; timed from the first batch until the read model has reached the log's head, a
+/// batch of the dispatcher's size (100) per transaction.
+pub async fn projections(path: &Path, mode: Mode, units: usize) -> Measured {
+    {
+        let mut conn = floor::open(path, mode);
+        floor::prefill_events(&mut conn, units);
+    }
+    let store = open(path, mode);
+    let mut config = Config::default();
+    config.dispatcher.catch_up.timeout = hours(1);
+    let app = TestApp::new(builder(&store, config).read_model::<listing::TicketRow>())
+        .await
+        .expect("cannot build the read model app");
+    checkpoint(path);
+    let before = store.write_transactions();
+    let start = Instant::now();
+    let caught = app.app().catch_up_all().await.expect("projecting failed");
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    assert!(
+        caught.is_complete(),
+        "the read model did not catch up: {caught:?}"
+    );
+    check_rows(&app, units).await;
+    Measured {
+        units,
+        elapsed,
+        write_tx,
+    }
+}
+
+/// A rebuild of the read model over a log of `units` events, the live table caught up first
+/// (untimed): timed from its start to its swap; with the peak resident set during it (KiB),
+/// where Linux can reset the peak before it starts.
+pub async fn rebuild(path: &Path, mode: Mode, units: usize) -> (Measured, Option<u64>) {
+    {
+        let mut conn = floor::open(path, mode);
+        floor::prefill_events(&mut conn, units);
+    }
+    let store = open(path, mode);
+    let mut config = Config::default();
+    config.dispatcher.catch_up.timeout = hours(1);
+    let app = TestApp::new(builder(&store, config).read_model::<listing::TicketRow>())
+        .await
+        .expect("cannot build the read model app");
+    app.app().catch_up_all().await.expect("projecting failed");
+    checkpoint(path);
+    let reset = crate::memory::reset_peak();
+    let before = store.write_transactions();
+    let start = Instant::now();
+    let done = app
+        .app()
+        .rebuild("tickets", |_| {})
+        .await
+        .expect("the rebuild failed");
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    assert!(done.swapped && done.position == units as u64, "{done:?}");
+    let peak = crate::memory::peak_kib().filter(|_| reset);
+    check_rows(&app, units).await;
+    (
+        Measured {
+            units,
+            elapsed,
+            write_tx,
+        },
+        peak,
+    )
+}
+
+/// Fails unless the read model holds one row per ticket.
+async fn check_rows(app: &TestApp, units: usize) {
+    let rows = app
+        .app()
+        .read::<listing::TicketRow>()
+        .count(bounda::read_model::Filter::all())
+        .await
+        .expect("cannot count the read model's rows");
+    assert_eq!(
+        rows, units as u64,
+        "the read model holds {rows} rows after the timed run, not {units}: the measurement did          not measure the work it names"
+    );
 }
 
 /// Commands: `units` `OpenTicket`s dispatched one after another, each to a new ticket.

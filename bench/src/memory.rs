@@ -13,6 +13,12 @@ pub fn peak_kib() -> Option<u64> {
     status_kib("VmHWM")
 }
 
+/// Resets the peak resident set to the resident set now (Linux's `clear_refs` with 5), so the
+/// next [`peak_kib`] is the peak of what runs in between; `false` where it cannot.
+pub fn reset_peak() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// The resident set now, in KiB.
 pub fn resident_kib() -> Option<u64> {
     status_kib("VmRSS")

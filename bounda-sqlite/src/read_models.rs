@@ -163,41 +163,15 @@ impl ReadModelStore for SqliteStore {
         fingerprint: &str,
     ) -> Result<bool, StoreError> {
         let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(sql("cannot swap a rebuilt table"))?;
-        let Some((current, position)) = rebuild_of(&tx, table.name)? else {
-            return Ok(false);
-        };
-        if current != fingerprint {
-            return Ok(false);
-        }
-        let live = self.target(table, None);
-        let shadow = self.target(table, Some(&shadow_suffix(fingerprint)));
-        for statement in render::swap(Dialect::Sqlite, &shadow, &live, table) {
-            tx.execute_batch(&statement)
-                .map_err(sql("cannot swap a rebuilt table"))?;
-        }
-        let declaration = serde_json::to_string(&table.declaration())
-            .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
-        tx.execute(
-            "INSERT INTO bounda_checkpoints (subscriber, position) VALUES (?1, ?2)
-             ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position",
-            params![bounda::read_model::subscriber(table.name), position],
-        )
-        .and_then(|_| {
-            tx.execute(
-                "UPDATE bounda_read_models SET declaration = ?2, table_name = ?3, rebuild = NULL,
-                     rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
-                     held_event_type = NULL, held_message = NULL, held_attempts = NULL,
-                     held_failed_at = NULL, held_retry_at = NULL
-                 WHERE name = ?1",
-                params![table.name, declaration, live.bare],
-            )
-        })
-        .map_err(sql("cannot swap a rebuilt table"))?;
-        tx.commit().map_err(sql("cannot swap a rebuilt table"))?;
-        Ok(true)
+        // The swap makes the new table's indexes again (SQLite cannot rename one), sorting every
+        // row: in temporary files, so its memory stays within the page cache however long the
+        // log, and back in memory for the group commits after.
+        conn.pragma_update(None, "temp_store", "FILE")
+            .map_err(sql("cannot set temp_store"))?;
+        let swapped = swap(self, &mut conn, table, fingerprint);
+        conn.pragma_update(None, "temp_store", "MEMORY")
+            .map_err(sql("cannot set temp_store"))?;
+        swapped
     }
 
     async fn abandon_rebuild(&self, table: &TableDef, fingerprint: &str) -> Result<(), StoreError> {
@@ -359,6 +333,50 @@ pub(crate) fn statements(
         }
     }
     Ok(statements)
+}
+
+/// The swap of `finish_rebuild`, on the locked connection.
+fn swap(
+    store: &SqliteStore,
+    conn: &mut Connection,
+    table: &TableDef,
+    fingerprint: &str,
+) -> Result<bool, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql("cannot swap a rebuilt table"))?;
+    let Some((current, position)) = rebuild_of(&tx, table.name)? else {
+        return Ok(false);
+    };
+    if current != fingerprint {
+        return Ok(false);
+    }
+    let live = store.target(table, None);
+    let shadow = store.target(table, Some(&shadow_suffix(fingerprint)));
+    for statement in render::swap(Dialect::Sqlite, &shadow, &live, table) {
+        tx.execute_batch(&statement)
+            .map_err(sql("cannot swap a rebuilt table"))?;
+    }
+    let declaration = serde_json::to_string(&table.declaration())
+        .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
+    tx.execute(
+        "INSERT INTO bounda_checkpoints (subscriber, position) VALUES (?1, ?2)
+         ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position",
+        params![bounda::read_model::subscriber(table.name), position],
+    )
+    .and_then(|_| {
+        tx.execute(
+            "UPDATE bounda_read_models SET declaration = ?2, table_name = ?3, rebuild = NULL,
+                 rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
+                 held_event_type = NULL, held_message = NULL, held_attempts = NULL,
+                 held_failed_at = NULL, held_retry_at = NULL
+             WHERE name = ?1",
+            params![table.name, declaration, live.bare],
+        )
+    })
+    .map_err(sql("cannot swap a rebuilt table"))?;
+    tx.commit().map_err(sql("cannot swap a rebuilt table"))?;
+    Ok(true)
 }
 
 /// The rebuild under way of read model `name`: its fingerprint and position.
