@@ -52,6 +52,13 @@ pub fn configure(conn: &Connection, mode: Mode) {
     );
     conn.pragma_update(None, "synchronous", mode.pragma())
         .expect("cannot set synchronous");
+    // As bounda's connection: a statement whose plan could depend on a bound value (`position
+    // > ?`, `LIMIT ?`) keeps its plan rather than being prepared again at each new value.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .expect("cannot enable query planner stability");
 }
 
 /// Moves everything in the WAL into the database file and empties the WAL, so that what setup

@@ -128,7 +128,7 @@ impl Sizes {
         pending: [10_000, 100_000, 1_000_000],
         pending_fired: 2_000,
         postgres: 5_000,
-        projections: 20_000,
+        projections: 100_000,
         rebuilds: [100_000, 1_000_000],
     };
 

@@ -70,6 +70,9 @@ impl<E> std::ops::Deref for Projected<'_, E> {
 /// after a rollback writes the same rows.
 pub struct Table<'t, R> {
     rows: &'t mut dyn Rows,
+    /// The upsert's and the insert's SQL, rendered at their first use in the batch.
+    upsert: Option<std::sync::Arc<str>>,
+    insert: Option<std::sync::Arc<str>>,
     marker: PhantomData<fn() -> R>,
 }
 
@@ -86,6 +89,8 @@ impl<'t, R: ReadModel> Table<'t, R> {
     pub fn new(rows: &'t mut dyn Rows) -> Table<'t, R> {
         Table {
             rows,
+            upsert: None,
+            insert: None,
             marker: PhantomData,
         }
     }
@@ -96,24 +101,32 @@ impl<'t, R: ReadModel> Table<'t, R> {
 
     /// Writes `row`, replacing the row with its key if there is one.
     pub async fn upsert(&mut self, row: &R) -> Result<(), Error> {
-        let statement = render::upsert(
-            self.rows.dialect(),
-            self.rows.target(),
-            R::TABLE,
-            row.to_row(),
-        );
+        let sql = self
+            .upsert
+            .get_or_insert_with(|| {
+                render::upsert_sql(self.rows.dialect(), self.rows.target(), R::TABLE)
+            })
+            .clone();
+        let statement = render::Statement {
+            sql,
+            params: row.to_row(),
+        };
         self.execute(statement).await.map(drop)
     }
 
     /// Writes `row` unless a row has its key; answers whether it was written. A row that
     /// shares a unique column's value with another is still refused.
     pub async fn insert(&mut self, row: &R) -> Result<bool, Error> {
-        let statement = render::insert_ignore(
-            self.rows.dialect(),
-            self.rows.target(),
-            R::TABLE,
-            row.to_row(),
-        );
+        let sql = self
+            .insert
+            .get_or_insert_with(|| {
+                render::insert_ignore_sql(self.rows.dialect(), self.rows.target(), R::TABLE)
+            })
+            .clone();
+        let statement = render::Statement {
+            sql,
+            params: row.to_row(),
+        };
         Ok(self.execute(statement).await? > 0)
     }
 

@@ -65,8 +65,9 @@ pub struct Target {
 /// One statement and the values it binds, in placeholder order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
-    /// The SQL.
-    pub sql: String,
+    /// The SQL: shared, so a statement made again and again for new values (a projection's
+    /// upsert) is rendered once.
+    pub sql: std::sync::Arc<str>,
     /// The values.
     pub params: Vec<SqlValue>,
 }
@@ -333,7 +334,7 @@ impl Builder {
 
     fn done(self) -> Statement {
         Statement {
-            sql: self.sql,
+            sql: self.sql.into(),
             params: self.params,
         }
     }
@@ -344,21 +345,42 @@ fn column_list(table: &TableDef) -> String {
     names.join(", ")
 }
 
-fn insert(dialect: Dialect, target: &Target, table: &TableDef, row: Vec<SqlValue>) -> Builder {
-    let mut sql = Builder::new(dialect);
-    sql.push(&format!(
-        "INSERT INTO {} ({}) VALUES (",
+/// `INSERT .. VALUES ($1, ..) ON CONFLICT (key) ` for a row of every column.
+fn insert(dialect: Dialect, target: &Target, table: &TableDef) -> String {
+    let placeholders: Vec<String> = (1..=table.columns.len())
+        .map(|n| dialect.placeholder(n))
+        .collect();
+    format!(
+        "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) ",
         target.table,
-        column_list(table)
-    ));
-    for (i, value) in row.into_iter().enumerate() {
-        if i > 0 {
-            sql.push(", ");
-        }
-        sql.bind(value);
-    }
-    sql.push(&format!(") ON CONFLICT ({}) ", quote(table.key().name)));
-    sql
+        column_list(table),
+        placeholders.join(", "),
+        quote(table.key().name)
+    )
+}
+
+/// The SQL of [`upsert`], the same for every row: a projection renders it once.
+pub fn upsert_sql(dialect: Dialect, target: &Target, table: &TableDef) -> std::sync::Arc<str> {
+    let sets: Vec<String> = table
+        .columns
+        .iter()
+        .filter(|column| !column.key)
+        .map(|column| format!("{0} = excluded.{0}", quote(column.name)))
+        .collect();
+    let conflict = match sets.is_empty() {
+        true => "DO NOTHING".to_owned(),
+        false => format!("DO UPDATE SET {}", sets.join(", ")),
+    };
+    format!("{}{conflict}", insert(dialect, target, table)).into()
+}
+
+/// The SQL of [`insert_ignore`], the same for every row.
+pub fn insert_ignore_sql(
+    dialect: Dialect,
+    target: &Target,
+    table: &TableDef,
+) -> std::sync::Arc<str> {
+    format!("{}DO NOTHING", insert(dialect, target, table)).into()
 }
 
 /// Inserts `row` (values in column order), or replaces the row with its key.
@@ -368,18 +390,10 @@ pub fn upsert(
     table: &TableDef,
     row: Vec<SqlValue>,
 ) -> Statement {
-    let mut sql = insert(dialect, target, table, row);
-    let sets: Vec<String> = table
-        .columns
-        .iter()
-        .filter(|column| !column.key)
-        .map(|column| format!("{0} = excluded.{0}", quote(column.name)))
-        .collect();
-    match sets.is_empty() {
-        true => sql.push("DO NOTHING"),
-        false => sql.push(&format!("DO UPDATE SET {}", sets.join(", "))),
+    Statement {
+        sql: upsert_sql(dialect, target, table),
+        params: row,
     }
-    sql.done()
 }
 
 /// Inserts `row` unless a row has its key; a row that shares a unique value with another
@@ -390,9 +404,10 @@ pub fn insert_ignore(
     table: &TableDef,
     row: Vec<SqlValue>,
 ) -> Statement {
-    let mut sql = insert(dialect, target, table, row);
-    sql.push("DO NOTHING");
-    sql.done()
+    Statement {
+        sql: insert_ignore_sql(dialect, target, table),
+        params: row,
+    }
 }
 
 /// Sets `sets` on the rows `filter` holds for.
@@ -532,7 +547,7 @@ mod tests {
             vec![SqlValue::Text("o-1".into()), SqlValue::Null],
         );
         assert_eq!(
-            statement.sql,
+            &*statement.sql,
             "INSERT INTO \"s\".\"read_orders\" (\"id\", \"customer\") VALUES (?1, ?2) ON CONFLICT (\"id\") DO UPDATE SET \"customer\" = excluded.\"customer\""
         );
     }
@@ -560,7 +575,7 @@ mod tests {
         };
         let statement = select(Dialect::Postgres, &target(), &TABLE, &selection);
         assert_eq!(
-            statement.sql,
+            &*statement.sql,
             "SELECT \"id\", \"customer\" FROM \"s\".\"read_orders\" WHERE (\"customer\" IS NULL AND \"id\" IN ($1, $2)) ORDER BY \"customer\" DESC, \"id\" ASC LIMIT $3 OFFSET $4"
         );
         assert_eq!(statement.params.len(), 4);
