@@ -198,3 +198,57 @@ async fn many_openers_of_one_new_file_all_succeed() {
         assert_eq!(opened.head().await.expect("readable"), 0);
     }
 }
+
+// Issue 22: projections call no one. SQLite answers at once, so a projection that waits on
+// anything but its table has called out: its batch fails, saying so, and writes nothing.
+#[tokio::test]
+async fn a_projection_that_waits_on_something_else_fails_its_batch() {
+    use bounda::read_model::{ColumnDef, SqlType, TableDef};
+    use bounda::store::read_models::{Batch, ProjectError, Projector, Rows};
+    use futures_util::future::BoxFuture;
+
+    const TABLE: TableDef = TableDef {
+        name: "waiting",
+        columns: &[ColumnDef {
+            name: "id",
+            sql_type: SqlType::Text,
+            nullable: false,
+            key: true,
+            unique: false,
+            index: false,
+        }],
+    };
+    /// Waits for what never comes, as a call to a port would.
+    struct CallsOut;
+    impl Projector for CallsOut {
+        fn apply<'t>(&'t mut self, _: &'t mut dyn Rows) -> BoxFuture<'t, Result<(), ProjectError>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    let store = bounda_sqlite::SqliteStore::in_memory().unwrap();
+    let tables = store.read_models().unwrap();
+    tables.ensure(&TABLE).await.unwrap();
+    store
+        .move_checkpoint("read-model:waiting", None, 0)
+        .await
+        .unwrap();
+    let batch = Batch {
+        table: &TABLE,
+        subscriber: "read-model:waiting",
+        from: 0,
+        to: 3,
+        rebuild: None,
+    };
+    let error = tables.project(&batch, &mut CallsOut).await.unwrap_err();
+    assert!(
+        error.to_string().contains("projections call no one"),
+        "{error}"
+    );
+    assert_eq!(
+        store.checkpoint("read-model:waiting").await.unwrap(),
+        Some(0)
+    );
+    // The connection is usable after it.
+    assert_eq!(store.head().await.unwrap(), 0);
+}

@@ -253,10 +253,19 @@ pub async fn execute(
         Operator::Rebuild(args) => rebuild::run(app, &args.read_model, out).await?,
         Operator::Lag => {
             let lag = app.lag().await?;
+            // Names in one column, however long a read model's.
+            let width = lag
+                .subscribers
+                .iter()
+                .chain(&lag.stale)
+                .map(|s| s.subscriber.len())
+                .max()
+                .unwrap_or(0)
+                .max(12);
             for s in &lag.subscribers {
                 writeln!(
                     out,
-                    "{:<12} position {:>8}  lag {:>6}",
+                    "{:<width$} position {:>8}  lag {:>6}",
                     s.subscriber, s.position, s.lag
                 )
                 .map_err(io)?;
@@ -277,7 +286,7 @@ pub async fn execute(
             for s in &lag.stale {
                 writeln!(
                     out,
-                    "{:<12} position {:>8}  lag {:>6}  stale: this app does not run it",
+                    "{:<width$} position {:>8}  lag {:>6}  stale: this app does not run it",
                     s.subscriber, s.position, s.lag
                 )
                 .map_err(io)?;

@@ -8,7 +8,9 @@
 //! attempts, errors and revisions; dead letters with their status. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
 //! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
-//! later gives the first failure after the copy), and metadata fields this build does not know.
+//! later gives the first failure after the copy), metadata fields this build does not know, and
+//! read models (their tables and checkpoints: on the target, each read model projects the log
+//! afresh into a table of its own).
 //! Memory stays bounded by a page, except for dead letters, which are read at once: they are
 //! few, or there is a failure to mend first.
 //!
