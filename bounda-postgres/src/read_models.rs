@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bounda::Instant;
 use bounda::read_model::render::{self, Dialect, Statement, Target};
-use bounda::read_model::{Change, Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
+use bounda::read_model::{Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
 use bounda::store::StoreError;
 use bounda::store::read_models::{
     Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows, shadow_suffix,
@@ -78,7 +78,9 @@ impl ReadModelStore for PostgresStore {
             return Ok(());
         }
         let target = self.target(table, None);
-        for statement in statements(&target, table, &changes)? {
+        for statement in
+            render::changes(Dialect::Postgres, &target, table, &changes).map_err(StoreError::new)?
+        {
             tx.batch_execute(&statement)
                 .await
                 .map_err(failed("cannot make a read model's table"))?;
@@ -459,33 +461,6 @@ impl PostgresStore {
 fn position(position: u64) -> Result<i64, StoreError> {
     i64::try_from(position)
         .map_err(|_| StoreError::new(format!("position {position} is out of range")))
-}
-
-/// The statements that make `changes`.
-fn statements(
-    target: &Target,
-    table: &TableDef,
-    changes: &[Change],
-) -> Result<Vec<String>, StoreError> {
-    let dialect = Dialect::Postgres;
-    let mut statements = Vec::new();
-    for change in changes {
-        match change {
-            Change::Create => statements.extend(render::create(dialect, target, table)),
-            Change::AddColumn(column) => {
-                statements.push(render::add_column(dialect, target, column).ok_or_else(|| {
-                    StoreError::new(format!(
-                        "column `{}` has no value to add it with",
-                        column.name
-                    ))
-                })?)
-            }
-            Change::AddIndex(column) => statements.push(render::add_index(target, column, false)),
-            Change::AddUnique(column) => statements.push(render::add_index(target, column, true)),
-            Change::DropIndex(column) => statements.push(render::drop_index(target, column)),
-        }
-    }
-    Ok(statements)
 }
 
 /// A batch's rows: its transaction.

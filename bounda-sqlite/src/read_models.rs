@@ -7,7 +7,7 @@ use std::task::{Context, Poll, Waker};
 
 use bounda::Instant;
 use bounda::read_model::render::{self, Dialect, Statement, Target};
-use bounda::read_model::{Change, Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
+use bounda::read_model::{Declaration, SqlRow, SqlType, SqlValue, TableDef, plan};
 use bounda::store::StoreError;
 use bounda::store::read_models::{
     Batch, Held, ProjectError, Projected, Projector, ReadModelStore, Rows, shadow_suffix,
@@ -47,7 +47,9 @@ impl ReadModelStore for SqliteStore {
             return Ok(());
         }
         let target = self.target(table, None);
-        for statement in statements(Dialect::Sqlite, &target, table, &changes)? {
+        for statement in
+            render::changes(Dialect::Sqlite, &target, table, &changes).map_err(StoreError::new)?
+        {
             tx.execute_batch(&statement).map_err(|e| {
                 StoreError::with_source(
                     format!("cannot make read model `{}`'s table", table.name),
@@ -306,33 +308,6 @@ fn declaration(conn: &Connection, name: &str) -> Result<Option<Declaration>, Sto
                 e,
             )
         })
-}
-
-/// The statements that make `changes`.
-pub(crate) fn statements(
-    dialect: Dialect,
-    target: &Target,
-    table: &TableDef,
-    changes: &[Change],
-) -> Result<Vec<String>, StoreError> {
-    let mut statements = Vec::new();
-    for change in changes {
-        match change {
-            Change::Create => statements.extend(render::create(dialect, target, table)),
-            Change::AddColumn(column) => {
-                statements.push(render::add_column(dialect, target, column).ok_or_else(|| {
-                    StoreError::new(format!(
-                        "column `{}` has no value to add it with",
-                        column.name
-                    ))
-                })?)
-            }
-            Change::AddIndex(column) => statements.push(render::add_index(target, column, false)),
-            Change::AddUnique(column) => statements.push(render::add_index(target, column, true)),
-            Change::DropIndex(column) => statements.push(render::drop_index(target, column)),
-        }
-    }
-    Ok(statements)
 }
 
 /// The swap of `finish_rebuild`, on the locked connection.

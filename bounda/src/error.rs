@@ -366,6 +366,16 @@ impl Error {
     }
 }
 
+/// A column that does not read, from plain SQL (`SqlRow::get`): an unreadable row.
+impl From<crate::read_model::value::ColumnError> for Error {
+    fn from(error: crate::read_model::value::ColumnError) -> Error {
+        Error::UnreadableRow {
+            read_model: "plain SQL".into(),
+            message: error.to_string(),
+        }
+    }
+}
+
 /// ` at `field`` for a path within a state, nothing for the state as a whole.
 fn at_path(path: &str) -> String {
     if path == "." {

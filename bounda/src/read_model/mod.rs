@@ -18,17 +18,20 @@
 //! `count` and `page`; plain SQL on the store's connection says what they cannot
 //! ([`App::read_sql`](crate::App::read_sql)).
 
-mod declaration;
+pub(crate) mod declaration;
 mod filter;
 mod projection;
 pub(crate) mod query;
 pub mod render;
-mod value;
+mod rows;
+pub(crate) mod sql_row;
+pub(crate) mod value;
 
 pub use declaration::{Change, ColumnDef, Declaration, StoredColumn, TableDef, plan};
 pub use filter::{Column, Condition, Filter, Op, OrderBy, Select, Selection, Set};
 pub use projection::{Projected, Table};
-pub use query::{Page, ReadTable, SqlRow};
+pub use query::{Page, ReadTable};
+pub use sql_row::SqlRow;
 pub use value::{ColumnError, ColumnType, Json, SqlArg, SqlType, SqlValue};
 
 use crate::RecordedEvent;

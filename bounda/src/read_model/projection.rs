@@ -4,8 +4,8 @@
 use std::marker::PhantomData;
 
 use crate::read_model::filter::{Filter, Select, Set};
-use crate::read_model::query::decode;
 use crate::read_model::render;
+use crate::read_model::rows::{count_of, decode, types};
 use crate::read_model::value::SqlArg;
 use crate::read_model::{Column, ReadModel};
 use crate::store::read_models::Rows;
@@ -191,15 +191,6 @@ impl<'t, R: ReadModel> Table<'t, R> {
             .rows
             .query(&statement, &[crate::read_model::SqlType::Integer])
             .await?;
-        crate::read_model::query::count_of(R::NAME, rows)
+        count_of(R::NAME, rows)
     }
-}
-
-/// The SQL types of `R`'s columns, in order.
-pub(crate) fn types<R: ReadModel>() -> Vec<crate::read_model::SqlType> {
-    R::TABLE
-        .columns
-        .iter()
-        .map(|column| column.sql_type)
-        .collect()
 }

@@ -2,13 +2,12 @@
 //! rows, and rows of plain SQL.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use crate::read_model::ReadModel;
 use crate::read_model::filter::{Column, Filter, Select};
-use crate::read_model::projection::types;
 use crate::read_model::render;
-use crate::read_model::value::{ColumnType, SqlArg, SqlType, SqlValue};
+use crate::read_model::rows::{count_of, decode, types};
+use crate::read_model::value::{SqlArg, SqlType};
 use crate::store::read_models::ReadModelStore;
 use crate::{App, Error};
 
@@ -132,73 +131,4 @@ pub(crate) fn read_models(app: &App) -> Result<&dyn ReadModelStore, Error> {
         .ok_or_else(|| Error::Configuration {
             message: "this store keeps no read models; use the SQLite or PostgreSQL store".into(),
         })
-}
-
-/// Rows as `R`s.
-pub(crate) fn decode<R: ReadModel>(rows: Vec<Vec<SqlValue>>) -> Result<Vec<R>, Error> {
-    rows.into_iter()
-        .map(|row| {
-            R::from_row(row).map_err(|error| Error::UnreadableRow {
-                read_model: R::NAME.to_owned(),
-                message: error.to_string(),
-            })
-        })
-        .collect()
-}
-
-/// The count a `COUNT(*)` answered.
-pub(crate) fn count_of(read_model: &str, rows: Vec<Vec<SqlValue>>) -> Result<u64, Error> {
-    let value = rows
-        .into_iter()
-        .next()
-        .and_then(|row| row.into_iter().next());
-    match value.map(u64::from_sql) {
-        Some(Ok(count)) => Ok(count),
-        _ => Err(Error::UnreadableRow {
-            read_model: read_model.to_owned(),
-            message: "a count answered no number".into(),
-        }),
-    }
-}
-
-/// One row of plain SQL: its values by column name.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SqlRow {
-    columns: Arc<[String]>,
-    values: Vec<SqlValue>,
-}
-
-impl SqlRow {
-    /// A row of `values` under `columns`. Made by a store.
-    pub fn new(columns: Arc<[String]>, values: Vec<SqlValue>) -> SqlRow {
-        SqlRow { columns, values }
-    }
-
-    /// The column names, in order.
-    pub fn columns(&self) -> &[String] {
-        &self.columns
-    }
-
-    /// The values, in column order.
-    pub fn values(&self) -> &[SqlValue] {
-        &self.values
-    }
-
-    /// Column `column`'s value as a `T`.
-    pub fn get<T: ColumnType>(&self, column: &str) -> Result<T, Error> {
-        let index = self
-            .columns
-            .iter()
-            .position(|name| name == column)
-            .ok_or_else(|| Error::NotFound {
-                what: format!(
-                    "column `{column}` (the row has {})",
-                    self.columns.join(", ")
-                ),
-            })?;
-        T::from_sql(self.values[index].clone()).map_err(|error| Error::UnreadableRow {
-            read_model: "plain SQL".into(),
-            message: error.in_column(column).to_string(),
-        })
-    }
 }

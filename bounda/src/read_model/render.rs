@@ -1,7 +1,7 @@
 //! A read model's statements in SQL, for either store: one renderer, so both stores write the
 //! same rows for the same calls. A store supplies the table's name and binds the values.
 
-use crate::read_model::declaration::{ColumnDef, TableDef};
+use crate::read_model::declaration::{Change, ColumnDef, TableDef};
 use crate::read_model::filter::{Condition, Op, Selection};
 use crate::read_model::value::{SqlType, SqlValue};
 
@@ -141,6 +141,34 @@ pub fn create(dialect: Dialect, target: &Target, table: &TableDef) -> Vec<String
         }
     }
     statements
+}
+
+/// The statements that make `changes` (from [`plan`](crate::read_model::plan)) to the table
+/// at `target`; an error for a change a table cannot take, which `plan` never lists.
+pub fn changes(
+    dialect: Dialect,
+    target: &Target,
+    table: &TableDef,
+    changes: &[Change],
+) -> Result<Vec<String>, String> {
+    let mut statements = Vec::new();
+    for change in changes {
+        match change {
+            Change::Create => statements.extend(create(dialect, target, table)),
+            Change::AddColumn(column) => {
+                statements.push(add_column(dialect, target, column).ok_or_else(|| {
+                    format!(
+                        "column `{}` has no value to give the rows there are",
+                        column.name
+                    )
+                })?)
+            }
+            Change::AddIndex(column) => statements.push(add_index(target, column, false)),
+            Change::AddUnique(column) => statements.push(add_index(target, column, true)),
+            Change::DropIndex(column) => statements.push(drop_index(target, column)),
+        }
+    }
+    Ok(statements)
 }
 
 /// The statement that adds `column` to the table at `target`: `NULL` in the rows there are,

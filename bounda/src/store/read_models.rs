@@ -9,8 +9,10 @@ use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 
 use crate::Instant;
+use crate::read_model::declaration::TableDef;
 use crate::read_model::render::{Dialect, Statement, Target};
-use crate::read_model::{SqlRow, SqlType, SqlValue, TableDef};
+use crate::read_model::sql_row::SqlRow;
+use crate::read_model::value::{SqlType, SqlValue};
 use crate::store::StoreError;
 
 /// A store's read model tables. A store that has them answers [`Store::read_models`]
