@@ -1,4 +1,4 @@
-//! What a store does for read models ([`crate::read_model`]): make and mend their tables at
+//! What a store does for read models ([`mod@crate::read_model`]): make and mend their tables at
 //! start, write a batch's rows with its checkpoint in one transaction, and answer queries.
 //!
 //! A store renders nothing itself: statements come rendered by
@@ -15,8 +15,8 @@ use crate::read_model::sql_row::SqlRow;
 use crate::read_model::value::{SqlType, SqlValue};
 use crate::store::StoreError;
 
-/// A store's read model tables. A store that has them answers [`Store::read_models`]
-/// (crate::store::Store::read_models) with itself.
+/// A store's read model tables. A store that has them answers
+/// [`Store::read_models`](crate::store::Store::read_models) with itself.
 #[async_trait]
 pub trait ReadModelStore: Send + Sync {
     /// The SQL it speaks.
