@@ -715,3 +715,44 @@ async fn the_page_lists_read_models_with_their_lag_and_rebuilds_one() {
     );
     assert_eq!(rows(&app).await.len(), 2, "rebuilt through the head");
 }
+
+// Issue 22: under `App::run`, a failing projection is logged with its cause and tried again
+// with the back-off; it never stops the app, which goes on with its other work.
+#[tokio::test]
+async fn a_running_app_retries_a_failing_projection_with_its_back_off_and_keeps_running() {
+    use bounda::testing::{Level, Logs};
+    let logs = Logs::check();
+    logs.expect(Level::WARN, "cannot take a total of 13");
+    let store = support::database::store().await;
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.poll_interval = bounda::millis(5);
+    config.dispatcher.backoff.base_delay = bounda::millis(10);
+    config.dispatcher.backoff.max_delay = bounda::millis(20);
+    config.dispatcher.backoff.max_failures = 2;
+    let app = App::builder_shared(store)
+        .config(config)
+        .build()
+        .await
+        .unwrap();
+    BROKEN_TOTAL.set(Some(13));
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 13,
+    })
+    .await
+    .unwrap();
+    let ran = app
+        .run_until(tokio::time::sleep(std::time::Duration::from_millis(300)))
+        .await;
+    assert!(ran.is_ok(), "the app kept running: {ran:?}");
+    let tries = logs
+        .seen()
+        .iter()
+        .filter(|line| line.text.contains("cannot take a total of 13"))
+        .count();
+    assert!(tries >= 3, "tried again and again, each logged: {tries}");
+    // Its processes went on meanwhile.
+    let lag = app.lag().await.unwrap();
+    let processes = lag.subscribers.iter().find(|s| s.subscriber == "processes");
+    assert_eq!(processes.map(|s| s.lag), Some(0), "{lag:?}");
+}
