@@ -1,9 +1,12 @@
 //! Time comes from a [`Clock`]: the system clock in production, a simulated one in tests. No other
 //! code reads the wall clock.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use crate::{Duration, Instant};
 
@@ -36,10 +39,19 @@ impl Clock for SystemClock {
 /// time limits count its time too, so a test of a slow handler (a fake that moves the clock)
 /// does not depend on the machine; a handler that never finishes is still cut after a real
 /// minute, so a test does not hang.
+///
+/// Code under test waits on it with [`Timer`]s ([`after`](SimulatedClock::after),
+/// [`timer_at`](SimulatedClock::timer_at)): a fake port that answers an hour later, a provider's
+/// rate limit. A timer fires once the clock reaches its moment; `TestApp::advance` stops the
+/// clock at each pending timer's moment in turn, so they fire in due order, each seeing the
+/// clock at its own moment.
 #[derive(Debug)]
 pub struct SimulatedClock {
     now: Mutex<Instant>,
     moved: tokio::sync::watch::Sender<Instant>,
+    /// The timers waiting, by due moment and then by when they were made.
+    timers: Arc<Mutex<BTreeSet<(Instant, u64)>>>,
+    next_timer: AtomicU64,
 }
 
 /// How long, in real time, a handler on the simulated clock may wait for nothing at all.
@@ -58,7 +70,39 @@ impl SimulatedClock {
         SimulatedClock {
             now: Mutex::new(now),
             moved: tokio::sync::watch::Sender::new(now),
+            timers: Arc::default(),
+            next_timer: AtomicU64::new(0),
         }
+    }
+
+    /// A timer that fires once the clock has moved `duration` on from now.
+    pub fn after(&self, duration: Duration) -> Timer {
+        self.timer_at(self.now() + duration)
+    }
+
+    /// A timer that fires once the clock reaches `at`: at once, for a moment already passed.
+    pub fn timer_at(&self, at: Instant) -> Timer {
+        let key = (at, self.next_timer.fetch_add(1, Ordering::Relaxed));
+        lock(&self.timers).insert(key);
+        let mut moved = self.moved.subscribe();
+        Timer {
+            key,
+            timers: Arc::clone(&self.timers),
+            waiting: Box::pin(async move {
+                // The sender lives as long as the clock; a clock dropped first fires it.
+                let _ = moved.wait_for(|now| *now >= at).await;
+            }),
+        }
+    }
+
+    /// How many timers are waiting: made, neither fired nor dropped.
+    pub fn pending_timers(&self) -> usize {
+        lock(&self.timers).len()
+    }
+
+    /// The moment the next waiting timer fires at, if any.
+    pub fn next_timer(&self) -> Option<Instant> {
+        lock(&self.timers).first().map(|(at, _)| *at)
     }
 
     /// Moves the clock forward by `duration`.
@@ -82,6 +126,53 @@ impl SimulatedClock {
         self.now
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `mutex`'s value; a poisoned lock still holds a whole one (each change is one insert or
+/// remove).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A wait on a [`SimulatedClock`]: completes once the clock reaches its moment. Counted among the
+/// clock's [`pending_timers`](SimulatedClock::pending_timers) until it fires or is dropped.
+pub struct Timer {
+    key: (Instant, u64),
+    timers: Arc<Mutex<BTreeSet<(Instant, u64)>>>,
+    waiting: Sleep,
+}
+
+impl Timer {
+    /// The moment it fires at.
+    pub fn due(&self) -> Instant {
+        self.key.0
+    }
+}
+
+impl std::fmt::Debug for Timer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timer").field("due", &self.key.0).finish()
+    }
+}
+
+impl Future for Timer {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let fired = self.waiting.as_mut().poll(cx);
+        if fired.is_ready() {
+            lock(&self.timers).remove(&self.key);
+        }
+        fired
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        lock(&self.timers).remove(&self.key);
     }
 }
 

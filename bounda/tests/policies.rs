@@ -1095,3 +1095,62 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
         letters[0].error_message
     );
 }
+
+// Issue 23: a fake port waits on the app's clock. Its timers read their due moment, can be
+// counted, fire in due order as the test moves the clock, each seeing the clock at its own
+// moment, and the clock never goes back.
+#[tokio::test]
+async fn a_fake_ports_timers_fire_in_due_order_each_at_its_own_moment() {
+    use bounda::clock::Clock;
+    let store = support::database::store().await;
+    let app = TestApp::new(App::builder_shared(store).only_listed())
+        .await
+        .unwrap();
+    let clock = app.clock().clone();
+    let start = clock.now();
+    let fired = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for after in [30, 10, 20] {
+        let timer = clock.after(minutes(after));
+        assert_eq!(timer.due(), start + minutes(after));
+        let (clock, fired) = (clock.clone(), fired.clone());
+        tokio::spawn(async move {
+            let due = timer.due();
+            timer.await;
+            fired.lock().unwrap().push((due, clock.now()));
+        });
+    }
+    let dropped = clock.after(minutes(5));
+    assert_eq!(clock.pending_timers(), 4);
+    drop(dropped);
+    assert_eq!(
+        clock.pending_timers(),
+        3,
+        "a dropped timer is no longer pending"
+    );
+    assert_eq!(clock.next_timer(), Some(start + minutes(10)));
+
+    app.advance(minutes(25)).await.unwrap();
+    let seen = fired.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (start + minutes(10), start + minutes(10)),
+            (start + minutes(20), start + minutes(20)),
+        ],
+        "fired in due order, each at its own moment, the later one not yet"
+    );
+    assert_eq!(clock.pending_timers(), 1);
+
+    app.advance(minutes(25)).await.unwrap();
+    assert_eq!(fired.lock().unwrap().len(), 3);
+    assert_eq!(clock.pending_timers(), 0);
+    assert_eq!(clock.now(), start + minutes(50));
+    clock.advance_to(start);
+    assert_eq!(
+        clock.now(),
+        start + minutes(50),
+        "the clock never goes back"
+    );
+    // A timer of a moment already passed fires at once.
+    clock.timer_at(start).await;
+}
