@@ -27,10 +27,12 @@ impl ReadModelStore for PostgresStore {
     }
 
     fn target(&self, table: &TableDef, shadow: Option<&str>) -> Target {
-        let bare = match shadow {
+        // Within PostgreSQL's 63 bytes whatever the prefix, and the shadow's name never the
+        // live one's.
+        let bare = render::identifier(match shadow {
             Some(shadow) => format!("{}{}__{shadow}", self.names.prefix(), table.table_name()),
             None => format!("{}{}", self.names.prefix(), table.table_name()),
-        };
+        });
         let schema = format!("{}.", self.names.schema());
         Target {
             table: format!("{schema}{}", render::quote(&bare)),
@@ -114,7 +116,7 @@ impl ReadModelStore for PostgresStore {
         // A rebuild's slices take a lock of their own: they go on while live batches do.
         let (class, object) = match batch.rebuild {
             None => self.read_model_lock(batch.table.name),
-            Some(_) => self.read_model_lock(&format!("{}\0rebuild", batch.table.name)),
+            Some(_) => self.read_model_lock(&rebuild_lock(batch.table.name)),
         };
         let locked: bool = sql::query_one(
             &tx,
@@ -125,8 +127,8 @@ impl ReadModelStore for PostgresStore {
         .and_then(|row| row.try_get(0))
         .map_err(failed("cannot lock a read model"))?;
         if !locked {
-            // Another process is writing this read model's batch; dropping the transaction
-            // rolls it back.
+            // Another process is writing this read model's batch.
+            rollback(tx).await?;
             return Ok(Projected::Busy);
         }
         let (from, to) = (position(batch.from)?, position(batch.to)?);
@@ -158,6 +160,7 @@ impl ReadModelStore for PostgresStore {
                     .is_none_or(|(current, _)| current != fingerprint),
                 None => false,
             };
+            rollback(tx).await?;
             return Ok(if superseded {
                 Projected::Superseded
             } else {
@@ -168,8 +171,14 @@ impl ReadModelStore for PostgresStore {
         let mut rows = PgRows {
             tx: &tx,
             target: self.target(batch.table, shadow.as_deref()),
+            failed: None,
         };
-        projector.apply(&mut rows).await?;
+        if let Err(error) = projector.apply(&mut rows).await {
+            // Rolled back now, not when the connection goes back to the pool: the lock is free
+            // for the batch that writes what came before the failing event.
+            rollback(tx).await?;
+            return Err(error);
+        }
         tx.commit()
             .await
             .map_err(failed("cannot commit a read model's batch"))?;
@@ -263,8 +272,10 @@ impl ReadModelStore for PostgresStore {
     ) -> Result<bool, StoreError> {
         let mut client = self.client().await?;
         let tx = sql::transaction(&mut client).await?;
-        // The live batches of this read model wait for the swap, and then find its checkpoint.
+        // The live batches of this read model wait for the swap, and then find its checkpoint;
+        // so do the rebuild's own slices, so the position read here is the last.
         self.lock_read_model(&tx, table.name).await?;
+        self.lock_read_model(&tx, &rebuild_lock(table.name)).await?;
         let Some((current, reached)) = self.rebuild_of(&tx, table.name).await? else {
             return Ok(false);
         };
@@ -457,6 +468,18 @@ impl PostgresStore {
     }
 }
 
+/// What a rebuild of read model `name` locks: apart from its live batches.
+fn rebuild_lock(name: &str) -> String {
+    format!("{name}\0rebuild")
+}
+
+/// Ends `tx` at once, rolled back.
+async fn rollback(tx: deadpool_postgres::Transaction<'_>) -> Result<(), StoreError> {
+    tx.rollback()
+        .await
+        .map_err(failed("cannot roll back a read model's batch"))
+}
+
 /// A position as PostgreSQL's `BIGINT`.
 fn position(position: u64) -> Result<i64, StoreError> {
     i64::try_from(position)
@@ -467,6 +490,20 @@ fn position(position: u64) -> Result<i64, StoreError> {
 struct PgRows<'a, 'c> {
     tx: &'a deadpool_postgres::Transaction<'c>,
     target: Target,
+    /// The first statement that failed, with why: the transaction is aborted after it.
+    failed: Option<String>,
+}
+
+impl PgRows<'_, '_> {
+    /// `result`, its error noted as the batch's first failure.
+    fn noted<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(error) = &result
+            && self.failed.is_none()
+        {
+            self.failed = Some(error.flattened().to_string());
+        }
+        result
+    }
 }
 
 #[bounda::store::async_trait]
@@ -483,9 +520,10 @@ impl Rows for PgRows<'_, '_> {
         let binds: Vec<Bind<'_>> = statement.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> =
             binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        sql::execute(self.tx, &statement.sql, &refs)
+        let changed = sql::execute(self.tx, &statement.sql, &refs)
             .await
-            .map_err(failed("cannot write to a read model's table"))
+            .map_err(failed("cannot write to a read model's table"));
+        self.noted(changed)
     }
 
     async fn query(
@@ -493,7 +531,12 @@ impl Rows for PgRows<'_, '_> {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
-        query(self.tx, statement, columns).await
+        let rows = query(self.tx, statement, columns).await;
+        self.noted(rows)
+    }
+
+    fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
     }
 }
 

@@ -24,10 +24,10 @@ impl ReadModelStore for SqliteStore {
     }
 
     fn target(&self, table: &TableDef, shadow: Option<&str>) -> Target {
-        let bare = match shadow {
+        let bare = render::identifier(match shadow {
             Some(shadow) => format!("bounda_{}__{shadow}", table.table_name()),
             None => format!("bounda_{}", table.table_name()),
-        };
+        });
         Target {
             table: render::quote(&bare),
             bare,
@@ -88,7 +88,13 @@ impl ReadModelStore for SqliteStore {
         };
         if let Err(error) = conn.execute_batch(end) {
             // A failed COMMIT leaves the transaction open: end it, so the connection is usable.
-            let _ = conn.execute_batch("ROLLBACK");
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            // A failed ROLLBACK after a failure keeps the failure: it says which event.
+            if result.is_err() {
+                return result;
+            }
             return Err(
                 StoreError::with_source("cannot commit a read model's batch", error).into(),
             );
@@ -399,7 +405,11 @@ fn write_batch(
             Projected::Moved
         });
     }
-    let mut rows = SqliteRows { conn, target };
+    let mut rows = SqliteRows {
+        conn,
+        target,
+        failed: None,
+    };
     // SQLite answers at once, so the projections finish in one poll; one that waits on
     // something else has called out, which a projection may not.
     let mut applying = pin!(projector.apply(&mut rows));
@@ -422,6 +432,20 @@ fn write_batch(
 struct SqliteRows<'c> {
     conn: &'c mut Connection,
     target: Target,
+    /// The first statement that failed, with why.
+    failed: Option<String>,
+}
+
+impl SqliteRows<'_> {
+    /// `result`, its error noted as the batch's first failure.
+    fn noted<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        if let Err(error) = &result
+            && self.failed.is_none()
+        {
+            self.failed = Some(error.flattened().to_string());
+        }
+        result
+    }
 }
 
 #[bounda::store::async_trait]
@@ -439,10 +463,11 @@ impl Rows for SqliteRows<'_> {
             .conn
             .prepare_cached(&statement.sql)
             .and_then(|mut s| s.execute(params_from_iter(statement.params.iter().map(Bind))))
+            .map(|changed| changed as u64)
             .map_err(|e| {
                 StoreError::with_source(format!("cannot write to `{}`", self.target.bare), e)
-            })?;
-        Ok(changed as u64)
+            });
+        self.noted(changed)
     }
 
     async fn query(
@@ -450,7 +475,12 @@ impl Rows for SqliteRows<'_> {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
-        query(self.conn, statement, columns.len())
+        let rows = query(self.conn, statement, columns.len());
+        self.noted(rows)
+    }
+
+    fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
     }
 }
 

@@ -111,6 +111,35 @@ impl PaymentRow {
     }
 }
 
+/// Which order each payment pays, an order paid once: its projection swallows a failed insert,
+/// as a careless one might.
+#[read_model(name = "payment-orders")]
+#[derive(Debug, Clone, PartialEq)]
+pub struct PaymentOrder {
+    #[key]
+    pub payment_id: String,
+    #[unique]
+    pub order_id: String,
+}
+
+#[read_model]
+impl PaymentOrder {
+    async fn on_payment_settled(
+        event: Projected<'_, PaymentSettled>,
+        table: &mut Table<'_, Self>,
+    ) -> Result<()> {
+        let Some(order_id) = event.order_id.clone() else {
+            return Ok(());
+        };
+        let row = PaymentOrder {
+            payment_id: event.payment_id.clone(),
+            order_id,
+        };
+        let _ = table.insert(&row).await;
+        Ok(())
+    }
+}
+
 async fn app() -> TestApp {
     let store = support::database::store().await;
     TestApp::new(App::builder_shared(store)).await.unwrap()
@@ -604,6 +633,8 @@ async fn a_table_the_build_cannot_keep_is_refused_at_start_until_it_is_rebuilt()
             .unwrap()
             .swapped
     );
+    // Rebuilt, it runs, in the same process as in the next.
+    later.run_until_idle().await.unwrap();
     let rebuilt = support::another_app(&store, &clock, |b| b.read_model::<RetypedOrderRow>()).await;
     rebuilt.run_until_idle().await.unwrap();
 }
@@ -755,4 +786,40 @@ async fn a_running_app_retries_a_failing_projection_with_its_back_off_and_keeps_
     let lag = app.lag().await.unwrap();
     let processes = lag.subscribers.iter().find(|s| s.subscriber == "processes");
     assert_eq!(processes.map(|s| s.lag), Some(0), "{lag:?}");
+}
+
+// Issue 22 (review): a statement that fails inside a batch fails it, even when the projection
+// goes on without it: nothing is committed without it, on either store.
+#[tokio::test]
+async fn a_failed_statement_fails_its_batch_even_when_the_projection_goes_on() {
+    let app = app().await;
+    for payment in ["p-1", "p-2"] {
+        app.dispatch(SettlePayment {
+            payment_id: payment.into(),
+            order_id: Some("o-1".into()),
+        })
+        .await
+        .unwrap();
+    }
+    let error = app.run_until_idle().await.unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("a statement failed and the projection went on without it"),
+        "{error}"
+    );
+    let Error::Projection { position, .. } = error else {
+        panic!("a projection failure");
+    };
+    assert_eq!(
+        app.app()
+            .store()
+            .checkpoint("read-model:payment-orders")
+            .await
+            .unwrap(),
+        Some(position - 1),
+        "held just before the second payment"
+    );
+    let first = app.app().read::<PaymentOrder>().get("p-1").await.unwrap();
+    assert_eq!(first.map(|row| row.order_id), Some("o-1".to_owned()));
 }

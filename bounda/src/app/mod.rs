@@ -80,7 +80,7 @@ struct Inner {
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
-    refused_read_models: Vec<(&'static str, String)>,
+    refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
     /// The app's ports, by type.
     ports: Ports,
     /// Set when the app is shutting down: passes stop between attempts.
@@ -355,7 +355,7 @@ impl AppBuilder {
                 commands: self.commands,
                 processes: self.processes,
                 read_models: self.read_models,
-                refused_read_models,
+                refused_read_models: std::sync::Mutex::new(refused_read_models),
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
                 waiting: std::sync::Mutex::new(HashMap::new()),

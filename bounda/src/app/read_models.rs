@@ -108,10 +108,27 @@ impl<R: Projections> Projector for EventsOf<'_, R> {
                 let Some(projecting) = R::project(event, &mut table) else {
                     continue;
                 };
-                if let Err(error) = projecting.await {
+                let projected = projecting.await;
+                if let Err(error) = &projected
+                    && let Some(Error::Store(store)) = error.downcast_ref::<Error>()
+                    && store.is_unavailable()
+                {
+                    // The database out of reach is the store's failure, waited out, not the
+                    // projection's.
+                    return Err(ProjectError::Store(store.flattened()));
+                }
+                let failed = match projected {
+                    Err(error) => Some(crate::error::chain(&*error)),
+                    Ok(()) => table.failed().map(|statement| {
+                        format!(
+                            "a statement failed and the projection went on without it: {statement}"
+                        )
+                    }),
+                };
+                if let Some(message) = failed {
                     return Err(ProjectError::Failed {
                         event: index,
-                        message: crate::error::chain(&*error),
+                        message,
                     });
                 }
             }
@@ -148,15 +165,13 @@ impl App {
     /// event whose projection failed, with what came before it written. Answers whether it
     /// moved.
     pub(crate) async fn read_model_pass(&self, model: &dyn ReadModelRunner) -> Result<bool, Error> {
-        if let Some((_, message)) = self
-            .inner
-            .refused_read_models
+        let refused = self
+            .refused_read_models()
             .iter()
             .find(|(name, _)| *name == model.name())
-        {
-            return Err(Error::Configuration {
-                message: message.clone(),
-            });
+            .map(|(_, message)| message.clone());
+        if let Some(message) = refused {
+            return Err(Error::Configuration { message });
         }
         let store = read_models(self)?;
         let subscriber = model.subscriber();
@@ -269,17 +284,30 @@ impl App {
 
     /// Why the app does not run: read models whose table cannot take this build's declaration.
     pub(crate) fn read_model_refusal(&self) -> Option<Error> {
-        if self.inner.refused_read_models.is_empty() {
+        let refused = self.refused_read_models();
+        if refused.is_empty() {
             return None;
         }
-        let reasons: Vec<&str> = self
-            .inner
-            .refused_read_models
+        let reasons: Vec<&str> = refused
             .iter()
             .map(|(_, message)| message.as_str())
             .collect();
         Some(Error::Configuration {
             message: reasons.join("; "),
         })
+    }
+
+    /// The read models whose table could not take this build's declaration, until rebuilt.
+    fn refused_read_models(&self) -> std::sync::MutexGuard<'_, Vec<(&'static str, String)>> {
+        self.inner
+            .refused_read_models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Read model `name` was rebuilt to this build's declaration: no longer refused.
+    pub(crate) fn rebuilt(&self, name: &str) {
+        self.refused_read_models()
+            .retain(|(refused, _)| *refused != name);
     }
 }

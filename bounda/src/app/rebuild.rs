@@ -36,13 +36,20 @@ impl App {
         name: &str,
         mut progress: impl FnMut(&RebuildProgress),
     ) -> Result<RebuildProgress, Error> {
-        progress(&self.start_rebuild(name).await?);
+        let mut at = self.start_rebuild(name).await?;
+        progress(&at);
         loop {
             let step = self.rebuild_slice(name, REBUILD_SLICE).await?;
             progress(&step);
             if step.swapped {
                 return Ok(step);
             }
+            if step.position == at.position {
+                // Another process holds the slice: wait a poll rather than ask again at once.
+                let poll: std::time::Duration = self.config().dispatcher.poll_interval.into();
+                tokio::time::sleep(poll).await;
+            }
+            at = step;
         }
     }
 
@@ -92,6 +99,7 @@ impl App {
         let Some(last) = batch.last() else {
             return match store.finish_rebuild(model.table(), &fingerprint).await? {
                 true => {
+                    self.rebuilt(name);
                     tracing::info!(
                         read_model = name,
                         position = from,

@@ -180,6 +180,13 @@ pub fn plan(table: &TableDef, stored: Option<&Declaration>) -> Result<Vec<Change
             ));
             continue;
         }
+        if new.unique && !new.nullable {
+            problems.push(format!(
+                "new unique field `{}` would give every row there is the same value; make it an `Option`",
+                new.name
+            ));
+            continue;
+        }
         changes.push(Change::AddColumn(new));
         if new.unique {
             changes.push(Change::AddUnique(new));

@@ -95,6 +95,11 @@ impl<'t, R: ReadModel> Table<'t, R> {
         }
     }
 
+    /// The first statement of the batch that failed, if one did.
+    pub(crate) fn failed(&self) -> Option<&str> {
+        self.rows.failed()
+    }
+
     async fn execute(&mut self, statement: render::Statement) -> Result<u64, Error> {
         Ok(self.rows.execute(&statement).await?)
     }

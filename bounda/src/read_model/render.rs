@@ -77,35 +77,40 @@ pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// The name of the index on `column` of the table `bare`, kept within PostgreSQL's 63 bytes.
-fn index_name(bare: &str, column: &str, unique: bool) -> String {
-    let name = format!("{bare}_{column}_{}", if unique { "key" } else { "idx" });
+/// FNV-1a of `text`: the same on every machine and build.
+fn hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// `name` as an identifier PostgreSQL keeps whole (63 bytes at most, where it would cut a
+/// longer one without a word): a long one keeps its start and a hash of the whole, so two
+/// names never become one.
+pub fn identifier(name: String) -> String {
     if name.len() <= 63 {
         return name;
     }
-    // A long name keeps its start and a hash of the whole, so two never meet.
-    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-    });
     let mut cut = 46;
     while !name.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}_{hash:016x}", &name[..cut])
+    format!("{}_{:016x}", &name[..cut], hash(&name))
 }
 
-/// The name PostgreSQL gives the primary key's index of table `bare`: `<bare>_pkey`, cut to
-/// 63 bytes.
+/// The name of the index on `column` of the table `bare`: the table's name, the column's, and
+/// a hash of the pair, so that table `order` with column `line_total` and table `order_line`
+/// with column `total` have indexes of their own.
+fn index_name(bare: &str, column: &str, unique: bool) -> String {
+    let kind = if unique { "key" } else { "idx" };
+    let pair = hash(&format!("{bare}\0{column}")) & 0xff_ffff;
+    identifier(format!("{bare}_{column}_{pair:06x}_{kind}"))
+}
+
+/// The name of table `bare`'s primary key: named by bounda, not left to the database, so a
+/// swap renames it whatever the table's length.
 fn key_index_name(bare: &str) -> String {
-    let mut name = format!("{bare}_pkey");
-    if name.len() > 63 {
-        let mut cut = 58;
-        while !bare.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        name = format!("{}_pkey", &bare[..cut]);
-    }
-    name
+    identifier(format!("{bare}_pkey"))
 }
 
 /// The statements that create `table` at `target` with its indexes, if it is not there.
@@ -120,7 +125,11 @@ pub fn create(dialect: Dialect, target: &Target, table: &TableDef) -> Vec<String
                 dialect.type_name(column.sql_type)
             );
             if column.key {
-                sql.push_str(" PRIMARY KEY");
+                // Named, so PostgreSQL's index of it has a name bounda knows.
+                sql.push_str(&format!(
+                    " CONSTRAINT {} PRIMARY KEY",
+                    quote(&key_index_name(&target.bare))
+                ));
             } else if !column.nullable {
                 sql.push_str(" NOT NULL");
             }
@@ -557,12 +566,22 @@ mod tests {
 
     #[test]
     fn a_table_is_created_with_its_key_and_indexes() {
+        let index = index_name("read_orders", "customer", false);
+        assert!(index.starts_with("read_orders_customer_") && index.ends_with("_idx"));
         assert_eq!(
             create(Dialect::Postgres, &target(), &TABLE),
             [
-                "CREATE TABLE IF NOT EXISTS \"s\".\"read_orders\" (\"id\" TEXT PRIMARY KEY, \"customer\" TEXT)",
-                "CREATE INDEX IF NOT EXISTS \"read_orders_customer_idx\" ON \"s\".\"read_orders\" (\"customer\")",
+                "CREATE TABLE IF NOT EXISTS \"s\".\"read_orders\" (\"id\" TEXT CONSTRAINT \"read_orders_pkey\" PRIMARY KEY, \"customer\" TEXT)".to_owned(),
+                format!("CREATE INDEX IF NOT EXISTS \"{index}\" ON \"s\".\"read_orders\" (\"customer\")"),
             ]
+        );
+    }
+
+    #[test]
+    fn tables_and_columns_that_read_alike_have_indexes_of_their_own() {
+        assert_ne!(
+            index_name("read_order", "line_total", false),
+            index_name("read_order_line", "total", false)
         );
     }
 
@@ -610,9 +629,16 @@ mod tests {
     }
 
     #[test]
-    fn a_long_index_name_is_cut_to_what_postgres_keeps() {
+    fn a_long_name_is_cut_to_what_postgres_keeps_and_stays_its_own() {
         let long = index_name(&"x".repeat(60), "column", false);
         assert!(long.len() <= 63, "{long}");
         assert_ne!(long, index_name(&"x".repeat(61), "column", false));
+        let (live, shadow) = (
+            identifier("p".repeat(40) + "read_order_summary_of_the_week"),
+            identifier("p".repeat(40) + "read_order_summary_of_the_week__r01234567"),
+        );
+        assert!(live.len() <= 63 && shadow.len() <= 63);
+        assert_ne!(live, shadow);
+        assert!(key_index_name(&shadow).len() <= 63);
     }
 }

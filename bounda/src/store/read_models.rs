@@ -153,6 +153,10 @@ pub trait Rows: Send {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError>;
+
+    /// The first statement of the batch that failed, if one did: a projection that goes on
+    /// after it fails the batch all the same (PostgreSQL could not commit it anyway).
+    fn failed(&self) -> Option<&str>;
 }
 
 /// What writes a batch's rows: the runtime's projections over the batch's events.

@@ -177,6 +177,33 @@ pub async fn read_model_tables_are_made_and_brought_up_at_start(store: &dyn Stor
         rows[0][6]
     );
 
+    // The new indexes are there: total's and note's.
+    let indexes = match tables.dialect() {
+        crate::read_model::render::Dialect::Sqlite => tables
+            .sql(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL",
+                &[target.bare.clone().into()],
+            )
+            .await
+            .unwrap(),
+        crate::read_model::render::Dialect::Postgres => tables
+            .sql(
+                "SELECT indexname AS name FROM pg_indexes WHERE tablename = $1 AND indexname NOT LIKE '%pkey'",
+                &[target.bare.clone().into()],
+            )
+            .await
+            .unwrap(),
+    };
+    let names: Vec<String> = indexes.iter().map(|row| row.get("name").unwrap()).collect();
+    for column in ["total", "note", "reference"] {
+        assert!(
+            names
+                .iter()
+                .any(|name| name.contains(&format!("_{column}_"))),
+            "an index on `{column}`: {names:?}"
+        );
+    }
+
     const TOTAL_REAL: ColumnDef = column("total", SqlType::Real);
     const PLAIN_REFERENCE: ColumnDef = ColumnDef {
         unique: false,
