@@ -92,8 +92,8 @@ impl ReadModelStore for SqliteStore {
                 let _ = conn.execute_batch("ROLLBACK");
             }
             // A failed ROLLBACK after a failure keeps the failure: it says which event.
-            if result.is_err() {
-                return result;
+            if let Err(failure) = result {
+                return Err(failure);
             }
             return Err(
                 StoreError::with_source("cannot commit a read model's batch", error).into(),
