@@ -92,11 +92,13 @@ impl ReadModelStore for PostgresStore {
         sql::execute(
             &tx,
             &self.names.sql(
-                "INSERT INTO {t}read_models (name, table_name, declaration) VALUES ($1, $2, $3)
+                "INSERT INTO {t}read_models (name, table_name, declaration, declared)
+                 VALUES ($1, $2, $3, $4)
                  ON CONFLICT (name) DO UPDATE SET table_name = excluded.table_name,
-                                                  declaration = excluded.declaration",
+                                                  declaration = excluded.declaration,
+                                                  declared = excluded.declared",
             ),
-            &[&table.name, &target.bare, &declaration],
+            &[&table.name, &target.bare, &declaration, &table.declared()],
         )
         .await
         .map_err(failed("cannot keep a read model's declaration"))?;
@@ -132,40 +134,46 @@ impl ReadModelStore for PostgresStore {
             return Ok(Projected::Busy);
         }
         let (from, to) = (position(batch.from)?, position(batch.to)?);
+        let declared = batch.declared();
         let moved = match batch.rebuild {
-            None => sql::execute(
-                &tx,
-                &self.names.sql(
-                    "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2",
-                ),
-                &[&batch.subscriber, &from, &to],
-            )
-            .await,
-            Some(fingerprint) => sql::execute(
-                &tx,
-                &self.names.sql(
-                    "UPDATE {t}read_models SET rebuild_position = $3
+            None => {
+                sql::execute(
+                    &tx,
+                    &self.names.sql(
+                        "UPDATE {t}checkpoints SET position = $3
+                     WHERE subscriber = $1 AND position = $2
+                       AND EXISTS (SELECT 1 FROM {t}read_models WHERE name = $4 AND declared = $5)",
+                    ),
+                    &[&batch.subscriber, &from, &to, &batch.table.name, &declared],
+                )
+                .await
+            }
+            Some(fingerprint) => {
+                sql::execute(
+                    &tx,
+                    &self.names.sql(
+                        "UPDATE {t}read_models SET rebuild_position = $3
                      WHERE name = $1 AND rebuild = $4 AND rebuild_position = $2",
-                ),
-                &[&batch.table.name, &from, &to, &fingerprint],
-            )
-            .await,
+                    ),
+                    &[&batch.table.name, &from, &to, &fingerprint],
+                )
+                .await
+            }
         }
         .map_err(failed("cannot move a read model's checkpoint"))?;
         if moved == 0 {
-            let superseded = match batch.rebuild {
-                Some(fingerprint) => self
-                    .rebuild_of(&tx, batch.table.name)
-                    .await?
-                    .is_none_or(|(current, _)| current != fingerprint),
-                None => false,
+            let answer = match batch.rebuild {
+                Some(fingerprint) => match self.rebuild_of(&tx, batch.table.name).await? {
+                    Some((current, _)) if current == fingerprint => Projected::Moved,
+                    _ => Projected::Superseded,
+                },
+                None => match self.declared_of(&tx, batch.table.name).await? {
+                    Some(stored) if stored == declared => Projected::Moved,
+                    _ => Projected::Outdated,
+                },
             };
             rollback(tx).await?;
-            return Ok(if superseded {
-                Projected::Superseded
-            } else {
-                Projected::Moved
-            });
+            return Ok(answer);
         }
         let shadow = batch.rebuild.map(shadow_suffix);
         let mut rows = PgRows {
@@ -305,13 +313,14 @@ impl ReadModelStore for PostgresStore {
         sql::execute(
             &tx,
             &self.names.sql(
-                "UPDATE {t}read_models SET declaration = $2, table_name = $3, rebuild = NULL,
+                "UPDATE {t}read_models SET declaration = $2, table_name = $3, declared = $4,
+                     rebuild = NULL,
                      rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
                      held_event_type = NULL, held_message = NULL, held_attempts = NULL,
                      held_failed_at = NULL, held_retry_at = NULL
                  WHERE name = $1",
             ),
-            &[&table.name, &declaration, &live.bare],
+            &[&table.name, &declaration, &live.bare, &table.declared()],
         )
         .await
         .map_err(failed("cannot swap a rebuilt table"))?;
@@ -427,6 +436,24 @@ impl PostgresStore {
         .await
         .map_err(failed("cannot lock a read model"))?;
         Ok(())
+    }
+
+    /// The hash of read model `name`'s stored declaration, if it has a table.
+    async fn declared_of(
+        &self,
+        client: &impl GenericClient,
+        name: &str,
+    ) -> Result<Option<String>, StoreError> {
+        sql::query_opt(
+            client,
+            &self
+                .names
+                .sql("SELECT declared FROM {t}read_models WHERE name = $1"),
+            &[&name],
+        )
+        .await
+        .and_then(|row| row.map(|row| row.try_get(0)).transpose())
+        .map_err(failed("cannot read a read model's declaration"))
     }
 
     /// The rebuild under way of read model `name`: its fingerprint and position.
@@ -728,6 +755,7 @@ impl ToSql for Bind<'_> {
                 Type::TEXT | Type::VARCHAR => at.to_string().to_sql(ty, out),
                 _ => Err(mismatch()),
             },
+            SqlValue::Unwritable(why) => Err(why.clone().into()),
             SqlValue::Json(json) => match *ty {
                 Type::TEXT | Type::VARCHAR => json.to_string().to_sql(ty, out),
                 _ => json.to_sql(ty, out),

@@ -60,10 +60,12 @@ impl ReadModelStore for SqliteStore {
         let declaration = serde_json::to_string(&table.declaration())
             .map_err(|e| StoreError::with_source("cannot write a read model's declaration", e))?;
         tx.execute(
-            "INSERT INTO bounda_read_models (name, table_name, declaration) VALUES (?1, ?2, ?3)
+            "INSERT INTO bounda_read_models (name, table_name, declaration, declared)
+             VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (name) DO UPDATE SET table_name = excluded.table_name,
-                                              declaration = excluded.declaration",
-            params![table.name, target.bare, declaration],
+                                              declaration = excluded.declaration,
+                                              declared = excluded.declared",
+            params![table.name, target.bare, declaration, table.declared()],
         )
         .map_err(sql("cannot keep a read model's declaration"))?;
         tx.commit()
@@ -347,17 +349,25 @@ fn swap(
     )
     .and_then(|_| {
         tx.execute(
-            "UPDATE bounda_read_models SET declaration = ?2, table_name = ?3, rebuild = NULL,
+            "UPDATE bounda_read_models SET declaration = ?2, table_name = ?3, declared = ?4,
+                 rebuild = NULL,
                  rebuild_position = NULL, held_position = NULL, held_event_id = NULL,
                  held_event_type = NULL, held_message = NULL, held_attempts = NULL,
                  held_failed_at = NULL, held_retry_at = NULL
              WHERE name = ?1",
-            params![table.name, declaration, live.bare],
+            params![table.name, declaration, live.bare, table.declared()],
         )
     })
     .map_err(sql("cannot swap a rebuilt table"))?;
     tx.commit().map_err(sql("cannot swap a rebuilt table"))?;
     Ok(true)
+}
+
+/// The hash of read model `name`'s stored declaration, if it has a table.
+fn declared_of(conn: &Connection, name: &str) -> Result<Option<String>, StoreError> {
+    conn.prepare_cached("SELECT declared FROM bounda_read_models WHERE name = ?1")
+        .and_then(|mut s| s.query_row([name], |row| row.get(0)).optional())
+        .map_err(sql("cannot read a read model's declaration"))
 }
 
 /// The rebuild under way of read model `name`: its fingerprint and position.
@@ -379,30 +389,43 @@ fn write_batch(
     batch: &Batch<'_>,
     projector: &mut dyn Projector,
 ) -> Result<Projected, ProjectError> {
+    let declared = batch.declared();
     let moved = match batch.rebuild {
         None => conn
             .prepare_cached(
-                "UPDATE bounda_checkpoints SET position = ?3 WHERE subscriber = ?1 AND position = ?2",
+                "UPDATE bounda_checkpoints SET position = ?3
+                 WHERE subscriber = ?1 AND position = ?2
+                   AND EXISTS (SELECT 1 FROM bounda_read_models WHERE name = ?4 AND declared = ?5)",
             )
-            .and_then(|mut s| s.execute(params![batch.subscriber, batch.from, batch.to])),
+            .and_then(|mut s| {
+                s.execute(params![
+                    batch.subscriber,
+                    batch.from,
+                    batch.to,
+                    batch.table.name,
+                    declared
+                ])
+            }),
         Some(fingerprint) => conn
             .prepare_cached(
                 "UPDATE bounda_read_models SET rebuild_position = ?3
                  WHERE name = ?1 AND rebuild = ?4 AND rebuild_position = ?2",
             )
-            .and_then(|mut s| s.execute(params![batch.table.name, batch.from, batch.to, fingerprint])),
+            .and_then(|mut s| {
+                s.execute(params![batch.table.name, batch.from, batch.to, fingerprint])
+            }),
     }
     .map_err(sql("cannot move a read model's checkpoint"))?;
     if moved == 0 {
-        let superseded = match batch.rebuild {
-            Some(fingerprint) => rebuild_of(conn, batch.table.name)?
-                .is_none_or(|(current, _)| current != fingerprint),
-            None => false,
-        };
-        return Ok(if superseded {
-            Projected::Superseded
-        } else {
-            Projected::Moved
+        return Ok(match batch.rebuild {
+            Some(fingerprint) => match rebuild_of(conn, batch.table.name)? {
+                Some((current, _)) if current == fingerprint => Projected::Moved,
+                _ => Projected::Superseded,
+            },
+            None => match declared_of(conn, batch.table.name)? {
+                Some(stored) if stored == declared => Projected::Moved,
+                _ => Projected::Outdated,
+            },
         });
     }
     let mut rows = SqliteRows {
@@ -545,6 +568,9 @@ impl ToSql for Bind<'_> {
             SqlValue::Real(x) => ToSqlOutput::Owned(Value::Real(*x)),
             SqlValue::Timestamp(at) => ToSqlOutput::Owned(Value::Text(at.to_string())),
             SqlValue::Json(json) => ToSqlOutput::Owned(Value::Text(json.to_string())),
+            SqlValue::Unwritable(why) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(why.clone().into()));
+            }
         })
     }
 }

@@ -161,13 +161,14 @@ const MIGRATIONS: &[&str] = &[
         head      INTEGER NOT NULL
     );
     ",
-    // 10: read models: each one's table declaration as it was made, where a failing projection
-    // holds it, and the rebuild under way (its fingerprint and how far it has come).
+    // 10: read models: each one's table declaration as it was made (and its hash, which every
+    // batch checks), where a failing projection holds it, and the rebuild under way (its fingerprint and how far it has come).
     "
     CREATE TABLE bounda_read_models (
         name            TEXT    PRIMARY KEY,
         table_name      TEXT    NOT NULL,
         declaration     TEXT    NOT NULL,
+        declared        TEXT    NOT NULL,
         held_position   INTEGER,
         held_event_id   TEXT,
         held_event_type TEXT,

@@ -651,6 +651,7 @@ async fn an_operator_rebuilds_a_read_model_and_sees_its_lag() {
         app.app(),
         Operator::Rebuild(RebuildArgs {
             read_model: "order-list".into(),
+            afresh: true,
         }),
     )
     .await;
@@ -662,6 +663,10 @@ async fn an_operator_rebuilds_a_read_model_and_sees_its_lag() {
         )),
         "{out}"
     );
+    // Afresh abandons a rebuild under way; there is none now.
+    assert!(!app.app().abandon_rebuild("order-list").await.unwrap());
+    app.app().start_rebuild("order-list").await.unwrap();
+    assert!(app.app().abandon_rebuild("order-list").await.unwrap());
     let (_, lag) = support::operator(app.app(), Operator::Lag).await;
     assert!(lag.contains("read-model:order-list"), "{lag}");
     assert!(lag.contains("read-model:payment-list"), "{lag}");

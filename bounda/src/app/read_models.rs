@@ -46,6 +46,15 @@ pub(crate) trait ReadModelRunner: Send + Sync {
     fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e>;
 }
 
+/// Why a build does not project read model `name`: another build declared its table since.
+fn outdated(name: &str) -> Error {
+    Error::Configuration {
+        message: format!(
+            "read model `{name}`'s table is declared otherwise by another build, which changed or rebuilt it since this one started: this build no longer writes it; run the same build everywhere"
+        ),
+    }
+}
+
 /// The runner of read model `R`.
 pub(crate) struct ReadModelEntry<R> {
     subscriber: String,
@@ -199,6 +208,7 @@ impl App {
             rebuild: None,
         };
         let (index, message) = match store.project(&batch, &mut *model.projector(&events)).await {
+            Ok(Projected::Outdated) => return Err(outdated(model.name())),
             Ok(projected) => return Ok(projected == Projected::Applied),
             Err(ProjectError::Store(error)) => return Err(error.into()),
             Err(ProjectError::Failed { event, message }) => (event, message),

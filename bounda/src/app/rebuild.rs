@@ -125,7 +125,7 @@ impl App {
             Ok(Projected::Applied) => Ok(progress(to, false)),
             // Another process took this slice: go on from where it left.
             Ok(Projected::Moved | Projected::Busy) => Ok(progress(from, false)),
-            Ok(Projected::Superseded) => Err(superseded(name)),
+            Ok(Projected::Superseded | Projected::Outdated) => Err(superseded(name)),
             Err(ProjectError::Store(error)) => Err(error.into()),
             Err(ProjectError::Failed { event, message }) => {
                 store.abandon_rebuild(model.table(), &fingerprint).await?;
@@ -141,6 +141,20 @@ impl App {
                 })
             }
         }
+    }
+
+    /// Abandons the rebuild of read model `name` under way, whatever code started it: its new
+    /// table is dropped, the live one stays. What makes a rebuild start afresh after a change
+    /// its fingerprint does not see (a function a projection calls, an event's upcast). Answers
+    /// whether one was under way.
+    pub async fn abandon_rebuild(&self, name: &str) -> Result<bool, Error> {
+        let model = self.read_model_named(name)?;
+        let store = read_models(self)?;
+        let Some((fingerprint, _)) = store.rebuilding(name).await? else {
+            return Ok(false);
+        };
+        store.abandon_rebuild(model.table(), &fingerprint).await?;
+        Ok(true)
     }
 
     /// The read model named `name`, or an error listing those there are.

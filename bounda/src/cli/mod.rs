@@ -73,6 +73,10 @@ pub enum Operator {
 pub struct RebuildArgs {
     /// The read model, by name (`order-summary`).
     pub read_model: String,
+    /// Start from the log's beginning, abandoning a rebuild under way instead of resuming it:
+    /// after a change the rebuild's fingerprint does not see (a function a projection calls).
+    #[arg(long)]
+    pub afresh: bool,
 }
 
 /// How `check` reports.
@@ -250,7 +254,7 @@ pub async fn execute(
         message: format!("cannot write: {e}"),
     };
     match command {
-        Operator::Rebuild(args) => rebuild::run(app, &args.read_model, out).await?,
+        Operator::Rebuild(args) => rebuild::run(app, &args.read_model, args.afresh, out).await?,
         Operator::Lag => {
             let lag = app.lag().await?;
             // Names in one column, however long a read model's.

@@ -7,12 +7,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::App;
 
-/// Rebuilds `read_model`, drawing its progress on standard error when that is a terminal.
+/// Rebuilds `read_model` (`afresh`: from the log's beginning, whatever rebuild is under way),
+/// drawing its progress on standard error when that is a terminal.
 pub(super) async fn run(
     app: &App,
     read_model: &str,
+    afresh: bool,
     out: &mut impl Write,
 ) -> Result<(), crate::Error> {
+    if afresh {
+        app.abandon_rebuild(read_model).await?;
+    }
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(0);
         // The template is a literal; a bad one would be a bug here, shown as a plain bar.

@@ -58,6 +58,17 @@ impl TableDef {
         format!("read_{snake}")
     }
 
+    /// A hash of the declaration: what a store keeps beside the table so that a batch of a
+    /// build that declares it otherwise is refused (a process of the previous build during a
+    /// deploy), not written into a table it no longer knows.
+    pub fn declared(&self) -> String {
+        let text = serde_json::to_string(&self.declaration()).unwrap_or_default();
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+        });
+        format!("{hash:016x}")
+    }
+
     /// The declaration a store keeps beside the table, to compare the next build's with.
     pub fn declaration(&self) -> Declaration {
         Declaration {

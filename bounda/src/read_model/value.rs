@@ -59,6 +59,9 @@ pub enum SqlValue {
     Timestamp(Instant),
     /// A JSON document.
     Json(serde_json::Value),
+    /// A field that could not be written, with why (a `Json<T>` serde cannot write as JSON):
+    /// a store refuses to bind it, so the write fails naming it rather than storing `null`.
+    Unwritable(String),
 }
 
 impl SqlValue {
@@ -88,6 +91,7 @@ impl SqlValue {
             SqlValue::Boolean(_) => "a boolean",
             SqlValue::Timestamp(_) => "a moment",
             SqlValue::Json(_) => "JSON",
+            SqlValue::Unwritable(_) => "an unwritable value",
         }
     }
 }
@@ -303,9 +307,11 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> ColumnType for Jso
     const SQL_TYPE: SqlType = SqlType::Json;
 
     fn to_sql(&self) -> SqlValue {
-        // A serde type that cannot be JSON (a map with non-string keys) is stored as `null`,
-        // which reading back refuses, naming the column.
-        SqlValue::Json(serde_json::to_value(&self.0).unwrap_or(serde_json::Value::Null))
+        // A serde type that cannot be JSON (a map with non-string keys) is refused when bound.
+        match serde_json::to_value(&self.0) {
+            Ok(json) => SqlValue::Json(json),
+            Err(error) => SqlValue::Unwritable(format!("cannot write it as JSON: {error}")),
+        }
     }
 
     fn from_sql(value: SqlValue) -> Result<Self, ColumnError> {
@@ -374,6 +380,11 @@ mod tests {
         assert_eq!(Instant::from_sql(SqlValue::Text(at.to_string())), Ok(at));
         let items = Json(vec![1u32, 2]);
         assert_eq!(Json::<Vec<u32>>::from_sql(items.to_sql()), Ok(items));
+        let keyed = Json(std::collections::BTreeMap::from([((1u8, 2u8), 3u8)]));
+        assert!(
+            matches!(keyed.to_sql(), SqlValue::Unwritable(why) if why.contains("as JSON")),
+            "a map whose keys JSON cannot hold is refused, not stored as null"
+        );
         let error = String::from_sql(SqlValue::Integer(1)).unwrap_err();
         assert_eq!(
             error.in_column("name").to_string(),

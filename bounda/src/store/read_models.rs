@@ -35,7 +35,9 @@ pub trait ReadModelStore: Send + Sync {
     /// `projector` on the read model's rows, in one transaction: both or neither. Answers
     /// [`Projected::Moved`], writing nothing, when the checkpoint is not at `from`, and
     /// [`Projected::Busy`] when another process is projecting this read model; a projection's
-    /// failure rolls everything back. A batch of a rebuild (`batch.rebuild`) writes its shadow
+    /// failure rolls everything back. A live batch whose build declares the table otherwise than
+    /// the stored declaration answers [`Projected::Outdated`], writing nothing. A batch of a
+    /// rebuild (`batch.rebuild`) writes its shadow
     /// table and moves the rebuild's position instead, or answers [`Projected::Superseded`]
     /// when another rebuild has taken its place.
     async fn project(
@@ -98,6 +100,14 @@ pub struct Batch<'a> {
     pub rebuild: Option<&'a str>,
 }
 
+impl Batch<'_> {
+    /// The hash of its table's declaration ([`TableDef::declared`]), which the stored one must
+    /// be for a live batch to be written.
+    pub fn declared(&self) -> String {
+        self.table.declared()
+    }
+}
+
 /// How a batch went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Projected {
@@ -110,6 +120,9 @@ pub enum Projected {
     /// The rebuild this batch belongs to is no longer the one under way: a newer one has
     /// taken its place.
     Superseded,
+    /// The table is declared otherwise than this batch's build declares it: another build
+    /// changed or rebuilt it.
+    Outdated,
 }
 
 /// The shadow table's suffix for the rebuild `fingerprint`: short, so the table's name stays

@@ -99,6 +99,7 @@ macro_rules! store_contract_tests {
             read_model_tables_are_made_and_brought_up_at_start,
             a_read_model_batch_writes_its_rows_with_its_checkpoint_or_nothing,
             a_read_model_hold_counts_its_attempts_at_one_event,
+            a_rebuild_resumes_is_superseded_swaps_and_is_abandoned,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {

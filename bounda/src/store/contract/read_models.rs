@@ -112,14 +112,86 @@ async fn project(
     to: u64,
     projector: &mut Upserts,
 ) -> Result<Projected, ProjectError> {
+    project_into(store, from, to, None, projector).await
+}
+
+/// `project` into the live table, or into the shadow of rebuild `rebuild`.
+async fn project_into(
+    store: &dyn Store,
+    from: u64,
+    to: u64,
+    rebuild: Option<&str>,
+    projector: &mut Upserts,
+) -> Result<Projected, ProjectError> {
     let batch = Batch {
         table: &V1,
         subscriber: SUBSCRIBER,
         from,
         to,
-        rebuild: None,
+        rebuild,
     };
     tables(store).project(&batch, projector).await
+}
+
+fn upserts(rows: &[(&'static str, i64)]) -> Upserts {
+    Upserts {
+        rows: rows.to_vec(),
+        fail_at: None,
+    }
+}
+
+// Issue 22: a rebuild fills a shadow table under its fingerprint, resumes under the same, is
+// superseded by another, swaps in one transaction (again and again under one fingerprint), and
+// is abandoned leaving the live table alone.
+pub async fn a_rebuild_resumes_is_superseded_swaps_and_is_abandoned(store: &dyn Store) {
+    let tables = tables(store);
+    tables.ensure(&V1).await.unwrap();
+    assert!(store.move_checkpoint(SUBSCRIBER, None, 0).await.unwrap());
+    let live = project(store, 0, 1, &mut upserts(&[("o-1", 10)])).await;
+    assert_eq!(live.unwrap(), Projected::Applied);
+
+    assert_eq!(tables.start_rebuild(&V1, "fp-a").await.unwrap(), 0);
+    let rows = [("o-1", 11), ("o-2", 20)];
+    let slice = project_into(store, 0, 5, Some("fp-a"), &mut upserts(&rows)).await;
+    assert_eq!(slice.unwrap(), Projected::Applied);
+    let under_way = tables.rebuilding(V1.name).await.unwrap();
+    assert_eq!(under_way, Some(("fp-a".to_owned(), 5)));
+    assert_eq!(
+        tables.start_rebuild(&V1, "fp-a").await.unwrap(),
+        5,
+        "resumed"
+    );
+    let serving = totals(store, &V1).await;
+    assert_eq!(serving, [("o-1".to_owned(), 10)], "the live table serves");
+
+    // Other code starts afresh; the older rebuild's next slice is told.
+    assert_eq!(tables.start_rebuild(&V1, "fp-b").await.unwrap(), 0);
+    let late = project_into(store, 5, 6, Some("fp-a"), &mut upserts(&[("o-9", 9)])).await;
+    assert_eq!(late.unwrap(), Projected::Superseded);
+    let slice = project_into(store, 0, 7, Some("fp-b"), &mut upserts(&[("o-3", 30)])).await;
+    assert_eq!(slice.unwrap(), Projected::Applied);
+    assert!(!tables.finish_rebuild(&V1, "fp-a").await.unwrap());
+    assert!(tables.finish_rebuild(&V1, "fp-b").await.unwrap());
+    assert_eq!(totals(store, &V1).await, [("o-3".to_owned(), 30)]);
+    assert_eq!(store.checkpoint(SUBSCRIBER).await.unwrap(), Some(7));
+    assert_eq!(tables.rebuilding(V1.name).await.unwrap(), None);
+    // The swapped table is fed as the live one was.
+    let fed = project(store, 7, 8, &mut upserts(&[("o-4", 40)])).await;
+    assert_eq!(fed.unwrap(), Projected::Applied);
+
+    // The same code again: a shadow of the same name, swapped in again.
+    assert_eq!(tables.start_rebuild(&V1, "fp-b").await.unwrap(), 0);
+    assert!(tables.finish_rebuild(&V1, "fp-b").await.unwrap());
+    assert_eq!(totals(store, &V1).await, []);
+    assert_eq!(store.checkpoint(SUBSCRIBER).await.unwrap(), Some(0));
+
+    // Abandoned, the shadow goes and the live table stays.
+    let fed = project(store, 0, 1, &mut upserts(&[("o-5", 50)])).await;
+    assert_eq!(fed.unwrap(), Projected::Applied);
+    assert_eq!(tables.start_rebuild(&V1, "fp-c").await.unwrap(), 0);
+    tables.abandon_rebuild(&V1, "fp-c").await.unwrap();
+    assert_eq!(tables.rebuilding(V1.name).await.unwrap(), None);
+    assert_eq!(totals(store, &V1).await, [("o-5".to_owned(), 50)]);
 }
 
 // Issue 22: a new field becomes a column and a new index is built; what the table cannot
@@ -154,6 +226,23 @@ pub async fn read_model_tables_are_made_and_brought_up_at_start(store: &dyn Stor
         columns: &[ID, INDEXED_TOTAL, PAID_AT, REFERENCE, NOTE, ITEMS, FLAG],
     };
     tables.ensure(&v2).await.unwrap();
+    // A process of the build before, still running, no longer writes the table.
+    let stale = Batch {
+        table: &V1,
+        subscriber: SUBSCRIBER,
+        from: 1,
+        to: 2,
+        rebuild: None,
+    };
+    let mut nothing = Upserts {
+        rows: Vec::new(),
+        fail_at: None,
+    };
+    assert_eq!(
+        tables.project(&stale, &mut nothing).await.unwrap(),
+        Projected::Outdated
+    );
+    assert_eq!(store.checkpoint(SUBSCRIBER).await.unwrap(), Some(1));
     let target = tables.target(&v2, None);
     let selection = Selection {
         filter: Condition::All,
