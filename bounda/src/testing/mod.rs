@@ -1,8 +1,10 @@
 //! The test harness: an app on simulated time, where one `advance` runs every consequence, and a
 //! check of what it logs.
 
+mod faults;
 mod logs;
 
+pub use faults::{Fault, FaultyStore, InjectedFaults};
 pub use logs::{Line, Logs};
 /// The level of a logged line, as [`Logs::expect`] takes it.
 pub use tracing::Level;

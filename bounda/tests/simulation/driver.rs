@@ -16,7 +16,7 @@ use super::domain::{self, Ask, Plan, Request, Watch};
 use super::model::{self, Model};
 use super::schedule::{Act, Step};
 use super::support::database::Database;
-use super::support::racing::{Faults, Racing};
+use bounda::testing::FaultyStore;
 
 /// What a run found: the first disagreement or broken invariant, with the step it followed.
 pub type Outcome = Result<Stats, String>;
@@ -91,7 +91,7 @@ struct Run {
     /// answers for what outside commands decide, and the fault checks replace it.
     faults: Option<u64>,
     /// The stores of the runners, to arm their faults.
-    stores: Vec<Arc<Racing>>,
+    stores: Vec<Arc<FaultyStore>>,
 }
 
 fn config() -> Config {
@@ -164,9 +164,11 @@ impl Run {
                 None => opened,
                 Some(per_mille) => {
                     let seed = self.plan.seed ^ (self.generation as u64 * 31 + runner as u64);
-                    let racing = Arc::new(Racing::faulty(opened, Faults::new(seed, per_mille)));
-                    self.stores.push(racing.clone());
-                    racing
+                    let faulty = Arc::new(FaultyStore::new(opened, seed, per_mille));
+                    // Armed only while this runner is the current one.
+                    faulty.arm(false);
+                    self.stores.push(faulty.clone());
+                    faulty
                 }
             };
             let clock = SimClock {
@@ -200,10 +202,15 @@ impl Run {
     /// Adds the faults of the stores about to be dropped to the count.
     fn collect_faults(&mut self) {
         for store in &self.stores {
-            if let Some(faults) = &store.faults {
-                for (total, n) in self.stats.faults.iter_mut().zip(&faults.injected) {
-                    *total += n.load(Ordering::SeqCst);
-                }
+            let injected = store.injected();
+            let counts = [
+                injected.busy,
+                injected.full,
+                injected.io,
+                injected.after_write,
+            ];
+            for (total, n) in self.stats.faults.iter_mut().zip(counts) {
+                *total += n;
             }
         }
     }
@@ -211,16 +218,10 @@ impl Run {
     /// Arms or disarms the current runner's faults.
     fn arm(&self, armed: bool) {
         for store in &self.stores {
-            if let Some(faults) = &store.faults {
-                faults.armed.store(false, Ordering::SeqCst);
-            }
+            store.arm(false);
         }
-        if let Some(faults) = self
-            .stores
-            .get(self.current % self.runners.len().max(1))
-            .and_then(|store| store.faults.as_ref())
-        {
-            faults.armed.store(armed, Ordering::SeqCst);
+        if let Some(store) = self.stores.get(self.current % self.runners.len().max(1)) {
+            store.arm(armed);
         }
     }
 

@@ -1,10 +1,10 @@
 //! A store that loses races on purpose: before each of its first commits to a stream, another
 //! writer appends to that stream, so the commit finds it moved. It can also fail reading one
-//! event, as a disk would, and fail commits as a lock, a full disk or a broken one makes them,
-//! before writing or after (the caller sees an error, the data is there).
+//! event, as a disk would. Commits failing as a lock, a full disk or a broken one makes them are
+//! `bounda::testing::FaultyStore`'s.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use std::sync::Arc;
 
@@ -31,8 +31,6 @@ pub struct Racing {
     pub stream_reads: AtomicU32,
     /// How often several streams were read at once (`read_tails`).
     pub tails_reads: AtomicU32,
-    /// Commits that fail, chosen by a seed.
-    pub faults: Option<Faults>,
     /// Whether releasing a letter's claim fails.
     pub release_fails: AtomicBool,
     /// Whether a group commit's answer is one short, as a broken store's would be.
@@ -42,70 +40,6 @@ pub struct Racing {
     /// Another operator's retry, which takes letter `.0` at `.1` just before the next commit
     /// fenced on that letter.
     pub rival_retry: Mutex<Option<(String, Instant)>>,
-}
-
-/// Commit failures chosen by a seed: the `n`th commit while armed fails, or not, the same way on
-/// every run.
-pub struct Faults {
-    seed: u64,
-    /// Out of 1000 commits, how many fail.
-    per_mille: u64,
-    calls: AtomicU64,
-    /// Whether commits fail now.
-    pub armed: AtomicBool,
-    /// How many failed, by kind: before writing (busy, full, I/O), and after.
-    pub injected: [AtomicU64; 4],
-}
-
-/// How a commit fails.
-#[derive(Debug, Clone, Copy)]
-enum Fault {
-    Busy,
-    Full,
-    Io,
-    /// SQLite wrote it, yet the caller sees an error.
-    AfterWrite,
-}
-
-impl Faults {
-    pub fn new(seed: u64, per_mille: u64) -> Faults {
-        Faults {
-            seed,
-            per_mille,
-            calls: AtomicU64::new(0),
-            armed: AtomicBool::new(false),
-            injected: Default::default(),
-        }
-    }
-
-    fn next(&self) -> Option<Fault> {
-        if !self.armed.load(Ordering::SeqCst) {
-            return None;
-        }
-        let call = self.calls.fetch_add(1, Ordering::SeqCst);
-        let roll = (call ^ self.seed)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29)
-            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        if roll % 1000 >= self.per_mille {
-            return None;
-        }
-        let fault =
-            [Fault::Busy, Fault::Full, Fault::Io, Fault::AfterWrite][(roll / 1000 % 4) as usize];
-        self.injected[fault as usize].fetch_add(1, Ordering::SeqCst);
-        Some(fault)
-    }
-}
-
-impl Fault {
-    fn error(self) -> CommitError {
-        CommitError::Store(StoreError::new(match self {
-            Fault::Busy => "cannot commit: database is locked",
-            Fault::Full => "cannot commit: database or disk is full",
-            Fault::Io => "cannot commit: disk I/O error",
-            Fault::AfterWrite => "cannot commit: disk I/O error after the write",
-        }))
-    }
 }
 
 impl Racing {
@@ -140,24 +74,11 @@ impl Racing {
             log_reads: AtomicU32::new(0),
             stream_reads: AtomicU32::new(0),
             tails_reads: AtomicU32::new(0),
-            faults: None,
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
             short_claims: AtomicBool::new(false),
             rival_retry: Mutex::new(None),
         }
-    }
-
-    /// `inner`, whose commits fail as `faults` chooses.
-    pub fn faulty(inner: Arc<dyn Store>, faults: Faults) -> Racing {
-        Racing {
-            faults: Some(faults),
-            ..Racing::over(inner, 0)
-        }
-    }
-
-    fn fault(&self) -> Option<Fault> {
-        self.faults.as_ref().and_then(Faults::next)
     }
 
     /// A store whose commits lose `races` races once the first commit (an outside command) is
@@ -195,6 +116,9 @@ impl Racing {
 
 #[bounda::store::async_trait]
 impl Store for Racing {
+    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
+        self.inner.read_models()
+    }
     async fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
         self.stream_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_stream(t, id).await
@@ -255,38 +179,14 @@ impl Store for Racing {
             answers.pop();
             return answers;
         }
-        if self.faults.is_none() {
-            // Each write set loses its race on its own.
-            let mut answers = Vec::with_capacity(writes.len());
-            for writes in writes {
-                answers.push(self.commit(writes).await);
-            }
-            return answers;
+        // Each write set loses its race on its own.
+        let mut answers = Vec::with_capacity(writes.len());
+        for writes in writes {
+            answers.push(self.commit(writes).await);
         }
-        match self.fault() {
-            None => self.inner.commit_many(writes).await,
-            Some(Fault::AfterWrite) => {
-                let _ = self.inner.commit_many(writes).await;
-                writes
-                    .iter()
-                    .map(|_| Err(Fault::AfterWrite.error()))
-                    .collect()
-            }
-            Some(fault) => writes.iter().map(|_| Err(fault.error())).collect(),
-        }
+        answers
     }
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
-        match self.fault() {
-            None => {}
-            Some(Fault::AfterWrite) => {
-                return self
-                    .inner
-                    .commit(writes)
-                    .await
-                    .and(Err(Fault::AfterWrite.error()));
-            }
-            Some(fault) => return Err(fault.error()),
-        }
         let rival = match &writes.require_letter {
             Some(hold) => {
                 let mut rival = self.rival_retry.lock().expect("not poisoned");
