@@ -319,12 +319,7 @@ async fn an_instance_loads_from_its_snapshot_and_survives_a_bad_one() {
         stream.len() as u64 / 4 * 4,
         "kept every fourth event"
     );
-    let expected = app
-        .app()
-        .process_instance::<OrderPayment>("o-1")
-        .await
-        .unwrap()
-        .unwrap();
+    let expected = app.instance::<OrderPayment>("o-1").await.unwrap().unwrap();
     assert_eq!(expected.state.reminders, 2);
 
     // A load reads the snapshot rather than refolding: a (made-up) newer one is what it sees.

@@ -138,6 +138,20 @@ impl TestApp {
         self.app.lag().await
     }
 
+    /// Every dead letter, oldest first, whatever its status.
+    pub async fn letters(&self) -> Result<Vec<DeadLetter>, Error> {
+        self.app.dead_letters().list(&LetterFilter::default()).await
+    }
+
+    /// Instance `id` of process `P` as its stream says: its state, status, lifetime and parked
+    /// events; `None` if it never started.
+    pub async fn instance<P: crate::process::Process>(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::app::ProcessInstance<P>>, Error> {
+        self.app.process_instance::<P>(id).await
+    }
+
     /// Moves the clock by `duration`, then runs until idle: every deadline, delayed command and
     /// retry it passes runs, in order.
     pub async fn advance(&self, duration: Duration) -> Result<Idle, Error> {

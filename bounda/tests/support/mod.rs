@@ -20,11 +20,7 @@ pub async fn operator(
 
 /// Every dead letter of `app`, oldest first.
 pub async fn letters(app: &bounda::testing::TestApp) -> Vec<bounda::store::DeadLetter> {
-    app.app()
-        .dead_letters()
-        .list(&bounda::store::LetterFilter::default())
-        .await
-        .expect("the letters read")
+    app.letters().await.expect("the letters read")
 }
 
 /// Another app on `store` and `clock`, as after a deploy: `build` lists what it runs, ids are
