@@ -134,7 +134,7 @@ impl ReadModelStore for PostgresStore {
             return Ok(Projected::Busy);
         }
         let (from, to) = (position(batch.from)?, position(batch.to)?);
-        let declared = batch.declared();
+        let declared = batch.declared;
         let moved = match batch.rebuild {
             None => {
                 sql::execute(
@@ -179,7 +179,6 @@ impl ReadModelStore for PostgresStore {
         let mut rows = PgRows {
             tx: &tx,
             target: self.target(batch.table, shadow.as_deref()),
-            failed: None,
         };
         if let Err(error) = projector.apply(&mut rows).await {
             // Rolled back now, not when the connection goes back to the pool: the lock is free
@@ -485,12 +484,8 @@ impl PostgresStore {
     /// The advisory lock of read model `name` on these tables: two 32-bit keys, a space apart
     /// from the one 64-bit key of the migrations' lock.
     fn read_model_lock(&self, name: &str) -> (i32, i32) {
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
         let key = format!("{}\0{}\0{name}", self.names.schema(), self.names.prefix());
-        for byte in key.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
+        let hash = bounda::read_model::render::hash(&key);
         ((hash >> 32) as i32, hash as i32)
     }
 }
@@ -517,20 +512,6 @@ fn position(position: u64) -> Result<i64, StoreError> {
 struct PgRows<'a, 'c> {
     tx: &'a deadpool_postgres::Transaction<'c>,
     target: Target,
-    /// The first statement that failed, with why: the transaction is aborted after it.
-    failed: Option<String>,
-}
-
-impl PgRows<'_, '_> {
-    /// `result`, its error noted as the batch's first failure.
-    fn noted<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error) = &result
-            && self.failed.is_none()
-        {
-            self.failed = Some(error.flattened().to_string());
-        }
-        result
-    }
 }
 
 #[bounda::store::async_trait]
@@ -547,10 +528,9 @@ impl Rows for PgRows<'_, '_> {
         let binds: Vec<Bind<'_>> = statement.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> =
             binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let changed = sql::execute(self.tx, &statement.sql, &refs)
+        sql::execute(self.tx, &statement.sql, &refs)
             .await
-            .map_err(failed("cannot write to a read model's table"));
-        self.noted(changed)
+            .map_err(failed("cannot write to a read model's table"))
     }
 
     async fn query(
@@ -558,12 +538,7 @@ impl Rows for PgRows<'_, '_> {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
-        let rows = query(self.tx, statement, columns).await;
-        self.noted(rows)
-    }
-
-    fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
+        query(self.tx, statement, columns).await
     }
 }
 

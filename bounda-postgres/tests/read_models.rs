@@ -79,6 +79,7 @@ async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() 
                 subscriber,
                 from: 0,
                 to: 5,
+                declared: &TABLE.declared(),
                 rebuild: None,
             };
             let mut slow = Slow {
@@ -100,6 +101,7 @@ async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() 
         subscriber,
         from: 0,
         to: 5,
+        declared: &TABLE.declared(),
         rebuild: None,
     };
     let second = tokio::time::timeout(

@@ -389,7 +389,7 @@ fn write_batch(
     batch: &Batch<'_>,
     projector: &mut dyn Projector,
 ) -> Result<Projected, ProjectError> {
-    let declared = batch.declared();
+    let declared = batch.declared;
     let moved = match batch.rebuild {
         None => conn
             .prepare_cached(
@@ -428,11 +428,7 @@ fn write_batch(
             },
         });
     }
-    let mut rows = SqliteRows {
-        conn,
-        target,
-        failed: None,
-    };
+    let mut rows = SqliteRows { conn, target };
     // SQLite answers at once, so the projections finish in one poll; one that waits on
     // something else has called out, which a projection may not.
     let mut applying = pin!(projector.apply(&mut rows));
@@ -455,20 +451,6 @@ fn write_batch(
 struct SqliteRows<'c> {
     conn: &'c mut Connection,
     target: Target,
-    /// The first statement that failed, with why.
-    failed: Option<String>,
-}
-
-impl SqliteRows<'_> {
-    /// `result`, its error noted as the batch's first failure.
-    fn noted<T>(&mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        if let Err(error) = &result
-            && self.failed.is_none()
-        {
-            self.failed = Some(error.flattened().to_string());
-        }
-        result
-    }
 }
 
 #[bounda::store::async_trait]
@@ -482,15 +464,13 @@ impl Rows for SqliteRows<'_> {
     }
 
     async fn execute(&mut self, statement: &Statement) -> Result<u64, StoreError> {
-        let changed = self
-            .conn
+        self.conn
             .prepare_cached(&statement.sql)
             .and_then(|mut s| s.execute(params_from_iter(statement.params.iter().map(Bind))))
             .map(|changed| changed as u64)
             .map_err(|e| {
                 StoreError::with_source(format!("cannot write to `{}`", self.target.bare), e)
-            });
-        self.noted(changed)
+            })
     }
 
     async fn query(
@@ -498,12 +478,7 @@ impl Rows for SqliteRows<'_> {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
-        let rows = query(self.conn, statement, columns.len());
-        self.noted(rows)
-    }
-
-    fn failed(&self) -> Option<&str> {
-        self.failed.as_deref()
+        query(self.conn, statement, columns.len())
     }
 }
 

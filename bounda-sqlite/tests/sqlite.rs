@@ -238,6 +238,7 @@ async fn a_projection_that_waits_on_something_else_fails_its_batch() {
         subscriber: "read-model:waiting",
         from: 0,
         to: 3,
+        declared: &TABLE.declared(),
         rebuild: None,
     };
     let error = tables.project(&batch, &mut CallsOut).await.unwrap_err();

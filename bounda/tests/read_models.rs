@@ -164,6 +164,15 @@ async fn pay(app: &TestApp, id: &str) {
 
 const SUBSCRIBER: &str = "read-model:order-list";
 
+/// `order-list`'s line of the app's lag.
+async fn order_list_lag(app: &TestApp) -> bounda::SubscriberLag {
+    let lag = app.lag().await.unwrap();
+    lag.subscribers
+        .into_iter()
+        .find(|s| s.subscriber == SUBSCRIBER)
+        .expect("order-list is in the lag")
+}
+
 #[tokio::test]
 async fn a_read_model_keeps_its_table_from_the_log_and_answers_queries() {
     let app = app().await;
@@ -211,12 +220,7 @@ async fn a_read_model_keeps_its_table_from_the_log_and_answers_queries() {
         .collect();
     assert_eq!(sums, [("paid".to_owned(), 20), ("placed".to_owned(), 40)]);
 
-    let lag = app.lag().await.unwrap();
-    let model = lag
-        .subscribers
-        .iter()
-        .find(|s| s.subscriber == SUBSCRIBER)
-        .unwrap();
+    let model = order_list_lag(&app).await;
     assert_eq!((model.lag, model.failing.clone()), (0, None));
 }
 
@@ -283,12 +287,7 @@ async fn a_failing_projection_holds_its_read_model_just_before_the_event_until_i
 
     // Tried again, it fails again at the same event, counted.
     let _ = app.run_until_idle().await.unwrap_err();
-    let lag = app.lag().await.unwrap();
-    let model = lag
-        .subscribers
-        .iter()
-        .find(|s| s.subscriber == SUBSCRIBER)
-        .unwrap();
+    let model = order_list_lag(&app).await;
     let failing = model.failing.clone().expect("the read model is held");
     assert_eq!((failing.position, failing.attempts), (held_at, 2));
     assert!(failing.message.contains("cannot take a total of 13"));
@@ -301,12 +300,7 @@ async fn a_failing_projection_holds_its_read_model_just_before_the_event_until_i
         let row = orders.get(id).await.unwrap().unwrap();
         assert_eq!(row.events, 1, "{id} projected once");
     }
-    let lag = app.lag().await.unwrap();
-    let model = lag
-        .subscribers
-        .iter()
-        .find(|s| s.subscriber == SUBSCRIBER)
-        .unwrap();
+    let model = order_list_lag(&app).await;
     assert_eq!((model.lag, model.failing.clone()), (0, None));
 }
 
@@ -420,12 +414,7 @@ async fn a_read_model_held_by_its_projection_is_not_waited_for() {
     // Backing off now, it is not projected again until its back-off ends.
     let again = app.app().catch_up(&placed).await.unwrap();
     assert_eq!(again.behind, ["order-list"]);
-    let lag = app.lag().await.unwrap();
-    let model = lag
-        .subscribers
-        .iter()
-        .find(|s| s.subscriber == SUBSCRIBER)
-        .unwrap();
+    let model = order_list_lag(&app).await;
     assert_eq!(model.failing.as_ref().map(|f| f.attempts), Some(1));
     assert!(model.paused_until.is_some());
 }

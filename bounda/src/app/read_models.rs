@@ -31,17 +31,10 @@ pub(crate) trait ReadModelRunner: Send + Sync {
     /// Its Rust type, to name it.
     fn type_name(&self) -> &'static str;
     /// A hash of its table's declaration and its projections' code: what a rebuild is keyed
-    /// by, so changed code starts afresh.
-    fn fingerprint(&self) -> String {
-        let declaration = serde_json::to_string(&self.table().declaration()).unwrap_or_default();
-        let text = format!("{declaration}\0{}", self.code());
-        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-        });
-        format!("{hash:016x}")
-    }
-    /// The hash of its projections' code.
-    fn code(&self) -> &'static str;
+    /// by, so changed code starts afresh. Made once.
+    fn fingerprint(&self) -> &str;
+    /// The hash of its table's declaration, which every live batch's store checks. Made once.
+    fn declared(&self) -> &str;
     /// What projects `events` into its rows.
     fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e>;
 }
@@ -58,13 +51,19 @@ fn outdated(name: &str) -> Error {
 /// The runner of read model `R`.
 pub(crate) struct ReadModelEntry<R> {
     subscriber: String,
+    declared: String,
+    fingerprint: String,
     marker: PhantomData<fn() -> R>,
 }
 
 impl<R: Projections> ReadModelEntry<R> {
     pub(crate) fn new() -> ReadModelEntry<R> {
+        let declared = R::TABLE.declared();
+        let code = format!("{declared}\0{}", R::CODE);
         ReadModelEntry {
             subscriber: crate::read_model::subscriber(R::NAME),
+            fingerprint: format!("{:016x}", crate::read_model::render::hash(&code)),
+            declared,
             marker: PhantomData,
         }
     }
@@ -91,8 +90,12 @@ impl<R: Projections> ReadModelRunner for ReadModelEntry<R> {
         std::any::type_name::<R>()
     }
 
-    fn code(&self) -> &'static str {
-        R::CODE
+    fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    fn declared(&self) -> &str {
+        &self.declared
     }
 
     fn projector<'e>(&self, events: &'e [RecordedEvent]) -> Box<dyn Projector + 'e> {
@@ -205,6 +208,7 @@ impl App {
             subscriber,
             from,
             to,
+            declared: model.declared(),
             rebuild: None,
         };
         let (index, message) = match store.project(&batch, &mut *model.projector(&events)).await {

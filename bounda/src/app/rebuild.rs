@@ -59,7 +59,7 @@ impl App {
     pub async fn start_rebuild(&self, name: &str) -> Result<RebuildProgress, Error> {
         let model = self.read_model_named(name)?;
         let position = read_models(self)?
-            .start_rebuild(model.table(), &model.fingerprint())
+            .start_rebuild(model.table(), model.fingerprint())
             .await?;
         Ok(RebuildProgress {
             read_model: name.to_owned(),
@@ -76,7 +76,7 @@ impl App {
     pub async fn rebuild_slice(&self, name: &str, events: usize) -> Result<RebuildProgress, Error> {
         let model = self.read_model_named(name)?;
         let store = read_models(self)?;
-        let fingerprint = model.fingerprint();
+        let fingerprint = model.fingerprint().to_owned();
         let from = match store.rebuilding(name).await? {
             Some((current, position)) if current == fingerprint => position,
             Some(_) => return Err(superseded(name)),
@@ -119,6 +119,7 @@ impl App {
             subscriber: model.subscriber(),
             from,
             to,
+            declared: model.declared(),
             rebuild: Some(&fingerprint),
         };
         match store.project(&slice, &mut *model.projector(&batch)).await {

@@ -63,10 +63,7 @@ impl TableDef {
     /// deploy), not written into a table it no longer knows.
     pub fn declared(&self) -> String {
         let text = serde_json::to_string(&self.declaration()).unwrap_or_default();
-        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-        });
-        format!("{hash:016x}")
+        format!("{:016x}", crate::read_model::render::hash(&text))
     }
 
     /// The declaration a store keeps beside the table, to compare the next build's with.

@@ -73,6 +73,9 @@ pub struct Table<'t, R> {
     /// The upsert's and the insert's SQL, rendered at their first use in the batch.
     upsert: Option<std::sync::Arc<str>>,
     insert: Option<std::sync::Arc<str>>,
+    /// The first statement of the batch that failed, with why: a projection that goes on
+    /// after it fails the batch all the same (PostgreSQL could not commit it anyway).
+    failed: Option<String>,
     marker: PhantomData<fn() -> R>,
 }
 
@@ -91,17 +94,41 @@ impl<'t, R: ReadModel> Table<'t, R> {
             rows,
             upsert: None,
             insert: None,
+            failed: None,
             marker: PhantomData,
         }
     }
 
     /// The first statement of the batch that failed, if one did.
     pub(crate) fn failed(&self) -> Option<&str> {
-        self.rows.failed()
+        self.failed.as_deref()
+    }
+
+    /// `result`, its error kept as the batch's first failure.
+    fn noted<T>(
+        &mut self,
+        result: Result<T, crate::store::StoreError>,
+    ) -> Result<T, crate::store::StoreError> {
+        if let Err(error) = &result
+            && self.failed.is_none()
+        {
+            self.failed = Some(error.flattened().to_string());
+        }
+        result
     }
 
     async fn execute(&mut self, statement: render::Statement) -> Result<u64, Error> {
-        Ok(self.rows.execute(&statement).await?)
+        let changed = self.rows.execute(&statement).await;
+        Ok(self.noted(changed)?)
+    }
+
+    async fn query(
+        &mut self,
+        statement: &render::Statement,
+        columns: &[crate::read_model::SqlType],
+    ) -> Result<Vec<Vec<crate::read_model::SqlValue>>, Error> {
+        let rows = self.rows.query(statement, columns).await;
+        Ok(self.noted(rows)?)
     }
 
     /// Writes `row`, replacing the row with its key if there is one.
@@ -185,7 +212,7 @@ impl<'t, R: ReadModel> Table<'t, R> {
             R::TABLE,
             select.into().selection(),
         );
-        let rows = self.rows.query(&statement, &types::<R>()).await?;
+        let rows = self.query(&statement, &types::<R>()).await?;
         decode(rows)
     }
 
@@ -193,7 +220,6 @@ impl<'t, R: ReadModel> Table<'t, R> {
     pub async fn count(&mut self, filter: Filter<R>) -> Result<u64, Error> {
         let statement = render::count(self.rows.dialect(), self.rows.target(), filter.condition());
         let rows = self
-            .rows
             .query(&statement, &[crate::read_model::SqlType::Integer])
             .await?;
         count_of(R::NAME, rows)

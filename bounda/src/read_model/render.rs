@@ -77,8 +77,9 @@ pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// FNV-1a of `text`: the same on every machine and build.
-fn hash(text: &str) -> u64 {
+/// FNV-1a of `text`: the same on every machine and build, for names, declarations and
+/// fingerprints that must not change between builds.
+pub fn hash(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
     })

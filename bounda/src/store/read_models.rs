@@ -96,16 +96,11 @@ pub struct Batch<'a> {
     pub from: u64,
     /// Its checkpoint after.
     pub to: u64,
-    /// The fingerprint of the rebuild it belongs to, if it fills a shadow table.
-    pub rebuild: Option<&'a str>,
-}
-
-impl Batch<'_> {
     /// The hash of its table's declaration ([`TableDef::declared`]), which the stored one must
     /// be for a live batch to be written.
-    pub fn declared(&self) -> String {
-        self.table.declared()
-    }
+    pub declared: &'a str,
+    /// The fingerprint of the rebuild it belongs to, if it fills a shadow table.
+    pub rebuild: Option<&'a str>,
 }
 
 /// How a batch went.
@@ -166,10 +161,6 @@ pub trait Rows: Send {
         statement: &Statement,
         columns: &[SqlType],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError>;
-
-    /// The first statement of the batch that failed, if one did: a projection that goes on
-    /// after it fails the batch all the same (PostgreSQL could not commit it anyway).
-    fn failed(&self) -> Option<&str>;
 }
 
 /// What writes a batch's rows: the runtime's projections over the batch's events.

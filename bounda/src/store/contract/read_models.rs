@@ -128,6 +128,7 @@ async fn project_into(
         subscriber: SUBSCRIBER,
         from,
         to,
+        declared: &V1.declared(),
         rebuild,
     };
     tables(store).project(&batch, projector).await
@@ -232,6 +233,7 @@ pub async fn read_model_tables_are_made_and_brought_up_at_start(store: &dyn Stor
         subscriber: SUBSCRIBER,
         from: 1,
         to: 2,
+        declared: &V1.declared(),
         rebuild: None,
     };
     let mut nothing = Upserts {
