@@ -20,6 +20,8 @@ mod read_models;
 mod reads;
 mod rows;
 mod schema;
+#[cfg(feature = "testing")]
+mod scratch;
 mod statements;
 mod store;
 
@@ -31,6 +33,8 @@ use bounda::store::{Store, StoreError};
 use rusqlite::Connection;
 
 pub use connection::{Options, Synchronous};
+#[cfg(feature = "testing")]
+pub use scratch::ScratchFile;
 
 /// The SQLite store. One connection, behind a mutex: SQLite has one writer per file anyway, and
 /// statements within a process run one after another around write transactions.

@@ -3,6 +3,7 @@
 
 mod faults;
 mod logs;
+pub mod simulate;
 
 pub use faults::{Fault, FaultyStore, InjectedFaults};
 pub use logs::{Line, Logs};

@@ -1,0 +1,146 @@
+//! What must hold of any app after any schedule: the framework's own invariants, read from the
+//! store. A simulation checks them whenever the app is at rest, and again at the end.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::app::App;
+use crate::{Instant, RecordedEvent};
+
+/// Every event in the store, in position order.
+async fn every_event(app: &App) -> Result<Vec<RecordedEvent>, String> {
+    let mut events: Vec<RecordedEvent> = Vec::new();
+    loop {
+        let after = events.last().map_or(0, |e| e.position);
+        let page = app
+            .store()
+            .read_all(after, 10_000)
+            .await
+            .map_err(|e| format!("the log does not read: {e}"))?;
+        if page.is_empty() {
+            return Ok(events);
+        }
+        events.extend(page);
+    }
+}
+
+/// The invariants of the log and of every process instance's lifecycle:
+/// - positions run 1, 2, 3… and each stream's versions 1, 2, 3…;
+/// - each deadline (field, moment) of an instance is reached at most once, never before its
+///   moment;
+/// - an instance handles each event once;
+/// - with `in_order`, no deadline of an instance runs before an event of it stored at or before
+///   the deadline's moment (with commits failing on purpose a deadline held too long behind a
+///   stuck event runs first, by design);
+/// - nothing lags once the app is at rest.
+pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
+    let events = every_event(app).await?;
+    let mut versions: HashMap<(&str, &str), u64> = HashMap::new();
+    let mut stored_at: HashMap<&str, Instant> = HashMap::new();
+    for (index, event) in events.iter().enumerate() {
+        if event.position != index as u64 + 1 {
+            return Err(format!(
+                "positions have a gap: {} where {} belongs",
+                event.position,
+                index + 1
+            ));
+        }
+        let version = versions
+            .entry((&event.aggregate_type, &event.aggregate_id))
+            .or_insert(0);
+        *version += 1;
+        if event.version != *version {
+            return Err(format!(
+                "{}:{} skips from version {} to {}",
+                event.aggregate_type,
+                event.aggregate_id,
+                *version - 1,
+                event.version
+            ));
+        }
+        stored_at.insert(&event.id, event.timestamp);
+    }
+    let mut lifecycles: HashMap<(&str, &str), Vec<&RecordedEvent>> = HashMap::new();
+    for event in events
+        .iter()
+        .filter(|e| e.aggregate_type.starts_with("process:"))
+    {
+        lifecycles
+            .entry((&event.aggregate_type, &event.aggregate_id))
+            .or_default()
+            .push(event);
+    }
+    for ((process, id), lifecycle) in lifecycles {
+        lifecycle_holds(process, id, &lifecycle, &stored_at, in_order)?;
+    }
+    let lag = app.lag().await.map_err(|e| format!("lag: {e}"))?;
+    if lag.max_lag != 0 {
+        return Err(format!(
+            "lag {} at rest: {:?}",
+            lag.max_lag, lag.subscribers
+        ));
+    }
+    if lag.drifted_entries != 0 {
+        return Err(format!(
+            "{} instances' scheduler entries disagree with their state",
+            lag.drifted_entries
+        ));
+    }
+    Ok(())
+}
+
+/// One instance's lifecycle: each deadline reached once and never early, each event handled
+/// once, and (with `in_order`) none handled after a deadline later than the event.
+fn lifecycle_holds(
+    process: &str,
+    id: &str,
+    lifecycle: &[&RecordedEvent],
+    stored_at: &HashMap<&str, Instant>,
+    in_order: bool,
+) -> Result<(), String> {
+    let name = format!("{process}:{id}");
+    let mut reached: HashSet<(String, Instant)> = HashSet::new();
+    let mut handled: HashSet<&str> = HashSet::new();
+    let mut latest: Option<(String, Instant)> = None;
+    for event in lifecycle {
+        match event.event_type.as_str() {
+            "ProcessDeadlineReached" | "ProcessTimedOut" => {
+                let field = event.payload["field"]
+                    .as_str()
+                    .unwrap_or("timeout")
+                    .to_owned();
+                let at: Instant = serde_json::from_value(event.payload["at"].clone())
+                    .map_err(|e| format!("{name}: a reached moment does not read: {e}"))?;
+                if !reached.insert((field.clone(), at)) {
+                    return Err(format!("{name}: {field} at {at} reached twice"));
+                }
+                if event.timestamp < at {
+                    return Err(format!(
+                        "{name}: {field} due at {at} ran early, at {}",
+                        event.timestamp
+                    ));
+                }
+                if latest.as_ref().is_none_or(|(_, moment)| *moment < at) {
+                    latest = Some((field, at));
+                }
+            }
+            kind @ ("ProcessStarted" | "ProcessHandled" | "ProcessCompleted") => {
+                let Some(event_id) = event.payload["eventId"].as_str() else {
+                    continue;
+                };
+                if kind == "ProcessHandled" && !handled.insert(event_id) {
+                    return Err(format!("{name}: event {event_id} handled twice"));
+                }
+                let (Some((field, at)), Some(stored)) = (&latest, stored_at.get(event_id)) else {
+                    continue;
+                };
+                if in_order && stored <= at {
+                    return Err(format!(
+                        "{name}: {field} at {at} ran before event {event_id}, stored at {stored}"
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! One schedule, step by step: the runners work, the model follows, and the invariants are
+//! checked whenever the app is at rest.
+
+use super::runners::Runners;
+use super::{Input, Model, Report, Simulation, Step, checks};
+use crate::app::App;
+use crate::clock::Clock;
+use crate::store::{LetterFilter, LetterStatus};
+use crate::{Duration, millis};
+
+/// A schedule in progress.
+pub(crate) struct Run<'s, I: Input, M: Model<I>> {
+    simulation: &'s Simulation<I, M>,
+    runners: Runners,
+    model: M,
+    /// Whether work may be pending that no runner has run (after an outage).
+    dirty: bool,
+    report: Report,
+}
+
+impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
+    pub(crate) fn new(simulation: &'s Simulation<I, M>, runners: Runners, model: M) -> Self {
+        Run {
+            simulation,
+            runners,
+            model,
+            dirty: false,
+            report: Report {
+                schedules: 1,
+                ..Report::default()
+            },
+        }
+    }
+
+    fn app(&self) -> App {
+        self.runners.app().clone()
+    }
+
+    /// Every runner's work done, and the model told.
+    async fn catch_up(&mut self) -> Result<(), String> {
+        self.runners.catch_up().await?;
+        self.dirty = false;
+        self.model.settled(self.runners.clock.now())
+    }
+
+    /// Moves the clock `by` with a runner running, and tells the model.
+    async fn advance(&mut self, by: Duration) -> Result<(), String> {
+        self.runners.advance(by).await?;
+        self.model.advanced(by);
+        self.model.settled(self.runners.clock.now())
+    }
+
+    pub(crate) async fn step(&mut self, step: &Step<I>) -> Result<(), String> {
+        self.report.steps += 1;
+        match step {
+            Step::Send(input) => {
+                self.catch_up().await?;
+                if let Some(by) = self.model.before(input, self.runners.clock.now()) {
+                    self.advance(by).await?;
+                }
+                let sent = input.send(&self.app()).await?;
+                self.model.sent(input, &sent)?;
+                self.catch_up().await
+            }
+            Step::Advance(by) => {
+                self.catch_up().await?;
+                self.advance(millis(*by)).await
+            }
+            Step::Outage(by) => {
+                self.runners.clock.advance(millis(*by));
+                self.model.outage(millis(*by));
+                self.dirty = true;
+                Ok(())
+            }
+            Step::Turn(n) => {
+                self.runners.turn(usize::from(*n));
+                self.catch_up().await
+            }
+            Step::Retry(n) | Step::Discard(n) => {
+                self.catch_up().await?;
+                self.settle_letter(usize::from(*n), matches!(step, Step::Discard(_)))
+                    .await?;
+                self.catch_up().await
+            }
+            Step::Restart(count) => {
+                self.report.restarts += 1;
+                self.runners
+                    .start(usize::from(*count), &*self.simulation.build)
+                    .await
+            }
+        }
+    }
+
+    /// An operator retries or discards the `n`th open letter, oldest first. A retry that fails
+    /// again is an answer, not a finding; a discard that fails is one (without store faults).
+    async fn settle_letter(&mut self, n: usize, discard: bool) -> Result<(), String> {
+        let app = self.app();
+        let filter = LetterFilter {
+            status: Some(LetterStatus::Failed),
+            ..LetterFilter::default()
+        };
+        let mut letters = app
+            .dead_letters()
+            .list(&filter)
+            .await
+            .map_err(|e| format!("the letters do not read: {e}"))?;
+        if letters.is_empty() {
+            return Ok(());
+        }
+        letters.sort_by(|a, b| (a.first_failed_at, &a.id).cmp(&(b.first_failed_at, &b.id)));
+        let id = letters[n % letters.len()].id.clone();
+        if discard {
+            let discarded = app.dead_letters().discard(&id).await;
+            if let Err(error) = discarded
+                && !self.runners.faulty()
+            {
+                return Err(format!("discarding letter {id} failed: {error}"));
+            }
+        } else {
+            let _ = app.dead_letters().retry(&id).await;
+        }
+        Ok(())
+    }
+
+    /// The invariants, the user's and the model's comparison, unless work is pending.
+    pub(crate) async fn check(&mut self) -> Result<(), String> {
+        if self.dirty {
+            self.report.skipped += 1;
+            return Ok(());
+        }
+        self.report.checks += 1;
+        let app = self.app();
+        checks::framework(&app, self.simulation.store_faults == 0).await?;
+        for invariant in &self.simulation.invariants {
+            (invariant.check)(app.clone())
+                .await
+                .map_err(|error| format!("invariant \"{}\": {error}", invariant.name))?;
+        }
+        self.model.compare(&app).await
+    }
+
+    /// The end: the faults stop, what they left is retried, the clock moves past the settling
+    /// span, and then everything is checked, the end's invariants too: nothing may be missing.
+    pub(crate) async fn finish(mut self) -> Result<Report, String> {
+        self.runners.stop_faults();
+        self.catch_up().await?;
+        if self.simulation.settle > Duration::ZERO {
+            self.advance(self.simulation.settle).await?;
+        }
+        self.check().await?;
+        let app = self.app();
+        for invariant in &self.simulation.at_end {
+            (invariant.check)(app.clone())
+                .await
+                .map_err(|error| format!("invariant \"{}\": {error}", invariant.name))?;
+        }
+        if let Some(clash) = self.runners.effects.clash() {
+            return Err(clash);
+        }
+        let lag = app.lag().await.map_err(|e| format!("lag: {e}"))?;
+        if lag.waiting_deadlines != 0 {
+            return Err(format!(
+                "{} due deadlines still wait behind unhandled events",
+                lag.waiting_deadlines
+            ));
+        }
+        self.report.letters = app
+            .dead_letters()
+            .list(&LetterFilter::default())
+            .await
+            .map_err(|e| format!("the letters do not read: {e}"))?
+            .len();
+        self.runners.database.check().await?;
+        self.runners.collect_faults();
+        self.report.store_faults = self.runners.injected;
+        self.report.port_faults = self.runners.port_faults.played();
+        self.report.effects = (self.runners.effects.len(), self.runners.effects.repeats());
+        Ok(self.report)
+    }
+}
