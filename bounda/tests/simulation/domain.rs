@@ -1,12 +1,10 @@
 //! The simulated app: an account opened, paid, moved, cancelled or archived from outside; the
 //! `Watch` process with a chain that re-arms itself, a deadline moved by events, and the
-//! timeout; a delayed policy; a scheduled command. Every handler asks the plan how its run goes.
-
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+//! timeout; a delayed policy; a scheduled command. Every handler plays a port call of its run
+//! through the simulation's `PortFaults`, which fails it, panics or hangs by the seed.
 
 use bounda::prelude::*;
+use bounda::testing::simulate::PortFaults;
 
 /// How long the chain waits between links, and how many links it has.
 pub const CHAIN_EVERY: Duration = hours(24);
@@ -211,88 +209,8 @@ impl Command for Ping {
     }
 }
 
-/// How the plan says one invocation of a handler goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fate {
-    Ok,
-    /// A retriable error.
-    Fail,
-    /// An error the runtime does not retry.
-    Terminal,
-    Panic,
-    /// Runs past its time limit.
-    Slow,
-}
-
-/// What the plan holds for one run, by its key: how its invocations go, in order, then `Ok`.
-pub fn fates(seed: u64, key: &str) -> &'static [Fate] {
-    use Fate::*;
-    match mix(seed, key) % 100 {
-        0..=79 => &[],
-        80..=87 => &[Fail],
-        88..=91 => &[Fail, Fail],
-        92..=94 => &[Fail, Fail, Fail],
-        95..=96 => &[Terminal],
-        97..=98 => &[Panic],
-        _ => &[Slow],
-    }
-}
-
-/// A stable hash of `seed` and `key` (FNV-1a): the same on every run and machine.
-pub fn mix(seed: u64, key: &str) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64 ^ seed;
-    for byte in key.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash ^ (hash >> 29)
-}
-
-/// The plan, shared by every app of a schedule through a port: its seed, and how often each
-/// run's handler was invoked.
-#[derive(Debug, Default)]
-pub struct Plan {
-    pub seed: u64,
-    pub invoked: Mutex<HashMap<String, usize>>,
-    /// Set by a handler that is to run past its limit; the clock's sleep polled next takes it
-    /// and ends at once. That sleep is the handler's own time limit: the runtime polls it right
-    /// after the handler, in the same poll, while the handlers of a wave run at once in one task
-    /// (a `Notify` would wake the oldest waiting sleep, another handler's).
-    pub slow: Arc<AtomicBool>,
-}
-
-impl Plan {
-    /// Counts an invocation of run `key`, and plays its fate.
-    pub async fn play(&self, key: String) -> Result<()> {
-        let n = {
-            let mut invoked = self.invoked.lock().expect("not poisoned");
-            let n = invoked.entry(key.clone()).or_insert(0);
-            *n += 1;
-            *n
-        };
-        match fates(self.seed, &key)
-            .get(n - 1)
-            .copied()
-            .unwrap_or(Fate::Ok)
-        {
-            Fate::Ok => Ok(()),
-            Fate::Fail => anyhow::bail!("planned failure of {key} (invocation {n})"),
-            Fate::Terminal => Err(bounda::Error::Configuration {
-                message: format!("planned terminal failure of {key}"),
-            }
-            .into()),
-            Fate::Panic => panic!("planned panic of {key}"),
-            Fate::Slow => {
-                self.slow.store(true, Ordering::SeqCst);
-                std::future::pending::<()>().await;
-                Ok(())
-            }
-        }
-    }
-}
-
-/// The plan, as handlers find it.
-pub type PlanPort = Arc<Plan>;
+/// Port calls in a hundred that meet a fault: every handler plays one call, keyed by its run.
+pub const PORT_FAULTS: u64 = 20;
 
 #[process(on = Account, started_by = [Opened], completed_by = [Cancelled], timeout = "30d")]
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
@@ -307,8 +225,8 @@ pub struct Watch {
 }
 
 impl Watch {
-    async fn play(plan: Result<&PlanPort, bounda::Error>, key: String) -> Result<()> {
-        plan?.play(key).await
+    async fn play(faults: Result<&PortFaults, bounda::Error>, key: String) -> Result<()> {
+        faults?.call(&key).await
     }
 }
 
@@ -386,7 +304,7 @@ impl Watch {
 #[policy(delay = "3h")]
 pub async fn acknowledge_on_paid(cx: Reaction<'_, Paid>) -> Result<()> {
     let key = format!("ack:{}:{}", cx.event().account_id, cx.recorded().version);
-    cx.port::<PlanPort>()?.play(key).await?;
+    cx.port::<PortFaults>()?.call(&key).await?;
     cx.send(Acknowledge {
         account_id: cx.event().account_id.clone(),
         amount: cx.event().amount,

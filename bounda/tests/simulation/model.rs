@@ -9,7 +9,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::domain::{self, Ask, Fate};
+use bounda::testing::simulate::{Fate, PortFaults};
+
+use super::domain::{self, Ask};
 
 const SECOND: i64 = 1_000;
 /// The fixed back-off of every retried run, and the runs before a letter.
@@ -153,7 +155,7 @@ impl Model {
     fn invoke(&mut self, key: &str) -> Fate {
         let n = self.invoked.entry(key.to_owned()).or_insert(0);
         *n += 1;
-        domain::fates(self.seed, key)
+        PortFaults::fates(self.seed, domain::PORT_FAULTS, key)
             .get(*n - 1)
             .copied()
             .unwrap_or(Fate::Ok)

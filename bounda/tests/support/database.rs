@@ -103,3 +103,16 @@ impl Database {
         }
     }
 }
+
+/// The suite's database as the simulation harness opens it: each schedule a fresh one, each
+/// runner and restart a store of its own on it.
+#[async_trait::async_trait]
+impl bounda::testing::simulate::Database for Database {
+    async fn open(&self) -> Result<Arc<dyn Store>, bounda::Error> {
+        Ok(Database::open(self).await)
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        self.check_integrity()
+    }
+}
