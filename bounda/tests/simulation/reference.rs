@@ -2,8 +2,6 @@
 //! and compared with the app (every account's events with their times, each instance's state,
 //! status, parked events and deadlines reached, and the letters).
 
-use std::future::Future;
-
 use bounda::store::{LetterFilter, LetterKind, LetterStatus, Store};
 use bounda::testing::simulate::{Model as Compared, Sent};
 use bounda::{App, Duration, Instant, ProcessStatus};
@@ -94,11 +92,9 @@ impl Compared<Outside> for Reference {
         Ok(())
     }
 
-    fn compare(&mut self, app: &App) -> impl Future<Output = Result<(), String>> {
-        async move {
-            let agreed = agree(&self.model, app).await;
-            with_history(app, &self.model, agreed).await
-        }
+    async fn compare(&mut self, app: &App) -> Result<(), String> {
+        let agreed = agree(&self.model, app).await;
+        with_history(app, &self.model, agreed).await
     }
 }
 
