@@ -36,7 +36,8 @@ impl Compared<Outside> for Reference {
 
     fn sent(&mut self, input: &Outside, sent: &Sent) -> Result<(), String> {
         let account = input.account();
-        let now = Instant::from_millis(self.model.now).ok_or("the model's clock is out of range")?;
+        let now =
+            Instant::from_millis(self.model.now).ok_or("the model's clock is out of range")?;
         if let Some(ask) = input.ask(now) {
             let accepted = *sent == Sent::Accepted;
             let expected = self.model.dispatch(&account, &ask);

@@ -195,6 +195,17 @@ impl OrderLifecycle {
             reason: "timed out".into(),
         })
         .await?;
+        // The order may be cancelled already by a cancellation stored after the lifetime's
+        // end (the deadline that cancels an unpaid order, run late after an outage): this
+        // instance never handles it, so the payment is cancelled here too. A second cancel of a
+        // payment does nothing. (Found by the simulation, `tests/simulation.rs`.)
+        if let Some(payment_id) = cx.state().payment_id.clone() {
+            cx.send(CancelPayment {
+                payment_id,
+                reason: "timed out".into(),
+            })
+            .await?;
+        }
         Ok(())
     }
 }

@@ -311,6 +311,34 @@ impl fmt::Display for Report {
     }
 }
 
+/// A schedule that failed: what broke, and the schedule shrunk to the fewest steps that still
+/// break it, printed as a test to paste.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The schedule's seed.
+    pub seed: u64,
+    /// What broke first, with the step it followed.
+    pub error: String,
+    /// Steps of the schedule.
+    pub steps: usize,
+    /// Steps of the shrunk schedule.
+    pub shrunk: usize,
+    /// What breaks in the shrunk schedule.
+    pub shrunk_error: String,
+    /// The shrunk schedule as a `#[tokio::test]` to paste.
+    pub test: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "simulation seed {} failed: {}\n\nshrunk from {} to {} steps: {}\n\n{}\n",
+            self.seed, self.error, self.steps, self.shrunk, self.shrunk_error, self.test
+        )
+    }
+}
+
 impl<I: Input> Simulation<I, NoModel> {
     /// A simulation of the app `build` makes on each runner's store, on a fresh database from
     /// `database` for each schedule. By default: 60 steps, checks every 5, no faults, a week
@@ -489,9 +517,29 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
 
     /// Runs `schedule`; on a failure, shrinks it and panics with the test to paste.
     async fn check_schedule(&self, seed: u64, schedule: &[Step<I>]) -> Report {
+        match self.try_schedule(seed, schedule).await {
+            Ok(report) => report,
+            Err(finding) => panic!("{finding}"),
+        }
+    }
+
+    /// Runs the schedule of each seed until one fails: its finding, shrunk, or `None` when
+    /// every schedule passed. For a test that a simulation catches a bug.
+    pub async fn find(&self, seeds: impl IntoIterator<Item = u64>) -> Option<Finding> {
+        for seed in seeds {
+            let schedule = self.schedule(seed);
+            if let Err(finding) = self.try_schedule(seed, &schedule).await {
+                return Some(finding);
+            }
+        }
+        None
+    }
+
+    /// Runs `schedule`; on a failure, shrinks it.
+    async fn try_schedule(&self, seed: u64, schedule: &[Step<I>]) -> Result<Report, Finding> {
         quiet_planned_panics();
         let error = match self.run_schedule(seed, schedule).await {
-            Ok(report) => return report,
+            Ok(report) => return Ok(report),
             Err(error) => error,
         };
         let shrunk = self.shrink(seed, schedule).await;
@@ -500,11 +548,14 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
             Ok(_) => "the shrunk schedule passes: replay the whole one".to_owned(),
         };
         let input = schedule::short_name(std::any::type_name::<I>());
-        panic!(
-            "simulation seed {seed} failed: {error}\n\nshrunk to {} steps: {again}\n\n{}\n",
-            shrunk.len(),
-            schedule::as_rust(&self.replay_as, input, seed, &shrunk)
-        );
+        Err(Finding {
+            seed,
+            error,
+            steps: schedule.len(),
+            shrunk: shrunk.len(),
+            shrunk_error: again,
+            test: schedule::as_rust(&self.replay_as, input, seed, &shrunk),
+        })
     }
 
     /// The smallest schedule, by removing steps, that still fails: halves, then quarters, down

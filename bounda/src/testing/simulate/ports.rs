@@ -135,6 +135,25 @@ impl PortFaults {
     /// Plays the next invocation of call `key`: `Ok` when it goes through; an error, a panic
     /// (`planned panic of …`) or a call that never answers when its fate says so.
     pub async fn call(&self, key: &str) -> anyhow::Result<()> {
+        if self.next(key)? {
+            self.inner.slow.store(true, Ordering::SeqCst);
+            std::future::pending::<()>().await;
+        }
+        Ok(())
+    }
+
+    /// Plays the next invocation of call `key` in a synchronous port: as
+    /// [`call`](PortFaults::call), except that a call whose fate is to hang fails at once,
+    /// saying it timed out (a synchronous call cannot wait on the simulated clock).
+    pub fn try_call(&self, key: &str) -> anyhow::Result<()> {
+        if self.next(key)? {
+            anyhow::bail!("planned time-out of {key}");
+        }
+        Ok(())
+    }
+
+    /// Counts an invocation of `key` and plays its fate: `Ok(true)` for a call to hang.
+    fn next(&self, key: &str) -> anyhow::Result<bool> {
         let faults = &self.inner;
         let n = {
             let mut invoked = faults
@@ -150,7 +169,7 @@ impl PortFaults {
             .copied()
             .unwrap_or(Fate::Ok);
         let counter = match fate {
-            Fate::Ok => return Ok(()),
+            Fate::Ok => return Ok(false),
             Fate::Fail => 0,
             Fate::Terminal => 1,
             Fate::Panic => 2,
@@ -163,11 +182,7 @@ impl PortFaults {
             }
             .into()),
             Fate::Panic => panic!("planned panic of {key} (invocation {n})"),
-            Fate::Slow => {
-                faults.slow.store(true, Ordering::SeqCst);
-                std::future::pending::<()>().await;
-                Ok(())
-            }
+            Fate::Slow => Ok(true),
             Fate::Ok | Fate::Fail => {
                 anyhow::bail!("planned failure of {key} (invocation {n})")
             }

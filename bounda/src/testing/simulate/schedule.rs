@@ -132,7 +132,7 @@ pub(crate) fn as_rust<I: fmt::Debug>(
 ) -> String {
     let steps: Vec<String> = schedule
         .iter()
-        .map(|step| format!("            {step:?},"))
+        .map(|step| format!("                {step:?},"))
         .collect();
     format!(
         "#[tokio::test]\nasync fn seed_{seed}() {{\n    use bounda::testing::simulate::Step::*;\n    #[allow(unused_imports)]\n    use {input}::*;\n    {simulation}\n        .replay(\n            {seed},\n            &[\n{}\n            ],\n        )\n        .await;\n}}",
