@@ -15,3 +15,6 @@ pub mod changing_events {}
 
 #[doc = include_str!("../../docs/read-models.md")]
 pub mod read_models {}
+
+#[doc = include_str!("../../docs/simulating.md")]
+pub mod simulating {}

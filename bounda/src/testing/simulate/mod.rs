@@ -97,7 +97,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::app::{App, AppBuilder, DispatchError};
-use crate::clock::Clock;
+use crate::clock::{Clock, SimulatedClock};
 use crate::store::Store;
 use crate::{Duration, Instant, days};
 
@@ -145,6 +145,7 @@ impl Sent {
 /// What each runner's app is built with.
 pub struct Setup {
     store: Arc<dyn Store>,
+    clock: Arc<SimulatedClock>,
     port_faults: PortFaults,
     effects: Effects,
     runner: usize,
@@ -167,6 +168,13 @@ impl Setup {
     /// reads it with `app.port::<Effects>()`.
     pub fn effects(&self) -> Effects {
         self.effects.clone()
+    }
+
+    /// The schedule's simulated clock, for a fake port that waits on simulated time
+    /// ([`SimulatedClock::after`], [`SimulatedClock::timer_at`]): the simulation sets it on the
+    /// app itself.
+    pub fn clock(&self) -> Arc<SimulatedClock> {
+        self.clock.clone()
     }
 
     /// Which runner this is: 0, 1 or 2.

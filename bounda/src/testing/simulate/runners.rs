@@ -130,6 +130,7 @@ impl Runners {
             };
             let setup = Setup {
                 store,
+                clock: self.clock.clone(),
                 port_faults: self.port_faults.clone(),
                 effects: self.effects.clone(),
                 runner,
