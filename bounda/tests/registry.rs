@@ -23,13 +23,6 @@ async fn confirm_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     Ok(())
 }
 
-fn place(order_id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: order_id.into(),
-        total: 1,
-    }
-}
-
 async fn deadlines(app: &TestApp) -> Vec<String> {
     app.app()
         .pending_deadlines()

@@ -75,3 +75,29 @@ pub async fn write_state(
     };
     store.commit(&odd).await.expect("the state is written");
 }
+
+/// The lifecycle events of instance `id` of process `P`, in order.
+pub async fn lifecycle<P: bounda::Process>(
+    app: &bounda::testing::TestApp,
+    id: &str,
+) -> Vec<bounda::RecordedEvent> {
+    app.app()
+        .store()
+        .read_stream(&format!("process:{}", P::NAME), id)
+        .await
+        .expect("the lifecycle reads")
+}
+
+/// The types of `events`, in order.
+pub fn types(events: &[bounda::RecordedEvent]) -> Vec<&str> {
+    events.iter().map(|e| e.event_type.as_str()).collect()
+}
+
+/// The state of instance `id` of process `P`, as last stored.
+pub async fn state<P: bounda::Process>(app: &bounda::testing::TestApp, id: &str) -> P {
+    app.instance::<P>(id)
+        .await
+        .expect("the instance reads")
+        .expect("the instance started")
+        .state
+}

@@ -476,3 +476,11 @@ impl Policy for ConfirmLater {
         Ok(())
     }
 }
+
+/// Places order `id`, of 139.
+pub fn place(id: &str) -> PlaceOrder {
+    PlaceOrder {
+        order_id: id.into(),
+        total: 139,
+    }
+}

@@ -6,11 +6,12 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::listed::ConfirmOnOrderPlaced;
 use bounda::prelude::*;
 use bounda_sqlite::SqliteStore;
 use support::storefront::*;
@@ -105,22 +106,6 @@ impl Recorder {
             .filter(|e| e.get("target") == Some(bounda::METRICS) && e.fields.contains_key(name))
             .cloned()
             .collect()
-    }
-}
-
-struct ConfirmOnOrderPlaced;
-
-#[policy]
-impl Policy for ConfirmOnOrderPlaced {
-    const NAME: &'static str = "confirm_on_order_placed";
-    type Event = OrderPlaced;
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        cx.send(RecordConfirmationSent {
-            order_id: cx.event().order_id.clone(),
-        })
-        .await?;
-        Ok(())
     }
 }
 

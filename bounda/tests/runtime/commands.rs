@@ -5,7 +5,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -23,13 +23,6 @@ async fn app() -> App {
         .build()
         .await
         .expect("an app")
-}
-
-fn place(id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: id.to_owned(),
-        total: 139,
-    }
 }
 
 // spec 1, 11

@@ -5,7 +5,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use bounda::aggregate::{Event, EventSet};
 use bounda::process::{Context, DueDeadline, ProcessState, Reached, TIMEOUT, plan};

@@ -5,7 +5,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -155,13 +155,6 @@ async fn shared(builder: AppBuilder) -> TestApp {
     let clock = Arc::new(bounda::clock::SimulatedClock::default());
     let app = builder.clock(clock.clone()).build().await.expect("an app");
     TestApp::with_app(app, clock)
-}
-
-fn place(id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: id.into(),
-        total: 139,
-    }
 }
 
 // spec 20, 21, 27–29, 131, 174

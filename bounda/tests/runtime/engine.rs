@@ -6,7 +6,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -85,13 +85,6 @@ async fn app_on(store: &Arc<dyn Store>) -> TestApp {
     )
     .await
     .unwrap()
-}
-
-fn place(id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: id.into(),
-        total: 10,
-    }
 }
 
 async fn reminders(app: &TestApp, id: &str) -> usize {

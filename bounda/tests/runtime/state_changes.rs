@@ -7,7 +7,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
@@ -85,13 +85,6 @@ mod v2 {
         async fn at_ends(_cx: At<'_, Self>) -> Result<AtEnds> {
             Ok(AtEnds::new(Deadline::none()))
         }
-    }
-}
-
-fn place(order_id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: order_id.into(),
-        total: 1,
     }
 }
 

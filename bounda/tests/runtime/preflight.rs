@@ -8,11 +8,8 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
-// Not in `support/mod.rs`: its builds register two processes of one name, which an app built
-// without `only_listed` refuses.
-#[path = "support/clinic.rs"]
-mod clinic;
+use crate::clinic;
+use crate::support;
 
 use std::process::ExitCode;
 

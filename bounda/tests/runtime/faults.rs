@@ -5,32 +5,17 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
+use crate::listed::ConfirmOnOrderPlaced;
 use bounda::clock::{Clock, SimulatedClock};
 use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, Store};
 use support::racing::Racing;
 use support::storefront::*;
-
-struct ConfirmOnOrderPlaced;
-
-#[policy]
-impl Policy for ConfirmOnOrderPlaced {
-    const NAME: &'static str = "confirm_on_order_placed";
-    type Event = OrderPlaced;
-
-    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
-        cx.send(RecordConfirmationSent {
-            order_id: cx.event().order_id.clone(),
-        })
-        .await?;
-        Ok(())
-    }
-}
 
 /// Calls a provider that takes a simulated minute: the test's clock moves while it waits.
 struct Stuck;

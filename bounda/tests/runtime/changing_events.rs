@@ -8,11 +8,8 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
-// Not in `support/mod.rs`: its builds register two processes of one name, which an app built
-// without `only_listed` refuses, so only the tests of changing builds take it in.
-#[path = "support/clinic.rs"]
-mod clinic;
+use crate::clinic;
+use crate::support;
 
 use bounda::prelude::*;
 use clinic::{Clinic, v1, v2};

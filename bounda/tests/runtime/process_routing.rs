@@ -5,15 +5,16 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::cell::Cell;
 
+use bounda::PROCESSES;
 use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::store::{LetterKind, Store};
-use bounda::{PROCESSES, RecordedEvent};
 use support::storefront::*;
+use support::{lifecycle, state, types};
 
 thread_local! {
     static REFUND_FAILS: Cell<bool> = const { Cell::new(false) };
@@ -129,35 +130,6 @@ async fn app() -> TestApp {
     app_with(Config::default()).await
 }
 
-async fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
-    app.app()
-        .store()
-        .read_stream("process:Settlement", id)
-        .await
-        .unwrap()
-}
-
-fn types(events: &[RecordedEvent]) -> Vec<&str> {
-    events.iter().map(|e| e.event_type.as_str()).collect()
-}
-
-async fn state(app: &TestApp, id: &str) -> Settlement {
-    let events = lifecycle(app, id).await;
-    let last = events
-        .iter()
-        .rev()
-        .find(|e| e.payload.get("state").is_some())
-        .unwrap();
-    serde_json::from_value(last.payload["state"].clone()).unwrap()
-}
-
-fn place(id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: id.into(),
-        total: 1,
-    }
-}
-
 // spec 54, 56, 57: another aggregate's events reach the instance by its id field or correlator,
 // and one of them completes it.
 #[tokio::test]
@@ -190,7 +162,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -200,7 +172,7 @@ async fn another_aggregates_events_reach_the_instance_and_may_complete_it() {
         ],
         "the correlated refund, then the settlement that completes it; the ones naming no order are skipped"
     );
-    let state = state(&app, "o-1").await;
+    let state = state::<Settlement>(&app, "o-1").await;
     assert_eq!(
         (state.refunds, state.settled_by.as_deref()),
         (1, Some("p-1"))
@@ -239,7 +211,7 @@ async fn a_failing_correlator_dead_letters_the_event_for_the_process_only() {
         letters[0].error_message
     );
     assert_eq!(
-        state(&app, "o-1").await.refunds,
+        state::<Settlement>(&app, "o-1").await.refunds,
         1,
         "the other events carry on"
     );
@@ -270,7 +242,7 @@ async fn a_panicking_correlator_dead_letters_the_event_and_the_runner_goes_on() 
         letters[0].error_message
     );
     assert_eq!(
-        state(&app, "o-1").await.refunds,
+        state::<Settlement>(&app, "o-1").await.refunds,
         1,
         "the other events carry on"
     );
@@ -331,7 +303,7 @@ async fn an_empty_id_is_a_letter_for_the_process_not_an_instance() {
         );
     }
     assert_eq!(
-        state(&app, "o-1").await.refunds,
+        state::<Settlement>(&app, "o-1").await.refunds,
         1,
         "the other events carry on"
     );
@@ -346,7 +318,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
     app.dispatch(place("o-1")).await.unwrap();
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let version = lifecycle(&app, "o-1").await.len() as u64;
+    let version = lifecycle::<Settlement>(&app, "o-1").await.len() as u64;
     let garbled = bounda::store::WriteSet {
         appends: vec![bounda::store::Append {
             aggregate_type: "process:Settlement".into(),
@@ -381,7 +353,7 @@ async fn an_unreadable_instance_is_named_in_its_letter() {
         "the letter names the instance it could not read"
     );
     assert_eq!(
-        state(&app, "o-2").await.refunds,
+        state::<Settlement>(&app, "o-2").await.refunds,
         1,
         "the other instance carries on"
     );
@@ -425,7 +397,7 @@ async fn a_starting_event_never_reopens_an_ended_instance() {
     app.app().store().commit(&again).await.unwrap();
     app.advance(days(10)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -451,14 +423,14 @@ async fn the_lifetime_defaults_to_the_configuration() {
     let start = app.now();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        lifecycle(&app, "o-1").await[0].payload["timeoutAt"],
+        lifecycle::<Settlement>(&app, "o-1").await[0].payload["timeoutAt"],
         serde_json::json!((start + days(2)).to_string())
     );
     let default = app_with(Config::default()).await;
     default.dispatch(place("o-1")).await.unwrap();
     default.run_until_idle().await.unwrap();
     assert_eq!(
-        lifecycle(&default, "o-1").await[0].payload["timeoutAt"],
+        lifecycle::<Settlement>(&default, "o-1").await[0].payload["timeoutAt"],
         serde_json::json!((start + days(7)).to_string())
     );
 }
@@ -471,7 +443,7 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
     let app = app().await.expecting_letters();
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(days(7)).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Settlement>(&app, "o-1").await;
     let timed_out = events
         .iter()
         .find(|e| e.event_type == "ProcessTimedOut")
@@ -502,12 +474,12 @@ async fn a_failing_follow_up_is_a_letter_and_the_process_stays_timed_out() {
         .retry(&letters[0].id)
         .await
         .unwrap();
-    assert!(state(&app, "o-1").await.cancelled);
+    assert!(state::<Settlement>(&app, "o-1").await.cancelled);
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await).last(),
+        types(&lifecycle::<Settlement>(&app, "o-1").await).last(),
         Some(&"ProcessHandled")
     );
-    assert!(types(&lifecycle(&app, "o-1").await).contains(&"ProcessTimedOut"));
+    assert!(types(&lifecycle::<Settlement>(&app, "o-1").await).contains(&"ProcessTimedOut"));
 }
 
 // spec 85, 86, 175: a due deadline waits while its instance's earlier event is unhandled;
@@ -541,7 +513,7 @@ async fn a_due_deadline_waits_for_the_event_stored_before_it() {
     // The payment's step waits for its back-off; the chase, held back its ten rounds at its
     // moment, runs first (best effort, spec 86); the payment is handled on its retry.
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -595,10 +567,12 @@ async fn a_deadline_held_by_a_stuck_runner_runs_after_ten_rounds() {
             "round {round}"
         );
     }
-    assert!(!types(&lifecycle(&app, "o-1").await).contains(&"ProcessDeadlineReached"));
+    assert!(
+        !types(&lifecycle::<Settlement>(&app, "o-1").await).contains(&"ProcessDeadlineReached")
+    );
     app.run_until_idle_with(1).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessDeadlineReached"],
         "best effort: it ran anyway"
     );
@@ -628,7 +602,7 @@ async fn a_deadline_behind_a_step_in_back_off_runs_after_ten_rounds_at_its_momen
     .await
     .unwrap();
     app.advance(minutes(2)).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Settlement>(&app, "o-1").await;
     let reached = events
         .iter()
         .find(|e| e.event_type == "ProcessDeadlineReached")
@@ -656,7 +630,7 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle_with(1).await.unwrap();
     assert!(
-        lifecycle(&app, "o-2").await.is_empty(),
+        lifecycle::<Settlement>(&app, "o-2").await.is_empty(),
         "o-2 waits behind o-1's retry"
     );
     let lag = app.lag().await.unwrap();
@@ -679,11 +653,11 @@ async fn a_step_waiting_for_its_back_off_holds_the_whole_process() {
     );
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-2").await),
+        types(&lifecycle::<Settlement>(&app, "o-2").await),
         ["ProcessStarted", "ProcessHandled"]
     );
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessHandled"]
     );
     let store: &dyn Store = app.app().store();
@@ -714,7 +688,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Settlement>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -726,7 +700,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
 
     PAID_PLAN.with(|plan| *plan.borrow_mut() = vec![false, true]);
     let answer = app.app().dead_letters().retry(&first).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Settlement>(&app, "o-1").await;
     assert_eq!(
         types(&events)[5..],
         ["ProcessHandled", "ProcessFailed"],
@@ -773,7 +747,7 @@ async fn a_parked_event_that_fails_again_is_the_new_failure_at_once() {
         .await
         .unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await).last(),
+        types(&lifecycle::<Settlement>(&app, "o-1").await).last(),
         Some(&"ProcessCompleted")
     );
 }
@@ -784,7 +758,7 @@ async fn follow_ups_go_one_hop_only() {
     let app = app().await;
     app.dispatch(place("o-1")).await.unwrap();
     app.advance(days(8)).await.unwrap();
-    let events = types(&lifecycle(&app, "o-1").await)
+    let events = types(&lifecycle::<Settlement>(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -807,7 +781,7 @@ async fn follow_ups_go_one_hop_only() {
             .types()
             .contains(&"ConfirmationSent")
     );
-    let state = state(&app, "o-1").await;
+    let state = state::<Settlement>(&app, "o-1").await;
     assert!(
         state.cancelled && !state.confirmed,
         "the follow-up's own confirmation did not reach the ended instance"
@@ -847,7 +821,7 @@ async fn a_state_that_no_longer_reads_fails_the_instance_for_good() {
         letters[0].error_message
     );
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await).last(),
+        types(&lifecycle::<Settlement>(&app, "o-1").await).last(),
         Some(&"ProcessFailed")
     );
 }
@@ -1063,21 +1037,21 @@ async fn a_follow_up_failing_retriably_holds_the_processs_later_events() {
     app.clock().advance(days(7));
     REFUND_FAILS.with(|f| f.set(true));
     app.run_until_idle_with(2).await.unwrap();
-    assert!(types(&lifecycle(&app, "o-1").await).contains(&"ProcessTimedOut"));
+    assert!(types(&lifecycle::<Settlement>(&app, "o-1").await).contains(&"ProcessTimedOut"));
     app.dispatch(place("o-2")).await.unwrap();
     app.run_until_idle_with(1).await.unwrap();
     assert!(
-        lifecycle(&app, "o-2").await.is_empty(),
+        lifecycle::<Settlement>(&app, "o-2").await.is_empty(),
         "o-2's start waits behind the follow-up's retry"
     );
     REFUND_FAILS.with(|f| f.set(false));
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-2").await),
+        types(&lifecycle::<Settlement>(&app, "o-2").await),
         ["ProcessStarted", "ProcessHandled"]
     );
     assert!(
-        state(&app, "o-1").await.cancelled,
+        state::<Settlement>(&app, "o-1").await.cancelled,
         "the follow-up ran on its retry"
     );
 }

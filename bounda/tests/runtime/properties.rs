@@ -6,7 +6,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use bounda::config::Config;
 use bounda::prelude::*;

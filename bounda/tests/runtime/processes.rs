@@ -6,12 +6,13 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind};
 use bounda::{PROCESSES, RecordedEvent};
 use support::storefront::*;
+use support::{lifecycle, state, types};
 
 mod payment {
     use std::cell::Cell;
@@ -124,36 +125,6 @@ async fn app() -> TestApp {
     .unwrap()
 }
 
-fn place(id: &str) -> PlaceOrder {
-    PlaceOrder {
-        order_id: id.into(),
-        total: 139,
-    }
-}
-
-/// The instance's lifecycle events.
-async fn lifecycle(app: &TestApp, id: &str) -> Vec<RecordedEvent> {
-    app.app()
-        .store()
-        .read_stream("process:Payment", id)
-        .await
-        .unwrap()
-}
-
-fn types(events: &[RecordedEvent]) -> Vec<&str> {
-    events.iter().map(|e| e.event_type.as_str()).collect()
-}
-
-async fn state(app: &TestApp, id: &str) -> Payment {
-    let events = lifecycle(app, id).await;
-    let last = events
-        .iter()
-        .rev()
-        .find(|e| e.payload.get("state").is_some())
-        .unwrap();
-    serde_json::from_value(last.payload["state"].clone()).unwrap()
-}
-
 // spec 55, 62, 65, 71, 78
 #[tokio::test]
 async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step() {
@@ -161,7 +132,7 @@ async fn a_starting_event_starts_the_instance_with_its_handler_in_the_same_step(
     app.dispatch(place("o-1")).await.unwrap();
     let start = app.now();
     app.run_until_idle().await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(types(&events), ["ProcessStarted", "ProcessHandled"]);
     let started = &events[0];
     assert!(
@@ -217,7 +188,7 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
             "OrderCancelled"
         ]
     );
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -253,7 +224,7 @@ async fn three_daily_reminders_and_the_payment_deadline_run_in_order_in_one_adva
         "soonest first; at the same moment, the field name decides"
     );
     assert!(
-        state(&app, "o-1").await.compensated,
+        state::<Payment>(&app, "o-1").await.compensated,
         "the cancellation's handler ran before completion (spec 64)"
     );
     assert_eq!(
@@ -276,7 +247,7 @@ async fn a_deadline_moved_before_it_came_due_runs_once_at_the_new_moment() {
     .await
     .unwrap();
     app.advance(hours(60)).await.unwrap();
-    let payment_runs: Vec<_> = lifecycle(&app, "o-1")
+    let payment_runs: Vec<_> = lifecycle::<Payment>(&app, "o-1")
         .await
         .into_iter()
         .filter(|e| e.payload["field"] == "payment_deadline")
@@ -314,7 +285,7 @@ async fn a_cleared_deadline_never_runs() {
         app.events_of::<Order>("o-1").await.unwrap().types(),
         ["OrderPlaced", "OrderPaid"]
     );
-    assert!(!types(&lifecycle(&app, "o-1").await).contains(&"ProcessDeadlineReached"));
+    assert!(!types(&lifecycle::<Payment>(&app, "o-1").await).contains(&"ProcessDeadlineReached"));
     let pending = app.app().pending_deadlines().await.unwrap();
     assert_eq!(
         pending.iter().map(|d| d.field).collect::<Vec<_>>(),
@@ -332,7 +303,7 @@ async fn an_outage_of_five_days_catches_up_in_order() {
     let start = app.now();
     app.clock().advance(days(5)); // the worker was down: nothing ran meanwhile
     app.run_until_idle().await.unwrap();
-    let reached: Vec<_> = lifecycle(&app, "o-1")
+    let reached: Vec<_> = lifecycle::<Payment>(&app, "o-1")
         .await
         .into_iter()
         .filter(|e| e.event_type == "ProcessDeadlineReached")
@@ -340,7 +311,7 @@ async fn an_outage_of_five_days_catches_up_in_order() {
         .collect();
     let at = |h| (start + hours(h)).to_string();
     assert_eq!(reached, [at(24), at(48), at(72), at(72)]);
-    let late = state(&app, "o-1").await.late_by;
+    let late = state::<Payment>(&app, "o-1").await.late_by;
     assert_eq!(
         late,
         [hours(96), hours(72), hours(48)],
@@ -372,7 +343,10 @@ async fn an_order_paid_a_second_before_the_payment_deadline_clears_it() {
         order.types(),
         ["OrderPlaced", "ReminderSent", "ReminderSent", "OrderPaid"]
     );
-    assert_eq!(state(&app, "o-1").await.payment_deadline, Deadline::none());
+    assert_eq!(
+        state::<Payment>(&app, "o-1").await.payment_deadline,
+        Deadline::none()
+    );
 }
 
 // spec 82: never early.
@@ -398,7 +372,7 @@ async fn a_deadline_starts_a_chain_and_its_commands_are_one_hop_deeper() {
     app.advance(hours(24)).await.unwrap();
     let placed = &app.events_of::<Order>("o-1").await.unwrap().0[0];
     let reminder = &app.events_of::<Order>("o-1").await.unwrap().0[1];
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     let (started, handled, reached) = (&events[0], &events[1], &events[2]);
     assert_eq!(
         reached.metadata.depth, 0,
@@ -449,10 +423,10 @@ async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_en
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await).last(),
+        types(&lifecycle::<Payment>(&app, "o-1").await).last(),
         Some(&"ProcessCompleted")
     );
-    let before = lifecycle(&app, "o-1").await.len();
+    let before = lifecycle::<Payment>(&app, "o-1").await.len();
     app.dispatch(RecordConfirmationSent {
         order_id: "o-1".into(),
     })
@@ -460,7 +434,7 @@ async fn events_without_an_open_instance_are_skipped_and_ended_instances_stay_en
     .unwrap();
     app.advance(days(40)).await.unwrap();
     assert_eq!(
-        lifecycle(&app, "o-1").await.len(),
+        lifecycle::<Payment>(&app, "o-1").await.len(),
         before,
         "nothing reaches a completed instance (spec 107)"
     );
@@ -480,7 +454,7 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
     .unwrap();
     let start = app.now() - hours(1);
     app.advance(days(30)).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -509,7 +483,7 @@ async fn the_timeout_ends_the_instance_and_its_compensation_runs_as_a_follow_up(
         timed_out.payload["followUps"],
         serde_json::json!([cancelled.id])
     );
-    assert!(state(&app, "o-1").await.compensated);
+    assert!(state::<Payment>(&app, "o-1").await.compensated);
     assert_eq!(app.app().next_due_at().await.unwrap(), None);
 }
 
@@ -524,7 +498,7 @@ async fn an_event_that_finds_no_instance_is_skipped() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert!(
-        lifecycle(&app, "o-5").await.is_empty(),
+        lifecycle::<Payment>(&app, "o-5").await.is_empty(),
         "no instance was made"
     );
     let processes = app
@@ -605,7 +579,7 @@ async fn failed_instance(app: &TestApp) -> String {
     let letters = support::letters(app).await;
     assert_eq!(letters.len(), 1);
     assert_eq!(
-        types(&lifecycle(app, "o-1").await),
+        types(&lifecycle::<Payment>(app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
     letters[0].id.clone()
@@ -616,7 +590,7 @@ async fn failed_instance(app: &TestApp) -> String {
 async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_letter_is_retried() {
     let app = app().await.expecting_letters();
     let letter = failed_instance(&app).await;
-    let failed = &lifecycle(&app, "o-1").await[2];
+    let failed = &lifecycle::<Payment>(&app, "o-1").await[2];
     assert_eq!(failed.payload["letterId"], serde_json::json!(letter));
     // While failed: events that would do something are parked, deadlines wait.
     app.dispatch(MarkOrderPaid {
@@ -626,7 +600,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
     .unwrap();
     app.advance(hours(100)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Payment>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -655,7 +629,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
         app.app().dead_letters().retry(&letter).await.unwrap(),
         bounda::Retried::Done
     );
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -686,7 +660,7 @@ async fn a_failed_instance_parks_its_events_and_drains_them_in_order_when_its_le
             .status,
         bounda::store::LetterStatus::Retried
     );
-    let state = state(&app, "o-1").await;
+    let state = state::<Payment>(&app, "o-1").await;
     assert!(state.paid_at.is_some());
     assert_eq!(
         state.payment_deadline,
@@ -717,7 +691,7 @@ async fn discarding_the_letter_gives_the_instance_up_and_drops_later_events() {
     .unwrap();
     app.advance(days(40)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Payment>(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"],
         "dropped, not parked; nothing ran"
     );
@@ -778,7 +752,7 @@ async fn a_retry_whose_failed_step_fails_again_leaves_the_letter_failed() {
         .status;
     assert_eq!(status, bounda::store::LetterStatus::Failed);
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Payment>(&app, "o-1").await),
         ["ProcessStarted", "ProcessHandled", "ProcessFailed"]
     );
 }
@@ -873,7 +847,7 @@ async fn a_process_step_that_loses_a_race_reruns_without_spending_an_attempt() {
     app.run_until_idle().await.unwrap();
     // The rival appended a copy of the process's `ProcessStarted`; the step reran on it and
     // found the event handled already.
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(types(&events), ["ProcessStarted"]);
     assert!(events[0].id.starts_with("rival-"), "{}", events[0].id);
     assert_eq!(app.now(), start, "no back-off waited");
@@ -972,7 +946,7 @@ async fn the_timeout_handlers_patch_is_the_final_state_a_follow_up_sees() {
     .await
     .unwrap();
     app.advance(days(31)).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     let timed_out = events
         .iter()
         .find(|e| e.event_type == "ProcessTimedOut")
@@ -1014,7 +988,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
     app.run_until_idle().await.unwrap();
     payment::BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
-    let events = lifecycle(&app, "o-1").await;
+    let events = lifecycle::<Payment>(&app, "o-1").await;
     assert_eq!(
         types(&events),
         [
@@ -1054,7 +1028,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await)
+        types(&lifecycle::<Payment>(&app, "o-1").await)
             .iter()
             .filter(|t| **t == "ProcessEventParked")
             .count(),
@@ -1062,7 +1036,7 @@ async fn a_parked_completing_event_completes_the_instance_and_drops_the_rest() {
     );
     payment::BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter).await.unwrap();
-    let types = types(&lifecycle(&app, "o-1").await)
+    let types = types(&lifecycle::<Payment>(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -1098,7 +1072,7 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     .unwrap();
     app.advance(days(31)).await.unwrap();
     assert_eq!(
-        types(&lifecycle(&app, "o-1").await),
+        types(&lifecycle::<Payment>(&app, "o-1").await),
         [
             "ProcessStarted",
             "ProcessHandled",
@@ -1111,7 +1085,7 @@ async fn retrying_a_failed_timeout_ends_the_instance_as_timed_out() {
     payment::TIMEOUT_BROKEN.with(|b| b.set(false));
     app.app().dead_letters().retry(&letter.id).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let events = types(&lifecycle(&app, "o-1").await)
+    let events = types(&lifecycle::<Payment>(&app, "o-1").await)
         .into_iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -1424,14 +1398,14 @@ async fn a_completing_event_writes_the_same_lifecycle_live_and_drained() {
     live.run_until_idle().await.unwrap();
     live.dispatch(cancel()).await.unwrap();
     live.run_until_idle().await.unwrap();
-    let events = lifecycle(&live, "o-1").await;
+    let events = lifecycle::<Payment>(&live, "o-1").await;
     let handled_live = tail(&types(&events), 2);
     assert_eq!(handled_live, ["ProcessHandled", "ProcessCompleted"]);
     let live = app().await;
     live.dispatch(place("o-1")).await.unwrap();
     live.dispatch(fulfil()).await.unwrap();
     live.run_until_idle().await.unwrap();
-    let events = lifecycle(&live, "o-1").await;
+    let events = lifecycle::<Payment>(&live, "o-1").await;
     let unhandled_live = tail(&types(&events), 2);
     // Drained.
     for (command, live) in [(0, handled_live), (1, unhandled_live)] {
@@ -1444,7 +1418,7 @@ async fn a_completing_event_writes_the_same_lifecycle_live_and_drained() {
         app.run_until_idle().await.unwrap();
         payment::BROKEN.with(|b| b.set(false));
         app.app().dead_letters().retry(&letter).await.unwrap();
-        let events = lifecycle(&app, "o-1").await;
+        let events = lifecycle::<Payment>(&app, "o-1").await;
         let all = types(&events);
         // Started, handled, failed, parked (one or two: the payment and the fulfilment), then the
         // failed step again: what follows is the completing event's shape.

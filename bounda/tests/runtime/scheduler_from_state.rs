@@ -10,11 +10,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
-// Not in `support/mod.rs`: its builds register two processes of one name, which an app built
-// without `only_listed` refuses.
-#[path = "support/clinic.rs"]
-mod clinic;
+use crate::clinic;
 
 use bounda::prelude::*;
 use bounda::{Rearm, hours};

@@ -7,7 +7,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Mutex;
