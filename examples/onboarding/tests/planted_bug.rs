@@ -4,11 +4,12 @@
 //! prints it as a test to paste; with the deadline cleared, the same seeds pass.
 
 use bounda::prelude::*;
-use bounda::testing::simulate::{Effects, Input, Rng, Sent, SimRng, Simulation};
+use bounda::testing::simulate::{Effects, Input, Sent, SimRng, Simulation, draw_from};
 use bounda_sqlite::ScratchFile;
 use onboarding::user::{
     ActivateUser, Email, Name, RegisterUser, User, UserActivated, UserId, UserRegistered,
 };
+use proptest::prelude::*;
 
 /// Whether the activation handler clears the reminder, as it should: the planted bug is `false`.
 #[derive(Debug, Clone, Copy)]
@@ -60,14 +61,17 @@ fn user_id(n: u8) -> String {
     format!("00000000-0000-4000-8000-{n:012}")
 }
 
+/// What the visitors do, as a proptest strategy.
+fn visitor() -> impl Strategy<Value = Visitor> {
+    prop_oneof![
+        (0..3u8).prop_map(Visitor::Register),
+        (0..3u8).prop_map(Visitor::Activate),
+    ]
+}
+
 impl Input for Visitor {
     fn draw(rng: &mut SimRng) -> Visitor {
-        let n = rng.random_range(0..3);
-        if rng.random_bool(0.5) {
-            Visitor::Register(n)
-        } else {
-            Visitor::Activate(n)
-        }
+        draw_from(&visitor(), rng).expect("a strategy without filters never rejects a draw")
     }
 
     async fn send(&self, app: &App) -> Result<Sent, String> {

@@ -84,12 +84,16 @@ mod drive;
 mod ports;
 mod runners;
 mod schedule;
+#[cfg(feature = "proptest")]
+mod strategy;
 
 pub use database::Database;
 pub use ports::{Effects, Fate, PortFaults};
 /// The methods of [`SimRng`] an [`Input`] draws with (`random_range`, `random_bool`).
 pub use rand::Rng;
 pub use schedule::{Mix, SimRng, Step, span};
+#[cfg(feature = "proptest")]
+pub use strategy::draw_from;
 
 use std::fmt;
 use std::future::Future;
