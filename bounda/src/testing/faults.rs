@@ -83,6 +83,14 @@ impl InjectedFaults {
     pub fn total(&self) -> u64 {
         self.busy + self.full + self.io + self.after_write
     }
+
+    /// Adds `other`'s counts.
+    pub(crate) fn add(&mut self, other: &InjectedFaults) {
+        self.busy += other.busy;
+        self.full += other.full;
+        self.io += other.io;
+        self.after_write += other.after_write;
+    }
 }
 
 /// Which calls fail: commits chosen by a seed, and reads while told to.

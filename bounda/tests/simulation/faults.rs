@@ -9,7 +9,7 @@ use bounda::{App, ProcessStatus};
 use super::domain::{self, Watch};
 
 /// What commits failing on purpose must not break: nothing doubled (an acknowledgement per
-/// payment at most, a ping per chain link, an event handled once), and at the end, with the
+/// payment at most, a ping per chain link), and at the end, with the
 /// faults stopped, nothing lost (every payment acknowledged or lettered, every link's ping sent
 /// or lettered, every event of a running instance handled).
 pub async fn fault_checks(app: &App, end: bool) -> Result<(), String> {
@@ -56,19 +56,12 @@ pub async fn fault_checks(app: &App, end: bool) -> Result<(), String> {
             .read_stream("process:Watch", &account)
             .await
             .map_err(|e| e.to_string())?;
-        let mut handled = HashSet::new();
-        for step in lifecycle
+        // That each is handled once is the harness's own check.
+        let handled: HashSet<String> = lifecycle
             .iter()
             .filter(|e| e.event_type == "ProcessHandled")
-        {
-            let id = step.payload["eventId"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            if !handled.insert(id.clone()) {
-                return Err(format!("{account}: event {id} handled twice"));
-            }
-        }
+            .filter_map(|e| e.payload["eventId"].as_str().map(str::to_owned))
+            .collect();
         if !end {
             continue;
         }

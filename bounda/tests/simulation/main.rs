@@ -28,7 +28,7 @@ mod regressions;
 use std::time::Instant as StdInstant;
 
 use bounda::config::{Config, Retry, Strategy};
-use bounda::testing::simulate::{Mix, Setup, Simulation};
+use bounda::testing::simulate::{Mix, Setup, Simulation, long_run_seeds};
 use bounda::{App, AppBuilder, Duration, millis, seconds};
 
 use inputs::Outside;
@@ -113,22 +113,30 @@ async fn schedules_agree_with_the_model() {
 async fn runs_come_out_whole_through_failing_commits() {
     let report = faulty().check(1..=40).await;
     println!("{report}");
+    let store = report.store_faults;
     assert!(
-        report.store_faults.iter().all(|n| *n > 0),
+        [store.busy, store.full, store.io, store.after_write]
+            .iter()
+            .all(|n| *n > 0),
         "every kind of commit fault was injected: {report}"
+    );
+    let port = report.port_faults;
+    assert!(
+        [port.failures, port.terminal, port.panics, port.hangs]
+            .iter()
+            .all(|n| *n > 0),
+        "every kind of port fault was played: {report}"
     );
 }
 
 #[tokio::test]
 #[ignore = "the long run: minutes; see the module's documentation"]
 async fn long_run() {
-    let number = |name: &str| std::env::var(name).ok().and_then(|n| n.parse::<u64>().ok());
-    let count = number("BOUNDA_SIMULATION_SCHEDULES").unwrap_or(10_000);
-    let first = number("BOUNDA_SIMULATION_FIRST_SEED").unwrap_or(1_000_000);
+    let seeds = long_run_seeds(1_000_000).unwrap_or(1_000_000..1_010_000);
     let start = StdInstant::now();
-    let modelled = simulation().check(first..first + count).await;
+    let modelled = simulation().check(seeds.clone()).await;
     // A quarter as many again with commits failing.
-    let faulty = faulty().check((first..first + count).step_by(4)).await;
+    let faulty = faulty().check(seeds.step_by(4)).await;
     let seconds = start.elapsed().as_secs_f64();
     let schedules = modelled.schedules + faulty.schedules;
     println!(

@@ -335,7 +335,7 @@ impl Model {
         match self.invoke(&key) {
             Fate::Ok => self.append(account, "Acknowledged"),
             Fate::Terminal => self.letter(false, account, version),
-            Fate::Fail | Fate::Panic | Fate::Slow => {
+            Fate::Fail | Fate::Panic | Fate::Hang => {
                 if self.invoked[&key] >= MAX_ATTEMPTS {
                     self.letter(false, account, version);
                 } else {
@@ -385,7 +385,7 @@ impl Model {
         match self.invoke(&key) {
             Fate::Ok => self.apply_event(account, version),
             Fate::Terminal => self.fail(account, Step::Event(version)),
-            Fate::Fail | Fate::Panic | Fate::Slow => {
+            Fate::Fail | Fate::Panic | Fate::Hang => {
                 if self.invoked[&key] >= MAX_ATTEMPTS {
                     self.fail(account, Step::Event(version));
                 } else {
@@ -467,7 +467,7 @@ impl Model {
         match fate {
             Fate::Ok => self.apply_deadline(account, field, moment),
             Fate::Terminal => self.fail(account, Step::Deadline(field, moment)),
-            Fate::Fail | Fate::Panic | Fate::Slow => {
+            Fate::Fail | Fate::Panic | Fate::Hang => {
                 if self.invoked[&key] >= MAX_ATTEMPTS {
                     self.fail(account, Step::Deadline(field, moment));
                 } else {

@@ -3,12 +3,11 @@
 //! One switch for the whole suite; tests about SQLite itself (its files, its pragmas, its
 //! failures) build their `SqliteStore` directly.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use bounda::store::Store;
 use bounda_postgres::{Options, PostgresStore, testing};
-use bounda_sqlite::SqliteStore;
+use bounda_sqlite::{ScratchFile, SqliteStore};
 
 /// Which store the suite runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,27 +38,15 @@ pub async fn store() -> Arc<dyn Store> {
 /// One database that several stores open, as several processes or machines would: a SQLite file
 /// or a PostgreSQL schema.
 pub enum Database {
-    Sqlite {
-        path: PathBuf,
-        _dir: tempfile::TempDir,
-    },
-    Postgres {
-        url: String,
-        schema: String,
-    },
+    Sqlite(ScratchFile),
+    Postgres { url: String, schema: String },
 }
 
 impl Database {
     /// A new, empty database.
     pub fn new() -> Database {
         match kind() {
-            Kind::Sqlite => {
-                let dir = tempfile::tempdir().expect("a temporary directory");
-                Database::Sqlite {
-                    path: dir.path().join("bounda.db"),
-                    _dir: dir,
-                }
-            }
+            Kind::Sqlite => Database::Sqlite(ScratchFile::new()),
             Kind::Postgres => {
                 let (url, schema) = testing::schema("shared").unwrap_or_else(|how| panic!("{how}"));
                 Database::Postgres { url, schema }
@@ -70,8 +57,8 @@ impl Database {
     /// A store on it, of its own: another process's connection.
     pub async fn open(&self) -> Arc<dyn Store> {
         match self {
-            Database::Sqlite { path, .. } => {
-                Arc::new(SqliteStore::open(path).expect("the file opens"))
+            Database::Sqlite(file) => {
+                Arc::new(SqliteStore::open(file.path()).expect("the file opens"))
             }
             Database::Postgres { url, schema } => {
                 let options = Options {
@@ -86,22 +73,6 @@ impl Database {
             }
         }
     }
-
-    /// Whether the database checks out whole: SQLite's `PRAGMA integrity_check` (PostgreSQL keeps
-    /// its own).
-    pub fn check_integrity(&self) -> Result<(), String> {
-        let Database::Sqlite { path, .. } = self else {
-            return Ok(());
-        };
-        let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
-        let answer: String = conn
-            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-            .map_err(|e| e.to_string())?;
-        match answer.as_str() {
-            "ok" => Ok(()),
-            other => Err(format!("integrity check: {other}")),
-        }
-    }
 }
 
 /// The suite's database as the simulation harness opens it: each schedule a fresh one, each
@@ -113,6 +84,10 @@ impl bounda::testing::simulate::Database for Database {
     }
 
     async fn check(&self) -> Result<(), String> {
-        self.check_integrity()
+        match self {
+            Database::Sqlite(file) => file.check().await,
+            // PostgreSQL keeps its own.
+            Database::Postgres { .. } => Ok(()),
+        }
     }
 }

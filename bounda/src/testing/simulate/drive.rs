@@ -2,7 +2,7 @@
 //! checked whenever the app is at rest.
 
 use super::runners::Runners;
-use super::{Input, Model, Report, Simulation, Step, checks};
+use super::{Input, Invariant, Model, Report, Simulation, Step, checks};
 use crate::app::App;
 use crate::clock::Clock;
 use crate::store::{LetterFilter, LetterStatus};
@@ -131,16 +131,17 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         self.report.checks += 1;
         let app = self.app();
         checks::framework(&app, self.simulation.store_faults == 0).await?;
-        for invariant in &self.simulation.invariants {
-            (invariant.check)(app.clone())
-                .await
-                .map_err(|error| format!("invariant \"{}\": {error}", invariant.name))?;
+        if let Some(clash) = self.runners.effects.clash() {
+            return Err(clash);
         }
+        Invariant::hold(&self.simulation.invariants, &app).await?;
         self.model.compare(&app).await
     }
 
-    /// The end: the faults stop, what they left is retried, the clock moves past the settling
-    /// span, and then everything is checked, the end's invariants too: nothing may be missing.
+    /// The end: the store's faults stop, what they left is retried, the clock moves past the
+    /// settling span, and then everything is checked, the end's invariants too: nothing may be
+    /// missing. Port calls keep their fates: each call's are finite, so a retried call goes
+    /// through, and one that fails for good is a letter.
     pub(crate) async fn finish(mut self) -> Result<Report, String> {
         self.runners.stop_faults();
         self.catch_up().await?;
@@ -149,14 +150,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         }
         self.check().await?;
         let app = self.app();
-        for invariant in &self.simulation.at_end {
-            (invariant.check)(app.clone())
-                .await
-                .map_err(|error| format!("invariant \"{}\": {error}", invariant.name))?;
-        }
-        if let Some(clash) = self.runners.effects.clash() {
-            return Err(clash);
-        }
+        Invariant::hold(&self.simulation.at_end, &app).await?;
         let lag = app.lag().await.map_err(|e| format!("lag: {e}"))?;
         if lag.waiting_deadlines != 0 {
             return Err(format!(
@@ -174,7 +168,8 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         self.runners.collect_faults();
         self.report.store_faults = self.runners.injected;
         self.report.port_faults = self.runners.port_faults.played();
-        self.report.effects = (self.runners.effects.len(), self.runners.effects.repeats());
+        self.report.effects = self.runners.effects.len();
+        self.report.repeats = self.runners.effects.repeats();
         Ok(self.report)
     }
 }

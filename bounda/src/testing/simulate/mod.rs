@@ -88,7 +88,7 @@ mod schedule;
 mod strategy;
 
 pub use database::Database;
-pub use ports::{Effects, Fate, PortFaults};
+pub use ports::{Effects, Fate, PlayedFaults, PortFaults};
 /// The methods of [`SimRng`] an [`Input`] draws with (`random_range`, `random_bool`).
 pub use rand::Rng;
 pub use schedule::{Mix, SimRng, Step, span};
@@ -103,6 +103,7 @@ use std::sync::Arc;
 use crate::app::{App, AppBuilder, DispatchError};
 use crate::clock::{Clock, SimulatedClock};
 use crate::store::Store;
+use crate::testing::InjectedFaults;
 use crate::{Duration, Instant, days};
 
 use runners::{BuildApp, Runners};
@@ -240,6 +241,29 @@ struct Invariant {
     check: Check,
 }
 
+impl Invariant {
+    fn new<F, Fut>(name: &str, check: F) -> Invariant
+    where
+        F: Fn(App) -> Fut + 'static,
+        Fut: Future<Output = Result<(), String>> + 'static,
+    {
+        Invariant {
+            name: name.to_owned(),
+            check: Box::new(move |app| Box::pin(check(app))),
+        }
+    }
+
+    /// Checks every invariant of `invariants` on `app`: the first broken one, named.
+    async fn hold(invariants: &[Invariant], app: &App) -> Result<(), String> {
+        for invariant in invariants {
+            (invariant.check)(app.clone())
+                .await
+                .map_err(|error| format!("invariant \"{}\": {error}", invariant.name))?;
+        }
+        Ok(())
+    }
+}
+
 /// A seeded simulation of an app: build it, then [`check`](Simulation::check) seeds,
 /// [`run`](Simulation::run) the slice the environment asks for, or
 /// [`replay`](Simulation::replay) a printed schedule.
@@ -249,6 +273,8 @@ pub struct Simulation<I: Input, M: Model<I> = NoModel> {
     invariants: Vec<Invariant>,
     at_end: Vec<Invariant>,
     model: Box<dyn Fn(u64, Instant) -> M>,
+    /// Whether a model follows the schedules.
+    modelled: bool,
     steps: usize,
     every: usize,
     mix: Mix,
@@ -268,18 +294,20 @@ pub struct Report {
     pub steps: usize,
     /// Times the invariants (and the model) were checked.
     pub checks: usize,
-    /// Checks skipped because work was pending (after an outage or a restart).
+    /// Checks skipped because an outage left work pending.
     pub skipped: usize,
     /// Restarts.
     pub restarts: usize,
     /// Dead letters filed.
     pub letters: usize,
-    /// Commits failed on purpose: busy, full, I/O before writing, after writing.
-    pub store_faults: [u64; 4],
-    /// Port calls failed on purpose: failures, terminal failures, panics, hangs.
-    pub port_faults: [u64; 4],
-    /// Side effects recorded, and repeats dropped.
-    pub effects: (usize, u64),
+    /// Commits failed on purpose.
+    pub store_faults: InjectedFaults,
+    /// Port calls failed on purpose.
+    pub port_faults: PlayedFaults,
+    /// Side effects recorded.
+    pub effects: usize,
+    /// Repeats of a side effect under its key, dropped.
+    pub repeats: u64,
 }
 
 impl Report {
@@ -290,35 +318,39 @@ impl Report {
         self.skipped += other.skipped;
         self.restarts += other.restarts;
         self.letters += other.letters;
-        for (sum, n) in self.store_faults.iter_mut().zip(other.store_faults) {
-            *sum += n;
-        }
-        for (sum, n) in self.port_faults.iter_mut().zip(other.port_faults) {
-            *sum += n;
-        }
-        self.effects.0 += other.effects.0;
-        self.effects.1 += other.effects.1;
+        self.store_faults.add(&other.store_faults);
+        self.port_faults.add(&other.port_faults);
+        self.effects += other.effects;
+        self.repeats += other.repeats;
     }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [busy, full, io, after] = self.store_faults;
-        let [fail, terminal, panic, hang] = self.port_faults;
+        let store = &self.store_faults;
+        let port = &self.port_faults;
         write!(
             f,
             "{} schedules, {} steps, {} checks ({} skipped while work was pending), {} restarts, \
-             {} dead letters; commits failed: {busy} busy, {full} full, {io} I/O, {after} after \
-             writing; port calls failed: {fail} retriable, {terminal} terminal, {panic} panics, \
-             {hang} hangs; {} side effects ({} repeats dropped)",
+             {} dead letters; commits failed: {} busy, {} full, {} I/O, {} after writing; port \
+             calls failed: {} retriable, {} terminal, {} panics, {} hangs; {} side effects ({} \
+             repeats dropped)",
             self.schedules,
             self.steps,
             self.checks,
             self.skipped,
             self.restarts,
             self.letters,
-            self.effects.0,
-            self.effects.1
+            store.busy,
+            store.full,
+            store.io,
+            store.after_write,
+            port.failures,
+            port.terminal,
+            port.panics,
+            port.hangs,
+            self.effects,
+            self.repeats
         )
     }
 }
@@ -365,6 +397,7 @@ impl<I: Input> Simulation<I, NoModel> {
             invariants: Vec::new(),
             at_end: Vec::new(),
             model: Box::new(|_, _| NoModel),
+            modelled: false,
             steps: 60,
             every: 5,
             mix: Mix::default(),
@@ -379,7 +412,8 @@ impl<I: Input> Simulation<I, NoModel> {
 
 impl<I: Input, M: Model<I>> Simulation<I, M> {
     /// Compares the app with a reference model, made for each schedule from its seed and its
-    /// starting moment.
+    /// starting moment. A model cannot follow failing commits (`store_faults`), which run work
+    /// at moments it does not know: a simulation with both panics when it runs, saying so.
     pub fn model<N: Model<I>>(
         self,
         model: impl Fn(u64, Instant) -> N + 'static,
@@ -390,6 +424,7 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
             invariants: self.invariants,
             at_end: self.at_end,
             model: Box::new(model),
+            modelled: true,
             steps: self.steps,
             every: self.every,
             mix: self.mix,
@@ -408,24 +443,18 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
         F: Fn(App) -> Fut + 'static,
         Fut: Future<Output = Result<(), String>> + 'static,
     {
-        self.invariants.push(Invariant {
-            name: name.to_owned(),
-            check: Box::new(move |app| Box::pin(check(app))),
-        });
+        self.invariants.push(Invariant::new(name, check));
         self
     }
 
-    /// Adds an invariant checked only at the end, once the faults stopped and the clock moved
-    /// past the settling span: what must have happened by then (every order ended, say).
+    /// Adds an invariant checked only at the end, once the store's faults stopped and the clock
+    /// moved past the settling span: what must have happened by then (every order ended, say).
     pub fn at_end<F, Fut>(mut self, name: &str, check: F) -> Simulation<I, M>
     where
         F: Fn(App) -> Fut + 'static,
         Fut: Future<Output = Result<(), String>> + 'static,
     {
-        self.at_end.push(Invariant {
-            name: name.to_owned(),
-            check: Box::new(move |app| Box::pin(check(app))),
-        });
+        self.at_end.push(Invariant::new(name, check));
         self
     }
 
@@ -459,7 +488,8 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
 
     /// Makes `per_cent` port calls in a hundred meet a fault, through the [`PortFaults`] the
     /// app's fake ports play: a failure the runtime retries (most), a terminal failure, a panic
-    /// or a call that never answers.
+    /// or a call that never answers. Unlike the store's faults they go on through the end: each
+    /// call's faults are finite, so a retried call goes through.
     pub fn port_faults(mut self, per_cent: u64) -> Simulation<I, M> {
         self.port_faults = per_cent.min(100);
         self
@@ -497,16 +527,12 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
         total
     }
 
-    /// The slice the environment asks for: `BOUNDA_SIMULATION_SCHEDULES` schedules from seed
-    /// `BOUNDA_SIMULATION_FIRST_SEED` (1 by default) when set (the long run), otherwise seeds
-    /// 1 to `schedules` and two new ones drawn from the time (printed, to replay a finding).
+    /// The slice the environment asks for: the long run's seeds when
+    /// `BOUNDA_SIMULATION_SCHEDULES` is set (see [`long_run_seeds`]), otherwise seeds 1 to
+    /// `schedules` and two new ones drawn from the time (printed, to replay a finding).
     pub async fn run(&self, schedules: u64) -> Report {
-        let number = |name: &str| std::env::var(name).ok().and_then(|n| n.parse::<u64>().ok());
-        let report = match number("BOUNDA_SIMULATION_SCHEDULES") {
-            Some(count) => {
-                let first = number("BOUNDA_SIMULATION_FIRST_SEED").unwrap_or(1);
-                self.check(first..first.saturating_add(count)).await
-            }
+        let report = match long_run_seeds(1) {
+            Some(seeds) => self.check(seeds).await,
             None => {
                 let fresh = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -549,20 +575,25 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
 
     /// Runs `schedule`; on a failure, shrinks it.
     async fn try_schedule(&self, seed: u64, schedule: &[Step<I>]) -> Result<Report, Finding> {
+        assert!(
+            !(self.modelled && self.store_faults > 0),
+            "a model cannot follow failing commits, which run work at moments it does not know: \
+             run the model without `store_faults`, and the faults with invariants"
+        );
         quiet_planned_panics();
-        let error = match self.run_schedule(seed, schedule).await {
+        let failure = match self.run_schedule(seed, schedule).await {
             Ok(report) => return Ok(report),
-            Err(error) => error,
+            Err(failure) => failure,
         };
-        let shrunk = self.shrink(seed, schedule).await;
+        let shrunk = self.shrink(seed, schedule, &failure).await;
         let again = match self.run_schedule(seed, &shrunk).await {
-            Err(again) => again,
+            Err(again) => again.to_string(),
             Ok(_) => "the shrunk schedule passes: replay the whole one".to_owned(),
         };
         let input = schedule::short_name(std::any::type_name::<I>());
         Err(Finding {
             seed,
-            error,
+            error: failure.to_string(),
             steps: schedule.len(),
             shrunk: shrunk.len(),
             shrunk_error: again,
@@ -570,11 +601,11 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
         })
     }
 
-    /// The smallest schedule, by removing steps, that still fails: halves, then quarters, down
-    /// to single steps.
-    async fn shrink(&self, seed: u64, schedule: &[Step<I>]) -> Vec<Step<I>> {
+    /// The smallest schedule, by removing steps, that still fails as `failure` did (the same
+    /// invariant or disagreement): halves, then quarters, down to single steps.
+    async fn shrink(&self, seed: u64, schedule: &[Step<I>], failure: &Failure) -> Vec<Step<I>> {
         let mut current = schedule.to_vec();
-        let mut chunk = current.len() / 2;
+        let mut chunk = current.len().div_ceil(2);
         while chunk >= 1 {
             let mut start = 0;
             while start < current.len() {
@@ -584,7 +615,11 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
                     .chain(&current[end..])
                     .cloned()
                     .collect();
-                if self.run_schedule(seed, &candidate).await.is_err() {
+                let same = match self.run_schedule(seed, &candidate).await {
+                    Err(again) => again.kind() == failure.kind(),
+                    Ok(_) => false,
+                };
+                if same {
                     current = candidate;
                 } else {
                     start += chunk;
@@ -597,7 +632,8 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
 
     /// Runs `schedule` with `seed`: what it exercised, or the first broken invariant or
     /// disagreement, with the step it followed.
-    async fn run_schedule(&self, seed: u64, schedule: &[Step<I>]) -> Result<Report, String> {
+    async fn run_schedule(&self, seed: u64, schedule: &[Step<I>]) -> Result<Report, Failure> {
+        let failed = |at: String| move |what: String| Failure { at, what };
         let runners = Runners::new(
             (self.database)(),
             seed,
@@ -605,23 +641,52 @@ impl<I: Input, M: Model<I>> Simulation<I, M> {
             self.port_faults,
             &*self.build,
         )
-        .await?;
+        .await
+        .map_err(failed("at the start".to_owned()))?;
         let model = (self.model)(seed, runners.clock.now());
         let mut run = drive::Run::new(self, runners, model);
         for (index, step) in schedule.iter().enumerate() {
             run.step(step)
                 .await
-                .map_err(|error| format!("step {index} ({step:?}): {error}"))?;
+                .map_err(failed(format!("step {index} ({step:?})")))?;
             if index % self.every == self.every - 1 {
                 run.check()
                     .await
-                    .map_err(|error| format!("after step {index} ({step:?}): {error}"))?;
+                    .map_err(failed(format!("after step {index} ({step:?})")))?;
             }
         }
-        run.finish()
-            .await
-            .map_err(|error| format!("at the end: {error}"))
+        run.finish().await.map_err(failed("at the end".to_owned()))
     }
+}
+
+/// How a schedule failed: where, and what broke.
+#[derive(Debug)]
+struct Failure {
+    at: String,
+    what: String,
+}
+
+impl Failure {
+    /// What broke, without its details: the invariant, or the disagreement's first words. A
+    /// shrunk schedule must break the same.
+    fn kind(&self) -> &str {
+        self.what.split(':').next().unwrap_or(&self.what)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.at, self.what)
+    }
+}
+
+/// The seeds of a long run, when `BOUNDA_SIMULATION_SCHEDULES` says how many: from
+/// `BOUNDA_SIMULATION_FIRST_SEED`, else from `first`. `None` when the variable is not set.
+pub fn long_run_seeds(first: u64) -> Option<std::ops::Range<u64>> {
+    let number = |name: &str| std::env::var(name).ok().and_then(|n| n.parse::<u64>().ok());
+    let count = number("BOUNDA_SIMULATION_SCHEDULES")?;
+    let first = number("BOUNDA_SIMULATION_FIRST_SEED").unwrap_or(first);
+    Some(first..first.saturating_add(count))
 }
 
 /// Keeps the planned panics of port faults out of the output; any other panic is printed.

@@ -16,19 +16,20 @@ pub enum Fate {
     Ok,
     /// The call fails with an error the runtime retries.
     Fail,
-    /// The call fails with an error the runtime does not retry: a dead letter at once.
+    /// The call fails with an error the runtime does not retry (`INVALID_CONFIGURATION`, as a
+    /// port set up wrong would): a dead letter at once.
     Terminal,
     /// The call panics.
     Panic,
     /// The call never answers: the handler runs past its time limit.
-    Slow,
+    Hang,
 }
 
-/// The fates of every invocation of one call, in order; every later invocation succeeds.
-/// Twenty shares of a hundred at the highest rate: 8 fail once, 4 twice, 3 three times, 2 fail
-/// for good, 2 panic, 1 hangs.
+/// The fates of a call that meets a fault, for each of its invocations in order; every later
+/// invocation succeeds. Of twenty such calls, 8 fail once, 4 twice, 3 three times, 2 fail for
+/// good, 2 panic, 1 hangs, whatever the rate.
 const TABLE: [&[Fate]; 20] = {
-    use Fate::{Fail, Panic, Slow, Terminal};
+    use Fate::{Fail, Hang, Panic, Terminal};
     [
         &[Fail],
         &[Fail],
@@ -49,7 +50,7 @@ const TABLE: [&[Fate]; 20] = {
         &[Terminal],
         &[Panic],
         &[Panic],
-        &[Slow],
+        &[Hang],
     ]
 };
 
@@ -122,18 +123,20 @@ impl PortFaults {
     /// hundred meet a fault: empty for a call that always succeeds. A reference model of the
     /// app reads them to know what the runtime will meet.
     pub fn fates(seed: u64, per_cent: u64, key: &str) -> &'static [Fate] {
-        let per_cent = per_cent.min(100);
-        let roll = mix(seed, key) % 100;
-        let clean = 100 - per_cent;
-        if roll < clean {
+        let hash = mix(seed, key);
+        if hash % 100 >= per_cent.min(100) {
             return &[];
         }
-        let share = ((roll - clean) * 20 / per_cent.max(1)) as usize;
-        TABLE[share.min(TABLE.len() - 1)]
+        // The kind from other bits than the rate's, so every kind comes at any rate.
+        TABLE[(hash / 100 % TABLE.len() as u64) as usize]
     }
 
     /// Plays the next invocation of call `key`: `Ok` when it goes through; an error, a panic
     /// (`planned panic of …`) or a call that never answers when its fate says so.
+    ///
+    /// A call that never answers ends when the handler's time limit does: call it from a
+    /// handler (a policy, a process step), not from an input's `send` or a projection, which
+    /// have no time limit and would wait for ever.
     pub async fn call(&self, key: &str) -> anyhow::Result<()> {
         if self.next(key)? {
             self.inner.slow.store(true, Ordering::SeqCst);
@@ -173,7 +176,7 @@ impl PortFaults {
             Fate::Fail => 0,
             Fate::Terminal => 1,
             Fate::Panic => 2,
-            Fate::Slow => 3,
+            Fate::Hang => 3,
         };
         faults.played[counter].fetch_add(1, Ordering::Relaxed);
         match fate {
@@ -182,7 +185,7 @@ impl PortFaults {
             }
             .into()),
             Fate::Panic => panic!("planned panic of {key} (invocation {n})"),
-            Fate::Slow => Ok(true),
+            Fate::Hang => Ok(true),
             Fate::Ok | Fate::Fail => {
                 anyhow::bail!("planned failure of {key} (invocation {n})")
             }
@@ -200,10 +203,39 @@ impl PortFaults {
             .unwrap_or(0)
     }
 
-    /// The faults played so far: failures, terminal failures, panics, hangs.
-    pub(crate) fn played(&self) -> [u64; 4] {
-        let played = &self.inner.played;
-        std::array::from_fn(|i| played[i].load(Ordering::Relaxed))
+    /// The faults played so far.
+    pub(crate) fn played(&self) -> PlayedFaults {
+        let [failures, terminal, panics, hangs] =
+            std::array::from_fn(|i| self.inner.played[i].load(Ordering::Relaxed));
+        PlayedFaults {
+            failures,
+            terminal,
+            panics,
+            hangs,
+        }
+    }
+}
+
+/// How many port calls met each kind of fault.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PlayedFaults {
+    /// Failures the runtime retries.
+    pub failures: u64,
+    /// Failures it does not retry.
+    pub terminal: u64,
+    /// Panics.
+    pub panics: u64,
+    /// Calls that never answered.
+    pub hangs: u64,
+}
+
+impl PlayedFaults {
+    /// Adds `other`'s counts.
+    pub(crate) fn add(&mut self, other: &PlayedFaults) {
+        self.failures += other.failures;
+        self.terminal += other.terminal;
+        self.panics += other.panics;
+        self.hangs += other.hangs;
     }
 }
 

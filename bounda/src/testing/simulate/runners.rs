@@ -12,7 +12,7 @@ use crate::app::{App, AppBuilder};
 use crate::clock::{Clock, SimulatedClock, Sleep};
 use crate::ids::IdGenerator;
 use crate::store::Store;
-use crate::testing::{FaultyStore, TestApp};
+use crate::testing::{FaultyStore, InjectedFaults, TestApp};
 use crate::{Duration, Instant, millis};
 
 /// The simulated clock, whose next sleep polled ends at once when a port call hangs (see
@@ -74,8 +74,8 @@ pub(crate) struct Runners {
     stores: Vec<Arc<FaultyStore>>,
     current: usize,
     generation: usize,
-    /// The faults injected by stores already dropped: busy, full, I/O, after writing.
-    pub(crate) injected: [u64; 4],
+    /// The faults injected by stores already dropped.
+    pub(crate) injected: InjectedFaults,
 }
 
 impl Runners {
@@ -100,7 +100,7 @@ impl Runners {
             stores: Vec::new(),
             current: 0,
             generation: 0,
-            injected: [0; 4],
+            injected: InjectedFaults::default(),
         };
         runners.start(1, build).await?;
         Ok(runners)
@@ -196,16 +196,7 @@ impl Runners {
     /// Adds the faults of the stores about to be dropped to the count.
     pub(crate) fn collect_faults(&mut self) {
         for store in self.stores.drain(..) {
-            let injected = store.injected();
-            let counts = [
-                injected.busy,
-                injected.full,
-                injected.io,
-                injected.after_write,
-            ];
-            for (total, n) in self.injected.iter_mut().zip(counts) {
-                *total += n;
-            }
+            self.injected.add(&store.injected());
         }
     }
 

@@ -69,8 +69,8 @@ const SECOND: u64 = 1_000;
 const HOUR: u64 = 3_600 * SECOND;
 const DAY: u64 = 24 * HOUR;
 
-/// A span from a millisecond to two years, most of them between an hour and forty days: the
-/// times processes keep.
+/// A span in milliseconds, from one to two years' worth, most of them between an hour and forty
+/// days: the times processes keep.
 pub fn span(rng: &mut SimRng) -> u64 {
     match rng.random_range(0..10) {
         0 => rng.random_range(1..SECOND),
@@ -123,7 +123,8 @@ pub(crate) fn generate<I>(
 }
 
 /// `schedule` as a test to paste: `simulation` is the expression that builds the simulation
-/// the failing run used, and `input` the name of the input type.
+/// the failing run used, and `input` the name of the input enum, whose variants the steps name
+/// as its `Debug` prints them.
 pub(crate) fn as_rust<I: fmt::Debug>(
     simulation: &str,
     input: &str,
@@ -132,10 +133,10 @@ pub(crate) fn as_rust<I: fmt::Debug>(
 ) -> String {
     let steps: Vec<String> = schedule
         .iter()
-        .map(|step| format!("                {step:?},"))
+        .map(|step| format!("                Step::{step:?},"))
         .collect();
     format!(
-        "#[tokio::test]\nasync fn seed_{seed}() {{\n    use bounda::testing::simulate::Step::*;\n    #[allow(unused_imports)]\n    use {input}::*;\n    {simulation}\n        .replay(\n            {seed},\n            &[\n{}\n            ],\n        )\n        .await;\n}}",
+        "#[tokio::test]\nasync fn seed_{seed}() {{\n    use bounda::testing::simulate::Step;\n    #[allow(unused_imports)]\n    use {input}::*;\n    {simulation}\n        .replay(\n            {seed},\n            &[\n{}\n            ],\n        )\n        .await;\n}}",
         steps.join("\n")
     )
 }
