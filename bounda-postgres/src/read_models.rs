@@ -485,7 +485,7 @@ impl PostgresStore {
     /// from the one 64-bit key of the migrations' lock.
     fn read_model_lock(&self, name: &str) -> (i32, i32) {
         let key = format!("{}\0{}\0{name}", self.names.schema(), self.names.prefix());
-        let hash = bounda::read_model::render::hash(&key);
+        let hash = bounda::hash::fnv1a(&key);
         ((hash >> 32) as i32, hash as i32)
     }
 }

@@ -19,6 +19,7 @@ mod duration;
 mod error;
 mod event;
 pub mod guides;
+pub mod hash;
 pub mod ids;
 mod instant;
 /// The operator page; with the `page` feature.

@@ -62,7 +62,7 @@ impl<R: Projections> ReadModelEntry<R> {
         let code = format!("{declared}\0{}", R::CODE);
         ReadModelEntry {
             subscriber: crate::read_model::subscriber(R::NAME),
-            fingerprint: format!("{:016x}", crate::read_model::render::hash(&code)),
+            fingerprint: format!("{:016x}", crate::hash::fnv1a(&code)),
             declared,
             marker: PhantomData,
         }

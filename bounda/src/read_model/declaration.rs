@@ -63,7 +63,7 @@ impl TableDef {
     /// deploy), not written into a table it no longer knows.
     pub fn declared(&self) -> String {
         let text = serde_json::to_string(&self.declaration()).unwrap_or_default();
-        format!("{:016x}", crate::read_model::render::hash(&text))
+        format!("{:016x}", crate::hash::fnv1a(&text))
     }
 
     /// The declaration a store keeps beside the table, to compare the next build's with.

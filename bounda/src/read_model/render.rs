@@ -1,6 +1,7 @@
 //! A read model's statements in SQL, for either store: one renderer, so both stores write the
 //! same rows for the same calls. A store supplies the table's name and binds the values.
 
+use crate::hash::fnv1a;
 use crate::read_model::declaration::{Change, ColumnDef, TableDef};
 use crate::read_model::filter::{Condition, Op, Selection};
 use crate::read_model::value::{SqlType, SqlValue};
@@ -77,14 +78,6 @@ pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// FNV-1a of `text`: the same on every machine and build, for names, declarations and
-/// fingerprints that must not change between builds.
-pub fn hash(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 /// `name` as an identifier PostgreSQL keeps whole (63 bytes at most, where it would cut a
 /// longer one without a word): a long one keeps its start and a hash of the whole, so two
 /// names never become one.
@@ -96,7 +89,7 @@ pub fn identifier(name: String) -> String {
     while !name.is_char_boundary(cut) {
         cut -= 1;
     }
-    format!("{}_{:016x}", &name[..cut], hash(&name))
+    format!("{}_{:016x}", &name[..cut], fnv1a(&name))
 }
 
 /// The name of the index on `column` of the table `bare`: the table's name, the column's, and
@@ -104,7 +97,7 @@ pub fn identifier(name: String) -> String {
 /// with column `total` have indexes of their own.
 fn index_name(bare: &str, column: &str, unique: bool) -> String {
     let kind = if unique { "key" } else { "idx" };
-    let pair = hash(&format!("{bare}\0{column}")) & 0xff_ffff;
+    let pair = fnv1a(&format!("{bare}\0{column}")) & 0xff_ffff;
     identifier(format!("{bare}_{column}_{pair:06x}_{kind}"))
 }
 

@@ -56,7 +56,7 @@ const TABLE: [&[Fate]; 20] = {
 
 /// A stable hash of `seed` and `key`, folded: the same on every run and machine.
 fn mix(seed: u64, key: &str) -> u64 {
-    let hash = crate::read_model::render::hash(&format!("{seed}:{key}"));
+    let hash = crate::hash::fnv1a(&format!("{seed}:{key}"));
     hash ^ (hash >> 29)
 }
 
