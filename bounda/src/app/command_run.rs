@@ -166,6 +166,10 @@ impl Work for CommandRun {
         self.runner.as_ref().map_or("", |runner| runner.aggregate())
     }
 
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("scheduled", self.command_type.clone()))
+    }
+
     fn subject(&self) -> String {
         format!(
             "scheduled command `{}` for `{}` (entry `{}`)",

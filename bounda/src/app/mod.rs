@@ -9,6 +9,7 @@ mod engine;
 mod fold;
 mod lag;
 pub(crate) mod letters;
+pub mod metrics;
 mod missing;
 mod outcome;
 mod policy;
@@ -45,7 +46,6 @@ pub use processes::{
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use rebuild::{REBUILD_SLICE, RebuildProgress};
 pub use runner::shutdown_signal;
-pub use telemetry::METRICS;
 
 use std::collections::HashMap;
 

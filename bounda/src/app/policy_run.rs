@@ -127,6 +127,10 @@ impl Work for PolicyRun {
         self.policy.key().aggregate
     }
 
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("policy", self.policy.name().to_owned()))
+    }
+
     fn subject(&self) -> String {
         format!(
             "policy `{}` on `{}` `{}` of `{}`",
@@ -211,6 +215,10 @@ impl Work for SchedulePolicyRun {
 
     fn aggregate(&self) -> &'static str {
         self.aggregate
+    }
+
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("policy", self.policy.to_owned()))
     }
 
     fn subject(&self) -> String {

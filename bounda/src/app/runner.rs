@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use crate::Error;
 use crate::app::RejectionRecord;
-use crate::app::{App, POLICIES, PROCESSES, telemetry};
+use crate::app::{App, POLICIES, PROCESSES};
 
 impl App {
     /// Runs the dispatcher and the scheduled worker until Ctrl-C or SIGTERM (what service
@@ -184,7 +184,6 @@ impl App {
                 moved |= self.subscriber_result(model.subscriber(), pass);
             }
         }
-        telemetry::lag(self).await;
         Ok((moved, rejections))
     }
 

@@ -1,18 +1,13 @@
 //! What the runtime tells `tracing`: a span per command, per subscriber pass that
-//! read events, per policy run, process step and scheduled run; counters and the lag gauge as
-//! events on the [`METRICS`] target.
+//! read events, per policy run, process step and scheduled run. Counters go to the `metrics`
+//! facade through [`crate::metrics`].
 //!
 //! Span names are static in `tracing`, so each span also carries `otel.name` with the name the
 //! original gives it (`bounda.policy Order.notify_on_order_placed`), which `tracing-opentelemetry`
-//! uses as the exported name. A failed run sets `otel.status_code = "ERROR"` and `error`. The
-//! metrics follow `tracing-opentelemetry`'s `MetricsLayer` naming: `monotonic_counter.<name>`
-//! and `gauge.<name>` fields, the other fields being the attributes.
+//! uses as the exported name. A failed run sets `otel.status_code = "ERROR"` and `error`.
 
 use tracing::Span;
 use tracing::field::Empty;
-
-/// The target of the metric events, `debug` level: enable it where metrics are collected.
-pub const METRICS: &str = "bounda::metrics";
 
 /// The span of one command: `bounda.command <Type>`.
 pub(crate) fn command_span(
@@ -67,13 +62,7 @@ pub(crate) fn command_outcome(
         CommandOutcome::Failed(message) => failed(span, message),
         CommandOutcome::Stored | CommandOutcome::Scheduled => {}
     });
-    tracing::event!(
-        target: METRICS,
-        tracing::Level::DEBUG,
-        monotonic_counter.bounda.commands = 1_u64,
-        bounda.command.r#type = command_type,
-        bounda.outcome = name,
-    );
+    crate::metrics::command(command_type, name);
 }
 
 /// A command that rejected with `rejection`.
@@ -210,8 +199,7 @@ pub(crate) fn failed(span: &Span, message: &str) {
     span.record("error", message);
 }
 
-/// Logs a dead letter once it is stored, with what it is for and how to retry it, and counts it
-/// (`bounda.outcome` is `terminal` or `retriable_exhausted`).
+/// Logs a dead letter once it is stored, with what it is for and how to retry it, and counts it.
 pub(crate) fn dead_lettered(letter: &crate::store::DeadLetter) {
     let on = match (&letter.event_type, &letter.aggregate_id) {
         (Some(event), Some(id)) => format!(" on `{event}` of `{id}`"),
@@ -233,14 +221,7 @@ pub(crate) fn dead_lettered(letter: &crate::store::DeadLetter) {
         error_type = letter.error_type,
         error = letter.error_message,
     );
-    tracing::event!(
-        target: METRICS,
-        tracing::Level::DEBUG,
-        monotonic_counter.bounda.dead_letters = 1_u64,
-        bounda.handler.kind = letter.kind.as_str(),
-        bounda.handler = %letter.handler,
-        bounda.outcome = %letter.error_type,
-    );
+    crate::metrics::letter_filed(letter);
 }
 
 /// Logs a run that failed and is tried again at `at`: what it is, which attempt failed, and the
@@ -263,30 +244,4 @@ pub(crate) fn run_retried(
         "{subject} failed (attempt {attempt}), trying again at {at}{held}: {message}",
         message = failure.message,
     );
-}
-
-/// Reports each subscriber's lag, when the metrics target is enabled.
-pub(crate) async fn lag(app: &crate::App) {
-    if !tracing::enabled!(target: METRICS, tracing::Level::DEBUG) {
-        return;
-    }
-    let subscribers = match app.subscriber_lags().await {
-        Ok((subscribers, _)) => subscribers,
-        Err(error) => {
-            // The pass that failed to read says so itself; the gauges wait for the next one.
-            tracing::debug!(
-                "the lag gauges are not updated: {}",
-                crate::error::chain(&error)
-            );
-            return;
-        }
-    };
-    for subscriber in &subscribers {
-        tracing::event!(
-            target: METRICS,
-            tracing::Level::DEBUG,
-            gauge.bounda.dispatcher.lag = subscriber.lag,
-            bounda.subscriber = subscriber.subscriber.as_str(),
-        );
-    }
 }

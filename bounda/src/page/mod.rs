@@ -15,7 +15,10 @@
 //! shown is escaped, and every answer carries a content security policy that allows no script.
 //! Serve it on loopback, or behind the operators' own authentication.
 
+mod metrics;
 mod timeline;
+
+pub use metrics::Metrics;
 
 use std::sync::Arc;
 
@@ -49,6 +52,10 @@ pub struct Options {
     /// redirects start with; empty (the default) when it is served at the root. Nest it with
     /// `Router::nest("/ops", router(app, options))`.
     pub path: String,
+    /// The process's metrics recorder: with it, the page serves `/metrics` in Prometheus's
+    /// text format, the gauges surveyed from the store at each scrape. Like every page, it
+    /// answers only the host names above.
+    pub metrics: Option<Metrics>,
 }
 
 /// What the page's handlers share.
@@ -56,6 +63,7 @@ struct Shared {
     app: App,
     token: Option<String>,
     hosts: Vec<String>,
+    metrics: Option<Metrics>,
     origins: Vec<String>,
     links: Links,
 }
@@ -132,8 +140,13 @@ pub fn router(app: App, options: Options) -> axum::Router {
             .map(|origin| origin.trim_end_matches('/').to_owned())
             .collect(),
         links: Links::new(&options.path),
+        metrics: options.metrics,
     });
-    axum::Router::new()
+    let router = match shared.metrics {
+        Some(_) => axum::Router::new().route("/metrics", get(metrics_text)),
+        None => axum::Router::new(),
+    };
+    router
         .route("/", get(overview))
         .route("/lag", get(lag_panel))
         .route("/instances", get(search))
@@ -146,6 +159,30 @@ pub fn router(app: App, options: Options) -> axum::Router {
         ))
         .layer(axum::middleware::map_response(secure))
         .with_state(shared)
+}
+
+/// `/metrics`: the gauges surveyed now, then everything recorded, in Prometheus's text format.
+async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
+    let Some(metrics) = &shared.metrics else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if let Err(error) = shared.app.survey_metrics().await {
+        let message = crate::error::chain(&error);
+        tracing::warn!("the metrics' gauges could not be read: {message}");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the metrics' gauges could not be read: {message}\n"),
+        )
+            .into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        metrics.render(),
+    )
+        .into_response()
 }
 
 /// Headers every answer carries: no script may run, no frame may hold the page (but the

@@ -1,7 +1,9 @@
 //! The runtime's suite, in one binary: every app here lists what it runs (`only_listed`), so the
 //! handlers of all these files share one registry without meeting. The tests whose apps take
-//! in every registered handler (`registry`, `registry_clash`, `read_models`, `running`) and
-//! the simulation keep binaries of their own.
+//! in every registered handler (`registry`, `registry_clash`, `read_models`, `running`), the
+//! tests of what is traced (`observability`: a thread's own `tracing` subscriber misses spans
+//! when another thread's test made the callsite's interest "never"), and the simulation keep
+//! binaries of their own.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -21,7 +23,7 @@ mod dead_letters;
 mod engine;
 mod explain;
 mod faults;
-mod observability;
+mod metrics;
 mod page;
 mod policies;
 mod preflight;

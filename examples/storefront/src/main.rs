@@ -495,6 +495,7 @@ async fn serve(app: App, args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<
         hosts: tidy(args.hosts),
         origins: tidy(args.origins),
         path: path.clone(),
+        metrics: Some(bounda::page::Metrics::install()?),
     };
     let mut page = bounda::page::router(app, options);
     if !path.is_empty() {

@@ -7,9 +7,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use bounda::clock::{Clock, SimulatedClock, SystemClock};
@@ -23,8 +21,6 @@ use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
 mod support;
 
 use support::browser::Browser;
-
-const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
 /// The operator's token for the page.
 const TOKEN: &str = "s3cret-token";
@@ -83,65 +79,6 @@ async fn shop_with_a_letter(db: &Path) {
     assert_eq!(payments.count(), 3, "{pending:?}");
 }
 
-/// `storefront serve` on `db` with the token, on a free port, under `/ops`; stopped when dropped.
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Serve {
-    fn start(db: &Path) -> Serve {
-        let mut child = Command::new(BINARY)
-            .args(["serve", "--listen", "127.0.0.1:0", "--host", "ops.internal"])
-            // Under a path, as behind a proxy that passes one on: every link must keep it.
-            .args(["--path", "/ops"])
-            .env("STOREFRONT_DB", db)
-            .env("PAGE_TOKEN", TOKEN)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        // "operator page on http://127.0.0.1:PORT/ (...)"
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
-            .to_owned();
-        Serve { child, url }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The status a request to `url` for host name `host` gets.
-fn status_for_host(url: &str, host: &str) -> u16 {
-    use std::io::{Read, Write};
-    let rest = url.trim_start_matches("http://");
-    let (address, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"))
-}
-
 /// The hover texts of the timeline's circles.
 async fn circles(browser: &Browser) -> Vec<String> {
     let mut titles = Vec::new();
@@ -174,10 +111,10 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shop.db");
     shop_with_a_letter(&db).await;
-    let serve = Serve::start(&db);
+    let serve = support::Serve::start(&db, &[("PAGE_TOKEN", TOKEN)]);
     // The page answers to loopback and to the name it was given (`--host`), no other.
-    assert_eq!(status_for_host(&serve.url, "ops.internal"), 200);
-    assert_eq!(status_for_host(&serve.url, "rebound.example"), 421);
+    assert_eq!(support::http_get(&serve.url, "ops.internal").0, 200);
+    assert_eq!(support::http_get(&serve.url, "rebound.example").0, 421);
     let browser = Browser::start().await;
     let shots = artifacts();
 

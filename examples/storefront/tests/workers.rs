@@ -292,22 +292,79 @@ async fn a_signal_at_any_moment_from_the_start_stops_the_run_cleanly() {
     }
 }
 
-// Issue 10: the binary logs what the runtime reports, filtered by `RUST_LOG`.
+// Issue 10: the binary logs what the runtime reports, filtered by `RUST_LOG`: a notifier that
+// cannot write fails its policy, which is a warning naming it by default and nothing when
+// `RUST_LOG=off`.
 #[test]
 fn the_binary_logs_the_runtime_filtered_by_rust_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
-    let output = storefront(&db, &log_path, &["run", "--orders", "1"])
-        .env("RUST_LOG", "bounda::metrics=debug")
-        .env("PAYMENT_WINDOW", "200ms")
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let logged = String::from_utf8_lossy(&output.stderr);
+    let logged = |filter: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let unwritable = dir.path().join("a-directory");
+        std::fs::create_dir(&unwritable).unwrap();
+        let mut command = storefront(
+            &dir.path().join("shop.db"),
+            &unwritable,
+            &["run", "--orders", "1"],
+        );
+        if let Some(filter) = filter {
+            command.env("RUST_LOG", filter);
+        }
+        let output = command
+            .env("PAYMENT_WINDOW", "200ms")
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let warned = logged(None);
     assert!(
-        logged.contains("monotonic_counter.bounda.commands"),
-        "the runtime's counters reach the log: {logged}"
+        warned.contains("WARN") && warned.contains("send_confirmation_on_order_placed"),
+        "the failing policy is a warning: {warned}"
+    );
+    assert_eq!(logged(Some("off")), "", "nothing past the filter");
+}
+
+// Issue 24: `storefront serve` exposes the metrics in Prometheus's text format, its gauges read
+// from the store at the scrape: here, a run's dead letter and its subscribers caught up.
+#[test]
+fn serve_exposes_the_metrics_to_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    let unwritable = dir.path().join("a-directory");
+    std::fs::create_dir(&unwritable).unwrap();
+    let run = storefront(&db, &unwritable, &["run", "--orders", "1"])
+        .env("PAYMENT_WINDOW", "200ms")
+        .env("RUST_LOG", "off")
+        .status()
+        .unwrap();
+    assert!(run.success());
+    let serve = support::Serve::start(&db, &[]);
+    let (status, text) = support::http_get(&format!("{}/metrics", serve.url), "127.0.0.1");
+    assert_eq!(status, 200, "{text}");
+    let scrape =
+        prometheus_parse::Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap();
+    let gauge = |name: &str| {
+        scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == name)
+            .map(|s| match s.value {
+                prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+                ref other => panic!("{name} is not a gauge: {other:?}"),
+            })
+            .collect::<Vec<f64>>()
+    };
+    assert_eq!(gauge("bounda_dead_letters_open"), [1.0], "{text}");
+    let lags = gauge("bounda_subscriber_lag");
+    assert!(
+        !lags.is_empty() && lags.iter().all(|lag| *lag == 0.0),
+        "{text}"
+    );
+    assert!(!gauge("bounda_deadlines_pending").is_empty(), "{text}");
+    assert!(
+        scrape.docs.contains_key("bounda_dead_letters_open"),
+        "{text}"
     );
 }
 

@@ -48,6 +48,12 @@ pub(crate) trait Work: Send {
     /// and instance it runs on.
     fn subject(&self) -> String;
 
+    /// The handler's kind (`policy`, `process`, `scheduled`) and name, for the failure
+    /// counter; `None` for a run whose handler never ran (one that could not be prepared).
+    fn handler(&self) -> Option<(&'static str, String)> {
+        None
+    }
+
     /// Whether it is a process step, retried with `processes.retry`; any other run is retried
     /// with `policies.retry`.
     fn process_step(&self) -> bool {
@@ -607,6 +613,9 @@ impl App {
                             report.hold(&run);
                             let subject = run.work.subject();
                             telemetry::run_retried(&subject, run.group, run.attempt, at, &failure);
+                            if let Some((kind, handler)) = run.work.handler() {
+                                crate::metrics::handler_failed(kind, &handler);
+                            }
                         }
                     }
                     Kind::Released { holds } => {
@@ -707,7 +716,7 @@ impl App {
     }
 
     /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
-    /// file, counts the letters they filed. A subscriber that takes none of a write
+    /// file, counts the letters they filed, the deadlines they reached and the commit's time. A subscriber that takes none of a write
     /// set's events is skipped past them in the same transaction.
     pub(crate) async fn commit_all(
         &self,
@@ -716,11 +725,13 @@ impl App {
         for writes in sets.iter_mut() {
             writes.skip = self.skipping(writes);
         }
+        let started = std::time::Instant::now();
         let results = match &*sets {
             [] => Vec::new(),
             [one] => vec![self.store().commit(one).await],
             many => self.store().commit_many(many).await,
         };
+        let seconds = started.elapsed().as_secs_f64();
         // A store answers each write set, in order; one that does not is broken, and what it
         // did is unknown: every run of the group fails and is run again.
         let results = if results.len() == sets.len() {
@@ -746,6 +757,9 @@ impl App {
                     telemetry::dead_lettered(letter);
                 }
             }
+        }
+        if !sets.is_empty() {
+            crate::metrics::committed(sets, |index| results[index].is_ok(), seconds);
         }
         results
     }

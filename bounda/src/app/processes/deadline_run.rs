@@ -293,6 +293,10 @@ impl Work for DeadlineRun {
         ]
     }
 
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("process", self.process.name().to_owned()))
+    }
+
     fn subject(&self) -> String {
         let deadline = match &self.ran {
             Some((_, due)) => format!("at `{}` ({})", due.field, due.at),

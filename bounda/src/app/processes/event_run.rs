@@ -132,6 +132,10 @@ impl Work for EventRun {
         }
     }
 
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("process", self.process.name().to_owned()))
+    }
+
     fn subject(&self) -> String {
         let instance = match (&self.found, &self.routed) {
             (Some(found), _) => format!(" of instance `{}`", found.id),

@@ -389,6 +389,10 @@ impl Work for RetryStep {
         self.process.aggregate()
     }
 
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("process", self.process.name().to_owned()))
+    }
+
     fn subject(&self) -> String {
         format!(
             "process `{}`'s retry of letter `{}` on instance `{}`",
@@ -489,6 +493,10 @@ impl Work for FollowUpRetry {
 
     fn aggregate(&self) -> &'static str {
         self.process.aggregate()
+    }
+
+    fn handler(&self) -> Option<(&'static str, String)> {
+        Some(("process", self.process.name().to_owned()))
     }
 
     fn subject(&self) -> String {

@@ -207,3 +207,67 @@ pub async fn each_order_expired_once(
     );
     deadlines
 }
+
+/// `storefront serve` on `db` with `env`, on a free port, for host name `ops.internal` too,
+/// under `/ops`; stopped when dropped.
+pub struct Serve {
+    child: std::process::Child,
+    /// The page's address: `http://127.0.0.1:<port>/ops`.
+    pub url: String,
+}
+
+impl Serve {
+    pub fn start(db: &Path, env: &[(&str, &str)]) -> Serve {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storefront"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--host", "ops.internal"])
+            // Under a path, as behind a proxy that passes one on: every link must keep it.
+            .args(["--path", "/ops"])
+            .env("STOREFRONT_DB", db)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        // "operator page on http://127.0.0.1:PORT/ops (...)"
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
+            .to_owned();
+        Serve { child, url }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status and body of a GET of `url` for host name `host`.
+pub fn http_get(url: &str, host: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (address, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+    (status, body.to_owned())
+}

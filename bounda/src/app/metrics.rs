@@ -1,0 +1,173 @@
+//! What the runtime tells the `metrics` facade: counters and histograms as work is committed,
+//! gauges when an exporter asks ([`App::survey_metrics`]). Without a recorder installed every
+//! call is a no-op. The names follow Prometheus's conventions (`_total`, `_seconds`).
+
+use std::collections::BTreeMap;
+
+use crate::app::App;
+use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::app::processes::step::PROCESS_DEADLINE;
+use crate::store::{LetterFilter, LetterStatus, WriteSet};
+use crate::{Error, Instant};
+
+/// Commands decided, by type and outcome (`stored`, `scheduled`, `rejected`, `failed`).
+pub const COMMANDS: &str = "bounda_commands_total";
+/// Dead letters filed, by kind, handler and outcome (`terminal`, `retriable_exhausted`).
+pub const LETTERS_FILED: &str = "bounda_dead_letters_filed_total";
+/// Dead letters open (failed, neither retried nor discarded).
+pub const LETTERS_OPEN: &str = "bounda_dead_letters_open";
+/// Failed tries of a handler, by kind and handler: each one retried, and each one lettered.
+pub const HANDLER_FAILURES: &str = "bounda_handler_failures_total";
+/// Deadlines reached, by process and field (`timeout` for the lifetime's end).
+pub const DEADLINE_FIRINGS: &str = "bounda_deadline_firings_total";
+/// How late a deadline ran after its moment, in seconds, by process.
+pub const DEADLINE_LATENESS: &str = "bounda_deadline_lateness_seconds";
+/// Instances with a deadline pending, by process.
+pub const DEADLINES_PENDING: &str = "bounda_deadlines_pending";
+/// Instances whose next deadline is due and has not run, by process.
+pub const DEADLINES_OVERDUE: &str = "bounda_deadlines_overdue";
+/// Events a subscriber has yet to take, by subscriber.
+pub const SUBSCRIBER_LAG: &str = "bounda_subscriber_lag";
+/// How long a commit of one or more runs' writes took, in seconds.
+pub const COMMIT_SECONDS: &str = "bounda_commit_seconds";
+
+/// Describes every instrument to the recorder installed now, for the help an exporter shows.
+pub(crate) fn describe() {
+    use ::metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(COMMANDS, "Commands decided, by type and outcome.");
+    describe_counter!(
+        LETTERS_FILED,
+        "Dead letters filed, by kind, handler and outcome."
+    );
+    describe_gauge!(
+        LETTERS_OPEN,
+        "Dead letters open: neither retried nor discarded."
+    );
+    describe_counter!(
+        HANDLER_FAILURES,
+        "Failed tries of a handler: each one retried and each one lettered."
+    );
+    describe_counter!(DEADLINE_FIRINGS, "Deadlines reached, by process and field.");
+    describe_histogram!(
+        DEADLINE_LATENESS,
+        Unit::Seconds,
+        "How late a deadline ran after its moment, by process."
+    );
+    describe_gauge!(
+        DEADLINES_PENDING,
+        "Instances with a deadline pending, by process."
+    );
+    describe_gauge!(
+        DEADLINES_OVERDUE,
+        "Instances whose next deadline is due and has not run, by process."
+    );
+    describe_gauge!(SUBSCRIBER_LAG, "Events a subscriber has yet to take.");
+    describe_histogram!(
+        COMMIT_SECONDS,
+        Unit::Seconds,
+        "How long a commit of one or more runs' writes took."
+    );
+}
+
+/// A command's outcome.
+pub(crate) fn command(command_type: &str, outcome: &'static str) {
+    ::metrics::counter!(COMMANDS, "command" => command_type.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
+/// A handler's failed try: retried, or lettered.
+pub(crate) fn handler_failed(kind: &'static str, handler: &str) {
+    ::metrics::counter!(HANDLER_FAILURES, "kind" => kind, "handler" => handler.to_owned())
+        .increment(1);
+}
+
+/// A dead letter, once stored: a failure of its handler too.
+pub(crate) fn letter_filed(letter: &crate::store::DeadLetter) {
+    let kind = letter.kind.as_str();
+    ::metrics::counter!(
+        LETTERS_FILED,
+        "kind" => kind,
+        "handler" => letter.handler.clone(),
+        "outcome" => letter.error_type.clone(),
+    )
+    .increment(1);
+    handler_failed(kind, &letter.handler);
+}
+
+/// A commit of `sets` that took `seconds`; the deadlines reached in those that landed, with
+/// their lateness.
+pub(crate) fn committed(sets: &[WriteSet], landed: impl Fn(usize) -> bool, seconds: f64) {
+    ::metrics::histogram!(COMMIT_SECONDS).record(seconds);
+    for (index, writes) in sets.iter().enumerate() {
+        if !landed(index) {
+            continue;
+        }
+        for append in &writes.appends {
+            let Some(process) = append.aggregate_type.strip_prefix("process:") else {
+                continue;
+            };
+            for event in &append.events {
+                let field = match event.event_type.as_str() {
+                    "ProcessDeadlineReached" => event.payload["field"]
+                        .as_str()
+                        .unwrap_or("unknown")
+                        .to_owned(),
+                    "ProcessTimedOut" => "timeout".to_owned(),
+                    _ => continue,
+                };
+                ::metrics::counter!(
+                    DEADLINE_FIRINGS,
+                    "process" => process.to_owned(),
+                    "field" => field,
+                )
+                .increment(1);
+                if let Ok(at) = serde_json::from_value::<Instant>(event.payload["at"].clone()) {
+                    let late = event.timestamp.as_millis().saturating_sub(at.as_millis());
+                    ::metrics::histogram!(DEADLINE_LATENESS, "process" => process.to_owned())
+                        .record(late as f64 / 1_000.0);
+                }
+            }
+        }
+    }
+}
+
+impl App {
+    /// Sets the gauges from the store: each subscriber's lag, the open dead letters, and by
+    /// process the instances with a deadline pending and those overdue. An exporter calls it
+    /// before it renders (the operator page's `/metrics` does), so the gauges are as fresh as
+    /// the scrape; it reads each scheduler entry of a deadline, one row per instance.
+    pub async fn survey_metrics(&self) -> Result<(), Error> {
+        describe();
+        let (subscribers, _) = self.subscriber_lags().await?;
+        for subscriber in &subscribers {
+            ::metrics::gauge!(SUBSCRIBER_LAG, "subscriber" => subscriber.subscriber.clone())
+                .set(subscriber.lag as f64);
+        }
+        let open = LetterFilter {
+            status: Some(LetterStatus::Failed),
+            ..LetterFilter::default()
+        };
+        let open = self.store().count_dead_letters(&open).await?;
+        ::metrics::gauge!(LETTERS_OPEN).set(open as f64);
+        let now = self.clock().now();
+        let mut by_process: BTreeMap<String, (u64, u64)> = self
+            .processes()
+            .map(|process| (process.name().to_owned(), (0, 0)))
+            .collect();
+        for entry in self.store().scheduled_of_type(PROCESS_DEADLINE).await? {
+            let Some(payload) = DeadlinePayload::of(&entry) else {
+                continue;
+            };
+            let counts = by_process.entry(payload.process).or_default();
+            counts.0 += 1;
+            if entry.execute_at <= now {
+                counts.1 += 1;
+            }
+        }
+        for (process, (pending, overdue)) in by_process {
+            ::metrics::gauge!(DEADLINES_PENDING, "process" => process.clone()).set(pending as f64);
+            ::metrics::gauge!(DEADLINES_OVERDUE, "process" => process).set(overdue as f64);
+        }
+        Ok(())
+    }
+}

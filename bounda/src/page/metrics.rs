@@ -1,0 +1,67 @@
+//! The metrics the page serves at `/metrics`, in Prometheus's text format: the process's
+//! recorder for the `metrics` facade, and the gauges surveyed from the store at each scrape.
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::Error;
+use crate::metrics::{COMMIT_SECONDS, DEADLINE_LATENESS};
+
+/// Lateness buckets, in seconds: on time, then a second to a week late.
+const LATENESS: [f64; 11] = [
+    0.001, 1.0, 10.0, 60.0, 300.0, 900.0, 3_600.0, 21_600.0, 86_400.0, 259_200.0, 604_800.0,
+];
+
+/// Commit buckets, in seconds: half a millisecond to five seconds.
+const COMMIT: [f64; 11] = [
+    0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0,
+];
+
+/// The process's Prometheus recorder: install it once, at start, and give it to the page's
+/// [`Options::metrics`](super::Options::metrics), which then serves `/metrics`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), bounda::Error> {
+/// let metrics = bounda::page::Metrics::install()?;
+/// let options = bounda::page::Options {
+///     metrics: Some(metrics),
+///     ..bounda::page::Options::default()
+/// };
+/// # let _ = options;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    handle: PrometheusHandle,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    /// Installs a Prometheus recorder as the process's `metrics` recorder, with histogram
+    /// buckets for deadline lateness and commit time. Fails when the process has a recorder
+    /// already: install one per process.
+    pub fn install() -> Result<Metrics, Error> {
+        let refused = |error: metrics_exporter_prometheus::BuildError| Error::Configuration {
+            message: format!("the metrics recorder cannot be installed: {error}"),
+        };
+        let handle = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(DEADLINE_LATENESS.to_owned()), &LATENESS)
+            .map_err(refused)?
+            .set_buckets_for_metric(Matcher::Full(COMMIT_SECONDS.to_owned()), &COMMIT)
+            .map_err(refused)?
+            .install_recorder()
+            .map_err(refused)?;
+        crate::app::metrics::describe();
+        Ok(Metrics { handle })
+    }
+
+    /// Everything recorded, in Prometheus's text exposition format.
+    pub fn render(&self) -> String {
+        self.handle.render()
+    }
+}

@@ -1,0 +1,215 @@
+//! Metrics (issue 24): the runtime counts what it does through the `metrics` facade, and the
+//! page serves `/metrics` in Prometheus's text format, its gauges surveyed from the store at the
+//! scrape. One recorder per process: the binary's tests share it, so counts are read as at
+//! least what this test did, under names only it uses where it can.
+
+#![cfg(feature = "page")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::sync::OnceLock;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use bounda::page::{Metrics, Options, router};
+use bounda::prelude::*;
+use prometheus_parse::{Sample, Scrape, Value};
+use tower::ServiceExt;
+
+use crate::listed::ConfirmOnOrderPlaced;
+use crate::support;
+use support::storefront::*;
+
+/// The binary's one recorder.
+fn metrics() -> Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS
+        .get_or_init(|| Metrics::install().expect("the binary's only recorder"))
+        .clone()
+}
+
+/// A policy that always fails, under a name no other test counts.
+struct MeteredMailer;
+
+#[policy]
+impl Policy for MeteredMailer {
+    const NAME: &'static str = "metered_mailer";
+    type Event = OrderPlaced;
+
+    async fn handle(_: Reaction<'_, OrderPlaced>) -> Result<()> {
+        anyhow::bail!("the mail server is down")
+    }
+}
+
+/// `/metrics` of `app`'s page, parsed.
+async fn scrape(app: &TestApp) -> Scrape {
+    let page = router(
+        app.app().clone(),
+        Options {
+            metrics: Some(metrics()),
+            ..Options::default()
+        },
+    );
+    let request = Request::get("/metrics")
+        .header(header::HOST, "127.0.0.1:8080")
+        .body(Body::empty())
+        .unwrap();
+    let response = page.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap()
+}
+
+/// The samples of `name` whose labels include `labels`.
+fn samples<'a>(scrape: &'a Scrape, name: &str, labels: &[(&str, &str)]) -> Vec<&'a Sample> {
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .collect()
+}
+
+/// The value of a counter or gauge sample.
+fn value(sample: &Sample) -> f64 {
+    match &sample.value {
+        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+        other => panic!("not a single value: {other:?}"),
+    }
+}
+
+// issue 24: the instruments an operator reads, exported and parsed as Prometheus reads them.
+#[tokio::test]
+async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
+    let _ = metrics();
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>()
+            .policy::<ConfirmOnOrderPlaced>()
+            .policy::<MeteredMailer>()
+            .command::<RecordConfirmationSent>()
+            .command::<SendReminder>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(place("m-1")).await.unwrap();
+    assert!(app.dispatch(place("m-1")).await.is_err(), "placed already");
+    app.run_until_idle().await.unwrap();
+    // An outage: the first reminder, due a day after the order, runs three hours late.
+    app.clock().advance(hours(27));
+    app.run_until_idle().await.unwrap();
+
+    let scrape = scrape(&app).await;
+    let count = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples(&scrape, name, labels).into_iter().map(value).sum()
+    };
+    assert!(
+        count(
+            "bounda_commands_total",
+            &[("command", "PlaceOrder"), ("outcome", "stored")]
+        ) >= 1.0
+    );
+    assert!(
+        count(
+            "bounda_commands_total",
+            &[("command", "PlaceOrder"), ("outcome", "rejected")]
+        ) >= 1.0
+    );
+    // Three tries, the last one lettered.
+    assert_eq!(
+        count(
+            "bounda_handler_failures_total",
+            &[("handler", "metered_mailer"), ("kind", "policy")]
+        ),
+        3.0
+    );
+    assert_eq!(
+        count(
+            "bounda_dead_letters_filed_total",
+            &[
+                ("handler", "metered_mailer"),
+                ("outcome", "retriable_exhausted")
+            ]
+        ),
+        1.0
+    );
+    assert!(
+        count(
+            "bounda_deadline_firings_total",
+            &[("process", "OrderPayment"), ("field", "next_reminder")]
+        ) >= 1.0
+    );
+    // The gauges are this app's: surveyed from its store at the scrape.
+    assert_eq!(count("bounda_dead_letters_open", &[]), 1.0);
+    assert_eq!(
+        count("bounda_deadlines_pending", &[("process", "OrderPayment")]),
+        1.0
+    );
+    assert_eq!(
+        count("bounda_deadlines_overdue", &[("process", "OrderPayment")]),
+        0.0
+    );
+    assert_eq!(
+        count("bounda_subscriber_lag", &[("subscriber", "policies")]),
+        0.0
+    );
+
+    let lateness = samples(
+        &scrape,
+        "bounda_deadline_lateness_seconds",
+        &[("process", "OrderPayment")],
+    );
+    let Some(Value::Histogram(buckets)) = lateness.first().map(|s| &s.value) else {
+        panic!("lateness is a histogram: {lateness:?}");
+    };
+    let late = |at_most: f64| {
+        buckets
+            .iter()
+            .find(|b| b.less_than == at_most)
+            .map_or(0.0, |b| b.count)
+    };
+    assert!(
+        late(f64::INFINITY) - late(3_600.0) >= 1.0,
+        "a reminder three hours late: {buckets:?}"
+    );
+    assert!(matches!(
+        samples(&scrape, "bounda_commit_seconds", &[])
+            .first()
+            .map(|s| &s.value),
+        Some(Value::Histogram(_))
+    ));
+    assert!(
+        scrape.docs.contains_key("bounda_deadline_lateness_seconds"),
+        "described"
+    );
+}
+
+// issue 24: without a recorder given, the page has no `/metrics`.
+#[tokio::test]
+async fn without_metrics_the_page_has_no_metrics_route() {
+    let app = TestApp::new(App::builder_shared(support::database::store().await).only_listed())
+        .await
+        .unwrap();
+    let page = router(app.app().clone(), Options::default());
+    let request = Request::get("/metrics")
+        .header(header::HOST, "127.0.0.1:8080")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(
+        page.oneshot(request).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+}
