@@ -11,6 +11,7 @@ use bounda::store::{
     StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
+use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 
 use crate::claims::{claim, claim_batch, claim_one, free_claim};
@@ -599,15 +600,17 @@ impl Store for PostgresStore {
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
         let client = self.client().await?;
-        let (kind, handler, status) = letter_filter(filter);
+        let params = LetterParams::of(filter);
         let limit = filter.limit.map(limit);
+        let mut values = params.values().to_vec();
+        values.push(&limit);
         let rows = query(
             &client,
             &self.names.sql(&format!(
-                "SELECT {} FROM {{t}}dead_letters WHERE {LETTER_FILTER} ORDER BY seq LIMIT $4",
+                "SELECT {} FROM {{t}}dead_letters WHERE {LETTER_FILTER} ORDER BY seq LIMIT $7",
                 rows::LETTER_COLUMNS
             )),
-            &[&kind, &handler, &status, &limit],
+            &values,
         )
         .await
         .map_err(failed("cannot read dead letters"))?;
@@ -616,13 +619,13 @@ impl Store for PostgresStore {
 
     async fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
         let client = self.client().await?;
-        let (kind, handler, status) = letter_filter(filter);
+        let params = LetterParams::of(filter);
         let row = query_one(
             &client,
             &self.names.sql(&format!(
                 "SELECT count(*) FROM {{t}}dead_letters WHERE {LETTER_FILTER}"
             )),
-            &[&kind, &handler, &status],
+            &params.values(),
         )
         .await
         .map_err(failed("cannot count dead letters"))?;
@@ -942,15 +945,45 @@ const PLACING_ROUNDS: usize = 20;
 /// overflows: every other session's snapshot then looks them up on disk while it is open.
 const SAVEPOINTS: usize = 50;
 
-/// The condition of a letter filter on its first three parameters; a `NULL` one matches all.
+/// The condition of a letter filter on its first six parameters; a `NULL` one matches all.
 const LETTER_FILTER: &str = "($1::text IS NULL OR kind = $1)
-     AND ($2::text IS NULL OR handler = $2) AND ($3::text IS NULL OR status = $3)";
+     AND ($2::text IS NULL OR handler = $2) AND ($3::text IS NULL OR status = $3)
+     AND ($4::text IS NULL OR strpos(error_message, $4) > 0)
+     AND ($5::timestamptz IS NULL OR last_failed_at >= $5)
+     AND ($6::timestamptz IS NULL OR last_failed_at < $6)";
 
-/// A filter's kind, handler and status as the parameters of [`LETTER_FILTER`].
-fn letter_filter(filter: &LetterFilter) -> (Option<&str>, Option<&str>, Option<&str>) {
-    (
-        filter.kind.map(|kind| kind.as_str()),
-        filter.handler.as_deref(),
-        filter.status.map(|status| status.as_str()),
-    )
+/// A filter as the parameters of [`LETTER_FILTER`]: kind, handler, status, error text, and
+/// the last failure's bounds.
+struct LetterParams<'a> {
+    kind: Option<&'a str>,
+    handler: Option<&'a str>,
+    status: Option<&'a str>,
+    error: Option<&'a str>,
+    from: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+}
+
+impl<'a> LetterParams<'a> {
+    fn of(filter: &'a LetterFilter) -> LetterParams<'a> {
+        LetterParams {
+            kind: filter.kind.map(|kind| kind.as_str()),
+            handler: filter.handler.as_deref(),
+            status: filter.status.map(|status| status.as_str()),
+            error: filter.error_contains.as_deref(),
+            from: filter.failed_from.map(DateTime::<Utc>::from),
+            until: filter.failed_until.map(DateTime::<Utc>::from),
+        }
+    }
+
+    /// The parameters, in [`LETTER_FILTER`]'s order.
+    fn values(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 6] {
+        [
+            &self.kind,
+            &self.handler,
+            &self.status,
+            &self.error,
+            &self.from,
+            &self.until,
+        ]
+    }
 }

@@ -616,18 +616,29 @@ impl Store for SqliteStore {
 fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
-    let mut add = |column: &str, value: String| {
+    // `{}` in `condition` is the value's parameter.
+    let mut add = |condition: &str, value: String| {
         values.push(Value::Text(value));
-        conditions.push(format!("{column} = ?{}", values.len()));
+        conditions.push(condition.replace("{}", &format!("?{}", values.len())));
     };
     if let Some(kind) = filter.kind {
-        add("kind", rows::kind_text(kind).to_owned());
+        add("kind = {}", rows::kind_text(kind).to_owned());
     }
     if let Some(handler) = &filter.handler {
-        add("handler", handler.clone());
+        add("handler = {}", handler.clone());
     }
     if let Some(status) = filter.status {
-        add("status", rows::status_text(status).to_owned());
+        add("status = {}", rows::status_text(status).to_owned());
+    }
+    if let Some(text) = &filter.error_contains {
+        add("instr(error_message, {}) > 0", text.clone());
+    }
+    // Moments are stored as fixed-width UTC text, which orders as time does.
+    if let Some(from) = filter.failed_from {
+        add("last_failed_at >= {}", from.to_string());
+    }
+    if let Some(until) = filter.failed_until {
+        add("last_failed_at < {}", until.to_string());
     }
     let clause = if conditions.is_empty() {
         String::new()

@@ -48,6 +48,13 @@ impl App {
     }
 }
 
+impl<'a> DeadLetters<'a> {
+    /// The app the letters are of.
+    pub(crate) fn app(&self) -> &'a App {
+        self.app
+    }
+}
+
 impl DeadLetters<'_> {
     /// The letters matching `filter`, oldest first.
     pub async fn list(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, Error> {

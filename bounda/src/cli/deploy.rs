@@ -33,7 +33,8 @@ pub struct PreviewArgs {
     pub against: Option<PathBuf>,
 }
 
-fn io(error: std::io::Error) -> Error {
+/// A failed write of the command's output, as the command's error.
+pub(super) fn io(error: std::io::Error) -> Error {
     Error::Configuration {
         message: format!("cannot write: {error}"),
     }

@@ -26,6 +26,8 @@
 //! ```
 
 mod deploy;
+
+use deploy::io;
 mod rebuild;
 
 use std::io::Write;
@@ -131,6 +133,59 @@ pub enum Letters {
         /// The letter.
         id: String,
     },
+    /// Retries every open letter the filters match, oldest first, in paced batches, printing
+    /// each outcome; exits 2 if a retry did not go through. Interrupted, run it again: what it
+    /// retried is no longer open.
+    RetryAll(BulkArgs),
+    /// Discards every open letter the filters match, in paced batches.
+    DiscardAll(BulkArgs),
+}
+
+/// Which open letters `retry-all` and `discard-all` take, and how fast.
+#[derive(Debug, Clone, Args)]
+pub struct BulkArgs {
+    /// Only this kind.
+    #[arg(long, value_enum)]
+    pub kind: Option<Kind>,
+    /// Only this handler.
+    #[arg(long)]
+    pub handler: Option<String>,
+    /// Only letters whose error message contains this text.
+    #[arg(long)]
+    pub error: Option<String>,
+    /// Only letters that last failed at or after this moment (`2026-12-01T00:00:00Z`).
+    #[arg(long)]
+    pub failed_from: Option<crate::Instant>,
+    /// Only letters that last failed before this moment.
+    #[arg(long)]
+    pub failed_until: Option<crate::Instant>,
+    /// At most this many letters.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Letters per batch.
+    #[arg(long, default_value_t = 50)]
+    pub batch: usize,
+    /// The pause between batches (`1s`, `500ms`).
+    #[arg(long, default_value = "1s")]
+    pub pause: crate::Duration,
+    /// Only count the letters that match.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+impl BulkArgs {
+    /// The filter the flags say.
+    fn filter(&self) -> LetterFilter {
+        LetterFilter {
+            kind: self.kind.map(Kind::letter_kind),
+            handler: self.handler.clone(),
+            error_contains: self.error.clone(),
+            failed_from: self.failed_from,
+            failed_until: self.failed_until,
+            limit: self.limit,
+            ..LetterFilter::default()
+        }
+    }
 }
 
 /// Filters of `dead-letters list`.
@@ -176,6 +231,16 @@ pub enum Kind {
     Scheduled,
 }
 
+impl Kind {
+    fn letter_kind(self) -> LetterKind {
+        match self {
+            Kind::Policy => LetterKind::Policy,
+            Kind::Process => LetterKind::Process,
+            Kind::Scheduled => LetterKind::Scheduled,
+        }
+    }
+}
+
 /// A letter status on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 #[allow(missing_docs)]
@@ -183,6 +248,50 @@ pub enum Status {
     Failed,
     Retried,
     Discarded,
+}
+
+/// Retries or discards every open letter the flags match, printing each outcome and the counts:
+/// exit code 2 when a retry did not go through.
+async fn bulk_letters(
+    app: &App,
+    command: Letters,
+    out: &mut impl Write,
+) -> Result<ExitCode, crate::Error> {
+    let (Letters::RetryAll(args) | Letters::DiscardAll(args)) = &command else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let pace = crate::Pace {
+        batch: args.batch,
+        pause: args.pause,
+    };
+    let mut written = Ok(());
+    let each = |id: &str, outcome: &crate::BulkOutcome| {
+        if written.is_ok() {
+            written = match outcome {
+                crate::BulkOutcome::Failed(error) => writeln!(out, "{id}  failed: {error}"),
+                other => writeln!(out, "{id}  {}", other.name()),
+            };
+        }
+    };
+    let letters = app.dead_letters();
+    let report = match command {
+        Letters::RetryAll(_) => letters.retry_all(&args.filter(), pace, each).await?,
+        _ => letters.discard_all(&args.filter(), pace, each).await?,
+    };
+    written.map_err(io)?;
+    let counts = report.counts();
+    let summary: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| format!("{n} {name}"))
+        .collect();
+    match summary.is_empty() {
+        true => writeln!(out, "no open letters match").map_err(io)?,
+        false => writeln!(out, "{}", summary.join(", ")).map_err(io)?,
+    }
+    Ok(match counts.get("failed") {
+        Some(_) => ExitCode::from(2),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 /// Runs `command` on `app`, printing to standard output; errors go to standard error. Exit code
@@ -250,9 +359,6 @@ pub async fn execute(
     command: Operator,
     out: &mut impl Write,
 ) -> Result<ExitCode, crate::Error> {
-    let io = |e: std::io::Error| crate::Error::Configuration {
-        message: format!("cannot write: {e}"),
-    };
     match command {
         Operator::Rebuild(args) => rebuild::run(app, &args.read_model, args.afresh, out).await?,
         Operator::Lag => {
@@ -404,11 +510,7 @@ pub async fn execute(
         }
         Operator::DeadLetters(Letters::List(args)) => {
             let filter = LetterFilter {
-                kind: args.kind.map(|kind| match kind {
-                    Kind::Policy => LetterKind::Policy,
-                    Kind::Process => LetterKind::Process,
-                    Kind::Scheduled => LetterKind::Scheduled,
-                }),
+                kind: args.kind.map(Kind::letter_kind),
                 handler: args.handler,
                 status: args.status.map(|status| match status {
                     Status::Failed => LetterStatus::Failed,
@@ -416,6 +518,7 @@ pub async fn execute(
                     Status::Discarded => LetterStatus::Discarded,
                 }),
                 limit: args.limit,
+                ..LetterFilter::default()
             };
             let letters = app.dead_letters().list(&filter).await?;
             if letters.is_empty() && !args.json {
@@ -487,6 +590,16 @@ pub async fn execute(
         Operator::DeadLetters(Letters::Discard { id }) => {
             app.dead_letters().discard(&id).await?;
             writeln!(out, "discarded {id}").map_err(io)?;
+        }
+        Operator::DeadLetters(Letters::RetryAll(args) | Letters::DiscardAll(args))
+            if args.dry_run =>
+        {
+            let count = app.dead_letters().count_open(&args.filter()).await?;
+            let count = args.limit.map_or(count, |limit| count.min(limit as u64));
+            writeln!(out, "{count} open letters match").map_err(io)?;
+        }
+        Operator::DeadLetters(bulk @ (Letters::RetryAll(_) | Letters::DiscardAll(_))) => {
+            return bulk_letters(app, bulk, out).await;
         }
         Operator::Explain(args) => {
             let Some(story) = app.explain_named(&args.process, &args.id).await? else {

@@ -243,6 +243,12 @@ pub struct LetterFilter {
     pub handler: Option<String>,
     /// Only this status.
     pub status: Option<LetterStatus>,
+    /// Only letters whose error message contains this text.
+    pub error_contains: Option<String>,
+    /// Only letters that last failed at or after this moment.
+    pub failed_from: Option<Instant>,
+    /// Only letters that last failed before this moment.
+    pub failed_until: Option<Instant>,
     /// At most this many, oldest first.
     pub limit: Option<usize>,
 }

@@ -312,3 +312,78 @@ fn past_moments_read_as_ago() {
         "in 2h 5m"
     );
 }
+
+// issue 24: `dead-letters retry-all` and `discard-all` take the flags an operator types, count
+// first with `--dry-run`, print each letter's outcome and the counts, and exit 2 when a retry
+// did not go through.
+#[tokio::test]
+async fn the_operator_retries_and_discards_letters_in_bulk() {
+    use clap::Parser;
+
+    /// The operator's commands as a binary parses them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: Operator,
+    }
+    let parse = |line: &str| {
+        Cli::try_parse_from(std::iter::once("storefront").chain(line.split(' ')))
+            .unwrap()
+            .command
+    };
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    for order in ["o-1", "o-2", "o-3"] {
+        app.dispatch(support::storefront::place(order))
+            .await
+            .unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    let app = app.app();
+
+    let (code, text) = output(app, parse("dead-letters retry-all --error mail --dry-run")).await;
+    assert_eq!(
+        (code, text.trim()),
+        (ExitCode::SUCCESS, "3 open letters match")
+    );
+    let (_, text) = output(app, parse("dead-letters retry-all --error disk --dry-run")).await;
+    assert_eq!(text.trim(), "0 open letters match");
+
+    // The mail server is still down: every retry fails, and the command says so.
+    let (code, text) = output(
+        app,
+        parse("dead-letters retry-all --handler confirm_on_order_placed --batch 2 --pause 0s"),
+    )
+    .await;
+    assert_eq!(code, ExitCode::from(2), "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|line| line.contains("  failed: "))
+            .count(),
+        3,
+        "{text}"
+    );
+    assert_eq!(text.lines().last(), Some("3 failed"), "{text}");
+
+    let (code, text) = output(
+        app,
+        parse("dead-letters discard-all --kind policy --limit 2 --pause 0s"),
+    )
+    .await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(text.lines().last(), Some("2 discarded"), "{text}");
+    let (_, text) = output(app, parse("dead-letters discard-all --dry-run")).await;
+    assert_eq!(text.trim(), "1 open letters match");
+    let (_, text) = output(
+        app,
+        parse("dead-letters discard-all --failed-from 2999-01-01T00:00:00Z"),
+    )
+    .await;
+    assert_eq!(text.trim(), "no open letters match");
+}

@@ -767,3 +767,109 @@ async fn a_retry_step_whose_letter_another_retry_took_over_writes_nothing() {
         "the other retry's to settle"
     );
 }
+
+/// An app on a fresh store whose confirmation policy failed for good on `orders` orders, one
+/// letter each, an hour apart.
+async fn app_with_letters(orders: usize) -> TestApp {
+    BROKEN.with(|b| b.set(true));
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    for n in 0..orders {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+        app.run_until_idle().await.unwrap();
+        app.advance(hours(1)).await.unwrap();
+    }
+    assert_eq!(support::letters(&app).await.len(), orders);
+    app
+}
+
+// issue 24: every open letter a filter matches is retried, oldest first, in batches; a retry
+// that fails again is reported and its letter stays open; run again, only what is open is taken.
+#[tokio::test]
+async fn open_letters_are_retried_in_bulk_and_a_second_run_resumes() {
+    let app = app_with_letters(5).await;
+    let letters = app.app().dead_letters();
+    let all = LetterFilter {
+        handler: Some("confirm_on_order_placed".into()),
+        ..LetterFilter::default()
+    };
+    assert_eq!(letters.count_open(&all).await.unwrap(), 5, "the dry run");
+    // Interrupted after two: what a limit does.
+    BROKEN.with(|b| b.set(false));
+    let pace = bounda::Pace {
+        batch: 2,
+        pause: Duration::ZERO,
+    };
+    let first = LetterFilter {
+        limit: Some(2),
+        ..all.clone()
+    };
+    let mut heard = Vec::new();
+    let report = letters
+        .retry_all(&first, pace, |id, outcome| {
+            heard.push((id.to_owned(), outcome.name()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.counts().get("retried"), Some(&2));
+    assert_eq!(heard.len(), 2, "each outcome heard as it happens");
+    assert_eq!(letters.count_open(&all).await.unwrap(), 3);
+    // The rest, with the mail server down again: each failed retry is an outcome.
+    BROKEN.with(|b| b.set(true));
+    let report = letters.retry_all(&all, pace, |_, _| {}).await.unwrap();
+    assert_eq!(report.counts().get("failed"), Some(&3), "{report:?}");
+    assert!(
+        matches!(&report.outcomes[0].1, bounda::BulkOutcome::Failed(error) if error.contains("the mail server is down"))
+    );
+    assert_eq!(letters.count_open(&all).await.unwrap(), 3, "still open");
+    // Mended: the third run takes the three left, and the orders are confirmed.
+    BROKEN.with(|b| b.set(false));
+    let report = letters.retry_all(&all, pace, |_, _| {}).await.unwrap();
+    assert_eq!(report.counts().get("retried"), Some(&3));
+    assert_eq!(letters.count_open(&all).await.unwrap(), 0);
+    for n in 0..5 {
+        let order = app.app().load::<Order>(&format!("o-{n}")).await.unwrap();
+        assert!(order.state.confirmed, "o-{n} confirmed");
+    }
+}
+
+// issue 24: letters are discarded in bulk by when they last failed; a letter settled meanwhile is
+// skipped.
+#[tokio::test]
+async fn letters_are_discarded_in_bulk_by_when_they_failed() {
+    let app = app_with_letters(4).await;
+    let letters = app.app().dead_letters();
+    let listed = support::letters(&app).await;
+    // The first two, by the moment between the second and the third failure.
+    let until = LetterFilter {
+        failed_until: Some(listed[2].last_failed_at),
+        ..LetterFilter::default()
+    };
+    let report = letters
+        .discard_all(&until, bounda::Pace::default(), |_, _| {})
+        .await
+        .unwrap();
+    let discarded: Vec<&str> = report.outcomes.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(discarded, [listed[0].id.as_str(), listed[1].id.as_str()]);
+    assert_eq!(report.counts().get("discarded"), Some(&2));
+    let by_error = LetterFilter {
+        error_contains: Some("mail server".into()),
+        ..LetterFilter::default()
+    };
+    assert_eq!(letters.count_open(&by_error).await.unwrap(), 2);
+    let none = LetterFilter {
+        error_contains: Some("disk full".into()),
+        ..LetterFilter::default()
+    };
+    let report = letters
+        .discard_all(&none, bounda::Pace::default(), |_, _| {})
+        .await
+        .unwrap();
+    assert!(report.outcomes.is_empty());
+}

@@ -959,11 +959,34 @@ pub async fn dead_letters_are_filed_once_and_settled_once(store: &dyn Store) {
 
 // spec 164, 165
 pub async fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
+    let failed = |id: &str, kind, handler: &str, error: &str, at: &str| DeadLetter {
+        error_message: error.to_owned(),
+        last_failed_at: t(at),
+        ..letter(id, kind, handler)
+    };
     let letters = vec![
         letter("l-1", LetterKind::Policy, "order.notify"),
-        letter("l-2", LetterKind::Process, "order.payment"),
-        letter("l-3", LetterKind::Policy, "order.refund"),
-        letter("l-4", LetterKind::Scheduled, "SendReminder"),
+        failed(
+            "l-2",
+            LetterKind::Process,
+            "order.payment",
+            "gateway timed out",
+            "2026-01-02T00:00:00Z",
+        ),
+        failed(
+            "l-3",
+            LetterKind::Policy,
+            "order.refund",
+            "quota 100% used",
+            "2026-01-01T12:00:00Z",
+        ),
+        failed(
+            "l-4",
+            LetterKind::Scheduled,
+            "SendReminder",
+            "gateway refused",
+            "2026-01-03T00:00:00Z",
+        ),
     ];
     store
         .commit(&WriteSet {
@@ -1022,6 +1045,50 @@ pub async fn dead_letters_are_listed_and_counted_by_filter(store: &dyn Store) {
         "count ignores the limit"
     );
     assert_eq!(store.count_dead_letters(&failed_policies).await.unwrap(), 1);
+    // issue 24: by error text, taken literally, and by when the letter last failed.
+    let erring = |text: &str| LetterFilter {
+        error_contains: Some(text.to_owned()),
+        ..LetterFilter::default()
+    };
+    assert_eq!(ids(&erring("gateway")).await, ["l-2", "l-4"]);
+    assert_eq!(ids(&erring("timed")).await, ["l-2"]);
+    assert_eq!(ids(&erring("%")).await, ["l-3"], "no wildcard");
+    assert_eq!(ids(&erring("_")).await, Vec::<String>::new(), "no wildcard");
+    assert_eq!(
+        store.count_dead_letters(&erring("gateway")).await.unwrap(),
+        2
+    );
+    let between = |from: Option<&str>, until: Option<&str>| LetterFilter {
+        failed_from: from.map(t),
+        failed_until: until.map(t),
+        ..LetterFilter::default()
+    };
+    assert_eq!(
+        ids(&between(Some("2026-01-02T00:00:00Z"), None)).await,
+        ["l-2", "l-4"],
+        "from, inclusive"
+    );
+    assert_eq!(
+        ids(&between(None, Some("2026-01-02T00:00:00Z"))).await,
+        ["l-1", "l-3"],
+        "until, exclusive"
+    );
+    assert_eq!(
+        ids(&between(
+            Some("2026-01-01T06:00:00Z"),
+            Some("2026-01-03T00:00:00Z")
+        ))
+        .await,
+        ["l-2", "l-3"]
+    );
+    let gateway_since = LetterFilter {
+        status: Some(LetterStatus::Failed),
+        ..LetterFilter {
+            kind: Some(LetterKind::Scheduled),
+            ..between(Some("2026-01-02T00:00:00Z"), None)
+        }
+    };
+    assert_eq!(ids(&gateway_since).await, ["l-4"]);
 }
 
 // Group commit: several attempts in one transaction, each all-or-nothing.
