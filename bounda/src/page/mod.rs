@@ -15,6 +15,7 @@
 //! shown is escaped, and every answer carries a content security policy that allows no script.
 //! Serve it on loopback, or behind the operators' own authentication.
 
+mod bulk;
 mod metrics;
 mod timeline;
 
@@ -122,6 +123,16 @@ impl Links {
         format!("{}/letters/{}/{action}", self.base, encode(id))
     }
 
+    /// The bulk page of letters.
+    fn bulk(&self) -> String {
+        format!("{}/letters/bulk", self.base)
+    }
+
+    /// A bulk `action` (`retry`, `discard`) of letters.
+    fn bulk_action(&self, action: &str) -> String {
+        format!("{}/letters/bulk/{action}", self.base)
+    }
+
     /// The rebuild of read model `name`.
     fn rebuild(&self, name: &str) -> String {
         format!("{}/read-models/{}/rebuild", self.base, encode(name))
@@ -151,6 +162,8 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/lag", get(lag_panel))
         .route("/instances", get(search))
         .route("/instances/{process}/{id}", get(instance))
+        .route("/letters/bulk", get(bulk::page))
+        .route("/letters/bulk/{action}", post(bulk::act))
         .route("/letters/{id}/{action}", post(act))
         .route("/read-models/{name}/rebuild", post(rebuild))
         .layer(axum::middleware::from_fn_with_state(
@@ -442,6 +455,12 @@ fn notice(code: &str) -> Option<String> {
                 "The rebuild started: a new table fills beside the live one, which keeps serving; it is swapped in once it reaches the log's head."
             }
             "no-read-model" => "This app has no such read model.",
+            "bulk-retry-started" => {
+                "The retry of the matching letters started: they run in batches in the background; each letter's status says how it went."
+            }
+            "bulk-discard-started" => {
+                "The discard of the matching letters started: they run in batches in the background."
+            }
             _ => return None,
         }
         .to_owned(),

@@ -616,3 +616,70 @@ async fn an_entry_that_disagrees_with_its_state_is_shown_on_the_page() {
     let (_, html, _) = get(&second, None, "/lag").await;
     assert!(html.contains("1 scheduler entries that disagree"), "{html}");
 }
+
+// issue 24: the bulk page counts the open letters a filter matches (the confirmation), retries
+// them all with the token in the background, and refuses without it.
+#[tokio::test]
+async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
+    let app = shop("bulk-1").await;
+    app.dispatch(place("bulk-2")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let (status, html, _) = get(
+        &app,
+        Some("s3cret"),
+        "/letters/bulk?handler=mail_on_order_placed&error=mail+server",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        html.contains("<strong>2</strong> open letters match"),
+        "{html}"
+    );
+    assert!(
+        html.contains("Retry all 2") && html.contains("Discard all 2"),
+        "{html}"
+    );
+    assert!(!html.contains(SCRIPT), "the filter is escaped");
+    let (_, none, _) = get(&app, Some("s3cret"), "/letters/bulk?error=disk+full").await;
+    assert!(
+        none.contains("<strong>0</strong> open letters match"),
+        "{none}"
+    );
+    assert!(!none.contains("Retry all"), "nothing to act on: {none}");
+    let (_, overview, _) = get(&app, Some("s3cret"), "/").await;
+    assert!(
+        overview.contains("/letters/bulk"),
+        "the overview links to it"
+    );
+
+    // Without the token, nothing moves.
+    let (status, _) = post(&app, Some("s3cret"), "/letters/bulk/retry", "wrong", None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let open = bounda::store::LetterFilter {
+        status: Some(bounda::store::LetterStatus::Failed),
+        ..Default::default()
+    };
+    assert_eq!(app.app().dead_letters().count(&open).await.unwrap(), 2);
+
+    HEALED
+        .lock()
+        .unwrap()
+        .extend(["bulk-1".to_owned(), "bulk-2".to_owned()]);
+    let (status, location) =
+        post(&app, Some("s3cret"), "/letters/bulk/retry", "s3cret", None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(location.as_deref(), Some("/?done=bulk-retry-started"));
+    // The retry runs in the background: it is done once the task has had its turns.
+    for _ in 0..100 {
+        if app.app().dead_letters().count(&open).await.unwrap() == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(app.app().dead_letters().count(&open).await.unwrap(), 0);
+    let (_, overview, _) = get(&app, Some("s3cret"), "/?done=bulk-retry-started").await;
+    assert!(
+        overview.contains("run in batches in the background"),
+        "{overview}"
+    );
+}

@@ -176,6 +176,24 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser.open(&serve.url).await;
     assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
 
+    // Letters in bulk: the overview leads to a filter and the count it matches, the
+    // confirmation before retrying or discarding them all.
+    browser.click("#bulk-link").await;
+    browser
+        .text_with("#matching", "1 open letter matches")
+        .await;
+    browser.type_into("input[name=error]", "gateway").await;
+    browser.click("form.filter button").await;
+    browser
+        .text_with(
+            "#matching",
+            "1 open letter matches whose error contains “gateway”",
+        )
+        .await;
+    assert!(browser.text("#bulk").await.contains("Retry all 1"));
+    browser.screenshot(&shots, "bulk").await;
+    browser.open(&serve.url).await;
+
     // The operator's token retries it: o-1's lifecycle starts, and its deadline joins the others.
     retry_with(&browser, TOKEN).await;
     browser

@@ -1,0 +1,150 @@
+//! Letters in bulk on the page: a filter, the count of open letters it matches (the
+//! confirmation), and the retry or discard of them all, run in the background in paced batches
+//! as [`DeadLetters::retry_all`](crate::app::DeadLetters::retry_all) runs them.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::{Links, Shared, failed, html, message, refusal};
+use crate::store::LetterFilter;
+use crate::{BulkReport, Pace};
+
+/// The filter a bulk action takes: a handler, and text the error contains.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct BulkQuery {
+    handler: Option<String>,
+    error: Option<String>,
+}
+
+impl BulkQuery {
+    fn filter(&self) -> LetterFilter {
+        let given = |text: &Option<String>| {
+            text.as_deref()
+                .map(str::trim)
+                .filter(|text| !text.is_empty())
+                .map(str::to_owned)
+        };
+        LetterFilter {
+            handler: given(&self.handler),
+            error_contains: given(&self.error),
+            ..LetterFilter::default()
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "page/bulk.html")]
+struct BulkPage {
+    links: Links,
+    handler: String,
+    error: String,
+    handlers: Vec<String>,
+    matching: u64,
+    writable: bool,
+}
+
+/// The bulk page: the filter, and how many open letters it matches, with the actions.
+pub(super) async fn page(
+    State(shared): State<Arc<Shared>>,
+    Query(query): Query<BulkQuery>,
+) -> Response {
+    let filter = query.filter();
+    let letters = shared.app.dead_letters();
+    let matching = match letters.count_open(&filter).await {
+        Ok(matching) => matching,
+        Err(error) => return failed(&shared.links, &error),
+    };
+    let mut handlers: Vec<String> = shared
+        .app
+        .processes()
+        .map(|p| p.name().to_owned())
+        .chain(shared.app.policies().map(|p| p.name().to_owned()))
+        .collect();
+    handlers.sort();
+    handlers.dedup();
+    html(
+        &shared.links,
+        BulkPage {
+            links: shared.links.clone(),
+            handler: filter.handler.unwrap_or_default(),
+            error: filter.error_contains.unwrap_or_default(),
+            handlers,
+            matching,
+            writable: shared.token.is_some(),
+        },
+    )
+}
+
+/// What a bulk action's form sends: the filter and the token.
+#[derive(Deserialize)]
+pub(super) struct BulkForm {
+    token: String,
+    #[serde(default)]
+    handler: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// Starts retrying or discarding every open letter the form's filter matches, in the
+/// background (a thousand letters outlast a request), and goes back to the overview. Its end is
+/// logged with its counts; each letter's outcome is its status.
+pub(super) async fn act(
+    State(shared): State<Arc<Shared>>,
+    Path(action): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<BulkForm>,
+) -> Response {
+    if action != "retry" && action != "discard" {
+        return message(
+            &shared.links,
+            StatusCode::NOT_FOUND,
+            "No such action",
+            "Letters can be retried or discarded in bulk.",
+        );
+    }
+    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+        return refused;
+    }
+    let filter = BulkQuery {
+        handler: form.handler,
+        error: form.error,
+    }
+    .filter();
+    let app = shared.app.clone();
+    let retry = action == "retry";
+    tokio::spawn(async move {
+        let letters = app.dead_letters();
+        let done: Result<BulkReport, crate::Error> = match retry {
+            true => letters.retry_all(&filter, Pace::default(), |_, _| {}).await,
+            false => {
+                letters
+                    .discard_all(&filter, Pace::default(), |_, _| {})
+                    .await
+            }
+        };
+        match done {
+            Ok(report) => tracing::info!(
+                counts = ?report.counts(),
+                "bulk {} of letters started from the page done",
+                if retry { "retry" } else { "discard" }
+            ),
+            Err(error) => tracing::error!(
+                code = error.code(),
+                "bulk {} of letters started from the page failed: {}",
+                if retry { "retry" } else { "discard" },
+                crate::error::chain(&error)
+            ),
+        }
+    });
+    let done = if retry {
+        "bulk-retry-started"
+    } else {
+        "bulk-discard-started"
+    };
+    Redirect::to(&shared.links.done(done)).into_response()
+}
