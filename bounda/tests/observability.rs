@@ -130,7 +130,7 @@ impl Policy for Broken {
 }
 
 #[tokio::test]
-async fn commands_passes_runs_steps_and_metrics_are_traced_with_their_fields() {
+async fn commands_passes_runs_and_steps_are_traced_with_their_fields() {
     let recorder = Recorder::default();
     let subscriber = tracing_subscriber::registry().with(recorder.clone());
     let _default = tracing::subscriber::set_default(subscriber);

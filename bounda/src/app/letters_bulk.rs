@@ -33,8 +33,8 @@ impl Default for Pace {
 pub enum BulkOutcome {
     /// Retried: what the retry did.
     Retried(Retried),
-    /// The retry did not go through (its run failed again, or the letter cannot be retried);
-    /// the letter stays open. With the error and its causes.
+    /// The retry or discard did not go through (its run failed again, the letter cannot be
+    /// retried, the store refused); the letter stays open. With the error and its causes.
     Failed(String),
     /// Discarded.
     Discarded,
@@ -100,7 +100,7 @@ impl DeadLetters<'_> {
     }
 
     /// Discards every open letter `filter` matches, as [`retry_all`](DeadLetters::retry_all)
-    /// retries them.
+    /// retries them; a discard that does not go through is an outcome too.
     pub async fn discard_all(
         &self,
         filter: &LetterFilter,
@@ -155,7 +155,7 @@ impl DeadLetters<'_> {
             Action::Discard => match self.discard(id).await {
                 Ok(()) => BulkOutcome::Discarded,
                 Err(Error::LetterSettled { .. }) => BulkOutcome::Skipped,
-                Err(error) => return Err(error),
+                Err(error) => BulkOutcome::Failed(crate::error::chain(&error)),
             },
         })
     }

@@ -1,8 +1,10 @@
 //! What the runtime tells the `metrics` facade: counters and histograms as work is committed,
-//! gauges when an exporter asks ([`App::survey_metrics`]). Without a recorder installed every
-//! call is a no-op. The names follow Prometheus's conventions (`_total`, `_seconds`).
+//! gauges when an exporter asks ([`App::survey_metrics`]). Until [`record`] turns it on (the
+//! page's `Metrics::install` does), nothing is recorded and nothing is spent on it. The names
+//! follow Prometheus's conventions (`_total`, `_seconds`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::app::App;
 use crate::app::processes::deadline_run::DeadlinePayload;
@@ -30,6 +32,20 @@ pub const DEADLINES_OVERDUE: &str = "bounda_deadlines_overdue";
 pub const SUBSCRIBER_LAG: &str = "bounda_subscriber_lag";
 /// How long a commit of one or more runs' writes took, in seconds.
 pub const COMMIT_SECONDS: &str = "bounda_commit_seconds";
+
+/// Whether counters and histograms are recorded.
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// Turns recording of counters and histograms on or off for the process: on once a recorder is
+/// installed (`page::Metrics::install` calls it; an app with a recorder of its own calls it
+/// too). Off, the runtime builds no label for them.
+pub fn record(on: bool) {
+    RECORDING.store(on, Ordering::Relaxed);
+}
+
+fn recording() -> bool {
+    RECORDING.load(Ordering::Relaxed)
+}
 
 /// Describes every instrument to the recorder installed now, for the help an exporter shows.
 pub(crate) fn describe() {
@@ -71,18 +87,27 @@ pub(crate) fn describe() {
 
 /// A command's outcome.
 pub(crate) fn command(command_type: &str, outcome: &'static str) {
+    if !recording() {
+        return;
+    }
     ::metrics::counter!(COMMANDS, "command" => command_type.to_owned(), "outcome" => outcome)
         .increment(1);
 }
 
 /// A handler's failed try: retried, or lettered.
 pub(crate) fn handler_failed(kind: &'static str, handler: &str) {
+    if !recording() {
+        return;
+    }
     ::metrics::counter!(HANDLER_FAILURES, "kind" => kind, "handler" => handler.to_owned())
         .increment(1);
 }
 
 /// A dead letter, once stored: a failure of its handler too.
 pub(crate) fn letter_filed(letter: &crate::store::DeadLetter) {
+    if !recording() {
+        return;
+    }
     let kind = letter.kind.as_str();
     ::metrics::counter!(
         LETTERS_FILED,
@@ -97,6 +122,9 @@ pub(crate) fn letter_filed(letter: &crate::store::DeadLetter) {
 /// A commit of `sets` that took `seconds`; the deadlines reached in those that landed, with
 /// their lateness.
 pub(crate) fn committed(sets: &[WriteSet], landed: impl Fn(usize) -> bool, seconds: f64) {
+    if !recording() {
+        return;
+    }
     ::metrics::histogram!(COMMIT_SECONDS).record(seconds);
     for (index, writes) in sets.iter().enumerate() {
         if !landed(index) {

@@ -134,10 +134,11 @@ pub enum Letters {
         id: String,
     },
     /// Retries every open letter the filters match, oldest first, in paced batches, printing
-    /// each outcome; exits 2 if a retry did not go through. Interrupted, run it again: what it
+    /// each outcome; exits 2 if one did not go through. Interrupted, run it again: what it
     /// retried is no longer open.
     RetryAll(BulkArgs),
-    /// Discards every open letter the filters match, in paced batches.
+    /// Discards every open letter the filters match, in paced batches; exits 2 if one did not
+    /// go through.
     DiscardAll(BulkArgs),
 }
 
@@ -596,7 +597,12 @@ pub async fn execute(
         {
             let count = app.dead_letters().count_open(&args.filter()).await?;
             let count = args.limit.map_or(count, |limit| count.min(limit as u64));
-            writeln!(out, "{count} open letters match").map_err(io)?;
+            let letters = if count == 1 {
+                "letter matches"
+            } else {
+                "letters match"
+            };
+            writeln!(out, "{count} open {letters}").map_err(io)?;
         }
         Operator::DeadLetters(bulk @ (Letters::RetryAll(_) | Letters::DiscardAll(_))) => {
             return bulk_letters(app, bulk, out).await;

@@ -3,6 +3,7 @@
 //! as [`DeadLetters::retry_all`](crate::app::DeadLetters::retry_all) runs them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use askama::Template;
 use axum::extract::{Form, Path, Query, State};
@@ -12,7 +13,7 @@ use serde::Deserialize;
 
 use super::{Links, Shared, failed, html, message, refusal};
 use crate::store::LetterFilter;
-use crate::{BulkReport, Pace};
+use crate::{BulkReport, Instant, Pace};
 
 /// The filter a bulk action takes: a handler, and text the error contains.
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +46,8 @@ struct BulkPage {
     error: String,
     handlers: Vec<String>,
     matching: u64,
+    /// The moment the count was taken: the action takes the letters that failed before it.
+    drawn: Instant,
     writable: bool,
 }
 
@@ -75,12 +78,14 @@ pub(super) async fn page(
             error: filter.error_contains.unwrap_or_default(),
             handlers,
             matching,
+            drawn: shared.app.clock().now() + crate::millis(1),
             writable: shared.token.is_some(),
         },
     )
 }
 
-/// What a bulk action's form sends: the filter and the token.
+/// What a bulk action's form sends: the filter, the letters the operator confirmed (at most
+/// that many, failed before the count was taken), and the token.
 #[derive(Deserialize)]
 pub(super) struct BulkForm {
     token: String,
@@ -88,6 +93,19 @@ pub(super) struct BulkForm {
     handler: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    until: Option<Instant>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// Marks a bulk action running, and clears the mark when dropped, however the task ends.
+struct Running(Arc<AtomicBool>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Starts retrying or discarding every open letter the form's filter matches, in the
@@ -110,14 +128,28 @@ pub(super) async fn act(
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
     }
-    let filter = BulkQuery {
-        handler: form.handler,
-        error: form.error,
+    let filter = LetterFilter {
+        failed_until: form.until,
+        limit: form.limit,
+        ..BulkQuery {
+            handler: form.handler,
+            error: form.error,
+        }
+        .filter()
+    };
+    // One at a time: two runs over the same letters would retry one twice.
+    if shared
+        .bulk
+        .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        return Redirect::to(&shared.links.done("bulk-busy")).into_response();
     }
-    .filter();
+    let running = Running(shared.bulk.clone());
     let app = shared.app.clone();
     let retry = action == "retry";
     tokio::spawn(async move {
+        let _running = running;
         let letters = app.dead_letters();
         let done: Result<BulkReport, crate::Error> = match retry {
             true => letters.retry_all(&filter, Pace::default(), |_, _| {}).await,

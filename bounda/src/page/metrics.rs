@@ -1,6 +1,7 @@
 //! The metrics the page serves at `/metrics`, in Prometheus's text format: the process's
 //! recorder for the `metrics` facade, and the gauges surveyed from the store at each scrape.
 
+pub use metrics_exporter_prometheus::PrometheusRecorder;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::Error;
@@ -43,21 +44,53 @@ impl std::fmt::Debug for Metrics {
 
 impl Metrics {
     /// Installs a Prometheus recorder as the process's `metrics` recorder, with histogram
-    /// buckets for deadline lateness and commit time. Fails when the process has a recorder
-    /// already: install one per process.
+    /// buckets for deadline lateness and commit time, and a thread that folds its histograms
+    /// every five seconds. Fails when the process has a recorder already: install one per
+    /// process.
     pub fn install() -> Result<Metrics, Error> {
-        let refused = |error: metrics_exporter_prometheus::BuildError| Error::Configuration {
+        let (metrics, recorder) = Metrics::unregistered()?;
+        ::metrics::set_global_recorder(recorder).map_err(|error| Error::Configuration {
             message: format!("the metrics recorder cannot be installed: {error}"),
+        })?;
+        crate::metrics::record(true);
+        crate::app::metrics::describe();
+        // Histograms keep their samples until upkeep folds them: every few seconds, whether
+        // anyone scrapes or not.
+        let handle = metrics.handle.clone();
+        std::thread::Builder::new()
+            .name("bounda-metrics-upkeep".to_owned())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(5));
+                    handle.run_upkeep();
+                }
+            })
+            .map_err(|error| Error::Configuration {
+                message: format!("the metrics' upkeep cannot start: {error}"),
+            })?;
+        Ok(metrics)
+    }
+
+    /// A Prometheus recorder and its page exporter, the recorder not installed: for a test that
+    /// sets it for its own thread (`metrics::set_default_local_recorder`), or an app that fans
+    /// several recorders out itself (it then calls [`record`](crate::metrics::record) and
+    /// upkeep itself).
+    pub fn unregistered() -> Result<(Metrics, PrometheusRecorder), Error> {
+        let refused = |error: metrics_exporter_prometheus::BuildError| Error::Configuration {
+            message: format!("the metrics recorder cannot be built: {error}"),
         };
-        let handle = PrometheusBuilder::new()
+        let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(DEADLINE_LATENESS.to_owned()), &LATENESS)
             .map_err(refused)?
             .set_buckets_for_metric(Matcher::Full(COMMIT_SECONDS.to_owned()), &COMMIT)
             .map_err(refused)?
-            .install_recorder()
-            .map_err(refused)?;
-        crate::app::metrics::describe();
-        Ok(Metrics { handle })
+            .build_recorder();
+        Ok((
+            Metrics {
+                handle: recorder.handle(),
+            },
+            recorder,
+        ))
     }
 
     /// Everything recorded, in Prometheus's text exposition format.

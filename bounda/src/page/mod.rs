@@ -65,6 +65,8 @@ struct Shared {
     token: Option<String>,
     hosts: Vec<String>,
     metrics: Option<Metrics>,
+    /// Whether a bulk action of letters runs now.
+    bulk: Arc<std::sync::atomic::AtomicBool>,
     origins: Vec<String>,
     links: Links,
 }
@@ -152,6 +154,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
             .collect(),
         links: Links::new(&options.path),
         metrics: options.metrics,
+        bulk: Arc::default(),
     });
     let router = match shared.metrics {
         Some(_) => axum::Router::new().route("/metrics", get(metrics_text)),
@@ -457,6 +460,9 @@ fn notice(code: &str) -> Option<String> {
             "no-read-model" => "This app has no such read model.",
             "bulk-retry-started" => {
                 "The retry of the matching letters started: they run in batches in the background; each letter's status says how it went."
+            }
+            "bulk-busy" => {
+                "Another bulk action of letters is still running: wait for it, then count again."
             }
             "bulk-discard-started" => {
                 "The discard of the matching letters started: they run in batches in the background."

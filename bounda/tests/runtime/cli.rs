@@ -379,7 +379,7 @@ async fn the_operator_retries_and_discards_letters_in_bulk() {
     assert_eq!(code, ExitCode::SUCCESS);
     assert_eq!(text.lines().last(), Some("2 discarded"), "{text}");
     let (_, text) = output(app, parse("dead-letters discard-all --dry-run")).await;
-    assert_eq!(text.trim(), "1 open letters match");
+    assert_eq!(text.trim(), "1 open letter matches");
     let (_, text) = output(
         app,
         parse("dead-letters discard-all --failed-from 2999-01-01T00:00:00Z"),

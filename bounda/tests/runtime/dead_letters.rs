@@ -839,8 +839,7 @@ async fn open_letters_are_retried_in_bulk_and_a_second_run_resumes() {
     }
 }
 
-// issue 24: letters are discarded in bulk by when they last failed; a letter settled meanwhile is
-// skipped.
+// issue 24: letters are discarded in bulk by when they last failed, and by error text.
 #[tokio::test]
 async fn letters_are_discarded_in_bulk_by_when_they_failed() {
     let app = app_with_letters(4).await;

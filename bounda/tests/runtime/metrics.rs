@@ -1,15 +1,13 @@
 //! Metrics (issue 24): the runtime counts what it does through the `metrics` facade, and the
 //! page serves `/metrics` in Prometheus's text format, its gauges surveyed from the store at the
-//! scrape. One recorder per process: the binary's tests share it, so counts are read as at
-//! least what this test did, under names only it uses where it can.
+//! scrape. Each test records on its own thread (a recorder set for the thread: the test's
+//! runtime runs every task there), so its counts are its own.
 
 #![cfg(feature = "page")]
 #![allow(
     clippy::unwrap_used,
     reason = "a failed expectation in a test is a panic"
 )]
-
-use std::sync::OnceLock;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -21,14 +19,6 @@ use tower::ServiceExt;
 use crate::listed::ConfirmOnOrderPlaced;
 use crate::support;
 use support::storefront::*;
-
-/// The binary's one recorder.
-fn metrics() -> Metrics {
-    static METRICS: OnceLock<Metrics> = OnceLock::new();
-    METRICS
-        .get_or_init(|| Metrics::install().expect("the binary's only recorder"))
-        .clone()
-}
 
 /// A policy that always fails, under a name no other test counts.
 struct MeteredMailer;
@@ -43,12 +33,12 @@ impl Policy for MeteredMailer {
     }
 }
 
-/// `/metrics` of `app`'s page, parsed.
-async fn scrape(app: &TestApp) -> Scrape {
+/// `/metrics` of `app`'s page exporting `metrics`, parsed.
+async fn scrape(app: &TestApp, metrics: &Metrics) -> Scrape {
     let page = router(
         app.app().clone(),
         Options {
-            metrics: Some(metrics()),
+            metrics: Some(metrics.clone()),
             ..Options::default()
         },
     );
@@ -92,7 +82,9 @@ fn value(sample: &Sample) -> f64 {
 // issue 24: the instruments an operator reads, exported and parsed as Prometheus reads them.
 #[tokio::test]
 async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
-    let _ = metrics();
+    let (metrics, recorder) = Metrics::unregistered().unwrap();
+    let _recording = ::metrics::set_default_local_recorder(&recorder);
+    bounda::metrics::record(true);
     let app = TestApp::new(
         App::builder_shared(support::database::store().await)
             .only_listed()
@@ -112,7 +104,7 @@ async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
     app.clock().advance(hours(27));
     app.run_until_idle().await.unwrap();
 
-    let scrape = scrape(&app).await;
+    let scrape = scrape(&app, &metrics).await;
     let count = |name: &str, labels: &[(&str, &str)]| -> f64 {
         samples(&scrape, name, labels).into_iter().map(value).sum()
     };
@@ -120,13 +112,13 @@ async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
         count(
             "bounda_commands_total",
             &[("command", "PlaceOrder"), ("outcome", "stored")]
-        ) >= 1.0
+        ) == 1.0
     );
     assert!(
         count(
             "bounda_commands_total",
             &[("command", "PlaceOrder"), ("outcome", "rejected")]
-        ) >= 1.0
+        ) == 1.0
     );
     // Three tries, the last one lettered.
     assert_eq!(
@@ -150,7 +142,7 @@ async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
         count(
             "bounda_deadline_firings_total",
             &[("process", "OrderPayment"), ("field", "next_reminder")]
-        ) >= 1.0
+        ) == 1.0
     );
     // The gauges are this app's: surveyed from its store at the scrape.
     assert_eq!(count("bounda_dead_letters_open", &[]), 1.0);
@@ -182,7 +174,7 @@ async fn the_runtime_is_measured_and_scraped_in_prometheus_format() {
             .map_or(0.0, |b| b.count)
     };
     assert!(
-        late(f64::INFINITY) - late(3_600.0) >= 1.0,
+        late(f64::INFINITY) - late(3_600.0) == 1.0 && late(f64::INFINITY) == 1.0,
         "a reminder three hours late: {buckets:?}"
     );
     assert!(matches!(
