@@ -192,6 +192,18 @@ impl App {
                 counts.1 += 1;
             }
         }
+        // A process whose entries are gone (one a deploy removed) reads 0, not its last count.
+        static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
+        {
+            let mut seen = SEEN
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for process in seen.iter() {
+                by_process.entry(process.clone()).or_default();
+            }
+            seen.extend(by_process.keys().cloned());
+        }
         for (process, (pending, overdue)) in by_process {
             ::metrics::gauge!(DEADLINES_PENDING, "process" => process.clone()).set(pending as f64);
             ::metrics::gauge!(DEADLINES_OVERDUE, "process" => process).set(overdue as f64);

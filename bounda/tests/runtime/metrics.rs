@@ -205,3 +205,35 @@ async fn without_metrics_the_page_has_no_metrics_route() {
         StatusCode::NOT_FOUND
     );
 }
+
+// issue 24: a process whose deadline entries are gone (a deploy removed it) reads 0 at the next
+// scrape, not the count it had.
+#[tokio::test]
+async fn a_process_gone_from_the_store_reads_zero_not_its_last_count() {
+    let (metrics, recorder) = Metrics::unregistered().unwrap();
+    let _recording = ::metrics::set_default_local_recorder(&recorder);
+    let before = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    before.dispatch(place("gone-1")).await.unwrap();
+    before.run_until_idle().await.unwrap();
+    let pending = |scrape: &Scrape| -> Vec<f64> {
+        samples(
+            scrape,
+            "bounda_deadlines_pending",
+            &[("process", "OrderPayment")],
+        )
+        .into_iter()
+        .map(value)
+        .collect()
+    };
+    assert_eq!(pending(&scrape(&before, &metrics).await), [1.0]);
+    let after = TestApp::new(App::builder_shared(support::database::store().await).only_listed())
+        .await
+        .unwrap();
+    assert_eq!(pending(&scrape(&after, &metrics).await), [0.0]);
+}
