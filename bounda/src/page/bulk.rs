@@ -15,27 +15,52 @@ use super::{Links, Shared, failed, html, message, refusal};
 use crate::store::LetterFilter;
 use crate::{BulkReport, Instant, Pace};
 
-/// The filter a bulk action takes: a handler, and text the error contains.
+/// The filter a bulk action takes: a handler, text the error contains, and when the letters
+/// last failed (`from` inclusive, `until` exclusive, as `2026-12-01T00:00:00Z`).
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct BulkQuery {
     handler: Option<String>,
     error: Option<String>,
+    from: Option<String>,
+    until: Option<String>,
 }
 
 impl BulkQuery {
-    fn filter(&self) -> LetterFilter {
+    /// The letter filter, or which moment does not read.
+    fn filter(&self) -> Result<LetterFilter, String> {
         let given = |text: &Option<String>| {
             text.as_deref()
                 .map(str::trim)
                 .filter(|text| !text.is_empty())
                 .map(str::to_owned)
         };
-        LetterFilter {
+        let moment = |text: &Option<String>| -> Result<Option<Instant>, String> {
+            given(text)
+                .map(|text| {
+                    text.parse::<Instant>().map_err(|error| {
+                        format!("`{text}` is not a moment such as 2026-12-01T00:00:00Z: {error}")
+                    })
+                })
+                .transpose()
+        };
+        Ok(LetterFilter {
             handler: given(&self.handler),
             error_contains: given(&self.error),
+            failed_from: moment(&self.from)?,
+            failed_until: moment(&self.until)?,
             ..LetterFilter::default()
-        }
+        })
     }
+}
+
+/// A filter that does not read, as a page.
+fn unreadable(links: &Links, problem: String) -> Response {
+    message(
+        links,
+        StatusCode::BAD_REQUEST,
+        "That filter does not read",
+        problem,
+    )
 }
 
 #[derive(Template)]
@@ -44,6 +69,8 @@ struct BulkPage {
     links: Links,
     handler: String,
     error: String,
+    from: String,
+    until: String,
     handlers: Vec<String>,
     matching: u64,
     /// The moment the count was taken: the action takes the letters that failed before it.
@@ -56,7 +83,10 @@ pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
     Query(query): Query<BulkQuery>,
 ) -> Response {
-    let filter = query.filter();
+    let filter = match query.filter() {
+        Ok(filter) => filter,
+        Err(problem) => return unreadable(&shared.links, problem),
+    };
     let letters = shared.app.dead_letters();
     let matching = match letters.count_open(&filter).await {
         Ok(matching) => matching,
@@ -76,6 +106,14 @@ pub(super) async fn page(
             links: shared.links.clone(),
             handler: filter.handler.unwrap_or_default(),
             error: filter.error_contains.unwrap_or_default(),
+            from: filter
+                .failed_from
+                .map(|at| at.to_string())
+                .unwrap_or_default(),
+            until: filter
+                .failed_until
+                .map(|at| at.to_string())
+                .unwrap_or_default(),
             handlers,
             matching,
             drawn: shared.app.clock().now() + crate::millis(1),
@@ -94,7 +132,11 @@ pub(super) struct BulkForm {
     #[serde(default)]
     error: Option<String>,
     #[serde(default)]
-    until: Option<Instant>,
+    from: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    counted_at: Option<Instant>,
     #[serde(default)]
     limit: Option<usize>,
 }
@@ -128,14 +170,24 @@ pub(super) async fn act(
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
     }
-    let filter = LetterFilter {
-        failed_until: form.until,
-        limit: form.limit,
-        ..BulkQuery {
-            handler: form.handler,
-            error: form.error,
-        }
-        .filter()
+    let filter = BulkQuery {
+        handler: form.handler,
+        error: form.error,
+        from: form.from,
+        until: form.until,
+    }
+    .filter();
+    let filter = match filter {
+        Ok(filter) => LetterFilter {
+            // The letters counted: failed before the count, at most that many.
+            failed_until: match (filter.failed_until, form.counted_at) {
+                (Some(until), Some(counted)) => Some(until.min(counted)),
+                (until, counted) => until.or(counted),
+            },
+            limit: form.limit,
+            ..filter
+        },
+        Err(problem) => return unreadable(&shared.links, problem),
     };
     // One at a time: two runs over the same letters would retry one twice.
     if shared

@@ -649,6 +649,33 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         !scripted.contains("<script>") && scripted.contains("&#60;script&#62;"),
         "the filter is shown escaped: {scripted}"
     );
+    // By when they last failed: both failed at the clock's start.
+    let (_, later, _) = get(
+        &app,
+        Some("s3cret"),
+        "/letters/bulk?from=2026-01-02T00:00:00Z",
+    )
+    .await;
+    assert!(
+        later.contains("<strong>0</strong> open letters match"),
+        "{later}"
+    );
+    let (_, earlier, _) = get(
+        &app,
+        Some("s3cret"),
+        "/letters/bulk?until=2026-01-02T00:00:00Z",
+    )
+    .await;
+    assert!(
+        earlier.contains("<strong>2</strong> open letters match"),
+        "{earlier}"
+    );
+    let (status, unreadable, _) = get(&app, Some("s3cret"), "/letters/bulk?from=yesterday").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        unreadable.contains("`yesterday` is not a moment"),
+        "{unreadable}"
+    );
     let (_, none, _) = get(&app, Some("s3cret"), "/letters/bulk?error=disk+full").await;
     assert!(
         none.contains("<strong>0</strong> open letters match"),
@@ -694,10 +721,19 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
             tokio::task::yield_now().await;
         }
     };
-    let got = bulk("token=s3cret&handler=mail_on_order_placed&error=disk+full").await;
-    assert_eq!(got.status, StatusCode::SEE_OTHER);
-    settle().await;
-    assert_eq!(app.app().dead_letters().count(&open).await.unwrap(), 2);
+    // A filter that matches nothing, a failure time after both letters, a count taken before
+    // them: nothing is retried.
+    for form in [
+        "token=s3cret&handler=mail_on_order_placed&error=disk+full",
+        "token=s3cret&from=2026-01-02T00:00:00Z",
+        "token=s3cret&counted_at=2025-12-31T00:00:00Z",
+    ] {
+        let got = bulk(form).await;
+        assert_eq!(got.status, StatusCode::SEE_OTHER, "{form}");
+        settle().await;
+        let open_now = app.app().dead_letters().count(&open).await.unwrap();
+        assert_eq!(open_now, 2, "{form} retries nothing");
+    }
     let got = bulk("token=s3cret&handler=mail_on_order_placed&error=mail+server&limit=2").await;
     assert_eq!(got.status, StatusCode::SEE_OTHER);
     assert_eq!(got.location, "/?done=bulk-retry-started");
