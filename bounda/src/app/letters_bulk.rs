@@ -129,7 +129,7 @@ impl DeadLetters<'_> {
         let batches: Vec<&[String]> = ids.chunks(pace.batch.max(1)).collect();
         for (index, batch) in batches.iter().enumerate() {
             for id in batch.iter() {
-                let outcome = self.settle_one(id, action).await?;
+                let outcome = self.settle_one(id, action).await;
                 each(id, &outcome);
                 report.outcomes.push((id.clone(), outcome));
             }
@@ -140,24 +140,18 @@ impl DeadLetters<'_> {
         Ok(report)
     }
 
-    /// Retries or discards letter `id`, unless it is no longer open.
-    async fn settle_one(&self, id: &str, action: Action) -> Result<BulkOutcome, Error> {
-        match self.get(id).await? {
-            Some(letter) if letter.status == LetterStatus::Failed => {}
-            _ => return Ok(BulkOutcome::Skipped),
+    /// Retries or discards letter `id`, unless it is no longer open (settled or gone meanwhile:
+    /// retry and discard read it and refuse it then).
+    async fn settle_one(&self, id: &str, action: Action) -> BulkOutcome {
+        let done = match action {
+            Action::Retry => self.retry(id).await.map(BulkOutcome::Retried),
+            Action::Discard => self.discard(id).await.map(|()| BulkOutcome::Discarded),
+        };
+        match done {
+            Ok(outcome) => outcome,
+            Err(Error::LetterSettled { .. } | Error::NotFound { .. }) => BulkOutcome::Skipped,
+            Err(error) => BulkOutcome::Failed(crate::error::chain(&error)),
         }
-        Ok(match action {
-            Action::Retry => match self.retry(id).await {
-                Ok(retried) => BulkOutcome::Retried(retried),
-                Err(Error::LetterSettled { .. }) => BulkOutcome::Skipped,
-                Err(error) => BulkOutcome::Failed(crate::error::chain(&error)),
-            },
-            Action::Discard => match self.discard(id).await {
-                Ok(()) => BulkOutcome::Discarded,
-                Err(Error::LetterSettled { .. }) => BulkOutcome::Skipped,
-                Err(error) => BulkOutcome::Failed(crate::error::chain(&error)),
-            },
-        })
     }
 }
 

@@ -251,16 +251,14 @@ pub enum Status {
     Discarded,
 }
 
-/// Retries or discards every open letter the flags match, printing each outcome and the counts:
-/// exit code 2 when a retry did not go through.
+/// Retries (`retry`) or discards every open letter the flags match, printing each outcome and
+/// the counts: exit code 2 when one did not go through.
 async fn bulk_letters(
     app: &App,
-    command: Letters,
+    args: &BulkArgs,
+    retry: bool,
     out: &mut impl Write,
 ) -> Result<ExitCode, crate::Error> {
-    let (Letters::RetryAll(args) | Letters::DiscardAll(args)) = &command else {
-        return Ok(ExitCode::SUCCESS);
-    };
     let pace = crate::Pace {
         batch: args.batch,
         pause: args.pause,
@@ -275,9 +273,9 @@ async fn bulk_letters(
         }
     };
     let letters = app.dead_letters();
-    let report = match command {
-        Letters::RetryAll(_) => letters.retry_all(&args.filter(), pace, each).await?,
-        _ => letters.discard_all(&args.filter(), pace, each).await?,
+    let report = match retry {
+        true => letters.retry_all(&args.filter(), pace, each).await?,
+        false => letters.discard_all(&args.filter(), pace, each).await?,
     };
     written.map_err(io)?;
     let counts = report.counts();
@@ -604,8 +602,11 @@ pub async fn execute(
             };
             writeln!(out, "{count} open {letters}").map_err(io)?;
         }
-        Operator::DeadLetters(bulk @ (Letters::RetryAll(_) | Letters::DiscardAll(_))) => {
-            return bulk_letters(app, bulk, out).await;
+        Operator::DeadLetters(Letters::RetryAll(args)) => {
+            return bulk_letters(app, &args, true, out).await;
+        }
+        Operator::DeadLetters(Letters::DiscardAll(args)) => {
+            return bulk_letters(app, &args, false, out).await;
         }
         Operator::Explain(args) => {
             let Some(story) = app.explain_named(&args.process, &args.id).await? else {

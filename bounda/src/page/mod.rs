@@ -64,7 +64,6 @@ struct Shared {
     app: App,
     token: Option<String>,
     hosts: Vec<String>,
-    metrics: Option<Metrics>,
     /// Whether a bulk action of letters runs now.
     bulk: Arc<std::sync::atomic::AtomicBool>,
     origins: Vec<String>,
@@ -153,11 +152,13 @@ pub fn router(app: App, options: Options) -> axum::Router {
             .map(|origin| origin.trim_end_matches('/').to_owned())
             .collect(),
         links: Links::new(&options.path),
-        metrics: options.metrics,
         bulk: Arc::default(),
     });
-    let router = match shared.metrics {
-        Some(_) => axum::Router::new().route("/metrics", get(metrics_text)),
+    let router = match options.metrics {
+        Some(metrics) => axum::Router::new().route(
+            "/metrics",
+            get(move |state| metrics_text(state, metrics.clone())),
+        ),
         None => axum::Router::new(),
     };
     router
@@ -178,10 +179,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
 }
 
 /// `/metrics`: the gauges surveyed now, then everything recorded, in Prometheus's text format.
-async fn metrics_text(State(shared): State<Arc<Shared>>) -> Response {
-    let Some(metrics) = &shared.metrics else {
-        return StatusCode::NOT_FOUND.into_response();
-    };
+async fn metrics_text(State(shared): State<Arc<Shared>>, metrics: Metrics) -> Response {
     if let Err(error) = shared.app.survey_metrics().await {
         let message = crate::error::chain(&error);
         tracing::warn!("the metrics' gauges could not be read: {message}");
