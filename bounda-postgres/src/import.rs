@@ -113,6 +113,7 @@ pub(crate) async fn write(
     for letter in &records.dead_letters {
         crate::statements::file_letter(tx, names, letter).await?;
     }
+    crate::instances::import(tx, names, &records.instances).await?;
     if let Some(mark) = &records.mark {
         execute(
             tx,

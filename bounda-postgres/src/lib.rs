@@ -25,6 +25,7 @@
 
 mod claims;
 mod import;
+mod instances;
 mod names;
 mod pipeline;
 mod place;

@@ -199,7 +199,48 @@ const MIGRATIONS: &[&str] = &[
         rebuild_position BIGINT
     );
     ",
+    // 6: the instances index, one row per process instance, written with each step; filled from
+    // the log when it is made (see `then`). Each listing reads one index in its order: newest
+    // first (of all, of a process, of a status, of both), soonest due first (of all, of a
+    // process), by correlation, by id prefix. Names and ids order by code point, as bounda-sqlite
+    // orders them, whatever the database's collation: a page's cursor reads the same on both.
+    "
+    CREATE TABLE {t}instances (
+        process        TEXT COLLATE \"C\" NOT NULL,
+        instance_id    TEXT COLLATE \"C\" NOT NULL,
+        status         TEXT        NOT NULL,
+        correlation_id TEXT        NOT NULL,
+        started_at     TIMESTAMPTZ NOT NULL,
+        updated_at     TIMESTAMPTZ NOT NULL,
+        next_due       TIMESTAMPTZ,
+        PRIMARY KEY (process, instance_id)
+    );
+    CREATE INDEX {p}instances_newest ON {t}instances (started_at, process, instance_id);
+    CREATE INDEX {p}instances_process ON {t}instances (process, started_at, instance_id);
+    CREATE INDEX {p}instances_status ON {t}instances (status, started_at, process, instance_id);
+    CREATE INDEX {p}instances_process_status
+        ON {t}instances (process, status, started_at, instance_id);
+    CREATE INDEX {p}instances_due ON {t}instances (next_due, process, instance_id)
+        WHERE next_due IS NOT NULL;
+    CREATE INDEX {p}instances_process_due ON {t}instances (process, next_due, instance_id)
+        WHERE next_due IS NOT NULL;
+    CREATE INDEX {p}instances_correlation ON {t}instances (correlation_id);
+    CREATE INDEX {p}instances_id ON {t}instances (instance_id);
+    ",
 ];
+
+/// What a migration does besides its statements, by the version it brings the tables to, in
+/// the same transaction.
+async fn then(
+    version: usize,
+    tx: &deadpool_postgres::Transaction<'_>,
+    names: &Names,
+) -> Result<(), StoreError> {
+    match version {
+        6 => crate::instances::fill(tx, names).await,
+        _ => Ok(()),
+    }
+}
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -258,6 +299,7 @@ pub(crate) async fn migrate(
         tx.batch_execute(&migration)
             .await
             .map_err(|e| StoreError::with_source(format!("migration {} failed", index + 1), e))?;
+        then(index + 1, &tx, names).await?;
     }
     tx.execute(&format!("DELETE FROM {}schema", names.tables()), &[])
         .await

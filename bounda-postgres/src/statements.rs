@@ -12,8 +12,8 @@ use std::ops::RangeInclusive;
 use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle, ScheduledEntry,
-    ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
+    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -518,6 +518,19 @@ impl<C: GenericClient> Statements for On<'_, C> {
             ],
         )
         .await?;
+        Ok(())
+    }
+
+    async fn index_instance(&mut self, change: &InstanceChange) -> Result<(), StoreError> {
+        if let Some((statement, params)) = crate::instances::index(change) {
+            self.execute(
+                "cannot write the instances index",
+                Expect::Any,
+                &statement,
+                params,
+            )
+            .await?;
+        }
         Ok(())
     }
 

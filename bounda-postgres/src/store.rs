@@ -7,8 +7,8 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError,
-    StreamTail, WriteSet, async_trait, protocol,
+    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, Listener,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -596,6 +596,21 @@ impl Store for PostgresStore {
         )
         .await?;
         Ok(())
+    }
+
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
+        let client = self.client().await?;
+        crate::instances::list(&client, &self.names, query).await
+    }
+
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        crate::instances::count(&client, &self.names, query).await
+    }
+
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+        let client = self.client().await?;
+        crate::instances::counts(&client, &self.names, now).await
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {

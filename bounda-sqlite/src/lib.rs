@@ -16,6 +16,7 @@
 mod claims;
 mod connection;
 mod import;
+mod instances;
 mod read_models;
 mod reads;
 mod rows;

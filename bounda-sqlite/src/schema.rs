@@ -180,7 +180,43 @@ const MIGRATIONS: &[&str] = &[
         rebuild_position INTEGER
     ) WITHOUT ROWID;
     ",
+    // 11: the instances index, one row per process instance, written with each step; filled
+    // from the log when it is made (see `then`). Each listing reads one index in its order:
+    // newest first (of all, of a process, of a status, of both), soonest due first (of all, of
+    // a process), by correlation, by id prefix.
+    "
+    CREATE TABLE bounda_instances (
+        process        TEXT NOT NULL,
+        instance_id    TEXT NOT NULL,
+        status         TEXT NOT NULL,
+        correlation_id TEXT NOT NULL,
+        started_at     TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        next_due       TEXT,
+        PRIMARY KEY (process, instance_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_instances_newest ON bounda_instances (started_at, process);
+    CREATE INDEX bounda_instances_process ON bounda_instances (process, started_at);
+    CREATE INDEX bounda_instances_status ON bounda_instances (status, started_at, process);
+    CREATE INDEX bounda_instances_process_status
+        ON bounda_instances (process, status, started_at);
+    CREATE INDEX bounda_instances_due ON bounda_instances (next_due, process)
+        WHERE next_due IS NOT NULL;
+    CREATE INDEX bounda_instances_process_due ON bounda_instances (process, next_due)
+        WHERE next_due IS NOT NULL;
+    CREATE INDEX bounda_instances_correlation ON bounda_instances (correlation_id);
+    CREATE INDEX bounda_instances_id ON bounda_instances (instance_id);
+    ",
 ];
+
+/// What a migration does besides its statements, by the version it brings the database to,
+/// in the same transaction.
+fn then(version: usize, conn: &Connection) -> rusqlite::Result<()> {
+    match version {
+        11 => crate::instances::fill(conn),
+        _ => Ok(()),
+    }
+}
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
@@ -215,6 +251,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             continue;
         }
         tx.execute_batch(sql)
+            .and_then(|()| then(next, &tx))
             .and_then(|()| tx.pragma_update(None, "user_version", next))
             .and_then(|()| tx.commit())
             .map_err(|e| StoreError::with_source(format!("migration {next} failed"), e))?;

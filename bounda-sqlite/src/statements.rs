@@ -7,8 +7,8 @@ use std::ops::RangeInclusive;
 use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, LetterSettle, ScheduledEntry,
-    ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
+    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -360,6 +360,10 @@ impl Statements for On<'_> {
             ],
         )?;
         Ok(())
+    }
+
+    async fn index_instance(&mut self, change: &InstanceChange) -> Result<(), StoreError> {
+        crate::instances::index(self.0, change)
     }
 
     async fn claim_due(&mut self, claim: &ClaimDue) -> Result<Vec<ScheduledEntry>, StoreError> {

@@ -2,8 +2,8 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, LetterFilter, ScheduledEntry, Snapshot, Store, StoreError, StreamTail,
-    WriteSet, async_trait,
+    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -590,6 +590,21 @@ impl Store for SqliteStore {
         ))
         .and_then(|mut s| s.query_row([id], rows::dead_letter).optional())
         .map_err(sql("cannot read a dead letter"))
+    }
+
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::list(&conn, query)
+    }
+
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::count(&conn, query)
+    }
+
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::counts(&conn, now)
     }
 
     async fn inbox_page(

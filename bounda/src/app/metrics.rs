@@ -7,8 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::app::App;
-use crate::app::processes::deadline_run::DeadlinePayload;
-use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::store::{LetterFilter, LetterStatus, WriteSet};
 use crate::{Error, Instant};
 
@@ -182,15 +180,8 @@ impl App {
             .processes()
             .map(|process| (process.name().to_owned(), (0, 0)))
             .collect();
-        for entry in self.store().scheduled_of_type(PROCESS_DEADLINE).await? {
-            let Some(payload) = DeadlinePayload::of(&entry) else {
-                continue;
-            };
-            let counts = by_process.entry(payload.process).or_default();
-            counts.0 += 1;
-            if entry.execute_at <= now {
-                counts.1 += 1;
-            }
+        for counts in self.store().instance_counts(now).await? {
+            by_process.insert(counts.process, (counts.pending, counts.overdue));
         }
         // A process whose entries are gone (one a deploy removed) reads 0, not its last count.
         static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =

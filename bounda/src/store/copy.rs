@@ -5,7 +5,7 @@
 //! Both read the source a page at a time and write each page into the target with
 //! [`Store::import`], which keeps every record as it was: events at their positions and versions
 //! with their ids, timestamps and metadata; checkpoints; the inbox; scheduler entries with their
-//! attempts, errors and revisions; dead letters with their status. Not kept: claims (what
+//! attempts, errors and revisions; dead letters with their status; the instances index. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
 //! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
 //! later gives the first failure after the copy), metadata fields this build does not know, and
@@ -23,7 +23,10 @@
 //! marked store, from its moment, and a runner refuses one (its real ports would repeat
 //! production's work). A transfer leaves no mark: its target is the app's database from then on.
 
-use crate::store::{DeadLetter, LetterFilter, ScheduledEntry, Store, StoreError};
+use crate::store::{
+    DeadLetter, InstanceOrder, InstanceQuery, InstanceRow, LetterFilter, ScheduledEntry, Store,
+    StoreError,
+};
 use crate::{Instant, RecordedEvent};
 
 /// How many records the copy reads and writes at a time.
@@ -109,6 +112,8 @@ pub struct Import {
     pub scheduled: Vec<ScheduledEntry>,
     /// Dead letters, oldest first, unclaimed.
     pub dead_letters: Vec<DeadLetter>,
+    /// Rows of the instances index.
+    pub instances: Vec<InstanceRow>,
     /// The mark that ends a copy.
     pub mark: Option<CopyMark>,
 }
@@ -126,6 +131,8 @@ pub struct Copied {
     pub scheduled: u64,
     /// Dead letters.
     pub dead_letters: u64,
+    /// Rows of the instances index.
+    pub instances: u64,
     /// The mark written last.
     pub mark: Option<CopyMark>,
 }
@@ -246,6 +253,25 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
             to,
             Import {
                 dead_letters: page.to_vec(),
+                ..Import::default()
+            },
+        )
+        .await?;
+    }
+    let mut query = InstanceQuery {
+        order: InstanceOrder::Newest,
+        limit: PAGE,
+        ..InstanceQuery::default()
+    };
+    loop {
+        let page = from.instances(&query).await?;
+        let Some(last) = page.last() else { break };
+        query.after = Some(last.cursor(query.order));
+        copied.instances += page.len() as u64;
+        write(
+            to,
+            Import {
+                instances: page,
                 ..Import::default()
             },
         )

@@ -15,6 +15,7 @@
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
+pub mod instances;
 pub mod protocol;
 pub mod read_models;
 mod records;
@@ -30,6 +31,10 @@ pub use write_set::{
 };
 
 pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
+pub use instances::{
+    InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
+    InstanceStatus, NextDue,
+};
 
 pub use async_trait::async_trait;
 
@@ -355,6 +360,29 @@ pub trait Store: Send + Sync + 'static {
     /// The dead letter with this id.
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
 
+    /// Up to `query.limit` instances of the instances index ([`instances`]) matching `query`, in
+    /// its order, after its cursor. A store should answer through indexes, so a page costs the
+    /// same beside a million instances as beside fifty; a store without the index keeps this
+    /// default, which refuses.
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
+        let _ = query;
+        Err(no_index())
+    }
+
+    /// How many instances match `query` (its order, cursor and limit ignored).
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
+        let _ = query;
+        Err(no_index())
+    }
+
+    /// For each process with instances, by name: its instances counted by status, and its
+    /// running ones with a deadline pending and overdue at `now`, with the oldest overdue
+    /// moment.
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+        let _ = now;
+        Err(no_index())
+    }
+
     /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
     /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
     /// time. A store that cannot be copied from keeps this default, which refuses.
@@ -398,6 +426,13 @@ pub trait Store: Send + Sync + 'static {
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
         Ok(None)
     }
+}
+
+/// The refusal of a store that keeps no instances index.
+fn no_index() -> StoreError {
+    StoreError::new(
+        "this store keeps no instances index: list instances on a SQLite file or a PostgreSQL schema",
+    )
 }
 
 /// Wake-ups from other processes' writes; see [`Store::listen`]. A wake-up may be spurious,

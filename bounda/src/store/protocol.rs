@@ -15,6 +15,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::Instant;
 use crate::store::copy::InboxStatus;
+use crate::store::instances::InstanceChange;
 use crate::store::records::{Appended, Committed, DeadLetter, ScheduledEntry, Snapshot};
 use crate::store::write_set::{
     Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome,
@@ -120,6 +121,10 @@ pub trait Statements {
 
     /// Keeps a snapshot unless a newer one is kept already.
     async fn keep_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), StoreError>;
+
+    /// Writes what `change` changes in its instance's row of the instances index: a new row
+    /// when the change starts the instance (or none is kept yet), else only what it changes.
+    async fn index_instance(&mut self, change: &InstanceChange) -> Result<(), StoreError>;
 
     /// Claims the next due entries, as [`Store::claim_due`](crate::store::Store::claim_due).
     async fn claim_due(&mut self, claim: &ClaimDue) -> Result<Vec<ScheduledEntry>, StoreError>;
@@ -273,6 +278,9 @@ pub async fn apply<S: Statements>(
     }
     for snapshot in &writes.snapshots {
         s.keep_snapshot(snapshot).await?;
+    }
+    for change in &writes.instances {
+        s.index_instance(change).await?;
     }
     if let Some(next) = &writes.claim_due {
         committed.claimed = s.claim_due(next).await?;

@@ -1,6 +1,7 @@
 //! A write set: everything one attempt writes, committed together or not at all.
 
 use crate::Instant;
+use crate::store::instances::InstanceChange;
 use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry, Snapshot};
 
 /// Events to append to one stream, at the version the decision saw.
@@ -136,6 +137,10 @@ pub struct WriteSet {
     pub skip: Vec<String>,
     /// Snapshots to keep; one older than the snapshot already kept for its stream is ignored.
     pub snapshots: Vec<Snapshot>,
+    /// What the appends change in the instances index ([`instances`](crate::store::instances)),
+    /// written after them. The runtime derives them from the rest of the write set as it
+    /// commits.
+    pub instances: Vec<InstanceChange>,
     /// Claims the next due scheduler entries in the same transaction, as
     /// [`Store::claim_due`](crate::store::Store::claim_due) does, answered in
     /// [`Committed::claimed`](crate::store::Committed::claimed): a worker under load commits

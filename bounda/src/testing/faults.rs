@@ -435,6 +435,27 @@ impl Store for FaultyStore {
         self.inner.dead_letter(id).await
     }
 
+    async fn instances(
+        &self,
+        query: &crate::store::InstanceQuery,
+    ) -> Result<Vec<crate::store::InstanceRow>, StoreError> {
+        self.inner.instances(query).await
+    }
+
+    async fn count_instances(
+        &self,
+        query: &crate::store::InstanceQuery,
+    ) -> Result<u64, StoreError> {
+        self.inner.count_instances(query).await
+    }
+
+    async fn instance_counts(
+        &self,
+        now: Instant,
+    ) -> Result<Vec<crate::store::InstanceCounts>, StoreError> {
+        self.inner.instance_counts(now).await
+    }
+
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,

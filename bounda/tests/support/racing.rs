@@ -357,4 +357,19 @@ impl Store for Racing {
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
         self.inner.dead_letter(id).await
     }
+    async fn instances(
+        &self,
+        q: &bounda::store::InstanceQuery,
+    ) -> Result<Vec<bounda::store::InstanceRow>, StoreError> {
+        self.inner.instances(q).await
+    }
+    async fn count_instances(&self, q: &bounda::store::InstanceQuery) -> Result<u64, StoreError> {
+        self.inner.count_instances(q).await
+    }
+    async fn instance_counts(
+        &self,
+        now: bounda::Instant,
+    ) -> Result<Vec<bounda::store::InstanceCounts>, StoreError> {
+        self.inner.instance_counts(now).await
+    }
 }

@@ -715,8 +715,8 @@ impl App {
         }
     }
 
-    /// Commits `sets` in one transaction (one alone needs no savepoint); once they are on the
-    /// file, counts the letters they filed, the deadlines they reached and the commit's time. A subscriber that takes none of a write
+    /// Commits `sets` in one transaction (one alone needs no savepoint), each with what it
+    /// changes in the instances index; once they are on the file, counts the letters they filed, the deadlines they reached and the commit's time. A subscriber that takes none of a write
     /// set's events is skipped past them in the same transaction.
     pub(crate) async fn commit_all(
         &self,
@@ -724,6 +724,7 @@ impl App {
     ) -> Vec<Result<Committed, CommitError>> {
         for writes in sets.iter_mut() {
             writes.skip = self.skipping(writes);
+            writes.instances = crate::store::instances::changes(writes);
         }
         let started = std::time::Instant::now();
         let results = match &*sets {

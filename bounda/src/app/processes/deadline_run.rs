@@ -5,43 +5,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use crate::app::engine::{Done, Failure, Outcome, Work};
 use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
-use crate::app::processes::writes::{deadline_letter, lifecycle_at, step_writes};
+use crate::app::processes::writes::{armed, deadline_letter, lifecycle_at, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::process::plan::DueDeadline;
-use crate::store::{ScheduledEntry, WriteSet};
+use crate::store::WriteSet;
+pub(crate) use crate::store::instances::DeadlinePayload;
 use crate::{Error, Instant, RecordedEvent};
-
-/// What an instance's deadline entry holds: whose it is, and the moment it was armed at.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct DeadlinePayload {
-    pub(crate) process: String,
-    pub(crate) instance: String,
-    /// The moment, in epoch milliseconds.
-    pub(crate) at: i64,
-}
-
-impl DeadlinePayload {
-    /// The payload of a deadline entry, if it reads as one.
-    pub(crate) fn of(entry: &ScheduledEntry) -> Option<DeadlinePayload> {
-        DeadlinePayload::read(entry).ok()
-    }
-
-    /// The payload of a deadline entry, or why it does not read as one.
-    pub(crate) fn read(entry: &ScheduledEntry) -> Result<DeadlinePayload, serde_json::Error> {
-        serde_json::from_value(entry.payload.clone())
-    }
-
-    /// As stored.
-    pub(crate) fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({ "process": self.process, "instance": self.instance, "at": self.at })
-    }
-}
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway.
 const MAX_WAIT_ROUNDS: u32 = 10;
@@ -196,12 +170,9 @@ impl DeadlineRun {
             }
         };
         let Some(due) = due else {
-            let (schedule, unschedule) = process.arm(&id, &instance)?;
-            return Ok(Outcome::Commit(Done::writes(WriteSet {
-                schedule: schedule.into_iter().collect(),
-                unschedule: unschedule.into_iter().collect(),
-                ..WriteSet::default()
-            })));
+            return Ok(Outcome::Commit(Done::writes(armed(
+                &*process, &id, &instance,
+            )?)));
         };
         // A due deadline waits until the process runner has handled the instance's events
         // stored before it, ten worker rounds at most (spec 85–86).

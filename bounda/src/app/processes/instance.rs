@@ -465,3 +465,92 @@ impl Instance {
         instance.last_id = Some(id.to_owned());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::InstanceStatus;
+
+    /// The status the instances index reads from a lifecycle event's type.
+    fn indexed(status: Status) -> InstanceStatus {
+        match status {
+            Status::Started => InstanceStatus::Running,
+            Status::Completed => InstanceStatus::Completed,
+            Status::Failed => InstanceStatus::Failed,
+            Status::TimedOut => InstanceStatus::TimedOut,
+        }
+    }
+
+    // Issue 24: the instances index reads the status of an instance from its lifecycle events'
+    // types alone, as the fold does from the events themselves.
+    #[test]
+    fn the_index_reads_each_lifecycle_event_as_the_fold_does() {
+        let at = Instant::from_millis(0).expect("a moment");
+        let events = [
+            Lifecycle::Started {
+                state: Value::Null,
+                event_id: "e".into(),
+                timeout_at: None,
+            },
+            Lifecycle::Handled {
+                event_id: "e".into(),
+                event_type: "T".into(),
+                aggregate_type: "A".into(),
+                aggregate_id: "a".into(),
+                state: Value::Null,
+            },
+            Lifecycle::DeadlineReached {
+                field: "f".into(),
+                at,
+                state: Value::Null,
+            },
+            Lifecycle::Completed {
+                event_id: "e".into(),
+            },
+            Lifecycle::TimedOut {
+                at,
+                state: Value::Null,
+                follow_ups: Vec::new(),
+            },
+            Lifecycle::Failed {
+                letter_id: "l".into(),
+                at: None,
+                event_id: None,
+            },
+            Lifecycle::EventParked {
+                event_id: "e".into(),
+                event_type: "T".into(),
+                aggregate_type: "A".into(),
+                aggregate_id: "a".into(),
+                at,
+            },
+            Lifecycle::Resumed {},
+        ];
+        for before in [
+            Status::Started,
+            Status::Failed,
+            Status::Completed,
+            Status::TimedOut,
+        ] {
+            for lifecycle in &events {
+                let (event_type, _) = lifecycle.encode().expect("encodes");
+                let mut instance = Instance {
+                    status: before,
+                    ..Instance::empty()
+                };
+                let stored = Stored {
+                    id: "x",
+                    version: 1,
+                    correlation: "c",
+                    state_version: 1,
+                };
+                instance.apply(lifecycle.clone(), &stored, &[]);
+                assert_eq!(
+                    InstanceStatus::after(&event_type).unwrap_or(indexed(before)),
+                    indexed(instance.status),
+                    "{event_type} after {before:?}"
+                );
+            }
+        }
+    }
+}

@@ -14,8 +14,9 @@ use crate::app::processes::ProcessRunner;
 use crate::app::processes::deadline_run::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Status, stream_type};
 use crate::app::processes::step::entry_key;
+use crate::app::processes::writes::armed;
 use crate::process::plan::DueDeadline;
-use crate::store::{Append, CommitError, ScheduledEntry, StoreError, WriteSet};
+use crate::store::{CommitError, ScheduledEntry, StoreError};
 use crate::{Error, Instant};
 
 /// Instances whose ids are read per page.
@@ -293,22 +294,10 @@ impl App {
         if held {
             return Ok(None);
         }
-        let Ok((schedule, unschedule)) = process.arm(id, &instance) else {
+        let Ok(writes) = armed(process, id, &instance) else {
             return Ok(None);
         };
-        let writes = WriteSet {
-            // Written only while the instance has not stepped since it was read.
-            appends: vec![Append {
-                aggregate_type: stream_type(process.name()),
-                aggregate_id: id.to_owned(),
-                expected_version: instance.version,
-                events: Vec::new(),
-            }],
-            schedule: schedule.into_iter().collect(),
-            unschedule: unschedule.into_iter().collect(),
-            ..WriteSet::default()
-        };
-        match self.store().commit(&writes).await {
+        match self.commit(&writes).await {
             Ok(_) => {
                 tracing::info!(
                     process = drift.process,

@@ -15,7 +15,7 @@ use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};
 use crate::app::processes::step::{Route, StepWrites, entry_key};
 use crate::app::processes::writes::{
-    LetterPayload, deadline_letter, lifecycle_at, process_letter, step_writes,
+    LetterPayload, armed, deadline_letter, lifecycle_at, process_letter, step_writes,
 };
 use crate::ids::derived_id;
 use crate::process::TIMEOUT;
@@ -206,20 +206,14 @@ impl RetryStep {
         Ok(match instance.status {
             // Completed or timed out during the retry: what is parked after is dropped
             // (spec 118–119).
-            Status::Completed | Status::TimedOut => Outcome::Commit(Done::writes(WriteSet {
-                settle_letter: Some(settle_retried(&self.letter)),
-                unschedule: vec![entry_key(self.process.name(), &self.id)],
-                ..WriteSet::default()
-            })),
-            // Running: the letter's step failed before it could read the instance, or ran
-            // since; its deadlines are armed again as its state says, and the letter settled.
-            Status::Started => {
-                let (schedule, unschedule) = self.process.arm(&self.id, &instance)?;
+            // Completed or timed out during the retry: what is parked after is dropped
+            // (spec 118–119), and nothing is armed. Running: the letter's step failed before it
+            // could read the instance, or ran since; its deadlines are armed again as its state
+            // says. Either way, the letter is settled.
+            Status::Completed | Status::TimedOut | Status::Started => {
                 Outcome::Commit(Done::writes(WriteSet {
-                    schedule: schedule.into_iter().collect(),
-                    unschedule: unschedule.into_iter().collect(),
                     settle_letter: Some(settle_retried(&self.letter)),
-                    ..WriteSet::default()
+                    ..armed(&*self.process, &self.id, &instance)?
                 }))
             }
             // (1) The failed step, with a new key (spec 113, 138).

@@ -17,7 +17,7 @@ use crate::store::{Append, Metadata, NewEvent, ScheduledEntry, Snapshot};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
 /// The scheduler's command type for process deadlines.
-pub(crate) const PROCESS_DEADLINE: &str = "bounda.ProcessDeadline";
+pub(crate) use crate::store::instances::{PROCESS_DEADLINE, entry_key};
 
 /// What an event means to an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,11 +97,6 @@ fn snapshot_after<P: ProcessState>(
         return Ok(None);
     }
     Ok(Some(instance::snapshot(P::NAME, id, &after)?))
-}
-
-/// The key of an instance's one scheduler entry.
-pub(crate) fn entry_key(process: &str, instance: &str) -> String {
-    derived_id(&["process-deadline", process, instance])
 }
 
 /// The instance's scheduler entry at its earliest pending deadline, or its removal.

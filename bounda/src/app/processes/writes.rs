@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::app::App;
 use crate::app::engine::Failure;
 use crate::app::processes::ProcessRunner;
-use crate::app::processes::instance::Lifecycle;
+use crate::app::processes::instance::{Instance, Lifecycle, stream_type};
 use crate::app::processes::step::{StepWrites, lifecycle_append};
 use crate::ids::derived_id;
 use crate::process::plan::DueDeadline;
@@ -50,6 +50,29 @@ pub(crate) fn step_writes(writes: StepWrites) -> WriteSet {
     set.schedule.extend(writes.schedule);
     set.snapshots.extend(writes.snapshot);
     set
+}
+
+/// The write that arms instance `id`'s deadline entry as its state says, when no lifecycle event
+/// is written with it: fenced on the instance's version (an append of no events), so it is
+/// written only while the instance has not stepped since it was read, and its row in the
+/// instances index follows.
+pub(crate) fn armed(
+    process: &dyn ProcessRunner,
+    id: &str,
+    instance: &Instance,
+) -> Result<WriteSet, Error> {
+    let (schedule, unschedule) = process.arm(id, instance)?;
+    Ok(WriteSet {
+        appends: vec![crate::store::Append {
+            aggregate_type: stream_type(process.name()),
+            aggregate_id: id.to_owned(),
+            expected_version: instance.version,
+            events: Vec::new(),
+        }],
+        schedule: schedule.into_iter().collect(),
+        unschedule: unschedule.into_iter().collect(),
+        ..WriteSet::default()
+    })
 }
 
 /// One lifecycle event appended to instance `id` at `version`, pointing at the event it

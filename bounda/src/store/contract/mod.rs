@@ -26,7 +26,9 @@ use crate::store::{
 };
 use crate::{Instant, days, millis, seconds};
 
+mod instances;
 mod read_models;
+pub use instances::*;
 pub use read_models::*;
 
 /// What a contract test runs on: a store, or a store with a guard that must outlive it (such
@@ -100,6 +102,8 @@ macro_rules! store_contract_tests {
             a_read_model_batch_writes_its_rows_with_its_checkpoint_or_nothing,
             a_read_model_hold_counts_its_attempts_at_one_event,
             a_rebuild_resumes_is_superseded_swaps_and_is_abandoned,
+            an_instance_row_is_written_with_its_steps,
+            instances_are_listed_and_counted_as_the_model_says,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {

@@ -4,6 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::app::App;
+use crate::store::instances::{StoredStep, deadline_key};
+use crate::store::{InstanceQuery, InstanceRow};
 use crate::{Instant, RecordedEvent};
 
 /// Every event in the store, in position order.
@@ -31,6 +33,7 @@ async fn every_event(app: &App) -> Result<Vec<RecordedEvent>, String> {
 /// - with `in_order`, no deadline of an instance runs before an event of it stored at or before
 ///   the deadline's moment (with commits failing on purpose a deadline held too long behind a
 ///   stuck event runs first, by design);
+/// - the instances index holds one row per instance, as its stream and deadline entry say;
 /// - nothing lags once the app is at rest.
 pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
     let events = every_event(app).await?;
@@ -69,9 +72,10 @@ pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
             .or_default()
             .push(event);
     }
-    for ((process, id), lifecycle) in lifecycles {
-        lifecycle_holds(process, id, &lifecycle, &stored_at, in_order)?;
+    for ((process, id), lifecycle) in &lifecycles {
+        lifecycle_holds(process, id, lifecycle, &stored_at, in_order)?;
     }
+    index_holds(app, &lifecycles).await?;
     let lag = app.lag().await.map_err(|e| format!("lag: {e}"))?;
     if lag.max_lag != 0 {
         return Err(format!(
@@ -83,6 +87,78 @@ pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
         return Err(format!(
             "{} instances' scheduler entries disagree with their state",
             lag.drifted_entries
+        ));
+    }
+    Ok(())
+}
+
+/// The instances index agrees with the streams: a row for each instance, as
+/// [`InstanceRow::of_stream`] reads its lifecycle and its deadline entry, and no other.
+async fn index_holds(
+    app: &App,
+    lifecycles: &HashMap<(&str, &str), Vec<&RecordedEvent>>,
+) -> Result<(), String> {
+    let store = app.store();
+    let mut expected = Vec::new();
+    for ((stream, id), lifecycle) in lifecycles {
+        let process = stream.strip_prefix("process:").unwrap_or(stream);
+        let entry = store
+            .scheduled(&deadline_key(process, id))
+            .await
+            .map_err(|e| format!("the scheduler does not read: {e}"))?;
+        let steps: Vec<StoredStep> = lifecycle
+            .iter()
+            .map(|event| StoredStep {
+                event_type: event.event_type.clone(),
+                timestamp: event.timestamp,
+                correlation_id: event.metadata.correlation_id.clone(),
+            })
+            .collect();
+        expected.extend(InstanceRow::of_stream(process, id, &steps, entry.as_ref()));
+    }
+    let mut indexed = Vec::new();
+    let mut query = InstanceQuery {
+        limit: 1_000,
+        ..InstanceQuery::default()
+    };
+    loop {
+        let page = store
+            .instances(&query)
+            .await
+            .map_err(|e| format!("the instances index does not read: {e}"))?;
+        let Some(last) = page.last() else { break };
+        query.after = Some(last.cursor(query.order));
+        indexed.extend(page);
+    }
+    let key = |row: &InstanceRow| (row.process.clone(), row.instance_id.clone());
+    expected.sort_by_key(key);
+    indexed.sort_by_key(key);
+    if indexed != expected {
+        let wrong: Vec<String> = expected
+            .iter()
+            .filter(|row| !indexed.contains(row))
+            .map(|row| {
+                let found = indexed.iter().find(|i| key(i) == key(row));
+                format!(
+                    "{}:{} is indexed as {found:?}, its stream says {row:?}",
+                    row.process, row.instance_id
+                )
+            })
+            .chain(
+                indexed
+                    .iter()
+                    .filter(|row| !expected.iter().any(|e| key(e) == key(row)))
+                    .map(|row| {
+                        format!(
+                            "{}:{} is indexed without a stream",
+                            row.process, row.instance_id
+                        )
+                    }),
+            )
+            .collect();
+        return Err(format!(
+            "the instances index disagrees with the streams: {}",
+            wrong.join("; ")
         ));
     }
     Ok(())

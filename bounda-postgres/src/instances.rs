@@ -1,0 +1,357 @@
+//! The instances index (`bounda::store::instances`) in `{t}instances`: its writes, its queries
+//! (each answered through one of the table's indexes, ordered as the index is, so a page reads
+//! about as many index entries as it lists), and its filling from the log when the table is
+//! made.
+
+use bounda::Instant;
+use bounda::store::instances::{StoredStep, deadline_key};
+use bounda::store::{
+    InstanceChange, InstanceCounts, InstanceOrder, InstanceQuery, InstanceRow, InstanceStatus,
+    NextDue, StoreError,
+};
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use futures_util::TryStreamExt;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::names::Names;
+use crate::rows;
+use crate::sql::{execute, failed, query, query_one};
+
+/// The columns [`row`] reads, in order.
+const COLUMNS: &str =
+    "process, instance_id, status, correlation_id, started_at, updated_at, next_due";
+
+/// A row of [`COLUMNS`].
+fn row(row: &Row) -> Result<InstanceRow, StoreError> {
+    let status: String = rows::get(row, 2)?;
+    let status = InstanceStatus::parse(&status)
+        .ok_or_else(|| StoreError::new(format!("an instance's status `{status}` does not read")))?;
+    Ok(InstanceRow {
+        process: rows::get(row, 0)?,
+        instance_id: rows::get(row, 1)?,
+        status,
+        correlation_id: rows::get(row, 3)?,
+        started_at: rows::instant(row, 4)?,
+        updated_at: rows::instant(row, 5)?,
+        next_due: rows::optional_instant(row, 6)?,
+    })
+}
+
+/// The statement that writes `change`, `{t}` naming the tables, and its parameters: only the
+/// columns it changes are set, so an index on a column it leaves is not rewritten. A row that
+/// is not kept yet (the instance starts here) is made from the stream's first event, written
+/// before it in the same transaction. `None` when it changes nothing.
+pub(crate) fn index(change: &InstanceChange) -> Option<(String, crate::pipeline::Owned)> {
+    let mut set = Vec::new();
+    if change.at.is_some() {
+        set.push("updated_at = $4::timestamptz");
+    }
+    if change.status.is_some() {
+        set.push("status = $5::text");
+    }
+    if change.next_due != NextDue::Keep {
+        set.push("next_due = $6::timestamptz");
+    }
+    if set.is_empty() {
+        return None;
+    }
+    let next_due = match change.next_due {
+        NextDue::At(at) => Some(at.to_chrono()),
+        NextDue::Keep | NextDue::Clear => None,
+    };
+    let statement = format!(
+        "INSERT INTO {{t}}instances AS i ({COLUMNS})
+         SELECT $1::text, $2::text, COALESCE($5::text, 'running'), metadata->>'correlationId',
+             timestamp, COALESCE($4::timestamptz, timestamp), $6::timestamptz
+         FROM {{t}}events WHERE aggregate_type = $3 AND aggregate_id = $2 AND version = 1
+         ON CONFLICT (process, instance_id) DO UPDATE SET {}",
+        set.join(", ")
+    );
+    Some((
+        statement,
+        crate::pipeline::owned![
+            change.process.clone(),
+            change.instance_id.clone(),
+            format!("process:{}", change.process),
+            change.at.map(|at| at.to_chrono()),
+            change.status.map(|status| status.as_str().to_owned()),
+            next_due,
+        ],
+    ))
+}
+
+/// Parameters built with a query.
+type Values = Vec<Box<dyn ToSql + Sync + Send>>;
+
+/// The `WHERE` clause and `ORDER BY` of `query`, with its numbered parameters; `paged` adds its
+/// cursor.
+fn clauses(query: &InstanceQuery, paged: bool) -> (String, &'static str, Values) {
+    let mut conditions = Vec::new();
+    let mut values: Values = Vec::new();
+    // `{}` in `condition` is the value's parameter.
+    let mut add = |condition: &str, value: Box<dyn ToSql + Sync + Send>| {
+        values.push(value);
+        conditions.push(condition.replace("{}", &format!("${}", values.len())));
+    };
+    if let Some(process) = &query.process {
+        add("process = {}", Box::new(process.clone()));
+    }
+    if let Some(status) = query.status {
+        add("status = {}", Box::new(status.as_str().to_owned()));
+    }
+    if let Some(correlation) = &query.correlation_id {
+        add("correlation_id = {}", Box::new(correlation.clone()));
+    }
+    if let Some(prefix) = &query.id_prefix {
+        // A range, not LIKE: the prefix is taken literally, and the id index reads it (the
+        // table's ids order by code point).
+        add("instance_id >= {}", Box::new(prefix.clone()));
+        add("instance_id < {}", Box::new(format!("{prefix}\u{10ffff}")));
+    }
+    if let Some(from) = query.due_from {
+        add("next_due >= {}", Box::new(from.to_chrono()));
+    }
+    if let Some(until) = query.due_until {
+        add("next_due <= {}", Box::new(until.to_chrono()));
+    }
+    if query.asks_due() {
+        conditions.push("next_due IS NOT NULL".to_owned());
+    }
+    let (key, order) = match query.order {
+        InstanceOrder::Newest => (
+            "started_at",
+            "ORDER BY started_at DESC, process DESC, instance_id DESC",
+        ),
+        InstanceOrder::Soonest => ("next_due", "ORDER BY next_due, process, instance_id"),
+    };
+    if let (Some(after), true) = (&query.after, paged) {
+        let (bound, beyond) = match query.order {
+            InstanceOrder::Newest => ("<=", "<"),
+            InstanceOrder::Soonest => (">=", ">"),
+        };
+        let at = values.len() + 1;
+        values.push(Box::new(after.at.to_chrono()));
+        values.push(Box::new(after.process.clone()));
+        values.push(Box::new(after.instance_id.clone()));
+        conditions.push(format!(
+            "{key} {bound} ${at} AND ({key}, process, instance_id) {beyond} (${at}, ${}, ${})",
+            at + 1,
+            at + 2
+        ));
+    }
+    let clause = match conditions.is_empty() {
+        true => String::new(),
+        false => format!("WHERE {}", conditions.join(" AND ")),
+    };
+    (clause, order, values)
+}
+
+fn borrowed(values: &Values) -> Vec<&(dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|value| value.as_ref() as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// The instances `query` lists.
+pub(crate) async fn list(
+    client: &impl GenericClient,
+    names: &Names,
+    instances: &InstanceQuery,
+) -> Result<Vec<InstanceRow>, StoreError> {
+    let (clause, order, mut values) = clauses(instances, true);
+    values.push(Box::new(rows::limit(instances.limit)));
+    let statement = names.sql(&format!(
+        "SELECT {COLUMNS} FROM {{t}}instances {clause} {order} LIMIT ${}",
+        values.len()
+    ));
+    query(client, &statement, &borrowed(&values))
+        .await
+        .map_err(failed("cannot list instances"))?
+        .iter()
+        .map(row)
+        .collect()
+}
+
+/// How many instances `query` matches.
+pub(crate) async fn count(
+    client: &impl GenericClient,
+    names: &Names,
+    instances: &InstanceQuery,
+) -> Result<u64, StoreError> {
+    let (clause, _, values) = clauses(instances, false);
+    let statement = names.sql(&format!("SELECT count(*) FROM {{t}}instances {clause}"));
+    let counted = query_one(client, &statement, &borrowed(&values))
+        .await
+        .map_err(failed("cannot count instances"))?;
+    rows::unsigned(&counted, 0)
+}
+
+/// Each process's instances counted by status, and what is pending and overdue at `now`.
+pub(crate) async fn counts(
+    client: &impl GenericClient,
+    names: &Names,
+    now: Instant,
+) -> Result<Vec<InstanceCounts>, StoreError> {
+    let mut by_process: std::collections::BTreeMap<String, InstanceCounts> = Default::default();
+    let counted = query(
+        client,
+        &names.sql("SELECT process, status, count(*) FROM {t}instances GROUP BY process, status"),
+        &[],
+    )
+    .await
+    .map_err(failed("cannot count instances"))?;
+    for counted in &counted {
+        let process: String = rows::get(counted, 0)?;
+        let status: String = rows::get(counted, 1)?;
+        let counts = by_process
+            .entry(process.clone())
+            .or_insert_with(|| InstanceCounts {
+                process,
+                ..InstanceCounts::default()
+            });
+        if let Some(status) = InstanceStatus::parse(&status) {
+            counts.add(status, rows::unsigned(counted, 2)?);
+        }
+    }
+    let pending = query(
+        client,
+        &names.sql(
+            "SELECT process, count(*), count(*) FILTER (WHERE next_due <= $1), min(next_due)
+             FROM {t}instances WHERE next_due IS NOT NULL GROUP BY process",
+        ),
+        &[&now.to_chrono()],
+    )
+    .await
+    .map_err(failed("cannot count pending deadlines"))?;
+    for pending in &pending {
+        let process: String = rows::get(pending, 0)?;
+        if let Some(counts) = by_process.get_mut(&process) {
+            counts.pending = rows::unsigned(pending, 1)?;
+            counts.overdue = rows::unsigned(pending, 2)?;
+            counts.oldest_overdue =
+                rows::optional_instant(pending, 3)?.filter(|_| counts.overdue > 0);
+        }
+    }
+    Ok(by_process.into_values().collect())
+}
+
+/// Writes rows as they were, in one statement: a copy's page, or a batch of the filling.
+pub(crate) async fn import(
+    client: &impl GenericClient,
+    names: &Names,
+    instances: &[InstanceRow],
+) -> Result<(), StoreError> {
+    if instances.is_empty() {
+        return Ok(());
+    }
+    let text = |field: fn(&InstanceRow) -> String| instances.iter().map(field).collect::<Vec<_>>();
+    let moment = |field: fn(&InstanceRow) -> Option<Instant>| {
+        instances
+            .iter()
+            .map(|row| field(row).map(|at| at.to_chrono()))
+            .collect::<Vec<Option<DateTime<Utc>>>>()
+    };
+    execute(
+        client,
+        &names.sql(&format!(
+            "INSERT INTO {{t}}instances ({COLUMNS})
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[],
+                 $5::timestamptz[], $6::timestamptz[], $7::timestamptz[])"
+        )),
+        &[
+            &text(|row| row.process.clone()),
+            &text(|row| row.instance_id.clone()),
+            &text(|row| row.status.as_str().to_owned()),
+            &text(|row| row.correlation_id.clone()),
+            &moment(|row| Some(row.started_at)),
+            &moment(|row| Some(row.updated_at)),
+            &moment(|row| row.next_due),
+        ],
+    )
+    .await
+    .map_err(failed("cannot copy instances"))?;
+    Ok(())
+}
+
+/// How many streams the filling reads before it writes their rows.
+const FILL_BATCH: usize = 1_000;
+
+/// Fills the index from the log in the migration's transaction `tx`: a row for every process
+/// instance's stream, as its lifecycle events and its deadline entry leave it. The events are
+/// read as a stream, and the rows written a thousand at a time.
+pub(crate) async fn fill(
+    tx: &deadpool_postgres::Transaction<'_>,
+    names: &Names,
+) -> Result<(), StoreError> {
+    let read = names.sql(
+        "SELECT aggregate_type, aggregate_id, type, timestamp, metadata->>'correlationId'
+         FROM {t}events WHERE aggregate_type LIKE 'process:%'
+         ORDER BY aggregate_type, aggregate_id, version",
+    );
+    let events = tx
+        .query_raw(&read, std::iter::empty::<&(dyn ToSql + Sync)>())
+        .await
+        .map_err(failed("cannot read the process streams"))?;
+    futures_util::pin_mut!(events);
+    let mut streams: Vec<(String, String, Vec<StoredStep>)> = Vec::new();
+    while let Some(event) = events
+        .try_next()
+        .await
+        .map_err(failed("cannot read the process streams"))?
+    {
+        let stream: String = rows::get(&event, 0)?;
+        let id: String = rows::get(&event, 1)?;
+        let step = StoredStep {
+            event_type: rows::get(&event, 2)?,
+            timestamp: rows::instant(&event, 3)?,
+            correlation_id: rows::get::<Option<String>>(&event, 4)?.unwrap_or_default(),
+        };
+        match streams.last_mut() {
+            Some((s, i, steps)) if *s == stream && *i == id => steps.push(step),
+            _ => {
+                if streams.len() == FILL_BATCH {
+                    fill_batch(tx, names, &std::mem::take(&mut streams)).await?;
+                }
+                streams.push((stream, id, vec![step]));
+            }
+        }
+    }
+    fill_batch(tx, names, &streams).await
+}
+
+/// Writes the rows of `streams`, their deadline entries read in one statement.
+async fn fill_batch(
+    tx: &deadpool_postgres::Transaction<'_>,
+    names: &Names,
+    streams: &[(String, String, Vec<StoredStep>)],
+) -> Result<(), StoreError> {
+    let process = |stream: &str| stream.strip_prefix("process:").unwrap_or(stream).to_owned();
+    let keys: Vec<String> = streams
+        .iter()
+        .map(|(stream, id, _)| deadline_key(&process(stream), id))
+        .collect();
+    let entries = query(
+        tx,
+        &names.sql(&format!(
+            "SELECT {} FROM {{t}}scheduled_commands s WHERE s.dedupe_key = ANY($1)",
+            rows::SCHEDULED_COLUMNS
+        )),
+        &[&keys],
+    )
+    .await
+    .map_err(failed("cannot read the deadline entries"))?
+    .iter()
+    .map(|entry| rows::scheduled(entry).map(|entry| (entry.dedupe_key.clone(), entry)))
+    .collect::<Result<std::collections::HashMap<_, _>, _>>()?;
+    let rows: Vec<InstanceRow> = streams
+        .iter()
+        .zip(&keys)
+        .filter_map(|((stream, id, steps), key)| {
+            InstanceRow::of_stream(&process(stream), id, steps, entries.get(key))
+        })
+        .collect();
+    import(tx, names, &rows).await
+}

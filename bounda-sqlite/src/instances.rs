@@ -1,0 +1,316 @@
+//! The instances index (`bounda::store::instances`) in `bounda_instances`: its writes, its
+//! queries (each answered through one of the table's indexes, ordered as the index is, so a page
+//! reads about as many index entries as it lists), and its filling from the log when the table
+//! is made.
+
+use bounda::Instant;
+use bounda::store::instances::{StoredStep, deadline_key};
+use bounda::store::{
+    InstanceChange, InstanceCounts, InstanceOrder, InstanceQuery, InstanceRow, InstanceStatus,
+    NextDue, StoreError,
+};
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
+
+use crate::{rows, sql};
+
+/// The columns [`row`] reads, in order.
+const COLUMNS: &str =
+    "process, instance_id, status, correlation_id, started_at, updated_at, next_due";
+
+/// A row of [`COLUMNS`].
+fn row(row: &Row<'_>) -> rusqlite::Result<InstanceRow> {
+    let status: String = row.get(2)?;
+    let Some(status) = InstanceStatus::parse(&status) else {
+        return Err(rusqlite::Error::InvalidColumnType(
+            2,
+            status,
+            rusqlite::types::Type::Text,
+        ));
+    };
+    Ok(InstanceRow {
+        process: row.get(0)?,
+        instance_id: row.get(1)?,
+        status,
+        correlation_id: row.get(3)?,
+        started_at: rows::instant(row, 4)?,
+        updated_at: rows::instant(row, 5)?,
+        next_due: rows::optional_instant(row, 6)?,
+    })
+}
+
+/// Writes `change`: only the columns it changes, so an index on a column it leaves is not
+/// rewritten. A row that is not kept yet (the instance starts here) is made from the stream's
+/// first event, written before it in the same transaction.
+pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), StoreError> {
+    let mut set = Vec::new();
+    if change.at.is_some() {
+        set.push("updated_at = ?4");
+    }
+    if change.status.is_some() {
+        set.push("status = ?5");
+    }
+    if change.next_due != NextDue::Keep {
+        set.push("next_due = ?6");
+    }
+    if set.is_empty() {
+        return Ok(());
+    }
+    let next_due = match change.next_due {
+        NextDue::At(at) => Some(at.to_string()),
+        NextDue::Keep | NextDue::Clear => None,
+    };
+    let statement = format!(
+        "INSERT INTO bounda_instances ({COLUMNS})
+         SELECT ?1, ?2, COALESCE(?5, 'running'), json_extract(metadata, '$.correlationId'),
+             timestamp, COALESCE(?4, timestamp), ?6
+         FROM bounda_events WHERE aggregate_type = ?3 AND aggregate_id = ?2 AND version = 1
+         ON CONFLICT (process, instance_id) DO UPDATE SET {}",
+        set.join(", ")
+    );
+    conn.prepare_cached(&statement)
+        .and_then(|mut s| {
+            s.execute(params![
+                change.process,
+                change.instance_id,
+                format!("process:{}", change.process),
+                change.at.map(|at| at.to_string()),
+                change.status.map(InstanceStatus::as_str),
+                next_due,
+            ])
+        })
+        .map_err(sql("cannot write the instances index"))?;
+    Ok(())
+}
+
+/// The `WHERE` clause and `ORDER BY` of `query`, with its numbered parameters; `paged` adds its
+/// cursor.
+fn clauses(query: &InstanceQuery, paged: bool) -> (String, &'static str, Vec<Value>) {
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    // `{}` in `condition` is the value's parameter.
+    let mut add = |condition: &str, value: String| {
+        values.push(Value::Text(value));
+        conditions.push(condition.replace("{}", &format!("?{}", values.len())));
+    };
+    if let Some(process) = &query.process {
+        add("process = {}", process.clone());
+    }
+    if let Some(status) = query.status {
+        add("status = {}", status.as_str().to_owned());
+    }
+    if let Some(correlation) = &query.correlation_id {
+        add("correlation_id = {}", correlation.clone());
+    }
+    if let Some(prefix) = &query.id_prefix {
+        // A range, not LIKE: the prefix is taken literally, and the id index reads it.
+        add("instance_id >= {}", prefix.clone());
+        add("instance_id < {}", format!("{prefix}\u{10ffff}"));
+    }
+    // Moments are stored as fixed-width UTC text, which orders as time does.
+    if let Some(from) = query.due_from {
+        add("next_due >= {}", from.to_string());
+    }
+    if let Some(until) = query.due_until {
+        add("next_due <= {}", until.to_string());
+    }
+    if query.asks_due() {
+        conditions.push("next_due IS NOT NULL".to_owned());
+    }
+    let (key, order) = match query.order {
+        InstanceOrder::Newest => (
+            "started_at",
+            "ORDER BY started_at DESC, process DESC, instance_id DESC",
+        ),
+        InstanceOrder::Soonest => ("next_due", "ORDER BY next_due, process, instance_id"),
+    };
+    if let (Some(after), true) = (&query.after, paged) {
+        let (bound, beyond) = match query.order {
+            InstanceOrder::Newest => ("<=", "<"),
+            InstanceOrder::Soonest => (">=", ">"),
+        };
+        let at = values.len() + 1;
+        values.push(Value::Text(after.at.to_string()));
+        values.push(Value::Text(after.process.clone()));
+        values.push(Value::Text(after.instance_id.clone()));
+        conditions.push(format!(
+            "{key} {bound} ?{at} AND ({key}, process, instance_id) {beyond} (?{at}, ?{}, ?{})",
+            at + 1,
+            at + 2
+        ));
+    }
+    let clause = match conditions.is_empty() {
+        true => String::new(),
+        false => format!("WHERE {}", conditions.join(" AND ")),
+    };
+    (clause, order, values)
+}
+
+/// The instances `query` lists.
+pub(crate) fn list(
+    conn: &Connection,
+    query: &InstanceQuery,
+) -> Result<Vec<InstanceRow>, StoreError> {
+    let (clause, order, mut values) = clauses(query, true);
+    values.push(Value::Integer(rows::limit(query.limit)));
+    let statement = format!(
+        "SELECT {COLUMNS} FROM bounda_instances {clause} {order} LIMIT ?{}",
+        values.len()
+    );
+    conn.prepare_cached(&statement)
+        .and_then(|mut s| {
+            s.query_map(params_from_iter(values), row)?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sql("cannot list instances"))
+}
+
+/// How many instances `query` matches.
+pub(crate) fn count(conn: &Connection, query: &InstanceQuery) -> Result<u64, StoreError> {
+    let (clause, _, values) = clauses(query, false);
+    conn.prepare_cached(&format!("SELECT COUNT(*) FROM bounda_instances {clause}"))
+        .and_then(|mut s| s.query_row(params_from_iter(values), |row| row.get(0)))
+        .map_err(sql("cannot count instances"))
+}
+
+/// Each process's instances counted by status, and what is pending and overdue at `now`.
+pub(crate) fn counts(conn: &Connection, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+    let mut by_process: std::collections::BTreeMap<String, InstanceCounts> = Default::default();
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT process, status, COUNT(*) FROM bounda_instances GROUP BY process, status",
+        )
+        .map_err(sql("cannot count instances"))?;
+    let counted = statement
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, u64>(2)?,
+            ))
+        })
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(sql("cannot count instances"))?;
+    for (process, status, count) in counted {
+        let counts = by_process
+            .entry(process.clone())
+            .or_insert_with(|| InstanceCounts {
+                process,
+                ..InstanceCounts::default()
+            });
+        if let Some(status) = InstanceStatus::parse(&status) {
+            counts.add(status, count);
+        }
+    }
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT process, COUNT(*), SUM(next_due <= ?1), MIN(next_due) FROM bounda_instances
+             WHERE next_due IS NOT NULL GROUP BY process",
+        )
+        .map_err(sql("cannot count pending deadlines"))?;
+    let pending = statement
+        .query_map([now.to_string()], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, u64>(1)?,
+                row.get::<_, u64>(2)?,
+                rows::optional_instant(row, 3)?,
+            ))
+        })
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(sql("cannot count pending deadlines"))?;
+    for (process, pending, overdue, earliest) in pending {
+        if let Some(counts) = by_process.get_mut(&process) {
+            counts.pending = pending;
+            counts.overdue = overdue;
+            counts.oldest_overdue = earliest.filter(|_| overdue > 0);
+        }
+    }
+    Ok(by_process.into_values().collect())
+}
+
+/// Writes rows as they were: a copy's page.
+pub(crate) fn import(conn: &Connection, instances: &[InstanceRow]) -> Result<(), StoreError> {
+    let mut statement = conn
+        .prepare_cached(&format!(
+            "INSERT INTO bounda_instances ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+        ))
+        .map_err(sql("cannot prepare the instances' copy"))?;
+    for row in instances {
+        statement
+            .execute(params![
+                row.process,
+                row.instance_id,
+                row.status.as_str(),
+                row.correlation_id,
+                row.started_at.to_string(),
+                row.updated_at.to_string(),
+                row.next_due.map(|at| at.to_string()),
+            ])
+            .map_err(sql("cannot copy an instance"))?;
+    }
+    Ok(())
+}
+
+/// Fills the index from the log: a row for every process instance's stream, as its lifecycle
+/// events and its deadline entry leave it. Run once, by the migration that makes the table,
+/// inside its transaction; reads one stream's events at a time.
+pub(crate) fn fill(conn: &Connection) -> rusqlite::Result<()> {
+    let mut events = conn.prepare(
+        "SELECT aggregate_type, aggregate_id, type, timestamp,
+             json_extract(metadata, '$.correlationId')
+         FROM bounda_events WHERE aggregate_type >= 'process:' AND aggregate_type < 'process;'
+         ORDER BY aggregate_type, aggregate_id, version",
+    )?;
+    let mut entry = conn.prepare(&format!(
+        "SELECT {} FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
+        rows::SCHEDULED_COLUMNS
+    ))?;
+    let mut insert = conn.prepare(&format!(
+        "INSERT INTO bounda_instances ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+    ))?;
+    let mut write = |stream: &str, id: &str, steps: &[StoredStep]| -> rusqlite::Result<()> {
+        let process = stream.strip_prefix("process:").unwrap_or(stream);
+        let entry = entry
+            .query_row([deadline_key(process, id)], rows::scheduled)
+            .optional()?;
+        if let Some(row) = InstanceRow::of_stream(process, id, steps, entry.as_ref()) {
+            insert.execute(params![
+                row.process,
+                row.instance_id,
+                row.status.as_str(),
+                row.correlation_id,
+                row.started_at.to_string(),
+                row.updated_at.to_string(),
+                row.next_due.map(|at| at.to_string()),
+            ])?;
+        }
+        Ok(())
+    };
+    let mut rows_read = events.query([])?;
+    let mut current: Option<(String, String)> = None;
+    let mut steps = Vec::new();
+    while let Some(event) = rows_read.next()? {
+        let stream: String = event.get(0)?;
+        let id: String = event.get(1)?;
+        if current
+            .as_ref()
+            .is_some_and(|(s, i)| (s, i) != (&stream, &id))
+        {
+            if let Some((stream, id)) = current.take() {
+                write(&stream, &id, &steps)?;
+            }
+            steps.clear();
+        }
+        current.get_or_insert((stream, id));
+        steps.push(StoredStep {
+            event_type: event.get(2)?,
+            timestamp: rows::instant(event, 3)?,
+            correlation_id: event.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        });
+    }
+    if let Some((stream, id)) = current {
+        write(&stream, &id, &steps)?;
+    }
+    Ok(())
+}
