@@ -28,6 +28,7 @@
 mod deploy;
 
 use deploy::io;
+mod instances;
 mod rebuild;
 
 use std::io::Write;
@@ -40,12 +41,16 @@ use crate::app::Retried;
 use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
 
 pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
+pub use instances::InstancesArgs;
 
 /// The operator's commands.
 #[derive(Debug, Clone, Subcommand)]
 pub enum Operator {
     /// How far behind each subscriber is, and what holds it.
     Lag,
+    /// Process instances, the latest started first (or the soonest due): by process, status,
+    /// what is overdue or due soon, correlation or id prefix, a page at a time; or how many.
+    Instances(InstancesArgs),
     /// Pending process deadlines, soonest first: when (and how far off), process, instance,
     /// field, and `waiting` for one due but held for its instance's earlier events; then each
     /// instance left out, and why.
@@ -360,6 +365,7 @@ pub async fn execute(
 ) -> Result<ExitCode, crate::Error> {
     match command {
         Operator::Rebuild(args) => rebuild::run(app, &args.read_model, args.afresh, out).await?,
+        Operator::Instances(args) => instances::run(app, args, out).await?,
         Operator::Lag => {
             let lag = app.lag().await?;
             // Names in one column, however long a read model's.

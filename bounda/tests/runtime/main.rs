@@ -23,6 +23,7 @@ mod dead_letters;
 mod engine;
 mod explain;
 mod faults;
+mod instances;
 mod metrics;
 mod page;
 mod policies;
