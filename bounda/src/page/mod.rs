@@ -16,6 +16,7 @@
 //! Serve it on loopback, or behind the operators' own authentication.
 
 mod bulk;
+mod instances;
 mod metrics;
 mod timeline;
 
@@ -104,8 +105,13 @@ impl Links {
         format!("{}?done={code}", self.home())
     }
 
-    /// The search form's target.
+    /// The explain form's target.
     fn search(&self) -> String {
+        format!("{}/explain", self.base)
+    }
+
+    /// The list of instances.
+    fn instances(&self) -> String {
         format!("{}/instances", self.base)
     }
 
@@ -164,7 +170,8 @@ pub fn router(app: App, options: Options) -> axum::Router {
     router
         .route("/", get(overview))
         .route("/lag", get(lag_panel))
-        .route("/instances", get(search))
+        .route("/explain", get(search))
+        .route("/instances", get(instances::page))
         .route("/instances/{process}/{id}", get(instance))
         .route("/letters/bulk", get(bulk::page))
         .route("/letters/bulk/{action}", post(bulk::act))
@@ -358,7 +365,7 @@ struct Overview {
     writable: bool,
     /// Whether the page reloads itself: not while a token may be typed into it.
     refresh: bool,
-    processes: Vec<&'static str>,
+    processes: Vec<instances::ProcessLine>,
     read_models: Vec<ReadModelLine>,
     /// The log's head, which rebuilds run up to.
     head: u64,
@@ -537,7 +544,7 @@ async fn overview_page(
         open_letters,
         writable: shared.token.is_some(),
         refresh,
-        processes: app.processes().map(|p| p.name()).collect(),
+        processes: instances::process_lines(&shared.links, app).await?,
         read_models: read_model_lines(app).await?,
         head: app.store().head().await?,
         notice,

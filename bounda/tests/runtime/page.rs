@@ -419,7 +419,8 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
     } = answer(&server, get("/ops")).await;
     assert_eq!(status, StatusCode::OK, "{html}");
     assert!(html.contains(r#"<a href="/ops">bounda</a>"#), "{html}");
-    assert!(html.contains(r#"action="/ops/instances""#), "{html}");
+    assert!(html.contains(r#"action="/ops/explain""#), "{html}");
+    assert!(html.contains(r#"href="/ops/instances""#), "{html}");
     assert!(html.contains(r#"src="/ops/lag""#), "{html}");
     assert!(
         html.contains(r#"href="/ops/instances/OrderPayment/o-nested""#),
@@ -438,7 +439,7 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         status, location, ..
     } = answer(
         &server,
-        get("/ops/instances?process=OrderPayment&id=o-nested"),
+        get("/ops/explain?process=OrderPayment&id=o-nested"),
     )
     .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
@@ -490,7 +491,7 @@ async fn ids_from_payloads_are_escaped_encoded_and_reach_their_own_page() {
     // the others' links, with the same encoding.
     let page = router(app.app().clone(), Options::default());
     for (id, encoded) in [("..", "%2E%2E"), (".", "%2E")] {
-        let search = request("GET", &format!("/instances?process=OrderPayment&id={id}"))
+        let search = request("GET", &format!("/explain?process=OrderPayment&id={id}"))
             .body(Body::empty())
             .unwrap();
         let location = answer(&page, search).await.location;
@@ -750,4 +751,91 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         overview.contains("run in batches in the background"),
         "{overview}"
     );
+}
+
+// Issue 24: the overview counts each process's instances by status and what is overdue, each
+// count a link to the list; the list filters and pages them.
+#[tokio::test]
+async fn the_page_counts_and_lists_instances_by_status_and_deadline() {
+    let app = shop("o-list").await;
+    for id in ["o-list-2", "o-list-3"] {
+        app.dispatch(PlaceOrder {
+            order_id: id.into(),
+            total: 1,
+        })
+        .await
+        .unwrap();
+        app.advance(hours(1)).await.unwrap();
+    }
+    // Past the first reminders, without running them.
+    app.clock().advance(hours(30));
+    let (status, overview, _) = get(&app, None, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    let processes = section(&overview, "processes");
+    assert!(
+        processes.contains("<code>OrderPayment</code>")
+            && processes
+                .contains(r#"href="/instances?process=OrderPayment&#38;status=running">3</a>"#)
+            && processes.contains(
+                r#"href="/instances?process=OrderPayment&#38;due=overdue&#38;order=soonest">3</a>"#
+            )
+            && processes.contains("due 8h ago"),
+        "{processes}"
+    );
+
+    let (status, list, _) = get(
+        &app,
+        None,
+        "/instances?process=OrderPayment&due=overdue&order=soonest&limit=2",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        list.contains("<strong>3</strong> instances match"),
+        "{list}"
+    );
+    let rows: Vec<&str> = list.split(r#"<tr class="instance">"#).skip(1).collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    assert!(
+        rows[0].contains("<code>o-list</code>") && rows[0].contains("overdue"),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[1].contains("<code>o-list-2</code>"), "{}", rows[1]);
+    let next = list
+        .split(r#"<a id="next-page" href=""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .replace("&#38;", "&");
+    let (_, rest, _) = get(&app, None, &next).await;
+    let rows: Vec<&str> = rest.split(r#"<tr class="instance">"#).skip(1).collect();
+    assert_eq!(rows.len(), 1, "{rest}");
+    assert!(rows[0].contains("<code>o-list-3</code>"), "{}", rows[0]);
+    assert!(
+        !rest.contains("next-page"),
+        "the last page leads nowhere: {rest}"
+    );
+
+    let (status, refused, _) = get(&app, None, "/instances?status=lost").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        refused.contains("running, failed, timed_out or completed"),
+        "{refused}"
+    );
+    let (status, none, _) = get(&app, None, "/instances?id=nobody").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        none.contains("<strong>0</strong> instances match"),
+        "{none}"
+    );
+}
+
+/// The section `id` of `page`.
+fn section<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!(r#"<section id="{id}">"#))
+        .unwrap_or_else(|| panic!("no section {id}: {page}"));
+    let rest = &page[start..];
+    &rest[..rest.find("</section>").unwrap_or(rest.len())]
 }

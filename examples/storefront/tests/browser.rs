@@ -152,6 +152,30 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     );
     browser.screenshot(&shots, "overview").await;
 
+    // Each process's instances counted by status: the failed count leads to the one that
+    // failed; soonest due first, the three running orders with their payment deadlines.
+    let processes = browser.text("#processes").await;
+    assert!(processes.contains("OrderLifecycle"), "{processes}");
+    browser
+        .click("#processes a[href*='process=OrderLifecycle'][href$='status=failed']")
+        .await;
+    browser.text_with("#matching", "1 instance matches").await;
+    assert!(browser.text("#instances table").await.contains("o-1"));
+    browser
+        .open(&format!(
+            "{}/instances?process=OrderLifecycle&order=soonest",
+            serve.url
+        ))
+        .await;
+    browser.text_with("#matching", "3 instances match").await;
+    let rows = browser.text("#instances table").await;
+    assert!(
+        ["o-2", "o-3", "o-4"].iter().all(|id| rows.contains(id)),
+        "{rows}"
+    );
+    browser.screenshot(&shots, "instances").await;
+    browser.open(&serve.url).await;
+
     // The letter leads to its instance's story: the failure that filed it.
     browser.click("#letters tr.letter a.story").await;
     browser
