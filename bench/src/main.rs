@@ -11,6 +11,7 @@
 mod domain;
 mod files;
 mod floor;
+mod instances;
 mod measure;
 mod memory;
 mod postgres;
@@ -505,6 +506,38 @@ async fn main() {
         ));
     }
 
+    if wants("instances") {
+        let (small, large) = if args.smoke {
+            (1_000, 10_000)
+        } else {
+            (1_000, 1_000_000)
+        };
+        let path = files.fresh("instances");
+        let options = bounda_sqlite::Options {
+            synchronous: Mode::Normal.synchronous(),
+            ..bounda_sqlite::Options::default()
+        };
+        let sqlite = bounda_sqlite::SqliteStore::open_with(path.path(), options)
+            .expect("cannot open the instances' file");
+        notes.push(instances_note("SQLite (NORMAL)", &sqlite, small, large).await);
+        drop(sqlite);
+        let filled = instances::migrate_again(path.path());
+        eprintln!(
+            "  the migration's fill of {}: {filled:.1?}",
+            short(large as usize)
+        );
+        notes.push(format!(
+            "the migration that makes the instances index, on a file of {} process instances \
+             written before it (the table dropped, the schema version set back): {:.1} s",
+            short(large as usize),
+            filled.as_secs_f64()
+        ));
+        if args.postgres {
+            let store = postgres::fresh_store("instances").await;
+            notes.push(instances_note("PostgreSQL", &store, small, large).await);
+        }
+    }
+
     if wants("check") {
         let (instances, events) = if args.smoke {
             (1_000, 10_000)
@@ -589,6 +622,50 @@ async fn main() {
     std::fs::write(&args.out, &report)
         .unwrap_or_else(|error| panic!("cannot write {}: {error}", args.out.display()));
     eprintln!("written to {}", args.out.display());
+}
+
+/// The listings and counts of the instances index on `store` beside `small`, then `large`,
+/// instances, as a note: each one's median at both sizes and their ratio.
+async fn instances_note(
+    name: &str,
+    store: &dyn bounda::store::Store,
+    small: u64,
+    large: u64,
+) -> String {
+    instances::fill(store, 0, small).await;
+    let before = instances::time(store).await;
+    let filling = Instant::now();
+    instances::fill(store, small, large).await;
+    let filled = filling.elapsed();
+    let after = instances::time(store).await;
+    let ms = |took: std::time::Duration| format!("{:.2} ms", took.as_secs_f64() * 1e3);
+    let lines: Vec<String> = before
+        .iter()
+        .zip(&after)
+        .map(|((label, small_took, _), (_, large_took, answered))| {
+            eprintln!(
+                "  instances on {name}, {label}: {} beside {}, {} beside {} ({answered})",
+                ms(*small_took),
+                short(small as usize),
+                ms(*large_took),
+                short(large as usize)
+            );
+            format!(
+                "{label} {} / {} ({answered})",
+                ms(*small_took),
+                ms(*large_took)
+            )
+        })
+        .collect();
+    format!(
+        "instances on {name}, median of 5, beside {} / {} instances (rows or count answered at \
+         the larger): {}; {} instances written as steps write them in {:.1} s",
+        short(small as usize),
+        short(large as usize),
+        lines.join("; "),
+        short((large - small) as usize),
+        filled.as_secs_f64()
+    )
 }
 
 #[cfg(test)]

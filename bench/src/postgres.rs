@@ -99,6 +99,11 @@ async fn fresh(what: &str) -> (String, String, PostgresStore) {
     (url, schema, store)
 }
 
+/// A store on a fresh schema of the durable server.
+pub async fn fresh_store(what: &str) -> PostgresStore {
+    fresh(what).await.2
+}
+
 /// A plain connection to `url`.
 async fn client(url: &str) -> Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)

@@ -201,8 +201,10 @@ const MIGRATIONS: &[&str] = &[
     ",
     // 6: the instances index, one row per process instance, written with each step; filled from
     // the log when it is made (see `then`). Each listing reads one index in its order: newest
-    // first (of all, of a process, of a status, of both), soonest due first (of all, of a
-    // process), by correlation, by id prefix. Names and ids order by code point, as bounda-sqlite
+    // first (of all, of a process, of a status, of both), soonest due first, by correlation, by
+    // id prefix. One index of the next deadline, not one per process too: a firing moves its
+    // instance's deadline, and each index of it costs every firing a write. A process's soonest
+    // are read along it, skipping the other processes' rows. Names and ids order by code point, as bounda-sqlite
     // orders them, whatever the database's collation: a page's cursor reads the same on both.
     "
     CREATE TABLE {t}instances (
@@ -221,8 +223,6 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX {p}instances_process_status
         ON {t}instances (process, status, started_at, instance_id);
     CREATE INDEX {p}instances_due ON {t}instances (next_due, process, instance_id)
-        WHERE next_due IS NOT NULL;
-    CREATE INDEX {p}instances_process_due ON {t}instances (process, next_due, instance_id)
         WHERE next_due IS NOT NULL;
     CREATE INDEX {p}instances_correlation ON {t}instances (correlation_id);
     CREATE INDEX {p}instances_id ON {t}instances (instance_id);

@@ -182,8 +182,10 @@ const MIGRATIONS: &[&str] = &[
     ",
     // 11: the instances index, one row per process instance, written with each step; filled
     // from the log when it is made (see `then`). Each listing reads one index in its order:
-    // newest first (of all, of a process, of a status, of both), soonest due first (of all, of
-    // a process), by correlation, by id prefix.
+    // newest first (of all, of a process, of a status, of both), soonest due first, by
+    // correlation, by id prefix. One index of the next deadline, not one per process too: a
+    // firing moves its instance's deadline, and each index of it costs every firing a write.
+    // A process's soonest are read along it, skipping the other processes' rows.
     "
     CREATE TABLE bounda_instances (
         process        TEXT NOT NULL,
@@ -201,8 +203,6 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX bounda_instances_process_status
         ON bounda_instances (process, status, started_at);
     CREATE INDEX bounda_instances_due ON bounda_instances (next_due, process)
-        WHERE next_due IS NOT NULL;
-    CREATE INDEX bounda_instances_process_due ON bounda_instances (process, next_due)
         WHERE next_due IS NOT NULL;
     CREATE INDEX bounda_instances_correlation ON bounda_instances (correlation_id);
     CREATE INDEX bounda_instances_id ON bounda_instances (instance_id);
