@@ -28,6 +28,15 @@ macro_rules! free_claim {
 }
 pub(crate) use free_claim;
 
+/// The condition that the scheduler row aliased `s` is held by a pause: a process deadline of a
+/// paused process or instance, a delayed run of a paused policy (`bounda::store::pauses`). With
+/// no pause, one read of an empty table.
+pub(crate) const PAUSED: &str = "EXISTS (SELECT 1 FROM {t}pauses p WHERE
+    (s.command_type = 'bounda.ProcessDeadline' AND p.name = s.payload->>'process'
+        AND (p.kind = 'process' OR (p.kind = 'instance' AND p.instance = s.aggregate_id)))
+    OR (s.command_type = 'bounda.PolicyRun' AND p.kind = 'policy'
+        AND p.name = s.payload->>'policy'))";
+
 /// Whether inbox row `i` may be claimed at `$3` (`$4` being `$3` less the lease): pending with
 /// a free claim (new, released or lapsed), or failed with its retry due.
 #[rustfmt::skip] // on two lines, as the condition reads
@@ -275,11 +284,11 @@ pub(crate) async fn claim(
         client,
         &names.sql(&format!(
             "WITH due AS (
-                 SELECT dedupe_key FROM {{t}}scheduled_commands
-                 WHERE execute_at <= $1 AND {}
+                 SELECT dedupe_key FROM {{t}}scheduled_commands s
+                 WHERE execute_at <= $1 AND {} AND NOT {PAUSED}
                  ORDER BY execute_at, dedupe_key
                  LIMIT $4
-                 FOR UPDATE SKIP LOCKED)
+                 FOR UPDATE OF s SKIP LOCKED)
              UPDATE {{t}}scheduled_commands s
              SET claimed_at = $1, lease_until = $5, claim_id = $2, rescheduled = FALSE
              FROM due WHERE s.dedupe_key = due.dedupe_key

@@ -227,6 +227,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX {p}instances_correlation ON {t}instances (correlation_id);
     CREATE INDEX {p}instances_id ON {t}instances (instance_id);
     ",
+    // 7: what operators paused (a process, an instance, a policy, a subscriber), which every
+    // runner on the tables obeys; the claim of due entries reads it (`claims::PAUSED`).
+    "
+    CREATE TABLE {t}pauses (
+        kind     TEXT        NOT NULL,
+        name     TEXT        NOT NULL,
+        instance TEXT        NOT NULL,
+        since    TIMESTAMPTZ NOT NULL,
+        by_whom  TEXT        NOT NULL,
+        reason   TEXT,
+        PRIMARY KEY (kind, name, instance)
+    );
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

@@ -8,13 +8,14 @@
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
     InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, Listener,
-    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
+    Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
+    async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 
-use crate::claims::{claim, claim_batch, claim_one, free_claim};
+use crate::claims::{PAUSED, claim, claim_batch, claim_one, free_claim};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, place, statements};
@@ -394,12 +395,16 @@ impl Store for PostgresStore {
         let row = self
             .one(
                 "cannot read the next due moment",
-                "SELECT
-                     (SELECT min(execute_at) FROM {t}scheduled_commands WHERE claimed_at IS NULL),
-                     (SELECT min(lease_until) FROM {t}scheduled_commands
-                      WHERE lease_until IS NOT NULL),
-                     (SELECT min(claimed_at) FROM {t}scheduled_commands
-                      WHERE claimed_at IS NOT NULL AND lease_until IS NULL)",
+                &format!(
+                    "SELECT
+                         (SELECT execute_at FROM {{t}}scheduled_commands s
+                          WHERE claimed_at IS NULL AND NOT {PAUSED}
+                          ORDER BY execute_at LIMIT 1),
+                         (SELECT min(lease_until) FROM {{t}}scheduled_commands
+                          WHERE lease_until IS NOT NULL),
+                         (SELECT min(claimed_at) FROM {{t}}scheduled_commands
+                          WHERE claimed_at IS NOT NULL AND lease_until IS NULL)"
+                ),
                 &[],
             )
             .await?;
@@ -415,8 +420,10 @@ impl Store for PostgresStore {
         let row = self
             .one(
                 "cannot read scheduled retries",
-                "SELECT min(execute_at) FROM {t}scheduled_commands
-                 WHERE attempts > 0 AND claimed_at IS NULL",
+                &format!(
+                    "SELECT min(execute_at) FROM {{t}}scheduled_commands s
+                     WHERE attempts > 0 AND claimed_at IS NULL AND NOT {PAUSED}"
+                ),
                 &[],
             )
             .await?;
@@ -611,6 +618,71 @@ impl Store for PostgresStore {
     async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
         let client = self.client().await?;
         crate::instances::counts(&client, &self.names, now).await
+    }
+
+    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self.names.sql(
+                "INSERT INTO {t}pauses (kind, name, instance, since, by_whom, reason)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            ),
+            &[
+                &pause.target.kind(),
+                &pause.target.name(),
+                &pause.target.instance(),
+                &pause.since.to_chrono(),
+                &pause.by,
+                &pause.reason,
+            ],
+        )
+        .await
+        .map_err(failed("cannot pause"))?;
+        Ok(changed > 0)
+    }
+
+    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self
+                .names
+                .sql("DELETE FROM {t}pauses WHERE kind = $1 AND name = $2 AND instance = $3"),
+            &[&target.kind(), &target.name(), &target.instance()],
+        )
+        .await
+        .map_err(failed("cannot resume"))?;
+        Ok(changed > 0)
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        let client = self.client().await?;
+        let read = query(
+            &client,
+            &self.names.sql(
+                "SELECT kind, name, instance, since, by_whom, reason FROM {t}pauses
+                 ORDER BY kind, name, instance",
+            ),
+            &[],
+        )
+        .await
+        .map_err(failed("cannot read the pauses"))?;
+        read.iter()
+            .map(|row| {
+                let (kind, name, instance): (String, String, String) =
+                    (rows::get(row, 0)?, rows::get(row, 1)?, rows::get(row, 2)?);
+                let target = PauseTarget::from_parts(&kind, &name, &instance).ok_or_else(|| {
+                    StoreError::new(format!("a pause of kind `{kind}` does not read"))
+                })?;
+                Ok(Pause {
+                    target,
+                    since: rows::instant(row, 3)?,
+                    by: rows::get(row, 4)?,
+                    reason: rows::get(row, 5)?,
+                })
+            })
+            .collect()
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {

@@ -32,12 +32,13 @@ async fn restored(dump: &str) -> (PostgresStore, tokio_postgres::Client, String)
 }
 
 // Issue 24: the instances of tables written before the instances index are indexed when they
-// migrate, from their streams and deadline entries.
+// migrate, from their streams and deadline entries; their deadline entries obey pauses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_instances_of_schema_5_are_indexed_when_it_migrates() {
     let (store, _client, _schema) = restored(include_str!("fixtures/instances-v5.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     bounda::store::contract::the_instances_an_older_build_wrote_are_indexed(&store).await;
+    bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
 }
 
 // Issue 19: claims written before they kept their end lapse on the reader's lease; claims taken
@@ -46,7 +47,7 @@ async fn the_instances_of_schema_5_are_indexed_when_it_migrates() {
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 7, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(

@@ -22,6 +22,15 @@ macro_rules! free_claim {
 }
 pub(crate) use free_claim;
 
+/// The condition that the scheduler row aliased `s` is held by a pause: a process deadline of a
+/// paused process or instance, a delayed run of a paused policy (`bounda::store::pauses`). With
+/// no pause, one read of an empty table.
+pub(crate) const PAUSED: &str = "EXISTS (SELECT 1 FROM bounda_pauses p WHERE
+    (s.command_type = 'bounda.ProcessDeadline' AND p.name = json_extract(s.payload, '$.process')
+        AND (p.kind = 'process' OR (p.kind = 'instance' AND p.instance = s.aggregate_id)))
+    OR (s.command_type = 'bounda.PolicyRun' AND p.kind = 'policy'
+        AND p.name = json_extract(s.payload, '$.policy')))";
+
 /// `now - lease`: a claim written without its end and taken before it has lapsed on the reader's
 /// lease; one taken at it ends now, and is taken over only once the lease has passed.
 pub(crate) fn expired_before(now: Instant, lease: Duration) -> String {
@@ -113,8 +122,8 @@ pub(crate) fn claim(
             "UPDATE bounda_scheduled_commands
              SET claimed_at = ?1, lease_until = ?5, claim_id = ?2, rescheduled = 0
              WHERE dedupe_key IN (
-                 SELECT dedupe_key FROM bounda_scheduled_commands
-                 WHERE execute_at <= ?1 AND {}
+                 SELECT dedupe_key FROM bounda_scheduled_commands s
+                 WHERE execute_at <= ?1 AND {} AND NOT {PAUSED}
                  ORDER BY execute_at, dedupe_key LIMIT ?4)
              RETURNING {}",
             free_claim!("?1", "?3"),

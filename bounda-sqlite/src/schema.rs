@@ -207,6 +207,19 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX bounda_instances_correlation ON bounda_instances (correlation_id);
     CREATE INDEX bounda_instances_id ON bounda_instances (instance_id);
     ",
+    // 12: what operators paused (a process, an instance, a policy, a subscriber), which every
+    // runner on the file obeys; the claim of due entries reads it (`claims::PAUSED`).
+    "
+    CREATE TABLE bounda_pauses (
+        kind     TEXT NOT NULL,
+        name     TEXT NOT NULL,
+        instance TEXT NOT NULL,
+        since    TEXT NOT NULL,
+        by       TEXT NOT NULL,
+        reason   TEXT,
+        PRIMARY KEY (kind, name, instance)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the database to,

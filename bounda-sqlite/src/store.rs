@@ -2,14 +2,14 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
-    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
+    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, Pause,
+    PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, TransactionBehavior, params, params_from_iter};
 
-use crate::claims::{claim, claim_one, expired_before, free_claim, lease_until};
+use crate::claims::{PAUSED, claim, claim_one, expired_before, free_claim, lease_until};
 use crate::{SqliteStore, rows, sql, statements};
 
 #[async_trait]
@@ -348,14 +348,15 @@ impl Store for SqliteStore {
     async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
         let (free, ending, unended): (Option<String>, Option<String>, Option<String>) = conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT
-                     (SELECT MIN(execute_at) FROM bounda_scheduled_commands WHERE claimed_at IS NULL),
+                     (SELECT execute_at FROM bounda_scheduled_commands s
+                      WHERE claimed_at IS NULL AND NOT {PAUSED} ORDER BY execute_at LIMIT 1),
                      (SELECT MIN(lease_until) FROM bounda_scheduled_commands
                       WHERE lease_until IS NOT NULL),
                      (SELECT MIN(claimed_at) FROM bounda_scheduled_commands
                       WHERE claimed_at IS NOT NULL AND lease_until IS NULL)",
-            )
+            ))
             .and_then(|mut s| s.query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
             .map_err(sql("cannot read the next due moment"))?;
         let parse = |text: Option<String>| {
@@ -374,10 +375,10 @@ impl Store for SqliteStore {
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
         let text: Option<String> = conn
-            .prepare_cached(
-                "SELECT MIN(execute_at) FROM bounda_scheduled_commands
-                 WHERE attempts > 0 AND claimed_at IS NULL",
-            )
+            .prepare_cached(&format!(
+                "SELECT MIN(execute_at) FROM bounda_scheduled_commands s
+                 WHERE attempts > 0 AND claimed_at IS NULL AND NOT {PAUSED}",
+            ))
             .and_then(|mut s| s.query_row([], |row| row.get(0)))
             .map_err(sql("cannot read scheduled retries"))?;
         text.map(|text| {
@@ -605,6 +606,66 @@ impl Store for SqliteStore {
     async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
         let conn = self.lock()?;
         crate::instances::counts(&conn, now)
+    }
+
+    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "INSERT INTO bounda_pauses (kind, name, instance, since, by, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                pause.target.kind(),
+                pause.target.name(),
+                pause.target.instance(),
+                pause.since.to_string(),
+                pause.by,
+                pause.reason,
+            ])
+        })
+        .map(|changed| changed > 0)
+        .map_err(sql("cannot pause"))
+    }
+
+    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
+        let conn = self.lock()?;
+        conn.prepare_cached(
+            "DELETE FROM bounda_pauses WHERE kind = ?1 AND name = ?2 AND instance = ?3",
+        )
+        .and_then(|mut s| s.execute(params![target.kind(), target.name(), target.instance()]))
+        .map(|changed| changed > 0)
+        .map_err(sql("cannot resume"))
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        let conn = self.lock()?;
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT kind, name, instance, since, by, reason FROM bounda_pauses
+                 ORDER BY kind, name, instance",
+            )
+            .map_err(sql("cannot prepare a read of the pauses"))?;
+        let read = statement
+            .query_map([], |row| {
+                let target: (String, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                Ok((target, rows::instant(row, 3)?, row.get(4)?, row.get(5)?))
+            })
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(sql("cannot read the pauses"))?;
+        read.into_iter()
+            .map(|((kind, name, instance), since, by, reason)| {
+                let target = PauseTarget::from_parts(&kind, &name, &instance).ok_or_else(|| {
+                    StoreError::new(format!("a pause of kind `{kind}` does not read"))
+                })?;
+                Ok(Pause {
+                    target,
+                    since,
+                    by,
+                    reason,
+                })
+            })
+            .collect()
     }
 
     async fn inbox_page(

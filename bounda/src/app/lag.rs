@@ -61,6 +61,9 @@ pub struct Lag {
     /// them when it starts, an operator with [`App::rearm`]). Counted by a survey of every
     /// instance at most a minute old.
     pub drifted_entries: u64,
+    /// What operators paused, and since when and by whom: a paused subscriber's lag grows, a
+    /// paused process's, instance's or policy's work waits.
+    pub paused: Vec<crate::store::Pause>,
 }
 
 impl App {
@@ -140,17 +143,24 @@ impl App {
             waiting_deadlines: self.waiting_deadline_count().await?,
             held_deadlines: held.len() as u64,
             drifted_entries: self.drifted_count().await?,
+            paused: self.store().pauses().await?,
         })
     }
 
     /// Due deadlines held back behind an unhandled event of their instance stored at or before
-    /// them, as the store says (of the instances the first thousand unhandled events reach):
-    /// what any reader sees, not only the process that runs the worker.
+    /// them, as the store says (of the instances the first thousand unhandled events reach,
+    /// paused ones left out): what any reader sees, not only the process that runs the worker.
     pub(crate) async fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let unhandled = Unhandled::read(self).await?;
+        let paused = crate::store::Paused::new(self.store().pauses().await?);
         let now = self.clock().now();
         let mut count = 0;
         for (process, id) in unhandled.instances() {
+            // A paused instance's deadline does not wait for its events: it waits for its
+            // resume, and nothing moves it meanwhile.
+            if paused.instance(process, id).is_some() {
+                continue;
+            }
             let armed = self
                 .store()
                 .scheduled(&entry_key(process, id))
@@ -283,6 +293,7 @@ impl App {
                     waiting: false,
                     held_by: Some(letter.id.clone()),
                     drift: None,
+                    paused: false,
                 })),
                 Err(error) => left_out.push(UnreadableState {
                     process: process.name().to_owned(),
@@ -334,6 +345,7 @@ impl App {
         entries: Vec<crate::store::ScheduledEntry>,
     ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
         let unhandled = Unhandled::read(self).await?;
+        let paused = crate::store::Paused::new(self.store().pauses().await?);
         let now = self.clock().now();
         let mut pending = Vec::new();
         let mut left_out = Vec::new();
@@ -390,6 +402,9 @@ impl App {
                     waiting,
                     held_by: None,
                     drift: drift.clone(),
+                    paused: paused
+                        .instance(process.name(), &entry.aggregate_id)
+                        .is_some(),
                 });
             }
         }

@@ -14,6 +14,7 @@ mod letters_bulk;
 pub mod metrics;
 mod missing;
 mod outcome;
+mod pauses;
 mod policy;
 mod policy_run;
 mod ports;

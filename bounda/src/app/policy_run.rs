@@ -16,7 +16,7 @@ use crate::store::{DeadLetter, LetterKind, ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// The command type of a delayed policy's run in the scheduler.
-pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";
+pub(crate) use crate::store::pauses::POLICY_RUN;
 
 /// What a delayed policy run's scheduler entry holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -187,6 +187,14 @@ impl App {
         }
         let store = read_models(self)?;
         let subscriber = model.subscriber();
+        // A read model an operator paused makes no pass.
+        let paused = self.store().pauses().await?;
+        if crate::store::Paused::new(paused)
+            .subscriber(subscriber)
+            .is_some()
+        {
+            return Ok(false);
+        }
         let from = self.store().checkpoint(subscriber).await?.unwrap_or(0);
         let batch_size = self.config().dispatcher.batch_size.max(1);
         let mut events = self.store().read_all(from, batch_size).await?;

@@ -5,7 +5,7 @@
 
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::{App, telemetry};
-use crate::store::{InOrder, InboxClaim, InboxPair};
+use crate::store::{InOrder, InboxClaim, InboxPair, PauseTarget};
 use crate::{Error, Instant, RecordedEvent};
 use tracing::Instrument;
 
@@ -41,6 +41,12 @@ impl App {
         deliveries: impl Fn(&RecordedEvent) -> Vec<Delivery>,
     ) -> Result<bool, Error> {
         let store = self.store();
+        // What operators paused holds here: a paused subscriber makes no pass; a paused
+        // handler's or instance's events wait, as behind a failure waiting for its retry.
+        let paused = crate::store::Paused::new(store.pauses().await?);
+        if paused.subscriber(subscriber).is_some() {
+            return Ok(false);
+        }
         let Some(from) = store.checkpoint(subscriber).await? else {
             return Ok(false);
         };
@@ -53,6 +59,15 @@ impl App {
         let pass = async {
             let claim_id = self.claim_id();
             let mut order = InOrder::new(batch);
+            for pause in paused.all() {
+                match &pause.target {
+                    PauseTarget::Process { name } | PauseTarget::Policy { name } => {
+                        order.hold_handler(name)
+                    }
+                    PauseTarget::Instance { process, id } => order.hold_lane(process, id),
+                    PauseTarget::Subscriber { .. } => {}
+                }
+            }
             let mut runs = Vec::new();
             let mut stop: Option<u64> = None;
             let mut last = from;

@@ -29,6 +29,7 @@ mod deploy;
 
 use deploy::io;
 mod instances;
+mod pauses;
 mod rebuild;
 
 use std::io::Write;
@@ -42,6 +43,7 @@ use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
 
 pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
 pub use instances::InstancesArgs;
+pub use pauses::{PauseArgs, Target};
 
 /// The operator's commands.
 #[derive(Debug, Clone, Subcommand)]
@@ -51,6 +53,13 @@ pub enum Operator {
     /// Process instances, the latest started first (or the soonest due): by process, status,
     /// what is overdue or due soon, correlation or id prefix, a page at a time; or how many.
     Instances(InstancesArgs),
+    /// Pauses a process, one instance, a policy or a subscriber for every runner on the store:
+    /// its events and deadlines wait until `resume`. Kept with who paused it (`--by`), when, and
+    /// why (`--reason`); `lag` shows it.
+    Pause(PauseArgs),
+    /// Resumes what `pause` paused: what waited runs in order, deadlines that came due late.
+    #[command(subcommand)]
+    Resume(Target),
     /// Pending process deadlines, soonest first: when (and how far off), process, instance,
     /// field, and `waiting` for one due but held for its instance's earlier events; then each
     /// instance left out, and why.
@@ -366,6 +375,8 @@ pub async fn execute(
     match command {
         Operator::Rebuild(args) => rebuild::run(app, &args.read_model, args.afresh, out).await?,
         Operator::Instances(args) => instances::run(app, args, out).await?,
+        Operator::Pause(args) => pauses::pause(app, args, out).await?,
+        Operator::Resume(target) => pauses::resume(app, target, out).await?,
         Operator::Lag => {
             let lag = app.lag().await?;
             // Names in one column, however long a read model's.
@@ -412,6 +423,9 @@ pub async fn execute(
                 lag.max_lag, lag.waiting_deadlines, lag.held_deadlines, lag.drifted_entries
             )
             .map_err(io)?;
+            for pause in &lag.paused {
+                writeln!(out, "paused: {pause}").map_err(io)?;
+            }
         }
         Operator::Deadlines(args) => {
             if let Some(process) = &args.process
@@ -449,15 +463,17 @@ pub async fn execute(
                         "waiting": d.waiting,
                         "heldBy": d.held_by,
                         "drift": d.drift,
+                        "paused": d.paused,
                     });
                     writeln!(out, "{line}").map_err(io)?;
                 } else {
-                    let waiting = match (&d.held_by, d.waiting) {
-                        (Some(letter), _) => {
+                    let waiting = match (&d.held_by, d.paused, d.waiting) {
+                        (Some(letter), _, _) => {
                             format!("  held: its instance failed, letter {letter}")
                         }
-                        (None, true) => "  waiting".to_owned(),
-                        (None, false) => String::new(),
+                        (None, true, _) => "  paused".to_owned(),
+                        (None, false, true) => "  waiting".to_owned(),
+                        (None, false, false) => String::new(),
                     };
                     let drift = match &d.drift {
                         Some(drift) => format!("  entry disagrees: {drift}"),
@@ -766,6 +782,9 @@ fn write_story(
     match story.timeout_at {
         Some(at) => writeln!(out, ", its lifetime ends {} ({at})", relative(at, now))?,
         None => writeln!(out)?,
+    }
+    if let Some(pause) = &story.paused {
+        writeln!(out, "  {pause}: nothing of it runs until resumed")?;
     }
     for step in &story.steps {
         writeln!(

@@ -172,6 +172,7 @@ mod tests {
             at,
             waiting,
             held_by: None,
+            paused: false,
         }
     }
 

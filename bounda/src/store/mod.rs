@@ -16,6 +16,7 @@
 pub mod contract;
 mod copy;
 pub mod instances;
+pub mod pauses;
 pub mod protocol;
 pub mod read_models;
 mod records;
@@ -35,6 +36,7 @@ pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
     InstanceStatus, NextDue,
 };
+pub use pauses::{Pause, PauseTarget, Paused};
 
 pub use async_trait::async_trait;
 
@@ -383,6 +385,29 @@ pub trait Store: Send + Sync + 'static {
         Err(no_index())
     }
 
+    /// Pauses `pause.target` as `pause` says; `false`, changing nothing, when it is paused
+    /// already. From then on the store's claim of due entries ([`claim_due`](Store::claim_due),
+    /// [`ClaimDue`]) leaves the entries it holds (see [`pauses`]), and
+    /// [`next_due_at`](Store::next_due_at) does not count them. A store that cannot keep
+    /// pauses keeps this default, which refuses.
+    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
+        let _ = pause;
+        Err(StoreError::new(
+            "this store keeps no pauses: pause on a SQLite file or a PostgreSQL schema",
+        ))
+    }
+
+    /// Resumes `target`; `false` when it was not paused.
+    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
+        let _ = target;
+        Ok(false)
+    }
+
+    /// Every pause, by kind, name and instance. A store that keeps none answers none.
+    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
     /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
     /// time. A store that cannot be copied from keeps this default, which refuses.
@@ -469,6 +494,19 @@ impl InOrder {
             waiting: Default::default(),
             held: Default::default(),
         }
+    }
+
+    /// Holds every pair of `handler` (a paused policy or process): none is claimed.
+    pub fn hold_handler(&mut self, handler: &str) {
+        self.waiting.insert(handler.to_owned());
+    }
+
+    /// Holds the pairs of `handler` in `lane` (a paused instance): none is claimed.
+    pub fn hold_lane(&mut self, handler: &str, lane: &str) {
+        self.held
+            .entry(handler.to_owned())
+            .or_default()
+            .insert(lane.to_owned());
     }
 
     /// Whether `pair` is left unclaimed: the claims are all taken, or an earlier pair holds it.

@@ -456,6 +456,18 @@ impl Store for FaultyStore {
         self.inner.instance_counts(now).await
     }
 
+    async fn pause(&self, pause: &crate::store::Pause) -> Result<bool, StoreError> {
+        self.inner.pause(pause).await
+    }
+
+    async fn resume(&self, target: &crate::store::PauseTarget) -> Result<bool, StoreError> {
+        self.inner.resume(target).await
+    }
+
+    async fn pauses(&self) -> Result<Vec<crate::store::Pause>, StoreError> {
+        self.inner.pauses().await
+    }
+
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,

@@ -26,6 +26,7 @@ mod faults;
 mod instances;
 mod metrics;
 mod page;
+mod pauses;
 mod policies;
 mod preflight;
 mod preview;

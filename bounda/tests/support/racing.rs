@@ -372,4 +372,13 @@ impl Store for Racing {
     ) -> Result<Vec<bounda::store::InstanceCounts>, StoreError> {
         self.inner.instance_counts(now).await
     }
+    async fn pause(&self, pause: &bounda::store::Pause) -> Result<bool, StoreError> {
+        self.inner.pause(pause).await
+    }
+    async fn resume(&self, target: &bounda::store::PauseTarget) -> Result<bool, StoreError> {
+        self.inner.resume(target).await
+    }
+    async fn pauses(&self) -> Result<Vec<bounda::store::Pause>, StoreError> {
+        self.inner.pauses().await
+    }
 }

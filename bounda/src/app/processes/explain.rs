@@ -39,6 +39,9 @@ pub struct Explained {
     pub parked: Vec<ParkedEvent>,
     /// The dead letters of its failed steps, oldest first.
     pub letters: Vec<LetterNow>,
+    /// The pause that holds it, its own or its process's: nothing of it runs until resumed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<crate::store::Pause>,
 }
 
 /// One lifecycle step.
@@ -376,6 +379,9 @@ impl App {
             unreadable,
             parked,
             letters,
+            paused: crate::store::Paused::new(self.store().pauses().await?)
+                .instance(process, id)
+                .cloned(),
         }))
     }
 

@@ -222,6 +222,8 @@ pub struct PendingDeadline {
     /// runs the instance's deadlines at the entry's moment, not the state's, until the entry is
     /// re-armed ([`App::rearm`]).
     pub drift: Option<Drift>,
+    /// Whether its process or instance is paused: it does not run, due or not, until resumed.
+    pub paused: bool,
 }
 
 impl Status {

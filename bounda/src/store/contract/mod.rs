@@ -27,8 +27,10 @@ use crate::store::{
 use crate::{Instant, days, millis, seconds};
 
 mod instances;
+mod pauses;
 mod read_models;
 pub use instances::*;
+pub use pauses::*;
 pub use read_models::*;
 
 /// What a contract test runs on: a store, or a store with a guard that must outlive it (such
@@ -104,6 +106,7 @@ macro_rules! store_contract_tests {
             a_rebuild_resumes_is_superseded_swaps_and_is_abandoned,
             an_instance_row_is_written_with_its_steps,
             instances_are_listed_and_counted_as_the_model_says,
+            paused_entries_are_left_by_the_claim_until_resumed,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {

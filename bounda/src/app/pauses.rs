@@ -1,0 +1,120 @@
+//! Pausing and resuming: a process, one of its instances, a policy or a subscriber stopped for a
+//! while by an operator, in the store, so every runner on it obeys.
+
+use crate::app::App;
+use crate::store::{Pause, PauseTarget};
+use crate::{Error, app};
+
+impl App {
+    /// Pauses `target` on behalf of operator `by`, saying why if `reason` is given: from the
+    /// next pass of every runner on this store, a paused subscriber makes no pass, a paused
+    /// process's or policy's events wait (and its later ones behind them), a paused instance's
+    /// too, and a paused process's or instance's deadlines and a paused policy's delayed runs are
+    /// not run. Once resumed, what waited runs in order; a deadline that came due meanwhile runs
+    /// then, late. Answers `false`, changing nothing, when it is paused already. A name this app
+    /// does not have, an instance that never started or an empty `by` is refused.
+    pub async fn pause(
+        &self,
+        target: PauseTarget,
+        by: &str,
+        reason: Option<&str>,
+    ) -> Result<bool, Error> {
+        if by.trim().is_empty() {
+            return Err(Error::Configuration {
+                message: "a pause needs the operator's name (who paused it)".to_owned(),
+            });
+        }
+        self.check_target(&target).await?;
+        let pause = Pause {
+            target,
+            since: self.clock().now(),
+            by: by.trim().to_owned(),
+            reason: reason
+                .map(str::trim)
+                .filter(|reason| !reason.is_empty())
+                .map(str::to_owned),
+        };
+        let paused = self.store().pause(&pause).await?;
+        if paused {
+            tracing::info!(by = %pause.by, "{} paused", pause.target);
+        }
+        Ok(paused)
+    }
+
+    /// Resumes `target`: what waited runs from the next pass, in order. Answers `false` when it
+    /// was not paused.
+    pub async fn resume(&self, target: &PauseTarget) -> Result<bool, Error> {
+        let resumed = self.store().resume(target).await?;
+        if resumed {
+            tracing::info!("{target} resumed");
+        }
+        Ok(resumed)
+    }
+
+    /// Every pause on this store, by kind and name.
+    pub async fn pauses(&self) -> Result<Vec<Pause>, Error> {
+        Ok(self.store().pauses().await?)
+    }
+
+    /// Refuses a target this app cannot pause: a name it does not have, an instance that never
+    /// started.
+    async fn check_target(&self, target: &PauseTarget) -> Result<(), Error> {
+        let missing = |kind: &str, name: &str, known: Vec<String>| Error::NotFound {
+            what: format!(
+                "{kind} `{name}` in this app (its {kind}s: {})",
+                match known.is_empty() {
+                    true => "none".to_owned(),
+                    false => known.join(", "),
+                }
+            ),
+        };
+        let processes = || self.processes().map(|p| p.name().to_owned()).collect();
+        match target {
+            PauseTarget::Process { name } => {
+                if !self.processes().any(|p| p.name() == name) {
+                    return Err(missing("process", name, processes()));
+                }
+            }
+            PauseTarget::Instance { process, id } => {
+                let Some(runner) = self.processes().find(|p| p.name() == process) else {
+                    return Err(missing("process", process, processes()));
+                };
+                if self.load_instance(&**runner, id).await?.is_none() {
+                    return Err(Error::NotFound {
+                        what: format!("instance `{id}` of {process}: it never started"),
+                    });
+                }
+            }
+            PauseTarget::Policy { name } => {
+                if !self.policies().any(|p| p.name() == name) {
+                    let known = self.policies().map(|p| p.name().to_owned()).collect();
+                    return Err(missing("policy", name, known));
+                }
+            }
+            PauseTarget::Subscriber { name } => {
+                let known = self.subscriber_names();
+                if !known.iter().any(|known| known == name) {
+                    return Err(missing("subscriber", name, known));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The subscribers this app runs: `policies` and `processes` when it has any, and each
+    /// read model's.
+    fn subscriber_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        if self.policies().next().is_some() {
+            names.push(app::POLICIES.to_owned());
+        }
+        if self.processes().next().is_some() {
+            names.push(app::PROCESSES.to_owned());
+        }
+        names.extend(
+            self.read_models()
+                .map(|model| model.subscriber().to_owned()),
+        );
+        names
+    }
+}

@@ -1,0 +1,98 @@
+//! `pause` and `resume`: a process, an instance, a policy or a subscriber stopped for a while,
+//! in the store, so every runner on it obeys.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+
+use super::io;
+use crate::App;
+use crate::store::PauseTarget;
+
+/// What to pause or resume.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Target {
+    /// A process: its events wait, and its instances' deadlines.
+    Process {
+        /// The process, by name.
+        name: String,
+    },
+    /// One instance of a process: its events wait, and its deadline.
+    Instance {
+        /// The process, by name.
+        process: String,
+        /// The instance's id.
+        id: String,
+    },
+    /// A policy: its events wait, and its delayed runs.
+    Policy {
+        /// The policy, by name.
+        name: String,
+    },
+    /// A subscriber (`policies`, `processes`, `read-model:<name>`): it makes no pass.
+    Subscriber {
+        /// The subscriber, by name.
+        name: String,
+    },
+}
+
+impl From<Target> for PauseTarget {
+    fn from(target: Target) -> PauseTarget {
+        match target {
+            Target::Process { name } => PauseTarget::Process { name },
+            Target::Instance { process, id } => PauseTarget::Instance { process, id },
+            Target::Policy { name } => PauseTarget::Policy { name },
+            Target::Subscriber { name } => PauseTarget::Subscriber { name },
+        }
+    }
+}
+
+/// What `pause` pauses, and who asks.
+#[derive(Debug, Clone, Args)]
+pub struct PauseArgs {
+    /// What to pause.
+    #[command(subcommand)]
+    pub target: Target,
+    /// The operator's name, kept with the pause; the login name ($USER) by default.
+    #[arg(long, global = true, env = "USER", hide_env_values = true)]
+    pub by: Option<String>,
+    /// Why, kept with the pause and shown with it.
+    #[arg(long, global = true)]
+    pub reason: Option<String>,
+}
+
+/// Pauses what `args` names, saying so.
+pub(super) async fn pause(
+    app: &App,
+    args: PauseArgs,
+    out: &mut impl Write,
+) -> Result<(), crate::Error> {
+    let Some(by) = args.by.filter(|by| !by.trim().is_empty()) else {
+        return Err(crate::Error::Configuration {
+            message: "say who pauses it: --by <name> (or set USER)".to_owned(),
+        });
+    };
+    let target = PauseTarget::from(args.target);
+    match app
+        .pause(target.clone(), &by, args.reason.as_deref())
+        .await?
+    {
+        true => writeln!(out, "{target} paused by {by}"),
+        false => writeln!(out, "{target} was paused already; left as it was"),
+    }
+    .map_err(io)
+}
+
+/// Resumes what `target` names, saying so.
+pub(super) async fn resume(
+    app: &App,
+    target: Target,
+    out: &mut impl Write,
+) -> Result<(), crate::Error> {
+    let target = PauseTarget::from(target);
+    match app.resume(&target).await? {
+        true => writeln!(out, "{target} resumed"),
+        false => writeln!(out, "{target} was not paused"),
+    }
+    .map_err(io)
+}
