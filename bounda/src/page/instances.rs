@@ -247,6 +247,8 @@ pub(super) struct ProcessLine {
     pub(super) overdue_href: String,
     /// How long ago the oldest overdue deadline came due.
     pub(super) oldest_overdue: Option<String>,
+    /// Who paused it, and when, while it is paused.
+    pub(super) paused: Option<String>,
 }
 
 /// The overview's processes: the app's, and those only the store still has instances of.
@@ -255,6 +257,7 @@ pub(super) async fn process_lines(
     app: &crate::App,
 ) -> Result<Vec<ProcessLine>, crate::Error> {
     let now = app.clock().now();
+    let pauses = crate::store::Paused::new(app.pauses().await?);
     let mut counts: std::collections::BTreeMap<String, crate::store::InstanceCounts> = app
         .instance_counts()
         .await?
@@ -296,6 +299,9 @@ pub(super) async fn process_lines(
                 overdue: counts.overdue,
                 overdue_href: list(None, Some("overdue"), Some("soonest")),
                 oldest_overdue: counts.oldest_overdue.map(|at| ago(at, now)),
+                paused: pauses
+                    .handler(&name)
+                    .map(|pause| format!("paused by {} {}", pause.by, ago(pause.since, now))),
                 name,
             }
         })

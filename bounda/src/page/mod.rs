@@ -366,6 +366,8 @@ struct Overview {
     /// Whether the page reloads itself: not while a token may be typed into it.
     refresh: bool,
     processes: Vec<instances::ProcessLine>,
+    /// What operators paused, as a line each.
+    pauses: Vec<String>,
     read_models: Vec<ReadModelLine>,
     /// The log's head, which rebuilds run up to.
     head: u64,
@@ -545,6 +547,12 @@ async fn overview_page(
         writable: shared.token.is_some(),
         refresh,
         processes: instances::process_lines(&shared.links, app).await?,
+        pauses: app
+            .pauses()
+            .await?
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         read_models: read_model_lines(app).await?,
         head: app.store().head().await?,
         notice,

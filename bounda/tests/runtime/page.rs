@@ -839,3 +839,32 @@ fn section<'a>(page: &'a str, id: &str) -> &'a str {
     let rest = &page[start..];
     &rest[..rest.find("</section>").unwrap_or(rest.len())]
 }
+
+// Issue 24: the overview and the instance's page say what is paused, since when and by whom.
+#[tokio::test]
+async fn the_page_says_what_is_paused_and_by_whom() {
+    let app = shop("o-paused").await;
+    let process = bounda::store::PauseTarget::Process {
+        name: "OrderPayment".into(),
+    };
+    app.app()
+        .pause(process, "dana", Some("the gateway <is> down"))
+        .await
+        .unwrap();
+    let (_, overview, _) = get(&app, None, "/").await;
+    let paused = section(&overview, "paused");
+    assert!(
+        paused.contains("process OrderPayment paused since")
+            && paused.contains("by dana: the gateway &#60;is&#62; down"),
+        "escaped, with who and why: {paused}"
+    );
+    assert!(
+        section(&overview, "processes").contains("paused by dana"),
+        "{overview}"
+    );
+    let (_, story, _) = get(&app, None, "/instances/OrderPayment/o-paused").await;
+    assert!(
+        story.contains(r#"<p class="bad" id="paused">process OrderPayment paused since"#),
+        "{story}"
+    );
+}
