@@ -11,7 +11,6 @@ use bounda::store::{
 };
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
-use futures_util::TryStreamExt;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -276,47 +275,59 @@ pub(crate) async fn import(
     Ok(())
 }
 
-/// How many streams the filling reads before it writes their rows.
+/// How many events the filling reads at a time, and how many streams it writes at once.
+const FILL_EVENTS: i64 = 10_000;
 const FILL_BATCH: usize = 1_000;
 
 /// Fills the index from the log in the migration's transaction `tx`: a row for every process
 /// instance's stream, as its lifecycle events and its deadline entry leave it. The events are
-/// read as a stream, and the rows written a thousand at a time.
+/// read a page at a time by their stream and version (each page read whole before the next
+/// statement: one connection answers one statement at a time), and the rows written a thousand
+/// at a time.
 pub(crate) async fn fill(
     tx: &deadpool_postgres::Transaction<'_>,
     names: &Names,
 ) -> Result<(), StoreError> {
     let read = names.sql(
-        "SELECT aggregate_type, aggregate_id, type, timestamp, metadata->>'correlationId'
-         FROM {t}events WHERE aggregate_type LIKE 'process:%'
-         ORDER BY aggregate_type, aggregate_id, version",
+        "SELECT aggregate_type, aggregate_id, version, type, timestamp,
+             metadata->>'correlationId'
+         FROM {t}events
+         WHERE aggregate_type LIKE 'process:%'
+             AND (aggregate_type, aggregate_id, version) > ($1, $2, $3)
+         ORDER BY aggregate_type, aggregate_id, version LIMIT $4",
     );
-    let events = tx
-        .query_raw(&read, std::iter::empty::<&(dyn ToSql + Sync)>())
-        .await
-        .map_err(failed("cannot read the process streams"))?;
-    futures_util::pin_mut!(events);
+    // Complete streams waiting to be written, and the one the last page ended in.
     let mut streams: Vec<(String, String, Vec<StoredStep>)> = Vec::new();
-    while let Some(event) = events
-        .try_next()
-        .await
-        .map_err(failed("cannot read the process streams"))?
-    {
-        let stream: String = rows::get(&event, 0)?;
-        let id: String = rows::get(&event, 1)?;
-        let step = StoredStep {
-            event_type: rows::get(&event, 2)?,
-            timestamp: rows::instant(&event, 3)?,
-            correlation_id: rows::get::<Option<String>>(&event, 4)?.unwrap_or_default(),
-        };
-        match streams.last_mut() {
-            Some((s, i, steps)) if *s == stream && *i == id => steps.push(step),
-            _ => {
-                if streams.len() == FILL_BATCH {
-                    fill_batch(tx, names, &std::mem::take(&mut streams)).await?;
-                }
-                streams.push((stream, id, vec![step]));
+    let mut after = (String::new(), String::new(), 0_i64);
+    loop {
+        let page = query(tx, &read, &[&after.0, &after.1, &after.2, &FILL_EVENTS])
+            .await
+            .map_err(failed("cannot read the process streams"))?;
+        let Some(last) = page.last() else { break };
+        after = (
+            rows::get(last, 0)?,
+            rows::get(last, 1)?,
+            rows::get(last, 2)?,
+        );
+        for event in &page {
+            let stream: String = rows::get(event, 0)?;
+            let id: String = rows::get(event, 1)?;
+            let step = StoredStep {
+                event_type: rows::get(event, 3)?,
+                timestamp: rows::instant(event, 4)?,
+                correlation_id: rows::get::<Option<String>>(event, 5)?.unwrap_or_default(),
+            };
+            match streams.last_mut() {
+                Some((s, i, steps)) if *s == stream && *i == id => steps.push(step),
+                _ => streams.push((stream, id, vec![step])),
             }
+        }
+        // Every stream but the last is whole: the next page starts after it.
+        if streams.len() > FILL_BATCH
+            && let Some(open) = streams.pop()
+        {
+            fill_batch(tx, names, &streams).await?;
+            streams = vec![open];
         }
     }
     fill_batch(tx, names, &streams).await

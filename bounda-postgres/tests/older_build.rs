@@ -41,6 +41,35 @@ async fn the_instances_of_schema_5_are_indexed_when_it_migrates() {
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
 }
 
+// Issue 24: tables with more process instances than the fill writes at once, written without
+// the index, are filled whole when they migrate (the fill reads the log a page at a time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_instances_written_before_the_index_are_filled_when_they_migrate() {
+    use bounda::store::contract;
+    let (url, schema) = testing::schema("unindexed").unwrap_or_else(|how| panic!("{how}"));
+    let options = || Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options()).await.unwrap();
+    contract::streams_written_without_the_index(&store).await;
+    drop(store);
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "DROP TABLE {schema}.instances; DROP TABLE {schema}.pauses;
+             UPDATE {schema}.schema SET version = 5;"
+        ))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url, options()).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    contract::the_unindexed_streams_are_filled(&store).await;
+}
+
 // Issue 19: claims written before they kept their end lapse on the reader's lease; claims taken
 // afterwards keep theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,6 +57,27 @@ async fn the_instances_of_a_file_of_schema_10_are_indexed_when_it_migrates() {
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
 }
 
+// Issue 24: a file with more process instances than the fill writes at once, written without
+// the index, is filled whole when it migrates.
+#[tokio::test]
+async fn thousands_of_instances_written_before_the_index_are_filled_when_it_migrates() {
+    use bounda::store::contract;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("unindexed.db");
+    let store = SqliteStore::open(&path).expect("a new file");
+    contract::streams_written_without_the_index(&store).await;
+    drop(store);
+    Connection::open(&path)
+        .and_then(|conn| {
+            conn.execute_batch(
+                "DROP TABLE bounda_instances; DROP TABLE bounda_pauses; PRAGMA user_version = 10;",
+            )
+        })
+        .expect("back to schema 10");
+    let store = SqliteStore::open(&path).expect("the file migrates");
+    contract::the_unindexed_streams_are_filled(&store).await;
+}
+
 // Issue 20: a file an older build wrote is no copy, and copies out whole into a new file, which
 // is one.
 #[tokio::test]

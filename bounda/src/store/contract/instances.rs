@@ -541,3 +541,75 @@ pub async fn the_instances_an_older_build_wrote_are_indexed(store: &dyn Store) {
             .map(|(p, i)| (p.to_owned(), i.to_owned()))
     );
 }
+
+/// How many instances [`streams_written_without_the_index`] writes: more than a store's fill
+/// writes at once, so the fill pages.
+pub const UNINDEXED: u64 = 2_500;
+
+/// Writes [`UNINDEXED`] process instances' first events, and a deadline entry for every third,
+/// without their rows, as a build before the index did: what a store's test then drops the
+/// index of and migrates again, to see it filled.
+pub async fn streams_written_without_the_index(store: &dyn Store) {
+    let at = t0();
+    let sets: Vec<WriteSet> = (0..UNINDEXED)
+        .map(|n| {
+            let id = format!("u-{n:05}");
+            let mut set = step(
+                "Payment",
+                &id,
+                0,
+                &["ProcessStarted"],
+                at,
+                "c-u",
+                change("Payment", &id),
+            );
+            set.instances.clear();
+            if n % 3 == 0 {
+                set.schedule.push(crate::store::ScheduledEntry {
+                    dedupe_key: crate::store::instances::deadline_key("Payment", &id),
+                    command_type: "bounda.ProcessDeadline".to_owned(),
+                    aggregate_id: id.clone(),
+                    payload: serde_json::json!({
+                        "process": "Payment", "instance": id, "at": at.as_millis() + 60_000
+                    }),
+                    execute_at: at + minutes(1),
+                    context: serde_json::json!({}),
+                    attempts: 0,
+                    last_error: None,
+                    revision: 0,
+                    claim_id: None,
+                    claimed_at: None,
+                });
+            }
+            set
+        })
+        .collect();
+    for chunk in sets.chunks(500) {
+        for result in store.commit_many(chunk).await {
+            result.unwrap();
+        }
+    }
+}
+
+/// The index a migration filled from [`streams_written_without_the_index`]: every instance,
+/// running, a third of them due a minute after their start.
+pub async fn the_unindexed_streams_are_filled(store: &dyn Store) {
+    let all = InstanceQuery::default();
+    assert_eq!(store.count_instances(&all).await.unwrap(), UNINDEXED);
+    let due = InstanceQuery {
+        due_until: Some(t0() + minutes(1)),
+        ..InstanceQuery::default()
+    };
+    assert_eq!(
+        store.count_instances(&due).await.unwrap(),
+        UNINDEXED.div_ceil(3)
+    );
+    let last = InstanceQuery {
+        id_prefix: Some(format!("u-{:05}", UNINDEXED - 1)),
+        limit: 10,
+        ..InstanceQuery::default()
+    };
+    let rows = store.instances(&last).await.unwrap();
+    assert_eq!(rows.len(), 1, "the last stream read whole: {rows:?}");
+    assert_eq!(rows[0].correlation_id, "c-u");
+}
