@@ -50,8 +50,12 @@ pub(crate) fn index(change: &InstanceChange) -> Option<(String, crate::pipeline:
     if change.status.is_some() {
         set.push("status = $5::text");
     }
-    if change.next_due != NextDue::Keep {
-        set.push("next_due = $6::timestamptz");
+    // A deadline is kept only while the instance runs: a change that arms one without
+    // changing the status (a failed start retried) leaves a failed row without it.
+    match (change.next_due, change.status) {
+        (NextDue::Keep, _) => {}
+        (_, Some(_)) => set.push("next_due = $6::timestamptz"),
+        (_, None) => set.push("next_due = CASE WHEN i.status = 'running' THEN $6::timestamptz END"),
     }
     if set.is_empty() {
         return None;

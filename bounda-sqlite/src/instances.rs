@@ -60,10 +60,21 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
     if set.is_empty() {
         return Ok(());
     }
+    // A deadline is kept only while the instance runs: a change that arms one without
+    // changing the status (a failed start retried) leaves a failed row without it.
+    let keeps_due = change.status.is_none();
     let assignments: Vec<String> = set
         .iter()
         .enumerate()
-        .map(|(n, (column, _))| format!("{column} = ?{}", n + 3))
+        .map(|(n, (column, _))| match *column {
+            "next_due" if keeps_due => {
+                format!(
+                    "next_due = CASE WHEN status = 'running' THEN ?{} END",
+                    n + 3
+                )
+            }
+            column => format!("{column} = ?{}", n + 3),
+        })
         .collect();
     let assignments = assignments.join(", ");
     let key = [

@@ -110,6 +110,13 @@ impl DeadLetters<'_> {
     /// error; of two retries, or a retry and a discard, the second gets `DEAD_LETTER_SETTLED`.
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
         let letter = self.failed(id).await?;
+        // What is paused runs nothing, a retry included: resume it first.
+        if let Some(pause) = self.holding_pause(&letter).await? {
+            return Err(Error::LetterNotRetriable {
+                id: id.to_owned(),
+                reason: format!("{pause}; resume it first"),
+            });
+        }
         // Claimed before anything runs: of two retries at once, the second runs nothing.
         let store = self.app.store();
         let mut held = LetterRetry {
@@ -135,6 +142,24 @@ impl DeadLetters<'_> {
             );
         }
         retried
+    }
+
+    /// The pause that holds `letter`'s work, if one does: its policy's, its process's or its
+    /// instance's.
+    async fn holding_pause(
+        &self,
+        letter: &crate::store::DeadLetter,
+    ) -> Result<Option<crate::store::Pause>, Error> {
+        let paused = crate::store::Paused::new(self.app.pauses().await?);
+        let instance = crate::app::processes::writes::LetterPayload::of(letter)
+            .map(|payload| payload.instance);
+        Ok(match (letter.kind, instance) {
+            (crate::store::LetterKind::Process, Some(id)) => {
+                paused.instance(&letter.handler, &id).cloned()
+            }
+            (crate::store::LetterKind::Policy, _) => paused.handler(&letter.handler).cloned(),
+            _ => None,
+        })
     }
 
     /// Runs a letter's work again, its claim held.

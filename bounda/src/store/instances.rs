@@ -5,9 +5,11 @@
 //! A row is written in the transaction of every write that appends to the instance's stream,
 //! as an [`InstanceChange`] the runtime derives from the write set: the status its lifecycle
 //! events leave, the moment of the deadline its scheduler entry is armed at, when it started and
-//! last stepped. The stream's version fences the write, so the row never runs ahead of or behind
-//! its stream. A store that was written before the index fills it from the log when it migrates
-//! ([`InstanceRow::of_stream`]).
+//! last stepped. The stream's version fences the write, so a step's row is written with the
+//! step or not at all. A store that was written before the index fills it from the log when it
+//! migrates ([`InstanceRow::of_stream`]). Two writes reach a deadline entry without a step, and
+//! leave the row's next deadline as it was: a deadline given up on because its instance could not
+//! be read, and the deadline of a process the app no longer has.
 
 use std::fmt;
 

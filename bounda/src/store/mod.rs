@@ -379,7 +379,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// For each process with instances, by name: its instances counted by status, and its
     /// running ones with a deadline pending and overdue at `now`, with the oldest overdue
-    /// moment.
+    /// moment. The operator page's overview and the metrics' deadline gauges read it, so on a
+    /// store that keeps this default (which refuses) they answer that refusal.
     async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
         let _ = now;
         Err(no_index())

@@ -243,6 +243,50 @@ async fn a_paused_policy_or_subscriber_waits_on_every_runner() {
     assert!(app.instance::<OrderPayment>("o-2").await.unwrap().is_some());
 }
 
+#[policy]
+async fn mail_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    anyhow::bail!("the mail server is down")
+}
+
+// Issue 24: a paused policy's letter is not retried: the retry says what pause holds it.
+#[tokio::test]
+async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<MailOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    place(&app, "o-1").await;
+    app.run_until_idle().await.unwrap();
+    let letter = support::letters(&app).await.remove(0);
+    let policy = PauseTarget::Policy {
+        name: "mail_on_order_placed".into(),
+    };
+    app.app().pause(policy.clone(), "erin", None).await.unwrap();
+    let refused = app
+        .app()
+        .dead_letters()
+        .retry(&letter.id)
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("policy mail_on_order_placed paused since")
+            && refused.to_string().contains("resume it first"),
+        "{refused}"
+    );
+    app.app().resume(&policy).await.unwrap();
+    let retried = app.app().dead_letters().retry(&letter.id).await;
+    assert!(
+        !matches!(&retried, Err(bounda::Error::LetterNotRetriable { .. })),
+        "resumed, it runs: {retried:?}"
+    );
+}
+
 // Issue 24: what cannot be paused is refused, saying why.
 #[tokio::test]
 async fn a_pause_of_what_the_app_does_not_have_is_refused() {

@@ -179,6 +179,11 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         id: &str,
         instance: &Instance,
     ) -> Result<(Option<ScheduledEntry>, Option<String>), Error> {
+        // An instance that does not run has nothing armed, whatever its state: an ended one's
+        // state need not read to settle it.
+        if instance.status != instance::Status::Started {
+            return Ok((None, Some(step::entry_key(P::NAME, id))));
+        }
         let state: P = step::read_state(Some(instance))?;
         Ok(step::arm(
             id,

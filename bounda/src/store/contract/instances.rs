@@ -275,6 +275,25 @@ pub async fn an_instance_row_is_written_with_its_steps(store: &dyn Store) {
         ))
         .await
         .unwrap();
+    // A failed instance armed again without leaving its failure (its start retried) keeps no
+    // deadline: only a running instance has one.
+    let armed = InstanceChange {
+        at: Some(end),
+        next_due: NextDue::At(end + minutes(60)),
+        ..change("Payment", "o-2")
+    };
+    store
+        .commit(&step(
+            "Payment",
+            "o-2",
+            2,
+            &["ProcessStarted"],
+            end,
+            "c-11",
+            armed,
+        ))
+        .await
+        .unwrap();
     assert_eq!(
         listed(store, Some("o-2")).await,
         vec![InstanceRow {
