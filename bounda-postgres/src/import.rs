@@ -113,7 +113,9 @@ pub(crate) async fn write(
     for letter in &records.dead_letters {
         crate::statements::file_letter(tx, names, letter).await?;
     }
-    crate::instances::import(tx, names, &records.instances).await?;
+    if records.fill_instances {
+        crate::instances::fill(tx, names).await?;
+    }
     if let Some(mark) = &records.mark {
         execute(
             tx,

@@ -241,8 +241,8 @@ pub(crate) async fn counts(
     Ok(by_process.into_values().collect())
 }
 
-/// Writes rows as they were, in one statement: a copy's page, or a batch of the filling.
-pub(crate) async fn import(
+/// Writes rows as they are, in one statement: a batch of the filling.
+async fn insert(
     client: &impl GenericClient,
     names: &Names,
     instances: &[InstanceRow],
@@ -368,5 +368,5 @@ async fn fill_batch(
             InstanceRow::of_stream(&process(stream), id, steps, entries.get(key))
         })
         .collect();
-    import(tx, names, &rows).await
+    insert(tx, names, &rows).await
 }

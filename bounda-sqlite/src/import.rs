@@ -161,7 +161,9 @@ fn write(tx: &Connection, records: &Import) -> Result<(), StoreError> {
     for letter in &records.dead_letters {
         crate::statements::file_letter(tx, letter)?;
     }
-    crate::instances::import(tx, &records.instances)?;
+    if records.fill_instances {
+        crate::instances::fill(tx).map_err(sql("cannot fill the copy's instances index"))?;
+    }
     if let Some(mark) = &records.mark {
         tx.prepare_cached("INSERT INTO bounda_copy (copied_at, source, head) VALUES (?1, ?2, ?3)")
             .and_then(|mut s| {

@@ -281,29 +281,6 @@ pub(crate) fn counts(conn: &Connection, now: Instant) -> Result<Vec<InstanceCoun
     Ok(by_process.into_values().collect())
 }
 
-/// Writes rows as they were: a copy's page.
-pub(crate) fn import(conn: &Connection, instances: &[InstanceRow]) -> Result<(), StoreError> {
-    let mut statement = conn
-        .prepare_cached(&format!(
-            "INSERT INTO bounda_instances ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-        ))
-        .map_err(sql("cannot prepare the instances' copy"))?;
-    for row in instances {
-        statement
-            .execute(params![
-                row.process,
-                row.instance_id,
-                row.status.as_str(),
-                row.correlation_id,
-                row.started_at.to_string(),
-                row.updated_at.to_string(),
-                row.next_due.map(|at| at.to_string()),
-            ])
-            .map_err(sql("cannot copy an instance"))?;
-    }
-    Ok(())
-}
-
 /// Fills the index from the log: a row for every process instance's stream, as its lifecycle
 /// events and its deadline entry leave it. Run once, by the migration that makes the table,
 /// inside its transaction; reads one stream's events at a time.

@@ -5,7 +5,8 @@
 //! Both read the source a page at a time and write each page into the target with
 //! [`Store::import`], which keeps every record as it was: events at their positions and versions
 //! with their ids, timestamps and metadata; checkpoints; the inbox; scheduler entries with their
-//! attempts, errors and revisions; dead letters with their status; the instances index. Not kept: claims (what
+//! attempts, errors and revisions; dead letters with their status. The instances index is filled
+//! afresh in the target from the events and entries copied. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
 //! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
 //! later gives the first failure after the copy), metadata fields this build does not know, and
@@ -23,10 +24,7 @@
 //! marked store, from its moment, and a runner refuses one (its real ports would repeat
 //! production's work). A transfer leaves no mark: its target is the app's database from then on.
 
-use crate::store::{
-    DeadLetter, InstanceOrder, InstanceQuery, InstanceRow, LetterFilter, ScheduledEntry, Store,
-    StoreError,
-};
+use crate::store::{DeadLetter, InstanceQuery, LetterFilter, ScheduledEntry, Store, StoreError};
 use crate::{Instant, RecordedEvent};
 
 /// How many records the copy reads and writes at a time.
@@ -112,8 +110,10 @@ pub struct Import {
     pub scheduled: Vec<ScheduledEntry>,
     /// Dead letters, oldest first, unclaimed.
     pub dead_letters: Vec<DeadLetter>,
-    /// Rows of the instances index.
-    pub instances: Vec<InstanceRow>,
+    /// Fill the instances index from what the target holds once this is written: a copy's
+    /// last write, after its events. The index is derived, not copied, so it agrees with the
+    /// events copied even from a source that kept running, or that keeps no index.
+    pub fill_instances: bool,
     /// The mark that ends a copy.
     pub mark: Option<CopyMark>,
 }
@@ -131,7 +131,7 @@ pub struct Copied {
     pub scheduled: u64,
     /// Dead letters.
     pub dead_letters: u64,
-    /// Rows of the instances index.
+    /// Instances indexed in the target, from the events copied.
     pub instances: u64,
     /// The mark written last.
     pub mark: Option<CopyMark>,
@@ -258,25 +258,6 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         )
         .await?;
     }
-    let mut query = InstanceQuery {
-        order: InstanceOrder::Newest,
-        limit: PAGE,
-        ..InstanceQuery::default()
-    };
-    loop {
-        let page = from.instances(&query).await?;
-        let Some(last) = page.last() else { break };
-        query.after = Some(last.cursor(query.order));
-        copied.instances += page.len() as u64;
-        write(
-            to,
-            Import {
-                instances: page,
-                ..Import::default()
-            },
-        )
-        .await?;
-    }
     let mut position = 0;
     loop {
         let page = from.read_all(position, PAGE).await?;
@@ -292,6 +273,16 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         )
         .await?;
     }
+    // The index, from the events and entries copied: it holds what they say.
+    write(
+        to,
+        Import {
+            fill_instances: true,
+            ..Import::default()
+        },
+    )
+    .await?;
+    copied.instances = to.count_instances(&InstanceQuery::default()).await?;
     Ok(copied)
 }
 

@@ -214,7 +214,7 @@ async fn instances_are_found_by_status_deadline_correlation_and_id() {
 
 // Issue 24: a copy keeps the index as it was.
 #[tokio::test]
-async fn a_copy_keeps_the_instances_index() {
+async fn a_copy_fills_the_same_instances_index() {
     let app = app_in_every_status().await;
     let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
     let copied = bounda::store::copy(app.app().store(), &copy, "test", app.now())
