@@ -69,10 +69,16 @@ impl App {
         let poll = self.config().dispatcher.poll_interval;
         let until = std::time::Instant::now() + std::time::Duration::from(limit);
         let mut answer = CaughtUp::default();
+        // A read model an operator paused is behind until resumed: not waited for.
+        let paused = crate::store::Paused::new(self.store().pauses().await?);
         loop {
             let mut still = Vec::new();
             let mut moved = false;
             for model in waiting {
+                if paused.subscriber(model.subscriber()).is_some() {
+                    answer.behind.push(model.name().to_owned());
+                    continue;
+                }
                 let at = self
                     .store()
                     .checkpoint(model.subscriber())

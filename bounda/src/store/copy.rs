@@ -5,7 +5,7 @@
 //! Both read the source a page at a time and write each page into the target with
 //! [`Store::import`], which keeps every record as it was: events at their positions and versions
 //! with their ids, timestamps and metadata; checkpoints; the inbox; scheduler entries with their
-//! attempts, errors and revisions; dead letters with their status. The instances index is filled
+//! attempts, errors and revisions; dead letters with their status; pauses. The instances index is filled
 //! afresh in the target from the events and entries copied. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
 //! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
@@ -206,6 +206,10 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         },
     )
     .await?;
+    // What operators paused stays paused where the records go.
+    for pause in from.pauses().await? {
+        to.pause(&pause).await?;
+    }
     let mut after: Option<(String, String)> = None;
     loop {
         let page = from

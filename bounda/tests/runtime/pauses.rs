@@ -393,3 +393,24 @@ mod cli {
         );
     }
 }
+
+// Issue 24: a copy or a transfer keeps what is paused, with who paused it and when.
+#[tokio::test]
+async fn a_copy_keeps_what_is_paused() {
+    use bounda::store::Store;
+    let app = shop().await;
+    place(&app, "o-1").await;
+    app.run_until_idle().await.unwrap();
+    app.app()
+        .pause(instance("o-1"), "frank", Some("checking"))
+        .await
+        .unwrap();
+    let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
+    bounda::store::copy(app.app().store(), &copy, "test", app.now())
+        .await
+        .unwrap();
+    assert_eq!(
+        copy.pauses().await.unwrap(),
+        app.app().pauses().await.unwrap()
+    );
+}
