@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::app::policy_run::{POLICY_RUN, PolicyRunPayload};
-use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::store::instances::DeadlinePayload;
 use crate::app::processes::rearm::LostMoment;
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::{Drift, Rearm, UnreadableState};

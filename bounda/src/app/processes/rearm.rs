@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::app::processes::ProcessRunner;
-use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::store::instances::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Status, stream_type};
 use crate::app::processes::step::entry_key;
 use crate::app::processes::writes::armed;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
 use crate::app::engine::Failure;
-use crate::app::processes::deadline_run::DeadlinePayload;
+use crate::store::instances::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
 use crate::ids::derived_id;
