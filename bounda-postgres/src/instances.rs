@@ -4,10 +4,9 @@
 //! made.
 
 use bounda::Instant;
-use bounda::store::instances::{StoredStep, deadline_key};
+use bounda::store::instances::{Bound, StoredStep, deadline_key};
 use bounda::store::{
-    InstanceChange, InstanceCounts, InstanceOrder, InstanceQuery, InstanceRow, InstanceStatus,
-    NextDue, StoreError,
+    InstanceChange, InstanceCounts, InstanceQuery, InstanceRow, InstanceStatus, NextDue, StoreError,
 };
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
@@ -88,67 +87,21 @@ pub(crate) fn index(change: &InstanceChange) -> Option<(String, crate::pipeline:
 /// Parameters built with a query.
 type Values = Vec<Box<dyn ToSql + Sync + Send>>;
 
-/// The `WHERE` clause and `ORDER BY` of `query`, with its numbered parameters; `paged` adds its
-/// cursor.
+/// The SQL of `query` on `{t}instances`, with its values bound as PostgreSQL takes them. Its
+/// planner reads the due index for a question about deadlines by itself.
 fn clauses(query: &InstanceQuery, paged: bool) -> (String, &'static str, Values) {
-    let mut conditions = Vec::new();
-    let mut values: Values = Vec::new();
-    // `{}` in `condition` is the value's parameter.
-    let mut add = |condition: &str, value: Box<dyn ToSql + Sync + Send>| {
-        values.push(value);
-        conditions.push(condition.replace("{}", &format!("${}", values.len())));
-    };
-    if let Some(process) = &query.process {
-        add("process = {}", Box::new(process.clone()));
-    }
-    if let Some(status) = query.status {
-        add("status = {}", Box::new(status.as_str().to_owned()));
-    }
-    if let Some(correlation) = &query.correlation_id {
-        add("correlation_id = {}", Box::new(correlation.clone()));
-    }
-    if let Some(prefix) = &query.id_prefix {
-        // A range, not LIKE: the prefix is taken literally, and the id index reads it (the
-        // table's ids order by code point).
-        add("instance_id >= {}", Box::new(prefix.clone()));
-        add("instance_id < {}", Box::new(format!("{prefix}\u{10ffff}")));
-    }
-    if let Some(from) = query.due_from {
-        add("next_due >= {}", Box::new(from.to_chrono()));
-    }
-    if let Some(until) = query.due_until {
-        add("next_due <= {}", Box::new(until.to_chrono()));
-    }
-    if query.asks_due() {
-        conditions.push("next_due IS NOT NULL".to_owned());
-    }
-    let (key, order) = match query.order {
-        InstanceOrder::Newest => (
-            "started_at",
-            "ORDER BY started_at DESC, process DESC, instance_id DESC",
-        ),
-        InstanceOrder::Soonest => ("next_due", "ORDER BY next_due, process, instance_id"),
-    };
-    if let (Some(after), true) = (&query.after, paged) {
-        let (bound, beyond) = match query.order {
-            InstanceOrder::Newest => ("<=", "<"),
-            InstanceOrder::Soonest => (">=", ">"),
-        };
-        let at = values.len() + 1;
-        values.push(Box::new(after.at.to_chrono()));
-        values.push(Box::new(after.process.clone()));
-        values.push(Box::new(after.instance_id.clone()));
-        conditions.push(format!(
-            "{key} {bound} ${at} AND ({key}, process, instance_id) {beyond} (${at}, ${}, ${})",
-            at + 1,
-            at + 2
-        ));
-    }
-    let clause = match conditions.is_empty() {
-        true => String::new(),
-        false => format!("WHERE {}", conditions.join(" AND ")),
-    };
-    (clause, order, values)
+    let sql = query.sql(paged, |n| format!("${n}"), false);
+    let values = sql
+        .values
+        .into_iter()
+        .map(|value| -> Box<dyn ToSql + Sync + Send> {
+            match value {
+                Bound::Text(text) => Box::new(text),
+                Bound::Moment(at) => Box::new(at.to_chrono()),
+            }
+        })
+        .collect();
+    (sql.clause, sql.order, values)
 }
 
 fn borrowed(values: &Values) -> Vec<&(dyn ToSql + Sync)> {

@@ -4,10 +4,9 @@
 //! is made.
 
 use bounda::Instant;
-use bounda::store::instances::{StoredStep, deadline_key};
+use bounda::store::instances::{Bound, StoredStep, deadline_key};
 use bounda::store::{
-    InstanceChange, InstanceCounts, InstanceOrder, InstanceQuery, InstanceRow, InstanceStatus,
-    NextDue, StoreError,
+    InstanceChange, InstanceCounts, InstanceQuery, InstanceRow, InstanceStatus, NextDue, StoreError,
 };
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params, params_from_iter};
@@ -128,74 +127,19 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
     Ok(())
 }
 
-/// The `WHERE` clause and `ORDER BY` of `query`, with its numbered parameters; `paged` adds its
-/// cursor.
+/// The SQL of `query` on `bounda_instances`, with its values bound as SQLite takes them
+/// (moments as their fixed-width UTC text, which orders as time does).
 fn clauses(query: &InstanceQuery, paged: bool) -> (String, &'static str, Vec<Value>) {
-    let mut conditions = Vec::new();
-    let mut values = Vec::new();
-    // `{}` in `condition` is the value's parameter.
-    let mut add = |condition: &str, value: String| {
-        values.push(Value::Text(value));
-        conditions.push(condition.replace("{}", &format!("?{}", values.len())));
-    };
-    // A question about deadlines reads the due index in its order, skipping what the other
-    // filters leave out: `+` keeps SQLite from choosing the process or status index instead,
-    // whose rows it would all read and then sort (a process's half a million, for 50).
-    let unindexed = if query.asks_due() { "+" } else { "" };
-    if let Some(process) = &query.process {
-        add(&format!("{unindexed}process = {{}}"), process.clone());
-    }
-    if let Some(status) = query.status {
-        add(
-            &format!("{unindexed}status = {{}}"),
-            status.as_str().to_owned(),
-        );
-    }
-    if let Some(correlation) = &query.correlation_id {
-        add("correlation_id = {}", correlation.clone());
-    }
-    if let Some(prefix) = &query.id_prefix {
-        // A range, not LIKE: the prefix is taken literally, and the id index reads it.
-        add("instance_id >= {}", prefix.clone());
-        add("instance_id < {}", format!("{prefix}\u{10ffff}"));
-    }
-    // Moments are stored as fixed-width UTC text, which orders as time does.
-    if let Some(from) = query.due_from {
-        add("next_due >= {}", from.to_string());
-    }
-    if let Some(until) = query.due_until {
-        add("next_due <= {}", until.to_string());
-    }
-    if query.asks_due() {
-        conditions.push("next_due IS NOT NULL".to_owned());
-    }
-    let (key, order) = match query.order {
-        InstanceOrder::Newest => (
-            "started_at",
-            "ORDER BY started_at DESC, process DESC, instance_id DESC",
-        ),
-        InstanceOrder::Soonest => ("next_due", "ORDER BY next_due, process, instance_id"),
-    };
-    if let (Some(after), true) = (&query.after, paged) {
-        let (bound, beyond) = match query.order {
-            InstanceOrder::Newest => ("<=", "<"),
-            InstanceOrder::Soonest => (">=", ">"),
-        };
-        let at = values.len() + 1;
-        values.push(Value::Text(after.at.to_string()));
-        values.push(Value::Text(after.process.clone()));
-        values.push(Value::Text(after.instance_id.clone()));
-        conditions.push(format!(
-            "{key} {bound} ?{at} AND ({key}, process, instance_id) {beyond} (?{at}, ?{}, ?{})",
-            at + 1,
-            at + 2
-        ));
-    }
-    let clause = match conditions.is_empty() {
-        true => String::new(),
-        false => format!("WHERE {}", conditions.join(" AND ")),
-    };
-    (clause, order, values)
+    let sql = query.sql(paged, |n| format!("?{n}"), true);
+    let values = sql
+        .values
+        .into_iter()
+        .map(|value| match value {
+            Bound::Text(text) => Value::Text(text),
+            Bound::Moment(at) => Value::Text(at.to_string()),
+        })
+        .collect();
+    (sql.clause, sql.order, values)
 }
 
 /// The instances `query` lists.

@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::app::policy_run::{POLICY_RUN, PolicyRunPayload};
-use crate::store::instances::DeadlinePayload;
 use crate::app::processes::rearm::LostMoment;
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::{Drift, Rearm, UnreadableState};
 use crate::store::ScheduledEntry;
+use crate::store::instances::DeadlinePayload;
 use crate::{Error, RecordedEvent};
 
 /// Events read per page.

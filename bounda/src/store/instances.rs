@@ -295,6 +295,115 @@ impl InstanceQuery {
     }
 }
 
+/// A value an instances query binds, as a store converts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bound {
+    /// Text.
+    Text(String),
+    /// A moment.
+    Moment(Instant),
+}
+
+/// What a store runs for an [`InstanceQuery`]: its `WHERE` clause (empty when it filters
+/// nothing) and `ORDER BY`, their placeholders numbered from 1 in the values' order. Written once
+/// for every store: each gives its placeholders and binds the values its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceSql {
+    /// `WHERE …`, or nothing.
+    pub clause: String,
+    /// `ORDER BY …`, the order's tie-breaks included.
+    pub order: &'static str,
+    /// The values, in the placeholders' order.
+    pub values: Vec<Bound>,
+}
+
+impl InstanceQuery {
+    /// The SQL of this query on a table with the index's columns: its filters, its order, and
+    /// with `paged` its cursor. `placeholder(n)` writes the n-th placeholder (`?1`, `$1`).
+    /// `steer`: a question about deadlines keeps its process and status filters off their
+    /// indexes (`+process`), so that a planner without statistics (SQLite's) reads the due index
+    /// in its order rather than all of a process's rows and a sort.
+    pub fn sql(
+        &self,
+        paged: bool,
+        placeholder: impl Fn(usize) -> String,
+        steer: bool,
+    ) -> InstanceSql {
+        let mut conditions = Vec::new();
+        let mut values = Vec::new();
+        // `{}` in `condition` is the value's placeholder.
+        let mut add = |condition: &str, value: Bound| {
+            values.push(value);
+            conditions.push(condition.replace("{}", &placeholder(values.len())));
+        };
+        let unindexed = if steer && self.asks_due() { "+" } else { "" };
+        if let Some(process) = &self.process {
+            add(
+                &format!("{unindexed}process = {{}}"),
+                Bound::Text(process.clone()),
+            );
+        }
+        if let Some(status) = self.status {
+            let status = Bound::Text(status.as_str().to_owned());
+            add(&format!("{unindexed}status = {{}}"), status);
+        }
+        if let Some(correlation) = &self.correlation_id {
+            add("correlation_id = {}", Bound::Text(correlation.clone()));
+        }
+        if let Some(prefix) = &self.id_prefix {
+            // A range, not LIKE: the prefix is taken literally, and the id index reads it (ids
+            // order by code point on every store).
+            add("instance_id >= {}", Bound::Text(prefix.clone()));
+            add(
+                "instance_id < {}",
+                Bound::Text(format!("{prefix}\u{10ffff}")),
+            );
+        }
+        if let Some(from) = self.due_from {
+            add("next_due >= {}", Bound::Moment(from));
+        }
+        if let Some(until) = self.due_until {
+            add("next_due <= {}", Bound::Moment(until));
+        }
+        if self.asks_due() {
+            conditions.push("next_due IS NOT NULL".to_owned());
+        }
+        let (key, order) = match self.order {
+            InstanceOrder::Newest => (
+                "started_at",
+                "ORDER BY started_at DESC, process DESC, instance_id DESC",
+            ),
+            InstanceOrder::Soonest => ("next_due", "ORDER BY next_due, process, instance_id"),
+        };
+        if let (Some(after), true) = (&self.after, paged) {
+            let (bound, beyond) = match self.order {
+                InstanceOrder::Newest => ("<=", "<"),
+                InstanceOrder::Soonest => (">=", ">"),
+            };
+            let at = values.len() + 1;
+            values.push(Bound::Moment(after.at));
+            values.push(Bound::Text(after.process.clone()));
+            values.push(Bound::Text(after.instance_id.clone()));
+            conditions.push(format!(
+                "{key} {bound} {} AND ({key}, process, instance_id) {beyond} ({}, {}, {})",
+                placeholder(at),
+                placeholder(at),
+                placeholder(at + 1),
+                placeholder(at + 2)
+            ));
+        }
+        let clause = match conditions.is_empty() {
+            true => String::new(),
+            false => format!("WHERE {}", conditions.join(" AND ")),
+        };
+        InstanceSql {
+            clause,
+            order,
+            values,
+        }
+    }
+}
+
 /// How the instances of one process stand: the counts by status, and what is due.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct InstanceCounts {

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::app::processes::ProcessRunner;
-use crate::store::instances::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Status, stream_type};
 use crate::app::processes::step::entry_key;
 use crate::app::processes::writes::armed;
 use crate::process::plan::DueDeadline;
+use crate::store::instances::DeadlinePayload;
 use crate::store::{CommitError, ScheduledEntry, StoreError};
 use crate::{Error, Instant};
 

@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
 use crate::app::engine::Failure;
-use crate::store::instances::DeadlinePayload;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Cause, Staging};
 use crate::ids::derived_id;
 use crate::process::Reached;
 use crate::process::plan::{self, DueDeadline, TIMEOUT};
 use crate::process::{self, Process, ProcessState};
+use crate::store::instances::DeadlinePayload;
 use crate::store::{Append, Metadata, NewEvent, ScheduledEntry, Snapshot};
 use crate::{Duration, Error, Instant, RecordedEvent};
 
