@@ -18,6 +18,7 @@
 mod bulk;
 mod instances;
 mod metrics;
+mod pauses;
 mod timeline;
 
 pub use metrics::Metrics;
@@ -130,6 +131,11 @@ impl Links {
         format!("{}/letters/{}/{action}", self.base, encode(id))
     }
 
+    /// A pause's `action` (`pause`, `resume`).
+    fn pause(&self, action: &str) -> String {
+        format!("{}/pauses/{action}", self.base)
+    }
+
     /// The bulk page of letters.
     fn bulk(&self) -> String {
         format!("{}/letters/bulk", self.base)
@@ -176,6 +182,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/letters/bulk", get(bulk::page))
         .route("/letters/bulk/{action}", post(bulk::act))
         .route("/letters/{id}/{action}", post(act))
+        .route("/pauses/{action}", post(pauses::act))
         .route("/read-models/{name}/rebuild", post(rebuild))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
@@ -366,8 +373,8 @@ struct Overview {
     /// Whether the page reloads itself: not while a token may be typed into it.
     refresh: bool,
     processes: Vec<instances::ProcessLine>,
-    /// What operators paused, as a line each.
-    pauses: Vec<String>,
+    /// What operators paused: each as a line, and its target's kind, name and instance.
+    pauses: Vec<(String, &'static str, String, String)>,
     read_models: Vec<ReadModelLine>,
     /// The log's head, which rebuilds run up to.
     head: u64,
@@ -378,6 +385,7 @@ struct Overview {
 #[template(path = "page/instance.html")]
 struct InstancePage {
     links: Links,
+    writable: bool,
     status: &'static str,
     story: Explained,
     lines: Vec<StepLine>,
@@ -461,6 +469,11 @@ fn notice(code: &str) -> Option<String> {
             "retry-failed" => "The retry failed; the letter stays open.",
             "discarded" => "The letter was discarded.",
             "discard-failed" => "Discarding the letter failed; it stays as it was.",
+            "paused" => "Paused: every runner leaves it until it is resumed.",
+            "paused-already" => "It was paused already; the pause is as it was.",
+            "resumed" => "Resumed: what waited runs in order, its deadlines late.",
+            "not-paused" => "It was not paused.",
+            "resume-failed" => "Resuming failed; it stays paused.",
             "rebuild-started" => {
                 "The rebuild started: a new table fills beside the live one, which keeps serving; it is swapped in once it reaches the log's head."
             }
@@ -551,7 +564,11 @@ async fn overview_page(
             .pauses()
             .await?
             .iter()
-            .map(ToString::to_string)
+            .map(|pause| {
+                let target = &pause.target;
+                let (name, instance) = (target.name().to_owned(), target.instance().to_owned());
+                (pause.to_string(), target.kind(), name, instance)
+            })
             .collect(),
         read_models: read_model_lines(app).await?,
         head: app.store().head().await?,
@@ -720,6 +737,7 @@ async fn instance(
                 &shared.links,
                 InstancePage {
                     links: shared.links.clone(),
+                    writable: shared.token.is_some(),
                     status,
                     story,
                     lines,

@@ -868,3 +868,80 @@ async fn the_page_says_what_is_paused_and_by_whom() {
         "{story}"
     );
 }
+
+// Issue 24: an instance's page pauses it, with the operator's name and the token; the
+// overview's list of pauses resumes it; without the token, nothing is paused.
+#[tokio::test]
+async fn the_page_pauses_and_resumes_with_the_token() {
+    let app = shop("o-pp").await;
+    let (_, story, _) = get(&app, Some("secret"), "/instances/OrderPayment/o-pp").await;
+    assert!(story.contains(r#"id="pause-form""#), "{story}");
+    let fields = "&kind=instance&name=OrderPayment&instance=o-pp&by=gail&reason=checking";
+    let (status, _) = post(
+        &app,
+        Some("secret"),
+        "/pauses/pause",
+        &format!("wrong{fields}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(app.app().pauses().await.unwrap().is_empty());
+    let (status, location) = post(
+        &app,
+        Some("secret"),
+        "/pauses/pause",
+        &format!("secret{fields}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, location.as_deref()),
+        (StatusCode::SEE_OTHER, Some("/?done=paused"))
+    );
+    let pauses = app.app().pauses().await.unwrap();
+    assert_eq!(
+        (
+            pauses[0].target.to_string(),
+            pauses[0].by.as_str(),
+            pauses[0].reason.as_deref()
+        ),
+        (
+            "instance OrderPayment o-pp".to_owned(),
+            "gail",
+            Some("checking")
+        )
+    );
+    let (_, overview, _) = get(&app, Some("secret"), "/?done=paused").await;
+    assert!(
+        overview.contains("Paused: every runner leaves it"),
+        "{overview}"
+    );
+    assert!(
+        section(&overview, "paused").contains(r#"action="/pauses/resume""#),
+        "{overview}"
+    );
+    let (_, location) = post(
+        &app,
+        Some("secret"),
+        "/pauses/resume",
+        "secret&kind=instance&name=OrderPayment&instance=o-pp",
+        None,
+    )
+    .await;
+    assert_eq!(location.as_deref(), Some("/?done=resumed"));
+    assert!(app.app().pauses().await.unwrap().is_empty());
+    let (status, _) = post(
+        &app,
+        Some("secret"),
+        "/pauses/pause",
+        "secret&kind=instance&name=OrderPayment&instance=o-none&by=gail",
+        None,
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "an instance that never started"
+    );
+}

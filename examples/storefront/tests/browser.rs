@@ -271,5 +271,37 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser
         .text_with("#story h1", "OrderLifecycle o-3: running")
         .await;
+
+    // Its page pauses it, in the operator's name, with the token: the overview lists the pause
+    // and resumes it.
+    browser
+        .type_into("#pause-form input[name=by]", "dana")
+        .await;
+    browser
+        .type_into("#pause-form input[name=reason]", "a refund is pending")
+        .await;
+    browser
+        .type_into("#pause-form input[name=token]", TOKEN)
+        .await;
+    browser.click("#pause-form button").await;
+    browser.text_with("#notice", "Paused").await;
+    let paused = browser.text("#paused").await;
+    assert!(
+        paused.contains("instance OrderLifecycle o-3 paused since")
+            && paused.contains("by dana: a refund is pending"),
+        "{paused}"
+    );
+    browser.screenshot(&shots, "paused").await;
+    browser
+        .type_into("#paused li.pause input[name=token]", TOKEN)
+        .await;
+    browser.click("#paused li.pause button").await;
+    browser.text_with("#notice", "Resumed").await;
+    assert!(
+        browser
+            .text("main")
+            .await
+            .contains("Resumed: what waited runs in order")
+    );
     browser.close().await;
 }

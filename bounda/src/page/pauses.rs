@@ -1,0 +1,90 @@
+//! Pausing and resuming from the page: an instance's page pauses it or its process, the
+//! overview's list of pauses resumes each. Each form carries the token and, until the page has
+//! sessions, the operator's name, which the pause keeps.
+
+use std::sync::Arc;
+
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::{Shared, message, refusal};
+use crate::store::PauseTarget;
+
+/// What a pause or resume form sends.
+#[derive(Deserialize)]
+pub(super) struct PauseForm {
+    token: String,
+    /// `process`, `instance`, `policy` or `subscriber`.
+    kind: String,
+    name: String,
+    #[serde(default)]
+    instance: String,
+    /// The operator's name (pausing only).
+    #[serde(default)]
+    by: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// Pauses (`action` = `pause`) or resumes what the form names, once the request may act, then
+/// reports on the overview.
+pub(super) async fn act(
+    State(shared): State<Arc<Shared>>,
+    Path(action): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<PauseForm>,
+) -> Response {
+    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+        return refused;
+    }
+    let Some(target) = PauseTarget::from_parts(&form.kind, &form.name, &form.instance) else {
+        return message(
+            &shared.links,
+            StatusCode::BAD_REQUEST,
+            "Nothing to pause",
+            format!(
+                "`{}` is not what can be paused: a process, an instance, a policy or a subscriber.",
+                form.kind
+            ),
+        );
+    };
+    let done = match action.as_str() {
+        "pause" => {
+            let reason = Some(form.reason.as_str()).filter(|r| !r.trim().is_empty());
+            match shared.app.pause(target, &form.by, reason).await {
+                Ok(true) => "paused",
+                Ok(false) => "paused-already",
+                Err(error) => {
+                    return message(
+                        &shared.links,
+                        StatusCode::BAD_REQUEST,
+                        "Not paused",
+                        error.to_string(),
+                    );
+                }
+            }
+        }
+        "resume" => match shared.app.resume(&target).await {
+            Ok(true) => "resumed",
+            Ok(false) => "not-paused",
+            Err(error) => {
+                tracing::warn!(
+                    "a resume from the page failed: {}",
+                    crate::error::chain(&error)
+                );
+                "resume-failed"
+            }
+        },
+        _ => {
+            return message(
+                &shared.links,
+                StatusCode::NOT_FOUND,
+                "No such action",
+                "What is paused can be paused or resumed.",
+            );
+        }
+    };
+    Redirect::to(&shared.links.done(done)).into_response()
+}
