@@ -35,6 +35,8 @@ pub(crate) struct Dot {
     pub(crate) waiting: bool,
     /// Whether one of them is held by its instance's failure until the letter is retried.
     pub(crate) held: bool,
+    /// Whether one of them is paused (its process or instance) until resumed.
+    pub(crate) paused: bool,
     /// The first one's process, for its link.
     pub(crate) process: String,
     /// The first one's instance, for its link.
@@ -60,12 +62,15 @@ const SLOTS: f64 = 96.0;
 /// How many instances a group's hover names before it says how many more.
 const NAMED: usize = 5;
 
-/// What a hover says of a deadline its instance's failure holds, or whose instance's scheduler
-/// entry disagrees with its state.
+/// What a hover says of a deadline its instance's failure holds, that is paused, or whose
+/// instance's scheduler entry disagrees with its state.
 fn held(due: &PendingDeadline) -> String {
     let mut why = due.held_by.as_ref().map_or_else(String::new, |letter| {
         format!(" (held by its failure: letter {letter})")
     });
+    if due.paused {
+        why.push_str(" (paused)");
+    }
     if due.drift.is_some() {
         why.push_str(" (its scheduler entry disagrees with its state)");
     }
@@ -103,6 +108,7 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
                 dot.overdue |= overdue;
                 dot.waiting |= due.waiting;
                 dot.held |= due.held_by.is_some();
+                dot.paused |= due.paused;
                 if dot.count <= NAMED {
                     dot.title.push_str(&format!(
                         "\n{}:{} at {}{}",
@@ -118,6 +124,7 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
                 overdue,
                 waiting: due.waiting,
                 held: due.held_by.is_some(),
+                paused: due.paused,
                 process: due.process.to_owned(),
                 instance: due.instance.clone(),
                 count: 1,

@@ -862,6 +862,11 @@ async fn the_page_says_what_is_paused_and_by_whom() {
         section(&overview, "processes").contains("paused by dana"),
         "{overview}"
     );
+    let timeline = section(&overview, "timeline");
+    assert!(
+        timeline.contains(r#"<circle class="paused""#) && timeline.contains("(paused)"),
+        "its deadlines are drawn paused: {timeline}"
+    );
     let (_, story, _) = get(&app, None, "/instances/OrderPayment/o-paused").await;
     assert!(
         story.contains(r#"<p class="bad" id="paused">process OrderPayment paused since"#),
