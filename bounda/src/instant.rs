@@ -181,6 +181,18 @@ impl<'de> Deserialize<'de> for Instant {
     }
 }
 
+/// `at`, a deadline, as seen from `now`: `in 2h 5m`, `overdue 3m`, `now`.
+#[cfg(any(feature = "cli", feature = "page"))]
+pub(crate) fn until(at: Instant, now: Instant) -> String {
+    from_now(at, now, "overdue ", "")
+}
+
+/// `at`, something that happened, as seen from `now`: `3m ago`, `in 2h 5m`, `now`.
+#[cfg(any(feature = "cli", feature = "page"))]
+pub(crate) fn ago(at: Instant, now: Instant) -> String {
+    from_now(at, now, "", " ago")
+}
+
 /// `at` from `now` to the two largest units, a past one between `before` and `after`.
 #[cfg(any(feature = "cli", feature = "page"))]
 pub(crate) fn from_now(at: Instant, now: Instant, before: &str, after: &str) -> String {

@@ -70,7 +70,7 @@ impl App {
         let until = std::time::Instant::now() + std::time::Duration::from(limit);
         let mut answer = CaughtUp::default();
         // A read model an operator paused is behind until resumed: not waited for.
-        let paused = crate::store::Paused::new(self.store().pauses().await?);
+        let paused = self.paused().await?;
         loop {
             let mut still = Vec::new();
             let mut moved = false;

@@ -152,7 +152,11 @@ impl App {
     /// paused ones left out): what any reader sees, not only the process that runs the worker.
     pub(crate) async fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let unhandled = Unhandled::read(self).await?;
-        let paused = crate::store::Paused::new(self.store().pauses().await?);
+        if unhandled.instances().next().is_none() {
+            self.forget_waits_that_ended().await?;
+            return Ok(0);
+        }
+        let paused = self.paused().await?;
         let now = self.clock().now();
         let mut count = 0;
         for (process, id) in unhandled.instances() {
@@ -345,7 +349,7 @@ impl App {
         entries: Vec<crate::store::ScheduledEntry>,
     ) -> Result<(Vec<crate::app::PendingDeadline>, Vec<UnreadableState>), Error> {
         let unhandled = Unhandled::read(self).await?;
-        let paused = crate::store::Paused::new(self.store().pauses().await?);
+        let paused = self.paused().await?;
         let now = self.clock().now();
         let mut pending = Vec::new();
         let mut left_out = Vec::new();

@@ -150,7 +150,7 @@ impl DeadLetters<'_> {
         &self,
         letter: &crate::store::DeadLetter,
     ) -> Result<Option<crate::store::Pause>, Error> {
-        let paused = crate::store::Paused::new(self.app.pauses().await?);
+        let paused = self.app.paused().await?;
         let instance = crate::app::processes::writes::LetterPayload::of(letter)
             .map(|payload| payload.instance);
         Ok(match (letter.kind, instance) {

@@ -2,7 +2,7 @@
 //! while by an operator, in the store, so every runner on it obeys.
 
 use crate::app::App;
-use crate::store::{Pause, PauseTarget};
+use crate::store::{Pause, PauseTarget, Paused};
 use crate::{Error, app};
 
 impl App {
@@ -54,6 +54,11 @@ impl App {
     /// Every pause on this store, by kind and name.
     pub async fn pauses(&self) -> Result<Vec<Pause>, Error> {
         Ok(self.store().pauses().await?)
+    }
+
+    /// The pauses, as the runtime's passes and reads ask them what they hold.
+    pub(crate) async fn paused(&self) -> Result<Paused, Error> {
+        Ok(Paused::new(self.pauses().await?))
     }
 
     /// Refuses a target this app cannot pause: a name it does not have, an instance that never

@@ -187,20 +187,16 @@ impl App {
         }
         let store = read_models(self)?;
         let subscriber = model.subscriber();
-        // A read model an operator paused makes no pass.
-        let paused = self.store().pauses().await?;
-        if crate::store::Paused::new(paused)
-            .subscriber(subscriber)
-            .is_some()
-        {
-            return Ok(false);
-        }
         let from = self.store().checkpoint(subscriber).await?.unwrap_or(0);
         let batch_size = self.config().dispatcher.batch_size.max(1);
         let mut events = self.store().read_all(from, batch_size).await?;
         let Some(last) = events.last() else {
             return Ok(false);
         };
+        // A read model an operator paused makes no pass (asked once there are events).
+        if self.paused().await?.subscriber(subscriber).is_some() {
+            return Ok(false);
+        }
         let to = last.position;
         for event in &mut events {
             self.inner.shapes.bring_up(event);

@@ -41,18 +41,19 @@ impl App {
         deliveries: impl Fn(&RecordedEvent) -> Vec<Delivery>,
     ) -> Result<bool, Error> {
         let store = self.store();
-        // What operators paused holds here: a paused subscriber makes no pass; a paused
-        // handler's or instance's events wait, as behind a failure waiting for its retry.
-        let paused = crate::store::Paused::new(store.pauses().await?);
-        if paused.subscriber(subscriber).is_some() {
-            return Ok(false);
-        }
         let Some(from) = store.checkpoint(subscriber).await? else {
             return Ok(false);
         };
         let batch = self.config().dispatcher.batch_size;
         let mut page = self.read_all(from, batch).await?;
         if page.is_empty() {
+            return Ok(false);
+        }
+        // What operators paused holds here, read once there is something to deliver: a paused
+        // subscriber makes no pass; a paused handler's or instance's events wait, as behind a
+        // failure waiting for its retry.
+        let paused = self.paused().await?;
+        if paused.subscriber(subscriber).is_some() {
             return Ok(false);
         }
         let span = telemetry::subscriber_span(subscriber, kind, from, page.len());

@@ -878,10 +878,10 @@ fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
 
 /// `at` as seen from `now`, to the two largest units: `in 2h 5m`, `overdue 3m`, `now`.
 pub fn relative(at: crate::Instant, now: crate::Instant) -> String {
-    crate::instant::from_now(at, now, "overdue ", "")
+    crate::instant::until(at, now)
 }
 
 /// `at` as seen from `now` for something that happened: `3m ago`, `in 2h 5m`, `now`.
 pub fn ago(at: crate::Instant, now: crate::Instant) -> String {
-    crate::instant::from_now(at, now, "", " ago")
+    crate::instant::ago(at, now)
 }

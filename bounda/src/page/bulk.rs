@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Links, Shared, failed, html, message, refusal};
+use super::{Links, Shared, failed, html, message, no_such_action, refusal};
 use crate::store::LetterFilter;
 use crate::{BulkReport, Instant, Pace};
 
@@ -160,10 +160,8 @@ pub(super) async fn act(
     Form(form): Form<BulkForm>,
 ) -> Response {
     if action != "retry" && action != "discard" {
-        return message(
+        return no_such_action(
             &shared.links,
-            StatusCode::NOT_FOUND,
-            "No such action",
             "Letters can be retried or discarded in bulk.",
         );
     }

@@ -10,19 +10,9 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::{Links, Shared, encode, failed, html, message};
-
-/// `at`, something that happened, as seen from `now`: `3m ago`.
-fn ago(at: Instant, now: Instant) -> String {
-    crate::instant::from_now(at, now, "", " ago")
-}
-
-/// `at`, a deadline, as seen from `now`: `in 2h 5m`, `overdue 3m`.
-fn relative(at: Instant, now: Instant) -> String {
-    crate::instant::from_now(at, now, "overdue ", "")
-}
+use crate::instant::{ago, until as relative};
 use crate::store::{InstanceCursor, InstanceOrder, InstanceQuery, InstanceStatus};
 use crate::{Duration, Instant, days, hours};
-
 /// The due filters the page offers: by name, label, and the span from now (`None`: overdue).
 const DUE: [(&str, &str, Option<Duration>); 4] = [
     ("overdue", "overdue", None),
@@ -257,7 +247,7 @@ pub(super) async fn process_lines(
     app: &crate::App,
 ) -> Result<Vec<ProcessLine>, crate::Error> {
     let now = app.clock().now();
-    let pauses = crate::store::Paused::new(app.pauses().await?);
+    let pauses = app.paused().await?;
     let mut counts: std::collections::BTreeMap<String, crate::store::InstanceCounts> = app
         .instance_counts()
         .await?

@@ -760,7 +760,7 @@ fn step_line(step: &crate::explain::Step, now: Instant) -> StepLine {
     StepLine {
         position: step.position,
         at: step.at,
-        ago: crate::instant::from_now(step.at, now, "", " ago"),
+        ago: crate::instant::ago(step.at, now),
         what: step.describe(),
         correlation: step.correlation_id.clone(),
         details: step.details(moment),
@@ -780,12 +780,7 @@ async fn act(
     Form(form): Form<ActionForm>,
 ) -> Response {
     if action != "retry" && action != "discard" {
-        return message(
-            &shared.links,
-            StatusCode::NOT_FOUND,
-            "No such action",
-            "A letter can be retried or discarded.",
-        );
+        return no_such_action(&shared.links, "A letter can be retried or discarded.");
     }
     if let Some(refused) = refusal(&shared, &headers, &form.token) {
         return refused;
@@ -808,6 +803,11 @@ async fn act(
         tracing::warn!(letter = %id, "{action} of a letter from the page failed: {}", crate::error::chain(&error));
     }
     Redirect::to(&shared.links.done(done)).into_response()
+}
+
+/// The answer to an action the page does not have, saying which it has.
+fn no_such_action(links: &Links, which: &str) -> Response {
+    message(links, StatusCode::NOT_FOUND, "No such action", which)
 }
 
 /// Why an action may not run, if it may not: the page has no token, `token` is not it, or the

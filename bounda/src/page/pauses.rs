@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Shared, message, refusal};
+use super::{Shared, message, no_such_action, refusal};
 use crate::store::PauseTarget;
 
 /// What a pause or resume form sends.
@@ -78,12 +78,7 @@ pub(super) async fn act(
             }
         },
         _ => {
-            return message(
-                &shared.links,
-                StatusCode::NOT_FOUND,
-                "No such action",
-                "What is paused can be paused or resumed.",
-            );
+            return no_such_action(&shared.links, "What is paused can be paused or resumed.");
         }
     };
     Redirect::to(&shared.links.done(done)).into_response()

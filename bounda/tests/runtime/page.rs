@@ -717,11 +717,9 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
             .unwrap();
         async move { answer(&page, post).await }
     };
-    let settle = async || {
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-    };
+    // Time for a bulk action that matches nothing to run and end (on a server its reads are
+    // round trips): what it retried would show by then.
+    let settle = async || tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     // A filter that matches nothing, a failure time after both letters, a count taken before
     // them: nothing is retried.
     for form in [
@@ -738,12 +736,13 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     let got = bulk("token=s3cret&handler=mail_on_order_placed&error=mail+server&limit=2").await;
     assert_eq!(got.status, StatusCode::SEE_OTHER);
     assert_eq!(got.location, "/?done=bulk-retry-started");
-    // The retry runs in the background: it is done once the task has had its turns.
-    for _ in 0..100 {
+    // The retry runs in the background: waited for, up to ten seconds (on a server each of its
+    // reads is a round trip, so turns of the task alone may not be enough).
+    for _ in 0..1_000 {
         if app.app().dead_letters().count(&open).await.unwrap() == 0 {
             break;
         }
-        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(app.app().dead_letters().count(&open).await.unwrap(), 0);
     let (_, overview, _) = get(&app, Some("s3cret"), "/?done=bulk-retry-started").await;

@@ -379,9 +379,7 @@ impl App {
             unreadable,
             parked,
             letters,
-            paused: crate::store::Paused::new(self.store().pauses().await?)
-                .instance(process, id)
-                .cloned(),
+            paused: self.paused().await?.instance(process, id).cloned(),
         }))
     }
 
