@@ -9,6 +9,7 @@ use bounda::store::{InOrder, InboxClaim, InboxPair, ScheduledEntry, StoreError};
 use bounda::{Duration, Instant};
 use deadpool_postgres::GenericClient;
 
+use crate::limits::LIMITED;
 use crate::names::Names;
 use crate::rows;
 use crate::sql::{execute, failed, query};
@@ -285,7 +286,7 @@ pub(crate) async fn claim(
         &names.sql(&format!(
             "WITH due AS (
                  SELECT dedupe_key FROM {{t}}scheduled_commands s
-                 WHERE execute_at <= $1 AND {} AND NOT {PAUSED}
+                 WHERE execute_at <= $1 AND {} AND NOT {PAUSED} AND NOT {LIMITED}
                  ORDER BY execute_at, dedupe_key
                  LIMIT $4
                  FOR UPDATE OF s SKIP LOCKED)

@@ -26,6 +26,7 @@
 mod claims;
 mod import;
 mod instances;
+mod limits;
 mod names;
 mod pipeline;
 mod place;

@@ -240,6 +240,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name, instance)
     );
     ",
+    // 8: each limit's current window (a process, a policy, a command type): how many runs it
+    // allows and how many started, shared by every runner on the tables; the claim of due
+    // entries leaves a used-up limit's entries until the window ends (`limits::LIMITED`).
+    "
+    CREATE TABLE {t}limits (
+        kind    TEXT        NOT NULL,
+        name    TEXT        NOT NULL,
+        ends    TIMESTAMPTZ NOT NULL,
+        cap     INTEGER     NOT NULL,
+        taken   INTEGER     NOT NULL,
+        granted INTEGER     NOT NULL,
+        PRIMARY KEY (kind, name)
+    );
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

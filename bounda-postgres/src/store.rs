@@ -7,15 +7,16 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, Listener,
-    Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
-    async_trait, protocol,
+    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, LimitKey,
+    LimitWindow, Listener, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError,
+    StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 
 use crate::claims::{PAUSED, claim, claim_batch, claim_one, free_claim};
+use crate::limits::{self, LIMITED};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, place, statements};
@@ -391,21 +392,26 @@ impl Store for PostgresStore {
         Ok(changed == 1)
     }
 
-    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+    async fn next_due_at(
+        &self,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Option<Instant>, StoreError> {
         let row = self
             .one(
                 "cannot read the next due moment",
                 &format!(
                     "SELECT
                          (SELECT execute_at FROM {{t}}scheduled_commands s
-                          WHERE claimed_at IS NULL AND NOT {PAUSED}
+                          WHERE claimed_at IS NULL AND NOT {PAUSED} AND NOT {LIMITED}
                           ORDER BY execute_at LIMIT 1),
                          (SELECT min(lease_until) FROM {{t}}scheduled_commands
                           WHERE lease_until IS NOT NULL),
                          (SELECT min(claimed_at) FROM {{t}}scheduled_commands
-                          WHERE claimed_at IS NOT NULL AND lease_until IS NULL)"
+                          WHERE claimed_at IS NOT NULL AND lease_until IS NULL),
+                         (SELECT min(ends) FROM {{t}}limits WHERE ends > $1 AND taken >= cap)"
                 ),
-                &[],
+                &[&now.to_chrono()],
             )
             .await?;
         let free = rows::optional_instant(&row, 0)?;
@@ -413,7 +419,14 @@ impl Store for PostgresStore {
         // its end, `lease` after it was taken.
         let ending = rows::optional_instant(&row, 1)?.map(|until| until + millis(1));
         let unended = rows::optional_instant(&row, 2)?.map(|at| at + lease + millis(1));
-        Ok(free.into_iter().chain(ending).chain(unended).min())
+        // A used-up limit's entries are due when its window ends.
+        let window = rows::optional_instant(&row, 3)?;
+        Ok(free
+            .into_iter()
+            .chain(ending)
+            .chain(unended)
+            .chain(window)
+            .min())
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
@@ -683,6 +696,41 @@ impl Store for PostgresStore {
                 })
             })
             .collect()
+    }
+
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let row = self
+            .one(
+                "cannot take a limit's permits",
+                limits::TAKE,
+                &[
+                    &key.kind.as_str(),
+                    &key.name,
+                    &ends.to_chrono(),
+                    &limits::count(cap),
+                    &limits::count(wanted),
+                ],
+            )
+            .await?;
+        let granted: i32 = rows::get(&row, 0)?;
+        Ok(u32::try_from(granted).unwrap_or(0))
+    }
+
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read the limits",
+                limits::WINDOWS,
+                &[&now.to_chrono()],
+            )
+            .await?;
+        rows.iter().map(limits::window).collect()
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {

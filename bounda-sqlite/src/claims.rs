@@ -5,6 +5,7 @@ use bounda::store::{InboxClaim, ScheduledEntry, StoreError};
 use bounda::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::limits::limited;
 use crate::{rows, sql};
 
 /// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
@@ -123,10 +124,11 @@ pub(crate) fn claim(
              SET claimed_at = ?1, lease_until = ?5, claim_id = ?2, rescheduled = 0
              WHERE dedupe_key IN (
                  SELECT dedupe_key FROM bounda_scheduled_commands s
-                 WHERE execute_at <= ?1 AND {} AND NOT {PAUSED}
+                 WHERE execute_at <= ?1 AND {} AND NOT {PAUSED} AND NOT {}
                  ORDER BY execute_at, dedupe_key LIMIT ?4)
              RETURNING {}",
             free_claim!("?1", "?3"),
+            limited!("?1"),
             rows::SCHEDULED_COLUMNS
         ))
         .map_err(sql("cannot prepare a claim"))?;

@@ -17,6 +17,7 @@ mod claims;
 mod connection;
 mod import;
 mod instances;
+mod limits;
 mod read_models;
 mod reads;
 mod rows;

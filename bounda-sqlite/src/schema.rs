@@ -220,6 +220,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name, instance)
     ) WITHOUT ROWID;
     ",
+    // 13: each limit's current window (a process, a policy, a command type): how many runs it
+    // allows and how many started, shared by every runner on the file; the claim of due
+    // entries leaves a used-up limit's entries until the window ends (`limits::limited`).
+    "
+    CREATE TABLE bounda_limits (
+        kind    TEXT    NOT NULL,
+        name    TEXT    NOT NULL,
+        ends    TEXT    NOT NULL,
+        cap     INTEGER NOT NULL,
+        taken   INTEGER NOT NULL,
+        granted INTEGER NOT NULL,
+        PRIMARY KEY (kind, name)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the database to,

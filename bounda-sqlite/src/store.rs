@@ -2,15 +2,25 @@
 
 use bounda::store::{
     CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, Pause,
-    PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
+    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, LimitKey,
+    LimitWindow, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail,
+    WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, TransactionBehavior, params, params_from_iter};
 
 use crate::claims::{PAUSED, claim, claim_one, expired_before, free_claim, lease_until};
+use crate::limits::limited;
 use crate::{SqliteStore, rows, sql, statements};
+
+/// The four moments `next_due_at` reads, as stored.
+type Moments = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -345,19 +355,30 @@ impl Store for SqliteStore {
         .map_err(sql("cannot renew a scheduler claim"))
     }
 
-    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
+    async fn next_due_at(
+        &self,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Option<Instant>, StoreError> {
         let conn = self.lock()?;
-        let (free, ending, unended): (Option<String>, Option<String>, Option<String>) = conn
+        let (free, ending, unended, window): Moments = conn
             .prepare_cached(&format!(
                 "SELECT
                      (SELECT execute_at FROM bounda_scheduled_commands s
-                      WHERE claimed_at IS NULL AND NOT {PAUSED} ORDER BY execute_at LIMIT 1),
+                      WHERE claimed_at IS NULL AND NOT {PAUSED} AND NOT {}
+                      ORDER BY execute_at LIMIT 1),
                      (SELECT MIN(lease_until) FROM bounda_scheduled_commands
                       WHERE lease_until IS NOT NULL),
                      (SELECT MIN(claimed_at) FROM bounda_scheduled_commands
-                      WHERE claimed_at IS NOT NULL AND lease_until IS NULL)",
+                      WHERE claimed_at IS NOT NULL AND lease_until IS NULL),
+                     (SELECT MIN(ends) FROM bounda_limits WHERE ends > ?1 AND taken >= cap)",
+                limited!("?1"),
             ))
-            .and_then(|mut s| s.query_row([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?))))
+            .and_then(|mut s| {
+                s.query_row([now.to_string()], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                })
+            })
             .map_err(sql("cannot read the next due moment"))?;
         let parse = |text: Option<String>| {
             text.map(|text| Instant::parse(&text))
@@ -369,7 +390,14 @@ impl Store for SqliteStore {
         // its end, `lease` after it was taken.
         let ending = parse(ending)?.map(|until| until + millis(1));
         let unended = parse(unended)?.map(|claimed_at| claimed_at + lease + millis(1));
-        Ok(free.into_iter().chain(ending).chain(unended).min())
+        // A used-up limit's entries are due when its window ends.
+        let window = parse(window)?;
+        Ok(free
+            .into_iter()
+            .chain(ending)
+            .chain(unended)
+            .chain(window)
+            .min())
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
@@ -666,6 +694,22 @@ impl Store for SqliteStore {
                 })
             })
             .collect()
+    }
+
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::take(&conn, key, ends, cap, wanted)
+    }
+
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::windows(&conn, now)
     }
 
     async fn inbox_page(

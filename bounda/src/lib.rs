@@ -317,7 +317,7 @@ pub mod explain {
 pub use app::{
     Ahead, Answer, App, AppBuilder, BulkOutcome, BulkReport, CaughtUp, Cause, DeadLetters, Decided,
     DispatchError, DispatchOptions, Dispatched, Drift, EventProblem, Failing, InstancePage, Lag,
-    Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace, PendingDeadline, Policy,
+    Limited, Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace, PendingDeadline, Policy,
     Preflight, ProcessInstance, ProcessStatus, REBUILD_SLICE, Reaction, Rearm, RebuildProgress,
     RejectionRecord, Retried, Scheduled, StateProblem, SubscriberLag, UnreadableState, fold,
     metrics, shutdown_signal,

@@ -64,6 +64,35 @@ pub struct Lag {
     /// What operators paused, and since when and by whom: a paused subscriber's lag grows, a
     /// paused process's, instance's or policy's work waits.
     pub paused: Vec<crate::store::Pause>,
+    /// The limits whose permits are used up in their current window: their work waits for the
+    /// window's end.
+    pub limited: Vec<Limited>,
+}
+
+/// A limit holding work back: its permits used up until its window ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limited {
+    /// The limit's window, as the store counts it.
+    pub window: crate::store::LimitWindow,
+    /// The rate configured.
+    pub rate: crate::config::Rate,
+    /// For a process's limit, its running instances with a deadline due and not yet run (an
+    /// event's step held back is counted in the subscriber's lag).
+    pub overdue: Option<u64>,
+}
+
+impl std::fmt::Display for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at {}: {} started, the rest waits until {}",
+            self.window.key, self.rate, self.window.taken, self.window.ends
+        )?;
+        match self.overdue {
+            Some(overdue) => write!(f, " ({overdue} instances with a deadline due)"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl App {
@@ -144,7 +173,46 @@ impl App {
             held_deadlines: held.len() as u64,
             drifted_entries: self.drifted_count().await?,
             paused: self.store().pauses().await?,
+            limited: self.limited().await?,
         })
+    }
+
+    /// The limits holding work back now ([`Lag::limited`]). Asks the store only when limits
+    /// are set.
+    pub async fn limited(&self) -> Result<Vec<Limited>, Error> {
+        let limits = &self.config().limits;
+        if limits.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.clock().now();
+        let mut limited = Vec::new();
+        for window in self.store().limit_windows(now).await? {
+            let Some(limit) = limits.get(window.key.kind, &window.key.name) else {
+                continue;
+            };
+            if !window.used_up() {
+                continue;
+            }
+            let overdue = match window.key.kind {
+                crate::store::LimitKind::Process => Some(
+                    self.store()
+                        .count_instances(&crate::store::InstanceQuery {
+                            process: Some(window.key.name.clone()),
+                            status: Some(crate::store::InstanceStatus::Running),
+                            due_until: Some(now),
+                            ..crate::store::InstanceQuery::default()
+                        })
+                        .await?,
+                ),
+                _ => None,
+            };
+            limited.push(Limited {
+                window,
+                rate: limit.rate,
+                overdue,
+            });
+        }
+        Ok(limited)
     }
 
     /// Due deadlines held back behind an unhandled event of their instance stored at or before
@@ -228,7 +296,8 @@ impl App {
 
     /// The earliest moment a scheduled command, delayed policy run or deadline becomes due.
     pub async fn next_due_at(&self) -> Result<Option<Instant>, Error> {
-        Ok(self.store().next_due_at(self.lease()).await?)
+        let now = self.clock().now();
+        Ok(self.store().next_due_at(now, self.lease()).await?)
     }
 
     /// Every pending deadline of every open instance, soonest first: which instance, which
@@ -462,7 +531,9 @@ impl App {
             let retry = self.store().next_inbox_retry(name).await?;
             next = next.into_iter().chain(retry).min();
         }
-        Ok(next)
+        // Events a limit holds run when its window ends.
+        let held = self.limit_held_until(self.clock().now()).await?;
+        Ok(next.into_iter().chain(held).min())
     }
 }
 

@@ -38,7 +38,7 @@ pub use catch_up::CaughtUp;
 pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
 pub use instances::InstancePage;
-pub use lag::{Ahead, Failing, Lag, SubscriberLag};
+pub use lag::{Ahead, Failing, Lag, Limited, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use letters_bulk::{BulkOutcome, BulkReport, Pace};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
@@ -62,7 +62,7 @@ use crate::aggregate::{Aggregate, Command};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::ids::{IdGenerator, UuidV7};
-use crate::store::Store;
+use crate::store::{LimitKind, Store};
 use crate::{Error, RecordedEvent};
 
 /// The subscriber all policies share.
@@ -333,6 +333,19 @@ impl AppBuilder {
         let mut refused = self.refused;
         if let Err(error) = self.config.validate() {
             refused.push(error.to_string());
+        }
+        for (key, _) in self.config.limits.all() {
+            let known = match key.kind {
+                LimitKind::Process => self.processes.iter().any(|p| p.name() == key.name),
+                LimitKind::Policy => self.policies.iter().any(|p| p.name() == key.name),
+                LimitKind::Command => self.commands.contains_key(key.name.as_str()),
+            };
+            if !known {
+                refused.push(format!(
+                    "the configuration's `limits` name {key}, which this app does not run: \
+                     correct the name, or remove the limit"
+                ));
+            }
         }
         if !refused.is_empty() {
             return Err(Error::Configuration {

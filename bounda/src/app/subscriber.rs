@@ -69,6 +69,11 @@ impl App {
                     PauseTarget::Subscriber { .. } => {}
                 }
             }
+            // A handler whose limit is used up in this window waits for the next, its events
+            // in order behind the first.
+            for window in self.used_up_limits(kind, now).await? {
+                order.hold_handler(&window.key.name);
+            }
             let mut runs = Vec::new();
             let mut stop: Option<u64> = None;
             let mut last = from;

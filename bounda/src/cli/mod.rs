@@ -426,6 +426,9 @@ pub async fn execute(
             for pause in &lag.paused {
                 writeln!(out, "paused: {pause}").map_err(io)?;
             }
+            for limited in &lag.limited {
+                writeln!(out, "limited: {limited}").map_err(io)?;
+            }
         }
         Operator::Deadlines(args) => {
             if let Some(process) = &args.process

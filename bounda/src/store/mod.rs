@@ -16,6 +16,7 @@
 pub mod contract;
 mod copy;
 pub mod instances;
+pub mod limits;
 pub mod pauses;
 pub mod protocol;
 pub mod read_models;
@@ -36,6 +37,7 @@ pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
     InstanceStatus, NextDue,
 };
+pub use limits::{LimitKey, LimitKind, LimitWindow};
 pub use pauses::{Pause, PauseTarget, Paused};
 
 pub use async_trait::async_trait;
@@ -255,10 +257,15 @@ pub trait Store: Send + Sync + 'static {
         lease: Duration,
     ) -> Result<bool, StoreError>;
 
-    /// The earliest moment a scheduler entry becomes due; a claimed entry counts as due again
-    /// 1 ms after its lease ends (`lease` after it was taken, for a claim stored without its
-    /// end).
-    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError>;
+    /// The earliest moment a scheduler entry becomes due, as seen at `now`; a claimed entry
+    /// counts as due again 1 ms after its lease ends (`lease` after it was taken, for a claim
+    /// stored without its end), and the entries of a limit whose window's permits are used up
+    /// at `now` ([`limits`]) when the window ends.
+    async fn next_due_at(
+        &self,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Option<Instant>, StoreError>;
 
     /// The earliest moment a scheduler entry that failed before is due to run again: what a test
     /// clock moves to while retries are pending.
@@ -406,6 +413,33 @@ pub trait Store: Send + Sync + 'static {
 
     /// Every pause, by kind, name and instance. A store that keeps none answers none.
     async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Takes up to `wanted` of `key`'s permits in its window ending at `ends`, which allows
+    /// `cap` runs, and answers how many it took: at once for every runner on the store, so two
+    /// runners together take no more than `cap`. A window that ended before `ends` is replaced
+    /// by this one; one ending after it (taken by a runner whose clock is ahead) is counted
+    /// into. Once a window is used up, the claim of due entries ([`claim_due`](Store::claim_due),
+    /// [`ClaimDue`]) leaves the key's entries until it ends (see [`limits`]). A store that
+    /// cannot count permits keeps this default, which refuses.
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let _ = (key, ends, cap, wanted);
+        Err(StoreError::new(
+            "this store keeps no limits: set `limits` on a SQLite file or a PostgreSQL schema",
+        ))
+    }
+
+    /// The limits' windows not yet ended at `now`, by kind and name. A store that keeps no
+    /// limits answers none.
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let _ = now;
         Ok(Vec::new())
     }
 

@@ -351,8 +351,12 @@ impl Store for FaultyStore {
             .await
     }
 
-    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_due_at(lease).await
+    async fn next_due_at(
+        &self,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_due_at(now, lease).await
     }
 
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
@@ -466,6 +470,23 @@ impl Store for FaultyStore {
 
     async fn pauses(&self) -> Result<Vec<crate::store::Pause>, StoreError> {
         self.inner.pauses().await
+    }
+
+    async fn take_permits(
+        &self,
+        key: &crate::store::LimitKey,
+        ends: Instant,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        self.inner.take_permits(key, ends, cap, wanted).await
+    }
+
+    async fn limit_windows(
+        &self,
+        now: Instant,
+    ) -> Result<Vec<crate::store::LimitWindow>, StoreError> {
+        self.inner.limit_windows(now).await
     }
 
     async fn inbox_page(

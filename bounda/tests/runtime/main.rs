@@ -24,6 +24,7 @@ mod engine;
 mod explain;
 mod faults;
 mod instances;
+mod limits;
 mod metrics;
 mod page;
 mod pauses;

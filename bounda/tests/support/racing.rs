@@ -285,8 +285,12 @@ impl Store for Racing {
     ) -> Result<bool, StoreError> {
         self.inner.renew_scheduled(k, c, now, lease).await
     }
-    async fn next_due_at(&self, lease: Duration) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_due_at(lease).await
+    async fn next_due_at(
+        &self,
+        now: Instant,
+        lease: Duration,
+    ) -> Result<Option<Instant>, StoreError> {
+        self.inner.next_due_at(now, lease).await
     }
     async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
         self.inner.next_scheduled_retry().await
@@ -380,5 +384,22 @@ impl Store for Racing {
     }
     async fn pauses(&self) -> Result<Vec<bounda::store::Pause>, StoreError> {
         self.inner.pauses().await
+    }
+
+    async fn take_permits(
+        &self,
+        key: &bounda::store::LimitKey,
+        ends: Instant,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        self.inner.take_permits(key, ends, cap, wanted).await
+    }
+
+    async fn limit_windows(
+        &self,
+        now: Instant,
+    ) -> Result<Vec<bounda::store::LimitWindow>, StoreError> {
+        self.inner.limit_windows(now).await
     }
 }

@@ -14,6 +14,7 @@
 
 mod claim;
 mod failure;
+mod pace;
 pub(crate) mod read_ahead;
 
 use std::collections::{HashSet, VecDeque};
@@ -164,6 +165,8 @@ pub(crate) struct Run {
     pub(crate) position: Option<u64>,
     /// When its claim was taken or last renewed, for a claim with a lease.
     claimed_at: Option<Instant>,
+    /// Whether its limit's permits ran out ([`pace`]): given back unrun, for a later window.
+    held_back: bool,
     /// Reruns after a moved stream so far.
     reruns: u32,
 }
@@ -179,6 +182,7 @@ impl Run {
             group: None,
             position: None,
             claimed_at: None,
+            held_back: false,
             reruns: 0,
         }
     }
@@ -304,7 +308,12 @@ impl App {
     /// store refuses fails its runs like any failure (retried after their back-off);
     /// when recording that failure is refused too, the runs keep their claims, which lapse,
     /// and the store's error is returned once the rest of the batch was tried.
-    pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
+    pub(crate) async fn run_batch(
+        &self,
+        mut runs: Vec<Run>,
+        report: &mut Report,
+    ) -> Result<(), Error> {
+        self.pace(&mut runs, report).await;
         let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
         let mut held: HashSet<&'static str> = HashSet::new();
         while !queue.is_empty() {
@@ -450,7 +459,7 @@ impl App {
         // A held handler's later runs, and the runtime's own runs once the app is stopping, are
         // given back unrun (spec 46, 148, 188); an operator's retry runs to its answer.
         let stopping = self.stopping() && run.claim.retries();
-        if run.group.is_some_and(|group| held.contains(group)) || stopping {
+        if run.group.is_some_and(|group| held.contains(group)) || stopping || run.held_back {
             let mut writes = WriteSet::default();
             run.claim.settle(&mut writes, Settle::Release);
             return Some((run, writes, Kind::Released { holds: true }));

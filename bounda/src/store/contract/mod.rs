@@ -871,7 +871,13 @@ pub async fn scheduler_releases_complete_retry_and_defer(store: &dyn Store) {
 // spec 176
 pub async fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn Store) {
     let lease = seconds(60);
-    assert_eq!(store.next_due_at(lease).await.unwrap(), None);
+    assert_eq!(
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), lease)
+            .await
+            .unwrap(),
+        None
+    );
     store
         .commit(&WriteSet {
             schedule: vec![
@@ -883,7 +889,10 @@ pub async fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn St
         .await
         .unwrap();
     assert_eq!(
-        store.next_due_at(lease).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), lease)
+            .await
+            .unwrap(),
         Some(t("2026-01-01T00:00:00Z"))
     );
     store
@@ -891,7 +900,10 @@ pub async fn next_due_at_counts_claimed_entries_after_their_lease(store: &dyn St
         .await
         .unwrap();
     assert_eq!(
-        store.next_due_at(lease).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), lease)
+            .await
+            .unwrap(),
         Some(t("2026-01-02T00:01:00.001Z"))
     );
 }
@@ -2187,7 +2199,10 @@ pub async fn next_due_at_counts_a_claim_to_the_end_of_its_own_lease(store: &dyn 
     a_letter_and_a_due_entry(store).await;
     store.claim_due("w-1", now, seconds(4), 10).await.unwrap();
     assert_eq!(
-        store.next_due_at(seconds(30)).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), seconds(30))
+            .await
+            .unwrap(),
         Some(t("2026-01-01T00:00:04.001Z"))
     );
     assert!(
@@ -2197,7 +2212,10 @@ pub async fn next_due_at_counts_a_claim_to_the_end_of_its_own_lease(store: &dyn 
             .unwrap()
     );
     assert_eq!(
-        store.next_due_at(seconds(4)).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), seconds(4))
+            .await
+            .unwrap(),
         Some(t("2026-01-01T00:00:33.001Z")),
         "renewed with 30 s"
     );
@@ -2395,7 +2413,10 @@ pub async fn claims_of_an_older_build_lapse_on_the_readers_lease(store: &dyn Sto
     let taken = t("2026-01-01T00:00:00Z");
     let (reader, short) = (seconds(30), seconds(4));
     assert_eq!(
-        store.next_due_at(reader).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), reader)
+            .await
+            .unwrap(),
         Some(taken + reader + millis(1)),
         "an old claim is due again on the reader's lease"
     );
@@ -2451,7 +2472,10 @@ pub async fn claims_of_an_older_build_lapse_on_the_readers_lease(store: &dyn Sto
     // Taken again with 4 s, by this build: a reader with 30 s takes them over just after 4 s.
     let ends = after + short;
     assert_eq!(
-        store.next_due_at(reader).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), reader)
+            .await
+            .unwrap(),
         Some(ends + millis(1)),
         "a new claim is due again at its own end"
     );

@@ -117,13 +117,19 @@ pub async fn paused_entries_are_left_by_the_claim_until_resumed(store: &dyn Stor
     // Only the command's entry is claimable; the next due moment is its.
     let now = t("2026-01-02T00:00:00Z");
     assert_eq!(
-        store.next_due_at(seconds(30)).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), seconds(30))
+            .await
+            .unwrap(),
         Some(t("2026-01-01T00:00:00Z")),
         "the command's entry is due"
     );
     assert_eq!(claimable(store, now).await, ["c-remind"]);
     assert_eq!(
-        store.next_due_at(seconds(30)).await.unwrap(),
+        store
+            .next_due_at(t("2026-01-01T00:00:00Z"), seconds(30))
+            .await
+            .unwrap(),
         Some(now + seconds(30) + crate::millis(1)),
         "what is paused is not due; the claimed entry is, once its lease is past"
     );

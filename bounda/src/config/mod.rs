@@ -1,10 +1,14 @@
 //! The runtime's settings, with their defaults and per-aggregate overrides.
 
+mod limits;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::{Duration, days, millis, seconds};
+
+pub use limits::{Limit, Limits, Rate, RateError};
 
 /// Every setting of the runtime. `Config::default()` is the defaults; read one from
 /// JSON with [`Config::from_json`], where a missing key keeps its default.
@@ -21,6 +25,8 @@ pub struct Config {
     pub dispatcher: Dispatcher,
     /// Settings for one aggregate's commands, policies and processes, by aggregate name.
     pub overrides: BTreeMap<String, Overrides>,
+    /// How fast processes', policies' and scheduled commands' runs may start, by name.
+    pub limits: Limits,
 }
 
 /// `runtime.commands`.

@@ -1,0 +1,59 @@
+//! Limits' windows (`bounda::store::limits`): permits taken at once for every runner on the
+//! tables, and the condition under which a due entry waits for its limit's window to end.
+
+use bounda::store::{LimitKey, LimitKind, LimitWindow, StoreError};
+
+use crate::rows;
+
+/// The condition that the scheduler row aliased `s` waits at `$1` for its limit's window to end:
+/// its process's, policy's or command's permits are used up. With no limit, one read of an
+/// empty table.
+pub(crate) const LIMITED: &str = "EXISTS (SELECT 1 FROM {t}limits l
+    WHERE l.ends > $1 AND l.taken >= l.cap AND (
+        (l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
+            AND l.name = s.payload->>'process')
+        OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
+            AND l.name = s.payload->>'policy')
+        OR (l.kind = 'command' AND l.name = s.command_type)))";
+
+/// Takes up to `$5` of key (`$1`, `$2`)'s permits in its window ending at `$3` (of `$4`), in one
+/// statement: the row is locked by the upsert, which reads its old count. In the same window (or
+/// a later one another runner opened), what is left of it; in a new one, a fresh count.
+pub(crate) const TAKE: &str = "INSERT INTO {t}limits AS l (kind, name, ends, cap, taken, granted)
+    VALUES ($1, $2, $3, $4::integer, LEAST($4::integer, $5::integer),
+        LEAST($4::integer, $5::integer))
+    ON CONFLICT (kind, name) DO UPDATE SET
+        granted = CASE WHEN l.ends >= EXCLUDED.ends
+            THEN GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer)) ELSE EXCLUDED.granted END,
+        taken = CASE WHEN l.ends >= EXCLUDED.ends
+            THEN l.taken + GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer)) ELSE EXCLUDED.taken END,
+        ends = GREATEST(l.ends, EXCLUDED.ends),
+        cap = EXCLUDED.cap
+    RETURNING granted";
+
+/// The windows not yet ended at `$1`, by kind and name.
+pub(crate) const WINDOWS: &str = "SELECT kind, name, ends, cap, taken FROM {t}limits
+    WHERE ends > $1 ORDER BY kind, name";
+
+/// A count as the tables keep it (`INTEGER`): one past its range is kept at its largest.
+pub(crate) fn count(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+/// A window as read by [`WINDOWS`].
+pub(crate) fn window(row: &tokio_postgres::Row) -> Result<LimitWindow, StoreError> {
+    let kind: String = rows::get(row, 0)?;
+    let kind = LimitKind::parse(&kind)
+        .ok_or_else(|| StoreError::new(format!("a limit of kind `{kind}` does not read")))?;
+    let cap: i32 = rows::get(row, 3)?;
+    let taken: i32 = rows::get(row, 4)?;
+    Ok(LimitWindow {
+        key: LimitKey {
+            kind,
+            name: rows::get(row, 1)?,
+        },
+        ends: rows::instant(row, 2)?,
+        cap: u32::try_from(cap).unwrap_or(0),
+        taken: u32::try_from(taken).unwrap_or(0),
+    })
+}

@@ -1,0 +1,95 @@
+//! Limits' windows (`bounda::store::limits`): permits taken at once for every runner on the file,
+//! and the condition under which a due entry waits for its limit's window to end.
+
+use bounda::Instant;
+use bounda::store::{LimitKey, LimitKind, LimitWindow, StoreError};
+use rusqlite::{Connection, params};
+
+use crate::{rows, sql};
+
+/// The condition that the scheduler row aliased `s` waits at `$now` (a parameter) for its
+/// limit's window to end: its process's, policy's or command's permits are used up. With no
+/// limit, one read of an empty table.
+#[rustfmt::skip] // as the condition reads
+macro_rules! limited {
+    ($now:literal) => {
+        concat!(
+            "EXISTS (SELECT 1 FROM bounda_limits l WHERE l.ends > ", $now,
+            " AND l.taken >= l.cap AND (
+                (l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
+                    AND l.name = json_extract(s.payload, '$.process'))
+                OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
+                    AND l.name = json_extract(s.payload, '$.policy'))
+                OR (l.kind = 'command' AND l.name = s.command_type)))"
+        )
+    };
+}
+pub(crate) use limited;
+
+/// Takes up to `wanted` of `key`'s permits in its window ending at `ends` (of `cap`), in one
+/// statement: the file has one writer, and the row's old count is read by the update itself.
+pub(crate) fn take(
+    conn: &Connection,
+    key: &LimitKey,
+    ends: Instant,
+    cap: u32,
+    wanted: u32,
+) -> Result<u32, StoreError> {
+    // In the same window (or a later one another runner opened), what is left of it; in a new
+    // one, a fresh count.
+    conn.prepare_cached(
+        "INSERT INTO bounda_limits (kind, name, ends, cap, taken, granted)
+         VALUES (?1, ?2, ?3, ?4, min(?4, ?5), min(?4, ?5))
+         ON CONFLICT (kind, name) DO UPDATE SET
+             granted = CASE WHEN ends >= excluded.ends
+                 THEN max(0, min(excluded.cap - taken, ?5)) ELSE excluded.granted END,
+             taken = CASE WHEN ends >= excluded.ends
+                 THEN taken + max(0, min(excluded.cap - taken, ?5)) ELSE excluded.taken END,
+             ends = max(ends, excluded.ends),
+             cap = excluded.cap
+         RETURNING granted",
+    )
+    .and_then(|mut s| {
+        s.query_row(
+            params![key.kind.as_str(), key.name, ends.to_string(), cap, wanted],
+            |row| row.get(0),
+        )
+    })
+    .map_err(sql("cannot take a limit's permits"))
+}
+
+/// The windows not yet ended at `now`, by kind and name.
+pub(crate) fn windows(conn: &Connection, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT kind, name, ends, cap, taken FROM bounda_limits WHERE ends > ?1
+             ORDER BY kind, name",
+        )
+        .map_err(sql("cannot prepare a read of the limits"))?;
+    let read = statement
+        .query_map(params![now.to_string()], |row| {
+            let kind: String = row.get(0)?;
+            Ok((
+                kind,
+                row.get::<_, String>(1)?,
+                rows::instant(row, 2)?,
+                row.get::<_, u32>(3)?,
+                row.get::<_, u32>(4)?,
+            ))
+        })
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(sql("cannot read the limits"))?;
+    read.into_iter()
+        .map(|(kind, name, ends, cap, taken)| {
+            let kind = LimitKind::parse(&kind).ok_or_else(|| {
+                StoreError::new(format!("a limit of kind `{kind}` does not read"))
+            })?;
+            Ok(LimitWindow {
+                key: LimitKey { kind, name },
+                ends,
+                cap,
+                taken,
+            })
+        })
+        .collect()
+}

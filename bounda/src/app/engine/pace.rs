@@ -1,0 +1,116 @@
+//! Pacing: the runs a batch claimed of a process, a policy or a scheduled command with a limit
+//! (`runtime.limits`) take that limit's permits in the store before they run; those beyond them
+//! are given back unrun, to run in a later window.
+
+use std::collections::BTreeMap;
+
+use crate::app::engine::{Report, Run};
+use crate::app::{App, POLICIES, PROCESSES};
+use crate::store::{LimitKey, LimitKind, LimitWindow};
+use crate::{Error, Instant};
+
+impl App {
+    /// The windows of the limits of `kind` (`process` or `policy`) used up at `now`: a
+    /// subscriber's pass holds those handlers' events until each window ends. Asks the store
+    /// only when a limit of that kind is set.
+    pub(crate) async fn used_up_limits(
+        &self,
+        kind: &str,
+        now: Instant,
+    ) -> Result<Vec<LimitWindow>, Error> {
+        let kind = limit_kind(kind);
+        if self.config().limits.all().all(|(key, _)| key.kind != kind) {
+            return Ok(Vec::new());
+        }
+        let windows = self.store().limit_windows(now).await?;
+        Ok(windows
+            .into_iter()
+            .filter(|window| window.key.kind == kind && window.used_up())
+            .collect())
+    }
+
+    /// When the first window ends of a used-up limit of a process or policy whose subscriber
+    /// has events left to take: its held events run then.
+    pub(crate) async fn limit_held_until(&self, now: Instant) -> Result<Option<Instant>, Error> {
+        let mut until: Option<Instant> = None;
+        for (kind, subscriber) in [("process", PROCESSES), ("policy", POLICIES)] {
+            let windows = self.used_up_limits(kind, now).await?;
+            if windows.is_empty() {
+                continue;
+            }
+            let store = self.store();
+            let behind = match store.checkpoint(subscriber).await? {
+                Some(position) => position < store.head().await?,
+                None => false,
+            };
+            if behind {
+                let ends = windows.iter().map(|window| window.ends);
+                until = until.into_iter().chain(ends).min();
+            }
+        }
+        Ok(until)
+    }
+
+    /// Holds back the runs of `runs` beyond their limits' permits in the window holding now,
+    /// taken in the runs' order, so a key's earliest runs go first and each instance's keep
+    /// their order. An operator's retry of a letter is not held. When the store cannot count
+    /// permits, every limited run is held and the store's error reported.
+    pub(crate) async fn pace(&self, runs: &mut [Run], report: &mut Report) {
+        let limits = &self.config().limits;
+        if limits.is_empty() {
+            return;
+        }
+        let mut wanted: BTreeMap<LimitKey, Vec<usize>> = BTreeMap::new();
+        for (index, run) in runs.iter().enumerate() {
+            let key =
+                run.work
+                    .handler()
+                    .filter(|_| run.claim.retries())
+                    .and_then(|(kind, name)| {
+                        let kind = limit_kind(kind);
+                        limits.get(kind, &name).map(|_| LimitKey { kind, name })
+                    });
+            if let Some(key) = key {
+                wanted.entry(key).or_default().push(index);
+            }
+        }
+        let now = self.clock().now();
+        for (key, indexes) in wanted {
+            let Some(limit) = limits.get(key.kind, &key.name) else {
+                continue;
+            };
+            let ends = limit.rate.window_end(now);
+            let count = u32::try_from(indexes.len()).unwrap_or(u32::MAX);
+            let granted = match self
+                .store()
+                .take_permits(&key, ends, limit.rate.count, count)
+                .await
+            {
+                Ok(granted) => usize::try_from(granted).unwrap_or(usize::MAX),
+                Err(error) => {
+                    let unavailable = error.is_unavailable();
+                    let error = crate::store::StoreError::with_source(
+                        format!("cannot take the permits of the limit of {key}"),
+                        error,
+                    )
+                    .unavailable_if(unavailable);
+                    report.store_error.get_or_insert(error.into());
+                    0
+                }
+            };
+            for &index in indexes.iter().skip(granted) {
+                runs[index].held_back = true;
+            }
+        }
+    }
+}
+
+/// What limits a handler of `kind` (as [`Work::handler`](crate::app::engine::Work::handler)
+/// names it): a process's or a policy's own, else a scheduled command's.
+fn limit_kind(kind: &str) -> LimitKind {
+    match kind {
+        "process" => LimitKind::Process,
+        "policy" => LimitKind::Policy,
+        _ => LimitKind::Command,
+    }
+}

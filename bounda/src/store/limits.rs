@@ -1,0 +1,83 @@
+//! Limits: how many runs of a process, a policy or a scheduled command may start in each window
+//! of time, counted in the store so that every runner on it shares one count.
+//!
+//! A runner takes permits for the runs it claimed ([`Store::take_permits`](super::Store::take_permits))
+//! in the window holding the moment it runs them; the runs it got none for are given back unrun.
+//! Once a window's permits are used up, the store's claim of due entries leaves the entries of
+//! that process, policy or command until the window ends, and
+//! [`next_due_at`](super::Store::next_due_at) answers the window's end, so no runner spins on
+//! them; a subscriber holds that handler's events (their order kept) until then.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::Instant;
+
+/// What a limit paces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// A process's steps: its events and its deadlines.
+    Process,
+    /// A policy's runs: on its events, and delayed.
+    Policy,
+    /// A scheduled command's runs, by command type.
+    Command,
+}
+
+impl LimitKind {
+    /// The kind, as stored: `process`, `policy` or `command`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Process => "process",
+            LimitKind::Policy => "policy",
+            LimitKind::Command => "command",
+        }
+    }
+
+    /// The kind stored as `text`, if it reads as one.
+    pub fn parse(text: &str) -> Option<LimitKind> {
+        match text {
+            "process" => Some(LimitKind::Process),
+            "policy" => Some(LimitKind::Policy),
+            "command" => Some(LimitKind::Command),
+            _ => None,
+        }
+    }
+}
+
+/// One limit: a kind and the name of what it paces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LimitKey {
+    /// What it paces.
+    pub kind: LimitKind,
+    /// The process's or policy's name, or the command's type.
+    pub name: String,
+}
+
+impl fmt::Display for LimitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.kind.as_str(), self.name)
+    }
+}
+
+/// A limit's current window, as the store counts it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitWindow {
+    /// The limit.
+    pub key: LimitKey,
+    /// When the window ends, and its permits come back.
+    pub ends: Instant,
+    /// How many runs the window allows.
+    pub cap: u32,
+    /// How many it has started.
+    pub taken: u32,
+}
+
+impl LimitWindow {
+    /// Whether the window's permits are used up: its work waits for its end.
+    pub fn used_up(&self) -> bool {
+        self.taken >= self.cap
+    }
+}
