@@ -32,13 +32,15 @@ async fn restored(dump: &str) -> (PostgresStore, tokio_postgres::Client, String)
 }
 
 // Issue 24: the instances of tables written before the instances index are indexed when they
-// migrate, from their streams and deadline entries; their deadline entries obey pauses.
+// migrate, from their streams and deadline entries; their deadline entries obey pauses and
+// limits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_instances_of_schema_5_are_indexed_when_it_migrates() {
     let (store, _client, _schema) = restored(include_str!("fixtures/instances-v5.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     bounda::store::contract::the_instances_an_older_build_wrote_are_indexed(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
+    bounda::store::contract::the_deadlines_an_older_build_wrote_obey_limits(&store).await;
 }
 
 // Issue 24: tables with more process instances than the fill writes at once, written without
@@ -60,7 +62,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
     tokio::spawn(connection);
     client
         .batch_execute(&format!(
-            "DROP TABLE {schema}.instances; DROP TABLE {schema}.pauses;
+            "DROP TABLE {schema}.instances; DROP TABLE {schema}.pauses; DROP TABLE {schema}.limits;
              UPDATE {schema}.schema SET version = 5;"
         ))
         .await
@@ -76,7 +78,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 7, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 8, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(

@@ -27,9 +27,11 @@ use crate::store::{
 use crate::{Instant, days, millis, seconds};
 
 mod instances;
+mod limits;
 mod pauses;
 mod read_models;
 pub use instances::*;
+pub use limits::*;
 pub use pauses::*;
 pub use read_models::*;
 
@@ -107,6 +109,9 @@ macro_rules! store_contract_tests {
             an_instance_row_is_written_with_its_steps,
             instances_are_listed_and_counted_as_the_model_says,
             paused_entries_are_left_by_the_claim_until_resumed,
+            permits_are_counted_per_window_up_to_the_cap,
+            permits_taken_at_once_stay_within_the_cap,
+            a_used_up_limits_entries_wait_for_its_window_to_end,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
