@@ -5,16 +5,37 @@ use bounda::store::{LimitKey, LimitKind, LimitWindow, StoreError};
 
 use crate::rows;
 
-/// The condition that the scheduler row aliased `s` waits at `$1` for its limit's window to end:
-/// its process's, policy's or command's permits are used up. With no limit, one read of an
-/// empty table.
-pub(crate) const LIMITED: &str = "EXISTS (SELECT 1 FROM {t}limits l
-    WHERE l.ends > $1 AND l.taken >= l.cap AND (
-        (l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
+/// The condition that the scheduler row aliased `s` is paced by the limit row aliased `l`: a
+/// deadline of its process, a delayed run of its policy, an entry of its command.
+macro_rules! paced_by {
+    () => {
+        "((l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
             AND l.name = s.payload->>'process')
         OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
             AND l.name = s.payload->>'policy')
-        OR (l.kind = 'command' AND l.name = s.command_type)))";
+        OR (l.kind = 'command' AND l.name = s.command_type))"
+    };
+}
+
+/// The condition that the scheduler row aliased `s` waits at `$1` for its limit's window to end:
+/// its process's, policy's or command's permits are used up. With no limit, one read of an
+/// empty table.
+pub(crate) const LIMITED: &str = concat!(
+    "EXISTS (SELECT 1 FROM {t}limits l WHERE l.ends > $1 AND l.taken >= l.cap AND ",
+    paced_by!(),
+    ")"
+);
+
+/// For each limit used up at `$1`, how many due entries it holds back (free of claims).
+pub(crate) const HELD: &str = concat!(
+    "SELECT l.kind, l.name,
+         (SELECT count(*) FROM {t}scheduled_commands s
+          WHERE s.execute_at <= $1 AND s.claimed_at IS NULL AND ",
+    paced_by!(),
+    ")
+     FROM {t}limits l WHERE l.ends > $1 AND l.taken >= l.cap
+     ORDER BY l.kind, l.name"
+);
 
 /// Takes up to `$5` of key (`$1`, `$2`)'s permits in its window ending at `$3` (of `$4`), in one
 /// statement: the row is locked by the upsert, which reads its old count. In the same window (or
@@ -40,18 +61,23 @@ pub(crate) fn count(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
-/// A window as read by [`WINDOWS`].
-pub(crate) fn window(row: &tokio_postgres::Row) -> Result<LimitWindow, StoreError> {
+/// The key in a row's first two columns, as stored.
+pub(crate) fn key(row: &tokio_postgres::Row) -> Result<LimitKey, StoreError> {
     let kind: String = rows::get(row, 0)?;
     let kind = LimitKind::parse(&kind)
         .ok_or_else(|| StoreError::new(format!("a limit of kind `{kind}` does not read")))?;
+    Ok(LimitKey {
+        kind,
+        name: rows::get(row, 1)?,
+    })
+}
+
+/// A window as read by [`WINDOWS`].
+pub(crate) fn window(row: &tokio_postgres::Row) -> Result<LimitWindow, StoreError> {
     let cap: i32 = rows::get(row, 3)?;
     let taken: i32 = rows::get(row, 4)?;
     Ok(LimitWindow {
-        key: LimitKey {
-            kind,
-            name: rows::get(row, 1)?,
-        },
+        key: key(row)?,
         ends: rows::instant(row, 2)?,
         cap: u32::try_from(cap).unwrap_or(0),
         taken: u32::try_from(taken).unwrap_or(0),

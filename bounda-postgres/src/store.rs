@@ -733,6 +733,22 @@ impl Store for PostgresStore {
         rows.iter().map(limits::window).collect()
     }
 
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read what the limits hold",
+                limits::HELD,
+                &[&now.to_chrono()],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let count: i64 = rows::get(row, 2)?;
+                Ok((limits::key(row)?, u64::try_from(count).unwrap_or(0)))
+            })
+            .collect()
+    }
+
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
         let client = self.client().await?;
         let params = LetterParams::of(filter);

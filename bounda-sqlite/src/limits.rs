@@ -7,6 +7,19 @@ use rusqlite::{Connection, params};
 
 use crate::{rows, sql};
 
+/// The condition that the scheduler row aliased `s` is paced by the limit row aliased `l`: a
+/// deadline of its process, a delayed run of its policy, an entry of its command.
+#[rustfmt::skip] // as the condition reads
+macro_rules! paced_by {
+    () => {
+        "((l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
+            AND l.name = json_extract(s.payload, '$.process'))
+        OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
+            AND l.name = json_extract(s.payload, '$.policy'))
+        OR (l.kind = 'command' AND l.name = s.command_type))"
+    };
+}
+
 /// The condition that the scheduler row aliased `s` waits at `$now` (a parameter) for its
 /// limit's window to end: its process's, policy's or command's permits are used up. With no
 /// limit, one read of an empty table.
@@ -15,16 +28,11 @@ macro_rules! limited {
     ($now:literal) => {
         concat!(
             "EXISTS (SELECT 1 FROM bounda_limits l WHERE l.ends > ", $now,
-            " AND l.taken >= l.cap AND (
-                (l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
-                    AND l.name = json_extract(s.payload, '$.process'))
-                OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
-                    AND l.name = json_extract(s.payload, '$.policy'))
-                OR (l.kind = 'command' AND l.name = s.command_type)))"
+            " AND l.taken >= l.cap AND ", $crate::limits::paced_by!(), ")"
         )
     };
 }
-pub(crate) use limited;
+pub(crate) use {limited, paced_by};
 
 /// Takes up to `wanted` of `key`'s permits in its window ending at `ends` (of `cap`), in one
 /// statement: the file has one writer, and the row's old count is read by the update itself.
@@ -81,15 +89,47 @@ pub(crate) fn windows(conn: &Connection, now: Instant) -> Result<Vec<LimitWindow
         .map_err(sql("cannot read the limits"))?;
     read.into_iter()
         .map(|(kind, name, ends, cap, taken)| {
-            let kind = LimitKind::parse(&kind).ok_or_else(|| {
-                StoreError::new(format!("a limit of kind `{kind}` does not read"))
-            })?;
             Ok(LimitWindow {
-                key: LimitKey { kind, name },
+                key: key(&kind, name)?,
                 ends,
                 cap,
                 taken,
             })
         })
         .collect()
+}
+
+/// For each limit used up at `now`, how many due entries it holds back (free of claims).
+pub(crate) fn held(conn: &Connection, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+    let mut statement = conn
+        .prepare_cached(concat!(
+            "SELECT l.kind, l.name,
+                 (SELECT count(*) FROM bounda_scheduled_commands s
+                  WHERE s.execute_at <= ?1 AND s.claimed_at IS NULL AND ",
+            paced_by!(),
+            ")
+             FROM bounda_limits l WHERE l.ends > ?1 AND l.taken >= l.cap
+             ORDER BY l.kind, l.name"
+        ))
+        .map_err(sql("cannot prepare a read of what the limits hold"))?;
+    let read = statement
+        .query_map(params![now.to_string()], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, u64>(2)?,
+            ))
+        })
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(sql("cannot read what the limits hold"))?;
+    read.into_iter()
+        .map(|(kind, name, count)| Ok((key(&kind, name)?, count)))
+        .collect()
+}
+
+/// The key stored as `kind` and `name`.
+fn key(kind: &str, name: String) -> Result<LimitKey, StoreError> {
+    let kind = LimitKind::parse(kind)
+        .ok_or_else(|| StoreError::new(format!("a limit of kind `{kind}` does not read")))?;
+    Ok(LimitKey { kind, name })
 }

@@ -712,6 +712,11 @@ impl Store for SqliteStore {
         crate::limits::windows(&conn, now)
     }
 
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::held(&conn, now)
+    }
+
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,

@@ -76,22 +76,18 @@ pub struct Limited {
     pub window: crate::store::LimitWindow,
     /// The rate configured.
     pub rate: crate::config::Rate,
-    /// For a process's limit, its running instances with a deadline due and not yet run (an
-    /// event's step held back is counted in the subscriber's lag).
-    pub overdue: Option<u64>,
+    /// The due scheduler entries it holds back: deadlines, delayed policy runs, scheduled
+    /// commands. A policy's or process's events it holds are in its subscriber's lag.
+    pub waiting: u64,
 }
 
 impl std::fmt::Display for Limited {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} at {}: {} started, the rest waits until {}",
-            self.window.key, self.rate, self.window.taken, self.window.ends
-        )?;
-        match self.overdue {
-            Some(overdue) => write!(f, " ({overdue} instances with a deadline due)"),
-            None => Ok(()),
-        }
+            "{} at {}: {} started in this window; {} due wait until {}",
+            self.window.key, self.rate, self.window.taken, self.waiting, self.window.ends
+        )
     }
 }
 
@@ -185,6 +181,12 @@ impl App {
             return Ok(Vec::new());
         }
         let now = self.clock().now();
+        let held: std::collections::HashMap<_, _> = self
+            .store()
+            .held_by_limits(now)
+            .await?
+            .into_iter()
+            .collect();
         let mut limited = Vec::new();
         for window in self.store().limit_windows(now).await? {
             let Some(limit) = limits.get(window.key.kind, &window.key.name) else {
@@ -193,23 +195,10 @@ impl App {
             if !window.used_up() {
                 continue;
             }
-            let overdue = match window.key.kind {
-                crate::store::LimitKind::Process => Some(
-                    self.store()
-                        .count_instances(&crate::store::InstanceQuery {
-                            process: Some(window.key.name.clone()),
-                            status: Some(crate::store::InstanceStatus::Running),
-                            due_until: Some(now),
-                            ..crate::store::InstanceQuery::default()
-                        })
-                        .await?,
-                ),
-                _ => None,
-            };
             limited.push(Limited {
-                window,
+                waiting: held.get(&window.key).copied().unwrap_or(0),
                 rate: limit.rate,
-                overdue,
+                window,
             });
         }
         Ok(limited)

@@ -443,6 +443,14 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
+    /// For each limit whose window's permits are used up at `now`, by kind and name, how many
+    /// scheduler entries due at `now` it holds back (those no runner holds a claim on). A store
+    /// that keeps no limits answers none.
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let _ = now;
+        Ok(Vec::new())
+    }
+
     /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
     /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
     /// time. A store that cannot be copied from keeps this default, which refuses.

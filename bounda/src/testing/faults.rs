@@ -489,6 +489,13 @@ impl Store for FaultyStore {
         self.inner.limit_windows(now).await
     }
 
+    async fn held_by_limits(
+        &self,
+        now: Instant,
+    ) -> Result<Vec<(crate::store::LimitKey, u64)>, StoreError> {
+        self.inner.held_by_limits(now).await
+    }
+
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,

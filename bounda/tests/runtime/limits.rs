@@ -8,27 +8,61 @@
 )]
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use crate::listed::ConfirmOnOrderPlaced;
 use crate::support;
 
+use bounda::AppBuilder;
 use bounda::config::Config;
 use bounda::prelude::*;
+use bounda::store::Store;
 use support::storefront::*;
+
+/// The configuration of `limits` (the JSON inside `"limits"`).
+fn limits(limits: &str) -> Config {
+    Config::from_json(&format!(r#"{{ "limits": {limits} }}"#)).unwrap()
+}
 
 /// A shop whose payment process may start `rate` steps (`"100/s"`).
 async fn shop(rate: &str) -> TestApp {
-    let config = Config::from_json(&format!(
-        r#"{{ "limits": {{ "processes": {{ "OrderPayment": {{ "rate": "{rate}" }} }} }} }}"#
-    ))
-    .unwrap();
-    TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>()
-            .config(config),
-    )
-    .await
-    .unwrap()
+    TestApp::new(payments(rate, support::database::store().await))
+        .await
+        .unwrap()
+}
+
+/// The payment process, limited to `rate`, on `store`.
+fn payments(rate: &str, store: Arc<dyn Store>) -> AppBuilder {
+    App::builder_shared(store)
+        .only_listed()
+        .process::<OrderPayment>()
+        .config(limits(&format!(
+            r#"{{ "processes": {{ "OrderPayment": {{ "rate": "{rate}" }} }} }}"#
+        )))
+}
+
+/// Places `count` orders, `o-0000` on.
+async fn place_orders(app: &TestApp, count: usize) -> Vec<String> {
+    let ids: Vec<String> = (0..count).map(|n| format!("o-{n:04}")).collect();
+    for id in &ids {
+        app.dispatch(place(id)).await.unwrap();
+    }
+    ids
+}
+
+/// The moments each of `ids` stored `event_type` on `aggregate`'s stream.
+async fn stored<A: Aggregate>(app: &TestApp, ids: &[String], event_type: &str) -> Vec<Instant> {
+    let mut moments = Vec::new();
+    for id in ids {
+        let events = app.events_of::<A>(id).await.unwrap().0;
+        moments.extend(
+            events
+                .iter()
+                .filter(|event| event.event_type == event_type)
+                .map(|event| event.timestamp),
+        );
+    }
+    moments
 }
 
 /// The moments `id`'s lifecycle events of `event_type` were stored at.
@@ -57,15 +91,7 @@ fn per_second(moments: &[Instant]) -> BTreeMap<i64, usize> {
 async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
     let app = shop("100/s").await;
     let placed = app.now();
-    let ids: Vec<String> = (0..1_000).map(|n| format!("o-{n:04}")).collect();
-    for id in &ids {
-        app.dispatch(PlaceOrder {
-            order_id: id.clone(),
-            total: 1,
-        })
-        .await
-        .unwrap();
-    }
+    let ids = place_orders(&app, 1_000).await;
     assert!(app.run_until_idle().await.unwrap().idle);
     let mut started = Vec::new();
     for id in &ids {
@@ -78,25 +104,29 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
 
     // Every first reminder is due at once, a day after the orders were placed.
     let due = placed + hours(24);
-    app.advance(due.saturating_since(app.now())).await.unwrap();
-    // The first hundred ran; lag says the limit holds the other 900 until the second ends.
+    app.advance(due.saturating_since(app.now()) - millis(1))
+        .await
+        .unwrap();
+    app.clock().advance_to(due);
+    // One round of passes at the moment they are due: the first hundred run, and lag says the
+    // limit holds the other 900 until the second ends.
+    app.run_until_idle_with(1).await.unwrap();
     let lag = app.lag().await.unwrap();
     let [limited] = lag.limited.as_slice() else {
         panic!("one limit holds work: {:?}", lag.limited)
     };
     assert_eq!(
-        (limited.window.taken, limited.window.ends, limited.overdue),
-        (100, due + seconds(1), Some(900))
+        (limited.window.taken, limited.window.ends, limited.waiting),
+        (100, due + seconds(1), 900)
     );
     assert_eq!(
         limited.to_string(),
         format!(
-            "process `OrderPayment` at 100/s: 100 started, the rest waits until {} \
-             (900 instances with a deadline due)",
+            "process `OrderPayment` at 100/s: 100 started in this window; 900 due wait until {}",
             due + seconds(1)
         )
     );
-    assert!(app.advance(seconds(10)).await.unwrap().idle);
+    assert!(app.run_until_idle().await.unwrap().idle);
     let mut reached = Vec::new();
     for id in &ids {
         let ran = moments(&app, id, "ProcessDeadlineReached").await;
@@ -120,5 +150,196 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
     assert!(
         last >= due + seconds(9),
         "the last hundred run in the tenth second: {last}"
+    );
+}
+
+// Issue 24: each instance's deadlines run in their order under a limit: after an outage, each
+// order's three reminders and its payment deadline are due; one step a second runs each
+// instance's in due order, and all of them in due order.
+#[tokio::test]
+async fn a_limit_keeps_each_instances_deadlines_in_order() {
+    let app = shop("1/s").await;
+    let ids = place_orders(&app, 3).await;
+    assert!(app.run_until_idle().await.unwrap().idle);
+    let out = app.now() + hours(80);
+    app.clock().advance_to(out);
+    assert!(app.run_until_idle().await.unwrap().idle);
+    let mut all = Vec::new();
+    for id in &ids {
+        let reached: Vec<(String, Instant, Instant)> = support::lifecycle::<OrderPayment>(&app, id)
+            .await
+            .into_iter()
+            .filter(|event| event.event_type == "ProcessDeadlineReached")
+            .map(|event| {
+                let field = event.payload["field"].as_str().unwrap().to_owned();
+                let at = Instant::parse(event.payload["at"].as_str().unwrap()).unwrap();
+                (field, at, event.timestamp)
+            })
+            .collect();
+        let fields: Vec<&str> = reached.iter().map(|(field, ..)| field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "next_reminder",
+                "next_reminder",
+                "next_reminder",
+                "payment_deadline"
+            ],
+            "{id}"
+        );
+        assert!(
+            reached.is_sorted_by_key(|(_, at, _)| *at),
+            "{id}: {reached:?}"
+        );
+        all.extend(reached);
+    }
+    all.sort_by_key(|(.., ran)| *ran);
+    let ran: Vec<Instant> = all.iter().map(|(.., ran)| *ran).collect();
+    let expected: Vec<Instant> = (0..12).map(|n| out + seconds(n)).collect();
+    assert_eq!(ran, expected, "one a second");
+    assert!(
+        all.is_sorted_by_key(|(_, at, _)| *at),
+        "in due order: {all:?}"
+    );
+}
+
+// Issue 24: a limit is counted in the store, so two runners on it start no more than it allows
+// between them: what one started in a second, the other does not start again.
+#[tokio::test]
+async fn two_runners_share_one_limit() {
+    let one = shop("100/s").await;
+    let ids = place_orders(&one, 300).await;
+    assert!(one.run_until_idle().await.unwrap().idle);
+    let other = TestApp::with_app(
+        payments("100/s", one.app().store_arc())
+            .clock(one.clock().clone())
+            .ids(Arc::new(bounda::ids::UuidV7))
+            .build()
+            .await
+            .unwrap(),
+        one.clock().clone(),
+    );
+    let due = support::lifecycle::<OrderPayment>(&one, &ids[0]).await[0].timestamp + hours(24);
+    let reached = || async {
+        let mut count = 0;
+        for id in &ids {
+            count += support::lifecycle::<OrderPayment>(&one, id)
+                .await
+                .iter()
+                .filter(|event| event.event_type == "ProcessDeadlineReached")
+                .count();
+        }
+        count
+    };
+    one.clock().advance_to(due);
+    for (turn, (first, second)) in [(&one, &other), (&other, &one), (&one, &other)]
+        .into_iter()
+        .enumerate()
+    {
+        // One round of passes each at this second: the first takes the second's permits.
+        first.run_until_idle_with(1).await.unwrap();
+        second.run_until_idle_with(1).await.unwrap();
+        assert_eq!(reached().await, 100 * (turn + 1), "second {turn}");
+        one.clock().advance_to(due + seconds(turn as u64 + 1));
+    }
+}
+
+/// Sends a reminder two hours after each order is placed.
+struct RemindInTwoHours;
+
+#[policy]
+impl Policy for RemindInTwoHours {
+    const NAME: &'static str = "limits_remind_in_two_hours";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        let reminder = SendReminder {
+            order_id: cx.event().order_id.clone(),
+        };
+        cx.send_after(reminder, hours(2)).await?;
+        Ok(())
+    }
+}
+
+// Issue 24: a policy's limit paces its runs on events, a delayed policy's its delayed runs, and
+// a command's its scheduled runs: 20 of each, 5 a second, take four seconds.
+#[tokio::test]
+async fn policies_and_scheduled_commands_run_at_their_limits_rate() {
+    let on_events = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>()
+            .config(limits(
+                r#"{ "policies": { "confirm_on_order_placed": { "rate": "5/s" } } }"#,
+            )),
+    )
+    .await
+    .unwrap();
+    let ids = place_orders(&on_events, 20).await;
+    assert!(on_events.run_until_idle().await.unwrap().idle);
+    let confirmed = stored::<Order>(&on_events, &ids, "ConfirmationSent").await;
+    assert_eq!(confirmed.len(), 20);
+    let by_second = per_second(&confirmed);
+    assert!(
+        by_second.len() == 4 && by_second.values().all(|&n| n == 5),
+        "{by_second:?}"
+    );
+
+    let delayed = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<ConfirmLater>()
+            .policy::<RemindInTwoHours>()
+            .command::<SendReminder>()
+            .config(limits(
+                r#"{ "policies": { "confirm_later": { "rate": "5/s" } },
+                     "commands": { "SendReminder": { "rate": "5/s" } } }"#,
+            )),
+    )
+    .await
+    .unwrap();
+    let placed = delayed.now();
+    let ids = place_orders(&delayed, 20).await;
+    assert!(delayed.advance(hours(3)).await.unwrap().idle);
+    for (event_type, due) in [
+        ("ConfirmationSent", placed + hours(1)),
+        ("ReminderSent", placed + hours(2)),
+    ] {
+        let moments = stored::<Order>(&delayed, &ids, event_type).await;
+        assert_eq!(moments.len(), 20, "{event_type}");
+        let by_second = per_second(&moments);
+        assert!(
+            by_second.len() == 4 && by_second.values().all(|&n| n == 5),
+            "{event_type}: {by_second:?}"
+        );
+        assert_eq!(moments.iter().min(), Some(&due), "{event_type}");
+    }
+}
+
+// Issue 24: a limit naming what the app does not run is refused when the app is built, and a
+// rate that does not read when the configuration is read, each saying how to fix it.
+#[tokio::test]
+async fn a_limit_of_nothing_or_of_no_rate_is_refused() {
+    let refused = payments("1/s", support::database::store().await)
+        .config(limits(
+            r#"{ "processes": { "OrderPaymnet": { "rate": "1/s" } } }"#,
+        ))
+        .build()
+        .await
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`limits` name process `OrderPaymnet`, which this app does not run"),
+        "{refused}"
+    );
+    let unread =
+        Config::from_json(r#"{ "limits": { "commands": { "Ship": { "rate": "fast" } } } }"#)
+            .unwrap_err();
+    assert_eq!(unread.path, "limits.commands.Ship.rate");
+    assert!(
+        unread.message.contains("like `100/s`"),
+        "{}",
+        unread.message
     );
 }

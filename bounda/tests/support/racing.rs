@@ -402,4 +402,11 @@ impl Store for Racing {
     ) -> Result<Vec<bounda::store::LimitWindow>, StoreError> {
         self.inner.limit_windows(now).await
     }
+
+    async fn held_by_limits(
+        &self,
+        now: Instant,
+    ) -> Result<Vec<(bounda::store::LimitKey, u64)>, StoreError> {
+        self.inner.held_by_limits(now).await
+    }
 }

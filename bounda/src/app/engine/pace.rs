@@ -29,10 +29,26 @@ impl App {
             .collect())
     }
 
-    /// When the first window ends of a used-up limit of a process or policy whose subscriber
-    /// has events left to take: its held events run then.
+    /// When the first window ends of a used-up limit that holds work back: due scheduler
+    /// entries, or events of its process or policy left to take. What it holds runs then.
     pub(crate) async fn limit_held_until(&self, now: Instant) -> Result<Option<Instant>, Error> {
-        let mut until: Option<Instant> = None;
+        if self.config().limits.is_empty() {
+            return Ok(None);
+        }
+        let held = self.store().held_by_limits(now).await?;
+        let holding: Vec<&LimitKey> = held
+            .iter()
+            .filter(|(_, count)| *count > 0)
+            .map(|(key, _)| key)
+            .collect();
+        let mut until: Option<Instant> = self
+            .store()
+            .limit_windows(now)
+            .await?
+            .into_iter()
+            .filter(|window| holding.contains(&&window.key))
+            .map(|window| window.ends)
+            .min();
         for (kind, subscriber) in [("process", PROCESSES), ("policy", POLICIES)] {
             let windows = self.used_up_limits(kind, now).await?;
             if windows.is_empty() {

@@ -154,6 +154,15 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         .collect();
     claimed.sort();
     assert_eq!(claimed, ["c-free", "d-free"]);
+    // What each used-up limit holds back is counted; a limit with permits left holds nothing.
+    assert_eq!(
+        store.held_by_limits(now).await.unwrap(),
+        [
+            (key(LimitKind::Command, "SendSms"), 1),
+            (key(LimitKind::Policy, "Notify"), 1),
+            (key(LimitKind::Process, "Reminders"), 1),
+        ]
+    );
     // The claimed ones are due after their lease; the limited ones when the window ends.
     assert_eq!(store.next_due_at(now, lease).await.unwrap(), Some(ends));
     assert_eq!(
@@ -170,6 +179,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         .collect();
     claimed.sort();
     assert_eq!(claimed, ["c-limited", "d-limited", "p-limited"]);
+    assert!(store.held_by_limits(ends).await.unwrap().is_empty());
     assert_eq!(
         store.next_due_at(ends, lease).await.unwrap(),
         Some(now + lease + millis(1)),
