@@ -347,6 +347,8 @@ struct LagPanel {
     waiting: u64,
     held: u64,
     drifted: u64,
+    /// The limits holding work back, each as a line.
+    limited: Vec<String>,
 }
 
 #[derive(Template)]
@@ -663,6 +665,7 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             waiting: lag.waiting_deadlines,
             held: lag.held_deadlines,
             drifted: lag.drifted_entries,
+            limited: lag.limited.iter().map(ToString::to_string).collect(),
         },
     );
     page.extensions_mut().insert(Framed);

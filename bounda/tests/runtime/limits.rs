@@ -126,6 +126,15 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
             due + seconds(1)
         )
     );
+    // So does the page's lag panel.
+    #[cfg(feature = "page")]
+    {
+        let (_, html, _) = crate::page::get(&app, None, "/lag").await;
+        assert!(
+            html.contains("limited: process `OrderPayment` at 100/s: 100 started in this window"),
+            "{html}"
+        );
+    }
     assert!(app.run_until_idle().await.unwrap().idle);
     let mut reached = Vec::new();
     for id in &ids {

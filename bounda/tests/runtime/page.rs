@@ -98,7 +98,12 @@ fn request(method: &str, path: &str) -> axum::http::request::Builder {
         .header(header::HOST, "127.0.0.1:8080")
 }
 
-async fn get(app: &TestApp, token: Option<&str>, path: &str) -> (StatusCode, String, String) {
+/// What the page answers `GET path` with, under `token`: status, body, and its content policy.
+pub(crate) async fn get(
+    app: &TestApp,
+    token: Option<&str>,
+    path: &str,
+) -> (StatusCode, String, String) {
     let page = router(
         app.app().clone(),
         Options {
