@@ -363,6 +363,23 @@ async fn main() {
             ));
         }
 
+        for (what, rate) in [
+            ("deadline firings, under a limit not reached", "1000000/s"),
+            ("deadline firings, paced at 1,000/s", "1000/s"),
+        ] {
+            if !wants(what) {
+                continue;
+            }
+            let paced = measure::paced_firings(files.fresh("paced").path(), mode, n, rate).await;
+            let measured_floors = deadline_floors.unwrap_or_else(|| {
+                floors(&files, "deadlines", |path, per_tx| {
+                    floor::deadline_firings(path, mode, n, per_tx, 0)
+                })
+            });
+            deadline_floors = Some(measured_floors);
+            rows.push(row(what, mode.label(), paced, measured_floors));
+        }
+
         let n = sizes.reactions;
         if wants("reactions") {
             let reactions = measure::reactions(files.fresh("reactions").path(), mode, n).await;

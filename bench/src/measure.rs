@@ -128,13 +128,34 @@ pub async fn deadline_firings(
     batch_size: usize,
     pending: usize,
 ) -> Measured {
+    let mut config = Config::default();
+    config.dispatcher.batch_size = batch_size;
+    firings(path, mode, units, pending, config).await
+}
+
+/// Deadline firings under a limit of `rate` on the process (`"1000/s"`), counted on the
+/// simulated clock, which the run moves from window to window: what holding the runs beyond
+/// each window's permits back costs, against the same firings unpaced.
+pub async fn paced_firings(path: &Path, mode: Mode, units: usize, rate: &str) -> Measured {
+    let limits =
+        format!(r#"{{ "limits": {{ "processes": {{ "Expiry": {{ "rate": "{rate}" }} }} }} }}"#);
+    let config = Config::from_json(&limits).expect("the limit reads");
+    firings(path, mode, units, 0, config).await
+}
+
+/// `units` deadline firings under `config`, beside `pending` entries not due.
+async fn firings(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    pending: usize,
+    config: Config,
+) -> Measured {
     let store = open(path, mode);
     if pending > 0 {
         let mut conn = Connection::open(path).expect("cannot open the file to add pending rows");
         floor::insert_pending(&mut conn, pending);
     }
-    let mut config = Config::default();
-    config.dispatcher.batch_size = batch_size;
     let app = TestApp::new(builder(&store, config).process::<Expiry>())
         .await
         .expect("cannot build the deadline app");
@@ -595,6 +616,8 @@ mod tests {
             "a batch commits together: {fired:?}"
         );
         let one_by_one = deadline_firings(&path("d1.db"), Mode::Normal, 3, 1, 0).await;
+        let paced = paced_firings(&path("dp.db"), Mode::Normal, 3, "2/s").await;
+        assert_eq!(paced.units, 3);
         assert!(
             one_by_one.write_tx >= 3,
             "batches of one commit each: {one_by_one:?}"
