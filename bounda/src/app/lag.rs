@@ -520,9 +520,7 @@ impl App {
             let retry = self.store().next_inbox_retry(name).await?;
             next = next.into_iter().chain(retry).min();
         }
-        // Events a limit holds run when its window ends.
-        let held = self.limit_held_until(self.clock().now()).await?;
-        Ok(next.into_iter().chain(held).min())
+        Ok(next)
     }
 }
 

@@ -283,12 +283,16 @@ impl TestApp {
             if moved_policies || moved_processes || moved_work || moved_read_models {
                 continue;
             }
+            // What a limit holds runs when its window ends: the clock moves there.
+            let held = self.app.limit_held_until(now).await?;
             // A deadline held back for its instance's unhandled events gets its worker rounds
-            // at this moment, and then runs, before the clock moves on (spec 86).
-            if self.app.waiting_deadline_count().await? > 0 {
+            // at this moment, and then runs, before the clock moves on (spec 86); unless a limit
+            // holds work, whose window's end comes first.
+            if self.app.waiting_deadline_count().await? > 0 && held.is_none() {
                 continue;
             }
-            let Some(retry) = self.app.next_retry_at().await? else {
+            let retry = self.app.next_retry_at().await?;
+            let Some(retry) = retry.into_iter().chain(held).min() else {
                 return Ok(Idle {
                     idle: true,
                     rejections,
@@ -301,12 +305,20 @@ impl TestApp {
                 .filter(|due| *due > now)
                 .map_or(retry, |due| due.min(retry));
             if next <= now {
-                // Due now, yet nothing here could move it (claimed by another runner): work is
-                // left (spec 177).
-                return Ok(Idle {
-                    idle: false,
-                    rejections,
-                });
+                // Due now, yet nothing here could move it: a limit holds it until its window
+                // ends, or another runner's claim does, and work is left (spec 177).
+                match held {
+                    Some(end) => {
+                        self.clock.advance_to(end);
+                        continue;
+                    }
+                    None => {
+                        return Ok(Idle {
+                            idle: false,
+                            rejections,
+                        });
+                    }
+                }
             }
             self.clock.advance_to(next);
         }

@@ -103,6 +103,45 @@ pub fn faulty() -> Simulation<Outside> {
         .replay_as("faulty()")
 }
 
+/// The settings of [`config`] with a limit on the process, the policy and the scheduled command:
+/// what a window cannot start waits for the next one.
+fn paced_config() -> Config {
+    let mut config = config();
+    config.limits = Config::from_json(
+        r#"{ "limits": {
+            "processes": { "Watch": { "rate": "2/s" } },
+            "policies": { "acknowledge_on_paid": { "rate": "1/s" } },
+            "commands": { "Ping": { "rate": "1/s" } } } }"#,
+    )
+    .expect("the limits read")
+    .limits;
+    config
+}
+
+/// The simulation under limits: the framework's checks hold (each deadline once, never early
+/// and never before its instance's earlier events, each event handled once) and the domain's
+/// invariants too, while the runs a window cannot start wait for a later one.
+pub fn paced() -> Simulation<Outside> {
+    Simulation::new(Database::new, |setup| app(setup).config(paced_config()))
+        .port_faults(domain::PORT_FAULTS)
+        .invariant("nothing doubled", |app| async move {
+            faults::fault_checks(&app, false).await
+        })
+        .at_end("nothing lost", |app| async move {
+            faults::fault_checks(&app, true).await
+        })
+        .steps(STEPS)
+        .check_every(10)
+        .settle(bounda::days(1))
+        .replay_as("paced()")
+}
+
+#[tokio::test]
+async fn runs_come_out_whole_under_limits() {
+    let report = paced().check(1..=20).await;
+    println!("{report}");
+}
+
 #[tokio::test]
 async fn schedules_agree_with_the_model() {
     let report = simulation().run(200).await;
