@@ -28,6 +28,7 @@ mod import;
 mod instances;
 mod limits;
 mod names;
+mod opener;
 mod pipeline;
 mod place;
 mod read_models;
@@ -43,6 +44,7 @@ mod wake;
 use bounda::store::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 
+pub use opener::Servers;
 pub use schema::SCHEMA_VERSION;
 pub use wake::Wakeups;
 

@@ -18,6 +18,7 @@ mod connection;
 mod import;
 mod instances;
 mod limits;
+mod opener;
 mod read_models;
 mod reads;
 mod rows;
@@ -35,6 +36,7 @@ use bounda::store::{Store, StoreError};
 use rusqlite::Connection;
 
 pub use connection::{Options, Synchronous};
+pub use opener::Files;
 #[cfg(feature = "testing")]
 pub use scratch::ScratchFile;
 

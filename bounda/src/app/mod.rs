@@ -187,9 +187,16 @@ impl AppBuilder {
         self
     }
 
-    /// Uses `config` instead of the defaults.
+    /// Uses `config` instead of the defaults (or of a configuration given before).
     pub fn config(mut self, config: Config) -> AppBuilder {
         self.config = config;
+        self
+    }
+
+    /// Changes the configuration given so far (the defaults, or one a service read from its
+    /// file and flags): for a setting the app's own code owns, such as a process's lifetime.
+    pub fn configure(mut self, change: impl FnOnce(&mut Config)) -> AppBuilder {
+        change(&mut self.config);
         self
     }
 

@@ -29,8 +29,12 @@ mod deploy;
 
 use deploy::io;
 mod instances;
+mod logging;
 mod pauses;
 mod rebuild;
+#[cfg(feature = "page")]
+mod serve;
+mod service;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -43,7 +47,11 @@ use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
 
 pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
 pub use instances::InstancesArgs;
+pub use logging::Logging;
 pub use pauses::{PauseArgs, Target};
+#[cfg(feature = "page")]
+pub use serve::ServeArgs;
+pub use service::{Service, ServiceArgs, ServiceCommand, WorkArgs};
 
 /// The operator's commands.
 #[derive(Debug, Clone, Subcommand)]

@@ -17,6 +17,7 @@ pub mod contract;
 mod copy;
 pub mod instances;
 pub mod limits;
+pub mod open;
 pub mod pauses;
 pub mod protocol;
 pub mod read_models;
@@ -38,6 +39,7 @@ pub use instances::{
     InstanceStatus, NextDue,
 };
 pub use limits::{LimitKey, LimitKind, LimitWindow};
+pub use open::{Address, Opener, Opening, Place};
 pub use pauses::{Pause, PauseTarget, Paused};
 
 pub use async_trait::async_trait;

@@ -87,3 +87,25 @@ impl EmailSender for MemorySender {
         Ok(())
     }
 }
+
+/// Records each email in a preview's calls and succeeds: a preview of a deploy tells nobody.
+#[derive(Debug, Clone)]
+pub struct RecordingSender {
+    calls: bounda::preview::PortCalls,
+}
+
+impl RecordingSender {
+    /// A sender recording into `calls`.
+    pub fn new(calls: bounda::preview::PortCalls) -> RecordingSender {
+        RecordingSender { calls }
+    }
+}
+
+impl EmailSender for RecordingSender {
+    fn send(&self, email: Email) -> anyhow::Result<()> {
+        let detail = serde_json::json!({ "to": email.to, "name": email.name });
+        self.calls
+            .record("EmailSender", "send", Some(&email.idempotency_key), detail);
+        Ok(())
+    }
+}

@@ -14,7 +14,6 @@ pub mod onboarding;
 pub mod user;
 pub mod welcome;
 
-use bounda::config::Config;
 use bounda::{AppBuilder, Duration, DurationError, days, env_duration};
 
 use email::EmailPort;
@@ -25,19 +24,17 @@ pub fn onboarding_timeout() -> Result<Duration, DurationError> {
     env_duration("ONBOARDING_TIMEOUT", days(7))
 }
 
-/// The onboarding's handlers and port on `builder`, with `config`, and `onboarding_timeout`
-/// (see [`onboarding_timeout`]) as the lifetime of the user's processes.
-pub fn app(
-    builder: AppBuilder,
-    mut config: Config,
-    sender: EmailPort,
-    onboarding_timeout: Duration,
-) -> AppBuilder {
-    // Only the user's process lifetime: other settings the caller gave the user keep.
-    config
-        .overrides
-        .entry(<User as bounda::Aggregate>::NAME.to_owned())
-        .or_default()
-        .processes_timeout = Some(onboarding_timeout);
-    builder.config(config).port(sender)
+/// The onboarding's handlers and port on `builder`, with `onboarding_timeout` (see
+/// [`onboarding_timeout`]) as the lifetime of the user's processes; the other settings are the
+/// builder's.
+pub fn app(builder: AppBuilder, sender: EmailPort, onboarding_timeout: Duration) -> AppBuilder {
+    builder
+        .configure(|config| {
+            config
+                .overrides
+                .entry(<User as bounda::Aggregate>::NAME.to_owned())
+                .or_default()
+                .processes_timeout = Some(onboarding_timeout);
+        })
+        .port(sender)
 }

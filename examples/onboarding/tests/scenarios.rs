@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use bounda::ProcessStatus;
-use bounda::config::Config;
 use bounda::prelude::*;
 use bounda::testing::Logs;
 use bounda_sqlite::SqliteStore;
@@ -33,7 +32,6 @@ async fn onboarding_for(timeout: Duration) -> Onboarding {
     let outbox = Arc::new(MemorySender::default());
     let builder = onboarding::app(
         App::builder(SqliteStore::in_memory().unwrap()),
-        Config::default(),
         outbox.clone() as EmailPort,
         timeout,
     );

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bounda::config::Config;
 use bounda::store::{LetterFilter, LetterStatus};
 use bounda::testing::simulate::{Effects, Input, PortFaults, Rng, Sent, SimRng, Simulation};
 use bounda::{App, RecordedEvent, days};
@@ -186,7 +185,6 @@ fn simulation() -> Simulation<Visitor> {
     Simulation::new(ScratchFile::new, |setup| {
         onboarding::app(
             App::builder_shared(setup.store()),
-            Config::default(),
             Arc::new(SimulatedSender {
                 faults: setup.port_faults(),
                 effects: setup.effects(),

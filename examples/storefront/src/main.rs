@@ -6,62 +6,27 @@
 //! deadlines run after the restart. `storefront lag`, `deadlines` and `dead-letters ..` are the
 //! operator's commands.
 
-mod database;
-
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
+use bounda::cli::{Service, ServiceArgs, ServiceCommand};
+use bounda::store::{Address, Opening};
 use bounda::{App, Duration};
 use clap::{Args, Parser, Subcommand};
 use storefront::order::{Item, Order, OrderStatus, PlaceOrder};
 use storefront::payment::{DeclinePayment, MarkPaymentProcessing, Payment, SettlePayment};
-use storefront::ports::{FakeGateway, FileNotifier, GatewayPort, MemoryNotifier, NotifierPort};
+use storefront::ports::{FakeGateway, FileNotifier, MemoryNotifier, NotifierPort, Recording};
 
 #[derive(Parser)]
-#[command(about = "The storefront of bounda, on one SQLite file or a PostgreSQL server")]
+#[command(
+    name = "storefront",
+    about = "The storefront of bounda, on one SQLite file or a PostgreSQL server"
+)]
 struct Cli {
-    /// The database: a SQLite file's path, or a PostgreSQL server's address
-    /// (`postgres://user:password@host/dbname`) for workers on several machines.
-    #[arg(
-        long,
-        env = "STOREFRONT_DB",
-        default_value = "storefront.db",
-        global = true
-    )]
-    db: database::Database,
-    /// On PostgreSQL, the schema that holds the tables (created if missing).
-    #[arg(
-        long,
-        env = "STOREFRONT_SCHEMA",
-        default_value = "storefront",
-        global = true
-    )]
-    schema: String,
-    /// Names this process in the claims it takes (`machine-1/<id>`), so the store shows which
-    /// process holds a run.
-    #[arg(long, env = "RUNNER_NAME", global = true)]
-    runner_name: Option<String>,
-    /// How long one handler run may take. A crashed run's claims lapse after twice this, so a
-    /// restart after a SIGKILL resumes its work then.
-    #[arg(long, env = "HANDLER_TIMEOUT", default_value = "30s", global = true)]
-    handler_timeout: Duration,
-    /// How many runs a worker takes and commits together: larger batches give more throughput,
-    /// a batch of 1 commits each run on its own.
-    #[arg(
-        long,
-        env = "BATCH_SIZE",
-        default_value_t = 100,
-        global = true,
-        value_parser = clap::value_parser!(u32).range(1..)
-    )]
-    batch_size: u32,
-    /// How long the runtime waits before trying a failing store again, doubling each time.
-    /// After 5 failures in a row (a read-only file, a full disk) it stops with the cause; a
-    /// database server out of reach (restarting, failing over) is waited out, however long.
-    #[arg(long, env = "BACKOFF", default_value = "1s", global = true)]
-    backoff: Duration,
+    #[command(flatten)]
+    service: ServiceArgs,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -70,41 +35,11 @@ struct Cli {
 enum Command {
     /// Places a batch of orders and runs until every open order has ended (the default).
     Run(RunArgs),
-    /// Runs the dispatcher and the worker only, until Ctrl-C or `--seconds` have passed.
-    Work {
-        /// Stop after this many seconds.
-        #[arg(long)]
-        seconds: Option<u64>,
-        #[command(flatten)]
-        timing: TimingArgs,
-    },
-    /// Serves the operator page until Ctrl-C: lag, the deadlines ahead, the dead letters, each
-    /// instance's story. Retrying and discarding letters need the token in `PAGE_TOKEN`; without
-    /// it the page only reads. It has no login of its own: beyond loopback, serve it behind the
-    /// operators' authenticating proxy.
-    Serve(ServeArgs),
-    /// Copies the database into a new SQLite file: production's data, to preview a deploy on
-    /// (`preview`) without touching it. Works while production runs; stop it for a copy of one
-    /// instant.
-    Copy(bounda::cli::CopyArgs),
-    /// Runs this build on a copy `copy` made (`--db copy.db`), on simulated time from the moment
-    /// it was taken, with the notifier and the payment gateway replaced by doubles that record
-    /// and succeed, and reports what would happen: deadlines fired, commands sent, events
-    /// written, letters filed, orders ended, and each call the doubles took. It runs on a copy
-    /// in memory, so the file is left as it was for the next build's preview; on any other
-    /// database it reads it into memory now, writing nothing to it. Exits 3 when a letter would
-    /// be filed or the data does not read through this build.
-    Preview {
-        #[command(flatten)]
-        args: bounda::cli::PreviewArgs,
-        #[command(flatten)]
-        timing: TimingArgs,
-    },
     /// Lists orders from the `order-summary` read model, newest first; with `--customer`, that
     /// customer's orders with how many are open and what they have spent.
     Orders(OrdersArgs),
     #[command(flatten)]
-    Operator(bounda::cli::Operator),
+    Service(ServiceCommand),
 }
 
 /// Which orders `orders` lists.
@@ -118,53 +53,11 @@ struct OrdersArgs {
     page: u64,
 }
 
-/// Where and for whom the operator page is served.
-#[derive(Args, Clone)]
-struct ServeArgs {
-    /// Where to listen: loopback unless told otherwise.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: std::net::SocketAddr,
-    /// Host names the page answers to besides loopback's, comma-separated: the name a reverse
-    /// proxy passes on. Requests for any other name are refused.
-    #[arg(long = "host", env = "PAGE_HOSTS", value_delimiter = ',')]
-    hosts: Vec<String>,
-    /// Origins whose forms may retry and discard besides the page's own, comma-separated
-    /// (`https://ops.example.com`): the address operators open when a proxy rewrites `Host`.
-    #[arg(long = "origin", env = "PAGE_ORIGINS", value_delimiter = ',')]
-    origins: Vec<String>,
-    /// The path to serve the page under (`/ops`), for a proxy that passes on a path of its own;
-    /// the root unless told otherwise.
-    #[arg(long, env = "PAGE_PATH", default_value = "", value_parser = page_path)]
-    path: String,
-}
-
-/// A path to serve the page under: segments of letters, digits, `-`, `.`, `_` and `~`.
-fn page_path(text: &str) -> Result<String, String> {
-    let path = text.trim_matches('/');
-    let segment = |s: &str| {
-        !s.is_empty()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
-    };
-    if path.is_empty() || path.split('/').all(segment) {
-        Ok(path.to_owned())
-    } else {
-        Err("segments of letters, digits, `-`, `.`, `_` and `~`, such as `/ops`".to_owned())
-    }
-}
-
 #[derive(Args, Clone)]
 struct RunArgs {
     /// Orders to place.
     #[arg(long, env = "ORDERS", default_value_t = 12)]
     orders: usize,
-    #[command(flatten)]
-    timing: TimingArgs,
-}
-
-/// The timing of the handlers, read by `run` and `work`, the commands that run them.
-#[derive(Args, Clone, Copy)]
-struct TimingArgs {
     /// How long a customer has to pay.
     #[arg(long, env = "PAYMENT_WINDOW", default_value = PAYMENT_WINDOW)]
     payment_window: Duration,
@@ -173,22 +66,23 @@ struct TimingArgs {
     reminder_delay: Duration,
 }
 
-impl TimingArgs {
-    fn timing(self) -> storefront::Timing {
-        storefront::Timing {
-            payment_window: self.payment_window,
-            reminder_delay: self.reminder_delay,
-        }
-    }
-}
-
 /// The payment window, unless told otherwise.
 const PAYMENT_WINDOW: &str = "3s";
 /// The reminder delay, unless told otherwise.
 const REMINDER_DELAY: &str = "1s";
 
-/// The timing of the operator's commands, which read no settings of `run` or `work`: an
-/// invalid one in the environment does not stop `lag`, `deadlines` or `dead-letters`.
+/// The timing of the handlers for `work` and `preview`, which run them: `PAYMENT_WINDOW` and
+/// `REMINDER_DELAY`, or the defaults. The operator's commands read neither, so an invalid one
+/// in the environment does not stop `lag`, `deadlines` or `dead-letters`.
+fn env_timing() -> Result<storefront::Timing, bounda::DurationError> {
+    let default = default_timing();
+    Ok(storefront::Timing {
+        payment_window: bounda::env_duration("PAYMENT_WINDOW", default.payment_window)?,
+        reminder_delay: bounda::env_duration("REMINDER_DELAY", default.reminder_delay)?,
+    })
+}
+
+/// The defaults of `run`'s timing, checked while compiling.
 fn default_timing() -> storefront::Timing {
     storefront::Timing {
         payment_window: const { parsed(PAYMENT_WINDOW) },
@@ -220,79 +114,55 @@ impl clap::CommandFactory for RunArgs {
     }
 }
 
-/// How many log lines wait for a slow standard error before more are dropped.
-const LOG_LINES_BUFFERED: usize = 10_000;
+/// The storefront as a service on `timing`: its store a file or a server, its notifier a file
+/// several processes may share (`NOTIFY_LOG=path`) or memory, its gateway a fake; a preview's
+/// ports doubles that record each call and succeed.
+fn service(timing: storefront::Timing) -> Service {
+    Service::new("storefront", bounda_postgres::Servers(bounda_sqlite::Files))
+        .app(move |builder| {
+            let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
+                Some(path) => Arc::new(FileNotifier::new(path)),
+                None => Arc::new(MemoryNotifier::default()),
+            };
+            storefront::app(builder, notifier, Arc::new(FakeGateway::default()), timing)
+        })
+        .preview(move |builder, calls| {
+            let double = Arc::new(Recording::new(calls));
+            storefront::app(builder, double.clone(), double, timing)
+        })
+}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    // The runtime's logs and spans, to standard error; `RUST_LOG` chooses (warnings by default).
-    // A thread of its own writes them, so a slow reader of standard error (a pipe to a busy log
-    // shipper) never stops the worker: when its buffer is full, lines are dropped and counted.
-    let (writer, _flush_at_exit) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(true)
-        .buffered_lines_limit(LOG_LINES_BUFFERED)
-        .thread_name("storefront-log")
-        .finish(std::io::stderr());
-    let dropped = writer.error_counter();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(writer)
-        .init();
-    let code = storefront_main().await;
-    // Said through the same writer, so a reader that stopped reading cannot hold the exit.
-    if dropped.dropped_lines() > 0 {
-        tracing::warn!(
-            dropped = dropped.dropped_lines(),
-            "log lines were dropped: standard error was read too slowly"
-        );
-    }
-    code
-}
-
-/// The storefront's command, once logging is set up.
-async fn storefront_main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let _logging = bounda::cli::Logging::install("storefront");
+    let cli = Cli::parse();
     let command = cli
         .command
-        .take()
         .unwrap_or_else(|| Command::Run(RunArgs::default()));
     let timing = match &command {
-        Command::Run(args) => args.timing.timing(),
-        Command::Work { timing, .. } => timing.timing(),
-        Command::Operator(_) | Command::Serve(_) | Command::Orders(_) => default_timing(),
-        Command::Copy(args) => return copy(&cli, args).await,
-        Command::Preview { args, timing } => {
-            return preview(&cli, args.clone(), timing.timing()).await;
+        Command::Run(args) => storefront::Timing {
+            payment_window: args.payment_window,
+            reminder_delay: args.reminder_delay,
+        },
+        Command::Service(ServiceCommand::Work(_) | ServiceCommand::Preview(_)) => {
+            match env_timing() {
+                Ok(timing) => timing,
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    return ExitCode::from(2);
+                }
+            }
         }
+        _ => default_timing(),
     };
-    // The signal handlers of the commands that run, installed before anything is opened: a
-    // SIGTERM at any moment from here stops them cleanly. An operator's command keeps the
-    // default handlers, so Ctrl-C ends it at once.
-    let shutdown: Shutdown = match command {
-        Command::Operator(_) | Command::Orders(_) => Box::pin(std::future::pending()),
-        _ => Box::pin(bounda::shutdown_signal()),
-    };
-    // An operator's command reads an existing file; it never creates one.
-    let existing = matches!(
-        command,
-        Command::Operator(_) | Command::Serve(_) | Command::Orders(_)
-    );
-    let app = match build(&cli, existing, timing).await {
-        Ok(app) => app,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let service = service(timing);
     let result = match command {
-        Command::Operator(command) => return bounda::cli::run(&app, command).await,
-        Command::Work { seconds, .. } => work(&app, seconds, shutdown).await,
-        Command::Serve(args) => serve(app, args, shutdown).await,
-        Command::Run(args) => run(&app, &cli.db, &args, shutdown).await,
-        Command::Orders(args) => orders(&app, &args).await,
-        Command::Copy(_) | Command::Preview { .. } => unreachable!("answered above"),
+        Command::Service(command) => return service.run(&cli.service, command).await,
+        Command::Run(args) => run(&service, &cli.service, &args).await,
+        Command::Orders(args) => match service.open(&cli.service, Opening::Existing).await {
+            Ok(app) => orders(&app, &args).await,
+            Err(error) => Err(error.into()),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -363,179 +233,6 @@ fn money(cents: u64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
 
-/// What stops a running command: SIGTERM or Ctrl-C.
-type Shutdown = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
-
-/// The app on `cli`'s database with its settings; with `existing`, on a database that must be
-/// there already.
-async fn build(cli: &Cli, existing: bool, timing: storefront::Timing) -> anyhow::Result<App> {
-    let store = cli.db.open(existing, &cli.schema).await?;
-    let mut config = bounda::config::Config::default();
-    config.commands.timeout = cli.handler_timeout;
-    config.policies.timeout = cli.handler_timeout;
-    config.processes.handler_timeout = cli.handler_timeout;
-    config.dispatcher.batch_size = cli.batch_size as usize;
-    config.dispatcher.backoff.base_delay = cli.backoff;
-    // `NOTIFY_LOG=path` writes each confirmation to a file several processes may share.
-    let notifier: NotifierPort = match std::env::var_os("NOTIFY_LOG") {
-        Some(path) => Arc::new(FileNotifier::new(path)),
-        None => Arc::new(MemoryNotifier::default()),
-    };
-    let gateway: GatewayPort = Arc::new(FakeGateway::default());
-    let mut builder = App::builder_shared(store).config(config);
-    if let Some(name) = &cli.runner_name {
-        builder = builder.runner_name(name.clone());
-    }
-    Ok(storefront::app(builder, notifier, gateway, timing)
-        .build()
-        .await?)
-}
-
-/// `copy`: the database, as it is, into a new SQLite file. The copy is written beside it under
-/// a `.partial` name and renamed once whole, so a copy cut short is never taken for one.
-async fn copy(cli: &Cli, args: &bounda::cli::CopyArgs) -> ExitCode {
-    let mut partial = args.to.clone().into_os_string();
-    partial.push(".partial");
-    let partial = std::path::PathBuf::from(partial);
-    let stores = async {
-        if args.to.exists() {
-            anyhow::bail!("`{}` exists: copy into a new file", args.to.display());
-        }
-        let from = cli.db.open_as_is(&cli.schema).await?;
-        // What an earlier copy cut short left is never a copy.
-        remove_partial(&partial)?;
-        let to = bounda_sqlite::SqliteStore::open(&partial)?;
-        anyhow::Ok((from, to))
-    };
-    let (from, to) = match stores.await {
-        Ok(stores) => stores,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let code = bounda::cli::copy(from.as_ref(), &to, &cli.db.to_string()).await;
-    drop(to);
-    let finished = match code == ExitCode::SUCCESS {
-        true => std::fs::rename(&partial, &args.to).map_err(anyhow::Error::from),
-        false => remove_partial(&partial),
-    };
-    match finished {
-        Ok(()) => code,
-        Err(error) => {
-            eprintln!(
-                "error: cannot finish the copy `{}`: {error:#}",
-                args.to.display()
-            );
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Removes the partial copy `path` and its journal files, if any.
-fn remove_partial(path: &std::path::Path) -> anyhow::Result<()> {
-    for suffix in ["", "-wal", "-shm"] {
-        let mut file = path.as_os_str().to_owned();
-        file.push(suffix);
-        match std::fs::remove_file(&file) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(anyhow::Error::new(error)
-                    .context(format!("cannot remove `{}`", path.display())));
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// `preview`: this build on a scratch copy of the copy at `--db`, its ports doubles.
-async fn preview(
-    cli: &Cli,
-    args: bounda::cli::PreviewArgs,
-    timing: storefront::Timing,
-) -> ExitCode {
-    let scratch = async {
-        let kept = cli.db.open_as_is(&cli.schema).await?;
-        anyhow::Ok(
-            bounda_sqlite::SqliteStore::in_memory_copy_of(kept.as_ref(), &cli.db.to_string())
-                .await?,
-        )
-    };
-    let scratch = match scratch.await {
-        Ok(scratch) => scratch,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Doubles that record each call in the report and succeed: nobody is told, nothing charged.
-    let calls = bounda::preview::PortCalls::default();
-    let double = Arc::new(storefront::ports::Recording::new(calls.clone()));
-    let builder =
-        storefront::app(App::builder(scratch), double.clone(), double, timing).port(calls);
-    bounda::cli::preview(builder, args).await
-}
-
-/// Serves the operator page as `args` say until Ctrl-C or SIGTERM.
-async fn serve(app: App, args: ServeArgs, shutdown: Shutdown) -> anyhow::Result<()> {
-    let token = std::env::var("PAGE_TOKEN")
-        .ok()
-        .filter(|token| !token.is_empty());
-    let writable = token.is_some();
-    let tidy = |names: Vec<String>| {
-        names
-            .into_iter()
-            .map(|name| name.trim().to_owned())
-            .filter(|name| !name.is_empty())
-            .collect()
-    };
-    let path = args.path;
-    let options = bounda::page::Options {
-        token,
-        hosts: tidy(args.hosts),
-        origins: tidy(args.origins),
-        path: path.clone(),
-        metrics: Some(bounda::page::Metrics::install()?),
-    };
-    let mut page = bounda::page::router(app, options);
-    if !path.is_empty() {
-        page = axum::Router::new().nest(&format!("/{path}"), page);
-    }
-    let listen = args.listen;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    println!(
-        "operator page on http://{}/{path} ({})",
-        listener.local_addr()?,
-        if writable {
-            "letters can be retried with the token"
-        } else {
-            "read-only: set PAGE_TOKEN to retry letters"
-        }
-    );
-    axum::serve(listener, page)
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    Ok(())
-}
-
-/// Runs the dispatcher and the worker.
-async fn work(app: &App, seconds: Option<u64>, shutdown: Shutdown) -> anyhow::Result<()> {
-    let stop = async {
-        match seconds {
-            Some(seconds) => tokio::select! {
-                biased;
-                () = shutdown => {}
-                () = tokio::time::sleep(StdDuration::from_secs(seconds)) => {}
-            },
-            None => shutdown.await,
-        }
-    };
-    app.run_until(stop).await?;
-    Ok(())
-}
-
 /// The fates of orders 0, 1, 2, 3, ...: settled, declined, left to expire, settled, ...
 const FATES: [Fate; 3] = [Fate::Settle, Fate::Decline, Fate::Ignore];
 
@@ -556,12 +253,13 @@ enum Fate {
     Ignore,
 }
 
-async fn run(
-    app: &App,
-    db: &database::Database,
-    args: &RunArgs,
-    shutdown: Shutdown,
-) -> anyhow::Result<()> {
+/// `run`: places the orders, acts on their payments as their fates say, and runs until every
+/// open order has ended, or until SIGTERM or Ctrl-C.
+async fn run(service: &Service, options: &ServiceArgs, args: &RunArgs) -> anyhow::Result<()> {
+    // Installed before anything is opened: a SIGTERM from here stops cleanly.
+    let shutdown = bounda::shutdown_signal();
+    let app = &service.open(options, Opening::Create).await?;
+    let db: Address = service.address(options);
     // Orders an earlier run left open: their deadlines run after the restart.
     let resumed: Vec<String> = app
         .pending_deadlines()
@@ -579,7 +277,7 @@ async fn run(
         "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
         db,
         args.orders,
-        args.timing.payment_window,
+        args.payment_window,
         resumed.len()
     );
     // A resumed order keeps the fate its number gave it, so one killed half-way through its
@@ -607,8 +305,7 @@ async fn run(
     let job = {
         let app = app.clone();
         let orders = orders.clone();
-        let (payment_window, reminder_delay) =
-            (args.timing.payment_window, args.timing.reminder_delay);
+        let (payment_window, reminder_delay) = (args.payment_window, args.reminder_delay);
         async move {
             let mut acted = std::collections::HashSet::new();
             let mut last_report = tokio::time::Instant::now();

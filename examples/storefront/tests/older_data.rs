@@ -256,7 +256,7 @@ async fn todays_storefront_runs_the_older_data_on_postgresql_and_previews_a_copy
 fn storefront(args: &[&str]) -> (Option<i32>, String) {
     let output = Command::new(BINARY)
         .args(args)
-        .env_remove("STOREFRONT_DB")
+        .env_remove("BOUNDA_DB")
         .output()
         .unwrap();
     assert!(

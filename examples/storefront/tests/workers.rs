@@ -29,7 +29,7 @@ fn storefront(db: &Path, log: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(BINARY);
     command
         .args(args)
-        .env("STOREFRONT_DB", db)
+        .env("BOUNDA_DB", db)
         .env("NOTIFY_LOG", log)
         .env("PAYMENT_WINDOW", "2s")
         .env("REMINDER_DELAY", "1s")

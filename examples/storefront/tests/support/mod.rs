@@ -223,7 +223,7 @@ impl Serve {
             .args(["serve", "--listen", "127.0.0.1:0", "--host", "ops.internal"])
             // Under a path, as behind a proxy that passes one on: every link must keep it.
             .args(["--path", "/ops"])
-            .env("STOREFRONT_DB", db)
+            .env("BOUNDA_DB", db)
             .envs(env.iter().copied())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())

@@ -1,0 +1,99 @@
+//! The onboarding as a service, on one SQLite file or a PostgreSQL server (`--db`): `register`
+//! and `activate` users, `work` to run the welcome emails and the expiries, `serve` the
+//! operator's page, and every operator's command (`onboarding --help`).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bounda::cli::{Service, ServiceArgs, ServiceCommand};
+use bounda::store::Opening;
+use clap::{Parser, Subcommand};
+use onboarding::email::{ConsoleSender, RecordingSender};
+use onboarding::user::{ActivateUser, Email, Name, RegisterUser, UserId};
+
+#[derive(Parser)]
+#[command(
+    name = "onboarding",
+    about = "Users register, get a welcome email a minute later, and have seven days to activate"
+)]
+struct Cli {
+    #[command(flatten)]
+    service: ServiceArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Registers a user and prints their id; `work` sends the welcome email.
+    Register {
+        /// Their address.
+        email: String,
+        /// Their name.
+        name: String,
+    },
+    /// Activates the user with this id.
+    Activate {
+        /// The id `register` printed.
+        user_id: String,
+    },
+    #[command(flatten)]
+    Service(ServiceCommand),
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let _logging = bounda::cli::Logging::install("onboarding");
+    let cli = Cli::parse();
+    // `ONBOARDING_TIMEOUT`, read once: an invalid one is refused before anything runs.
+    let timeout = match onboarding::onboarding_timeout() {
+        Ok(timeout) => timeout,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let service = Service::new("onboarding", bounda_postgres::Servers(bounda_sqlite::Files))
+        .app(move |builder| onboarding::app(builder, Arc::new(ConsoleSender::from_env()), timeout))
+        .preview(move |builder, calls| {
+            onboarding::app(builder, Arc::new(RecordingSender::new(calls)), timeout)
+        });
+    let result = match cli.command {
+        Command::Service(command) => return service.run(&cli.service, command).await,
+        Command::Register { email, name } => register(&service, &cli.service, &email, &name).await,
+        Command::Activate { user_id } => activate(&service, &cli.service, user_id).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `register`: a new user, their id printed.
+async fn register(
+    service: &Service,
+    args: &ServiceArgs,
+    email: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let command = RegisterUser {
+        user_id: UserId::random(),
+        email: Email::parse(email)?,
+        name: Name::parse(name)?,
+    };
+    let app = service.open(args, Opening::Create).await?;
+    app.dispatch(command.clone()).await?;
+    println!("{}", command.user_id.as_str());
+    Ok(())
+}
+
+/// `activate`: the user activated, or why not.
+async fn activate(service: &Service, args: &ServiceArgs, user_id: String) -> anyhow::Result<()> {
+    let app = service.open(args, Opening::Existing).await?;
+    app.dispatch(ActivateUser { user_id }).await?;
+    println!("activated");
+    Ok(())
+}
