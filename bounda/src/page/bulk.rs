@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Links, Shared, failed, html, message, no_such_action, refusal};
+use super::{Links, Shared, authorize, failed, html, message, no_such_action};
 use crate::store::LetterFilter;
 use crate::{BulkReport, Instant, Pace};
 
@@ -81,16 +81,18 @@ struct BulkPage {
 /// The bulk page: the filter, and how many open letters it matches, with the actions.
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     Query(query): Query<BulkQuery>,
 ) -> Response {
+    let links = shared.links(&headers);
     let filter = match query.filter() {
         Ok(filter) => filter,
-        Err(problem) => return unreadable(&shared.links, problem),
+        Err(problem) => return unreadable(&links, problem),
     };
     let letters = shared.app.dead_letters();
     let matching = match letters.count_open(&filter).await {
         Ok(matching) => matching,
-        Err(error) => return failed(&shared.links, &error),
+        Err(error) => return failed(&links, &error),
     };
     let mut handlers: Vec<String> = shared
         .app
@@ -101,9 +103,10 @@ pub(super) async fn page(
     handlers.sort();
     handlers.dedup();
     html(
-        &shared.links,
+        &links,
         BulkPage {
-            links: shared.links.clone(),
+            writable: links.signed_in(),
+            links: links.clone(),
             handler: filter.handler.unwrap_or_default(),
             error: filter.error_contains.unwrap_or_default(),
             from: filter
@@ -117,16 +120,16 @@ pub(super) async fn page(
             handlers,
             matching,
             drawn: shared.app.clock().now() + crate::millis(1),
-            writable: shared.token.is_some(),
         },
     )
 }
 
 /// What a bulk action's form sends: the filter, the letters the operator confirmed (at most
-/// that many, failed before the count was taken), and the token.
+/// that many, failed before the count was taken), and its form token.
 #[derive(Deserialize)]
 pub(super) struct BulkForm {
-    token: String,
+    #[serde(default)]
+    csrf: String,
     #[serde(default)]
     handler: Option<String>,
     #[serde(default)]
@@ -165,9 +168,11 @@ pub(super) async fn act(
             "Letters can be retried or discarded in bulk.",
         );
     }
-    if let Some(refused) = refusal(&shared, &headers, &form.token) {
-        return refused;
-    }
+    let action_path = shared.links.bulk_action(&action);
+    let operator = match authorize(&shared, &headers, &action_path, &form.csrf) {
+        Ok(session) => session.name,
+        Err(refused) => return refused,
+    };
     let filter = BulkQuery {
         handler: form.handler,
         error: form.error,
@@ -212,11 +217,13 @@ pub(super) async fn act(
         match done {
             Ok(report) => tracing::info!(
                 counts = ?report.counts(),
+                by = %operator,
                 "bulk {} of letters started from the page done",
                 if retry { "retry" } else { "discard" }
             ),
             Err(error) => tracing::error!(
                 code = error.code(),
+                by = %operator,
                 "bulk {} of letters started from the page failed: {}",
                 if retry { "retry" } else { "discard" },
                 crate::error::chain(&error)

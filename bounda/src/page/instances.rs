@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -152,15 +152,17 @@ struct ListPage {
 /// The list: the filter, how many it matches, and a page of them.
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     Query(list): Query<ListQuery>,
 ) -> Response {
     let app = &shared.app;
+    let links = shared.links(&headers);
     let now = app.clock().now();
     let query = match list.query(now) {
         Ok(query) => query,
         Err(problem) => {
             return message(
-                &shared.links,
+                &links,
                 StatusCode::BAD_REQUEST,
                 "That filter does not read",
                 problem,
@@ -173,7 +175,7 @@ pub(super) async fn page(
         app.instance_counts()
     ) {
         Ok(read) => read,
-        Err(error) => return failed(&shared.links, &error),
+        Err(error) => return failed(&links, &error),
     };
     // The app's processes, and those only the store still has instances of.
     let mut processes: Vec<String> = app
@@ -187,7 +189,7 @@ pub(super) async fn page(
         .rows
         .into_iter()
         .map(|row| Line {
-            href: shared.links.instance(&row.process, &row.instance_id),
+            href: links.instance(&row.process, &row.instance_id),
             status: row.status,
             started: row.started_at.to_string(),
             started_ago: ago(row.started_at, now),
@@ -201,7 +203,7 @@ pub(super) async fn page(
         })
         .collect();
     html(
-        &shared.links,
+        &links,
         ListPage {
             processes,
             process: query.process.clone().unwrap_or_default(),
@@ -214,11 +216,11 @@ pub(super) async fn page(
             soonest: query.order == InstanceOrder::Soonest,
             matching,
             lines,
-            next: page.next.map(|next| list.href(&shared.links, Some(&next))),
+            next: page.next.map(|next| list.href(&links, Some(&next))),
             paged: query.after.is_some(),
-            first: list.href(&shared.links, None),
+            first: list.href(&links, None),
             now,
-            links: shared.links.clone(),
+            links: links.clone(),
         },
     )
 }

@@ -10,15 +10,19 @@
 //! # }
 //! ```
 //!
-//! Safe by default: without [`Options::token`](crate::page::Options::token) the page only reads; with it, retrying and
-//! discarding a letter need the token and a request from the page's own origin. Everything
-//! shown is escaped, and every answer carries a content security policy that allows no script.
-//! Serve it on loopback, or behind the operators' own authentication.
+//! Safe by default: without [`Options::token`](crate::page::Options::token) the page only reads;
+//! with it, an operator signs in once with the token and their name, and acts (retries, pauses,
+//! rebuilds) in that session: a signed, `HttpOnly`, `SameSite=Strict` cookie that expires, each
+//! form carrying a token of its own, each action from the page's own origin. Everything shown is
+//! escaped, and every answer carries a content security policy that allows no script. Serve it
+//! on loopback, or behind the operators' own authentication.
 
 mod bulk;
 mod instances;
 mod metrics;
 mod pauses;
+mod session;
+mod signin;
 mod timeline;
 
 pub use metrics::Metrics;
@@ -40,7 +44,9 @@ use crate::{Duration, Instant, hours};
 /// How the page is served.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// The token retrying and discarding a letter need; `None`: the page only reads.
+    /// The token an operator signs in with to act (retry, discard, pause, rebuild); `None`: the
+    /// page only reads. Sessions are signed with keys derived from it, so every process serving
+    /// the page with the same token reads the same sessions.
     pub token: Option<String>,
     /// The host names the page answers to besides loopback's (`localhost`, `127.0.0.1`,
     /// `[::1]`): the name a reverse proxy passes on. A request for any other name, or naming
@@ -65,6 +71,8 @@ pub struct Options {
 struct Shared {
     app: App,
     token: Option<String>,
+    /// The keys of the sessions and their forms, with a token.
+    keys: Option<session::Keys>,
     hosts: Vec<String>,
     /// Whether a bulk action of letters runs now.
     bulk: Arc<std::sync::atomic::AtomicBool>,
@@ -78,10 +86,14 @@ struct Shared {
 struct Links {
     /// `""` at the root, else `/ops`: a leading slash, none after.
     base: String,
+    /// Whether the page can be signed in to: it was given a token.
+    signs_in: bool,
+    /// The signed-in operator's session and the keys of its forms, on a request that has one.
+    signed: Option<Arc<(session::Keys, session::Session)>>,
 }
 
 impl Links {
-    fn new(path: &str) -> Links {
+    fn new(path: &str, signs_in: bool) -> Links {
         let path = path.trim_matches('/');
         Links {
             base: if path.is_empty() {
@@ -89,7 +101,39 @@ impl Links {
             } else {
                 format!("/{path}")
             },
+            signs_in,
+            signed: None,
         }
+    }
+
+    /// Whether the request is signed in, so the page shows its forms.
+    fn signed_in(&self) -> bool {
+        self.signed.is_some()
+    }
+
+    /// The signed-in operator's name, or nothing.
+    fn operator(&self) -> &str {
+        self.signed
+            .as_ref()
+            .map_or("", |signed| signed.1.name.as_str())
+    }
+
+    /// The token of the form posting to `action` in this session; empty when signed out.
+    fn form_token(&self, action: &str) -> String {
+        self.signed.as_ref().map_or_else(String::new, |signed| {
+            let (keys, session) = signed.as_ref();
+            keys.form_token(session, action)
+        })
+    }
+
+    /// The sign-in page and its form's target.
+    fn signin(&self) -> String {
+        format!("{}/signin", self.base)
+    }
+
+    /// Signing out.
+    fn signout(&self) -> String {
+        format!("{}/signout", self.base)
     }
 
     /// The overview: `/`, or the path itself (a router nested at `/ops` answers `/ops`).
@@ -152,18 +196,34 @@ impl Links {
     }
 }
 
+impl Shared {
+    /// The page's addresses for a request, with its session when it carries one that holds.
+    fn links(&self, headers: &HeaderMap) -> Links {
+        let mut links = self.links.clone();
+        if let (Some(keys), Some(value)) = (&self.keys, session::cookie(headers)) {
+            let now = self.app.clock().now();
+            links.signed = keys
+                .open(value, now)
+                .map(|session| Arc::new((keys.clone(), session)));
+        }
+        links
+    }
+}
+
 /// The page's routes on `app`.
 pub fn router(app: App, options: Options) -> axum::Router {
+    let token = options.token.filter(|token| !token.is_empty());
     let shared = Arc::new(Shared {
         app,
-        token: options.token.filter(|token| !token.is_empty()),
+        keys: token.as_deref().map(session::Keys::of),
+        links: Links::new(&options.path, token.is_some()),
+        token,
         hosts: options.hosts,
         origins: options
             .origins
             .into_iter()
             .map(|origin| origin.trim_end_matches('/').to_owned())
             .collect(),
-        links: Links::new(&options.path),
         bulk: Arc::default(),
     });
     let router = match options.metrics {
@@ -184,6 +244,8 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/letters/{id}/{action}", post(act))
         .route("/pauses/{action}", post(pauses::act))
         .route("/read-models/{name}/rebuild", post(rebuild))
+        .route("/signin", get(signin::page).post(signin::sign_in))
+        .route("/signout", post(signin::sign_out))
         .layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             known_host,
@@ -377,6 +439,8 @@ struct Overview {
     processes: Vec<instances::ProcessLine>,
     /// What operators paused: each as a line, and its target's kind, name and instance.
     pauses: Vec<(String, &'static str, String, String)>,
+    /// The app's policies, each with its pause.
+    policies: Vec<(String, Option<String>)>,
     read_models: Vec<ReadModelLine>,
     /// The log's head, which rebuilds run up to.
     head: u64,
@@ -480,6 +544,8 @@ fn notice(code: &str) -> Option<String> {
                 "The rebuild started: a new table fills beside the live one, which keeps serving; it is swapped in once it reaches the log's head."
             }
             "no-read-model" => "This app has no such read model.",
+            "signed-in" => "Signed in: what you do here keeps your name.",
+            "signed-out" => "Signed out.",
             "bulk-retry-started" => {
                 "The retry of the matching letters started: they run in batches in the background; each letter's status says how it went."
             }
@@ -497,6 +563,7 @@ fn notice(code: &str) -> Option<String> {
 
 async fn overview(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     Query(query): Query<OverviewQuery>,
 ) -> Response {
     let window = query
@@ -504,14 +571,23 @@ async fn overview(
         .as_deref()
         .and_then(|name| WINDOWS.iter().position(|(known, ..)| *known == name))
         .unwrap_or(DEFAULT_WINDOW);
-    match overview_page(&shared, query.done.as_deref().and_then(notice), window).await {
-        Ok(page) => html(&shared.links, page),
-        Err(error) => failed(&shared.links, &error),
+    let links = shared.links(&headers);
+    match overview_page(
+        &shared,
+        &links,
+        query.done.as_deref().and_then(notice),
+        window,
+    )
+    .await
+    {
+        Ok(page) => html(&links, page),
+        Err(error) => failed(&links, &error),
     }
 }
 
 async fn overview_page(
     shared: &Shared,
+    links: &Links,
     notice: Option<String>,
     window: usize,
 ) -> Result<Overview, crate::Error> {
@@ -534,11 +610,13 @@ async fn overview_page(
     let mut lines = Vec::with_capacity(letters.len());
     for letter in letters {
         let parked = app.dead_letters().parked(&letter).await?;
-        lines.push(letter_line(&shared.links, letter, parked));
+        lines.push(letter_line(links, letter, parked));
     }
-    let refresh = shared.token.is_none() || lines.is_empty();
+    // Not reloaded under a signed-in operator, who may be typing into a form.
+    let refresh = !links.signed_in();
+    let pauses = app.pauses().await?;
     Ok(Overview {
-        links: shared.links.clone(),
+        links: links.clone(),
         now,
         timeline: timeline::lay_out(&ahead.pending, now, length),
         window: label,
@@ -546,7 +624,7 @@ async fn overview_page(
             .iter()
             .enumerate()
             .map(|(index, (name, label, _))| {
-                let href = format!("{}?window={name}", shared.links.home());
+                let href = format!("{}?window={name}", links.home());
                 (*label, href, index == window)
             })
             .collect(),
@@ -559,12 +637,23 @@ async fn overview_page(
             .collect(),
         letters: lines,
         open_letters,
-        writable: shared.token.is_some(),
+        writable: links.signed_in(),
         refresh,
-        processes: instances::process_lines(&shared.links, app).await?,
-        pauses: app
-            .pauses()
-            .await?
+        processes: instances::process_lines(links, app).await?,
+        policies: app
+            .policies()
+            .map(|policy| {
+                let name = policy.name().to_owned();
+                let paused = pauses
+                    .iter()
+                    .find(|pause| {
+                        pause.target == crate::store::PauseTarget::Policy { name: name.clone() }
+                    })
+                    .map(ToString::to_string);
+                (name, paused)
+            })
+            .collect(),
+        pauses: pauses
             .iter()
             .map(|pause| {
                 let target = &pause.target;
@@ -613,7 +702,7 @@ async fn rebuild(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(refused) = refusal(&shared, &headers, &form.token) {
+    if let Err(refused) = authorize(&shared, &headers, &shared.links.rebuild(&name), &form.csrf) {
         return refused;
     }
     if !shared.app.read_models().any(|model| model.name() == name) {
@@ -639,7 +728,7 @@ async fn rebuild(
 }
 
 /// The lag panel the overview frames: it reloads itself every few seconds, also while the
-/// overview around it waits for a token to be typed.
+/// overview around it holds still under a signed-in operator.
 async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
     let app = &shared.app;
     let lag = match app.lag().await {
@@ -724,9 +813,11 @@ fn encode(text: &str) -> String {
 
 async fn instance(
     State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
     Path((process, id)): Path<(String, String)>,
 ) -> Response {
     let app = &shared.app;
+    let links = shared.links(&headers);
     match app.explain_named(&process, &id).await {
         Ok(Some(story)) => {
             let now = app.clock().now();
@@ -737,10 +828,10 @@ async fn instance(
                 .collect();
             let status = story.status.as_text();
             html(
-                &shared.links,
+                &links,
                 InstancePage {
-                    links: shared.links.clone(),
-                    writable: shared.token.is_some(),
+                    writable: links.signed_in(),
+                    links: links.clone(),
                     status,
                     story,
                     lines,
@@ -749,12 +840,12 @@ async fn instance(
             )
         }
         Ok(None) => message(
-            &shared.links,
+            &links,
             StatusCode::NOT_FOUND,
             "No such instance",
             format!("{process} has no instance `{id}`: it never started."),
         ),
-        Err(error) => failed(&shared.links, &error),
+        Err(error) => failed(&links, &error),
     }
 }
 
@@ -770,9 +861,11 @@ fn step_line(step: &crate::explain::Step, now: Instant) -> StepLine {
     }
 }
 
+/// What a form that only acts sends: its form token.
 #[derive(Deserialize)]
 struct ActionForm {
-    token: String,
+    #[serde(default)]
+    csrf: String,
 }
 
 /// Retries or discards letter `id`, once the request may act, then reports on the overview.
@@ -785,9 +878,15 @@ async fn act(
     if action != "retry" && action != "discard" {
         return no_such_action(&shared.links, "A letter can be retried or discarded.");
     }
-    if let Some(refused) = refusal(&shared, &headers, &form.token) {
-        return refused;
-    }
+    let operator = match authorize(
+        &shared,
+        &headers,
+        &shared.links.letter(&id, &action),
+        &form.csrf,
+    ) {
+        Ok(session) => session.name,
+        Err(refused) => return refused,
+    };
     let letters = shared.app.dead_letters();
     let (done, failed) = if action == "retry" {
         match letters.retry(&id).await {
@@ -802,8 +901,14 @@ async fn act(
             Err(error) => ("discard-failed", Some(error)),
         }
     };
-    if let Some(error) = failed {
-        tracing::warn!(letter = %id, "{action} of a letter from the page failed: {}", crate::error::chain(&error));
+    match failed {
+        Some(error) => tracing::warn!(
+            letter = %id,
+            by = %operator,
+            "{action} of a letter from the page failed: {}",
+            crate::error::chain(&error)
+        ),
+        None => tracing::info!(letter = %id, by = %operator, "{done} from the page"),
     }
     Redirect::to(&shared.links.done(done)).into_response()
 }
@@ -813,17 +918,57 @@ fn no_such_action(links: &Links, which: &str) -> Response {
     message(links, StatusCode::NOT_FOUND, "No such action", which)
 }
 
-/// Why an action may not run, if it may not: the page has no token, `token` is not it, or the
-/// request comes from another origin (a form on another site cannot post here).
-fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response> {
-    let Some(expected) = &shared.token else {
-        return Some(message(
-            &shared.links,
-            StatusCode::FORBIDDEN,
+/// The session an action runs in, or the answer refusing it: the page has no token, the
+/// request comes from another origin (a form on another site cannot post here), it carries no
+/// session that holds (never signed in, expired, signed with another token), or `form_token` is
+/// not the token of the form posting to `action` in that session.
+#[allow(
+    clippy::result_large_err,
+    reason = "the refusal is the handler's answer, returned at once"
+)]
+fn authorize(
+    shared: &Shared,
+    headers: &HeaderMap,
+    action: &str,
+    form_token: &str,
+) -> Result<session::Session, Response> {
+    let refused =
+        |title: &str, text: String| Err(message(&shared.links, StatusCode::FORBIDDEN, title, text));
+    let Some(keys) = &shared.keys else {
+        return refused(
             "This page only reads",
-            "It was started without a token, so letters cannot be retried or discarded here.",
-        ));
+            "It was started without a token, so nothing can be done here.".to_owned(),
+        );
     };
+    if from_elsewhere(shared, headers) {
+        return refused(
+            "Refused",
+            "The request did not come from this page.".to_owned(),
+        );
+    }
+    let now = shared.app.clock().now();
+    let Some(session) = session::cookie(headers).and_then(|value| keys.open(value, now)) else {
+        return refused(
+            "Sign in first",
+            format!(
+                "Acting needs a session: sign in at {} with the operator's token (a session lasts {}).",
+                shared.links.signin(),
+                session::LIFETIME
+            ),
+        );
+    };
+    if !keys.form_token_holds(&session, action, form_token) {
+        return refused(
+            "Refused",
+            "The form is not one this session was given: reload the page and try again.".to_owned(),
+        );
+    }
+    Ok(session)
+}
+
+/// Whether a request that acts comes from another site than the page's own (or the origins it
+/// was given).
+fn from_elsewhere(shared: &Shared, headers: &HeaderMap) -> bool {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let cross_site = text(header::HeaderName::from_static("sec-fetch-site"))
         .is_some_and(|site| site != "same-origin" && site != "none");
@@ -841,23 +986,7 @@ fn refusal(shared: &Shared, headers: &HeaderMap, token: &str) -> Option<Response
         (Some(_), None) => true,
         (None, _) => false,
     };
-    if cross_site || foreign_origin {
-        return Some(message(
-            &shared.links,
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The request did not come from this page.",
-        ));
-    }
-    if !same(token.as_bytes(), expected.as_bytes()) {
-        return Some(message(
-            &shared.links,
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The token is not the operator's.",
-        ));
-    }
-    None
+    cross_site || foreign_origin
 }
 
 /// Whether `a` and `b` are equal, in a time that does not depend on where they differ.

@@ -1,6 +1,6 @@
 //! Pausing and resuming from the page: an instance's page pauses it or its process, the
-//! overview's list of pauses resumes each. Each form carries the token and, until the page has
-//! sessions, the operator's name, which the pause keeps.
+//! overview pauses a process or a policy and resumes each pause. The pause keeps the
+//! signed-in operator's name.
 
 use std::sync::Arc;
 
@@ -9,21 +9,19 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Shared, message, no_such_action, refusal};
+use super::{Shared, authorize, message, no_such_action};
 use crate::store::PauseTarget;
 
 /// What a pause or resume form sends.
 #[derive(Deserialize)]
 pub(super) struct PauseForm {
-    token: String,
+    #[serde(default)]
+    csrf: String,
     /// `process`, `instance`, `policy` or `subscriber`.
     kind: String,
     name: String,
     #[serde(default)]
     instance: String,
-    /// The operator's name (pausing only).
-    #[serde(default)]
-    by: String,
     #[serde(default)]
     reason: String,
 }
@@ -36,9 +34,13 @@ pub(super) async fn act(
     headers: HeaderMap,
     Form(form): Form<PauseForm>,
 ) -> Response {
-    if let Some(refused) = refusal(&shared, &headers, &form.token) {
-        return refused;
+    if action != "pause" && action != "resume" {
+        return no_such_action(&shared.links, "What is paused can be paused or resumed.");
     }
+    let operator = match authorize(&shared, &headers, &shared.links.pause(&action), &form.csrf) {
+        Ok(session) => session.name,
+        Err(refused) => return refused,
+    };
     let Some(target) = PauseTarget::from_parts(&form.kind, &form.name, &form.instance) else {
         return message(
             &shared.links,
@@ -53,7 +55,7 @@ pub(super) async fn act(
     let done = match action.as_str() {
         "pause" => {
             let reason = Some(form.reason.as_str()).filter(|r| !r.trim().is_empty());
-            match shared.app.pause(target, &form.by, reason).await {
+            match shared.app.pause(target, &operator, reason).await {
                 Ok(true) => "paused",
                 Ok(false) => "paused-already",
                 Err(error) => {
@@ -67,7 +69,10 @@ pub(super) async fn act(
             }
         }
         "resume" => match shared.app.resume(&target).await {
-            Ok(true) => "resumed",
+            Ok(true) => {
+                tracing::info!(by = %operator, "{target} resumed from the page");
+                "resumed"
+            }
             Ok(false) => "not-paused",
             Err(error) => {
                 tracing::warn!(

@@ -61,6 +61,8 @@ struct Answered {
     location: String,
     /// `Content-Security-Policy`, or empty.
     policy: String,
+    /// `Set-Cookie`, or empty.
+    cookie: String,
     body: String,
 }
 
@@ -74,9 +76,10 @@ async fn answer(page: &axum::Router, request: Request<Body>) -> Answered {
             .map(|v: &axum::http::HeaderValue| v.to_str().unwrap().to_owned())
             .unwrap_or_default()
     };
-    let (location, policy) = (
+    let (location, policy, cookie) = (
         header(header::LOCATION),
         header(header::CONTENT_SECURITY_POLICY),
+        header(header::SET_COOKIE),
     );
     let status = response.status();
     let body = axum::body::to_bytes(response.into_body(), 1 << 20)
@@ -86,6 +89,7 @@ async fn answer(page: &axum::Router, request: Request<Body>) -> Answered {
         status,
         location,
         policy,
+        cookie,
         body: String::from_utf8(body.to_vec()).unwrap(),
     }
 }
@@ -115,47 +119,105 @@ pub(crate) async fn get(
     (got.status, got.body, got.policy)
 }
 
-async fn post(
-    app: &TestApp,
-    token: Option<&str>,
-    path: &str,
-    form_token: &str,
-    origin: Option<&str>,
-) -> (StatusCode, Option<String>) {
-    post_to(
-        app,
-        Options {
-            token: token.map(str::to_owned),
-            ..Options::default()
-        },
-        path,
-        form_token,
-        origin,
-    )
-    .await
+/// The page's own origin, as a browser sends it with the page's forms.
+const SAME: Option<&str> = Some("http://127.0.0.1:8080");
+
+/// An operator at the page: a router serving it, and their session cookie once signed in.
+struct Desk {
+    page: axum::Router,
+    cookie: Option<String>,
 }
 
-/// `post` on a page served with `options`.
-async fn post_to(
-    app: &TestApp,
-    options: Options,
-    path: &str,
-    form_token: &str,
-    origin: Option<&str>,
-) -> (StatusCode, Option<String>) {
-    let page = router(app.app().clone(), options);
-    let mut post =
-        request("POST", path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
-    if let Some(origin) = origin {
-        post = post.header(header::ORIGIN, origin);
+impl Desk {
+    /// The page of `app` served with `options`, nobody signed in.
+    fn new(app: &TestApp, options: Options) -> Desk {
+        Desk::on(router(app.app().clone(), options))
     }
-    let got = answer(
-        &page,
-        post.body(Body::from(format!("token={form_token}")))
-            .unwrap(),
-    )
-    .await;
-    (got.status, Some(got.location).filter(|l| !l.is_empty()))
+
+    /// `page`, nobody signed in.
+    fn on(page: axum::Router) -> Desk {
+        Desk { page, cookie: None }
+    }
+
+    /// The page of `app` served with `token`, and `name` signed in with it.
+    async fn signed_in(app: &TestApp, token: &str, name: &str) -> Desk {
+        let options = Options {
+            token: Some(token.to_owned()),
+            ..Options::default()
+        };
+        let mut desk = Desk::new(app, options);
+        let got = desk.sign_in("/signin", SAME, name, token).await;
+        assert_eq!(got.status, StatusCode::SEE_OTHER, "{}", got.body);
+        desk
+    }
+
+    /// Signs in at `path` as `name` with `token`, through a form sent from `origin`, keeping
+    /// the cookie it is given.
+    async fn sign_in(
+        &mut self,
+        path: &str,
+        origin: Option<&str>,
+        name: &str,
+        token: &str,
+    ) -> Answered {
+        let got = self
+            .post(path, &format!("name={name}&token={token}"), origin)
+            .await;
+        if let Some(value) = got.cookie.split(';').next().filter(|v| !v.is_empty()) {
+            self.cookie = Some(value.to_owned());
+        }
+        got
+    }
+
+    /// `GET path`, with the session's cookie.
+    async fn get(&self, path: &str) -> Answered {
+        let mut get = request("GET", path);
+        if let Some(cookie) = &self.cookie {
+            get = get.header(header::COOKIE, cookie);
+        }
+        answer(&self.page, get.body(Body::empty()).unwrap()).await
+    }
+
+    /// A form posting `fields` to `action`, from `origin`, with the session's cookie.
+    async fn post(&self, action: &str, fields: &str, origin: Option<&str>) -> Answered {
+        let mut post = request("POST", action)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(origin) = origin {
+            post = post.header(header::ORIGIN, origin);
+        }
+        if let Some(cookie) = &self.cookie {
+            post = post.header(header::COOKIE, cookie);
+        }
+        answer(
+            &self.page,
+            post.body(Body::from(fields.to_owned())).unwrap(),
+        )
+        .await
+    }
+
+    /// The form token `page` gives its form posting to `action`, as a browser would send it.
+    async fn form_token(&self, page: &str, action: &str) -> String {
+        let html = self.get(page).await.body;
+        form_token(&html, action)
+            .unwrap_or_else(|| panic!("{page} has no form for {action}: {html}"))
+    }
+
+    /// Submits `page`'s form posting to `action` with `fields` and its form token, from the
+    /// page's own origin.
+    async fn submit(&self, page: &str, action: &str, fields: &str) -> Answered {
+        let token = self.form_token(page, action).await;
+        self.post(action, &format!("csrf={token}&{fields}"), SAME)
+            .await
+    }
+}
+
+/// The form token of `html`'s first form posting to `action`.
+fn form_token(html: &str, action: &str) -> Option<String> {
+    let form = html
+        .split("<form")
+        .find(|form| form.contains(&format!(r#"action="{action}""#)))?;
+    let (_, rest) = form.split_once(r#"name="csrf" value=""#)?;
+    Some(rest.split('"').next()?.to_owned())
 }
 
 async fn letter_status(app: &TestApp) -> (String, String) {
@@ -228,10 +290,16 @@ async fn the_lag_panel_reloads_itself_and_only_the_page_may_frame_it() {
     assert!(!policy.contains("script-src"), "{policy}");
     let (_, html, policy) = get(&app, Some("s3cret"), "/").await;
     assert!(
-        !html.contains(r#"http-equiv="refresh""#),
-        "a letter is open and a token may be typed: the overview holds still"
+        html.contains(r#"http-equiv="refresh""#),
+        "signed out, the overview reloads itself: {html}"
     );
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let html = desk.get("/").await.body;
+    assert!(
+        !html.contains(r#"http-equiv="refresh""#),
+        "signed in, a form may be typed into: the overview holds still"
+    );
     assert!(policy.contains("frame-src 'self'"), "{policy}");
 }
 
@@ -252,37 +320,173 @@ async fn an_instance_page_tells_its_story_and_an_unknown_one_is_a_404() {
     );
 }
 
+// Issue 24: a letter is retried only in a signed-in session, with the form's own token, from the
+// page's own origin.
 #[tokio::test]
-async fn a_letter_is_retried_only_with_the_token_from_the_pages_own_origin() {
+async fn a_letter_is_retried_only_in_a_session_with_its_forms_token_from_the_pages_origin() {
     let app = shop("o-retry").await;
     let (id, status) = letter_status(&app).await;
     assert_eq!(status, "failed");
     let retry = format!("/letters/{id}/retry");
-    let same = Some("http://127.0.0.1:8080");
 
-    let (code, _) = post(&app, None, &retry, "anything", same).await;
-    assert_eq!(code, StatusCode::FORBIDDEN, "no token: the page only reads");
-    let (code, _) = post(&app, Some("s3cret"), &retry, "guess", same).await;
-    assert_eq!(code, StatusCode::FORBIDDEN, "a wrong token");
-    let (code, _) = post(
+    let reader = Desk::new(&app, Options::default());
+    let got = reader.post(&retry, "csrf=anything", SAME).await;
+    assert_eq!(
+        got.status,
+        StatusCode::FORBIDDEN,
+        "no token: the page only reads"
+    );
+    assert!(got.body.contains("only reads"), "{}", got.body);
+    let stranger = Desk::new(
         &app,
-        Some("s3cret"),
-        &retry,
-        "s3cret",
-        Some("https://evil.example"),
-    )
-    .await;
-    assert_eq!(code, StatusCode::FORBIDDEN, "another site's form");
+        Options {
+            token: Some("s3cret".into()),
+            ..Options::default()
+        },
+    );
+    let got = stranger.post(&retry, "csrf=anything", SAME).await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "not signed in");
+    assert!(got.body.contains("Sign in first"), "{}", got.body);
+
+    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let token = desk.form_token("/", &retry).await;
+    let got = desk.post(&retry, "csrf=guess", SAME).await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "a made-up form token");
+    let discard_token = desk
+        .form_token("/", &format!("/letters/{id}/discard"))
+        .await;
+    let got = desk
+        .post(&retry, &format!("csrf={discard_token}"), SAME)
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "another form's token");
+    let got = desk
+        .post(
+            &retry,
+            &format!("csrf={token}"),
+            Some("https://evil.example"),
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "another site's form");
     let explode = format!("/letters/{id}/explode");
-    let (code, _) = post(&app, Some("s3cret"), &explode, "s3cret", same).await;
-    assert_eq!(code, StatusCode::NOT_FOUND, "no such action");
+    let got = desk.post(&explode, &format!("csrf={token}"), SAME).await;
+    assert_eq!(got.status, StatusCode::NOT_FOUND, "no such action");
     assert_eq!(letter_status(&app).await.1, "failed", "nothing ran");
 
     HEALED.lock().unwrap().push("o-retry".into());
-    let (code, location) = post(&app, Some("s3cret"), &retry, "s3cret", same).await;
-    assert_eq!(code, StatusCode::SEE_OTHER);
-    assert_eq!(location.as_deref(), Some("/?done=retried"));
+    let got = desk.submit("/", &retry, "").await;
+    assert_eq!(got.status, StatusCode::SEE_OTHER);
+    assert_eq!(got.location, "/?done=retried");
     assert_eq!(letter_status(&app).await.1, "retried");
+}
+
+// Issue 24: signing in takes the token once, with the operator's name; the session is a cookie
+// that is signed, HttpOnly, SameSite=Strict and expiring, which another token's page does not
+// read; signing out ends it.
+#[tokio::test]
+async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
+    let app = shop("o-session").await;
+    let options = |token: &str| Options {
+        token: Some(token.to_owned()),
+        ..Options::default()
+    };
+    let mut desk = Desk::new(&app, options("s3cret"));
+    let overview = desk.get("/").await.body;
+    assert!(
+        overview.contains(r#"id="signin-link" href="/signin""#),
+        "{overview}"
+    );
+    assert!(
+        !overview.contains(r#"name="csrf""#),
+        "no forms before signing in"
+    );
+    let form = desk.get("/signin").await;
+    assert_eq!(form.status, StatusCode::OK);
+    assert!(form.body.contains(r#"id="signin-form""#), "{}", form.body);
+
+    let wrong = desk.sign_in("/signin", SAME, "erin", "guess").await;
+    assert_eq!(wrong.status, StatusCode::FORBIDDEN);
+    assert!(wrong.cookie.is_empty() && desk.cookie.is_none());
+    let nameless = desk.sign_in("/signin", SAME, "+", "s3cret").await;
+    assert_eq!(nameless.status, StatusCode::BAD_REQUEST, "a name is needed");
+    let elsewhere = desk
+        .post(
+            "/signin",
+            "name=erin&token=s3cret",
+            Some("https://evil.example"),
+        )
+        .await;
+    assert_eq!(
+        elsewhere.status,
+        StatusCode::FORBIDDEN,
+        "another site's form"
+    );
+
+    let signed = desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+    assert_eq!(
+        (signed.status, signed.location.as_str()),
+        (StatusCode::SEE_OTHER, "/?done=signed-in")
+    );
+    let cookie = &signed.cookie;
+    for attribute in [
+        "bounda_session=",
+        "Path=/",
+        "Max-Age=43200",
+        "HttpOnly",
+        "SameSite=Strict",
+    ] {
+        assert!(cookie.contains(attribute), "{attribute}: {cookie}");
+    }
+    assert!(
+        !cookie.contains("Secure"),
+        "served over plain HTTP: {cookie}"
+    );
+    let overview = desk.get("/?done=signed-in").await.body;
+    assert!(
+        overview.contains("signed in as</span> <strong>erin</strong>"),
+        "{overview}"
+    );
+    assert!(overview.contains(r#"name="csrf""#), "{overview}");
+
+    // Another token's page reads no session of this one's.
+    let other = Desk {
+        page: router(app.app().clone(), options("other")),
+        cookie: desk.cookie.clone(),
+    };
+    assert!(!other.get("/").await.body.contains("signed in as"));
+
+    let out = desk.submit("/", "/signout", "").await;
+    assert_eq!(out.location, "/?done=signed-out");
+    assert!(
+        out.cookie.contains("bounda_session=;") && out.cookie.contains("Max-Age=0"),
+        "{}",
+        out.cookie
+    );
+
+    // A session lasts twelve hours.
+    desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+    app.clock().advance(hours(12) - seconds(1));
+    assert!(desk.get("/").await.body.contains("signed in as"));
+    app.clock().advance(seconds(1));
+    let expired = desk.get("/").await.body;
+    assert!(!expired.contains("signed in as"), "{expired}");
+
+    // Signed in through an HTTPS proxy, the cookie is marked Secure.
+    let mut secure = Desk::new(
+        &app,
+        Options {
+            token: Some("s3cret".into()),
+            origins: vec!["https://ops.example.com".into()],
+            ..Options::default()
+        },
+    );
+    let got = secure
+        .sign_in("/signin", Some("https://ops.example.com"), "erin", "s3cret")
+        .await;
+    assert!(got.cookie.contains("; Secure"), "{}", got.cookie);
+
+    // Without a token nobody signs in.
+    let reader = Desk::new(&app, Options::default());
+    assert_eq!(reader.get("/signin").await.status, StatusCode::FORBIDDEN);
 }
 
 // Behind a reverse proxy that passes its own `Host`, the browser's origin is the proxy's
@@ -293,33 +497,30 @@ async fn a_proxys_origin_acts_only_when_the_operator_lists_it() {
     let (id, _) = letter_status(&app).await;
     let discard = format!("/letters/{id}/discard");
     let proxy = Some("https://ops.example.com");
-    let options = |origins: &[&str]| Options {
-        token: Some("s3cret".into()),
-        origins: origins.iter().map(|o| (*o).to_owned()).collect(),
-        ..Options::default()
+    let desk = async |origins: &[&str]| {
+        let mut desk = Desk::new(
+            &app,
+            Options {
+                token: Some("s3cret".into()),
+                origins: origins.iter().map(|o| (*o).to_owned()).collect(),
+                ..Options::default()
+            },
+        );
+        desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+        let token = desk.form_token("/", &discard).await;
+        (desk, format!("csrf={token}"))
     };
-    let (code, _) = post_to(&app, options(&[]), &discard, "s3cret", proxy).await;
-    assert_eq!(code, StatusCode::FORBIDDEN, "not listed");
-    let (code, _) = post_to(
-        &app,
-        options(&["https://ops.example.org"]),
-        &discard,
-        "s3cret",
-        proxy,
-    )
-    .await;
-    assert_eq!(code, StatusCode::FORBIDDEN, "another origin listed");
+    let (unlisted, form) = desk(&[]).await;
+    let got = unlisted.post(&discard, &form, proxy).await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "not listed");
+    let (other, form) = desk(&["https://ops.example.org"]).await;
+    let got = other.post(&discard, &form, proxy).await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "another origin listed");
     assert_eq!(letter_status(&app).await.1, "failed", "nothing ran");
-    let (code, location) = post_to(
-        &app,
-        options(&["https://ops.example.com/"]),
-        &discard,
-        "s3cret",
-        proxy,
-    )
-    .await;
-    assert_eq!(code, StatusCode::SEE_OTHER);
-    assert_eq!(location.as_deref(), Some("/?done=discarded"));
+    let (listed, form) = desk(&["https://ops.example.com/"]).await;
+    let got = listed.post(&discard, &form, proxy).await;
+    assert_eq!(got.status, StatusCode::SEE_OTHER);
+    assert_eq!(got.location, "/?done=discarded");
     assert_eq!(letter_status(&app).await.1, "discarded");
 }
 
@@ -431,11 +632,7 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         html.contains(r#"href="/ops/instances/OrderPayment/o-nested""#),
         "{html}"
     );
-    let (id, _) = letter_status(&app).await;
-    assert!(
-        html.contains(&format!(r#"action="/ops/letters/{id}/retry""#)),
-        "{html}"
-    );
+    assert!(html.contains(r#"href="/ops/signin""#), "{html}");
     for path in ["/ops/lag", "/ops/instances/OrderPayment/o-nested"] {
         let status = answer(&server, get(path)).await.status;
         assert_eq!(status, StatusCode::OK, "{path}");
@@ -458,16 +655,23 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
         "{html}"
     );
 
-    let discard = request("POST", &format!("/ops/letters/{id}/discard"))
-        .header(header::ORIGIN, "http://127.0.0.1:8080")
-        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from("token=s3cret"))
-        .unwrap();
-    let Answered {
-        status, location, ..
-    } = answer(&server, discard).await;
-    assert_eq!(status, StatusCode::SEE_OTHER);
-    assert_eq!(location, "/ops?done=discarded");
+    // Signing in at its path keeps the session's cookie to that path; its forms post there.
+    let mut desk = Desk::on(server);
+    let signed = desk.sign_in("/ops/signin", SAME, "erin", "s3cret").await;
+    assert_eq!(signed.location, "/ops?done=signed-in");
+    assert!(signed.cookie.contains("Path=/ops;"), "{}", signed.cookie);
+    let (id, _) = letter_status(&app).await;
+    let html = desk.get("/ops").await.body;
+    assert!(
+        html.contains(&format!(r#"action="/ops/letters/{id}/retry""#))
+            && html.contains(r#"action="/ops/signout""#),
+        "{html}"
+    );
+    let got = desk
+        .submit("/ops", &format!("/ops/letters/{id}/discard"), "")
+        .await;
+    assert_eq!(got.status, StatusCode::SEE_OTHER);
+    assert_eq!(got.location, "/ops?done=discarded");
     assert_eq!(letter_status(&app).await.1, "discarded");
 }
 
@@ -630,12 +834,17 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     let app = shop("bulk-1").await;
     app.dispatch(place("bulk-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let (status, html, _) = get(
-        &app,
-        Some("s3cret"),
-        "/letters/bulk?handler=mail_on_order_placed&error=mail+server",
-    )
-    .await;
+    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let page = "/letters/bulk?handler=mail_on_order_placed&error=mail+server";
+    let (status, signed_out, _) = get(&app, Some("s3cret"), page).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !signed_out.contains("Retry all") && signed_out.contains("Sign in</a> to act here."),
+        "{signed_out}"
+    );
+    let Answered {
+        status, body: html, ..
+    } = desk.get(page).await;
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains("<strong>2</strong> open letters match"),
@@ -694,9 +903,24 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         "the overview links to it"
     );
 
-    // Without the token, nothing moves.
-    let (status, _) = post(&app, Some("s3cret"), "/letters/bulk/retry", "wrong", None).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Without a session, or with another form's token, nothing moves.
+    let got = Desk::new(&app, Options::default())
+        .post(
+            "/letters/bulk/retry",
+            "csrf=x&handler=mail_on_order_placed",
+            SAME,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN);
+    let discard_token = desk.form_token(page, "/letters/bulk/discard").await;
+    let got = desk
+        .post(
+            "/letters/bulk/retry",
+            &format!("csrf={discard_token}"),
+            SAME,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN);
     let open = bounda::store::LetterFilter {
         status: Some(bounda::store::LetterStatus::Failed),
         ..Default::default()
@@ -708,19 +932,10 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         .unwrap()
         .extend(["bulk-1".to_owned(), "bulk-2".to_owned()]);
     // The form's filter is what runs: one that matches nothing retries nothing.
-    let bulk = |form: &'static str| {
-        let page = router(
-            app.app().clone(),
-            Options {
-                token: Some("s3cret".into()),
-                ..Options::default()
-            },
-        );
-        let post = request("POST", "/letters/bulk/retry")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(Body::from(form))
-            .unwrap();
-        async move { answer(&page, post).await }
+    let token = desk.form_token(page, "/letters/bulk/retry").await;
+    let bulk = async |form: &str| {
+        desk.post("/letters/bulk/retry", &format!("csrf={token}&{form}"), SAME)
+            .await
     };
     // Time for a bulk action that matches nothing to run and end (on a server its reads are
     // round trips): what it retried would show by then.
@@ -728,9 +943,9 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     // A filter that matches nothing, a failure time after both letters, a count taken before
     // them: nothing is retried.
     for form in [
-        "token=s3cret&handler=mail_on_order_placed&error=disk+full",
-        "token=s3cret&from=2026-01-02T00:00:00Z",
-        "token=s3cret&counted_at=2025-12-31T00:00:00Z",
+        "handler=mail_on_order_placed&error=disk+full",
+        "from=2026-01-02T00:00:00Z",
+        "counted_at=2025-12-31T00:00:00Z",
     ] {
         let got = bulk(form).await;
         assert_eq!(got.status, StatusCode::SEE_OTHER, "{form}");
@@ -738,7 +953,7 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         let open_now = app.app().dead_letters().count(&open).await.unwrap();
         assert_eq!(open_now, 2, "{form} retries nothing");
     }
-    let got = bulk("token=s3cret&handler=mail_on_order_placed&error=mail+server&limit=2").await;
+    let got = bulk("handler=mail_on_order_placed&error=mail+server&limit=2").await;
     assert_eq!(got.status, StatusCode::SEE_OTHER);
     assert_eq!(got.location, "/?done=bulk-retry-started");
     // The retry runs in the background: waited for, up to ten seconds (on a server each of its
@@ -878,35 +1093,46 @@ async fn the_page_says_what_is_paused_and_by_whom() {
     );
 }
 
-// Issue 24: an instance's page pauses it, with the operator's name and the token; the
-// overview's list of pauses resumes it; without the token, nothing is paused.
+// Issue 24: an instance's page pauses it in the signed-in operator's name; the overview pauses
+// a process or a policy and its list of pauses resumes each; without a session, or with another
+// form's token, nothing is paused.
 #[tokio::test]
-async fn the_page_pauses_and_resumes_with_the_token() {
+async fn the_page_pauses_and_resumes_in_the_operators_session() {
     let app = shop("o-pp").await;
-    let (_, story, _) = get(&app, Some("secret"), "/instances/OrderPayment/o-pp").await;
-    assert!(story.contains(r#"id="pause-form""#), "{story}");
-    let fields = "&kind=instance&name=OrderPayment&instance=o-pp&by=gail&reason=checking";
-    let (status, _) = post(
+    let story = "/instances/OrderPayment/o-pp";
+    let reader = Desk::new(
         &app,
-        Some("secret"),
-        "/pauses/pause",
-        &format!("wrong{fields}"),
-        None,
-    )
-    .await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
+        Options {
+            token: Some("secret".into()),
+            ..Options::default()
+        },
+    );
+    assert!(!reader.get(story).await.body.contains(r#"id="pause-form""#));
+    let desk = Desk::signed_in(&app, "secret", "gail").await;
+    let html = desk.get(story).await.body;
+    assert!(
+        html.contains(r#"id="pause-form""#) && html.contains("Pause as gail"),
+        "{html}"
+    );
+    let fields = "kind=instance&name=OrderPayment&instance=o-pp&reason=checking";
+    let got = reader
+        .post("/pauses/pause", &format!("csrf=x&{fields}"), SAME)
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN);
+    let signout_token = desk.form_token(story, "/signout").await;
+    let got = desk
+        .post(
+            "/pauses/pause",
+            &format!("csrf={signout_token}&{fields}"),
+            SAME,
+        )
+        .await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN, "another form's token");
     assert!(app.app().pauses().await.unwrap().is_empty());
-    let (status, location) = post(
-        &app,
-        Some("secret"),
-        "/pauses/pause",
-        &format!("secret{fields}"),
-        None,
-    )
-    .await;
+    let got = desk.submit(story, "/pauses/pause", fields).await;
     assert_eq!(
-        (status, location.as_deref()),
-        (StatusCode::SEE_OTHER, Some("/?done=paused"))
+        (got.status, got.location.as_str()),
+        (StatusCode::SEE_OTHER, "/?done=paused")
     );
     let pauses = app.app().pauses().await.unwrap();
     assert_eq!(
@@ -919,37 +1145,59 @@ async fn the_page_pauses_and_resumes_with_the_token() {
             "instance OrderPayment o-pp".to_owned(),
             "gail",
             Some("checking")
-        )
+        ),
+        "the pause keeps the session's name"
     );
-    let (_, overview, _) = get(&app, Some("secret"), "/?done=paused").await;
+    let overview = desk.get("/?done=paused").await.body;
     assert!(
         overview.contains("Paused: every runner leaves it"),
         "{overview}"
     );
+    let got = desk
+        .submit(
+            "/",
+            "/pauses/resume",
+            "kind=instance&name=OrderPayment&instance=o-pp",
+        )
+        .await;
+    assert_eq!(got.location, "/?done=resumed");
+    assert!(app.app().pauses().await.unwrap().is_empty());
+
+    // The overview pauses a process, and a policy.
+    let overview = desk.get("/").await.body;
     assert!(
-        section(&overview, "paused").contains(r#"action="/pauses/resume""#),
+        section(&overview, "processes").contains(r#"class="pause-form""#)
+            && section(&overview, "policies").contains("mail_on_order_placed"),
         "{overview}"
     );
-    let (_, location) = post(
-        &app,
-        Some("secret"),
-        "/pauses/resume",
-        "secret&kind=instance&name=OrderPayment&instance=o-pp",
-        None,
-    )
-    .await;
-    assert_eq!(location.as_deref(), Some("/?done=resumed"));
-    assert!(app.app().pauses().await.unwrap().is_empty());
-    let (status, _) = post(
-        &app,
-        Some("secret"),
-        "/pauses/pause",
-        "secret&kind=instance&name=OrderPayment&instance=o-none&by=gail",
-        None,
-    )
-    .await;
+    let got = desk
+        .submit(
+            "/",
+            "/pauses/pause",
+            "kind=policy&name=mail_on_order_placed&reason=",
+        )
+        .await;
+    assert_eq!(got.location, "/?done=paused");
+    let pauses = app.app().pauses().await.unwrap();
     assert_eq!(
-        status,
+        (pauses[0].target.to_string(), pauses[0].reason.clone()),
+        ("policy mail_on_order_placed".to_owned(), None)
+    );
+    let overview = desk.get("/").await.body;
+    assert!(
+        section(&overview, "policies").contains("paused since"),
+        "{overview}"
+    );
+
+    let got = desk
+        .submit(
+            story,
+            "/pauses/pause",
+            "kind=instance&name=OrderPayment&instance=o-none",
+        )
+        .await;
+    assert_eq!(
+        got.status,
         StatusCode::BAD_REQUEST,
         "an instance that never started"
     );

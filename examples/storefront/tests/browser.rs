@@ -97,13 +97,16 @@ async fn circles(browser: &Browser) -> Vec<String> {
     titles
 }
 
-/// Types `token` into the letter's retry form and sends it.
-async fn retry_with(browser: &Browser, token: &str) {
-    let form = "#letters tr.letter form[action$='/retry']";
+/// Signs in from the header's link as `name` with `token`.
+async fn sign_in(browser: &Browser, name: &str, token: &str) {
+    browser.click("#signin-link").await;
     browser
-        .type_into(&format!("{form} input[name=token]"), token)
+        .type_into("#signin-form input[name=name]", name)
         .await;
-    browser.click(&format!("{form} button")).await;
+    browser
+        .type_into("#signin-form input[name=token]", token)
+        .await;
+    browser.click("#signin-form button").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -138,7 +141,14 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .contains("Deadlines in the next 48 hours")
     );
     assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
-    // The lag panel, framed, reloading itself while the overview waits for the token.
+    // Signed out, the page reads only: no form acts, the header offers to sign in.
+    assert!(
+        browser
+            .text("#letters")
+            .await
+            .contains("Sign in to act here.")
+    );
+    // The lag panel, framed, reloading itself.
     let client = browser.client();
     client.enter_frame(0).await.unwrap();
     browser.text_with("#waiting", "max lag 0").await;
@@ -190,14 +200,22 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser.screenshot(&shots, "letter-story").await;
     browser.open(&serve.url).await;
 
-    // A wrong token is refused, and the letter stays open.
-    retry_with(&browser, "not-the-token").await;
+    // Signing in with a wrong token is refused; with the operator's, the session begins and the
+    // header names the operator.
+    sign_in(&browser, "dana", "not-the-token").await;
     browser.text_with("h1", "Refused").await;
     browser
         .text_with("main", "The token is not the operator's.")
         .await;
     browser.screenshot(&shots, "refused").await;
     browser.open(&serve.url).await;
+    browser.click("#signin-link").await;
+    browser.text_with("#signin h1", "Sign in").await;
+    browser.screenshot(&shots, "signin").await;
+    browser.open(&serve.url).await;
+    sign_in(&browser, "dana", TOKEN).await;
+    browser.text_with("#notice", "Signed in").await;
+    browser.text_with("#signed-in strong", "dana").await;
     assert_eq!(browser.text("#letters tr.letter .status").await, "failed");
 
     // Letters in bulk: the overview leads to a filter and the count it matches, the
@@ -218,8 +236,10 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     browser.screenshot(&shots, "bulk").await;
     browser.open(&serve.url).await;
 
-    // The operator's token retries it: o-1's lifecycle starts, and its deadline joins the others.
-    retry_with(&browser, TOKEN).await;
+    // The session retries it: o-1's lifecycle starts, and its deadline joins the others.
+    browser
+        .click("#letters tr.letter form[action$='/retry'] button")
+        .await;
     browser
         .text_with("#notice", "The letter was retried.")
         .await;
@@ -231,16 +251,13 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     assert!(titles[0].starts_with("OrderLifecycle:o-1 pay_by at"));
     browser.screenshot(&shots, "retried").await;
 
-    // The read models, each with its lag; the token rebuilds one beside the live table.
+    // The read models, each with its lag; the session rebuilds one beside the live table.
     let models = browser.text("#read-models").await;
     assert!(
         models.contains("order-summary") && models.contains("my-orders"),
         "{models}"
     );
     let form = "#read-models tr.read-model form[action$='/order-summary/rebuild']";
-    browser
-        .type_into(&format!("{form} input[name=token]"), TOKEN)
-        .await;
     browser.click(&format!("{form} button")).await;
     browser.text_with("#notice", "The rebuild started").await;
     browser.screenshot(&shots, "read-models").await;
@@ -272,16 +289,9 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
         .text_with("#story h1", "OrderLifecycle o-3: running")
         .await;
 
-    // Its page pauses it, in the operator's name, with the token: the overview lists the pause
-    // and resumes it.
-    browser
-        .type_into("#pause-form input[name=by]", "dana")
-        .await;
+    // Its page pauses it in the operator's name: the overview lists the pause and resumes it.
     browser
         .type_into("#pause-form input[name=reason]", "a refund is pending")
-        .await;
-    browser
-        .type_into("#pause-form input[name=token]", TOKEN)
         .await;
     browser.click("#pause-form button").await;
     browser.text_with("#notice", "Paused").await;
@@ -292,9 +302,6 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
         "{paused}"
     );
     browser.screenshot(&shots, "paused").await;
-    browser
-        .type_into("#paused li.pause input[name=token]", TOKEN)
-        .await;
     browser.click("#paused li.pause button").await;
     browser.text_with("#notice", "Resumed").await;
     assert!(
@@ -303,5 +310,40 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .await
             .contains("Resumed: what waited runs in order")
     );
+
+    // The overview pauses a whole process, and a policy, each resumed from its list.
+    let process_form = "#processes tr.process form.pause-form";
+    browser
+        .type_into(
+            &format!("{process_form} input[name=reason]"),
+            "the gateway is down",
+        )
+        .await;
+    browser.click(&format!("{process_form} button")).await;
+    browser.text_with("#notice", "Paused").await;
+    let processes = browser.text("#processes").await;
+    assert!(processes.contains("paused by dana"), "{processes}");
+    browser
+        .click("#policies tr.policy form.pause-form button")
+        .await;
+    browser.text_with("#notice", "Paused").await;
+    let paused = browser.text("#paused").await;
+    assert!(
+        paused.contains("process OrderLifecycle paused since")
+            && paused.contains("by dana: the gateway is down")
+            && paused.contains("policy "),
+        "{paused}"
+    );
+    browser.screenshot(&shots, "paused-from-overview").await;
+    for _ in 0..2 {
+        browser.click("#paused li.pause button").await;
+        browser.text_with("#notice", "Resumed").await;
+    }
+    assert!(browser.text("main").await.contains("Resumed"));
+
+    // Signing out ends the session: the forms are gone.
+    browser.click("#signed-in button").await;
+    browser.text_with("#notice", "Signed out.").await;
+    assert!(browser.text("header").await.contains("Sign in"));
     browser.close().await;
 }
