@@ -19,6 +19,7 @@
 
 mod bulk;
 mod instances;
+mod lateness;
 mod metrics;
 mod pauses;
 mod session;
@@ -441,6 +442,8 @@ struct Overview {
     pauses: Vec<(String, &'static str, String, String)>,
     /// The app's policies, each with its pause.
     policies: Vec<(String, Option<String>)>,
+    /// How late the recent deadlines ran.
+    lateness: lateness::Lateness,
     read_models: Vec<ReadModelLine>,
     /// The log's head, which rebuilds run up to.
     head: u64,
@@ -640,6 +643,7 @@ async fn overview_page(
         writable: links.signed_in(),
         refresh,
         processes: instances::process_lines(links, app).await?,
+        lateness: lateness::Lateness::read(app).await?,
         policies: app
             .policies()
             .map(|policy| {

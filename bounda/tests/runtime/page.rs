@@ -1202,3 +1202,36 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
         "an instance that never started"
     );
 }
+
+// Issue 24: the overview charts how late the recent deadlines ran, by process: one that ran on
+// time and one held six hours by a pause, each in its bucket, read from the log.
+#[tokio::test]
+async fn the_overview_charts_how_late_deadlines_ran() {
+    let app = shop("o-late").await;
+    let (_, before, _) = get(&app, None, "/").await;
+    assert!(
+        section(&before, "lateness").contains("No deadline ran among them."),
+        "{before}"
+    );
+    // The first reminder runs when due; the second waits six hours behind a pause.
+    app.advance(hours(24)).await.unwrap();
+    let process = bounda::store::PauseTarget::Process {
+        name: "OrderPayment".into(),
+    };
+    app.app()
+        .pause(process.clone(), "erin", None)
+        .await
+        .unwrap();
+    app.advance(hours(30)).await.unwrap();
+    app.app().resume(&process).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    let (_, overview, _) = get(&app, None, "/").await;
+    let chart = section(&overview, "lateness");
+    assert!(
+        chart.contains("OrderPayment: 1 ran within 1 s late")
+            && chart.contains("OrderPayment: 1 ran 1 h to 1 day late")
+            && chart.contains("OrderPayment: 0 ran a day or more late"),
+        "{chart}"
+    );
+    assert!(chart.contains("2 ran, the latest 6 h late"), "{chart}");
+}

@@ -31,20 +31,27 @@ fn artifacts() -> PathBuf {
 }
 
 /// Orders `o-2`, `o-3` and `o-4` waiting for payment (their deadlines about 6, 12 and 18 hours
-/// from now), and `o-1`, whose lifecycle could not start: the gateway refused its payment intent
+/// from now), `o-5`, whose deadlines ran and ended it, and `o-1`, whose lifecycle could not start: the gateway refused its payment intent
 /// on every attempt, so its event waits in a dead letter. Placed on a simulated clock that
 /// starts a minute ago, so that what it wrote lies in the past of the page's real one.
 async fn shop_with_a_letter(db: &Path) {
     let clock = Arc::new(SimulatedClock::at(SystemClock.now() - minutes(1)));
     let gateway = Arc::new(FakeGateway::default());
     let mut app = None;
-    for (order, window) in [("o-1", 6), ("o-2", 6), ("o-3", 12), ("o-4", 18)] {
+    // `o-5` has a second to pay: its deadlines run, for the lateness chart, and it ends.
+    for (order, window) in [
+        ("o-1", hours(6)),
+        ("o-2", hours(6)),
+        ("o-3", hours(12)),
+        ("o-4", hours(18)),
+        ("o-5", seconds(1)),
+    ] {
         let builder = storefront::app(
             App::builder(SqliteStore::open(db).unwrap()).clock(clock.clone()),
             Arc::new(MemoryNotifier::default()) as NotifierPort,
             gateway.clone() as GatewayPort,
             storefront::Timing {
-                payment_window: hours(window),
+                payment_window: window,
                 reminder_delay: hours(30),
             },
         );
@@ -161,6 +168,33 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .contains("the gateway is unavailable")
     );
     browser.screenshot(&shots, "overview").await;
+
+    // How late the deadlines ran: o-5's two, on time (the buckets' counting is the router test's).
+    let chart = browser.client();
+    let late = chart
+        .find(fantoccini::Locator::Css("#lateness rect.late-1 title"))
+        .await
+        .unwrap()
+        .prop("textContent")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert_eq!(late, "OrderLifecycle: 0 ran 1 s to 1 min late");
+    let source = browser.client().source().await.unwrap();
+    assert!(
+        source.contains("OrderLifecycle: 2 ran within 1 s late"),
+        "o-5's two deadlines, on time"
+    );
+    browser
+        .client()
+        .find(fantoccini::Locator::Css("#lateness"))
+        .await
+        .unwrap()
+        .screenshot()
+        .await
+        .map(|png| std::fs::write(shots.join("lateness.png"), png))
+        .unwrap()
+        .unwrap();
 
     // Each process's instances counted by status: the failed count leads to the one that
     // failed; soonest due first, the three running orders with their payment deadlines.
