@@ -665,38 +665,17 @@ async fn an_operator_rebuilds_a_read_model_and_sees_its_lag() {
 #[cfg(feature = "page")]
 #[tokio::test]
 async fn the_page_lists_read_models_with_their_lag_and_rebuilds_one() {
-    use axum::body::Body;
-    use axum::http::{Request, StatusCode, header};
-    use bounda::page::{Options, router};
-    use tower::ServiceExt;
+    use axum::http::StatusCode;
+    use support::page::{Desk, SAME};
 
     let app = app().await;
     place(&app, "o-1", 10).await;
     app.run_until_idle().await.unwrap();
     place(&app, "o-2", 20).await;
-    let page = router(
-        app.app().clone(),
-        Options {
-            token: Some("secret".into()),
-            ..Options::default()
-        },
-    );
-    let request = |method: &str, path: &str| {
-        Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::HOST, "127.0.0.1:8080")
-    };
-    let overview = page
-        .clone()
-        .oneshot(request("GET", "/").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(overview.status(), StatusCode::OK);
-    let body = axum::body::to_bytes(overview.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let body = String::from_utf8(body.to_vec()).unwrap();
+    let desk = Desk::signed_in(&app, "secret", "erin").await;
+    let overview = desk.get("/").await;
+    assert_eq!(overview.status, StatusCode::OK);
+    let body = overview.body;
     let section = &body[body
         .find("id=\"read-models\"")
         .expect("a read models section")..];
@@ -710,20 +689,12 @@ async fn the_page_lists_read_models_with_their_lag_and_rebuilds_one() {
         "order-list is one event behind: {section}"
     );
 
-    let form = |token: &str| {
-        request("POST", "/read-models/order-list/rebuild")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(Body::from(format!("token={token}")))
-            .unwrap()
-    };
-    let refused = page.clone().oneshot(form("wrong")).await.unwrap();
-    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    let started = page.clone().oneshot(form("secret")).await.unwrap();
-    assert_eq!(started.status(), StatusCode::SEE_OTHER);
-    assert_eq!(
-        started.headers()[header::LOCATION],
-        "/?done=rebuild-started"
-    );
+    let rebuild = "/read-models/order-list/rebuild";
+    let refused = desk.post(rebuild, "csrf=wrong", SAME).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let started = desk.submit("/", rebuild, "").await;
+    assert_eq!(started.status, StatusCode::SEE_OTHER);
+    assert_eq!(started.location, "/?done=rebuild-started");
     // The rebuild runs beside the page; it is done once the log's head is in the new table.
     let tables = app.app().store().read_models().unwrap();
     let head = app.app().store().head().await.unwrap();

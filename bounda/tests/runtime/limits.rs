@@ -129,7 +129,7 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
     // So does the page's lag panel.
     #[cfg(feature = "page")]
     {
-        let (_, html, _) = crate::page::get(&app, None, "/lag").await;
+        let (_, html, _) = crate::support::page::get(&app, None, "/lag").await;
         assert!(
             html.contains("limited: process `OrderPayment` at 100/s: 100 started in this window"),
             "{html}"

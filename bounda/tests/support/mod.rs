@@ -2,6 +2,8 @@
 #![allow(dead_code, reason = "each test file uses part of the fixtures")]
 
 pub mod database;
+#[cfg(feature = "page")]
+pub mod page;
 pub mod racing;
 pub mod storefront;
 
