@@ -241,9 +241,10 @@ pub async fn time(store: &dyn Store) -> Vec<(&'static str, Duration, u64)> {
 /// as an upgrade makes it.
 pub fn migrate_again(path: &std::path::Path) -> Duration {
     let conn = rusqlite::Connection::open(path).expect("cannot open the instances' file");
-    // Back to schema 10: the migrations after it (the index, the pauses) run again.
+    // Back to schema 10: the migrations after it (the index, the pauses, the limits) run again.
     conn.execute_batch(
-        "DROP TABLE bounda_instances; DROP TABLE bounda_pauses; PRAGMA user_version = 10;",
+        "DROP TABLE bounda_instances; DROP TABLE bounda_pauses; DROP TABLE bounda_limits;
+         PRAGMA user_version = 10;",
     )
     .expect("cannot drop the index");
     drop(conn);
