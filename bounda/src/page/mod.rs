@@ -181,6 +181,20 @@ impl Links {
         format!("{}/pauses/{action}", self.base)
     }
 
+    /// The confirmation of a pause's `action` on the target of `kind`, `name` and `instance`.
+    fn confirm_pause(&self, action: &str, kind: &str, name: &str, instance: &str) -> String {
+        let mut href = format!(
+            "{}/pauses/{action}?kind={}&name={}",
+            self.base,
+            percent(kind),
+            percent(name)
+        );
+        if !instance.is_empty() {
+            href.push_str(&format!("&instance={}", percent(instance)));
+        }
+        href
+    }
+
     /// The bulk page of letters.
     fn bulk(&self) -> String {
         format!("{}/letters/bulk", self.base)
@@ -243,7 +257,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
         .route("/letters/bulk", get(bulk::page))
         .route("/letters/bulk/{action}", post(bulk::act))
         .route("/letters/{id}/{action}", post(act))
-        .route("/pauses/{action}", post(pauses::act))
+        .route("/pauses/{action}", get(pauses::confirm).post(pauses::act))
         .route("/read-models/{name}/rebuild", post(rebuild))
         .route("/signin", get(signin::page).post(signin::sign_in))
         .route("/signout", post(signin::sign_out))
@@ -805,6 +819,12 @@ fn encode(text: &str) -> String {
     if text.bytes().all(|byte| byte == b'.') {
         return text.bytes().map(|_| "%2E").collect();
     }
+    percent(text)
+}
+
+/// `text` percent-encoded but for the characters an address keeps as they are: a query's value,
+/// or (but for dot segments) a path segment.
+fn percent(text: &str) -> String {
     text.bytes()
         .map(|byte| match byte {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

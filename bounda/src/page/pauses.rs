@@ -1,16 +1,18 @@
 //! Pausing and resuming from the page: an instance's page pauses it or its process, the
-//! overview pauses a process or a policy and resumes each pause. The pause keeps the
-//! signed-in operator's name.
+//! overview pauses a process or a policy and resumes each pause, each through a confirmation
+//! that says what it holds or lets go. The pause keeps the signed-in operator's name.
 
 use std::sync::Arc;
 
-use axum::extract::{Form, Path, State};
+use askama::Template;
+use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::{Shared, authorize, message, no_such_action};
+use super::{Links, Shared, authorize, failed, html, message, no_such_action};
 use crate::store::PauseTarget;
+use crate::store::{InstanceQuery, InstanceStatus};
 
 /// What a pause or resume form sends.
 #[derive(Deserialize)]
@@ -87,4 +89,129 @@ pub(super) async fn act(
         }
     };
     Redirect::to(&shared.links.done(done)).into_response()
+}
+
+/// What a confirmation is asked for: the target, as the forms name it.
+#[derive(Deserialize)]
+pub(super) struct Target {
+    kind: String,
+    name: String,
+    #[serde(default)]
+    instance: String,
+}
+
+#[derive(Template)]
+#[template(path = "page/pause.html")]
+struct Confirm {
+    links: Links,
+    /// `pause` or `resume`.
+    action: String,
+    kind: String,
+    name: String,
+    instance: String,
+    /// The target, as a person reads it.
+    target: String,
+    /// What the action holds back or lets go, line by line.
+    effects: Vec<String>,
+    writable: bool,
+}
+
+/// The confirmation of a pause or a resume: what the target is and what the action does to it
+/// now (the instances and deadlines a pause holds, what a resume lets run), and the form that
+/// does it.
+pub(super) async fn confirm(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Path(action): Path<String>,
+    Query(target): Query<Target>,
+) -> Response {
+    let links = shared.links(&headers);
+    if action != "pause" && action != "resume" {
+        return no_such_action(&links, "What is paused can be paused or resumed.");
+    }
+    let Some(parsed) = PauseTarget::from_parts(&target.kind, &target.name, &target.instance) else {
+        return message(
+            &links,
+            StatusCode::BAD_REQUEST,
+            "Nothing to pause",
+            format!(
+                "`{}` is not what can be paused: a process, an instance, a policy or a subscriber.",
+                target.kind
+            ),
+        );
+    };
+    let effects = match effects(&shared, &parsed, action == "pause").await {
+        Ok(effects) => effects,
+        Err(error) => return failed(&links, &error),
+    };
+    html(
+        &links,
+        Confirm {
+            writable: links.signed_in(),
+            links: links.clone(),
+            action,
+            kind: target.kind,
+            name: target.name,
+            instance: target.instance,
+            target: parsed.to_string(),
+            effects,
+        },
+    )
+}
+
+/// What pausing (`pausing`) or resuming `target` does now, as lines a person reads.
+async fn effects(
+    shared: &Shared,
+    target: &PauseTarget,
+    pausing: bool,
+) -> Result<Vec<String>, crate::Error> {
+    let app = &shared.app;
+    let now = app.clock().now();
+    let (waits, runs) = match pausing {
+        true => ("wait", "would wait"),
+        false => ("run now, in order", "run now, late"),
+    };
+    Ok(match target {
+        PauseTarget::Process { name } => {
+            let running = InstanceQuery {
+                process: Some(name.clone()),
+                status: Some(InstanceStatus::Running),
+                ..InstanceQuery::default()
+            };
+            let overdue = InstanceQuery {
+                due_until: Some(now),
+                ..running.clone()
+            };
+            let running = app.count_instances(&running).await?;
+            let overdue = app.count_instances(&overdue).await?;
+            vec![
+                format!("{running} running instances: their events and deadlines {waits}."),
+                format!("{overdue} of them have a deadline due already, which {runs}."),
+            ]
+        }
+        PauseTarget::Instance { process, id } => {
+            let pending = match app.explain_named(process, id).await? {
+                Some(story) => story.pending.len(),
+                None => 0,
+            };
+            vec![format!(
+                "Its events and its {pending} pending deadlines {waits}; the process's other instances go on."
+            )]
+        }
+        PauseTarget::Policy { .. } => vec![format!(
+            "Its runs on events and its delayed runs {waits}; the other policies go on."
+        )],
+        PauseTarget::Subscriber { name } => {
+            let behind = app
+                .subscriber_lags()
+                .await?
+                .0
+                .into_iter()
+                .find(|lag| lag.subscriber == *name)
+                .map_or(0, |lag| lag.lag);
+            vec![format!(
+                "Every handler of it: {behind} events behind now; they {waits}."
+            )]
+        }
+    })
 }

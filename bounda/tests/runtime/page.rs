@@ -928,11 +928,12 @@ async fn the_page_says_what_is_paused_and_by_whom() {
     );
 }
 
-// Issue 24: an instance's page pauses it in the signed-in operator's name; the overview pauses
-// a process or a policy and its list of pauses resumes each; without a session, or with another
-// form's token, nothing is paused.
+// Issue 24: an instance's page leads to pausing it or its process, the overview to pausing a
+// process or a policy and to resuming each pause, each through a confirmation that says what it
+// holds or lets go, in the signed-in operator's name; without a session, or with another form's
+// token, nothing is paused.
 #[tokio::test]
-async fn the_page_pauses_and_resumes_in_the_operators_session() {
+async fn the_page_pauses_and_resumes_through_confirmations_in_the_operators_session() {
     let app = shop("o-pp").await;
     let story = "/instances/OrderPayment/o-pp";
     let reader = Desk::new(
@@ -942,19 +943,50 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
             ..Options::default()
         },
     );
-    assert!(!reader.get(story).await.body.contains(r#"id="pause-form""#));
+    assert!(!reader.get(story).await.body.contains(r#"id="pause-links""#));
     let desk = Desk::signed_in(&app, "secret", "gail").await;
     let html = desk.get(story).await.body;
+    let confirm = "/pauses/pause?kind=instance&name=OrderPayment&instance=o-pp";
+    let linked = |html: &str, href: &str| {
+        html.contains(&format!(r#"href="{}""#, href.replace('&', "&#38;")))
+    };
     assert!(
-        html.contains(r#"id="pause-form""#) && html.contains("Pause as gail"),
+        html.contains(r#"id="pause-links""#) && linked(&html, confirm),
         "{html}"
     );
+
+    // The confirmation says what the pause holds, and pauses in the operator's name.
+    let page = desk.get(confirm).await.body;
+    assert!(
+        page.contains("Pause instance OrderPayment o-pp?")
+            && page.contains("Its events and its 3 pending deadlines wait")
+            && page.contains("Pause as gail"),
+        "{page}"
+    );
+    let process_page = desk
+        .get("/pauses/pause?kind=process&name=OrderPayment")
+        .await
+        .body;
+    assert!(
+        process_page.contains("1 running instances: their events and deadlines wait.")
+            && process_page.contains("0 of them have a deadline due already"),
+        "{process_page}"
+    );
+    assert!(
+        reader
+            .get(confirm)
+            .await
+            .body
+            .contains("Sign in</a> to act here."),
+        "signed out, the confirmation does not act"
+    );
+
     let fields = "kind=instance&name=OrderPayment&instance=o-pp&reason=checking";
     let got = reader
         .post("/pauses/pause", &format!("csrf=x&{fields}"), SAME)
         .await;
     assert_eq!(got.status, StatusCode::FORBIDDEN);
-    let signout_token = desk.form_token(story, "/signout").await;
+    let signout_token = desk.form_token(confirm, "/signout").await;
     let got = desk
         .post(
             "/pauses/pause",
@@ -964,7 +996,7 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
         .await;
     assert_eq!(got.status, StatusCode::FORBIDDEN, "another form's token");
     assert!(app.app().pauses().await.unwrap().is_empty());
-    let got = desk.submit(story, "/pauses/pause", fields).await;
+    let got = desk.submit(confirm, "/pauses/pause", fields).await;
     assert_eq!(
         (got.status, got.location.as_str()),
         (StatusCode::SEE_OTHER, "/?done=paused")
@@ -988,9 +1020,16 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
         overview.contains("Paused: every runner leaves it"),
         "{overview}"
     );
+    let resume = "/pauses/resume?kind=instance&name=OrderPayment&instance=o-pp";
+    assert!(linked(section(&overview, "paused"), resume), "{overview}");
+    let page = desk.get(resume).await.body;
+    assert!(
+        page.contains("Resume instance OrderPayment o-pp?") && page.contains("run now, in order"),
+        "{page}"
+    );
     let got = desk
         .submit(
-            "/",
+            resume,
             "/pauses/resume",
             "kind=instance&name=OrderPayment&instance=o-pp",
         )
@@ -998,16 +1037,19 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
     assert_eq!(got.location, "/?done=resumed");
     assert!(app.app().pauses().await.unwrap().is_empty());
 
-    // The overview pauses a process, and a policy.
+    // The overview leads to pausing a process, and a policy.
     let overview = desk.get("/").await.body;
+    let policy = "/pauses/pause?kind=policy&name=mail_on_order_placed";
     assert!(
-        section(&overview, "processes").contains(r#"class="pause-form""#)
-            && section(&overview, "policies").contains("mail_on_order_placed"),
+        linked(
+            section(&overview, "processes"),
+            "/pauses/pause?kind=process&name=OrderPayment"
+        ) && linked(section(&overview, "policies"), policy),
         "{overview}"
     );
     let got = desk
         .submit(
-            "/",
+            policy,
             "/pauses/pause",
             "kind=policy&name=mail_on_order_placed&reason=",
         )
@@ -1026,7 +1068,7 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
 
     let got = desk
         .submit(
-            story,
+            confirm,
             "/pauses/pause",
             "kind=instance&name=OrderPayment&instance=o-none",
         )
@@ -1036,6 +1078,8 @@ async fn the_page_pauses_and_resumes_in_the_operators_session() {
         StatusCode::BAD_REQUEST,
         "an instance that never started"
     );
+    let unknown = desk.get("/pauses/pause?kind=planet&name=Mars").await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
 }
 
 // Issue 24: the overview charts how late the recent deadlines ran, by process: one that ran on

@@ -323,11 +323,23 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
         .text_with("#story h1", "OrderLifecycle o-3: running")
         .await;
 
-    // Its page pauses it in the operator's name: the overview lists the pause and resumes it.
+    // Its page leads to pausing it: the confirmation says what the pause holds, and pauses in the
+    // operator's name; the overview lists the pause, and resumes it through its confirmation.
+    browser.click("#pause-links a").await;
     browser
-        .type_into("#pause-form input[name=reason]", "a refund is pending")
+        .text_with("#confirm h1", "Pause instance OrderLifecycle o-3?")
         .await;
-    browser.click("#pause-form button").await;
+    assert!(
+        browser
+            .text("#confirm")
+            .await
+            .contains("pending deadlines wait")
+    );
+    browser
+        .type_into("#confirm-form input[name=reason]", "a refund is pending")
+        .await;
+    browser.screenshot(&shots, "pause-confirm").await;
+    browser.click("#confirm-form button").await;
     browser.text_with("#notice", "Paused").await;
     let paused = browser.text("#paused").await;
     assert!(
@@ -336,7 +348,11 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
         "{paused}"
     );
     browser.screenshot(&shots, "paused").await;
-    browser.click("#paused li.pause button").await;
+    browser.click("#paused li.pause a.resume-link").await;
+    browser
+        .text_with("#confirm h1", "Resume instance OrderLifecycle o-3?")
+        .await;
+    browser.click("#confirm-form button").await;
     browser.text_with("#notice", "Resumed").await;
     assert!(
         browser
@@ -345,21 +361,26 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
             .contains("Resumed: what waited runs in order")
     );
 
-    // The overview pauses a whole process, and a policy, each resumed from its list.
-    let process_form = "#processes tr.process form.pause-form";
+    // The overview leads to pausing a whole process, and a policy, each resumed from its list.
+    browser.click("#processes tr.process a.pause-link").await;
     browser
-        .type_into(
-            &format!("{process_form} input[name=reason]"),
-            "the gateway is down",
-        )
+        .text_with("#confirm h1", "Pause process OrderLifecycle?")
         .await;
-    browser.click(&format!("{process_form} button")).await;
+    let holds = browser.text("#confirm").await;
+    assert!(
+        holds.contains("running instances: their events and deadlines wait."),
+        "{holds}"
+    );
+    browser
+        .type_into("#confirm-form input[name=reason]", "the gateway is down")
+        .await;
+    browser.click("#confirm-form button").await;
     browser.text_with("#notice", "Paused").await;
     let processes = browser.text("#processes").await;
     assert!(processes.contains("paused by dana"), "{processes}");
-    browser
-        .click("#policies tr.policy form.pause-form button")
-        .await;
+    browser.click("#policies tr.policy a.pause-link").await;
+    browser.text_with("#confirm h1", "Pause policy").await;
+    browser.click("#confirm-form button").await;
     browser.text_with("#notice", "Paused").await;
     let paused = browser.text("#paused").await;
     assert!(
@@ -370,7 +391,9 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     );
     browser.screenshot(&shots, "paused-from-overview").await;
     for _ in 0..2 {
-        browser.click("#paused li.pause button").await;
+        browser.click("#paused li.pause a.resume-link").await;
+        browser.text_with("#confirm h1", "Resume").await;
+        browser.click("#confirm-form button").await;
         browser.text_with("#notice", "Resumed").await;
     }
     assert!(browser.text("main").await.contains("Resumed"));
