@@ -2,7 +2,7 @@
 
 use crate::app::processes::deadline_run::{DeadlinePayload, Unhandled};
 use crate::app::processes::step::entry_key;
-use crate::app::{App, StateProblem, UnreadableState};
+use crate::app::{App, POLICIES, PROCESSES, StateProblem, UnreadableState};
 use crate::{Error, Instant};
 
 /// One subscriber's progress.
@@ -512,11 +512,17 @@ impl App {
         Ok(instance.parked_behind())
     }
 
-    /// The earliest pending retry of a policy or a scheduled entry.
+    /// The earliest pending retry of a policy, a process or a scheduled entry; a paused
+    /// handler's (or subscriber's) retries wait for its resume, so they are left out.
     pub(crate) async fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry().await?;
-        let names = self.inner.policies.iter().map(|p| p.name());
-        for name in names.chain(self.inner.processes.iter().map(|p| p.name())) {
+        let paused = self.paused().await?;
+        let policies = self.inner.policies.iter().map(|p| (POLICIES, p.name()));
+        let processes = self.inner.processes.iter().map(|p| (PROCESSES, p.name()));
+        for (subscriber, name) in policies.chain(processes) {
+            if paused.handler(name).is_some() || paused.subscriber(subscriber).is_some() {
+                continue;
+            }
             let retry = self.store().next_inbox_retry(name).await?;
             next = next.into_iter().chain(retry).min();
         }

@@ -287,6 +287,42 @@ async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
     );
 }
 
+// Issue 24: a paused policy's failed event waits for its retry no longer: the test app comes to
+// rest with the retry held by the pause, and after the resume it runs (here, to its letter).
+#[tokio::test]
+async fn a_paused_handlers_pending_retry_leaves_the_app_at_rest() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<MailOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    place(&app, "o-1").await;
+    app.run_until_idle_with(1).await.unwrap();
+    assert!(
+        support::letters(&app).await.is_empty(),
+        "the first attempt failed, its retry waits"
+    );
+    let policy = PauseTarget::Policy {
+        name: "mail_on_order_placed".into(),
+    };
+    app.app().pause(policy.clone(), "erin", None).await.unwrap();
+    assert!(
+        app.run_until_idle().await.unwrap().idle,
+        "the retry waits for the resume"
+    );
+    assert!(support::letters(&app).await.is_empty());
+    app.app().resume(&policy).await.unwrap();
+    assert!(app.run_until_idle().await.unwrap().idle);
+    assert_eq!(
+        support::letters(&app).await.len(),
+        1,
+        "its retries ran, then its letter"
+    );
+}
+
 // Issue 24: what cannot be paused is refused, saying why.
 #[tokio::test]
 async fn a_pause_of_what_the_app_does_not_have_is_refused() {
