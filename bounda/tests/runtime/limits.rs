@@ -175,16 +175,7 @@ async fn a_limit_keeps_each_instances_deadlines_in_order() {
     assert!(app.run_until_idle().await.unwrap().idle);
     let mut all = Vec::new();
     for id in &ids {
-        let reached: Vec<(String, Instant, Instant)> = support::lifecycle::<OrderPayment>(&app, id)
-            .await
-            .into_iter()
-            .filter(|event| event.event_type == "ProcessDeadlineReached")
-            .map(|event| {
-                let field = event.payload["field"].as_str().unwrap().to_owned();
-                let at = Instant::parse(event.payload["at"].as_str().unwrap()).unwrap();
-                (field, at, event.timestamp)
-            })
-            .collect();
+        let reached = support::reached::<OrderPayment>(&app, id).await;
         let fields: Vec<&str> = reached.iter().map(|(field, ..)| field.as_str()).collect();
         assert_eq!(
             fields,

@@ -56,20 +56,6 @@ async fn confirmed(app: &TestApp, id: &str) -> bool {
         .contains(&"ConfirmationSent")
 }
 
-/// The deadline fields `id` reached, with the moment each was due and when it ran.
-async fn reached(app: &TestApp, id: &str) -> Vec<(String, Instant, Instant)> {
-    support::lifecycle::<OrderPayment>(app, id)
-        .await
-        .into_iter()
-        .filter(|event| event.event_type == "ProcessDeadlineReached")
-        .map(|event| {
-            let field = event.payload["field"].as_str().unwrap().to_owned();
-            let at = Instant::parse(event.payload["at"].as_str().unwrap()).unwrap();
-            (field, at, event.timestamp)
-        })
-        .collect()
-}
-
 // Issue 24: a paused process takes no event and runs no deadline; resumed, its events run and
 // its deadlines that came due meanwhile run, late, in order.
 #[tokio::test]
@@ -96,7 +82,11 @@ async fn a_paused_process_waits_and_runs_late_in_order_once_resumed() {
         app.advance(hours(80)).await.unwrap().idle,
         "what is paused leaves nothing to do"
     );
-    assert!(reached(&app, "o-1").await.is_empty());
+    assert!(
+        support::reached::<OrderPayment>(&app, "o-1")
+            .await
+            .is_empty()
+    );
     assert!(app.instance::<OrderPayment>("o-2").await.unwrap().is_none());
     let o2 = app.events_of::<Order>("o-2").await.unwrap();
     assert!(o2.types().contains(&"ConfirmationSent"), "{:?}", o2.types());
@@ -128,7 +118,7 @@ async fn a_paused_process_waits_and_runs_late_in_order_once_resumed() {
     assert!(app.app().resume(&process()).await.unwrap());
     app.run_until_idle().await.unwrap();
     assert!(app.instance::<OrderPayment>("o-2").await.unwrap().is_some());
-    let ran = reached(&app, "o-1").await;
+    let ran = support::reached::<OrderPayment>(&app, "o-1").await;
     let fields: Vec<&str> = ran.iter().map(|(field, ..)| field.as_str()).collect();
     assert_eq!(
         fields,
@@ -171,8 +161,16 @@ async fn a_paused_instance_waits_while_the_others_go_on() {
         app.advance(hours(25)).await.unwrap().idle,
         "a paused instance's due deadline does not wait for its events"
     );
-    assert!(reached(&app, "o-1").await.is_empty());
-    assert_eq!(reached(&app, "o-2").await.len(), 1, "o-2's reminder ran");
+    assert!(
+        support::reached::<OrderPayment>(&app, "o-1")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        support::reached::<OrderPayment>(&app, "o-2").await.len(),
+        1,
+        "o-2's reminder ran"
+    );
     let o1 = support::state::<OrderPayment>(&app, "o-1").await;
     assert_eq!(o1.paid_at, None, "o-1's payment waits");
 
@@ -182,7 +180,9 @@ async fn a_paused_instance_waits_while_the_others_go_on() {
     let o1 = support::state::<OrderPayment>(&app, "o-1").await;
     assert!(o1.paid_at.is_some());
     assert!(
-        reached(&app, "o-1").await.is_empty(),
+        support::reached::<OrderPayment>(&app, "o-1")
+            .await
+            .is_empty(),
         "paid before it was due"
     );
 }
@@ -248,9 +248,8 @@ async fn mail_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     anyhow::bail!("the mail server is down")
 }
 
-// Issue 24: a paused policy's letter is not retried: the retry says what pause holds it.
-#[tokio::test]
-async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
+/// An app whose one policy always fails, expecting its letters, and that policy's pause target.
+async fn mailing() -> (TestApp, PauseTarget) {
     let app = TestApp::new(
         App::builder_shared(support::database::store().await)
             .only_listed()
@@ -259,12 +258,19 @@ async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
     .await
     .unwrap()
     .expecting_letters();
-    place(&app, "o-1").await;
-    app.run_until_idle().await.unwrap();
-    let letter = support::letters(&app).await.remove(0);
     let policy = PauseTarget::Policy {
         name: "mail_on_order_placed".into(),
     };
+    (app, policy)
+}
+
+// Issue 24: a paused policy's letter is not retried: the retry says what pause holds it.
+#[tokio::test]
+async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
+    let (app, policy) = mailing().await;
+    place(&app, "o-1").await;
+    app.run_until_idle().await.unwrap();
+    let letter = support::letters(&app).await.remove(0);
     app.app().pause(policy.clone(), "erin", None).await.unwrap();
     let refused = app
         .app()
@@ -291,23 +297,13 @@ async fn a_letter_of_what_is_paused_is_not_retried_until_resumed() {
 // rest with the retry held by the pause, and after the resume it runs (here, to its letter).
 #[tokio::test]
 async fn a_paused_handlers_pending_retry_leaves_the_app_at_rest() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .policy::<MailOnOrderPlaced>(),
-    )
-    .await
-    .unwrap()
-    .expecting_letters();
+    let (app, policy) = mailing().await;
     place(&app, "o-1").await;
     app.run_until_idle_with(1).await.unwrap();
     assert!(
         support::letters(&app).await.is_empty(),
         "the first attempt failed, its retry waits"
     );
-    let policy = PauseTarget::Policy {
-        name: "mail_on_order_placed".into(),
-    };
     app.app().pause(policy.clone(), "erin", None).await.unwrap();
     assert!(
         app.run_until_idle().await.unwrap().idle,

@@ -88,9 +88,16 @@ pub fn simulation() -> Simulation<Outside, Reference> {
 /// The simulation with commits failing: the domain's invariants judge, since a failed commit
 /// runs work at moments the model does not know.
 pub fn faulty() -> Simulation<Outside> {
-    Simulation::new(Database::new, app)
-        .port_faults(domain::PORT_FAULTS)
+    judged_by_the_domain(Simulation::new(Database::new, app))
         .store_faults(FAULTS_PER_MILLE)
+        .replay_as("faulty()")
+}
+
+/// `simulation` judged by the domain's invariants, nothing doubled at any check and nothing lost
+/// at the end, with port faults, through schedules that settle for a day at the end.
+fn judged_by_the_domain(simulation: Simulation<Outside>) -> Simulation<Outside> {
+    simulation
+        .port_faults(domain::PORT_FAULTS)
         .invariant("nothing doubled", |app| async move {
             faults::fault_checks(&app, false).await
         })
@@ -100,7 +107,6 @@ pub fn faulty() -> Simulation<Outside> {
         .steps(STEPS)
         .check_every(10)
         .settle(bounda::days(1))
-        .replay_as("faulty()")
 }
 
 /// The settings of [`config`] with a limit on the process, the policy and the scheduled command:
@@ -122,18 +128,10 @@ fn paced_config() -> Config {
 /// and never before its instance's earlier events, each event handled once) and the domain's
 /// invariants too, while the runs a window cannot start wait for a later one.
 pub fn paced() -> Simulation<Outside> {
-    Simulation::new(Database::new, |setup| app(setup).config(paced_config()))
-        .port_faults(domain::PORT_FAULTS)
-        .invariant("nothing doubled", |app| async move {
-            faults::fault_checks(&app, false).await
-        })
-        .at_end("nothing lost", |app| async move {
-            faults::fault_checks(&app, true).await
-        })
-        .steps(STEPS)
-        .check_every(10)
-        .settle(bounda::days(1))
-        .replay_as("paced()")
+    judged_by_the_domain(Simulation::new(Database::new, |setup| {
+        app(setup).config(paced_config())
+    }))
+    .replay_as("paced()")
 }
 
 #[tokio::test]

@@ -90,6 +90,25 @@ pub async fn lifecycle<P: bounda::Process>(
         .expect("the lifecycle reads")
 }
 
+/// The deadline fields instance `id` of `P` reached, in order, each with the moment it was due
+/// and the moment it ran.
+pub async fn reached<P: bounda::Process>(
+    app: &bounda::testing::TestApp,
+    id: &str,
+) -> Vec<(String, bounda::Instant, bounda::Instant)> {
+    lifecycle::<P>(app, id)
+        .await
+        .into_iter()
+        .filter(|event| event.event_type == "ProcessDeadlineReached")
+        .map(|event| {
+            let field = event.payload["field"].as_str().expect("a field").to_owned();
+            let at = event.payload["at"].as_str().expect("a moment");
+            let at = bounda::Instant::parse(at).expect("a moment that reads");
+            (field, at, event.timestamp)
+        })
+        .collect()
+}
+
 /// The types of `events`, in order.
 pub fn types(events: &[bounda::RecordedEvent]) -> Vec<&str> {
     events.iter().map(|e| e.event_type.as_str()).collect()

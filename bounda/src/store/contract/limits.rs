@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::{claimable, due};
 use crate::store::{LimitKey, LimitKind, ScheduledEntry, Store, WriteSet};
 use crate::{Instant, millis, seconds};
 
@@ -14,23 +15,6 @@ fn key(kind: LimitKind, name: &str) -> LimitKey {
     LimitKey {
         kind,
         name: name.to_owned(),
-    }
-}
-
-/// A due entry of `command_type` keyed `key`, holding `payload`.
-fn due(key: &str, command_type: &str, payload: serde_json::Value) -> ScheduledEntry {
-    ScheduledEntry {
-        dedupe_key: key.to_owned(),
-        command_type: command_type.to_owned(),
-        aggregate_id: format!("id-{key}"),
-        payload,
-        execute_at: t("2026-01-01T00:00:00Z"),
-        context: json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
     }
 }
 
@@ -109,6 +93,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         due(
             k,
             "bounda.ProcessDeadline",
+            &format!("id-{k}"),
             json!({ "process": process, "instance": format!("id-{k}"), "at": 1_767_225_600_000_i64 }),
         )
     };
@@ -116,6 +101,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         due(
             k,
             "bounda.PolicyRun",
+            "id-p",
             json!({ "policy": policy, "eventId": "e" }),
         )
     };
@@ -125,8 +111,8 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
                 deadline("d-limited", "Reminders"),
                 deadline("d-free", "Payments"),
                 policy_run("p-limited", "Notify"),
-                due("c-limited", "SendSms", json!({})),
-                due("c-free", "Ship", json!({})),
+                due("c-limited", "SendSms", "id-c1", json!({})),
+                due("c-free", "Ship", "id-c2", json!({})),
             ],
             ..WriteSet::default()
         })
@@ -145,15 +131,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
     let payments = key(LimitKind::Process, "Payments");
     assert_eq!(store.take_permits(&payments, ends, 2, 1).await.unwrap(), 1);
     let lease = seconds(30);
-    let mut claimed: Vec<String> = store
-        .claim_due("w", now, lease, 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|entry| entry.dedupe_key)
-        .collect();
-    claimed.sort();
-    assert_eq!(claimed, ["c-free", "d-free"]);
+    assert_eq!(claimable(store, now).await, ["c-free", "d-free"]);
     // What each used-up limit holds back is counted; a limit with permits left holds nothing.
     assert_eq!(
         store.held_by_limits(now).await.unwrap(),
@@ -170,15 +148,10 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         Some(t("2026-01-01T00:00:00Z")),
         "at its end the window holds nothing"
     );
-    let mut claimed: Vec<String> = store
-        .claim_due("w", ends, lease, 100)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|entry| entry.dedupe_key)
-        .collect();
-    claimed.sort();
-    assert_eq!(claimed, ["c-limited", "d-limited", "p-limited"]);
+    assert_eq!(
+        claimable(store, ends).await,
+        ["c-limited", "d-limited", "p-limited"]
+    );
     assert!(store.held_by_limits(ends).await.unwrap().is_empty());
     assert_eq!(
         store.next_due_at(ends, lease).await.unwrap(),

@@ -2,28 +2,12 @@
 
 use serde_json::json;
 
-use crate::store::{Pause, PauseTarget, ScheduledEntry, Store, WriteSet};
+use super::{claimable, due};
+use crate::store::{Pause, PauseTarget, Store, WriteSet};
 use crate::{Instant, seconds};
 
 fn t(text: &str) -> Instant {
     Instant::parse(text).unwrap()
-}
-
-/// A due entry of `command_type` keyed `key` for instance `id`, holding `payload`.
-fn due(key: &str, command_type: &str, id: &str, payload: serde_json::Value) -> ScheduledEntry {
-    ScheduledEntry {
-        dedupe_key: key.to_owned(),
-        command_type: command_type.to_owned(),
-        aggregate_id: id.to_owned(),
-        payload,
-        execute_at: t("2026-01-01T00:00:00Z"),
-        context: json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-    }
 }
 
 fn pause(target: PauseTarget) -> Pause {
@@ -33,18 +17,6 @@ fn pause(target: PauseTarget) -> Pause {
         by: "alice".to_owned(),
         reason: Some("the provider is down".to_owned()),
     }
-}
-
-/// The keys `claim_due` takes at `now`, sorted: held from then on, so a later probe at the same
-/// moment takes only what it had left.
-async fn claimable(store: &dyn Store, now: Instant) -> Vec<String> {
-    let claimed = store
-        .claim_due("probe", now, seconds(30), 100)
-        .await
-        .unwrap();
-    let mut keys: Vec<String> = claimed.iter().map(|e| e.dedupe_key.clone()).collect();
-    keys.sort();
-    keys
 }
 
 /// A pause is kept once, with who and why, until resumed; the claim of due entries leaves a
