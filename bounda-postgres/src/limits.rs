@@ -37,20 +37,45 @@ pub(crate) const HELD: &str = concat!(
      ORDER BY l.kind, l.name"
 );
 
-/// Takes up to `$5` of key (`$1`, `$2`)'s permits in its window ending at `$3` (of `$4`), in one
-/// statement: the row is locked by the upsert, which reads its old count. In the same window (or
-/// a later one another runner opened), what is left of it; in a new one, a fresh count.
-pub(crate) const TAKE: &str = "INSERT INTO {t}limits AS l (kind, name, ends, cap, taken, granted)
-    VALUES ($1, $2, $3, $4::integer, LEAST($4::integer, $5::integer),
+/// Takes up to `$5` of key (`$1`, `$2`)'s permits in its window of `$6` ms ending at `$3` (of
+/// `$4`), in one statement: the row is locked by the upsert, which reads its old values. The
+/// stored window is counted into when it is this one or the next (ending by `$7`) of the same
+/// length; otherwise this one replaces it.
+pub(crate) const TAKE: &str = concat!(
+    "INSERT INTO {t}limits AS l (kind, name, ends, per_ms, cap, taken, granted)
+    VALUES ($1, $2, $3, $6::bigint, $4::integer, LEAST($4::integer, $5::integer),
         LEAST($4::integer, $5::integer))
     ON CONFLICT (kind, name) DO UPDATE SET
-        granted = CASE WHEN l.ends >= EXCLUDED.ends
-            THEN GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer)) ELSE EXCLUDED.granted END,
-        taken = CASE WHEN l.ends >= EXCLUDED.ends
-            THEN l.taken + GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer)) ELSE EXCLUDED.taken END,
-        ends = GREATEST(l.ends, EXCLUDED.ends),
+        granted = CASE WHEN ",
+    same_window!(),
+    " THEN GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer)) ELSE EXCLUDED.granted END,
+        taken = CASE WHEN ",
+    same_window!(),
+    " THEN l.taken + GREATEST(0, LEAST(EXCLUDED.cap - l.taken, $5::integer))
+            ELSE EXCLUDED.taken END,
+        ends = CASE WHEN ",
+    same_window!(),
+    " THEN l.ends ELSE EXCLUDED.ends END,
+        per_ms = EXCLUDED.per_ms,
         cap = EXCLUDED.cap
-    RETURNING granted";
+    RETURNING granted"
+);
+
+/// The condition, in [`TAKE`], that the stored window is the one asked for or the next one, of
+/// the same length.
+macro_rules! same_window {
+    () => {
+        "(l.per_ms = EXCLUDED.per_ms AND l.ends >= EXCLUDED.ends AND l.ends <= $7::timestamptz)"
+    };
+}
+use same_window;
+
+/// Gives back `$4` permits of key (`$1`, `$2`)'s window ending at `$3`.
+pub(crate) const GIVE_BACK: &str = "UPDATE {t}limits SET taken = GREATEST(0, taken - $4::integer)
+    WHERE kind = $1 AND name = $2 AND ends = $3";
+
+/// Forgets key (`$1`, `$2`)'s window.
+pub(crate) const DROP: &str = "DELETE FROM {t}limits WHERE kind = $1 AND name = $2";
 
 /// The windows not yet ended at `$1`, by kind and name.
 pub(crate) const WINDOWS: &str = "SELECT kind, name, ends, cap, taken FROM {t}limits

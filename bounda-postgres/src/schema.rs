@@ -248,6 +248,7 @@ const MIGRATIONS: &[&str] = &[
         kind    TEXT        NOT NULL,
         name    TEXT        NOT NULL,
         ends    TIMESTAMPTZ NOT NULL,
+        per_ms  BIGINT      NOT NULL,
         cap     INTEGER     NOT NULL,
         taken   INTEGER     NOT NULL,
         granted INTEGER     NOT NULL,

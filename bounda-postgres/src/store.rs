@@ -702,9 +702,11 @@ impl Store for PostgresStore {
         &self,
         key: &LimitKey,
         ends: Instant,
+        per: Duration,
         cap: u32,
         wanted: u32,
     ) -> Result<u32, StoreError> {
+        let per_ms = i64::try_from(per.as_millis()).unwrap_or(i64::MAX);
         let row = self
             .one(
                 "cannot take a limit's permits",
@@ -715,11 +717,43 @@ impl Store for PostgresStore {
                     &ends.to_chrono(),
                     &limits::count(cap),
                     &limits::count(wanted),
+                    &per_ms,
+                    &(ends + per).to_chrono(),
                 ],
             )
             .await?;
         let granted: i32 = rows::get(&row, 0)?;
         Ok(u32::try_from(granted).unwrap_or(0))
+    }
+
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        self.changed(
+            "cannot give back a limit's permits",
+            limits::GIVE_BACK,
+            &[
+                &key.kind.as_str(),
+                &key.name,
+                &ends.to_chrono(),
+                &limits::count(count),
+            ],
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        self.changed(
+            "cannot forget a limit's window",
+            limits::DROP,
+            &[&key.kind.as_str(), &key.name],
+        )
+        .await
+        .map(|_| ())
     }
 
     async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {

@@ -1,8 +1,8 @@
 //! Limits' windows (`bounda::store::limits`): permits taken at once for every runner on the file,
 //! and the condition under which a due entry waits for its limit's window to end.
 
-use bounda::Instant;
 use bounda::store::{LimitKey, LimitKind, LimitWindow, StoreError};
+use bounda::{Duration, Instant};
 use rusqlite::{Connection, params};
 
 use crate::{rows, sql};
@@ -34,36 +34,91 @@ macro_rules! limited {
 }
 pub(crate) use {limited, paced_by};
 
-/// Takes up to `wanted` of `key`'s permits in its window ending at `ends` (of `cap`), in one
-/// statement: the file has one writer, and the row's old count is read by the update itself.
+/// Takes up to `wanted` of `key`'s permits in its window of `per` ending at `ends` (of `cap`),
+/// in one statement: the file has one writer, and the row's old values are read by the update
+/// itself. The stored window is counted into when it is this one or the next of the same
+/// length; otherwise this one replaces it.
 pub(crate) fn take(
     conn: &Connection,
     key: &LimitKey,
     ends: Instant,
+    per: Duration,
     cap: u32,
     wanted: u32,
 ) -> Result<u32, StoreError> {
-    // In the same window (or a later one another runner opened), what is left of it; in a new
-    // one, a fresh count.
-    conn.prepare_cached(
-        "INSERT INTO bounda_limits (kind, name, ends, cap, taken, granted)
-         VALUES (?1, ?2, ?3, ?4, min(?4, ?5), min(?4, ?5))
+    let per_ms = i64::try_from(per.as_millis()).unwrap_or(i64::MAX);
+    conn.prepare_cached(concat!(
+        "INSERT INTO bounda_limits (kind, name, ends, per_ms, cap, taken, granted)
+         VALUES (?1, ?2, ?3, ?6, ?4, min(?4, ?5), min(?4, ?5))
          ON CONFLICT (kind, name) DO UPDATE SET
-             granted = CASE WHEN ends >= excluded.ends
-                 THEN max(0, min(excluded.cap - taken, ?5)) ELSE excluded.granted END,
-             taken = CASE WHEN ends >= excluded.ends
-                 THEN taken + max(0, min(excluded.cap - taken, ?5)) ELSE excluded.taken END,
-             ends = max(ends, excluded.ends),
+             granted = CASE WHEN ",
+        same_window!(),
+        " THEN max(0, min(excluded.cap - taken, ?5)) ELSE excluded.granted END,
+             taken = CASE WHEN ",
+        same_window!(),
+        " THEN taken + max(0, min(excluded.cap - taken, ?5)) ELSE excluded.taken END,
+             ends = CASE WHEN ",
+        same_window!(),
+        " THEN ends ELSE excluded.ends END,
+             per_ms = excluded.per_ms,
              cap = excluded.cap
-         RETURNING granted",
-    )
+         RETURNING granted"
+    ))
     .and_then(|mut s| {
         s.query_row(
-            params![key.kind.as_str(), key.name, ends.to_string(), cap, wanted],
+            params![
+                key.kind.as_str(),
+                key.name,
+                ends.to_string(),
+                cap,
+                wanted,
+                per_ms,
+                (ends + per).to_string()
+            ],
             |row| row.get(0),
         )
     })
     .map_err(sql("cannot take a limit's permits"))
+}
+
+/// The condition, in the upsert of [`take`], that the stored window is the one asked for or the
+/// next one (`?7` being the end of the next), of the same length.
+macro_rules! same_window {
+    () => {
+        "(per_ms = excluded.per_ms AND ends >= excluded.ends AND ends <= ?7)"
+    };
+}
+use same_window;
+
+/// Gives back `count` permits of `key`'s window ending at `ends`.
+pub(crate) fn give_back(
+    conn: &Connection,
+    key: &LimitKey,
+    ends: Instant,
+    count: u32,
+) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE bounda_limits SET taken = max(0, taken - ?4)
+         WHERE kind = ?1 AND name = ?2 AND ends = ?3",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            key.kind.as_str(),
+            key.name,
+            ends.to_string(),
+            count
+        ])
+    })
+    .map(|_| ())
+    .map_err(sql("cannot give back a limit's permits"))
+}
+
+/// Forgets `key`'s window.
+pub(crate) fn drop(conn: &Connection, key: &LimitKey) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM bounda_limits WHERE kind = ?1 AND name = ?2")
+        .and_then(|mut s| s.execute(params![key.kind.as_str(), key.name]))
+        .map(|_| ())
+        .map_err(sql("cannot forget a limit's window"))
 }
 
 /// The windows not yet ended at `now`, by kind and name.

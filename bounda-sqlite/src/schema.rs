@@ -228,6 +228,7 @@ const MIGRATIONS: &[&str] = &[
         kind    TEXT    NOT NULL,
         name    TEXT    NOT NULL,
         ends    TEXT    NOT NULL,
+        per_ms  INTEGER NOT NULL,
         cap     INTEGER NOT NULL,
         taken   INTEGER NOT NULL,
         granted INTEGER NOT NULL,

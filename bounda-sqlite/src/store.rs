@@ -700,11 +700,27 @@ impl Store for SqliteStore {
         &self,
         key: &LimitKey,
         ends: Instant,
+        per: Duration,
         cap: u32,
         wanted: u32,
     ) -> Result<u32, StoreError> {
         let conn = self.lock()?;
-        crate::limits::take(&conn, key, ends, cap, wanted)
+        crate::limits::take(&conn, key, ends, per, cap, wanted)
+    }
+
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::give_back(&conn, key, ends, count)
+    }
+
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::drop(&conn, key)
     }
 
     async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {

@@ -221,6 +221,11 @@ impl Work for SchedulePolicyRun {
         Some(("policy", self.policy.to_owned()))
     }
 
+    /// Scheduling takes no permit: the delayed run does, when it runs.
+    fn paced_as(&self) -> Option<(&'static str, String)> {
+        None
+    }
+
     fn subject(&self) -> String {
         format!(
             "scheduling policy `{}`'s delayed run on `{}` `{}`",

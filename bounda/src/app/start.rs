@@ -18,14 +18,27 @@ const NAMED: usize = 5;
 impl App {
     /// Refuses to run when a running instance's stored state holds a moment in a field this
     /// build's state does not read, naming them; else re-arms the entries that disagree with
-    /// their states. Once per app: a failure (the store out of reach) is tried again at the
-    /// next pass.
+    /// their states; and forgets the windows of limits the configuration no longer has. Once per
+    /// app: a failure (the store out of reach) is tried again at the next pass.
     pub(crate) async fn start(&self) -> Result<(), Error> {
         // A read model whose table this build cannot keep is rebuilt first.
         if let Some(refusal) = self.read_model_refusal() {
             return Err(refusal);
         }
-        if self.inner.started.load(Ordering::SeqCst) || self.inner.processes.is_empty() {
+        if self.inner.started.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        // A limit the configuration no longer has holds nothing from now on.
+        let now = self.clock().now();
+        for window in self.store().limit_windows(now).await? {
+            let key = &window.key;
+            if self.config().limits.get(key.kind, &key.name).is_none() {
+                self.store().drop_limit(key).await?;
+                tracing::info!(limit = %key, "a limit no longer configured was dropped");
+            }
+        }
+        if self.inner.processes.is_empty() {
+            self.inner.started.store(true, Ordering::SeqCst);
             return Ok(());
         }
         let survey = self.survey(Rearm::All).await?;

@@ -36,6 +36,17 @@ impl LimitKind {
         }
     }
 
+    /// What paces a run whose handler is of `kind`, as the runtime names handlers: a
+    /// `process`'s, a `policy`'s, or a `scheduled` command's.
+    pub(crate) fn of_handler(kind: &str) -> Option<LimitKind> {
+        match kind {
+            "process" => Some(LimitKind::Process),
+            "policy" => Some(LimitKind::Policy),
+            "scheduled" => Some(LimitKind::Command),
+            _ => None,
+        }
+    }
+
     /// The kind stored as `text`, if it reads as one.
     pub fn parse(text: &str) -> Option<LimitKind> {
         match text {

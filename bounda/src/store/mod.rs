@@ -418,24 +418,44 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
-    /// Takes up to `wanted` of `key`'s permits in its window ending at `ends`, which allows
-    /// `cap` runs, and answers how many it took: at once for every runner on the store, so two
-    /// runners together take no more than `cap`. A window that ended before `ends` is replaced
-    /// by this one; one ending after it (taken by a runner whose clock is ahead) is counted
-    /// into. Once a window is used up, the claim of due entries ([`claim_due`](Store::claim_due),
-    /// [`ClaimDue`]) leaves the key's entries until it ends (see [`limits`]). A store that
-    /// cannot count permits keeps this default, which refuses.
+    /// Takes up to `wanted` of `key`'s permits in its window of length `per` ending at `ends`,
+    /// which allows `cap` runs, and answers how many it took: at once for every runner on the
+    /// store, so two runners together take no more than `cap`. The stored window is counted into
+    /// when it is this one, or the next (taken by a runner whose clock is ahead), of the same
+    /// length; any other (an older one, one of another length after the rate changed) is
+    /// replaced by this one. Once a window is used up, the claim of due entries
+    /// ([`claim_due`](Store::claim_due), [`ClaimDue`]) leaves the key's entries until it ends
+    /// (see [`limits`]). A store that cannot count permits keeps this default, which refuses.
     async fn take_permits(
         &self,
         key: &LimitKey,
         ends: Instant,
+        per: Duration,
         cap: u32,
         wanted: u32,
     ) -> Result<u32, StoreError> {
-        let _ = (key, ends, cap, wanted);
+        let _ = (key, ends, per, cap, wanted);
         Err(StoreError::new(
             "this store keeps no limits: set `limits` on a SQLite file or a PostgreSQL schema",
         ))
+    }
+
+    /// Gives back `count` permits of `key`'s window ending at `ends`, taken for runs that did not
+    /// run (deferred, held, or stopped); nothing when that window is gone.
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        let _ = (key, ends, count);
+        Ok(())
+    }
+
+    /// Forgets `key`'s window: a limit the configuration no longer has holds nothing.
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        let _ = key;
+        Ok(())
     }
 
     /// The limits' windows not yet ended at `now`, by kind and name. A store that keeps no

@@ -300,6 +300,9 @@ async fn policies_and_scheduled_commands_run_at_their_limits_rate() {
     .unwrap();
     let placed = delayed.now();
     let ids = place_orders(&delayed, 20).await;
+    // Scheduling the delayed runs takes no permit: all twenty are scheduled at once.
+    assert!(delayed.run_until_idle().await.unwrap().idle);
+    assert_eq!(delayed.now(), placed, "nothing waited for a window");
     assert!(delayed.advance(hours(3)).await.unwrap().idle);
     for (event_type, due) in [
         ("ConfirmationSent", placed + hours(1)),

@@ -390,10 +390,24 @@ impl Store for Racing {
         &self,
         key: &bounda::store::LimitKey,
         ends: Instant,
+        per: Duration,
         cap: u32,
         wanted: u32,
     ) -> Result<u32, StoreError> {
-        self.inner.take_permits(key, ends, cap, wanted).await
+        self.inner.take_permits(key, ends, per, cap, wanted).await
+    }
+
+    async fn return_permits(
+        &self,
+        key: &bounda::store::LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        self.inner.return_permits(key, ends, count).await
+    }
+
+    async fn drop_limit(&self, key: &bounda::store::LimitKey) -> Result<(), StoreError> {
+        self.inner.drop_limit(key).await
     }
 
     async fn limit_windows(

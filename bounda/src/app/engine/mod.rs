@@ -55,6 +55,13 @@ pub(crate) trait Work: Send {
         None
     }
 
+    /// The handler whose limit paces the run, as [`handler`](Work::handler) names it: the
+    /// handler itself by default; none for a run that only schedules another (a delayed
+    /// policy's scheduling, paced when its delayed run runs).
+    fn paced_as(&self) -> Option<(&'static str, String)> {
+        self.handler()
+    }
+
     /// Whether it is a process step, retried with `processes.retry`; any other run is retried
     /// with `policies.retry`.
     fn process_step(&self) -> bool {
@@ -167,6 +174,8 @@ pub(crate) struct Run {
     claimed_at: Option<Instant>,
     /// Whether its limit's permits ran out ([`pace`]): given back unrun, for a later window.
     held_back: bool,
+    /// The limit's window whose permit it took, given back if it does not run.
+    permit: Option<(crate::store::LimitKey, Instant)>,
     /// Reruns after a moved stream so far.
     reruns: u32,
 }
@@ -183,6 +192,7 @@ impl Run {
             position: None,
             claimed_at: None,
             held_back: false,
+            permit: None,
             reruns: 0,
         }
     }
@@ -229,6 +239,8 @@ pub(crate) struct Report {
     /// The first failure of the store itself: reported once the rest of the batch was tried;
     /// the runs it stopped keep their claims, which lapse.
     pub(crate) store_error: Option<Error>,
+    /// The limits' permits of runs that did not run, to give back.
+    pub(crate) returned: Vec<(crate::store::LimitKey, Instant)>,
 }
 
 impl Report {
@@ -252,6 +264,7 @@ impl Report {
             mut claimed,
             deferred,
             store_error,
+            mut returned,
         } = other;
         self.ran |= ran;
         self.rejections.append(&mut rejections);
@@ -265,8 +278,16 @@ impl Report {
         self.renewed_at = self.renewed_at.max(renewed_at);
         self.claimed.append(&mut claimed);
         self.deferred |= deferred;
+        self.returned.append(&mut returned);
         if let Some(error) = store_error {
             self.store_error.get_or_insert(error);
+        }
+    }
+
+    /// Keeps `run`'s permit, if it took one, to give back: it does not run.
+    fn unrun(&mut self, run: &mut Run) {
+        if let Some(permit) = run.permit.take() {
+            self.returned.push(permit);
         }
     }
 
@@ -379,6 +400,8 @@ impl App {
                 queue.push_front(queued);
             }
         }
+        self.return_permits(std::mem::take(&mut report.returned))
+            .await;
         match report.store_error.take() {
             Some(error) => Err(error),
             None => Ok(()),
@@ -460,11 +483,13 @@ impl App {
         // given back unrun (spec 46, 148, 188); an operator's retry runs to its answer.
         let stopping = self.stopping() && run.claim.retries();
         if run.group.is_some_and(|group| held.contains(group)) || stopping || run.held_back {
+            report.unrun(&mut run);
             let mut writes = WriteSet::default();
             run.claim.settle(&mut writes, Settle::Release);
             return Some((run, writes, Kind::Released { holds: true }));
         }
         if !self.still_claimed(&mut run, report).await {
+            report.unrun(&mut run);
             if let Some(group) = run.group {
                 held.insert(group);
             }
@@ -481,6 +506,7 @@ impl App {
                 Some((run, writes, kind))
             }
             Outcome::Defer => {
+                report.unrun(&mut run);
                 report.deferred = true;
                 let mut writes = WriteSet::default();
                 run.claim.settle(&mut writes, Settle::Release);

@@ -18,7 +18,9 @@ impl App {
         kind: &str,
         now: Instant,
     ) -> Result<Vec<LimitWindow>, Error> {
-        let kind = limit_kind(kind);
+        let Some(kind) = LimitKind::of_handler(kind) else {
+            return Ok(Vec::new());
+        };
         if self.config().limits.all().all(|(key, _)| key.kind != kind) {
             return Ok(Vec::new());
         }
@@ -78,14 +80,14 @@ impl App {
         }
         let mut wanted: BTreeMap<LimitKey, Vec<usize>> = BTreeMap::new();
         for (index, run) in runs.iter().enumerate() {
-            let key =
-                run.work
-                    .handler()
-                    .filter(|_| run.claim.retries())
-                    .and_then(|(kind, name)| {
-                        let kind = limit_kind(kind);
-                        limits.get(kind, &name).map(|_| LimitKey { kind, name })
-                    });
+            let key = run
+                .work
+                .paced_as()
+                .filter(|_| run.claim.retries())
+                .and_then(|(kind, name)| {
+                    let kind = LimitKind::of_handler(kind)?;
+                    limits.get(kind, &name).map(|_| LimitKey { kind, name })
+                });
             if let Some(key) = key {
                 wanted.entry(key).or_default().push(index);
             }
@@ -99,7 +101,7 @@ impl App {
             let count = u32::try_from(indexes.len()).unwrap_or(u32::MAX);
             let granted = match self
                 .store()
-                .take_permits(&key, ends, limit.rate.count, count)
+                .take_permits(&key, ends, limit.rate.per, limit.rate.count, count)
                 .await
             {
                 Ok(granted) => usize::try_from(granted).unwrap_or(usize::MAX),
@@ -114,19 +116,34 @@ impl App {
                     0
                 }
             };
-            for &index in indexes.iter().skip(granted) {
-                runs[index].held_back = true;
+            for (taken, &index) in indexes.iter().enumerate() {
+                match taken < granted {
+                    true => runs[index].permit = Some((key.clone(), ends)),
+                    false => runs[index].held_back = true,
+                }
             }
         }
     }
 }
 
-/// What limits a handler of `kind` (as [`Work::handler`](crate::app::engine::Work::handler)
-/// names it): a process's or a policy's own, else a scheduled command's.
-fn limit_kind(kind: &str) -> LimitKind {
-    match kind {
-        "process" => LimitKind::Process,
-        "policy" => LimitKind::Policy,
-        _ => LimitKind::Command,
+impl App {
+    /// Gives back the permits of the runs that took one and did not run, a limit's window at a
+    /// time. A store that fails it is logged: the window allows that many runs fewer.
+    pub(crate) async fn return_permits(&self, returned: Vec<(LimitKey, Instant)>) {
+        let mut counts: BTreeMap<(LimitKey, Instant), u32> = BTreeMap::new();
+        for permit in returned {
+            *counts.entry(permit).or_default() += 1;
+        }
+        for ((key, ends), count) in counts {
+            if let Err(error) = self.store().return_permits(&key, ends, count).await {
+                tracing::warn!(
+                    limit = %key,
+                    count,
+                    "cannot give back the permits of runs that did not run; this window allows \
+                     that many fewer: {}",
+                    crate::error::chain(&error)
+                );
+            }
+        }
     }
 }

@@ -13,8 +13,8 @@ use crate::app::processes::writes::{armed, deadline_letter, lifecycle_at, step_w
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::process::plan::DueDeadline;
+use crate::store::WriteSet;
 pub(crate) use crate::store::instances::DeadlinePayload;
-use crate::store::{LimitKind, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway.
@@ -228,15 +228,7 @@ impl DeadlineRun {
             (*moment, *rounds) = (at, 0);
         }
         *rounds += 1;
-        // A process with a limit holds its events back on purpose, for as many windows as its
-        // catch-up takes: its deadlines wait for them however long (a stuck runner's claim on
-        // them lapses after its lease, and then they run).
-        let limited = app
-            .config()
-            .limits
-            .get(LimitKind::Process, self.process.name())
-            .is_some();
-        if *rounds > MAX_WAIT_ROUNDS && !limited {
+        if *rounds > MAX_WAIT_ROUNDS {
             waiting.remove(&self.key);
             return false;
         }

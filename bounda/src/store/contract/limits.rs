@@ -25,7 +25,12 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     let first = t("2026-01-01T00:00:01Z");
     let take = |ends: Instant, wanted: u32| {
         let sms = sms.clone();
-        async move { store.take_permits(&sms, ends, 5, wanted).await.unwrap() }
+        async move {
+            store
+                .take_permits(&sms, ends, seconds(1), 5, wanted)
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(take(first, 3).await, 3);
     assert_eq!(take(first, 3).await, 2, "what is left of the window");
@@ -56,9 +61,33 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     assert_eq!(take(first, 4).await, 1, "counted into the later window");
     assert_eq!(take(second, 1).await, 0);
 
+    // Permits of runs that did not run come back to their window; another window's do not.
+    store.return_permits(&sms, second, 2).await.unwrap();
+    store.return_permits(&sms, first, 5).await.unwrap();
+    assert_eq!(take(second, 5).await, 2);
+
+    // A window far ahead (a clock that was wrong), or of another length (the rate changed), is
+    // replaced, not counted into.
+    let far = first + seconds(3600);
+    assert_eq!(take(far, 5).await, 5);
+    assert_eq!(take(second, 3).await, 3, "the window far ahead is replaced");
+    assert_eq!(
+        store
+            .take_permits(&sms, second, millis(500), 5, 4)
+            .await
+            .unwrap(),
+        4,
+        "a window of another length starts afresh"
+    );
     // Keys are counted apart: a policy of the same name has its own.
     let policy = key(LimitKind::Policy, "Reminders");
-    assert_eq!(store.take_permits(&policy, second, 5, 9).await.unwrap(), 5);
+    assert_eq!(
+        store
+            .take_permits(&policy, second, seconds(1), 5, 9)
+            .await
+            .unwrap(),
+        5
+    );
     let kinds: Vec<LimitKind> = store
         .limit_windows(first)
         .await
@@ -71,13 +100,23 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
         [LimitKind::Policy, LimitKind::Process],
         "by kind as stored"
     );
+    // A limit no longer configured is forgotten.
+    store.drop_limit(&sms).await.unwrap();
+    let left: Vec<LimitKind> = store
+        .limit_windows(first)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|window| window.key.kind)
+        .collect();
+    assert_eq!(left, [LimitKind::Policy]);
 }
 
 /// Two runners taking at once take no more than the cap between them.
 pub async fn permits_taken_at_once_stay_within_the_cap(store: &dyn Store) {
     let limit = key(LimitKind::Command, "SendSms");
     let ends = t("2026-01-01T00:00:01Z");
-    let takes = (0..20).map(|_| store.take_permits(&limit, ends, 25, 3));
+    let takes = (0..20).map(|_| store.take_permits(&limit, ends, seconds(1), 25, 3));
     let granted: u32 = futures_util::future::join_all(takes)
         .await
         .into_iter()
@@ -125,11 +164,23 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         key(LimitKind::Policy, "Notify"),
         key(LimitKind::Command, "SendSms"),
     ] {
-        assert_eq!(store.take_permits(&limit, ends, 1, 1).await.unwrap(), 1);
+        assert_eq!(
+            store
+                .take_permits(&limit, ends, seconds(1), 1, 1)
+                .await
+                .unwrap(),
+            1
+        );
     }
     // A limit with permits left holds nothing.
     let payments = key(LimitKind::Process, "Payments");
-    assert_eq!(store.take_permits(&payments, ends, 2, 1).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .take_permits(&payments, ends, seconds(1), 2, 1)
+            .await
+            .unwrap(),
+        1
+    );
     let lease = seconds(30);
     assert_eq!(claimable(store, now).await, ["c-free", "d-free"]);
     // What each used-up limit holds back is counted; a limit with permits left holds nothing.
@@ -167,7 +218,13 @@ pub async fn the_deadlines_an_older_build_wrote_obey_limits(store: &dyn Store) {
     let now = t("2026-03-02T00:00:00Z");
     let ends = now + seconds(1);
     let payment = key(LimitKind::Process, "OrderPayment");
-    assert_eq!(store.take_permits(&payment, ends, 1, 1).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .take_permits(&payment, ends, seconds(1), 1, 1)
+            .await
+            .unwrap(),
+        1
+    );
     let whose = |claimed: Vec<ScheduledEntry>| {
         let mut whose: Vec<String> = claimed
             .iter()
