@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::Error;
 use crate::app::App;
 use crate::store::{LetterFilter, LetterStatus, WriteSet};
-use crate::{Error, Instant};
 
 /// Commands decided, by type and outcome (`stored`, `scheduled`, `rejected`, `failed`).
 pub const COMMANDS: &str = "bounda_commands_total";
@@ -129,29 +129,22 @@ pub(crate) fn committed(sets: &[WriteSet], landed: impl Fn(usize) -> bool, secon
             continue;
         }
         for append in &writes.appends {
-            let Some(process) = append.aggregate_type.strip_prefix("process:") else {
-                continue;
-            };
             for event in &append.events {
-                let field = match event.event_type.as_str() {
-                    "ProcessDeadlineReached" => event.payload["field"]
-                        .as_str()
-                        .unwrap_or("unknown")
-                        .to_owned(),
-                    "ProcessTimedOut" => "timeout".to_owned(),
-                    _ => continue,
-                };
+                let ran = crate::store::instances::deadline_ran(
+                    &append.aggregate_type,
+                    &event.event_type,
+                    &event.payload,
+                    event.timestamp,
+                );
+                let Some(ran) = ran else { continue };
                 ::metrics::counter!(
                     DEADLINE_FIRINGS,
-                    "process" => process.to_owned(),
-                    "field" => field,
+                    "process" => ran.process.to_owned(),
+                    "field" => ran.field.to_owned(),
                 )
                 .increment(1);
-                if let Ok(at) = serde_json::from_value::<Instant>(event.payload["at"].clone()) {
-                    let late = event.timestamp.as_millis().saturating_sub(at.as_millis());
-                    ::metrics::histogram!(DEADLINE_LATENESS, "process" => process.to_owned())
-                        .record(late as f64 / 1_000.0);
-                }
+                ::metrics::histogram!(DEADLINE_LATENESS, "process" => ran.process.to_owned())
+                    .record(ran.late.as_millis() as f64 / 1_000.0);
             }
         }
     }

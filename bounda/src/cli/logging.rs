@@ -24,12 +24,22 @@ impl Logging {
             .thread_name(&format!("{service}-log"))
             .finish(std::io::stderr());
         let dropped = writer.error_counter();
-        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+        // `RUST_LOG` unset means warnings; set but unreadable, it is said once logging runs.
+        let (filter, unreadable) = match std::env::var(EnvFilter::DEFAULT_ENV) {
+            Err(_) => (EnvFilter::new("warn"), None),
+            Ok(text) => match EnvFilter::try_new(&text) {
+                Ok(filter) => (filter, None),
+                Err(error) => (EnvFilter::new("warn"), Some((text, error))),
+            },
+        };
         tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(writer)
             .try_init()
             .ok()?;
+        if let Some((text, error)) = unreadable {
+            tracing::warn!("`RUST_LOG={text}` does not read ({error}): warnings are logged");
+        }
         Some(Logging {
             _flush: flush,
             dropped,

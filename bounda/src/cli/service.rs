@@ -66,9 +66,10 @@ pub enum ServiceCommand {
     /// delayed command, each completing once however many workers share the store.
     Work(WorkArgs),
     /// Serves the operator page until SIGTERM or Ctrl-C: lag, the deadlines ahead, the
-    /// instances, the dead letters, each instance's story, and `/metrics`. Acting (retries,
-    /// pauses) needs the token in `PAGE_TOKEN`; without it the page only reads. It has no login
-    /// of its own: beyond loopback, serve it behind the operators' authenticating proxy.
+    /// instances, the dead letters, each instance's story, and `/metrics`. Operators sign in
+    /// with the token in `PAGE_TOKEN` to act (retries, pauses); without it the page only reads.
+    /// Its one credential is that shared token: beyond loopback, serve it behind the operators'
+    /// authenticating proxy.
     #[cfg(feature = "page")]
     Serve(super::ServeArgs),
     /// Copies the database into a new SQLite file: production's data, to preview a deploy on

@@ -3,7 +3,7 @@
 //! holds for every worker on the store.
 
 use crate::app::App;
-use crate::{Duration, Error, Instant, days, hours, minutes, seconds};
+use crate::{Duration, Error, days, hours, minutes, seconds};
 
 /// How many of the log's last events the chart reads.
 const EVENTS_READ: usize = 5_000;
@@ -48,26 +48,18 @@ impl Lateness {
         let read = events.len();
         let mut by_process: std::collections::BTreeMap<String, Vec<Duration>> =
             std::collections::BTreeMap::new();
-        for event in events {
-            let Some(process) = event.aggregate_type.strip_prefix("process:") else {
-                continue;
-            };
-            if !matches!(
-                event.event_type.as_str(),
-                "ProcessDeadlineReached" | "ProcessTimedOut"
-            ) {
-                continue;
-            }
-            let due = event
-                .payload
-                .get("at")
-                .and_then(|at| at.as_str())
-                .and_then(|at| Instant::parse(at).ok());
-            if let Some(due) = due {
+        for event in &events {
+            let ran = crate::store::instances::deadline_ran(
+                &event.aggregate_type,
+                &event.event_type,
+                &event.payload,
+                event.timestamp,
+            );
+            if let Some(ran) = ran {
                 by_process
-                    .entry(process.to_owned())
+                    .entry(ran.process.to_owned())
                     .or_default()
-                    .push(event.timestamp.saturating_since(due));
+                    .push(ran.late);
             }
         }
         let rows = by_process

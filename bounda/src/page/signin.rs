@@ -14,6 +14,8 @@ use super::{Links, Shared, authorize, from_elsewhere, html, message, same, sessi
 #[template(path = "page/signin.html")]
 struct SignIn {
     links: Links,
+    /// How long a session lasts.
+    lifetime: crate::Duration,
 }
 
 /// The sign-in form; a page started without a token says it only reads.
@@ -22,7 +24,13 @@ pub(super) async fn page(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
         return read_only(&shared.links);
     }
     let links = shared.links(&headers);
-    html(&links.clone(), SignIn { links })
+    html(
+        &links.clone(),
+        SignIn {
+            links,
+            lifetime: session::LIFETIME,
+        },
+    )
 }
 
 /// What the sign-in form sends.
@@ -50,6 +58,8 @@ pub(super) async fn sign_in(
         tracing::warn!(
             "a sign-in to the operator page was refused: the token is not the operator's"
         );
+        // Each wrong guess costs a second.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         return refused("The token is not the operator's.");
     }
     let name = form.name.trim();

@@ -18,6 +18,40 @@ use serde::{Deserialize, Serialize};
 use crate::Instant;
 use crate::store::{ScheduledEntry, WriteSet};
 
+/// A deadline a process instance's step ran, as its lifecycle event records it.
+pub(crate) struct DeadlineRan<'a> {
+    /// The process.
+    pub(crate) process: &'a str,
+    /// The deadline's field (`timeout` for the lifetime's end).
+    pub(crate) field: &'a str,
+    /// How late it ran: from the moment it was due to the event's.
+    pub(crate) late: crate::Duration,
+}
+
+/// The deadline an event of stream type `aggregate_type` says ran, if it is a deadline's step:
+/// `ProcessDeadlineReached` or `ProcessTimedOut`, each with the moment it was due (`at`).
+pub(crate) fn deadline_ran<'a>(
+    aggregate_type: &'a str,
+    event_type: &str,
+    payload: &'a serde_json::Value,
+    timestamp: Instant,
+) -> Option<DeadlineRan<'a>> {
+    let process = aggregate_type.strip_prefix(STREAM_PREFIX)?;
+    let field = match event_type {
+        "ProcessDeadlineReached" => payload["field"].as_str().unwrap_or("unknown"),
+        "ProcessTimedOut" => "timeout",
+        _ => return None,
+    };
+    let due = payload["at"]
+        .as_str()
+        .and_then(|at| Instant::parse(at).ok())?;
+    Some(DeadlineRan {
+        process,
+        field,
+        late: timestamp.saturating_since(due),
+    })
+}
+
 /// What runs a process instance's deadline: the type of its one scheduler entry.
 pub(crate) const PROCESS_DEADLINE: &str = "bounda.ProcessDeadline";
 

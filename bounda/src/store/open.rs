@@ -50,15 +50,14 @@ impl fmt::Debug for Address {
     }
 }
 
-/// Whether `text` is PostgreSQL's `key=value` form: words, each a known key and a value.
+/// Whether `text` is PostgreSQL's `key=value` form: words, each a key (letters and `_`) and a
+/// value; the server's client checks the keys when it connects. A path never looks like this.
 fn is_key_value(text: &str) -> bool {
-    const KEYS: [&str; 7] = [
-        "host", "hostaddr", "port", "dbname", "user", "password", "options",
-    ];
     !text.trim().is_empty()
         && text.split_whitespace().all(|pair| {
-            pair.split_once('=')
-                .is_some_and(|(key, _)| KEYS.contains(&key))
+            pair.split_once('=').is_some_and(|(key, _)| {
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            })
         })
 }
 
@@ -176,6 +175,15 @@ mod tests {
         );
         let file = read("data/storefront.db");
         assert_eq!(file, Address::File(PathBuf::from("data/storefront.db")));
-        assert!(matches!(read("host=x notakey=y"), Address::File(_)));
+        let tls = read("host=db dbname=shop sslmode=require");
+        assert!(
+            matches!(tls, Address::Server(_)),
+            "every key is the client's to check"
+        );
+        assert!(matches!(read("data/shop.db"), Address::File(_)));
+        assert!(
+            matches!(read("shop v2.db"), Address::File(_)),
+            "words without `=`"
+        );
     }
 }

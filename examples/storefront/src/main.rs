@@ -58,12 +58,12 @@ struct RunArgs {
     /// Orders to place.
     #[arg(long, env = "ORDERS", default_value_t = 12)]
     orders: usize,
-    /// How long a customer has to pay.
-    #[arg(long, env = "PAYMENT_WINDOW", default_value = PAYMENT_WINDOW)]
-    payment_window: Duration,
-    /// When the reminder goes.
-    #[arg(long, env = "REMINDER_DELAY", default_value = REMINDER_DELAY)]
-    reminder_delay: Duration,
+    /// How long a customer has to pay: `PAYMENT_WINDOW`, or 3 s, unless given here.
+    #[arg(long)]
+    payment_window: Option<Duration>,
+    /// When the reminder goes: `REMINDER_DELAY`, or 1 s, unless given here.
+    #[arg(long)]
+    reminder_delay: Option<Duration>,
 }
 
 /// The payment window, unless told otherwise.
@@ -71,9 +71,9 @@ const PAYMENT_WINDOW: &str = "3s";
 /// The reminder delay, unless told otherwise.
 const REMINDER_DELAY: &str = "1s";
 
-/// The timing of the handlers for `work` and `preview`, which run them: `PAYMENT_WINDOW` and
-/// `REMINDER_DELAY`, or the defaults. The operator's commands read neither, so an invalid one
-/// in the environment does not stop `lag`, `deadlines` or `dead-letters`.
+/// The timing of the handlers for `run`, `work` and `preview`, which run them: `PAYMENT_WINDOW`
+/// and `REMINDER_DELAY`, or the defaults. The operator's commands read neither, so an invalid
+/// one in the environment does not stop `lag`, `deadlines` or `dead-letters`.
 fn env_timing() -> Result<storefront::Timing, bounda::DurationError> {
     let default = default_timing();
     Ok(storefront::Timing {
@@ -139,26 +139,28 @@ async fn main() -> ExitCode {
     let command = cli
         .command
         .unwrap_or_else(|| Command::Run(RunArgs::default()));
-    let timing = match &command {
-        Command::Run(args) => storefront::Timing {
-            payment_window: args.payment_window,
-            reminder_delay: args.reminder_delay,
-        },
-        Command::Service(ServiceCommand::Work(_) | ServiceCommand::Preview(_)) => {
-            match env_timing() {
-                Ok(timing) => timing,
-                Err(error) => {
-                    eprintln!("error: {error}");
-                    return ExitCode::from(2);
-                }
+    let runs_handlers = matches!(
+        command,
+        Command::Run(_) | Command::Service(ServiceCommand::Work(_) | ServiceCommand::Preview(_))
+    );
+    let mut timing = match runs_handlers {
+        false => default_timing(),
+        true => match env_timing() {
+            Ok(timing) => timing,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return ExitCode::from(2);
             }
-        }
-        _ => default_timing(),
+        },
     };
+    if let Command::Run(args) = &command {
+        timing.payment_window = args.payment_window.unwrap_or(timing.payment_window);
+        timing.reminder_delay = args.reminder_delay.unwrap_or(timing.reminder_delay);
+    }
     let service = service(timing);
     let result = match command {
         Command::Service(command) => return service.run(&cli.service, command).await,
-        Command::Run(args) => run(&service, &cli.service, &args).await,
+        Command::Run(args) => run(&service, &cli.service, &args, timing).await,
         Command::Orders(args) => match service.open(&cli.service, Opening::Existing).await {
             Ok(app) => orders(&app, &args).await,
             Err(error) => Err(error.into()),
@@ -255,7 +257,12 @@ enum Fate {
 
 /// `run`: places the orders, acts on their payments as their fates say, and runs until every
 /// open order has ended, or until SIGTERM or Ctrl-C.
-async fn run(service: &Service, options: &ServiceArgs, args: &RunArgs) -> anyhow::Result<()> {
+async fn run(
+    service: &Service,
+    options: &ServiceArgs,
+    args: &RunArgs,
+    timing: storefront::Timing,
+) -> anyhow::Result<()> {
     // Installed before anything is opened: a SIGTERM from here stops cleanly.
     let shutdown = bounda::shutdown_signal();
     let app = &service.open(options, Opening::Create).await?;
@@ -277,7 +284,7 @@ async fn run(service: &Service, options: &ServiceArgs, args: &RunArgs) -> anyhow
         "storefront on {}: {} orders, payment window {}, {} left open by an earlier run",
         db,
         args.orders,
-        args.payment_window,
+        timing.payment_window,
         resumed.len()
     );
     // A resumed order keeps the fate its number gave it, so one killed half-way through its
@@ -305,7 +312,7 @@ async fn run(service: &Service, options: &ServiceArgs, args: &RunArgs) -> anyhow
     let job = {
         let app = app.clone();
         let orders = orders.clone();
-        let (payment_window, reminder_delay) = (args.payment_window, args.reminder_delay);
+        let (payment_window, reminder_delay) = (timing.payment_window, timing.reminder_delay);
         async move {
             let mut acted = std::collections::HashSet::new();
             let mut last_report = tokio::time::Instant::now();
