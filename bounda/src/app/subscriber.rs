@@ -72,13 +72,7 @@ impl App {
             // A handler whose limit is used up in this window waits for the next, its events
             // in order behind the first.
             for window in self.used_up_limits(kind, now).await? {
-                // A delayed policy's events only schedule its runs, which its limit paces.
-                let delayed = self
-                    .policies()
-                    .any(|policy| policy.name() == window.key.name && policy.delay().is_some());
-                if !delayed {
-                    order.hold_handler(&window.key.name);
-                }
+                order.hold_handler(&window.key.name);
             }
             let mut runs = Vec::new();
             let mut stop: Option<u64> = None;

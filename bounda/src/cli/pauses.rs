@@ -3,49 +3,14 @@
 
 use std::io::Write;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
 use super::io;
 use crate::App;
 use crate::store::PauseTarget;
 
-/// What to pause or resume.
-#[derive(Debug, Clone, Subcommand)]
-pub enum Target {
-    /// A process: its events wait, and its instances' deadlines.
-    Process {
-        /// The process, by name.
-        name: String,
-    },
-    /// One instance of a process: its events wait, and its deadline.
-    Instance {
-        /// The process, by name.
-        process: String,
-        /// The instance's id.
-        id: String,
-    },
-    /// A policy: its events wait, and its delayed runs.
-    Policy {
-        /// The policy, by name.
-        name: String,
-    },
-    /// A subscriber (`policies`, `processes`, `read-model:<name>`): it makes no pass.
-    Subscriber {
-        /// The subscriber, by name.
-        name: String,
-    },
-}
-
-impl From<Target> for PauseTarget {
-    fn from(target: Target) -> PauseTarget {
-        match target {
-            Target::Process { name } => PauseTarget::Process { name },
-            Target::Instance { process, id } => PauseTarget::Instance { process, id },
-            Target::Policy { name } => PauseTarget::Policy { name },
-            Target::Subscriber { name } => PauseTarget::Subscriber { name },
-        }
-    }
-}
+/// What to pause or resume: the store's pause target, read from the command line.
+pub type Target = PauseTarget;
 
 /// What `pause` pauses, and who asks.
 #[derive(Debug, Clone, Args)]
@@ -72,7 +37,7 @@ pub(super) async fn pause(
             message: "say who pauses it: --by <name> (or set USER)".to_owned(),
         });
     };
-    let target = PauseTarget::from(args.target);
+    let target = args.target;
     match app
         .pause(target.clone(), &by, args.reason.as_deref())
         .await?
@@ -89,7 +54,6 @@ pub(super) async fn resume(
     target: Target,
     out: &mut impl Write,
 ) -> Result<(), crate::Error> {
-    let target = PauseTarget::from(target);
     match app.resume(&target).await? {
         true => writeln!(out, "{target} resumed"),
         false => writeln!(out, "{target} was not paused"),

@@ -363,15 +363,10 @@ async fn run_work(
     app.run_until(stop).await
 }
 
-/// The exit code of a command's result, its error printed with its causes.
+/// The exit code of a command's result, its error printed with its causes, as the operator's
+/// commands end.
 fn exit(result: Result<(), Error>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {}", crate::error::chain(&error));
-            ExitCode::FAILURE
-        }
-    }
+    super::Piped::stdout().exit(result.map(|()| ExitCode::SUCCESS))
 }
 
 /// Removes the partial copy `path` and its journal files, if any.

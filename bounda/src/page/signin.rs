@@ -24,13 +24,11 @@ pub(super) async fn page(State(shared): State<Arc<Shared>>, headers: HeaderMap) 
         return read_only(&shared.links);
     }
     let links = shared.links(&headers);
-    html(
-        &links.clone(),
-        SignIn {
-            links,
-            lifetime: session::LIFETIME,
-        },
-    )
+    let page = SignIn {
+        links: links.clone(),
+        lifetime: session::LIFETIME,
+    };
+    html(&links, page)
 }
 
 /// What the sign-in form sends.

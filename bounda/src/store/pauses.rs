@@ -16,8 +16,9 @@ use crate::store::instances::{DeadlinePayload, PROCESS_DEADLINE};
 /// What a delayed policy run's scheduler entry is: its type.
 pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";
 
-/// What is paused.
+/// What is paused. With the feature `cli`, it is also the `pause` and `resume` commands' target.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "cli", derive(clap::Subcommand))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum PauseTarget {
     /// A process: its events wait, and its instances' deadlines.

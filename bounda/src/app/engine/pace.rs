@@ -10,9 +10,9 @@ use crate::store::{LimitKey, LimitKind, LimitWindow};
 use crate::{Error, Instant};
 
 impl App {
-    /// The windows of the limits of `kind` (`process` or `policy`) used up at `now`: a
-    /// subscriber's pass holds those handlers' events until each window ends. Asks the store
-    /// only when a limit of that kind is set.
+    /// The windows of the limits of `kind` (`process` or `policy`) used up at `now` whose
+    /// handlers' events a subscriber's pass holds until each window ends. Asks the store only
+    /// when a limit of that kind is set.
     pub(crate) async fn used_up_limits(
         &self,
         kind: &str,
@@ -25,10 +25,23 @@ impl App {
             return Ok(Vec::new());
         }
         let windows = self.store().limit_windows(now).await?;
-        Ok(windows
-            .into_iter()
-            .filter(|window| window.key.kind == kind && window.used_up())
-            .collect())
+        Ok(self.holding_events(kind, &windows).cloned().collect())
+    }
+
+    /// Those of `windows` that hold the events of a handler of `kind`: used up, and not a
+    /// delayed policy's (whose events only schedule the runs its limit paces).
+    fn holding_events<'a>(
+        &'a self,
+        kind: LimitKind,
+        windows: &'a [LimitWindow],
+    ) -> impl Iterator<Item = &'a LimitWindow> {
+        windows.iter().filter(move |window| {
+            let delayed = || {
+                self.policies()
+                    .any(|policy| policy.name() == window.key.name && policy.delay().is_some())
+            };
+            window.key.kind == kind && window.used_up() && !(kind == LimitKind::Policy && delayed())
+        })
     }
 
     /// When the first window ends of a used-up limit that holds work back: due scheduler
@@ -37,33 +50,28 @@ impl App {
         if self.config().limits.is_empty() {
             return Ok(None);
         }
-        let held = self.store().held_by_limits(now).await?;
-        let holding: Vec<&LimitKey> = held
-            .iter()
-            .filter(|(_, count)| *count > 0)
-            .map(|(key, _)| key)
-            .collect();
-        let mut until: Option<Instant> = self
-            .store()
-            .limit_windows(now)
-            .await?
-            .into_iter()
-            .filter(|window| holding.contains(&&window.key))
-            .map(|window| window.ends)
-            .min();
-        for (kind, subscriber) in [("process", PROCESSES), ("policy", POLICIES)] {
-            let windows = self.used_up_limits(kind, now).await?;
-            if windows.is_empty() {
+        let store = self.store();
+        let held = store.held_by_limits(now).await?;
+        let windows = store.limit_windows(now).await?;
+        let entries = windows.iter().filter(|window| {
+            held.iter()
+                .any(|(key, count)| *key == window.key && *count > 0)
+        });
+        let mut until: Option<Instant> = entries.map(|window| window.ends).min();
+        for (kind, subscriber) in [
+            (LimitKind::Process, PROCESSES),
+            (LimitKind::Policy, POLICIES),
+        ] {
+            let mut holding = self.holding_events(kind, &windows).peekable();
+            if holding.peek().is_none() {
                 continue;
             }
-            let store = self.store();
             let behind = match store.checkpoint(subscriber).await? {
                 Some(position) => position < store.head().await?,
                 None => false,
             };
             if behind {
-                let ends = windows.iter().map(|window| window.ends);
-                until = until.into_iter().chain(ends).min();
+                until = until.into_iter().chain(holding.map(|w| w.ends)).min();
             }
         }
         Ok(until)
@@ -124,9 +132,7 @@ impl App {
             }
         }
     }
-}
 
-impl App {
     /// Gives back the permits of the runs that took one and did not run, a limit's window at a
     /// time. A store that fails it is logged: the window allows that many runs fewer.
     pub(crate) async fn return_permits(&self, returned: Vec<(LimitKey, Instant)>) {

@@ -88,28 +88,18 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
             .unwrap(),
         5
     );
-    let kinds: Vec<LimitKind> = store
-        .limit_windows(first)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|window| window.key.kind)
-        .collect();
+    let kinds = async || -> Vec<LimitKind> {
+        let windows = store.limit_windows(first).await.unwrap();
+        windows.into_iter().map(|window| window.key.kind).collect()
+    };
     assert_eq!(
-        kinds,
+        kinds().await,
         [LimitKind::Policy, LimitKind::Process],
         "by kind as stored"
     );
     // A limit no longer configured is forgotten.
     store.drop_limit(&sms).await.unwrap();
-    let left: Vec<LimitKind> = store
-        .limit_windows(first)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|window| window.key.kind)
-        .collect();
-    assert_eq!(left, [LimitKind::Policy]);
+    assert_eq!(kinds().await, [LimitKind::Policy]);
 }
 
 /// Two runners taking at once take no more than the cap between them.
