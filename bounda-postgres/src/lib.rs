@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+mod bookmarks;
 mod claims;
 mod import;
 mod instances;

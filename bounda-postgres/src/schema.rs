@@ -255,6 +255,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name)
     );
     ",
+    // 9: where a subscriber's checkpoint passed the events of a held handler (or of one lane
+    // of it, its lane then not empty), moved with the checkpoint (`bookmarks.rs`).
+    "
+    CREATE TABLE {t}bookmarks (
+        subscriber TEXT   NOT NULL,
+        handler    TEXT   NOT NULL,
+        lane       TEXT   NOT NULL,
+        position   BIGINT NOT NULL,
+        PRIMARY KEY (subscriber, handler, lane)
+    );
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

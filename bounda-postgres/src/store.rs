@@ -6,10 +6,10 @@
 //! took over.
 
 use bounda::store::{
-    CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, LimitKey,
-    LimitWindow, Listener, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError,
-    StreamTail, WriteSet, async_trait, protocol,
+    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
+    InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
+    LimitKey, LimitWindow, Listener, Pause, PauseTarget, ScheduledEntry, Snapshot, Store,
+    StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -273,6 +273,31 @@ impl Store for PostgresStore {
         }
         .map_err(failed("cannot move a checkpoint"))?;
         Ok(changed == 1)
+    }
+
+    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
+        let client = self.client().await?;
+        crate::bookmarks::cursor(&client, &self.names, subscriber).await
+    }
+
+    async fn pass_checkpoint(
+        &self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+        bookmarks: &[Bookmark],
+    ) -> Result<bool, StoreError> {
+        let mut client = self.client().await?;
+        crate::bookmarks::pass(&mut client, &self.names, subscriber, from, to, bookmarks).await
+    }
+
+    async fn return_to_bookmarks(
+        &self,
+        subscriber: &str,
+        holders: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        crate::bookmarks::return_to(&mut client, &self.names, subscriber, holders).await
     }
 
     async fn claim_inbox(

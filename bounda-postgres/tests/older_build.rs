@@ -41,6 +41,7 @@ async fn the_instances_of_schema_5_are_indexed_when_it_migrates() {
     bounda::store::contract::the_instances_an_older_build_wrote_are_indexed(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_limits(&store).await;
+    bounda::store::contract::the_checkpoints_an_older_build_wrote_take_bookmarks(&store).await;
 }
 
 // Issue 24: tables with more process instances than the fill writes at once, written without
@@ -63,6 +64,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
     client
         .batch_execute(&format!(
             "DROP TABLE {schema}.instances; DROP TABLE {schema}.pauses; DROP TABLE {schema}.limits;
+             DROP TABLE {schema}.bookmarks;
              UPDATE {schema}.schema SET version = 5;"
         ))
         .await
@@ -78,7 +80,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 8, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 9, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(

@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+mod bookmarks;
 mod claims;
 mod connection;
 mod import;

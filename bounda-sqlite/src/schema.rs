@@ -235,6 +235,17 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (kind, name)
     ) WITHOUT ROWID;
     ",
+    // 14: where a subscriber's checkpoint passed the events of a held handler (or of one lane
+    // of it, its lane then not empty), moved with the checkpoint (`bookmarks.rs`).
+    "
+    CREATE TABLE bounda_bookmarks (
+        subscriber TEXT    NOT NULL,
+        handler    TEXT    NOT NULL,
+        lane       TEXT    NOT NULL,
+        position   INTEGER NOT NULL,
+        PRIMARY KEY (subscriber, handler, lane)
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the database to,

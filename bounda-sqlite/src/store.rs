@@ -1,10 +1,10 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter, LimitKey,
-    LimitWindow, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError, StreamTail,
-    WriteSet, async_trait,
+    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
+    InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
+    LimitKey, LimitWindow, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError,
+    StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -211,6 +211,31 @@ impl Store for SqliteStore {
         }
         .map_err(sql("cannot move a checkpoint"))?;
         Ok(changed == 1)
+    }
+
+    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
+        let conn = self.lock()?;
+        crate::bookmarks::cursor(&conn, subscriber)
+    }
+
+    async fn pass_checkpoint(
+        &self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+        bookmarks: &[Bookmark],
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.lock()?;
+        crate::bookmarks::pass(&mut conn, subscriber, from, to, bookmarks)
+    }
+
+    async fn return_to_bookmarks(
+        &self,
+        subscriber: &str,
+        holders: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let mut conn = self.lock()?;
+        crate::bookmarks::return_to(&mut conn, subscriber, holders)
     }
 
     async fn claim_inbox(

@@ -12,8 +12,13 @@ pub struct SubscriberLag {
     pub subscriber: String,
     /// Its checkpoint.
     pub position: u64,
-    /// Events stored after its checkpoint.
+    /// Events stored after its checkpoint, or after the first event it passed while its
+    /// handler was held (see `passed`): what it has yet to handle.
     pub lag: u64,
+    /// Where its checkpoint passed the events of a paused process, policy or instance, or of
+    /// one whose limit was used up, so that its other handlers went on: they run from there
+    /// once the hold is over.
+    pub passed: Vec<crate::store::Bookmark>,
     /// The event it is held on while a retry is pending, if any.
     pub failing: Option<Failing>,
     /// While its pass fails (its store failing), when it tries again, after its back-off.
@@ -125,6 +130,7 @@ impl App {
                     subscriber,
                     position,
                     lag: head.saturating_sub(position),
+                    passed: Vec::new(),
                 });
                 continue;
             }
@@ -137,6 +143,15 @@ impl App {
             } else {
                 None
             };
+            // Where the policies' and processes' checkpoints passed held events.
+            let cursor = match handlers {
+                Some(_) => self.store().cursor(&subscriber).await?,
+                None => None,
+            }
+            .unwrap_or(crate::store::Cursor {
+                checkpoint: position,
+                bookmarks: Vec::new(),
+            });
             let lag = SubscriberLag {
                 paused_until: self.paused_until(&subscriber),
                 failing: match &handlers {
@@ -144,8 +159,9 @@ impl App {
                     None => None,
                 },
                 subscriber,
-                position,
-                lag: head.saturating_sub(position),
+                position: cursor.checkpoint,
+                lag: head.saturating_sub(cursor.handled_to()),
+                passed: cursor.bookmarks,
             };
             match handlers {
                 Some(_) => subscribers.push(lag),

@@ -7,6 +7,7 @@ mod dispatch;
 mod dispatcher;
 mod engine;
 mod fold;
+mod holds;
 mod instances;
 mod lag;
 pub(crate) mod letters;

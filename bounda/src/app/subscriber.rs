@@ -1,11 +1,15 @@
 //! A subscriber's pass: read the events after its checkpoint, claim a batch of deliveries in the
 //! inbox (paging past what other runners hold), run them through the engine, and move the
-//! checkpoint past what is done.
+//! checkpoint past what is done, and past what a pause or a used-up limit holds, bookmarked
+//! (`store::bookmarks`) and returned to once the hold is over.
 //! The `policies` and `processes` subscribers are two uses of it.
 
+use std::collections::BTreeMap;
+
 use crate::app::engine::{Claim, Report, Run, Work};
+use crate::app::holds::Holds;
 use crate::app::{App, telemetry};
-use crate::store::{InOrder, InboxClaim, InboxPair, PauseTarget};
+use crate::store::{Bookmark, InboxClaim, InboxPair};
 use crate::{Error, Instant, RecordedEvent};
 use tracing::Instrument;
 
@@ -28,10 +32,11 @@ impl App {
     /// for it. Returns whether anything ran or moved; the rejections of the runs that committed
     /// are added to `rejections`.
     ///
-    /// The pass claims at most a batch of deliveries, in order, from the events after the
-    /// checkpoint: pages on past deliveries that are done or that other runners hold, leaving
-    /// their lanes to them, and runs what it claimed. The checkpoint then stops just before the
-    /// first delivery it could not settle.
+    /// The pass first returns to the bookmarks whose hold is over. It then claims at most a
+    /// batch of deliveries, in order, from the events after the checkpoint: pages on past
+    /// deliveries that are done, held (bookmarking the first of each holder) or that other
+    /// runners hold, leaving their lanes to them, and runs what it claimed. The checkpoint then
+    /// stops just before the first delivery it could not settle.
     pub(crate) async fn subscriber_pass(
         &self,
         subscriber: &'static str,
@@ -41,41 +46,55 @@ impl App {
         deliveries: impl Fn(&RecordedEvent) -> Vec<Delivery>,
     ) -> Result<bool, Error> {
         let store = self.store();
-        let Some(from) = store.checkpoint(subscriber).await? else {
+        let Some(mut cursor) = store.cursor(subscriber).await? else {
             return Ok(false);
         };
+        // What operators paused and the limits used up hold here, read once there is something
+        // to deliver or a bookmark to return to: a paused subscriber makes no pass; a held
+        // handler's or instance's events wait, and the checkpoint passes them.
+        let mut holds = None;
+        let mut returned = false;
+        if !cursor.bookmarks.is_empty() {
+            let Some(read) = self.read_holds(subscriber, kind, now).await? else {
+                return Ok(false);
+            };
+            let over: Vec<(&str, &str)> = cursor
+                .bookmarks
+                .iter()
+                .filter(|bookmark| !read.keeps(bookmark))
+                .map(|bookmark| (bookmark.handler.as_str(), bookmark.lane_key()))
+                .collect();
+            if !over.is_empty() {
+                store.return_to_bookmarks(subscriber, &over).await?;
+                tracing::debug!(subscriber, held = ?over, "returned to the events a hold kept");
+                returned = true;
+                match store.cursor(subscriber).await? {
+                    Some(again) => cursor = again,
+                    None => return Ok(true),
+                }
+            }
+            holds = Some(read);
+        }
+        let from = cursor.checkpoint;
         let batch = self.config().dispatcher.batch_size;
         let mut page = self.read_all(from, batch).await?;
         if page.is_empty() {
-            return Ok(false);
+            return Ok(returned);
         }
-        // What operators paused holds here, read once there is something to deliver: a paused
-        // subscriber makes no pass; a paused handler's or instance's events wait, as behind a
-        // failure waiting for its retry.
-        let paused = self.paused().await?;
-        if paused.subscriber(subscriber).is_some() {
-            return Ok(false);
-        }
+        let holds = match holds {
+            Some(holds) => holds,
+            None => match self.read_holds(subscriber, kind, now).await? {
+                Some(holds) => holds,
+                None => return Ok(returned),
+            },
+        };
         let span = telemetry::subscriber_span(subscriber, kind, from, page.len());
         let pass = async {
             let claim_id = self.claim_id();
-            let mut order = InOrder::new(batch);
-            for pause in paused.all() {
-                match &pause.target {
-                    PauseTarget::Process { name } | PauseTarget::Policy { name } => {
-                        order.hold_handler(name)
-                    }
-                    PauseTarget::Instance { process, id } => order.hold_lane(process, id),
-                    PauseTarget::Subscriber { .. } => {}
-                }
-            }
-            // A handler whose limit is used up in this window waits for the next, its events
-            // in order behind the first.
-            for window in self.used_up_limits(kind, now).await? {
-                order.hold_handler(&window.key.name);
-            }
+            let mut order = holds.order(batch);
             let mut runs = Vec::new();
             let mut stop: Option<u64> = None;
+            let mut bookmarks: BTreeMap<(&'static str, String), Bookmark> = BTreeMap::new();
             let mut last = from;
             for read in 1..=PAGES {
                 let more = page.len() >= batch && read < PAGES;
@@ -121,14 +140,33 @@ impl App {
                         }
                         InboxClaim::Succeeded | InboxClaim::DeadLettered => {}
                         InboxClaim::Held | InboxClaim::Waiting { .. } | InboxClaim::Skipped => {
-                            stop = Some(stop.map_or(event.position, |p| p.min(event.position)));
+                            // A held pair is passed, bookmarked (its handler's first pair, or
+                            // its lane's); any other waits, and the checkpoint stops before it.
+                            let held = (claim == InboxClaim::Skipped)
+                                .then(|| {
+                                    holds.bookmark(delivery.handler, &delivery.lane, event.position)
+                                })
+                                .flatten();
+                            match held {
+                                Some(bookmark) => {
+                                    let lane = bookmark.lane_key().to_owned();
+                                    bookmarks
+                                        .entry((delivery.handler, lane))
+                                        .or_insert(bookmark);
+                                }
+                                None => {
+                                    stop = Some(
+                                        stop.map_or(event.position, |p| p.min(event.position)),
+                                    );
+                                }
+                            }
                         }
                     }
                 }
                 if order.full() || !more {
                     break;
                 }
-                // What this page holds is done or someone else's: look further along.
+                // What this page holds is done, held or someone else's: look further along.
                 page = self.read_all(last, batch).await?;
                 if page.is_empty() {
                     break;
@@ -143,27 +181,49 @@ impl App {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            self.close_pass(subscriber, from, stop.map_or(last, |p| p - 1), claimed)
+            let to = stop.map_or(last, |p| p - 1);
+            // Only what the checkpoint passes needs a bookmark.
+            let bookmarks: Vec<Bookmark> = bookmarks
+                .into_values()
+                .filter(|bookmark| bookmark.position <= to)
+                .collect();
+            self.close_pass(subscriber, from, to, &bookmarks, claimed || returned)
                 .await
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
 
+    /// What holds `subscriber`'s handlers of `kind` at `now`, or `None` while the subscriber
+    /// itself is paused: it makes no pass.
+    async fn read_holds(
+        &self,
+        subscriber: &str,
+        kind: &str,
+        now: Instant,
+    ) -> Result<Option<Holds>, Error> {
+        let paused = self.paused().await?;
+        if paused.subscriber(subscriber).is_some() {
+            return Ok(None);
+        }
+        Ok(Some(self.holds(kind, now, &paused).await?))
+    }
+
     /// Ends a pass of `subscriber` that read from `from`: moves its checkpoint to `to`, past the
-    /// events before the first held one so they are not read again. Someone else
-    /// moving it first is fine: they read the same events. Returns whether anything
-    /// moved, and the pass's outcome for its span.
+    /// events before the first one that waits so they are not read again, leaving `bookmarks`
+    /// where it passes held ones. Someone else moving it first is fine: they read the same
+    /// events. Returns whether anything moved, and the pass's outcome for its span.
     async fn close_pass(
         &self,
         subscriber: &str,
         from: u64,
         to: u64,
+        bookmarks: &[Bookmark],
         ran: bool,
     ) -> Result<(bool, &'static str), Error> {
         if to > from {
             let moved = self
                 .store()
-                .move_checkpoint(subscriber, Some(from), to)
+                .pass_checkpoint(subscriber, from, to, bookmarks)
                 .await?;
             return Ok((true, if moved { "advanced" } else { "moved" }));
         }

@@ -416,6 +416,13 @@ pub async fn execute(
                     )
                     .map_err(io)?;
                 }
+                for bookmark in &s.passed {
+                    writeln!(
+                        out,
+                        "  passed {bookmark} while held; they run once the hold is over"
+                    )
+                    .map_err(io)?;
+                }
             }
             for s in &lag.stale {
                 writeln!(

@@ -387,6 +387,8 @@ struct LagLine {
     position: u64,
     lag: u64,
     held: Option<String>,
+    /// Where its checkpoint passed held events.
+    passed: Vec<String>,
 }
 
 /// One read model's line on the overview.
@@ -761,6 +763,11 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             .failing
             .as_ref()
             .map(|f| format!("held by {} on {}: {}", f.handler, f.event_type, f.message)),
+        passed: s
+            .passed
+            .iter()
+            .map(|bookmark| format!("passed {bookmark} while held"))
+            .collect(),
     };
     let mut page = html(
         &shared.links,

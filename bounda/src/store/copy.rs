@@ -4,7 +4,8 @@
 //!
 //! Both read the source a page at a time and write each page into the target with
 //! [`Store::import`], which keeps every record as it was: events at their positions and versions
-//! with their ids, timestamps and metadata; checkpoints; the inbox; scheduler entries with their
+//! with their ids, timestamps and metadata; checkpoints (one that passed held events taken back
+//! to the first of them, which the target passes again while they are held); the inbox; scheduler entries with their
 //! attempts, errors and revisions; dead letters with their status; pauses. The instances index is filled
 //! afresh in the target from the events and entries copied. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
@@ -197,6 +198,13 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
     let mut checkpoints = from.checkpoints().await?;
     checkpoints
         .retain(|(subscriber, _)| !subscriber.starts_with(crate::read_model::SUBSCRIBER_PREFIX));
+    // A checkpoint that passed held events goes back to the first of them on the copy, which
+    // passes them again while they are held: the bookmarks stay behind.
+    for (subscriber, position) in &mut checkpoints {
+        if let Some(cursor) = from.cursor(subscriber).await? {
+            *position = (*position).min(cursor.handled_to());
+        }
+    }
     copied.checkpoints = checkpoints.len() as u64;
     write(
         to,

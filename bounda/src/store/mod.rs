@@ -12,6 +12,7 @@
 //! returns ready futures. Its methods return boxed futures ([`macro@async_trait`]), so the runtime
 //! holds any store as `Arc<dyn Store>`.
 
+pub mod bookmarks;
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
@@ -33,6 +34,7 @@ pub use write_set::{
     ScheduledOutcome, ScheduledRelease, StoreError, WriteSet,
 };
 
+pub use bookmarks::{Bookmark, Cursor};
 pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
 pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
@@ -166,6 +168,49 @@ pub trait Store: Send + Sync + 'static {
         from: Option<u64>,
         to: u64,
     ) -> Result<bool, StoreError>;
+
+    /// Where `subscriber` stands: its checkpoint and its [`bookmarks`], or `None` before its
+    /// first pass. A store that keeps no bookmarks keeps this default, which reads the
+    /// checkpoint.
+    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
+        Ok(self.checkpoint(subscriber).await?.map(|checkpoint| Cursor {
+            checkpoint,
+            bookmarks: Vec::new(),
+        }))
+    }
+
+    /// Moves `subscriber`'s checkpoint from `from` to `to` by compare-and-set, as
+    /// [`move_checkpoint`](Store::move_checkpoint) does, leaving `bookmarks` where it passed
+    /// held events, in one transaction: a bookmark already left for the same handler and lane
+    /// keeps the earlier position. Returns `false`, writing nothing, when someone else moved
+    /// it first. A store that keeps no bookmarks keeps this default, which refuses any.
+    async fn pass_checkpoint(
+        &self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+        bookmarks: &[Bookmark],
+    ) -> Result<bool, StoreError> {
+        if bookmarks.is_empty() {
+            return self.move_checkpoint(subscriber, Some(from), to).await;
+        }
+        Err(StoreError::new(
+            "this store keeps no bookmarks: hold handlers on a SQLite file or a PostgreSQL schema",
+        ))
+    }
+
+    /// Returns `subscriber` to its bookmarks of `holders` (handler and lane, as
+    /// [`Bookmark::lane_key`] stores it), in one transaction: deletes them and moves its
+    /// checkpoint back to just before the first of them, as stored, if it stands after it.
+    /// Bookmarks already returned to are nothing to return to.
+    async fn return_to_bookmarks(
+        &self,
+        subscriber: &str,
+        holders: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        let _ = (subscriber, holders);
+        Ok(())
+    }
 
     /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:
     /// a new claim, a lapsed one, or a failure whose retry is due is taken under

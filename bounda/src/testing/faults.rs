@@ -31,9 +31,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::store::read_models::ReadModelStore;
 use crate::store::{
-    CommitError, Committed, CopyMark, DeadLetter, Import, InOrder, InboxClaim, InboxEntry,
-    InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store, StoreError,
-    StreamTail, WriteSet,
+    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
+    InboxEntry, InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store,
+    StoreError, StreamTail, WriteSet,
 };
 use crate::{Duration, Instant, RecordedEvent};
 
@@ -280,6 +280,30 @@ impl Store for FaultyStore {
         to: u64,
     ) -> Result<bool, StoreError> {
         self.inner.move_checkpoint(subscriber, from, to).await
+    }
+
+    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
+        self.inner.cursor(subscriber).await
+    }
+
+    async fn pass_checkpoint(
+        &self,
+        subscriber: &str,
+        from: u64,
+        to: u64,
+        bookmarks: &[Bookmark],
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .pass_checkpoint(subscriber, from, to, bookmarks)
+            .await
+    }
+
+    async fn return_to_bookmarks(
+        &self,
+        subscriber: &str,
+        holders: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        self.inner.return_to_bookmarks(subscriber, holders).await
     }
 
     async fn claim_inbox(

@@ -23,6 +23,7 @@ mod dead_letters;
 mod engine;
 mod explain;
 mod faults;
+mod holds;
 mod instances;
 mod limits;
 mod metrics;

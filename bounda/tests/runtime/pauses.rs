@@ -173,8 +173,33 @@ async fn a_paused_instance_waits_while_the_others_go_on() {
     );
     let o1 = support::state::<OrderPayment>(&app, "o-1").await;
     assert_eq!(o1.paid_at, None, "o-1's payment waits");
+    let processes = |lag: bounda::Lag| {
+        lag.subscribers
+            .into_iter()
+            .find(|s| s.subscriber == "processes")
+            .unwrap()
+    };
+    let passed = processes(app.lag().await.unwrap()).passed;
+    assert_eq!(
+        passed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [format!(
+            "the events of `OrderPayment` for `o-1` from position {}",
+            passed[0].position
+        )],
+        "the processes' checkpoint passed o-1's payment, and went on"
+    );
 
     app.app().resume(&instance("o-1")).await.unwrap();
+    // Resumed, its reminder is due; it waits for the payment the checkpoint passed.
+    let reminder = app
+        .app()
+        .pending_deadlines()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|d| d.instance == "o-1" && d.field == "next_reminder")
+        .unwrap();
+    assert!(reminder.waiting && !reminder.paused, "{reminder:?}");
     app.run_until_idle().await.unwrap();
     // Its event came before its reminder's moment, so it runs first: paid, nothing to remind.
     let o1 = support::state::<OrderPayment>(&app, "o-1").await;

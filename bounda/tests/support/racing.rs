@@ -227,6 +227,25 @@ impl Store for Racing {
     ) -> Result<bool, StoreError> {
         self.inner.move_checkpoint(s, from, to).await
     }
+    async fn cursor(&self, s: &str) -> Result<Option<Cursor>, StoreError> {
+        self.inner.cursor(s).await
+    }
+    async fn pass_checkpoint(
+        &self,
+        s: &str,
+        from: u64,
+        to: u64,
+        bookmarks: &[Bookmark],
+    ) -> Result<bool, StoreError> {
+        self.inner.pass_checkpoint(s, from, to, bookmarks).await
+    }
+    async fn return_to_bookmarks(
+        &self,
+        s: &str,
+        holders: &[(&str, &str)],
+    ) -> Result<(), StoreError> {
+        self.inner.return_to_bookmarks(s, holders).await
+    }
     async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],

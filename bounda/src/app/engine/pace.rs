@@ -66,8 +66,8 @@ impl App {
             if holding.peek().is_none() {
                 continue;
             }
-            let behind = match store.checkpoint(subscriber).await? {
-                Some(position) => position < store.head().await?,
+            let behind = match store.cursor(subscriber).await? {
+                Some(cursor) => cursor.handled_to() < store.head().await?,
                 None => false,
             };
             if behind {

@@ -13,8 +13,8 @@ use crate::app::processes::writes::{armed, deadline_letter, lifecycle_at, step_w
 use crate::app::processes::{PROCESSES, ProcessRunner};
 use crate::app::{App, telemetry};
 use crate::process::plan::DueDeadline;
-use crate::store::WriteSet;
 pub(crate) use crate::store::instances::DeadlinePayload;
+use crate::store::{Bookmark, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway.
@@ -30,6 +30,9 @@ pub(crate) struct Unhandled {
     /// Whether every unhandled event was read; if not, any due deadline waits.
     complete: bool,
     earliest: HashMap<(&'static str, String), Instant>,
+    /// The processes and instances whose events the checkpoint passed while they were held
+    /// (`store::bookmarks`): their due deadlines wait until the runner returns to them.
+    passed: Vec<Bookmark>,
 }
 
 /// How many unhandled events the worker reads to tell which instances they reach.
@@ -40,22 +43,23 @@ impl Unhandled {
     pub(crate) fn unknown() -> Unhandled {
         Unhandled {
             complete: false,
-            earliest: HashMap::new(),
+            ..Unhandled::default()
         }
     }
 
-    /// Reads the events after the `processes` checkpoint.
+    /// Reads the events after the `processes` checkpoint, and its bookmarks.
     pub(crate) async fn read(app: &App) -> Result<Unhandled, Error> {
-        let Some(from) = app.store().checkpoint(PROCESSES).await? else {
+        let Some(cursor) = app.store().cursor(PROCESSES).await? else {
             return Ok(Unhandled {
                 complete: true,
                 ..Unhandled::default()
             });
         };
-        let events = app.read_all(from, UNHANDLED_READ).await?;
+        let events = app.read_all(cursor.checkpoint, UNHANDLED_READ).await?;
         let mut unhandled = Unhandled {
             complete: events.len() < UNHANDLED_READ,
             earliest: HashMap::new(),
+            passed: cursor.bookmarks,
         };
         for event in &events {
             unhandled.add(app, event);
@@ -96,9 +100,13 @@ impl Unhandled {
             .map(|(process, id)| (*process, id.as_str()))
     }
 
-    /// Whether instance `id` of `process` has an unhandled event stored at or before `at`.
+    /// Whether instance `id` of `process` has an unhandled event stored at or before `at`: or
+    /// may have, its events passed while it was held.
     fn holds(&self, process: &'static str, id: &str, at: Instant) -> bool {
-        if !self.complete {
+        let passed = |bookmark: &Bookmark| {
+            bookmark.handler == process && bookmark.lane.as_deref().is_none_or(|lane| lane == id)
+        };
+        if !self.complete || self.passed.iter().any(passed) {
             return true;
         }
         self.earliest

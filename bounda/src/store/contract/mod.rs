@@ -26,10 +26,12 @@ use crate::store::{
 };
 use crate::{Instant, days, millis, seconds};
 
+mod bookmarks;
 mod instances;
 mod limits;
 mod pauses;
 mod read_models;
+pub use bookmarks::*;
 pub use instances::*;
 pub use limits::*;
 pub use pauses::*;
@@ -112,6 +114,8 @@ macro_rules! store_contract_tests {
             permits_are_counted_per_window_up_to_the_cap,
             permits_taken_at_once_stay_within_the_cap,
             a_used_up_limits_entries_wait_for_its_window_to_end,
+            a_checkpoint_passes_held_events_and_returns_to_its_bookmarks,
+            passes_and_returns_at_once_never_lose_a_held_event,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {

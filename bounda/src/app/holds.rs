@@ -1,0 +1,93 @@
+//! What holds a subscriber's handlers as one pass reads it: operators' pauses of its processes,
+//! policies and instances, and the limits used up in this window. The pass leaves their pairs
+//! unclaimed and its checkpoint passes them, leaving a bookmark (`store::bookmarks`) it returns
+//! to once the hold is over.
+
+use std::collections::HashSet;
+
+use crate::app::App;
+use crate::store::{Bookmark, InOrder, PauseTarget, Paused};
+use crate::{Error, Instant};
+
+/// The handlers and lanes held in one pass of a subscriber.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    handlers: HashSet<String>,
+    /// Lanes held on their own: (handler, lane).
+    lanes: HashSet<(String, String)>,
+}
+
+impl App {
+    /// What holds the handlers of `kind` (`process` or `policy`) at `now`: the pauses in
+    /// `paused` of its handlers and instances, and the limits used up in this window.
+    pub(crate) async fn holds(
+        &self,
+        kind: &str,
+        now: Instant,
+        paused: &Paused,
+    ) -> Result<Holds, Error> {
+        let mut holds = Holds::default();
+        for pause in paused.all() {
+            match (&pause.target, kind) {
+                (PauseTarget::Process { name }, "process")
+                | (PauseTarget::Policy { name }, "policy") => {
+                    holds.handlers.insert(name.clone());
+                }
+                (PauseTarget::Instance { process, id }, "process") => {
+                    holds.lanes.insert((process.clone(), id.clone()));
+                }
+                _ => {}
+            }
+        }
+        // A handler whose limit is used up in this window waits for the next, its events in
+        // order behind the first.
+        for window in self.used_up_limits(kind, now).await? {
+            holds.handlers.insert(window.key.name);
+        }
+        Ok(holds)
+    }
+}
+
+impl Holds {
+    /// An order of claims of at most `limit` pairs that leaves the held ones.
+    pub(crate) fn order(&self, limit: usize) -> InOrder {
+        let mut order = InOrder::new(limit);
+        for handler in &self.handlers {
+            order.hold_handler(handler);
+        }
+        for (handler, lane) in &self.lanes {
+            order.hold_lane(handler, lane);
+        }
+        order
+    }
+
+    /// The bookmark a pass leaves at `position` for `handler`'s pair of `lane`, if a hold keeps
+    /// it: its handler's, or its lane's alone.
+    pub(crate) fn bookmark(&self, handler: &str, lane: &str, position: u64) -> Option<Bookmark> {
+        let lane = if self.handlers.contains(handler) {
+            None
+        } else if self.holds_lane(handler, lane) {
+            Some(lane.to_owned())
+        } else {
+            return None;
+        };
+        Some(Bookmark {
+            handler: handler.to_owned(),
+            lane,
+            position,
+        })
+    }
+
+    /// Whether the hold that left `bookmark` still stands: its pairs are still held.
+    pub(crate) fn keeps(&self, bookmark: &Bookmark) -> bool {
+        self.handlers.contains(&bookmark.handler)
+            || bookmark
+                .lane
+                .as_ref()
+                .is_some_and(|lane| self.holds_lane(&bookmark.handler, lane))
+    }
+
+    fn holds_lane(&self, handler: &str, lane: &str) -> bool {
+        self.lanes.contains(&(handler.to_owned(), lane.to_owned()))
+    }
+}
