@@ -8,8 +8,8 @@ use crate::{Error, app};
 impl App {
     /// Pauses `target` on behalf of operator `by`, saying why if `reason` is given: from the
     /// next pass of every runner on this store, a paused subscriber makes no pass, a paused
-    /// process's or policy's events wait (and its later ones behind them), a paused instance's
-    /// too, and a paused process's or instance's deadlines and a paused policy's delayed runs are
+    /// process's or policy's events wait in order while the subscriber's other handlers go on,
+    /// a paused instance's too, and a paused process's or instance's deadlines and a paused policy's delayed runs are
     /// not run. Once resumed, what waited runs in order; a deadline that came due meanwhile runs
     /// then, late. Answers `false`, changing nothing, when it is paused already. A name this app
     /// does not have, an instance that never started or an empty `by` is refused.

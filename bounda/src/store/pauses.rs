@@ -1,9 +1,9 @@
 //! Pauses: what an operator stopped for a while (a process, a policy, a subscriber, or one
 //! process instance), kept in the store so that every runner on it obeys them. A paused
-//! subscriber makes no pass; a paused policy or process takes no event (its later events wait
-//! behind the first, as behind a failure waiting for its retry); a paused process or instance
-//! runs no deadline, and a paused policy no delayed run: the store's claim of due entries leaves
-//! them, so they run in order, late, once resumed.
+//! subscriber makes no pass; a paused policy or process takes no event (the subscriber's
+//! checkpoint passes its events, [bookmarked](super::bookmarks), and returns to them on
+//! resume); a paused process or instance runs no deadline, and a paused policy no delayed run:
+//! the store's claim of due entries leaves them, so they run in order, late, once resumed.
 
 use std::fmt;
 

@@ -5,7 +5,7 @@ use super::runners::Runners;
 use super::{Input, Invariant, Model, Report, Simulation, Step, checks};
 use crate::app::App;
 use crate::clock::Clock;
-use crate::store::{LetterFilter, LetterStatus};
+use crate::store::{LetterFilter, LetterStatus, PauseTarget};
 use crate::{Duration, millis};
 
 /// A schedule in progress.
@@ -88,7 +88,38 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
                     .start(usize::from(*count), &*self.simulation.build)
                     .await
             }
+            Step::Pause(n, by) => {
+                self.catch_up().await?;
+                self.pause_for(usize::from(*n), millis(*by)).await?;
+                self.catch_up().await
+            }
         }
+    }
+
+    /// An operator pauses the `n`th process or policy, the clock moves `by` with the runners
+    /// working around it, and the operator resumes it.
+    async fn pause_for(&mut self, n: usize, by: Duration) -> Result<(), String> {
+        let app = self.app();
+        let processes = app.processes().map(|p| PauseTarget::Process {
+            name: p.name().to_owned(),
+        });
+        let policies = app.policies().map(|p| PauseTarget::Policy {
+            name: p.name().to_owned(),
+        });
+        let targets: Vec<PauseTarget> = processes.chain(policies).collect();
+        let Some(target) = targets.get(n % targets.len().max(1)).cloned() else {
+            return Ok(());
+        };
+        self.report.pauses += 1;
+        app.pause(target.clone(), "simulation", None)
+            .await
+            .map_err(|e| format!("pausing {target} failed: {e}"))?;
+        self.advance(by).await?;
+        self.app()
+            .resume(&target)
+            .await
+            .map_err(|e| format!("resuming {target} failed: {e}"))?;
+        Ok(())
     }
 
     /// An operator retries or discards the `n`th open letter, oldest first. A retry that fails

@@ -1,6 +1,7 @@
 //! Seeded simulations of a whole app: random schedules of outside inputs, clock moves from a
 //! millisecond to two years, outages, restarts on the same database, one to three runners taking
-//! turns, commits and port calls failing on purpose, dead letters retried and discarded; after
+//! turns, commits and port calls failing on purpose, dead letters retried and discarded, processes
+//! and policies paused for a while (when the [`Mix`] draws them); after
 //! each step the framework's invariants and the user's are checked, and a failing schedule is
 //! shrunk and printed as a test to paste.
 //!
@@ -298,6 +299,8 @@ pub struct Report {
     pub skipped: usize,
     /// Restarts.
     pub restarts: usize,
+    /// Processes and policies paused for a while, and resumed.
+    pub pauses: usize,
     /// Dead letters filed.
     pub letters: usize,
     /// Commits failed on purpose.
@@ -317,6 +320,7 @@ impl Report {
         self.checks += other.checks;
         self.skipped += other.skipped;
         self.restarts += other.restarts;
+        self.pauses += other.pauses;
         self.letters += other.letters;
         self.store_faults.add(&other.store_faults);
         self.port_faults.add(&other.port_faults);
@@ -332,7 +336,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "{} schedules, {} steps, {} checks ({} skipped while work was pending), {} restarts, \
-             {} dead letters; commits failed: {} busy, {} full, {} I/O, {} after writing; port \
+             {} pauses, {} dead letters; commits failed: {} busy, {} full, {} I/O, {} after writing; port \
              calls failed: {} retriable, {} terminal, {} panics, {} hangs; {} side effects ({} \
              repeats dropped)",
             self.schedules,
@@ -340,6 +344,7 @@ impl fmt::Display for Report {
             self.checks,
             self.skipped,
             self.restarts,
+            self.pauses,
             self.letters,
             store.busy,
             store.full,

@@ -29,6 +29,10 @@ pub enum Step<I> {
     Discard(u8),
     /// Every runner stops, and this many (1 to 3) open the same database again.
     Restart(u8),
+    /// An operator pauses the `n`th process or policy (modulo their count, processes first),
+    /// the clock moves this many milliseconds with a runner running, and the operator resumes
+    /// it: what it held runs then, late, in order.
+    Pause(u8, u64),
 }
 
 /// How often each kind of step is drawn, in shares: a schedule of a domain without letters or
@@ -49,6 +53,9 @@ pub struct Mix {
     pub discard: u32,
     /// Restarts.
     pub restart: u32,
+    /// A process or a policy paused for a while. None by default: a reference model that
+    /// expects each step's work done at once does not know about pauses.
+    pub pause: u32,
 }
 
 impl Default for Mix {
@@ -61,6 +68,7 @@ impl Default for Mix {
             retry: 8,
             discard: 4,
             restart: 7,
+            pause: 0,
         }
     }
 }
@@ -100,6 +108,7 @@ pub(crate) fn generate<I>(
         mix.retry,
         mix.discard,
         mix.restart,
+        mix.pause,
     ];
     let total: u32 = shares.iter().sum();
     while schedule.len() < steps && total > 0 {
@@ -116,7 +125,8 @@ pub(crate) fn generate<I>(
             3 => Step::Turn(rng.random_range(0..3)),
             4 => Step::Retry(rng.random_range(0..4)),
             5 => Step::Discard(rng.random_range(0..4)),
-            _ => Step::Restart(rng.random_range(1..4)),
+            6 => Step::Restart(rng.random_range(1..4)),
+            _ => Step::Pause(rng.random_range(0..4), span(&mut rng)),
         });
     }
     schedule
