@@ -926,6 +926,21 @@ async fn the_page_says_what_is_paused_and_by_whom() {
         story.contains(r#"<p class="bad" id="paused">process OrderPayment paused since"#),
         "{story}"
     );
+    // The lag panel says where the processes' checkpoint passed its events.
+    let paid = app.app().store().head().await.unwrap() + 1;
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-paused".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    let (_, lag, _) = get(&app, None, "/lag").await;
+    assert!(
+        lag.contains(&format!(
+            r#"<div class="muted passed">passed the events of `OrderPayment` from position {paid} while held</div>"#
+        )),
+        "{lag}"
+    );
 }
 
 // Issue 24: an instance's page leads to pausing it or its process, the overview to pausing a

@@ -431,9 +431,24 @@ mod cli {
         )
         .await;
         assert_eq!(paused, "instance OrderPayment o-1 paused by carol\n");
+        let paid = app.app().store().head().await.unwrap() + 1;
+        app.dispatch(MarkOrderPaid {
+            order_id: "o-1".into(),
+        })
+        .await
+        .unwrap();
+        place(&app, "o-2").await;
+        app.run_until_idle().await.unwrap();
         let lag = run(&app, &["lag"]).await;
         assert!(
             lag.contains("paused: instance OrderPayment o-1 paused since 2026-01-01T00:00:00.000Z by carol: a refund is pending"),
+            "{lag}"
+        );
+        assert!(
+            lag.contains(&format!(
+                "\n  passed the events of `OrderPayment` for `o-1` from position {paid} while held; \
+                 they run once the hold is over\n"
+            )),
             "{lag}"
         );
         let deadlines = run(&app, &["deadlines"]).await;
@@ -462,6 +477,25 @@ async fn a_copy_keeps_what_is_paused() {
         .pause(instance("o-1"), "frank", Some("checking"))
         .await
         .unwrap();
+    // Its payment is passed by the processes' checkpoint, bookmarked, as o-2 goes on.
+    let paid = app.app().store().head().await.unwrap() + 1;
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    place(&app, "o-2").await;
+    app.run_until_idle().await.unwrap();
+    let source = app
+        .app()
+        .store()
+        .cursor("processes")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(source.handled_to(), paid - 1, "{source:?}");
+    assert!(source.checkpoint > paid, "{source:?}");
+
     let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
     bounda::store::copy(app.app().store(), &copy, "test", app.now())
         .await
@@ -469,5 +503,13 @@ async fn a_copy_keeps_what_is_paused() {
     assert_eq!(
         copy.pauses().await.unwrap(),
         app.app().pauses().await.unwrap()
+    );
+    assert_eq!(
+        copy.cursor("processes").await.unwrap(),
+        Some(bounda::store::Cursor {
+            checkpoint: paid - 1,
+            bookmarks: Vec::new(),
+        }),
+        "the copy's checkpoint stands before what the source's passed"
     );
 }
