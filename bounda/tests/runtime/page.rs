@@ -927,12 +927,7 @@ async fn the_page_says_what_is_paused_and_by_whom() {
         "{story}"
     );
     // The lag panel says where the processes' checkpoint passed its events.
-    let paid = app.app().store().head().await.unwrap() + 1;
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-paused".into(),
-    })
-    .await
-    .unwrap();
+    let paid = support::pay(&app, "o-paused").await;
     app.run_until_idle().await.unwrap();
     let (_, lag, _) = get(&app, None, "/lag").await;
     assert!(

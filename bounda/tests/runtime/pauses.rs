@@ -431,12 +431,7 @@ mod cli {
         )
         .await;
         assert_eq!(paused, "instance OrderPayment o-1 paused by carol\n");
-        let paid = app.app().store().head().await.unwrap() + 1;
-        app.dispatch(MarkOrderPaid {
-            order_id: "o-1".into(),
-        })
-        .await
-        .unwrap();
+        let paid = support::pay(&app, "o-1").await;
         place(&app, "o-2").await;
         app.run_until_idle().await.unwrap();
         let lag = run(&app, &["lag"]).await;
@@ -478,12 +473,7 @@ async fn a_copy_keeps_what_is_paused() {
         .await
         .unwrap();
     // Its payment is passed by the processes' checkpoint, bookmarked, as o-2 goes on.
-    let paid = app.app().store().head().await.unwrap() + 1;
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-1".into(),
-    })
-    .await
-    .unwrap();
+    let paid = support::pay(&app, "o-1").await;
     place(&app, "o-2").await;
     app.run_until_idle().await.unwrap();
     let source = app

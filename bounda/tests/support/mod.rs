@@ -78,6 +78,17 @@ pub async fn write_state(
     store.commit(&odd).await.expect("the state is written");
 }
 
+/// Marks order `id` paid, and answers the position its payment was stored at.
+pub async fn pay(app: &bounda::testing::TestApp, id: &str) -> u64 {
+    let at = app.app().store().head().await.expect("the head reads") + 1;
+    app.dispatch(storefront::MarkOrderPaid {
+        order_id: id.to_owned(),
+    })
+    .await
+    .expect("the order is paid");
+    at
+}
+
 /// The lifecycle events of instance `id` of process `P`, in order.
 pub async fn lifecycle<P: bounda::Process>(
     app: &bounda::testing::TestApp,
