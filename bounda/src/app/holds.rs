@@ -26,14 +26,22 @@ impl App {
         now: Instant,
         paused: &Paused,
     ) -> Result<Holds, Error> {
+        // Only what this app runs is held: a pause of a handler since removed from the code
+        // keeps no bookmark, which is returned to and found to have nothing left to run.
+        let runs = |name: &str| match kind {
+            "process" => self.processes().any(|p| p.name() == name),
+            _ => self.policies().any(|p| p.name() == name),
+        };
         let mut holds = Holds::default();
         for pause in paused.all() {
             match (&pause.target, kind) {
                 (PauseTarget::Process { name }, "process")
-                | (PauseTarget::Policy { name }, "policy") => {
+                | (PauseTarget::Policy { name }, "policy")
+                    if runs(name) =>
+                {
                     holds.handlers.insert(name.clone());
                 }
-                (PauseTarget::Instance { process, id }, "process") => {
+                (PauseTarget::Instance { process, id }, "process") if runs(process) => {
                     holds.lanes.insert((process.clone(), id.clone()));
                 }
                 _ => {}

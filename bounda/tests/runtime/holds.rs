@@ -192,3 +192,26 @@ async fn a_long_held_limit_holds_none_of_the_other_policys_events() {
     assert!(lag.passed.is_empty(), "{:?}", lag.passed);
     assert_eq!(lag.lag, 0);
 }
+
+// Issue 24: a bookmark of a paused policy that a deploy removed from the code is returned to by
+// the next build's runner, which finds nothing left to run there: its lag is none.
+#[tokio::test]
+async fn a_bookmark_of_a_handler_the_app_no_longer_runs_is_let_go() {
+    let app = two_policies(Config::default()).await;
+    app.app().pause(confirming(), "alice", None).await.unwrap();
+    let (ids, _) = place_orders(&app, "removed-", 3).await;
+    assert!(app.run_until_idle().await.unwrap().idle);
+    assert_eq!(policies_lag(&app).await.passed.len(), 1);
+
+    let next = support::another_app(&app.app().store_arc(), app.clock(), |builder| {
+        builder.policy::<NoteOnOrderPlaced>()
+    })
+    .await;
+    let (later, _) = place_orders(&next, "removed-later-", 1).await;
+    assert!(next.run_until_idle().await.unwrap().idle);
+    noted(&ids);
+    noted(&later);
+    let lag = policies_lag(&next).await;
+    assert!(lag.passed.is_empty(), "{:?}", lag.passed);
+    assert_eq!(lag.lag, 0);
+}
