@@ -114,6 +114,13 @@ pub async fn acknowledge_on_ticket_opened(cx: Reaction<'_, TicketOpened>) -> Res
     Ok(())
 }
 
+/// Audits every ticket opened: the policy paused beside `acknowledge_on_ticket_opened` when its
+/// reactions are measured past a paused one.
+#[policy]
+pub async fn audit_on_ticket_opened(_cx: Reaction<'_, TicketOpened>) -> Result<()> {
+    Ok(())
+}
+
 /// The process whose deadline firings are measured, in a module of its own as bounda asks of
 /// processes (its generated `At<Field>` types live next to it).
 pub mod expiry {

@@ -381,12 +381,22 @@ async fn main() {
         }
 
         let n = sizes.reactions;
-        if wants("reactions") {
-            let reactions = measure::reactions(files.fresh("reactions").path(), mode, n).await;
-            let reaction_floors = floors(&files, "reactions", |path, per_tx| {
-                floor::reactions(path, mode, n, per_tx)
+        let mut reaction_floors = None;
+        for (what, beside_paused) in [
+            ("reactions", false),
+            ("reactions, beside a paused policy", true),
+        ] {
+            if !wants(what) {
+                continue;
+            }
+            let reactions =
+                measure::reactions(files.fresh("reactions").path(), mode, n, beside_paused).await;
+            let measured_floors = *reaction_floors.get_or_insert_with(|| {
+                floors(&files, "reactions", |path, per_tx| {
+                    floor::reactions(path, mode, n, per_tx)
+                })
             });
-            rows.push(row("reactions", mode.label(), reactions, reaction_floors));
+            rows.push(row(what, mode.label(), reactions, measured_floors));
         }
 
         let n = sizes.projections;

@@ -16,7 +16,7 @@ use rusqlite::Connection;
 use crate::Mode;
 use crate::domain::expiry::{EXPIRES_AFTER_HOURS, Expiry};
 use crate::domain::listing;
-use crate::domain::{AcknowledgeOnTicketOpened, OpenTicket};
+use crate::domain::{AcknowledgeOnTicketOpened, AuditOnTicketOpened, OpenTicket};
 use crate::floor;
 
 /// Passes `run_until_idle` may make: far more than any measurement needs (bounda's own limit,
@@ -179,13 +179,27 @@ async fn firings(
 
 /// Reactions: a policy that sends one command per `TicketOpened`. The app is built first, so
 /// the policy starts at the head, then `units` tickets are opened untimed; timed is the run
-/// until idle in which the policy reacts to each.
-pub async fn reactions(path: &Path, mode: Mode, units: usize) -> Measured {
+/// until idle in which the policy reacts to each. `beside_paused` adds a second policy on the
+/// same events, paused throughout: the subscriber passes its events, bookmarked, while the
+/// first reacts.
+pub async fn reactions(path: &Path, mode: Mode, units: usize, beside_paused: bool) -> Measured {
     let store = open(path, mode);
-    let app =
-        TestApp::new(builder(&store, Config::default()).policy::<AcknowledgeOnTicketOpened>())
+    let mut builder = builder(&store, Config::default()).policy::<AcknowledgeOnTicketOpened>();
+    if beside_paused {
+        builder = builder.policy::<AuditOnTicketOpened>();
+    }
+    let app = TestApp::new(builder)
+        .await
+        .expect("cannot build the reaction app");
+    if beside_paused {
+        let audit = bounda::store::PauseTarget::Policy {
+            name: "audit_on_ticket_opened".into(),
+        };
+        app.app()
+            .pause(audit, "bench", None)
             .await
-            .expect("cannot build the reaction app");
+            .expect("cannot pause the audit");
+    }
     open_tickets(&app, units).await;
     checkpoint(path);
     let before = store.write_transactions();
@@ -622,8 +636,10 @@ mod tests {
             one_by_one.write_tx >= 3,
             "batches of one commit each: {one_by_one:?}"
         );
-        let reacted = reactions(&path("r.db"), Mode::Normal, 3).await;
+        let reacted = reactions(&path("r.db"), Mode::Normal, 3, false).await;
         assert!(reacted.write_tx >= 1, "{reacted:?}");
+        let past_paused = reactions(&path("rp.db"), Mode::Normal, 3, true).await;
+        assert_eq!(past_paused.units, 3, "{past_paused:?}");
         let late = lateness(&path("l.db"), Mode::Normal, 2, Duration::from_millis(10)).await;
         assert_eq!(late.units, 2);
         assert!(late.max >= late.median);
