@@ -6,31 +6,41 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::sql;
 
-/// Where `subscriber` stands, or `None` before its first pass.
+/// Where `subscriber` stands, or `None` before its first pass: in one statement, so the
+/// checkpoint and its bookmarks are read at one moment, whatever another process on the file
+/// writes meanwhile.
 pub(crate) fn cursor(conn: &Connection, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
-    let Some(checkpoint) = conn
-        .prepare_cached("SELECT position FROM bounda_checkpoints WHERE subscriber = ?1")
-        .and_then(|mut s| s.query_row([subscriber], |row| row.get(0)).optional())
-        .map_err(sql("cannot read a checkpoint"))?
-    else {
-        return Ok(None);
-    };
-    let bookmarks = conn
+    type Row = (u64, Option<String>, Option<String>, Option<u64>);
+    let rows: Vec<Row> = conn
         .prepare_cached(
-            "SELECT handler, lane, position FROM bounda_bookmarks WHERE subscriber = ?1
-             ORDER BY handler, lane",
+            "SELECT c.position, b.handler, b.lane, b.position
+             FROM bounda_checkpoints c
+             LEFT JOIN bounda_bookmarks b ON b.subscriber = c.subscriber
+             WHERE c.subscriber = ?1
+             ORDER BY b.handler, b.lane",
         )
         .and_then(|mut s| {
             s.query_map([subscriber], |row| {
-                Ok(Bookmark::from_parts(row.get(0)?, row.get(1)?, row.get(2)?))
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
             })?
             .collect()
         })
-        .map_err(sql("cannot read a subscriber's bookmarks"))?;
-    Ok(Some(Cursor {
-        checkpoint,
-        bookmarks,
-    }))
+        .map_err(sql("cannot read a checkpoint and its bookmarks"))?;
+    let Some((checkpoint, ..)) = rows.first() else {
+        return Ok(None);
+    };
+    let mut cursor = Cursor {
+        checkpoint: *checkpoint,
+        bookmarks: Vec::new(),
+    };
+    for (_, handler, lane, position) in rows {
+        if let (Some(handler), Some(lane), Some(position)) = (handler, lane, position) {
+            cursor
+                .bookmarks
+                .push(Bookmark::from_parts(handler, lane, position));
+        }
+    }
+    Ok(Some(cursor))
 }
 
 /// Moves `subscriber`'s checkpoint from `from` to `to`, leaving `bookmarks`, in one

@@ -56,7 +56,9 @@ pub struct Lag {
     /// an operator may remove them.
     pub stale: Vec<SubscriberLag>,
     /// Due process deadlines held back behind an unhandled event of their instance stored at or
-    /// before them (of the instances the first thousand unhandled events reach).
+    /// before them (of the instances the first thousand events after the checkpoint reach; those
+    /// behind events the checkpoint passed while their process was held wait too, not counted
+    /// here: see each subscriber's `passed`).
     pub waiting_deadlines: u64,
     /// Pending deadlines of failed instances, held by their failure until its letter is retried
     /// (of the instances the oldest thousand open process letters name).
@@ -221,8 +223,10 @@ impl App {
     }
 
     /// Due deadlines held back behind an unhandled event of their instance stored at or before
-    /// them, as the store says (of the instances the first thousand unhandled events reach,
-    /// paused ones left out): what any reader sees, not only the process that runs the worker.
+    /// them, as the store says (of the instances the first thousand events after the checkpoint
+    /// reach, paused ones left out): what any reader sees, not only the process that runs the
+    /// worker. A deadline of a process whose events the checkpoint passed while it was held
+    /// also waits until the runner returns to them; `passed` shows those.
     pub(crate) async fn waiting_deadline_count(&self) -> Result<u64, Error> {
         let unhandled = Unhandled::read(self).await?;
         if unhandled.instances().next().is_none() {

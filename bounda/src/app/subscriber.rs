@@ -23,7 +23,7 @@ pub(crate) struct Delivery {
 }
 
 /// How many pages of events (a batch each) a pass reads at most while the pairs it meets are
-/// done or held by other runners: so several runners share a subscriber's work, each finding
+/// done, held, or taken by other runners: so several runners share a subscriber's work, each finding
 /// lanes the others do not hold, however far along the log.
 const PAGES: usize = 8;
 
@@ -36,7 +36,8 @@ impl App {
     /// batch of deliveries, in order, from the events after the checkpoint: pages on past
     /// deliveries that are done, held (bookmarking the first of each holder) or that other
     /// runners hold, leaving their lanes to them, and runs what it claimed. The checkpoint then
-    /// stops just before the first delivery it could not settle.
+    /// moves past the held deliveries, bookmarked, and stops just before the first delivery
+    /// that waits (for its retry, for another runner, for a permit).
     pub(crate) async fn subscriber_pass(
         &self,
         subscriber: &'static str,

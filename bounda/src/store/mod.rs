@@ -169,8 +169,9 @@ pub trait Store: Send + Sync + 'static {
         to: u64,
     ) -> Result<bool, StoreError>;
 
-    /// Where `subscriber` stands: its checkpoint and its [`bookmarks`], or `None` before its
-    /// first pass. A store that keeps no bookmarks keeps this default, which reads the
+    /// Where `subscriber` stands: its checkpoint and its [`bookmarks`], read at one moment (a
+    /// return to a bookmark committing meanwhile is seen whole or not at all), or `None` before
+    /// its first pass. A store that keeps no bookmarks keeps this default, which reads the
     /// checkpoint.
     async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
         Ok(self.checkpoint(subscriber).await?.map(|checkpoint| Cursor {
@@ -183,7 +184,9 @@ pub trait Store: Send + Sync + 'static {
     /// [`move_checkpoint`](Store::move_checkpoint) does, leaving `bookmarks` where it passed
     /// held events, in one transaction: a bookmark already left for the same handler and lane
     /// keeps the earlier position. Returns `false`, writing nothing, when someone else moved
-    /// it first. A store that keeps no bookmarks keeps this default, which refuses any.
+    /// it first. A store that keeps no bookmarks keeps this default, which moves the
+    /// checkpoint no further than just before the first bookmark: the held events wait there,
+    /// and the subscriber's other handlers as far as a pass reads past them.
     async fn pass_checkpoint(
         &self,
         subscriber: &str,
@@ -191,25 +194,35 @@ pub trait Store: Send + Sync + 'static {
         to: u64,
         bookmarks: &[Bookmark],
     ) -> Result<bool, StoreError> {
-        if bookmarks.is_empty() {
-            return self.move_checkpoint(subscriber, Some(from), to).await;
+        let to = bookmarks
+            .iter()
+            .map(|bookmark| bookmark.position.saturating_sub(1))
+            .fold(to, u64::min);
+        match to > from {
+            true => self.move_checkpoint(subscriber, Some(from), to).await,
+            false => Ok(false),
         }
-        Err(StoreError::new(
-            "this store keeps no bookmarks: hold handlers on a SQLite file or a PostgreSQL schema",
-        ))
     }
 
     /// Returns `subscriber` to its bookmarks of `holders` (handler and lane, as
     /// [`Bookmark::lane_key`] stores it), in one transaction: deletes them and moves its
     /// checkpoint back to just before the first of them, as stored, if it stands after it.
-    /// Bookmarks already returned to are nothing to return to.
+    /// Bookmarks already returned to are nothing to return to. A store that keeps no bookmarks
+    /// (whose [`cursor`](Store::cursor) never has any) keeps this default, which refuses to
+    /// return to one.
     async fn return_to_bookmarks(
         &self,
         subscriber: &str,
         holders: &[(&str, &str)],
     ) -> Result<(), StoreError> {
-        let _ = (subscriber, holders);
-        Ok(())
+        match holders.is_empty() {
+            true => Ok(()),
+            false => Err(StoreError::new(format!(
+                "this store keeps no bookmarks, yet {subscriber} was to return to {} of them: \
+                 a store that leaves bookmarks must return to them",
+                holders.len()
+            ))),
+        }
     }
 
     /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:

@@ -216,7 +216,8 @@ impl TestApp {
     /// retries are waited for by moving the clock to them, never beyond the last retry; what is
     /// due before that runs on the way, in order. A due deadline held back for its
     /// instance's unhandled events gets its worker rounds at the current moment first, and runs
-    /// once they are up.
+    /// once they are up; a retry that comes due within the time those rounds take a worker (a
+    /// poll interval each) runs first, as it would on a real clock.
     pub async fn run_until_idle(&self) -> Result<Idle, Error> {
         self.run_until_idle_with(MAX_PASSES).await
     }
@@ -287,11 +288,18 @@ impl TestApp {
             let held = self.app.limit_held_until(now).await?;
             // A deadline held back for its instance's unhandled events gets its worker rounds
             // at this moment, and then runs, before the clock moves on (spec 86); unless a limit
-            // holds work, whose window's end comes first.
+            // holds work, whose window's end comes first, or a retry comes due within the time
+            // those rounds take a worker (a poll interval each), which then runs first: the
+            // event it retries may be what the deadline waits for.
+            let retry = self.app.next_retry_at().await?;
             if self.app.waiting_deadline_count().await? > 0 && held.is_none() {
+                let poll = self.app.config().dispatcher.poll_interval.as_millis();
+                let rounds = u64::from(crate::app::processes::deadline_run::MAX_WAIT_ROUNDS);
+                if let Some(at) = retry.filter(|at| *at <= now + crate::millis(poll * rounds)) {
+                    self.clock.advance_to(at);
+                }
                 continue;
             }
-            let retry = self.app.next_retry_at().await?;
             let Some(retry) = retry.into_iter().chain(held).min() else {
                 return Ok(Idle {
                     idle: true,

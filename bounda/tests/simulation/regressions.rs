@@ -51,3 +51,28 @@ async fn work_behind_a_claim_left_by_a_failed_commit_is_waited_for() {
         )
         .await;
 }
+
+// Paused seed 43, shrunk: a payment stored while its process was paused, and a deadline of its
+// instance that came due meanwhile. Resumed, the payment's step failed once (a port fault) and
+// waited a second for its retry, while the test app gave the deadline its ten worker rounds at
+// that one moment and ran it first. A worker's rounds take a poll interval each: a retry due
+// within them now runs first.
+#[tokio::test]
+async fn a_retry_due_within_a_waiting_deadlines_rounds_runs_first() {
+    #[allow(unused_imports)]
+    use Outside::*;
+    use bounda::testing::simulate::Step;
+    crate::held()
+        .replay(
+            43,
+            &[
+                Step::Send(Open(0)),
+                Step::Send(Open(2)),
+                Step::Advance(105577082),
+                Step::Pause(0, 8),
+                Step::Send(Pay(0, 35)),
+                Step::Advance(112590999),
+            ],
+        )
+        .await;
+}

@@ -18,7 +18,7 @@ use crate::store::{Bookmark, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// Worker rounds a due deadline waits for the process runner before it runs anyway.
-const MAX_WAIT_ROUNDS: u32 = 10;
+pub(crate) const MAX_WAIT_ROUNDS: u32 = 10;
 
 /// The field of a deadline letter whose instance's state could not be read.
 const UNREADABLE_STATE: &str = "unreadable-state";

@@ -154,14 +154,39 @@ pub async fn passes_and_returns_at_once_never_lose_a_held_event(store: &dyn Stor
             }
             .boxed()
         };
-        let mut racers = vec![pass(), go_back(), pass(), go_back(), pass()];
+        // A cursor read among them sees each write whole: never the checkpoint past the held
+        // event without the bookmark before it.
+        let passed_without_a_bookmark = |cursor: &Cursor| {
+            cursor.checkpoint >= held && !cursor.bookmarks.iter().any(|b| b.position <= held)
+        };
+        let read = || {
+            async move {
+                let cursor = store.cursor("processes").await.unwrap().unwrap();
+                assert!(
+                    !passed_without_a_bookmark(&cursor),
+                    "round {round}: read mid-race, the held event at {held} was passed without \
+                     a bookmark: {cursor:?}"
+                );
+            }
+            .boxed()
+        };
+        let mut racers = vec![
+            pass(),
+            read(),
+            go_back(),
+            read(),
+            pass(),
+            go_back(),
+            read(),
+            pass(),
+        ];
         if round % 2 == 1 {
             racers.reverse();
         }
         futures_util::future::join_all(racers).await;
         let cursor = store.cursor("processes").await.unwrap().unwrap();
         assert!(
-            cursor.checkpoint < held || cursor.bookmarks.iter().any(|b| b.position <= held),
+            !passed_without_a_bookmark(&cursor),
             "round {round}: the held event at {held} was passed without a bookmark: {cursor:?}"
         );
         // Whatever stands, return to it, and go on from a little further.

@@ -5,7 +5,7 @@ use super::runners::Runners;
 use super::{Input, Invariant, Model, Report, Simulation, Step, checks};
 use crate::app::App;
 use crate::clock::Clock;
-use crate::store::{LetterFilter, LetterStatus, PauseTarget};
+use crate::store::{InstanceQuery, InstanceStatus, LetterFilter, LetterStatus, PauseTarget};
 use crate::{Duration, millis};
 
 /// A schedule in progress.
@@ -15,6 +15,8 @@ pub(crate) struct Run<'s, I: Input, M: Model<I>> {
     model: M,
     /// Whether work may be pending that no runner has run (after an outage).
     dirty: bool,
+    /// What an operator paused, with how many more steps the pause lasts.
+    paused: Vec<(PauseTarget, u8)>,
     report: Report,
 }
 
@@ -25,6 +27,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
             runners,
             model,
             dirty: false,
+            paused: Vec::new(),
             report: Report {
                 schedules: 1,
                 ..Report::default()
@@ -52,6 +55,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
 
     pub(crate) async fn step(&mut self, step: &Step<I>) -> Result<(), String> {
         self.report.steps += 1;
+        self.resume_when_over(false).await?;
         match step {
             Step::Send(input) => {
                 self.catch_up().await?;
@@ -88,17 +92,16 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
                     .start(usize::from(*count), &*self.simulation.build)
                     .await
             }
-            Step::Pause(n, by) => {
+            Step::Pause(n, steps) => {
                 self.catch_up().await?;
-                self.pause_for(usize::from(*n), millis(*by)).await?;
-                self.catch_up().await
+                self.pause(usize::from(*n), *steps).await
             }
         }
     }
 
-    /// An operator pauses the `n`th process or policy, the clock moves `by` with the runners
-    /// working around it, and the operator resumes it.
-    async fn pause_for(&mut self, n: usize, by: Duration) -> Result<(), String> {
+    /// An operator pauses the `n`th process, policy or running instance (of the first few) for
+    /// `steps` steps; one already paused stays paused for as long as its pause says.
+    async fn pause(&mut self, n: usize, steps: u8) -> Result<(), String> {
         let app = self.app();
         let processes = app.processes().map(|p| PauseTarget::Process {
             name: p.name().to_owned(),
@@ -106,20 +109,58 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         let policies = app.policies().map(|p| PauseTarget::Policy {
             name: p.name().to_owned(),
         });
-        let targets: Vec<PauseTarget> = processes.chain(policies).collect();
+        let running = InstanceQuery {
+            status: Some(InstanceStatus::Running),
+            limit: 2,
+            ..InstanceQuery::default()
+        };
+        let instances = app
+            .instances(&running)
+            .await
+            .map_err(|e| format!("the instances do not read: {e}"))?
+            .rows
+            .into_iter()
+            .map(|row| PauseTarget::Instance {
+                process: row.process,
+                id: row.instance_id,
+            });
+        let targets: Vec<PauseTarget> = processes.chain(policies).chain(instances).collect();
         let Some(target) = targets.get(n % targets.len().max(1)).cloned() else {
             return Ok(());
         };
+        if self.paused.iter().any(|(paused, _)| *paused == target) {
+            return Ok(());
+        }
         self.report.pauses += 1;
         app.pause(target.clone(), "simulation", None)
             .await
             .map_err(|e| format!("pausing {target} failed: {e}"))?;
-        self.advance(by).await?;
-        self.app()
-            .resume(&target)
-            .await
-            .map_err(|e| format!("resuming {target} failed: {e}"))?;
+        self.paused.push((target, steps));
         Ok(())
+    }
+
+    /// Counts a step off each pause, and resumes those that are over, or all of them at the
+    /// `end`, letting the runners catch up then.
+    async fn resume_when_over(&mut self, end: bool) -> Result<(), String> {
+        let mut resumed = false;
+        let mut still = Vec::new();
+        for (target, steps) in std::mem::take(&mut self.paused) {
+            let left = steps.saturating_sub(1);
+            if left > 0 && !end {
+                still.push((target, left));
+                continue;
+            }
+            self.app()
+                .resume(&target)
+                .await
+                .map_err(|e| format!("resuming {target} failed: {e}"))?;
+            resumed = true;
+        }
+        self.paused = still;
+        match resumed {
+            true => self.catch_up().await,
+            false => Ok(()),
+        }
     }
 
     /// An operator retries or discards the `n`th open letter, oldest first. A retry that fails
@@ -155,7 +196,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
 
     /// The invariants, the user's and the model's comparison, unless work is pending.
     pub(crate) async fn check(&mut self) -> Result<(), String> {
-        if self.dirty {
+        if self.dirty || !self.paused.is_empty() {
             self.report.skipped += 1;
             return Ok(());
         }
@@ -175,6 +216,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
     /// through, and one that fails for good is a letter.
     pub(crate) async fn finish(mut self) -> Result<Report, String> {
         self.runners.stop_faults();
+        self.resume_when_over(true).await?;
         self.catch_up().await?;
         if self.simulation.settle > Duration::ZERO {
             self.advance(self.simulation.settle).await?;

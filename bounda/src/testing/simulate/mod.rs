@@ -295,7 +295,7 @@ pub struct Report {
     pub steps: usize,
     /// Times the invariants (and the model) were checked.
     pub checks: usize,
-    /// Checks skipped because an outage left work pending.
+    /// Checks skipped because an outage left work pending, or something was paused.
     pub skipped: usize,
     /// Restarts.
     pub restarts: usize,
@@ -335,7 +335,7 @@ impl fmt::Display for Report {
         let port = &self.port_faults;
         write!(
             f,
-            "{} schedules, {} steps, {} checks ({} skipped while work was pending), {} restarts, \
+            "{} schedules, {} steps, {} checks ({} skipped while work was pending or paused), {} restarts, \
              {} pauses, {} dead letters; commits failed: {} busy, {} full, {} I/O, {} after writing; port \
              calls failed: {} retriable, {} terminal, {} panics, {} hangs; {} side effects ({} \
              repeats dropped)",

@@ -29,10 +29,11 @@ pub enum Step<I> {
     Discard(u8),
     /// Every runner stops, and this many (1 to 3) open the same database again.
     Restart(u8),
-    /// An operator pauses the `n`th process or policy (modulo their count, processes first),
-    /// the clock moves this many milliseconds with a runner running, and the operator resumes
-    /// it: what it held runs then, late, in order.
-    Pause(u8, u64),
+    /// An operator pauses the `n`th process, policy or running instance (modulo their count:
+    /// processes, policies, then the first two instances running) for this many of the steps
+    /// that follow (1 to 8), and then resumes it: what it held runs then, late, in order. The
+    /// checks wait while something is paused.
+    Pause(u8, u8),
 }
 
 /// How often each kind of step is drawn, in shares: a schedule of a domain without letters or
@@ -126,7 +127,7 @@ pub(crate) fn generate<I>(
             4 => Step::Retry(rng.random_range(0..4)),
             5 => Step::Discard(rng.random_range(0..4)),
             6 => Step::Restart(rng.random_range(1..4)),
-            _ => Step::Pause(rng.random_range(0..4), span(&mut rng)),
+            _ => Step::Pause(rng.random_range(0..6), rng.random_range(1..9)),
         });
     }
     schedule
