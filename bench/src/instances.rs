@@ -240,14 +240,8 @@ pub async fn time(store: &dyn Store) -> Vec<(&'static str, Duration, u64)> {
 /// is dropped and its schema version set back to before it: the migration's fill from the log,
 /// as an upgrade makes it.
 pub fn migrate_again(path: &std::path::Path) -> Duration {
-    let conn = rusqlite::Connection::open(path).expect("cannot open the instances' file");
-    // Back to schema 10: the migrations after it (the index, the pauses, the limits) run again.
-    conn.execute_batch(
-        "DROP TABLE bounda_instances; DROP TABLE bounda_pauses; DROP TABLE bounda_limits;
-         PRAGMA user_version = 10;",
-    )
-    .expect("cannot drop the index");
-    drop(conn);
+    // Back to schema 10: the migrations after it (the index, and what came after) run again.
+    bounda_sqlite::downgrade(path, 10).expect("cannot take the file back to schema 10");
     let start = Clock::now();
     let store = bounda_sqlite::SqliteStore::open(path).expect("the file migrates");
     let took = start.elapsed();

@@ -284,6 +284,24 @@ async fn then(
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 
+/// The statements that take tables named by `names` back to schema `version`: drop the tables
+/// the later migrations created, and set the version.
+#[cfg(feature = "testing")]
+pub(crate) fn downgrade(names: &Names, version: i32) -> Result<String, StoreError> {
+    let later = usize::try_from(version)
+        .ok()
+        .and_then(|version| MIGRATIONS.get(version..))
+        .ok_or_else(|| StoreError::new(format!("this build knows no schema {version}")))?;
+    let mut statements = String::new();
+    for migration in later {
+        for table in bounda::store::migrations::created_tables(migration)? {
+            statements.push_str(&names.sql(&format!("DROP TABLE {table};\n")));
+        }
+    }
+    statements.push_str(&names.sql(&format!("UPDATE {{t}}schema SET version = {version};")));
+    Ok(statements)
+}
+
 /// Runs the migrations the database lacks, in one transaction under an advisory lock, so
 /// processes starting together each see them run once. Refuses a database of a newer bounda,
 /// having changed nothing.

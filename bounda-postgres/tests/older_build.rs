@@ -57,18 +57,9 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
     let store = PostgresStore::connect(&url, options()).await.unwrap();
     contract::streams_written_without_the_index(&store).await;
     drop(store);
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    testing::downgrade(&url, &options(), 5)
         .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .batch_execute(&format!(
-            "DROP TABLE {schema}.instances; DROP TABLE {schema}.pauses; DROP TABLE {schema}.limits;
-             DROP TABLE {schema}.bookmarks;
-             UPDATE {schema}.schema SET version = 5;"
-        ))
-        .await
-        .unwrap();
+        .expect("back to schema 5");
     let store = PostgresStore::connect(&url, options()).await.unwrap();
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
     contract::the_unindexed_streams_are_filled(&store).await;

@@ -39,6 +39,8 @@ use rusqlite::Connection;
 pub use connection::{Options, Synchronous};
 pub use opener::Files;
 #[cfg(feature = "testing")]
+pub use schema::downgrade;
+#[cfg(feature = "testing")]
 pub use scratch::ScratchFile;
 
 /// The SQLite store. One connection, behind a mutex: SQLite has one writer per file anyway, and

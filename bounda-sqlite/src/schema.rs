@@ -260,6 +260,29 @@ fn then(version: usize, conn: &Connection) -> rusqlite::Result<()> {
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
+/// Takes the file at `path` back to schema `version`, as a build of that version left it: drops
+/// the tables the later migrations created (what they held is lost) and sets its version, so
+/// that opening it runs them again. For tests and benchmarks of a migration; refuses when a
+/// later migration did more than create tables.
+#[cfg(feature = "testing")]
+pub fn downgrade(path: &std::path::Path, version: u32) -> Result<(), StoreError> {
+    let later = MIGRATIONS
+        .get(version as usize..)
+        .ok_or_else(|| StoreError::new(format!("this build knows no schema {version}")))?;
+    let mut statements = String::new();
+    for migration in later {
+        for table in bounda::store::migrations::created_tables(migration)? {
+            statements.push_str(&format!("DROP TABLE {table};\n"));
+        }
+    }
+    statements.push_str(&format!("PRAGMA user_version = {version};"));
+    Connection::open(path)
+        .and_then(|conn| conn.execute_batch(&statements))
+        .map_err(|e| {
+            StoreError::with_source(format!("cannot take the file back to schema {version}"), e)
+        })
+}
+
 /// The database's schema version, refusing one newer than this build. Reads only.
 pub(crate) fn check_version(conn: &Connection) -> Result<u32, StoreError> {
     let version: u32 = conn

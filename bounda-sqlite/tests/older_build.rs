@@ -70,15 +70,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_it_migr
     let store = SqliteStore::open(&path).expect("a new file");
     contract::streams_written_without_the_index(&store).await;
     drop(store);
-    Connection::open(&path)
-        .and_then(|conn| {
-            conn.execute_batch(
-                "DROP TABLE bounda_instances; DROP TABLE bounda_pauses; DROP TABLE bounda_limits;
-                 DROP TABLE bounda_bookmarks;
-                 PRAGMA user_version = 10;",
-            )
-        })
-        .expect("back to schema 10");
+    bounda_sqlite::downgrade(&path, 10).expect("back to schema 10");
     let store = SqliteStore::open(&path).expect("the file migrates");
     contract::the_unindexed_streams_are_filled(&store).await;
 }

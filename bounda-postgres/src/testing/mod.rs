@@ -71,6 +71,32 @@ fn run(bin: &Path, dir: &Path, as_root: bool, program: &str, args: &[&str]) -> R
     }
 }
 
+/// Takes the tables `options` name on the server at `url` back to schema `version`, as a build
+/// of that version left them: drops the tables the later migrations created (what they held is
+/// lost) and sets the version, so that connecting runs them again. For tests and benchmarks of
+/// a migration; refuses when a later migration did more than create tables.
+pub async fn downgrade(
+    url: &str,
+    options: &crate::Options,
+    version: i32,
+) -> Result<(), bounda::store::StoreError> {
+    let names = crate::names::Names::new(&options.schema, &options.table_prefix)?;
+    let statements = crate::schema::downgrade(&names, version)?;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(crate::sql::failed("cannot connect to take the tables back"))?;
+    let connection = tokio::spawn(connection);
+    let done = client
+        .batch_execute(&statements)
+        .await
+        .map_err(crate::sql::failed(
+            "cannot take the tables back to an older schema",
+        ));
+    drop(client);
+    let _ = connection.await;
+    done
+}
+
 /// Stops the shared test server (its sessions end, new connections are refused), as a
 /// restart, a failover or an outage does, until [`start_server`]. It stops it for every test
 /// of this process: a test that calls it belongs in a test file of its own. An error for a

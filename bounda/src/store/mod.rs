@@ -18,6 +18,7 @@ pub mod contract;
 mod copy;
 pub mod instances;
 pub mod limits;
+pub mod migrations;
 pub mod open;
 pub mod pauses;
 pub mod protocol;

@@ -1,0 +1,61 @@
+//! What the stores' schema migrations share: reading which tables a migration creates, so a
+//! test or a benchmark of a migration can take a database back to the schema before it (see
+//! `bounda_sqlite::downgrade` and `bounda_postgres::testing::downgrade`).
+
+use crate::store::StoreError;
+
+/// The tables the statements of one migration create, in order, named as written (a store's
+/// placeholders kept). Refuses a migration with a statement other than `CREATE TABLE` or
+/// `CREATE [UNIQUE] INDEX`: dropping its tables would not undo it.
+pub fn created_tables(migration: &str) -> Result<Vec<String>, StoreError> {
+    let mut tables = Vec::new();
+    for statement in migration.split(';').map(str::trim) {
+        if statement.is_empty() || statement.starts_with("CREATE INDEX") {
+            continue;
+        }
+        if statement.starts_with("CREATE UNIQUE INDEX") {
+            continue;
+        }
+        let Some(rest) = statement.strip_prefix("CREATE TABLE") else {
+            return Err(StoreError::new(format!(
+                "a migration does more than create tables and indexes, which dropping its \
+                 tables would not undo: `{}`",
+                statement.lines().next().unwrap_or(statement)
+            )));
+        };
+        let name: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '(')
+            .collect();
+        tables.push(name);
+    }
+    Ok(tables)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_migrations_tables_are_read_and_anything_else_refused() {
+        let migration = "
+            CREATE TABLE {t}instances (
+                process TEXT NOT NULL
+            );
+            CREATE INDEX {p}instances_newest ON {t}instances (process);
+            CREATE TABLE bounda_pauses(kind TEXT);
+        ";
+        assert_eq!(
+            created_tables(migration).unwrap(),
+            ["{t}instances", "bounda_pauses"]
+        );
+        let refused = created_tables("CREATE TABLE a (x); ALTER TABLE b ADD COLUMN y TEXT;")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("`ALTER TABLE b ADD COLUMN y TEXT`"),
+            "{refused}"
+        );
+    }
+}
