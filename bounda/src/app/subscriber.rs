@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::holds::Holds;
 use crate::app::{App, telemetry};
-use crate::store::{Bookmark, InboxClaim, InboxPair};
+use crate::store::{Bookmark, Cursor, InboxClaim, InboxPair};
 use crate::{Error, Instant, RecordedEvent};
 use tracing::Instrument;
 
@@ -59,16 +59,8 @@ impl App {
             let Some(read) = self.read_holds(subscriber, kind, now).await? else {
                 return Ok(false);
             };
-            let over: Vec<(&str, &str)> = cursor
-                .bookmarks
-                .iter()
-                .filter(|bookmark| !read.keeps(bookmark))
-                .map(|bookmark| (bookmark.handler.as_str(), bookmark.lane_key()))
-                .collect();
-            if !over.is_empty() {
-                store.return_to_bookmarks(subscriber, &over).await?;
-                tracing::debug!(subscriber, held = ?over, "returned to the events a hold kept");
-                returned = true;
+            returned = self.return_to_ended(subscriber, &cursor, &read).await?;
+            if returned {
                 match store.cursor(subscriber).await? {
                     Some(again) => cursor = again,
                     None => return Ok(true),
@@ -192,6 +184,28 @@ impl App {
                 .await
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
+    }
+
+    /// Returns `subscriber` to the bookmarks of `cursor` whose hold `holds` no longer keeps;
+    /// whether there were any.
+    async fn return_to_ended(
+        &self,
+        subscriber: &str,
+        cursor: &Cursor,
+        holds: &Holds,
+    ) -> Result<bool, Error> {
+        let over: Vec<(&str, &str)> = cursor
+            .bookmarks
+            .iter()
+            .filter(|bookmark| !holds.keeps(bookmark))
+            .map(|bookmark| (bookmark.handler.as_str(), bookmark.lane_key()))
+            .collect();
+        if over.is_empty() {
+            return Ok(false);
+        }
+        self.store().return_to_bookmarks(subscriber, &over).await?;
+        tracing::debug!(subscriber, held = ?over, "returned to the events a hold kept");
+        Ok(true)
     }
 
     /// What holds `subscriber`'s handlers of `kind` at `now`, or `None` while the subscriber
