@@ -67,35 +67,28 @@ pub async fn a_checkpoint_passes_held_events_and_returns_to_its_bookmarks(store:
     );
 
     // A handler's bookmark and a lane's of another are apart; returning to one keeps the other.
-    store
-        .return_to_bookmarks("policies", &[("Billing", "o-1")])
-        .await
-        .unwrap();
+    let go_back = |subscriber: &'static str, holders: &'static [(&'static str, &'static str)]| async move {
+        store
+            .return_to_bookmarks(subscriber, holders)
+            .await
+            .unwrap();
+        store.cursor(subscriber).await.unwrap().unwrap()
+    };
+    let stands = |checkpoint: u64, bookmarks: Vec<Bookmark>| Cursor {
+        checkpoint,
+        bookmarks,
+    };
     assert_eq!(
-        store.cursor("policies").await.unwrap().unwrap(),
-        Cursor {
-            checkpoint: 3,
-            bookmarks: vec![sms.clone()],
-        }
+        go_back("policies", &[("Billing", "o-1")]).await,
+        stands(3, vec![sms.clone()])
     );
-    store
-        .return_to_bookmarks("policies", &[("SendSms", ""), ("Billing", "o-1")])
-        .await
-        .unwrap();
     assert_eq!(
-        store.cursor("policies").await.unwrap().unwrap(),
-        Cursor {
-            checkpoint: 2,
-            bookmarks: Vec::new(),
-        }
+        go_back("policies", &[("SendSms", ""), ("Billing", "o-1")]).await,
+        stands(2, Vec::new())
     );
-    store
-        .return_to_bookmarks("policies", &[("SendSms", "")])
-        .await
-        .unwrap();
     assert_eq!(
-        store.cursor("policies").await.unwrap().unwrap().checkpoint,
-        2,
+        go_back("policies", &[("SendSms", "")]).await,
+        stands(2, Vec::new()),
         "a bookmark returned to is nothing to return to"
     );
 
@@ -109,16 +102,9 @@ pub async fn a_checkpoint_passes_held_events_and_returns_to_its_bookmarks(store:
     );
     assert!(store.pass_checkpoint("policies", 2, 9, &[]).await.unwrap());
     assert_eq!(
-        store.cursor("policies").await.unwrap().unwrap(),
-        Cursor {
-            checkpoint: 9,
-            bookmarks: Vec::new(),
-        }
+        go_back("policies", &[("SendSms", "")]).await,
+        stands(9, Vec::new())
     );
-    store
-        .return_to_bookmarks("policies", &[("SendSms", "")])
-        .await
-        .unwrap();
     assert_eq!(
         store.cursor("processes").await.unwrap().unwrap().checkpoint,
         4,
