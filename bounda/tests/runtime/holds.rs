@@ -55,12 +55,8 @@ fn confirming() -> PauseTarget {
 
 /// Places `count` orders named `prefix` and a number, and the position of the first one's event.
 async fn place_orders(app: &TestApp, prefix: &str, count: usize) -> (Vec<String>, u64) {
-    let ids: Vec<String> = (0..count).map(|n| format!("{prefix}{n:04}")).collect();
     let first = app.app().store().head().await.unwrap() + 1;
-    for id in &ids {
-        app.dispatch(place(id)).await.unwrap();
-    }
-    (ids, first)
+    (support::place_orders(app, prefix, count).await, first)
 }
 
 /// When `note_on_order_placed` ran for each of `ids`, each checked to have run once.
@@ -84,12 +80,8 @@ fn noted(ids: &[String]) -> Vec<Instant> {
 async fn confirmations(app: &TestApp, ids: &[String]) -> Vec<Instant> {
     let mut moments = Vec::new();
     for id in ids {
-        let events = app.events_of::<Order>(id).await.unwrap().0;
-        let confirmed: Vec<Instant> = events
-            .iter()
-            .filter(|event| event.event_type == "ConfirmationSent")
-            .map(|event| event.timestamp)
-            .collect();
+        let confirmed =
+            support::stored::<Order>(app, std::slice::from_ref(id), "ConfirmationSent").await;
         assert!(confirmed.len() <= 1, "{id} confirmed once: {confirmed:?}");
         moments.extend(confirmed);
     }
@@ -178,12 +170,7 @@ async fn a_long_held_limit_holds_none_of_the_other_policys_events() {
     );
     let confirmed = confirmations(&app, &ids).await;
     assert_eq!(confirmed.len(), ids.len(), "each confirmed once");
-    let mut per_second: BTreeMap<i64, usize> = BTreeMap::new();
-    for at in &confirmed {
-        *per_second
-            .entry(at.as_millis().div_euclid(1_000))
-            .or_default() += 1;
-    }
+    let per_second = support::per_second(&confirmed);
     assert!(
         per_second.len() == 100 && per_second.values().all(|&n| n == 10),
         "ten a second for a hundred seconds: {per_second:?}"

@@ -7,7 +7,6 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::listed::ConfirmOnOrderPlaced;
@@ -41,30 +40,6 @@ fn payments(rate: &str, store: Arc<dyn Store>) -> AppBuilder {
         )))
 }
 
-/// Places `count` orders, `o-0000` on.
-async fn place_orders(app: &TestApp, count: usize) -> Vec<String> {
-    let ids: Vec<String> = (0..count).map(|n| format!("o-{n:04}")).collect();
-    for id in &ids {
-        app.dispatch(place(id)).await.unwrap();
-    }
-    ids
-}
-
-/// The moments each of `ids` stored `event_type` on `aggregate`'s stream.
-async fn stored<A: Aggregate>(app: &TestApp, ids: &[String], event_type: &str) -> Vec<Instant> {
-    let mut moments = Vec::new();
-    for id in ids {
-        let events = app.events_of::<A>(id).await.unwrap().0;
-        moments.extend(
-            events
-                .iter()
-                .filter(|event| event.event_type == event_type)
-                .map(|event| event.timestamp),
-        );
-    }
-    moments
-}
-
 /// The moments `id`'s lifecycle events of `event_type` were stored at.
 async fn moments(app: &TestApp, id: &str, event_type: &str) -> Vec<Instant> {
     support::lifecycle::<OrderPayment>(app, id)
@@ -75,15 +50,6 @@ async fn moments(app: &TestApp, id: &str, event_type: &str) -> Vec<Instant> {
         .collect()
 }
 
-/// How many of `moments` fall in each second, by the second's start.
-fn per_second(moments: &[Instant]) -> BTreeMap<i64, usize> {
-    let mut seconds = BTreeMap::new();
-    for at in moments {
-        *seconds.entry(at.as_millis().div_euclid(1_000)).or_default() += 1;
-    }
-    seconds
-}
-
 // Issue 24: 1,000 deadlines due at once under a limit of 100/s take ten seconds of simulated
 // time, 100 in each second, and each fires once; the events that started the instances were
 // paced the same way.
@@ -91,14 +57,14 @@ fn per_second(moments: &[Instant]) -> BTreeMap<i64, usize> {
 async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
     let app = shop("100/s").await;
     let placed = app.now();
-    let ids = place_orders(&app, 1_000).await;
+    let ids = support::place_orders(&app, "o-", 1_000).await;
     assert!(app.run_until_idle().await.unwrap().idle);
     let mut started = Vec::new();
     for id in &ids {
         started.extend(moments(&app, id, "ProcessStarted").await);
     }
     assert_eq!(started.len(), 1_000, "each instance started once");
-    let by_second = per_second(&started);
+    let by_second = support::per_second(&started);
     assert_eq!(by_second.len(), 10, "{by_second:?}");
     assert!(by_second.values().all(|&n| n == 100), "{by_second:?}");
 
@@ -146,7 +112,7 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
         );
         reached.extend(ran);
     }
-    let by_second = per_second(&reached);
+    let by_second = support::per_second(&reached);
     assert!(by_second.values().all(|&n| n <= 100), "{by_second:?}");
     assert_eq!(
         by_second.len(),
@@ -168,7 +134,7 @@ async fn a_thousand_deadlines_due_at_once_run_at_the_limits_rate() {
 #[tokio::test]
 async fn a_limit_keeps_each_instances_deadlines_in_order() {
     let app = shop("1/s").await;
-    let ids = place_orders(&app, 3).await;
+    let ids = support::place_orders(&app, "o-", 3).await;
     assert!(app.run_until_idle().await.unwrap().idle);
     let out = app.now() + hours(80);
     app.clock().advance_to(out);
@@ -208,7 +174,7 @@ async fn a_limit_keeps_each_instances_deadlines_in_order() {
 #[tokio::test]
 async fn two_runners_share_one_limit() {
     let one = shop("100/s").await;
-    let ids = place_orders(&one, 300).await;
+    let ids = support::place_orders(&one, "o-", 300).await;
     assert!(one.run_until_idle().await.unwrap().idle);
     let other = TestApp::with_app(
         payments("100/s", one.app().store_arc())
@@ -275,11 +241,11 @@ async fn policies_and_scheduled_commands_run_at_their_limits_rate() {
     )
     .await
     .unwrap();
-    let ids = place_orders(&on_events, 20).await;
+    let ids = support::place_orders(&on_events, "o-", 20).await;
     assert!(on_events.run_until_idle().await.unwrap().idle);
-    let confirmed = stored::<Order>(&on_events, &ids, "ConfirmationSent").await;
+    let confirmed = support::stored::<Order>(&on_events, &ids, "ConfirmationSent").await;
     assert_eq!(confirmed.len(), 20);
-    let by_second = per_second(&confirmed);
+    let by_second = support::per_second(&confirmed);
     assert!(
         by_second.len() == 4 && by_second.values().all(|&n| n == 5),
         "{by_second:?}"
@@ -299,7 +265,7 @@ async fn policies_and_scheduled_commands_run_at_their_limits_rate() {
     .await
     .unwrap();
     let placed = delayed.now();
-    let ids = place_orders(&delayed, 20).await;
+    let ids = support::place_orders(&delayed, "o-", 20).await;
     // Scheduling the delayed runs takes no permit: all twenty are scheduled at once.
     assert!(delayed.run_until_idle().await.unwrap().idle);
     assert_eq!(delayed.now(), placed, "nothing waited for a window");
@@ -308,9 +274,9 @@ async fn policies_and_scheduled_commands_run_at_their_limits_rate() {
         ("ConfirmationSent", placed + hours(1)),
         ("ReminderSent", placed + hours(2)),
     ] {
-        let moments = stored::<Order>(&delayed, &ids, event_type).await;
+        let moments = support::stored::<Order>(&delayed, &ids, event_type).await;
         assert_eq!(moments.len(), 20, "{event_type}");
-        let by_second = per_second(&moments);
+        let by_second = support::per_second(&moments);
         assert!(
             by_second.len() == 4 && by_second.values().all(|&n| n == 5),
             "{event_type}: {by_second:?}"

@@ -78,6 +78,49 @@ pub async fn write_state(
     store.commit(&odd).await.expect("the state is written");
 }
 
+/// Places `count` orders named `prefix` and a number from `0000`, one after another.
+pub async fn place_orders(
+    app: &bounda::testing::TestApp,
+    prefix: &str,
+    count: usize,
+) -> Vec<String> {
+    let ids: Vec<String> = (0..count).map(|n| format!("{prefix}{n:04}")).collect();
+    for id in &ids {
+        app.dispatch(storefront::place(id))
+            .await
+            .expect("the order is placed");
+    }
+    ids
+}
+
+/// The moments each of `ids` stored `event_type` on `A`'s stream.
+pub async fn stored<A: bounda::Aggregate>(
+    app: &bounda::testing::TestApp,
+    ids: &[String],
+    event_type: &str,
+) -> Vec<bounda::Instant> {
+    let mut moments = Vec::new();
+    for id in ids {
+        let events = app.events_of::<A>(id).await.expect("the stream reads").0;
+        moments.extend(
+            events
+                .iter()
+                .filter(|event| event.event_type == event_type)
+                .map(|event| event.timestamp),
+        );
+    }
+    moments
+}
+
+/// How many of `moments` fall in each second, by the second's start.
+pub fn per_second(moments: &[bounda::Instant]) -> std::collections::BTreeMap<i64, usize> {
+    let mut seconds = std::collections::BTreeMap::new();
+    for at in moments {
+        *seconds.entry(at.as_millis().div_euclid(1_000)).or_default() += 1;
+    }
+    seconds
+}
+
 /// Marks order `id` paid, and answers the position its payment was stored at.
 pub async fn pay(app: &bounda::testing::TestApp, id: &str) -> u64 {
     let at = app.app().store().head().await.expect("the head reads") + 1;
