@@ -288,15 +288,11 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 /// the later migrations created, and set the version.
 #[cfg(feature = "testing")]
 pub(crate) fn downgrade(names: &Names, version: i32) -> Result<String, StoreError> {
-    let later = usize::try_from(version)
-        .ok()
-        .and_then(|version| MIGRATIONS.get(version..))
-        .ok_or_else(|| StoreError::new(format!("this build knows no schema {version}")))?;
+    let after = usize::try_from(version)
+        .map_err(|_| StoreError::new(format!("this build knows no schema {version}")))?;
     let mut statements = String::new();
-    for migration in later {
-        for table in bounda::store::migrations::created_tables(migration)? {
-            statements.push_str(&names.sql(&format!("DROP TABLE {table};\n")));
-        }
+    for table in bounda::store::migrations::tables_after(MIGRATIONS, after)? {
+        statements.push_str(&names.sql(&format!("DROP TABLE {table};\n")));
     }
     statements.push_str(&names.sql(&format!("UPDATE {{t}}schema SET version = {version};")));
     Ok(statements)

@@ -287,6 +287,10 @@ impl Store for PostgresStore {
         to: u64,
         bookmarks: &[Bookmark],
     ) -> Result<bool, StoreError> {
+        // Most passes leave none: the checkpoint's move alone, one round trip.
+        if bookmarks.is_empty() {
+            return self.move_checkpoint(subscriber, Some(from), to).await;
+        }
         let mut client = self.client().await?;
         crate::bookmarks::pass(&mut client, &self.names, subscriber, from, to, bookmarks).await
     }

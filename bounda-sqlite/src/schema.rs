@@ -266,14 +266,9 @@ pub(crate) const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// later migration did more than create tables.
 #[cfg(feature = "testing")]
 pub fn downgrade(path: &std::path::Path, version: u32) -> Result<(), StoreError> {
-    let later = MIGRATIONS
-        .get(version as usize..)
-        .ok_or_else(|| StoreError::new(format!("this build knows no schema {version}")))?;
     let mut statements = String::new();
-    for migration in later {
-        for table in bounda::store::migrations::created_tables(migration)? {
-            statements.push_str(&format!("DROP TABLE {table};\n"));
-        }
+    for table in bounda::store::migrations::tables_after(MIGRATIONS, version as usize)? {
+        statements.push_str(&format!("DROP TABLE {table};\n"));
     }
     statements.push_str(&format!("PRAGMA user_version = {version};"));
     Connection::open(path)

@@ -225,6 +225,10 @@ impl Store for SqliteStore {
         to: u64,
         bookmarks: &[Bookmark],
     ) -> Result<bool, StoreError> {
+        // Most passes leave none: the checkpoint's move alone, one statement.
+        if bookmarks.is_empty() {
+            return self.move_checkpoint(subscriber, Some(from), to).await;
+        }
         let mut conn = self.lock()?;
         crate::bookmarks::pass(&mut conn, subscriber, from, to, bookmarks)
     }

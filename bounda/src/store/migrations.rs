@@ -4,6 +4,20 @@
 
 use crate::store::StoreError;
 
+/// The tables the migrations after schema `version` create, in order: what a database of that
+/// version lacks, and what taking one back to it drops. Refuses a version beyond `migrations`,
+/// and a later migration that does more than create tables (see [`created_tables`]).
+pub fn tables_after(migrations: &[&str], version: usize) -> Result<Vec<String>, StoreError> {
+    let later = migrations
+        .get(version..)
+        .ok_or_else(|| StoreError::new(format!("this build knows no schema {version}")))?;
+    let mut tables = Vec::new();
+    for migration in later {
+        tables.extend(created_tables(migration)?);
+    }
+    Ok(tables)
+}
+
 /// The tables the statements of one migration create, in order, named as written (a store's
 /// placeholders kept). Refuses a migration with a statement other than `CREATE TABLE` or
 /// `CREATE [UNIQUE] INDEX`: dropping its tables would not undo it.
@@ -56,6 +70,17 @@ mod tests {
         assert!(
             refused.contains("`ALTER TABLE b ADD COLUMN y TEXT`"),
             "{refused}"
+        );
+        let migrations = [
+            "CREATE TABLE a (x)",
+            "CREATE TABLE b (y)",
+            "CREATE TABLE c (z)",
+        ];
+        assert_eq!(tables_after(&migrations, 1).unwrap(), ["b", "c"]);
+        assert!(tables_after(&migrations, 3).unwrap().is_empty());
+        assert!(
+            tables_after(&migrations, 4).is_err(),
+            "a schema this build does not know"
         );
     }
 }
