@@ -331,35 +331,34 @@ async fn main() {
 
     for mode in [Mode::Full, Mode::Normal] {
         let n = sizes.deadlines;
+        // The floors of the deadline rows, measured once for all of them.
         let mut deadline_floors = None;
+        let mut deadline_floors = || {
+            *deadline_floors.get_or_insert_with(|| {
+                floors(&files, "deadlines", |path, per_tx| {
+                    floor::deadline_firings(path, mode, n, per_tx, 0)
+                })
+            })
+        };
         if wants("deadline firings") {
             let firings =
                 measure::deadline_firings(files.fresh("deadlines").path(), mode, n, 100, 0).await;
-            let measured_floors = floors(&files, "deadlines", |path, per_tx| {
-                floor::deadline_firings(path, mode, n, per_tx, 0)
-            });
-            deadline_floors = Some(measured_floors);
             rows.push(row(
                 "deadline firings",
                 mode.label(),
                 firings,
-                measured_floors,
+                deadline_floors(),
             ));
         }
         if wants("deadline firings, batch 1") {
             let one_by_one =
                 measure::deadline_firings(files.fresh("deadlines-batch1").path(), mode, n, 1, 0)
                     .await;
-            let measured_floors = deadline_floors.unwrap_or_else(|| {
-                floors(&files, "deadlines", |path, per_tx| {
-                    floor::deadline_firings(path, mode, n, per_tx, 0)
-                })
-            });
             rows.push(row(
                 "deadline firings, batch 1",
                 mode.label(),
                 one_by_one,
-                measured_floors,
+                deadline_floors(),
             ));
         }
 
@@ -371,12 +370,7 @@ async fn main() {
                 continue;
             }
             let paced = measure::paced_firings(files.fresh("paced").path(), mode, n, rate).await;
-            let measured_floors = deadline_floors.unwrap_or_else(|| {
-                floors(&files, "deadlines", |path, per_tx| {
-                    floor::deadline_firings(path, mode, n, per_tx, 0)
-                })
-            });
-            deadline_floors = Some(measured_floors);
+            let measured_floors = deadline_floors();
             rows.push(row(what, mode.label(), paced, measured_floors));
         }
 

@@ -3,7 +3,7 @@
 //! unclaimed and its checkpoint passes them, leaving a bookmark (`store::bookmarks`) it returns
 //! to once the hold is over.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::app::App;
 use crate::store::{Bookmark, InOrder, PauseTarget, Paused};
@@ -13,8 +13,8 @@ use crate::{Error, Instant};
 #[derive(Debug, Default)]
 pub(crate) struct Holds {
     handlers: HashSet<String>,
-    /// Lanes held on their own: (handler, lane).
-    lanes: HashSet<(String, String)>,
+    /// Lanes held on their own, by handler.
+    lanes: HashMap<String, HashSet<String>>,
 }
 
 impl App {
@@ -42,7 +42,11 @@ impl App {
                     holds.handlers.insert(name.clone());
                 }
                 (PauseTarget::Instance { process, id }, "process") if runs(process) => {
-                    holds.lanes.insert((process.clone(), id.clone()));
+                    holds
+                        .lanes
+                        .entry(process.clone())
+                        .or_default()
+                        .insert(id.clone());
                 }
                 _ => {}
             }
@@ -63,27 +67,24 @@ impl Holds {
         for handler in &self.handlers {
             order.hold_handler(handler);
         }
-        for (handler, lane) in &self.lanes {
-            order.hold_lane(handler, lane);
+        for (handler, lanes) in &self.lanes {
+            for lane in lanes {
+                order.hold_lane(handler, lane);
+            }
         }
         order
     }
 
-    /// The bookmark a pass leaves at `position` for `handler`'s pair of `lane`, if a hold keeps
-    /// it: its handler's, or its lane's alone.
-    pub(crate) fn bookmark(&self, handler: &str, lane: &str, position: u64) -> Option<Bookmark> {
-        let lane = if self.handlers.contains(handler) {
-            None
+    /// What holds `handler`'s pair of `lane`, if anything does: the whole handler (`Some(None)`)
+    /// or that lane alone (`Some(Some(lane))`). What the bookmark a pass leaves for it names.
+    pub(crate) fn holder<'l>(&self, handler: &str, lane: &'l str) -> Option<Option<&'l str>> {
+        if self.handlers.contains(handler) {
+            Some(None)
         } else if self.holds_lane(handler, lane) {
-            Some(lane.to_owned())
+            Some(Some(lane))
         } else {
-            return None;
-        };
-        Some(Bookmark {
-            handler: handler.to_owned(),
-            lane,
-            position,
-        })
+            None
+        }
     }
 
     /// Whether the hold that left `bookmark` still stands: its pairs are still held.
@@ -96,6 +97,8 @@ impl Holds {
     }
 
     fn holds_lane(&self, handler: &str, lane: &str) -> bool {
-        self.lanes.contains(&(handler.to_owned(), lane.to_owned()))
+        self.lanes
+            .get(handler)
+            .is_some_and(|lanes| lanes.contains(lane))
     }
 }

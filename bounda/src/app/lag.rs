@@ -194,11 +194,15 @@ impl App {
     /// The limits holding work back now ([`Lag::limited`]). Asks the store only when limits
     /// are set.
     pub async fn limited(&self) -> Result<Vec<Limited>, Error> {
+        self.limited_at(self.clock().now()).await
+    }
+
+    /// The limits holding work back at `now`.
+    pub(crate) async fn limited_at(&self, now: Instant) -> Result<Vec<Limited>, Error> {
         let limits = &self.config().limits;
         if limits.is_empty() {
             return Ok(Vec::new());
         }
-        let now = self.clock().now();
         let held: std::collections::HashMap<_, _> = self
             .store()
             .held_by_limits(now)

@@ -87,7 +87,7 @@ impl App {
             let mut order = holds.order(batch);
             let mut runs = Vec::new();
             let mut stop: Option<u64> = None;
-            let mut bookmarks: BTreeMap<(&'static str, String), Bookmark> = BTreeMap::new();
+            let mut bookmarks: BTreeMap<(&'static str, Option<String>), Bookmark> = BTreeMap::new();
             let mut last = from;
             for read in 1..=PAGES {
                 let more = page.len() >= batch && read < PAGES;
@@ -135,17 +135,19 @@ impl App {
                         InboxClaim::Held | InboxClaim::Waiting { .. } | InboxClaim::Skipped => {
                             // A held pair is passed, bookmarked (its handler's first pair, or
                             // its lane's); any other waits, and the checkpoint stops before it.
-                            let held = (claim == InboxClaim::Skipped)
-                                .then(|| {
-                                    holds.bookmark(delivery.handler, &delivery.lane, event.position)
-                                })
+                            let holder = (claim == InboxClaim::Skipped)
+                                .then(|| holds.holder(delivery.handler, &delivery.lane))
                                 .flatten();
-                            match held {
-                                Some(bookmark) => {
-                                    let lane = bookmark.lane_key().to_owned();
-                                    bookmarks
-                                        .entry((delivery.handler, lane))
-                                        .or_insert(bookmark);
+                            match holder {
+                                Some(lane) => {
+                                    let key = (delivery.handler, lane.map(str::to_owned));
+                                    bookmarks.entry(key).or_insert_with_key(|(handler, lane)| {
+                                        Bookmark {
+                                            handler: (*handler).to_owned(),
+                                            lane: lane.clone(),
+                                            position: event.position,
+                                        }
+                                    });
                                 }
                                 None => {
                                     stop = Some(

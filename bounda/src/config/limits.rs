@@ -35,6 +35,11 @@ impl Limits {
         self.processes.is_empty() && self.policies.is_empty() && self.commands.is_empty()
     }
 
+    /// Whether a limit of `kind` is set.
+    pub fn has(&self, kind: LimitKind) -> bool {
+        !self.of(kind).is_empty()
+    }
+
     /// The limit of `kind` named `name`, if one is set.
     pub fn get(&self, kind: LimitKind, name: &str) -> Option<&Limit> {
         self.of(kind).get(name)

@@ -36,26 +36,22 @@ pub(super) async fn act(
     headers: HeaderMap,
     Form(form): Form<PauseForm>,
 ) -> Response {
-    if action != "pause" && action != "resume" {
-        return no_such_action(&shared.links, "What is paused can be paused or resumed.");
-    }
+    let (pausing, target) = match parse(
+        &shared.links,
+        &action,
+        &form.kind,
+        &form.name,
+        &form.instance,
+    ) {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
+    };
     let operator = match authorize(&shared, &headers, &shared.links.pause(&action), &form.csrf) {
         Ok(session) => session.name,
         Err(refused) => return refused,
     };
-    let Some(target) = PauseTarget::from_parts(&form.kind, &form.name, &form.instance) else {
-        return message(
-            &shared.links,
-            StatusCode::BAD_REQUEST,
-            "Nothing to pause",
-            format!(
-                "`{}` is not what can be paused: a process, an instance, a policy or a subscriber.",
-                form.kind
-            ),
-        );
-    };
-    let done = match action.as_str() {
-        "pause" => {
+    let done = match pausing {
+        true => {
             let reason = Some(form.reason.as_str()).filter(|r| !r.trim().is_empty());
             match shared.app.pause(target, &operator, reason).await {
                 Ok(true) => "paused",
@@ -70,7 +66,7 @@ pub(super) async fn act(
                 }
             }
         }
-        "resume" => match shared.app.resume(&target).await {
+        false => match shared.app.resume(&target).await {
             Ok(true) => {
                 tracing::info!(by = %operator, "{target} resumed from the page");
                 "resumed"
@@ -84,11 +80,44 @@ pub(super) async fn act(
                 "resume-failed"
             }
         },
-        _ => {
-            return no_such_action(&shared.links, "What is paused can be paused or resumed.");
-        }
     };
     Redirect::to(&shared.links.done(done)).into_response()
+}
+
+/// The action (`true` for a pause, `false` for a resume) and the target a form or a link names,
+/// or the page that refuses them.
+#[allow(
+    clippy::result_large_err,
+    reason = "the refusal is the handler's answer, returned at once"
+)]
+fn parse(
+    links: &Links,
+    action: &str,
+    kind: &str,
+    name: &str,
+    instance: &str,
+) -> Result<(bool, PauseTarget), Response> {
+    let pausing = match action {
+        "pause" => true,
+        "resume" => false,
+        _ => {
+            return Err(no_such_action(
+                links,
+                "What is paused can be paused or resumed.",
+            ));
+        }
+    };
+    match PauseTarget::from_parts(kind, name, instance) {
+        Some(target) => Ok((pausing, target)),
+        None => Err(message(
+            links,
+            StatusCode::BAD_REQUEST,
+            "Nothing to pause",
+            format!(
+                "`{kind}` is not what can be paused: a process, an instance, a policy or a subscriber."
+            ),
+        )),
+    }
 }
 
 /// What a confirmation is asked for: the target, as the forms name it.
@@ -126,21 +155,17 @@ pub(super) async fn confirm(
     Query(target): Query<Target>,
 ) -> Response {
     let links = shared.links(&headers);
-    if action != "pause" && action != "resume" {
-        return no_such_action(&links, "What is paused can be paused or resumed.");
-    }
-    let Some(parsed) = PauseTarget::from_parts(&target.kind, &target.name, &target.instance) else {
-        return message(
-            &links,
-            StatusCode::BAD_REQUEST,
-            "Nothing to pause",
-            format!(
-                "`{}` is not what can be paused: a process, an instance, a policy or a subscriber.",
-                target.kind
-            ),
-        );
+    let (pausing, parsed) = match parse(
+        &links,
+        &action,
+        &target.kind,
+        &target.name,
+        &target.instance,
+    ) {
+        Ok(parsed) => parsed,
+        Err(refused) => return refused,
     };
-    let effects = match effects(&shared, &parsed, action == "pause").await {
+    let effects = match effects(&shared, &parsed, pausing).await {
         Ok(effects) => effects,
         Err(error) => return failed(&links, &error),
     };

@@ -63,9 +63,14 @@ impl Cursor {
     /// The position after which events may be unhandled: the checkpoint, or just before the
     /// first bookmark.
     pub fn handled_to(&self) -> u64 {
-        self.bookmarks
-            .iter()
-            .map(|bookmark| bookmark.position.saturating_sub(1))
-            .fold(self.checkpoint, u64::min)
+        before_first(self.checkpoint, &self.bookmarks)
     }
+}
+
+/// `position`, or just before the first of `bookmarks` if that comes earlier.
+pub(crate) fn before_first(position: u64, bookmarks: &[Bookmark]) -> u64 {
+    bookmarks
+        .iter()
+        .map(|bookmark| bookmark.position.saturating_sub(1))
+        .fold(position, u64::min)
 }

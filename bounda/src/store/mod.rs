@@ -195,10 +195,7 @@ pub trait Store: Send + Sync + 'static {
         to: u64,
         bookmarks: &[Bookmark],
     ) -> Result<bool, StoreError> {
-        let to = bookmarks
-            .iter()
-            .map(|bookmark| bookmark.position.saturating_sub(1))
-            .fold(to, u64::min);
+        let to = bookmarks::before_first(to, bookmarks);
         match to > from {
             true => self.move_checkpoint(subscriber, Some(from), to).await,
             false => Ok(false),

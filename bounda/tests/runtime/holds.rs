@@ -88,17 +88,6 @@ async fn confirmations(app: &TestApp, ids: &[String]) -> Vec<Instant> {
     moments
 }
 
-/// The `policies` subscriber's lag.
-async fn policies_lag(app: &TestApp) -> bounda::SubscriberLag {
-    app.lag()
-        .await
-        .unwrap()
-        .subscribers
-        .into_iter()
-        .find(|s| s.subscriber == "policies")
-        .unwrap()
-}
-
 // Issue 24: a policy paused with 2,000 events behind it holds none of the other policy's, then
 // or later: the checkpoint passes its events, bookmarked, and `lag` says so; resumed, each of
 // its events runs once and the bookmark is gone.
@@ -118,7 +107,7 @@ async fn a_long_pause_holds_none_of_the_other_policys_events() {
     );
     assert!(confirmations(&app, &ids).await.is_empty(), "paused");
     let head = app.app().store().head().await.unwrap();
-    let lag = policies_lag(&app).await;
+    let lag = support::subscriber_lag(&app, "policies").await;
     assert_eq!(
         lag.passed,
         [Bookmark {
@@ -145,7 +134,7 @@ async fn a_long_pause_holds_none_of_the_other_policys_events() {
         "resumed, every order was confirmed once"
     );
     noted(&all);
-    let lag = policies_lag(&app).await;
+    let lag = support::subscriber_lag(&app, "policies").await;
     assert!(lag.passed.is_empty(), "{:?}", lag.passed);
     assert_eq!(lag.lag, 0);
 }
@@ -175,7 +164,7 @@ async fn a_long_held_limit_holds_none_of_the_other_policys_events() {
         per_second.len() == 100 && per_second.values().all(|&n| n == 10),
         "ten a second for a hundred seconds: {per_second:?}"
     );
-    let lag = policies_lag(&app).await;
+    let lag = support::subscriber_lag(&app, "policies").await;
     assert!(lag.passed.is_empty(), "{:?}", lag.passed);
     assert_eq!(lag.lag, 0);
 }
@@ -188,7 +177,10 @@ async fn a_bookmark_of_a_handler_the_app_no_longer_runs_is_let_go() {
     app.app().pause(confirming(), "alice", None).await.unwrap();
     let (ids, _) = place_orders(&app, "removed-", 3).await;
     assert!(app.run_until_idle().await.unwrap().idle);
-    assert_eq!(policies_lag(&app).await.passed.len(), 1);
+    assert_eq!(
+        support::subscriber_lag(&app, "policies").await.passed.len(),
+        1
+    );
 
     let next = support::another_app(&app.app().store_arc(), app.clock(), |builder| {
         builder.policy::<NoteOnOrderPlaced>()
@@ -198,7 +190,7 @@ async fn a_bookmark_of_a_handler_the_app_no_longer_runs_is_let_go() {
     assert!(next.run_until_idle().await.unwrap().idle);
     noted(&ids);
     noted(&later);
-    let lag = policies_lag(&next).await;
+    let lag = support::subscriber_lag(&next, "policies").await;
     assert!(lag.passed.is_empty(), "{:?}", lag.passed);
     assert_eq!(lag.lag, 0);
 }

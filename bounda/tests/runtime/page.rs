@@ -216,7 +216,8 @@ async fn a_letter_is_retried_only_in_a_session_with_its_forms_token_from_the_pag
 
 // Issue 24: signing in takes the token once, with the operator's name; the session is a cookie
 // that is signed, HttpOnly, SameSite=Strict and expiring, which another token's page does not
-// read; signing out ends it.
+// read; signing out clears it from the browser (a copied cookie lasts until it expires, or
+// until a new token).
 #[tokio::test]
 async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
     let app = shop("o-session").await;

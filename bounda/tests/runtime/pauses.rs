@@ -152,11 +152,7 @@ async fn a_paused_instance_waits_while_the_others_go_on() {
         .pause(instance("o-1"), "alice", None)
         .await
         .unwrap();
-    app.dispatch(MarkOrderPaid {
-        order_id: "o-1".into(),
-    })
-    .await
-    .unwrap();
+    let paid = support::pay(&app, "o-1").await;
     assert!(
         app.advance(hours(25)).await.unwrap().idle,
         "a paused instance's due deadline does not wait for its events"
@@ -173,21 +169,18 @@ async fn a_paused_instance_waits_while_the_others_go_on() {
     );
     let o1 = support::state::<OrderPayment>(&app, "o-1").await;
     assert_eq!(o1.paid_at, None, "o-1's payment waits");
-    let processes = |lag: bounda::Lag| {
-        lag.subscribers
-            .into_iter()
-            .find(|s| s.subscriber == "processes")
-            .unwrap()
-    };
-    let passed = processes(app.lag().await.unwrap()).passed;
+    let lag = support::subscriber_lag(&app, "processes").await;
     assert_eq!(
-        passed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        lag.passed
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         [format!(
-            "the events of `OrderPayment` for `o-1` from position {}",
-            passed[0].position
+            "the events of `OrderPayment` for `o-1` from position {paid}"
         )],
-        "the processes' checkpoint passed o-1's payment, and went on"
+        "the processes' checkpoint passed o-1's payment"
     );
+    assert!(lag.position > paid, "and went on: {lag:?}");
 
     app.app().resume(&instance("o-1")).await.unwrap();
     // Resumed, its reminder is due; it waits for the payment the checkpoint passed.
@@ -328,6 +321,14 @@ async fn a_paused_handlers_pending_retry_leaves_the_app_at_rest() {
     assert!(
         support::letters(&app).await.is_empty(),
         "the first attempt failed, its retry waits"
+    );
+    assert_eq!(
+        support::subscriber_lag(&app, "policies")
+            .await
+            .failing
+            .map(|f| f.attempts),
+        Some(1),
+        "a retry is pending"
     );
     app.app().pause(policy.clone(), "erin", None).await.unwrap();
     assert!(

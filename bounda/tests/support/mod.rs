@@ -121,6 +121,20 @@ pub fn per_second(moments: &[bounda::Instant]) -> std::collections::BTreeMap<i64
     seconds
 }
 
+/// The lag of `subscriber` (`policies`, `processes`) as `app` reads it.
+pub async fn subscriber_lag(
+    app: &bounda::testing::TestApp,
+    subscriber: &str,
+) -> bounda::SubscriberLag {
+    app.lag()
+        .await
+        .expect("the lag reads")
+        .subscribers
+        .into_iter()
+        .find(|s| s.subscriber == subscriber)
+        .expect("the app runs that subscriber")
+}
+
 /// Marks order `id` paid, and answers the position its payment was stored at.
 pub async fn pay(app: &bounda::testing::TestApp, id: &str) -> u64 {
     let at = app.app().store().head().await.expect("the head reads") + 1;

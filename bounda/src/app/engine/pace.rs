@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::app::engine::{Report, Run};
 use crate::app::{App, POLICIES, PROCESSES};
+use crate::config::Limit;
 use crate::store::{LimitKey, LimitKind, LimitWindow};
 use crate::{Error, Instant};
 
@@ -21,7 +22,7 @@ impl App {
         let Some(kind) = LimitKind::of_handler(kind) else {
             return Ok(Vec::new());
         };
-        if self.config().limits.all().all(|(key, _)| key.kind != kind) {
+        if !self.config().limits.has(kind) {
             return Ok(Vec::new());
         }
         let windows = self.store().limit_windows(now).await?;
@@ -47,17 +48,14 @@ impl App {
     /// When the first window ends of a used-up limit that holds work back: due scheduler
     /// entries, or events of its process or policy left to take. What it holds runs then.
     pub(crate) async fn limit_held_until(&self, now: Instant) -> Result<Option<Instant>, Error> {
-        if self.config().limits.is_empty() {
-            return Ok(None);
-        }
+        let limited = self.limited_at(now).await?;
+        let mut until = limited
+            .iter()
+            .filter(|limited| limited.waiting > 0)
+            .map(|limited| limited.window.ends)
+            .min();
+        let windows: Vec<LimitWindow> = limited.into_iter().map(|l| l.window).collect();
         let store = self.store();
-        let held = store.held_by_limits(now).await?;
-        let windows = store.limit_windows(now).await?;
-        let entries = windows.iter().filter(|window| {
-            held.iter()
-                .any(|(key, count)| *key == window.key && *count > 0)
-        });
-        let mut until: Option<Instant> = entries.map(|window| window.ends).min();
         for (kind, subscriber) in [
             (LimitKind::Process, PROCESSES),
             (LimitKind::Policy, POLICIES),
@@ -86,25 +84,28 @@ impl App {
         if limits.is_empty() {
             return;
         }
-        let mut wanted: BTreeMap<LimitKey, Vec<usize>> = BTreeMap::new();
+        let mut wanted: BTreeMap<LimitKey, (&Limit, Vec<usize>)> = BTreeMap::new();
         for (index, run) in runs.iter().enumerate() {
-            let key = run
+            let paced = run
                 .work
                 .paced_as()
                 .filter(|_| run.claim.retries())
                 .and_then(|(kind, name)| {
                     let kind = LimitKind::of_handler(kind)?;
-                    limits.get(kind, &name).map(|_| LimitKey { kind, name })
+                    limits
+                        .get(kind, &name)
+                        .map(|limit| (LimitKey { kind, name }, limit))
                 });
-            if let Some(key) = key {
-                wanted.entry(key).or_default().push(index);
+            if let Some((key, limit)) = paced {
+                wanted
+                    .entry(key)
+                    .or_insert((limit, Vec::new()))
+                    .1
+                    .push(index);
             }
         }
         let now = self.clock().now();
-        for (key, indexes) in wanted {
-            let Some(limit) = limits.get(key.kind, &key.name) else {
-                continue;
-            };
+        for (key, (limit, indexes)) in wanted {
             let ends = limit.rate.window_end(now);
             let count = u32::try_from(indexes.len()).unwrap_or(u32::MAX);
             let granted = match self

@@ -114,7 +114,8 @@ pub async fn a_checkpoint_passes_held_events_and_returns_to_its_bookmarks(store:
 
 /// Passes and returns racing for one checkpoint never leave a held event passed without a
 /// bookmark: whichever wins, the checkpoint stands before the held event, or a bookmark at or
-/// before it does.
+/// before it does. The calls race on a store whose calls wait on a server; a store that answers
+/// each call at once (SQLite) takes them in the order given, both orders in turn.
 pub async fn passes_and_returns_at_once_never_lose_a_held_event(store: &dyn Store) {
     use futures_util::FutureExt;
     assert!(store.move_checkpoint("processes", None, 0).await.unwrap());

@@ -3,13 +3,9 @@
 
 use serde_json::json;
 
-use super::{claimable, due};
+use super::{claimable, due, t};
 use crate::store::{LimitKey, LimitKind, ScheduledEntry, Store, WriteSet};
 use crate::{Instant, millis, seconds};
-
-fn t(text: &str) -> Instant {
-    Instant::parse(text).unwrap()
-}
 
 fn key(kind: LimitKind, name: &str) -> LimitKey {
     LimitKey {

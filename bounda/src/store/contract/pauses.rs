@@ -2,13 +2,9 @@
 
 use serde_json::json;
 
-use super::{claimable, due};
+use super::{claimable, due, t};
+use crate::seconds;
 use crate::store::{Pause, PauseTarget, Store, WriteSet};
-use crate::{Instant, seconds};
-
-fn t(text: &str) -> Instant {
-    Instant::parse(text).unwrap()
-}
 
 fn pause(target: PauseTarget) -> Pause {
     Pause {

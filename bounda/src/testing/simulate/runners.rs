@@ -253,10 +253,12 @@ impl Runners {
     /// not: the next round reads again).
     async fn behind(&self) -> bool {
         let app = self.app();
-        let (Ok(head), Ok(lag)) = (app.store().head().await, app.lag().await) else {
+        let (Ok(head), Ok((subscribers, _))) =
+            (app.store().head().await, app.subscriber_lags().await)
+        else {
             return false;
         };
-        lag.subscribers.iter().any(|s| s.position < head)
+        subscribers.iter().any(|s| s.position < head)
     }
 
     /// Moves the clock `by` with the current runner running everything due on the way.
