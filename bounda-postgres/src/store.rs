@@ -365,26 +365,31 @@ impl Store for PostgresStore {
         Ok(changed == 1)
     }
 
-    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
-        let row = self
-            .row(
+    async fn inbox_failures(
+        &self,
+        handler: &str,
+        limit: usize,
+    ) -> Result<Vec<InboxFailure>, StoreError> {
+        let rows = self
+            .rows(
                 "cannot read inbox failures",
                 "SELECT event_id, attempts, last_error, retry_at FROM {t}inbox
                  WHERE handler = $1 AND status = 'failed'
-                 ORDER BY retry_at, event_id LIMIT 1",
-                &[&handler],
+                 ORDER BY retry_at, event_id LIMIT $2",
+                &[&handler, &rows::limit(limit)],
             )
             .await?;
-        row.map(|row| {
-            Ok(InboxFailure {
-                handler: handler.to_owned(),
-                event_id: rows::get(&row, 0)?,
-                attempts: rows::count(&row, 1)?,
-                last_error: rows::get(&row, 2)?,
-                retry_at: rows::instant(&row, 3)?,
+        rows.iter()
+            .map(|row| {
+                Ok(InboxFailure {
+                    handler: handler.to_owned(),
+                    event_id: rows::get(row, 0)?,
+                    attempts: rows::count(row, 1)?,
+                    last_error: rows::get(row, 2)?,
+                    retry_at: rows::instant(row, 3)?,
+                })
             })
-        })
-        .transpose()
+            .collect()
     }
 
     async fn claim_due(

@@ -309,15 +309,20 @@ impl Store for SqliteStore {
         .map_err(sql("cannot renew an inbox claim"))
     }
 
-    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
+    async fn inbox_failures(
+        &self,
+        handler: &str,
+        limit: usize,
+    ) -> Result<Vec<InboxFailure>, StoreError> {
         let conn = self.lock()?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         conn.prepare_cached(
             "SELECT event_id, attempts, last_error, retry_at FROM bounda_inbox
              WHERE handler = ?1 AND status = 'failed'
-             ORDER BY retry_at, event_id LIMIT 1",
+             ORDER BY retry_at, event_id LIMIT ?2",
         )
         .and_then(|mut s| {
-            s.query_row([handler], |row| {
+            s.query_map(params![handler, limit], |row| {
                 Ok(InboxFailure {
                     handler: handler.to_owned(),
                     event_id: row.get(0)?,
@@ -325,8 +330,8 @@ impl Store for SqliteStore {
                     last_error: row.get(2)?,
                     retry_at: rows::instant(row, 3)?,
                 })
-            })
-            .optional()
+            })?
+            .collect()
         })
         .map_err(sql("cannot read inbox failures"))
     }

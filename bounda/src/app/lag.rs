@@ -286,7 +286,7 @@ impl App {
     async fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
         let mut first: Option<crate::store::InboxFailure> = None;
         for handler in handlers {
-            if let Some(failure) = self.store().first_inbox_failure(handler).await?
+            if let Some(failure) = self.store().inbox_failures(handler, 1).await?.pop()
                 && first.as_ref().is_none_or(|f| failure.retry_at < f.retry_at)
             {
                 first = Some(failure);
@@ -537,7 +537,7 @@ impl App {
     }
 
     /// The earliest pending retry of a policy, a process or a scheduled entry; a paused
-    /// handler's (or subscriber's) retries wait for its resume, so they are left out.
+    /// handler's, subscriber's or instance's retries wait for its resume, so they are left out.
     pub(crate) async fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry().await?;
         let paused = self.paused().await?;
@@ -547,12 +547,41 @@ impl App {
             if paused.handler(name).is_some() || paused.subscriber(subscriber).is_some() {
                 continue;
             }
-            let retry = self.store().next_inbox_retry(name).await?;
+            let retry = match paused.instances().any(|(process, _)| process == name) {
+                true => self.first_retry_unpaused(name, &paused).await?,
+                false => self.store().next_inbox_retry(name).await?,
+            };
             next = next.into_iter().chain(retry).min();
         }
         Ok(next)
     }
+
+    /// The first retry of process `name` whose instance is not paused, among its first
+    /// [`PAUSED_FAILURES`] failures.
+    async fn first_retry_unpaused(
+        &self,
+        name: &str,
+        paused: &crate::store::Paused,
+    ) -> Result<Option<Instant>, Error> {
+        let Some(runner) = self.processes().find(|p| p.name() == name) else {
+            return Ok(None);
+        };
+        for failure in self.store().inbox_failures(name, PAUSED_FAILURES).await? {
+            let instance = match self.read_event(&failure.event_id).await? {
+                Some(event) => runner.instance_of(&event).ok().flatten(),
+                None => None,
+            };
+            if instance.is_none_or(|id| paused.instance(name, &id).is_none()) {
+                return Ok(Some(failure.retry_at));
+            }
+        }
+        Ok(None)
+    }
 }
+
+/// How many failures of a process with a paused instance are read to find the first retry that
+/// is not paused.
+const PAUSED_FAILURES: usize = 100;
 
 /// The deadlines of the hours ahead, as [`App::pending_until`] reads them.
 #[derive(Debug, Clone, PartialEq, Eq)]

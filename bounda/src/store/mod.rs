@@ -285,13 +285,18 @@ pub trait Store: Send + Sync + 'static {
     /// The earliest retry moment of a failed inbox entry of `handler`, if any.
     async fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
         Ok(self
-            .first_inbox_failure(handler)
+            .inbox_failures(handler, 1)
             .await?
+            .first()
             .map(|failure| failure.retry_at))
     }
 
-    /// The failed inbox entry of `handler` whose retry comes first, if any.
-    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError>;
+    /// Up to `limit` failed inbox entries of `handler`, the first retry first.
+    async fn inbox_failures(
+        &self,
+        handler: &str,
+        limit: usize,
+    ) -> Result<Vec<InboxFailure>, StoreError>;
 
     /// Claims up to `limit` scheduler entries due at `now` whose claim is free or has lapsed
     /// (as [`claim_inbox`](Store::claim_inbox) says), ordered by (`execute_at`, `dedupe_key`),

@@ -349,8 +349,12 @@ impl Store for FaultyStore {
         self.inner.next_inbox_retry(handler).await
     }
 
-    async fn first_inbox_failure(&self, handler: &str) -> Result<Option<InboxFailure>, StoreError> {
-        self.inner.first_inbox_failure(handler).await
+    async fn inbox_failures(
+        &self,
+        handler: &str,
+        limit: usize,
+    ) -> Result<Vec<InboxFailure>, StoreError> {
+        self.inner.inbox_failures(handler, limit).await
     }
 
     async fn claim_due(

@@ -1053,3 +1053,40 @@ async fn a_follow_up_failing_retriably_holds_the_processs_later_events() {
         "the follow-up ran on its retry"
     );
 }
+
+// Issue 24: a paused instance whose event waits for its retry leaves the app at rest, its
+// other instances going on; resumed, the retry runs and the instance is paid.
+#[tokio::test]
+async fn a_paused_instances_pending_retry_leaves_the_app_at_rest() {
+    PAID_FAILS.with(|f| f.set(1));
+    let app = app().await;
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "o-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle_with(1).await.unwrap();
+    let one = bounda::store::PauseTarget::Instance {
+        process: "Settlement".into(),
+        id: "o-1".into(),
+    };
+    app.app().pause(one.clone(), "erin", None).await.unwrap();
+    app.dispatch(place("o-2")).await.unwrap();
+    assert!(
+        app.run_until_idle().await.unwrap().idle,
+        "the retry waits for the resume"
+    );
+    assert!(app.instance::<Settlement>("o-2").await.unwrap().is_some());
+    assert!(
+        state::<Settlement>(&app, "o-1").await.chase.is_set(),
+        "o-1's payment waits"
+    );
+    app.app().resume(&one).await.unwrap();
+    assert!(app.run_until_idle().await.unwrap().idle);
+    assert!(
+        !state::<Settlement>(&app, "o-1").await.chase.is_set(),
+        "resumed, the payment ran and cleared the chase"
+    );
+}

@@ -283,8 +283,8 @@ impl Store for Racing {
     ) -> Result<bool, StoreError> {
         self.inner.renew_inbox(h, e, c, now, lease).await
     }
-    async fn first_inbox_failure(&self, h: &str) -> Result<Option<InboxFailure>, StoreError> {
-        self.inner.first_inbox_failure(h).await
+    async fn inbox_failures(&self, h: &str, limit: usize) -> Result<Vec<InboxFailure>, StoreError> {
+        self.inner.inbox_failures(h, limit).await
     }
     async fn claim_due(
         &self,

@@ -69,6 +69,7 @@ macro_rules! store_contract_tests {
             checkpoints_move_by_compare_and_set,
             an_inbox_claim_is_held_then_lapses_then_settles,
             a_failed_inbox_entry_waits_for_its_retry,
+            inbox_failures_are_listed_first_retry_first,
             a_lost_inbox_claim_rolls_back_the_whole_write_set,
             scheduling_is_idempotent_on_its_key,
             due_entries_are_claimed_in_order_once,
@@ -500,14 +501,25 @@ pub async fn an_inbox_claim_is_held_then_lapses_then_settles(store: &dyn Store) 
 
 /// Claims `notify`/`e-1` at `now` under `c-1` and fails it, to be retried at `retry_at`.
 async fn fail_at(store: &dyn Store, now: Instant, lease: crate::Duration, retry_at: Instant) {
+    fail_event_at(store, "e-1", now, lease, retry_at).await;
+}
+
+/// Claims `notify`/`event_id` at `now` under `c-1` and fails it, to be retried at `retry_at`.
+async fn fail_event_at(
+    store: &dyn Store,
+    event_id: &str,
+    now: Instant,
+    lease: crate::Duration,
+    retry_at: Instant,
+) {
     store
-        .claim_inbox("notify", "e-1", "c-1", now, lease)
+        .claim_inbox("notify", event_id, "c-1", now, lease)
         .await
         .unwrap();
     let failed = WriteSet {
         inbox: Some(InboxMark {
             handler: "notify".into(),
-            event_id: "e-1".into(),
+            event_id: event_id.into(),
             claim_id: "c-1".into(),
             outcome: InboxOutcome::Failed {
                 retry_at,
@@ -518,6 +530,24 @@ async fn fail_at(store: &dyn Store, now: Instant, lease: crate::Duration, retry_
         ..WriteSet::default()
     };
     store.commit(&failed).await.unwrap();
+}
+
+/// A handler's failures are listed the first retry first, as many as asked.
+pub async fn inbox_failures_are_listed_first_retry_first(store: &dyn Store) {
+    let now = t("2026-01-01T00:00:00Z");
+    let lease = seconds(60);
+    fail_event_at(store, "e-1", now, lease, now + seconds(1)).await;
+    fail_event_at(store, "e-2", now, lease, now + millis(500)).await;
+    let failures = store.inbox_failures("notify", 10).await.unwrap();
+    assert_eq!(
+        failures
+            .iter()
+            .map(|f| (f.event_id.as_str(), f.retry_at, f.attempts))
+            .collect::<Vec<_>>(),
+        [("e-2", now + millis(500), 1), ("e-1", now + seconds(1), 1)]
+    );
+    assert_eq!(store.inbox_failures("notify", 1).await.unwrap().len(), 1);
+    assert!(store.inbox_failures("other", 10).await.unwrap().is_empty());
 }
 
 /// Pair `(handler, event_id)` of `lane`.
