@@ -247,9 +247,9 @@ pub(super) struct ProcessLine {
 pub(super) async fn process_lines(
     links: &Links,
     app: &crate::App,
+    pauses: &crate::store::Paused,
 ) -> Result<Vec<ProcessLine>, crate::Error> {
     let now = app.clock().now();
-    let pauses = app.paused().await?;
     let mut counts: std::collections::BTreeMap<String, crate::store::InstanceCounts> = app
         .instance_counts()
         .await?

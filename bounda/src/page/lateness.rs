@@ -38,10 +38,9 @@ pub(super) struct Row {
 }
 
 impl Lateness {
-    /// The deadlines the last events of `app`'s log ran, by process and lateness.
-    pub(super) async fn read(app: &App) -> Result<Lateness, Error> {
+    /// The deadlines the last events of `app`'s log (up to `head`) ran, by process and lateness.
+    pub(super) async fn read(app: &App, head: u64) -> Result<Lateness, Error> {
         let store = app.store();
-        let head = store.head().await?;
         let events = store
             .read_all(head.saturating_sub(EVENTS_READ as u64), EVENTS_READ)
             .await?;

@@ -633,7 +633,8 @@ async fn overview_page(
     }
     // Not reloaded under a signed-in operator, who may be typing into a form.
     let refresh = !links.signed_in();
-    let pauses = app.pauses().await?;
+    let paused = app.paused().await?;
+    let head = app.store().head().await?;
     Ok(Overview {
         links: links.clone(),
         now,
@@ -658,22 +659,20 @@ async fn overview_page(
         open_letters,
         writable: links.signed_in(),
         refresh,
-        processes: instances::process_lines(links, app).await?,
-        lateness: lateness::Lateness::read(app).await?,
+        processes: instances::process_lines(links, app, &paused).await?,
+        lateness: lateness::Lateness::read(app, head).await?,
         policies: app
             .policies()
             .map(|policy| {
-                let name = policy.name().to_owned();
-                let paused = pauses
-                    .iter()
-                    .find(|pause| {
-                        pause.target == crate::store::PauseTarget::Policy { name: name.clone() }
-                    })
-                    .map(ToString::to_string);
-                (name, paused)
+                let name = policy.name();
+                (
+                    name.to_owned(),
+                    paused.policy(name).map(ToString::to_string),
+                )
             })
             .collect(),
-        pauses: pauses
+        pauses: paused
+            .all()
             .iter()
             .map(|pause| {
                 let target = &pause.target;
@@ -682,7 +681,7 @@ async fn overview_page(
             })
             .collect(),
         read_models: read_model_lines(app).await?,
-        head: app.store().head().await?,
+        head,
         notice,
     })
 }

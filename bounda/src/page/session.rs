@@ -95,8 +95,7 @@ impl Keys {
 
     /// The token of the form posting to `action` (its address) in `session`.
     pub(super) fn form_token(&self, session: &Session, action: &str) -> String {
-        let text = format!("{}\n{action}", session.nonce);
-        URL_SAFE_NO_PAD.encode(sign(&self.key, text.as_bytes()))
+        URL_SAFE_NO_PAD.encode(sign(&self.key, form_text(session, action).as_bytes()))
     }
 
     /// Whether `token` is the token of the form posting to `action` in `session`, compared in a
@@ -108,9 +107,14 @@ impl Keys {
         let Ok(mut mac) = HmacSha256::new_from_slice(&self.key) else {
             return false;
         };
-        mac.update(format!("{}\n{action}", session.nonce).as_bytes());
+        mac.update(form_text(session, action).as_bytes());
         mac.verify_slice(&token).is_ok()
     }
+}
+
+/// What a form's token signs: the session's nonce and the form's address.
+fn form_text(session: &Session, action: &str) -> String {
+    format!("{}\n{action}", session.nonce)
 }
 
 /// HMAC-SHA256 of `data` under `key`.

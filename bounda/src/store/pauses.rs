@@ -159,6 +159,11 @@ impl Paused {
         })
     }
 
+    /// The pause of policy `name`, if it is paused.
+    pub fn policy(&self, name: &str) -> Option<&Pause> {
+        self.find(|t| matches!(t, PauseTarget::Policy { name: n } if n == name))
+    }
+
     /// The pause that holds instance `id` of process `process`: the process's or its own.
     pub fn instance(&self, process: &str, id: &str) -> Option<&Pause> {
         self.find(|t| matches!(t, PauseTarget::Process { name } if name == process))
@@ -185,10 +190,7 @@ impl Paused {
                 let payload = DeadlinePayload::of(entry)?;
                 self.instance(&payload.process, &payload.instance)
             }
-            POLICY_RUN => {
-                let policy = entry.payload.get("policy")?.as_str()?;
-                self.find(|t| matches!(t, PauseTarget::Policy { name } if name == policy))
-            }
+            POLICY_RUN => self.policy(entry.payload.get("policy")?.as_str()?),
             _ => None,
         }
     }
