@@ -10,7 +10,8 @@ use crate::app::policy_run::PolicyRun;
 use crate::app::reaction::Cause;
 use crate::ids::derived_id;
 use crate::store::{
-    CommitError, DeadLetter, LetterFilter, LetterKind, LetterSettle, LetterStatus, WriteSet,
+    CommitError, DeadLetter, LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus,
+    WriteSet,
 };
 use crate::{Error, Instant};
 
@@ -89,17 +90,26 @@ impl DeadLetters<'_> {
         self.app.parked_behind_letter(letter).await
     }
 
-    /// Gives the letter up: `discarded`, nothing run.
+    /// Gives the letter up: `discarded`, nothing run. The letter is claimed first, as a retry
+    /// claims it: a discard refuses a letter a retry holds (`DEAD_LETTER_SETTLED`), and a retry
+    /// that comes second finds it taken, so whichever comes second changes nothing.
     pub async fn discard(&self, id: &str) -> Result<(), Error> {
         self.failed(id).await?;
-        let writes = WriteSet {
-            settle_letter: Some(LetterSettle {
-                id: id.to_owned(),
-                status: LetterStatus::Discarded,
-            }),
-            ..WriteSet::default()
-        };
-        settled(id, self.app.commit(&writes).await)
+        self.holding(id, async |held| {
+            let writes = WriteSet {
+                require_letter: Some(LetterHold {
+                    id: held.id.clone(),
+                    claim_id: held.claim_id.clone(),
+                }),
+                settle_letter: Some(LetterSettle {
+                    id: held.id.clone(),
+                    status: LetterStatus::Discarded,
+                }),
+                ..WriteSet::default()
+            };
+            settled(&held.id, self.app.commit(&writes).await)
+        })
+        .await
     }
 
     /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids.
@@ -117,7 +127,18 @@ impl DeadLetters<'_> {
                 reason: format!("{pause}; resume it first"),
             });
         }
-        // Claimed before anything runs: of two retries at once, the second runs nothing.
+        self.holding(id, async |held| self.retry_claimed(letter, held).await)
+            .await
+    }
+
+    /// Runs `settle` holding letter `id`'s claim, taken before anything runs, so of two
+    /// operators' actions on one letter at once (two retries, a retry and a discard), the second
+    /// changes nothing and gets `DEAD_LETTER_SETTLED`.
+    async fn holding<T>(
+        &self,
+        id: &str,
+        settle: impl AsyncFnOnce(&mut LetterRetry) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let store = self.app.store();
         let mut held = LetterRetry {
             id: id.to_owned(),
@@ -130,18 +151,18 @@ impl DeadLetters<'_> {
         {
             return Err(Error::LetterSettled { id: id.to_owned() });
         }
-        let retried = self.retry_claimed(letter, &mut held).await;
+        let outcome = settle(&mut held).await;
         // Settled, the claim no longer matters; failed again, the letter is free to retry. A
-        // claim that cannot be released lapses with its lease: the retry's own outcome is what
+        // claim that cannot be released lapses with its lease: the action's own outcome is what
         // the caller needs, so the release's failure is logged, not returned in its place.
         if let Err(error) = store.release_letter(id, &held.claim_id).await {
             tracing::warn!(
                 letter = %id,
-                "a retried letter's claim could not be released; it lapses with its lease: {}",
+                "a letter's claim could not be released; it lapses with its lease: {}",
                 crate::error::chain(&error)
             );
         }
-        retried
+        outcome
     }
 
     /// The pause that holds `letter`'s work, if one does: its policy's, its process's or its

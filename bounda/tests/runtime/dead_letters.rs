@@ -8,6 +8,9 @@
 use crate::support;
 
 use std::cell::Cell;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 use bounda::prelude::*;
 use bounda::store::{LetterFilter, LetterKind, LetterStatus};
@@ -19,6 +22,9 @@ thread_local! {
     static BROKEN: Cell<bool> = const { Cell::new(true) };
     /// The idempotency keys the policy ran under, in order.
     static KEYS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// When set, the policy's next run says it is running and waits for the word to go on.
+    static GATE: std::cell::RefCell<Option<(Arc<Notify>, Arc<Notify>)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 struct ConfirmOnOrderPlaced;
@@ -32,6 +38,10 @@ impl Policy for ConfirmOnOrderPlaced {
         KEYS.with(|keys| keys.borrow_mut().push(cx.idempotency_key().to_owned()));
         // Another task may run meanwhile, as another operator's retry would.
         tokio::task::yield_now().await;
+        if let Some((running, go)) = GATE.with(|gate| gate.borrow_mut().take()) {
+            running.notify_one();
+            go.notified().await;
+        }
         if BROKEN.with(Cell::get) {
             anyhow::bail!("the mail server is down");
         }
@@ -516,6 +526,35 @@ async fn two_retries_at_once_run_the_letter_once() {
         KEYS.with(|keys| keys.borrow().len()) - runs_before,
         1,
         "the handler ran once, under one key"
+    );
+    assert_eq!(
+        app.events_of::<Order>("o-1").await.unwrap().types(),
+        ["OrderPlaced", "ConfirmationSent"]
+    );
+}
+
+// Issue 43, spec 170: a discard while a retry runs the letter's handler. Whichever comes second
+// changes nothing: the discard refuses the letter the retry holds, and the retry commits what its
+// handler did (before, the discard settled the letter and the retry's commit was refused: the
+// customer notified, no `ConfirmationSent`, the letter `discarded`).
+#[tokio::test]
+async fn a_discard_while_a_retry_runs_changes_nothing() {
+    let (app, id) = app_with_a_letter().await;
+    BROKEN.with(|b| b.set(false));
+    let (running, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    GATE.with(|gate| *gate.borrow_mut() = Some((running.clone(), go.clone())));
+    let letters = app.app().dead_letters();
+    let (retried, discarded) = tokio::join!(letters.retry(&id), async {
+        running.notified().await;
+        let discarded = letters.discard(&id).await;
+        go.notify_one();
+        discarded
+    });
+    assert!(matches!(retried, Ok(Retried::Done)), "{retried:?}");
+    assert_eq!(discarded.unwrap_err().code(), "DEAD_LETTER_SETTLED");
+    assert_eq!(
+        letters.get(&id).await.unwrap().unwrap().status,
+        LetterStatus::Retried
     );
     assert_eq!(
         app.events_of::<Order>("o-1").await.unwrap().types(),
