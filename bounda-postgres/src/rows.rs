@@ -2,8 +2,8 @@
 //! that does not read is an error naming it, never a panic.
 
 use bounda::store::{
-    DeadLetter, InboxEntry, InboxStatus, LetterKind, LetterStatus, Metadata, ScheduledEntry,
-    Snapshot, StoreError, StreamTail,
+    Columns, DeadLetter, InboxEntry, InboxStatus, LetterKind, LetterStatus, Metadata,
+    ScheduledEntry, Snapshot, StoreError, StreamTail,
 };
 use bounda::{Instant, RecordedEvent};
 use chrono::{DateTime, Utc};
@@ -71,10 +71,16 @@ pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
-/// A row of [`EVENT_COLUMNS`].
+/// A row of [`EVENT_COLUMNS`]. Metadata of another shape marks the event unreadable instead of
+/// failing the read: its row fails alone, named.
 pub(crate) fn event(row: &Row) -> Result<RecordedEvent, StoreError> {
-    let metadata: Metadata = serde_json::from_value(get(row, 8)?)
-        .map_err(|e| StoreError::with_source("an event's metadata does not read", e))?;
+    let mut columns = Columns::new("events");
+    let metadata: serde_json::Value = get(row, 8)?;
+    let read = serde_json::from_value::<Metadata>(metadata.clone())
+        .map_err(|error| format!("not event metadata: {error}"));
+    let metadata = columns.or("metadata", read, Metadata::unread(), || {
+        metadata.to_string()
+    });
     Ok(RecordedEvent {
         position: unsigned(row, 0)?,
         id: get(row, 1)?,
@@ -85,6 +91,7 @@ pub(crate) fn event(row: &Row) -> Result<RecordedEvent, StoreError> {
         payload: get(row, 6)?,
         timestamp: instant(row, 7)?,
         metadata,
+        unreadable: columns.unreadable(),
     })
 }
 
@@ -102,6 +109,8 @@ pub(crate) fn scheduled(row: &Row) -> Result<ScheduledEntry, StoreError> {
         revision: unsigned(row, 8)?,
         claim_id: get(row, 9)?,
         claimed_at: optional_instant(row, 10)?,
+        // Its columns are typed: JSON that parses and moments that do.
+        unreadable: None,
     })
 }
 

@@ -26,11 +26,17 @@ pub(crate) use free_claim;
 /// The condition that the scheduler row aliased `s` is held by a pause: a process deadline of a
 /// paused process or instance, a delayed run of a paused policy (`bounda::store::pauses`). With
 /// no pause, one read of an empty table.
-pub(crate) const PAUSED: &str = "EXISTS (SELECT 1 FROM bounda_pauses p WHERE
-    (s.command_type = 'bounda.ProcessDeadline' AND p.name = json_extract(s.payload, '$.process')
+pub(crate) const PAUSED: &str = concat!(
+    "EXISTS (SELECT 1 FROM bounda_pauses p WHERE
+    (s.command_type = 'bounda.ProcessDeadline' AND p.name = ",
+    json_field!("s.payload", "$.process"),
+    "
         AND (p.kind = 'process' OR (p.kind = 'instance' AND p.instance = s.aggregate_id)))
     OR (s.command_type = 'bounda.PolicyRun' AND p.kind = 'policy'
-        AND p.name = json_extract(s.payload, '$.policy')))";
+        AND p.name = ",
+    json_field!("s.payload", "$.policy"),
+    "))"
+);
 
 /// `now - lease`: a claim written without its end and taken before it has lapsed on the reader's
 /// lease; one taken at it ends now, and is taken over only once the lease has passed.

@@ -114,11 +114,12 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
     run(
         &format!(
             "INSERT INTO bounda_instances ({COLUMNS})
-             SELECT ?1, ?2, {}, json_extract(metadata, '$.correlationId'), timestamp, {}, {}
+             SELECT ?1, ?2, {}, {}, timestamp, {}, {}
              FROM bounda_events WHERE aggregate_type = ?{stream} AND aggregate_id = ?2
                  AND version = 1
              ON CONFLICT (process, instance_id) DO UPDATE SET {assignments}",
             column("status", "'running'"),
+            json_field!("metadata", "$.correlationId"),
             column("updated_at", "timestamp"),
             column("next_due", "NULL"),
         ),
@@ -229,12 +230,13 @@ pub(crate) fn counts(conn: &Connection, now: Instant) -> Result<Vec<InstanceCoun
 /// events and its deadline entry leave it. Run once, by the migration that makes the table,
 /// inside its transaction; reads one stream's events at a time.
 pub(crate) fn fill(conn: &Connection) -> rusqlite::Result<()> {
-    let mut events = conn.prepare(
-        "SELECT aggregate_type, aggregate_id, type, timestamp,
-             json_extract(metadata, '$.correlationId')
+    let mut events = conn.prepare(concat!(
+        "SELECT aggregate_type, aggregate_id, type, timestamp, ",
+        json_field!("metadata", "$.correlationId"),
+        "
          FROM bounda_events WHERE aggregate_type >= 'process:' AND aggregate_type < 'process;'
-         ORDER BY aggregate_type, aggregate_id, version",
-    )?;
+         ORDER BY aggregate_type, aggregate_id, version"
+    ))?;
     let mut entry = conn.prepare(&format!(
         "SELECT {} FROM bounda_scheduled_commands WHERE dedupe_key = ?1",
         rows::SCHEDULED_COLUMNS

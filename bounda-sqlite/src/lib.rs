@@ -13,6 +13,22 @@
 //! # }
 //! ```
 
+/// The value at `$path` of JSON column `$column`, or NULL when the column is not JSON (a hand
+/// edit): `json_extract` alone would fail the whole statement, and with it every row it reads.
+macro_rules! json_field {
+    ($column:literal, $path:literal) => {
+        concat!(
+            "(CASE WHEN json_valid(",
+            $column,
+            ") THEN json_extract(",
+            $column,
+            ", '",
+            $path,
+            "') END)"
+        )
+    };
+}
+
 mod bookmarks;
 mod claims;
 mod connection;

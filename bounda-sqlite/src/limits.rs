@@ -12,11 +12,13 @@ use crate::{rows, sql};
 #[rustfmt::skip] // as the condition reads
 macro_rules! paced_by {
     () => {
-        "((l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
-            AND l.name = json_extract(s.payload, '$.process'))
+        concat!(
+            "((l.kind = 'process' AND s.command_type = 'bounda.ProcessDeadline'
+            AND l.name = ", json_field!("s.payload", "$.process"), ")
         OR (l.kind = 'policy' AND s.command_type = 'bounda.PolicyRun'
-            AND l.name = json_extract(s.payload, '$.policy'))
+            AND l.name = ", json_field!("s.payload", "$.policy"), ")
         OR (l.kind = 'command' AND l.name = s.command_type))"
+        )
     };
 }
 

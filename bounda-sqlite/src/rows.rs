@@ -1,10 +1,11 @@
 //! Rows to the runtime's types. Text that does not parse is a conversion error naming the
 //! column, never a panic.
 
-use bounda::store::{DeadLetter, LetterKind, LetterStatus, Metadata, ScheduledEntry};
+use bounda::store::{Columns, DeadLetter, LetterKind, LetterStatus, Metadata, ScheduledEntry};
 use bounda::{Instant, RecordedEvent};
 use rusqlite::Row;
-use rusqlite::types::Type;
+use rusqlite::types::{Type, ValueRef};
+use serde_json::Value;
 
 /// The columns [`event`] reads, in order.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -45,10 +46,41 @@ pub(crate) fn json(row: &Row<'_>, index: usize) -> rusqlite::Result<serde_json::
     serde_json::from_str(&text).map_err(|e| conversion(index, e))
 }
 
-/// A row of [`EVENT_COLUMNS`].
+/// Column `index`'s text as stored, whatever its type, for a row that does not read.
+fn stored(row: &Row<'_>, index: usize) -> String {
+    match row.get_ref(index) {
+        Ok(ValueRef::Text(text) | ValueRef::Blob(text)) => String::from_utf8_lossy(text).into(),
+        Ok(ValueRef::Integer(value)) => value.to_string(),
+        Ok(ValueRef::Real(value)) => value.to_string(),
+        Ok(ValueRef::Null) => "NULL".to_owned(),
+        Err(error) => format!("(unreadable: {error})"),
+    }
+}
+
+/// A JSON column, or why not.
+fn json_of(row: &Row<'_>, index: usize) -> Result<Value, String> {
+    let text: String = row.get(index).map_err(|error| error.to_string())?;
+    serde_json::from_str(&text).map_err(|error| format!("not JSON: {error}"))
+}
+
+/// An ISO 8601 column, or why not.
+fn moment(row: &Row<'_>, index: usize) -> Result<Instant, String> {
+    let text: String = row.get(index).map_err(|error| error.to_string())?;
+    Instant::parse(&text).map_err(|error| error.to_string())
+}
+
+/// A row of [`EVENT_COLUMNS`]. A payload, moment or metadata that does not read marks the event
+/// unreadable instead of failing the read: its row fails alone, named.
 pub(crate) fn event(row: &Row<'_>) -> rusqlite::Result<RecordedEvent> {
-    let metadata: String = row.get(8)?;
-    let metadata: Metadata = serde_json::from_str(&metadata).map_err(|e| conversion(8, e))?;
+    let mut columns = Columns::new("bounda_events");
+    let payload = columns.or("payload", json_of(row, 6), Value::Null, || stored(row, 6));
+    let timestamp = columns.or("timestamp", moment(row, 7), Instant::min_value(), || {
+        stored(row, 7)
+    });
+    let metadata = json_of(row, 8).and_then(|value| {
+        serde_json::from_value(value).map_err(|error| format!("not event metadata: {error}"))
+    });
+    let metadata = columns.or("metadata", metadata, Metadata::unread(), || stored(row, 8));
     Ok(RecordedEvent {
         position: row.get(0)?,
         id: row.get(1)?,
@@ -56,26 +88,41 @@ pub(crate) fn event(row: &Row<'_>) -> rusqlite::Result<RecordedEvent> {
         aggregate_id: row.get(3)?,
         version: row.get(4)?,
         event_type: row.get(5)?,
-        payload: json(row, 6)?,
-        timestamp: instant(row, 7)?,
+        payload,
+        timestamp,
         metadata,
+        unreadable: columns.unreadable(),
     })
 }
 
-/// A row of [`SCHEDULED_COLUMNS`].
+/// A row of [`SCHEDULED_COLUMNS`]. A payload, context or moment that does not read marks the
+/// entry unreadable instead of failing the read: its run fails alone, keeping the text.
 pub(crate) fn scheduled(row: &Row<'_>) -> rusqlite::Result<ScheduledEntry> {
+    let mut columns = Columns::new("bounda_scheduled_commands");
+    let payload = columns.or("payload", json_of(row, 3), Value::Null, || stored(row, 3));
+    let execute_at = columns.or("execute_at", moment(row, 4), Instant::min_value(), || {
+        stored(row, 4)
+    });
+    let context = columns.or("context", json_of(row, 5), Value::Null, || stored(row, 5));
+    let claimed_at = columns.or(
+        "claimed_at",
+        optional_instant(row, 10).map_err(|error| error.to_string()),
+        None,
+        || stored(row, 10),
+    );
     Ok(ScheduledEntry {
         dedupe_key: row.get(0)?,
         command_type: row.get(1)?,
         aggregate_id: row.get(2)?,
-        payload: json(row, 3)?,
-        execute_at: instant(row, 4)?,
-        context: json(row, 5)?,
+        payload,
+        execute_at,
+        context,
         attempts: row.get(6)?,
         last_error: row.get(7)?,
         revision: row.get(8)?,
         claim_id: row.get(9)?,
-        claimed_at: optional_instant(row, 10)?,
+        claimed_at,
+        unreadable: columns.unreadable(),
     })
 }
 

@@ -419,7 +419,12 @@ impl Store for SqliteStore {
                 .transpose()
                 .map_err(|e| StoreError::with_source("unreadable moment", e))
         };
-        let free = parse(free)?;
+        // A due moment that does not read (a hand edit) is claimed at once when it sorts before
+        // every moment, and never when it sorts after: `unclaimable_entries` names those.
+        let free = free.and_then(|text| match Instant::parse(&text) {
+            Ok(at) => Some(at),
+            Err(_) => (text.as_str() < "0").then_some(now),
+        });
         // A claimed entry is due again 1 ms after its lease ends (spec 176); one claimed without
         // its end, `lease` after it was taken.
         let ending = parse(ending)?.map(|until| until + millis(1));
@@ -553,6 +558,22 @@ impl Store for SqliteStore {
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         let conn = self.lock()?;
         crate::reads::scheduled_many(&conn, dedupe_keys)
+    }
+
+    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
+        // Every moment this store writes starts with a digit; one that sorts before `0` or
+        // after `9` (`:` follows it) can never come due. Two ranges of the due-moment index.
+        let conn = self.lock()?;
+        conn.prepare_cached(&format!(
+            "SELECT {} FROM bounda_scheduled_commands
+             WHERE execute_at < '0' OR execute_at >= ':' LIMIT ?1",
+            rows::SCHEDULED_COLUMNS
+        ))
+        .and_then(|mut s| {
+            s.query_map([rows::limit(limit)], rows::scheduled)?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sql("cannot read the scheduler"))
     }
 
     async fn claim_letter(

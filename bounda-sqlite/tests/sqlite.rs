@@ -109,8 +109,10 @@ async fn a_file_that_is_not_a_database_is_a_clear_error() {
     assert!(error.to_string().contains("schema version"), "{error}");
 }
 
+// Issue 43: a corrupt row is read marked with the column that does not read, not a refusal of
+// the whole read (which stopped every reader behind it), and never a panic.
 #[tokio::test]
-async fn a_corrupt_row_is_an_error_not_a_panic() {
+async fn a_corrupt_row_is_read_marked_not_a_panic() {
     let dir = tempfile::tempdir().expect("a directory");
     let path = dir.path().join("app.db");
     SqliteStore::open(&path)
@@ -122,8 +124,18 @@ async fn a_corrupt_row_is_an_error_not_a_panic() {
         .and_then(|c| c.execute("UPDATE bounda_events SET timestamp = 'yesterday'", []))
         .expect("corrupted");
     let store = SqliteStore::open(&path).expect("reopened");
-    let error = store.read_all(0, 10).await.expect_err("unreadable");
-    assert!(error.to_string().contains("cannot read events"), "{error}");
+    let events = store.read_all(0, 10).await.expect("read around");
+    let unreadable = events[0].unreadable.as_ref().expect("marked");
+    assert_eq!(
+        (unreadable.column.as_str(), unreadable.stored.as_str()),
+        ("timestamp", "yesterday")
+    );
+    let error = events[0].readable().expect_err("unreadable").to_string();
+    assert!(
+        error.contains("event `e-1` at position 1")
+            && error.contains("`yesterday` is not a moment"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -277,6 +277,15 @@ pub enum Error {
         /// What does not fit.
         message: String,
     },
+    /// A stored row of the runtime's own (an event, a scheduler entry) with a column that does
+    /// not read: the row fails alone, named, and everything else goes on.
+    #[error("{row} cannot be read: {unreadable}")]
+    UnreadableStored {
+        /// The row: what it is, its key and position.
+        row: String,
+        /// The column that does not read, why, and its text as stored.
+        unreadable: crate::store::Unreadable,
+    },
     /// A deadline handler that set its deadline to the moment that came due, or an earlier one.
     #[error(
         "`at_{field}` left `{field}` at or before {at}, the moment that came due; \
@@ -302,6 +311,7 @@ impl Error {
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. }
             | Error::UnreadableRow { .. }
+            | Error::UnreadableStored { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
             Error::Projection { .. } => "PROJECTION_FAILED",
             Error::RebuildSuperseded { .. } => "REBUILD_SUPERSEDED",
@@ -343,6 +353,7 @@ impl Error {
             | Error::Encode { .. }
             | Error::DeadlineNotAdvanced { .. }
             | Error::UnreadableRow { .. }
+            | Error::UnreadableStored { .. }
             | Error::EmptyAggregateId { .. } => false,
             Error::Concurrency { .. }
             | Error::Projection { .. }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::aggregate::{Aggregate, Event, EventKey};
-use crate::store::Metadata;
+use crate::store::{Metadata, Unreadable};
 use crate::{Error, Instant};
 
 /// An event as the store holds it: its payload as JSON plus where and when it was written.
@@ -28,6 +28,9 @@ pub struct RecordedEvent {
     pub payload: Value,
     /// How it came to be: correlation, causation, depth.
     pub metadata: Metadata,
+    /// The first column of its row that does not read, if one does not: the event is then
+    /// routed by its type and stream, and every read of its payload fails naming it.
+    pub unreadable: Option<Box<Unreadable>>,
 }
 
 impl RecordedEvent {
@@ -54,8 +57,24 @@ impl RecordedEvent {
                 event_type: self.event_type.clone(),
             });
         }
+        self.readable()?;
         E::read(self.metadata.schema_version, self.payload.clone())
             .map_err(|error| self.shape_error(error))
+    }
+
+    /// `Ok` when every column of the event's row reads; else the error naming the event, its
+    /// stream and position, and the column that does not.
+    pub fn readable(&self) -> Result<(), Error> {
+        match &self.unreadable {
+            None => Ok(()),
+            Some(unreadable) => Err(Error::UnreadableStored {
+                row: format!(
+                    "event `{}` at position {} (stream `{}:{}`, version {})",
+                    self.id, self.position, self.aggregate_type, self.aggregate_id, self.version
+                ),
+                unreadable: (**unreadable).clone(),
+            }),
+        }
     }
 
     /// `error`, met reading this event, as the runtime's error naming the event and its stream.

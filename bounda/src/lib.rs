@@ -319,8 +319,8 @@ pub use app::{
     DispatchError, DispatchOptions, Dispatched, Drift, EventProblem, Failing, InstancePage, Lag,
     Limited, Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace, PendingDeadline, Policy,
     Preflight, ProcessInstance, ProcessStatus, REBUILD_SLICE, Reaction, Rearm, RebuildProgress,
-    RejectionRecord, Retried, Scheduled, StateProblem, SubscriberLag, UnreadableState, fold,
-    metrics, shutdown_signal,
+    RejectionRecord, Retried, Scheduled, StateProblem, SubscriberLag, UnreadableEntry,
+    UnreadableState, fold, metrics, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

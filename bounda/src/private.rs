@@ -99,6 +99,7 @@ pub const fn event_info<E: Event>() -> EventInfo {
 /// Reads `event`'s payload as an `E`, upcast from the version it was stored at, or a typed error
 /// naming the event.
 pub fn decode_payload<E: Event>(event: &RecordedEvent) -> Result<E, Error> {
+    event.readable()?;
     E::read(event.metadata.schema_version, event.payload.clone())
         .map_err(|error| event.shape_error(error))
 }

@@ -99,5 +99,6 @@ pub fn entry(n: usize, at: Instant) -> ScheduledEntry {
         revision: 0,
         claim_id: None,
         claimed_at: None,
+        unreadable: None,
     }
 }

@@ -68,6 +68,10 @@ pub struct Lag {
     /// them when it starts, an operator with [`App::rearm`]). Counted by a survey of every
     /// instance at most a minute old.
     pub drifted_entries: u64,
+    /// Scheduler entries whose due moment does not read, so that no runner ever claims them
+    /// (up to a hundred counted): `check` names them. A hand edit gone wrong, not a runtime
+    /// fault.
+    pub unclaimable_entries: u64,
     /// What operators paused, and since when and by whom: a paused subscriber's lag grows, a
     /// paused process's, instance's or policy's work waits.
     pub paused: Vec<crate::store::Pause>,
@@ -186,6 +190,7 @@ impl App {
             waiting_deadlines: self.waiting_deadline_count().await?,
             held_deadlines: held.len() as u64,
             drifted_entries: self.drifted_count().await?,
+            unclaimable_entries: self.store().unclaimable_entries(UNCLAIMABLE).await?.len() as u64,
             paused: self.store().pauses().await?,
             limited: self.limited().await?,
         })
@@ -361,8 +366,17 @@ impl App {
             let Some(payload) = crate::app::processes::writes::LetterPayload::of(&letter) else {
                 continue;
             };
-            let Some(instance) = self.load_instance(&**process, &payload.instance).await? else {
-                continue;
+            let instance = match self.load_instance(&**process, &payload.instance).await {
+                Ok(Some(instance)) => instance,
+                Ok(None) => continue,
+                Err(error) => {
+                    left_out.push(UnreadableState {
+                        process: process.name().to_owned(),
+                        instance: payload.instance.clone(),
+                        problem: StateProblem::of_load(error)?,
+                    });
+                    continue;
+                }
             };
             // Only the letter of the failure that holds the instance now.
             if instance.status != crate::app::ProcessStatus::Failed
@@ -451,13 +465,24 @@ impl App {
                 });
                 continue;
             };
-            let Some(instance) = self.load_instance(&**process, &entry.aggregate_id).await? else {
-                tracing::warn!(
-                    process = %process.name(),
-                    instance = %entry.aggregate_id,
-                    "a deadline entry is armed for an instance with no history; left out"
-                );
-                continue;
+            let instance = match self.load_instance(&**process, &entry.aggregate_id).await {
+                Ok(Some(instance)) => instance,
+                Ok(None) => {
+                    tracing::warn!(
+                        process = %process.name(),
+                        instance = %entry.aggregate_id,
+                        "a deadline entry is armed for an instance with no history; left out"
+                    );
+                    continue;
+                }
+                Err(error) => {
+                    left_out.push(UnreadableState {
+                        process: process.name().to_owned(),
+                        instance: entry.aggregate_id.clone(),
+                        problem: StateProblem::of_load(error)?,
+                    });
+                    continue;
+                }
             };
             let dues = match process.pending(&instance) {
                 Ok(dues) => dues,
@@ -596,6 +621,9 @@ pub struct Ahead {
 
 /// How many open process letters the held deadlines are read from, oldest first.
 const HELD_LETTERS: usize = 1_000;
+
+/// How many unclaimable scheduler entries `lag` counts at most.
+const UNCLAIMABLE: usize = 100;
 
 /// `more` added to `pending`, soonest first.
 fn merge(pending: &mut Vec<crate::app::PendingDeadline>, more: Vec<crate::app::PendingDeadline>) {

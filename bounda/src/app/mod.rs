@@ -44,7 +44,7 @@ pub use letters::{DeadLetters, Retried};
 pub use letters_bulk::{BulkOutcome, BulkReport, Pace};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
-pub use preflight::{EventProblem, OrphanEntries, Preflight};
+pub use preflight::{EventProblem, OrphanEntries, Preflight, UnreadableEntry};
 pub use processes::{
     Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
     StateProblem, UnreadableState,

@@ -202,6 +202,7 @@ impl Work for SchedulePolicyRun {
                     revision: 0,
                     claim_id: None,
                     claimed_at: None,
+                    unreadable: None,
                 }],
                 ..WriteSet::default()
             })),

@@ -44,6 +44,10 @@ pub struct Preflight {
     /// Scheduler entries that nothing in this build runs: a command, policy or process it no
     /// longer has. Each would become a dead letter when it comes due.
     pub orphan_entries: Vec<OrphanEntries>,
+    /// Scheduler entries whose stored row does not read (a payload or context that is not
+    /// JSON, a due moment that does not parse): each runs nothing, and becomes a dead letter
+    /// keeping what is stored when it is claimed; one whose moment does not parse may never be.
+    pub unreadable_entries: Vec<UnreadableEntry>,
 }
 
 impl Preflight {
@@ -54,6 +58,16 @@ impl Preflight {
             && self.unreadable_states.is_empty()
             && self.lost_moments.is_empty()
             && self.orphan_entries.is_empty()
+            && self.unreadable_entries.is_empty()
+    }
+
+    /// How many problems would fail: what [`passes`](Preflight::passes) counts.
+    pub fn problems(&self) -> usize {
+        self.unreadable_events.len()
+            + self.unreadable_states.len()
+            + self.lost_moments.len()
+            + self.orphan_entries.len()
+            + self.unreadable_entries.len()
     }
 }
 
@@ -87,6 +101,18 @@ pub struct OrphanEntries {
     pub reason: String,
 }
 
+/// A scheduler entry whose stored row does not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableEntry {
+    /// Its key.
+    pub key: String,
+    /// What it runs, as stored.
+    pub command_type: String,
+    /// Which column does not read, why, and its text as stored.
+    pub reason: String,
+}
+
 impl App {
     /// Reads every stored event and every open process instance through this build, and
     /// matches every scheduler entry with what runs it: what a deploy of this build would meet.
@@ -104,7 +130,7 @@ impl App {
         report.unreadable_states = survey.states;
         report.lost_moments = survey.lost;
         report.drifted_entries = survey.drifts;
-        report.orphan_entries = self.orphan_entries().await?;
+        self.check_entries(&mut report).await?;
         Ok(report)
     }
 
@@ -151,6 +177,9 @@ impl App {
         event: &RecordedEvent,
         unknown: &mut std::collections::BTreeSet<String>,
     ) -> Option<String> {
+        if let Err(error) = event.readable() {
+            return Some(error.to_string());
+        }
         let shapes = &self.inner.shapes;
         let Some(shape) = shapes.of(&event.aggregate_type, &event.event_type) else {
             if shapes.has_aggregate(&event.aggregate_type) {
@@ -166,45 +195,44 @@ impl App {
         Some(event.shape_error(error).to_string())
     }
 
-    /// The scheduler entries nothing in this build runs, by what they are for.
-    async fn orphan_entries(&self) -> Result<Vec<OrphanEntries>, Error> {
+    /// Every scheduler entry, a page at a time: those whose row does not read, and those
+    /// nothing in this build runs, by what they are for.
+    async fn check_entries(&self, report: &mut Preflight) -> Result<(), Error> {
         let mut orphans: BTreeMap<String, OrphanEntries> = BTreeMap::new();
-        for (command_type, count) in self.store().scheduled_types().await? {
-            if command_type == PROCESS_DEADLINE || command_type == POLICY_RUN {
-                self.orphans_of(&command_type, &mut orphans).await?;
-            } else if self.command_runner(&command_type).is_none() {
-                note(
-                    &mut orphans,
-                    format!("command `{command_type}`"),
-                    count,
-                    "this build has no command of that name",
-                );
-            }
-        }
-        Ok(orphans.into_values().collect())
-    }
-
-    /// The process deadlines or delayed policy runs (`command_type`) whose process or policy
-    /// this build does not have, noted in `orphans`: the entries read a page at a time.
-    async fn orphans_of(
-        &self,
-        command_type: &str,
-        orphans: &mut BTreeMap<String, OrphanEntries>,
-    ) -> Result<(), Error> {
-        let mut after: Option<String> = None;
-        loop {
-            let page = self
-                .store()
-                .scheduled_page(command_type, after.as_deref(), PAGE)
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.dedupe_key.clone());
-            for entry in page {
-                if let Some((runs, reason)) = self.orphan_of(&entry) {
-                    note(orphans, runs, 1, reason);
+        for (command_type, _) in self.store().scheduled_types().await? {
+            let runtime = command_type == PROCESS_DEADLINE || command_type == POLICY_RUN;
+            let missing = !runtime && self.command_runner(&command_type).is_none();
+            let mut after: Option<String> = None;
+            loop {
+                let page = self
+                    .store()
+                    .scheduled_page(&command_type, after.as_deref(), PAGE)
+                    .await?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.dedupe_key.clone());
+                for entry in page {
+                    if let Some(unreadable) = &entry.unreadable {
+                        report.unreadable_entries.push(UnreadableEntry {
+                            key: entry.dedupe_key.clone(),
+                            command_type: entry.command_type.clone(),
+                            reason: unreadable.to_string(),
+                        });
+                    } else if missing {
+                        note(
+                            &mut orphans,
+                            format!("command `{command_type}`"),
+                            1,
+                            "this build has no command of that name",
+                        );
+                    } else if let Some((runs, reason)) =
+                        runtime.then(|| self.orphan_of(&entry)).flatten()
+                    {
+                        note(&mut orphans, runs, 1, reason);
+                    }
                 }
             }
         }
+        report.orphan_entries = orphans.into_values().collect();
         Ok(())
     }
 

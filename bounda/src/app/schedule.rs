@@ -60,5 +60,6 @@ pub(crate) fn scheduled_entry<C: Command>(
         revision: 0,
         claim_id: None,
         claimed_at: None,
+        unreadable: None,
     })
 }

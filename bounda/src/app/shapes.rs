@@ -50,6 +50,10 @@ impl Shapes {
         let Some(shape) = self.of(&event.aggregate_type, &event.event_type) else {
             return;
         };
+        if event.unreadable.is_some() {
+            // Left as read: whatever decodes it fails naming the row.
+            return;
+        }
         if event.event_type != shape.name {
             shape.name.clone_into(&mut event.event_type);
         }

@@ -99,6 +99,10 @@ impl App {
         entry: &ScheduledEntry,
         unhandled: &Arc<Unhandled>,
     ) -> Result<Box<dyn Work>, Error> {
+        // A row that does not read runs nothing: its letter names it and keeps what is stored.
+        if let Some(unreadable) = &entry.unreadable {
+            return Ok(unreadable_entry(entry, unreadable));
+        }
         // Only a command's entry keeps a context; the runtime's own (a delayed policy run, a
         // process deadline) keep none.
         let command = !matches!(entry.command_type.as_str(), POLICY_RUN | PROCESS_DEADLINE);
@@ -125,7 +129,7 @@ impl App {
                 let payload =
                     match serde_json::from_value::<PolicyRunPayload>(entry.payload.clone()) {
                         Ok(payload) => payload,
-                        Err(error) => return Ok(unreadable(entry, &error)),
+                        Err(error) => return Ok(unreadable_entry(entry, &error)),
                     };
                 let policy = self
                     .policies()
@@ -149,7 +153,7 @@ impl App {
             PROCESS_DEADLINE => {
                 let payload = match DeadlinePayload::read(entry) {
                     Ok(payload) => payload,
-                    Err(error) => return Ok(unreadable(entry, &error)),
+                    Err(error) => return Ok(unreadable_entry(entry, &error)),
                 };
                 let process = self
                     .processes()
@@ -255,12 +259,19 @@ fn process_missing(payload: DeadlinePayload, at: Instant) -> Missing {
     )
 }
 
-/// An entry of the runtime's own whose payload no longer reads: a scheduled letter keeping it.
-fn unreadable(entry: &ScheduledEntry, why: &serde_json::Error) -> Box<dyn Work> {
-    let reason = format!(
-        "scheduled `{}` entry `{}` has a payload this app cannot read ({why}): {}",
-        entry.command_type, entry.dedupe_key, entry.payload
-    );
+/// An entry whose row does not read, or of the runtime's own whose payload no longer reads: a
+/// scheduled letter keeping what is stored.
+fn unreadable_entry(entry: &ScheduledEntry, why: &dyn std::fmt::Display) -> Box<dyn Work> {
+    let reason = match &entry.unreadable {
+        Some(_) => format!(
+            "scheduled `{}` entry `{}` cannot be read: {why}",
+            entry.command_type, entry.dedupe_key
+        ),
+        None => format!(
+            "scheduled `{}` entry `{}` has a payload this app cannot read ({why}): {}",
+            entry.command_type, entry.dedupe_key, entry.payload
+        ),
+    };
     let (key, command_type) = (entry.dedupe_key.clone(), entry.command_type.clone());
     let (aggregate_id, payload) = (entry.aggregate_id.clone(), entry.payload.clone());
     Box::new(

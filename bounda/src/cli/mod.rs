@@ -438,6 +438,14 @@ pub async fn execute(
                 lag.max_lag, lag.waiting_deadlines, lag.held_deadlines, lag.drifted_entries
             )
             .map_err(io)?;
+            if lag.unclaimable_entries > 0 {
+                writeln!(
+                    out,
+                    "{} scheduler entries whose due moment does not read: no runner claims them; `check` names them",
+                    lag.unclaimable_entries
+                )
+                .map_err(io)?;
+            }
             for pause in &lag.paused {
                 writeln!(out, "paused: {pause}").map_err(io)?;
             }
@@ -778,10 +786,20 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             report.unknown_aggregates.join(", ")
         )?;
     }
-    let problems = report.unreadable_events.len()
-        + report.unreadable_states.len()
-        + report.lost_moments.len()
-        + report.orphan_entries.len();
+    if !report.unreadable_entries.is_empty() {
+        writeln!(
+            out,
+            "scheduler entries whose row does not read (each becomes a dead letter when claimed):"
+        )?;
+        for entry in &report.unreadable_entries {
+            writeln!(
+                out,
+                "  {} `{}`: {}",
+                entry.command_type, entry.key, entry.reason
+            )?;
+        }
+    }
+    let problems = report.problems();
     match report.passes() {
         true => writeln!(out, "check passed: this build reads everything stored"),
         false => writeln!(out, "check failed: {problems} problem(s) above would fail"),

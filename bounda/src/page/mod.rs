@@ -426,6 +426,8 @@ struct LagPanel {
     waiting: u64,
     held: u64,
     drifted: u64,
+    /// Scheduler entries whose due moment does not read.
+    unclaimable: u64,
     /// The limits holding work back, each as a line.
     limited: Vec<String>,
 }
@@ -778,6 +780,7 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             waiting: lag.waiting_deadlines,
             held: lag.held_deadlines,
             drifted: lag.drifted_entries,
+            unclaimable: lag.unclaimable_entries,
             limited: lag.limited.iter().map(ToString::to_string).collect(),
         },
     );

@@ -57,7 +57,13 @@ pub async fn run(app: &TestApp, horizon: Duration) -> Result<Report, Error> {
         unreadable_states: preflight.unreadable_states.len() as u64,
         lost_moments: preflight.lost_moments.len() as u64,
         drifted_entries: preflight.drifted_entries.len() as u64,
-        orphan_entries: preflight.orphan_entries.iter().map(|o| o.count).sum(),
+        // An entry whose row does not read has nothing to run it either.
+        orphan_entries: preflight
+            .orphan_entries
+            .iter()
+            .map(|o| o.count)
+            .sum::<u64>()
+            + preflight.unreadable_entries.len() as u64,
     };
     let head = app.app().store().head().await?;
     let letters_before: HashSet<String> = app

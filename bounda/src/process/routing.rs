@@ -27,6 +27,9 @@ pub fn instance_of<P: Process>(event: &RecordedEvent) -> anyhow::Result<Option<S
         }
         return Ok(Some(event.aggregate_id.clone()));
     }
+    // Another aggregate's event names its instance in its payload: one that does not read names
+    // none that can be trusted, so it fails for this process rather than reaching none.
+    event.readable()?;
     // A correlator is the user's code: a panic in it is its failure on this event, not the
     // runner's crash.
     let correlated = std::panic::catch_unwind(|| P::correlate(event)).unwrap_or_else(|panic| {

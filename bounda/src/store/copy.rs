@@ -244,6 +244,12 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
             let Some(last) = page.last() else { break };
             after = Some(last.dedupe_key.clone());
             for entry in &mut page {
+                if let Some(unreadable) = &entry.unreadable {
+                    return Err(uncopied(
+                        &format!("scheduler entry `{}`", entry.dedupe_key),
+                        unreadable,
+                    ));
+                }
                 entry.claim_id = None;
                 entry.claimed_at = None;
             }
@@ -275,6 +281,13 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         let page = from.read_all(position, PAGE).await?;
         let Some(last) = page.last() else { break };
         position = last.position;
+        let unreadable = page
+            .iter()
+            .find_map(|event| Some((event, event.unreadable.as_ref()?)));
+        if let Some((event, unreadable)) = unreadable {
+            let row = format!("event `{}` at position {}", event.id, event.position);
+            return Err(uncopied(&row, unreadable));
+        }
         copied.events += page.len() as u64;
         write(
             to,
@@ -316,4 +329,12 @@ async fn refuse_unless_empty(to: &dyn Store) -> Result<(), StoreError> {
         )),
         false => Ok(()),
     }
+}
+
+/// The refusal to copy `row`, which does not read: a copy holds what the source holds, so it
+/// stops rather than write something else in its place.
+fn uncopied(row: &str, unreadable: &super::Unreadable) -> StoreError {
+    StoreError::new(format!(
+        "{row} cannot be copied: {unreadable}; mend or remove the row, then copy again"
+    ))
 }

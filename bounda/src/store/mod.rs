@@ -24,6 +24,7 @@ pub mod pauses;
 pub mod protocol;
 pub mod read_models;
 mod records;
+mod unreadable;
 mod write_set;
 
 pub use records::{
@@ -44,6 +45,7 @@ pub use instances::{
 pub use limits::{LimitKey, LimitKind, LimitWindow};
 pub use open::{Address, Opener, Opening, Place};
 pub use pauses::{Pause, PauseTarget, Paused};
+pub use unreadable::{Columns, Unreadable};
 
 pub use async_trait::async_trait;
 
@@ -378,6 +380,14 @@ pub trait Store: Send + Sync + 'static {
             .take(limit)
             .collect();
         Ok((due, later))
+    }
+
+    /// Up to `limit` scheduler entries whose due moment does not read, so that no claim takes
+    /// them: what `lag` counts, and `check` names. A store whose moments are typed columns
+    /// never holds one; this default finds none.
+    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
+        let _ = limit;
+        Ok(Vec::new())
     }
 
     /// The scheduler entry with this key.

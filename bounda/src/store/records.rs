@@ -22,6 +22,18 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// What an event whose stored metadata does not read carries instead: no correlation, no
+    /// cause, version 1. Such an event is marked unreadable, so nothing decides on it.
+    pub fn unread() -> Metadata {
+        Metadata {
+            correlation_id: String::new(),
+            causation_id: String::new(),
+            depth: 0,
+            schema_version: 1,
+            system: false,
+        }
+    }
+
     /// The metadata of an event decided by a command from outside, with id `command_id`: its own
     /// correlation and cause, depth 0.
     pub fn of_command(command_id: &str) -> Metadata {
@@ -98,6 +110,9 @@ pub struct ScheduledEntry {
     pub claim_id: Option<String>,
     /// When it was claimed.
     pub claimed_at: Option<Instant>,
+    /// The first column of its row that does not read, if one does not: a run of it fails
+    /// naming the entry, and its letter keeps the text as stored.
+    pub unreadable: Option<Box<crate::store::Unreadable>>,
 }
 
 /// What claiming `(handler, event)` in the inbox found.

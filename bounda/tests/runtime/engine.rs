@@ -990,6 +990,7 @@ async fn an_entry_whose_payload_does_not_read_is_lettered_with_why() {
         revision: 0,
         claim_id: None,
         claimed_at: None,
+        unreadable: None,
     };
     store
         .commit(&WriteSet {

@@ -39,3 +39,4 @@ mod properties;
 mod scheduler_from_state;
 mod state_changes;
 mod store_faults;
+mod unreadable_rows;

@@ -28,6 +28,7 @@ fn recorded<E: Event + Serialize>(event: &E, id: &str, timestamp: Instant) -> Re
         timestamp,
         payload: serde_json::to_value(event).expect("serialisable"),
         metadata: bounda::store::Metadata::of_command("cmd-1"),
+        unreadable: None,
     }
 }
 

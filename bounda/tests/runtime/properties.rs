@@ -118,6 +118,7 @@ proptest! {
             timestamp: Instant::from_millis(0).unwrap(),
             payload,
             metadata: bounda::store::Metadata::of_command("c-1"),
+            unreadable: None,
         };
         match OrderEvent::read(&stored) {
             Ok(event) => prop_assert_eq!(event.type_name(), event_type.as_str()),
@@ -137,6 +138,7 @@ proptest! {
             timestamp: Instant::from_millis(0).unwrap(),
             payload,
             metadata: bounda::store::Metadata::of_command("c-1"),
+            unreadable: None,
         };
         if let Err(error) = bounda::fold::<Order>(&[event]) {
             prop_assert!(error.to_string().contains("OrderPlaced"), "{}", error);

@@ -43,18 +43,23 @@ async fn read(
 
 /// Instances `ids` of process `name`, as [`load`] reads each, in the order of `ids`: their
 /// snapshots and the events after them in one read of the store, and the whole stream of one
-/// whose snapshot does not read.
+/// whose snapshot does not read. Each instance's fold is its own result, so one whose history
+/// does not read fails alone.
+#[allow(
+    clippy::type_complexity,
+    reason = "a page of loads, each its own result"
+)]
 pub(crate) async fn load_page(
     store: &dyn Store,
     name: &str,
     fields: &[(&str, &str)],
     ids: &[String],
-) -> Result<Vec<(String, Option<Instance>)>, Error> {
+) -> Result<Vec<(String, Result<Option<Instance>, Error>)>, Error> {
     let stream = stream_type(name);
     let mut instances = Vec::with_capacity(ids.len());
     for tail in store.read_tails(&stream, ids).await? {
         let id = tail.aggregate_id.clone();
-        instances.push((id, from_tail(store, name, fields, tail).await?));
+        instances.push((id, from_tail(store, name, fields, tail).await));
     }
     Ok(instances)
 }
@@ -206,6 +211,7 @@ impl Lifecycle {
 
     /// Reads a stored lifecycle event.
     pub(crate) fn decode(event: &RecordedEvent) -> Result<Lifecycle, Error> {
+        event.readable()?;
         let payload = match &event.payload {
             Value::Object(map) if map.is_empty() => Value::Object(Default::default()),
             other => other.clone(),

@@ -224,7 +224,20 @@ impl App {
         survey: &mut Survey,
     ) -> Result<(), Error> {
         let fields = process.deadline_fields();
-        let instances = instance::load_page(self.store(), process.name(), &fields, ids).await?;
+        let mut instances = Vec::new();
+        for (id, loaded) in instance::load_page(self.store(), process.name(), &fields, ids).await? {
+            match loaded {
+                Ok(instance) => instances.push((id, instance)),
+                Err(error) => {
+                    survey.instances += 1;
+                    survey.states.push(crate::app::UnreadableState {
+                        process: process.name().to_owned(),
+                        instance: id,
+                        problem: crate::app::StateProblem::of_load(error)?,
+                    });
+                }
+            }
+        }
         let open: Vec<(String, Instance)> = instances
             .into_iter()
             .filter_map(|(id, instance)| Some((id, instance?)))

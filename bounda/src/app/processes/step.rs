@@ -140,6 +140,7 @@ pub(crate) fn arm<P: ProcessState>(
             revision: 0,
             claim_id: None,
             claimed_at: None,
+            unreadable: None,
         }),
         None,
     )

@@ -69,11 +69,19 @@ impl App {
         for (name, id) in instances {
             let process = self.processes().find(|process| process.name() == name);
             let fields = process.map(|process| process.deadline_fields());
-            let Some(instance) =
-                load(self.store(), &name, fields.as_deref().unwrap_or(&[]), &id).await?
-            else {
-                continue;
-            };
+            let instance =
+                match load(self.store(), &name, fields.as_deref().unwrap_or(&[]), &id).await {
+                    Ok(Some(instance)) => instance,
+                    Ok(None) => continue,
+                    Err(error) => {
+                        unreadable.push(UnreadableState {
+                            process: name,
+                            instance: id,
+                            problem: StateProblem::of_load(error)?,
+                        });
+                        continue;
+                    }
+                };
             if matches!(instance.status, Status::Completed | Status::TimedOut) {
                 continue;
             }
@@ -122,6 +130,21 @@ pub enum StateProblem {
     Dropped(Vec<String>),
     /// No process of this app has its name: removed or renamed; its deadlines become letters.
     UnknownProcess,
+}
+
+impl StateProblem {
+    /// `error`, met loading an instance, as the problem of its state when the instance's
+    /// stored history does not read (a row that does not decode, a lifecycle event of another
+    /// shape): a reader names that instance and reads on. Any other error (the store's) is
+    /// returned, failing the read.
+    pub(crate) fn of_load(error: Error) -> Result<StateProblem, Error> {
+        match error {
+            Error::UnreadableStored { .. } | Error::InvalidPayload { .. } => {
+                Ok(StateProblem::Unreadable(error.to_string()))
+            }
+            other => Err(other),
+        }
+    }
 }
 
 impl std::fmt::Display for StateProblem {

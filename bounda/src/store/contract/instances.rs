@@ -598,6 +598,7 @@ pub async fn streams_written_without_the_index(store: &dyn Store) {
                     revision: 0,
                     claim_id: None,
                     claimed_at: None,
+                    unreadable: None,
                 });
             }
             set

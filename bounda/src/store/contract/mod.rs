@@ -166,6 +166,7 @@ pub(super) fn due(
         revision: 0,
         claim_id: None,
         claimed_at: None,
+        unreadable: None,
     }
 }
 
@@ -220,6 +221,7 @@ fn entry(key: &str, execute_at: &str) -> ScheduledEntry {
         revision: 0,
         claim_id: None,
         claimed_at: None,
+        unreadable: None,
     }
 }
 
