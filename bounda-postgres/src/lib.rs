@@ -163,32 +163,38 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// Connects as [`connect`](PostgresStore::connect) does, to tables that exist already: an
-    /// operator's command must not create an empty set of tables on a mistyped address or schema.
+    /// Connects to tables that exist already at this build's schema, to write to them: an
+    /// operator's command must not create an empty set of tables on a mistyped address or
+    /// schema, nor upgrade them (a runner does, or `migrate`). Tables of another schema version
+    /// are refused, unchanged.
     pub async fn connect_existing(
         url: &str,
         options: Options,
     ) -> Result<PostgresStore, StoreError> {
         let store = PostgresStore::connect_pool(url, options)?;
         store.require_tables().await?;
+        let version = store.schema_version().await?;
+        if version < SCHEMA_VERSION {
+            return Err(StoreError::new(format!(
+                "the tables `{}*` have schema version {version}, and this build reads version                  {SCHEMA_VERSION}: an operator's command does not upgrade them. Run `migrate`                  (or start a runner) with this build first; nothing was changed",
+                store.names.tables()
+            )));
+        }
         store.migrate().await?;
         Ok(store)
     }
 
     /// Connects to tables that exist already, as they are, without migrating them: what a
-    /// command that only reads production uses (a copy, a preview), so the build in production
-    /// can still read them afterwards. Tables of another schema version than this build's are
-    /// refused, unchanged.
+    /// command that only reads uses (`lag`, `check`, a copy, a preview), so the build in
+    /// production can still read them afterwards. Tables of another schema version than this
+    /// build's are refused, unchanged.
     pub async fn connect_as_is(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let store = PostgresStore::connect_pool(url, options)?;
         store.require_tables().await?;
         let version = store.schema_version().await?;
         if version != SCHEMA_VERSION {
             return Err(StoreError::new(format!(
-                "the tables `{}*` have schema version {version}, and this build reads version \
-                 {SCHEMA_VERSION}: connecting here would migrate them, and the build that wrote \
-                 them could not read them again. Copy a restored dump of them instead (nothing \
-                 was changed)",
+                "the tables `{}*` have schema version {version}, and this build reads version                  {SCHEMA_VERSION}: connecting here would migrate them, and the build that wrote                  them could not read them again. Copy a restored dump of them instead (nothing                  was changed)",
                 store.names.tables()
             )));
         }

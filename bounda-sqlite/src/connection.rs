@@ -44,8 +44,9 @@ impl Default for Options {
 /// are built from a few dozen shapes).
 const STATEMENTS: usize = 256;
 
-/// Applies the pragmas; a file must end up in WAL mode, or opening fails.
-pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Result<(), StoreError> {
+/// Applies the pragmas; a file written to (`wal`) must end up in WAL mode, or opening fails. One
+/// opened read-only is left in the journal mode it has.
+pub(crate) fn configure(conn: &Connection, options: Options, wal: bool) -> Result<(), StoreError> {
     // Every statement the store runs stays prepared: a firing's commit alone runs more than
     // rusqlite's default sixteen, which then evicted each other and were prepared again.
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
@@ -72,11 +73,11 @@ pub(crate) fn configure(conn: &Connection, options: Options, file: bool) -> Resu
         true,
     )
     .map_err(crate::sql("cannot enable query planner stability"))?;
-    if let Some(pages) = options.max_pages {
+    if let Some(pages) = options.max_pages.filter(|_| wal) {
         conn.pragma_update(None, "max_page_count", pages)
             .map_err(crate::sql("cannot set max_page_count"))?;
     }
-    if file {
+    if wal {
         let mode = wal_mode(conn, options.busy_timeout_ms)
             .map_err(crate::sql("cannot set the journal mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {

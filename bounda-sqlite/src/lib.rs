@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bounda::store::{Store, StoreError};
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 pub use connection::{Options, Synchronous};
 pub use opener::Files;
@@ -58,6 +58,17 @@ pub use opener::Files;
 pub use schema::downgrade;
 #[cfg(feature = "testing")]
 pub use scratch::ScratchFile;
+
+/// How a file is opened, and what it must be already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Created if missing (or empty), brought to this build's schema.
+    Create,
+    /// A bounda database at this build's schema, written to, never migrated.
+    Write,
+    /// A bounda database at this build's schema, read-only.
+    Read,
+}
 
 /// The SQLite store. One connection, behind a mutex: SQLite has one writer per file anyway, and
 /// statements within a process run one after another around write transactions.
@@ -75,52 +86,47 @@ impl SqliteStore {
         SqliteStore::open_with(path, Options::default())
     }
 
-    /// Opens (or creates) the database at `path` with `options`.
+    /// Opens (or creates) the database at `path` with `options`, bringing it to this build's
+    /// schema: what a runner opens. A file another application keeps its own tables in is
+    /// refused, unchanged.
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<SqliteStore, StoreError> {
-        let path = path.as_ref();
-        let conn = Connection::open(path)
-            .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
-        SqliteStore::setup(conn, options, true)
+        SqliteStore::open_file(path.as_ref(), options, Access::Create)
     }
 
-    /// Opens the database at `path`, which must exist: what an operator's command uses, so a
-    /// mistyped path is an error naming it rather than a new, empty database.
+    /// Opens the bounda database at `path` to write to it, as it is: what an operator's command
+    /// that changes something uses. A missing path, an empty file, another application's file
+    /// or a database of another schema version is refused naming the path, unchanged: a
+    /// runner (or `migrate`) brings a database to a new schema, never an operator's command.
     pub fn open_existing(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
-        let path = path.as_ref();
-        if !path.is_file() {
-            return Err(StoreError::new(format!(
-                "no database at `{}`; check the path",
-                path.display()
-            )));
-        }
-        SqliteStore::open(path)
+        SqliteStore::open_file(path.as_ref(), Options::default(), Access::Write)
     }
 
-    /// Opens the database at `path` as it is, without migrating it: what a command that only
-    /// reads production uses (a copy, a preview), so the build in production can still open it
-    /// afterwards. A database of another schema version than this build's is refused, unchanged:
-    /// copy a backup of it (`VACUUM INTO`) instead.
+    /// Opens the bounda database at `path` read-only, as it is: what a command that only reads
+    /// uses (`lag`, `check`, a copy, a preview), so the build in production can still open it
+    /// afterwards, and a backup on a read-only mount can be inspected. Refused, unchanged, as
+    /// [`open_existing`](SqliteStore::open_existing) refuses; a database of another schema
+    /// version is inspected through a backup of it brought to this build's (`VACUUM INTO`,
+    /// then `migrate` on the backup).
     pub fn open_as_is(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
-        let path = path.as_ref();
-        if !path.is_file() {
+        SqliteStore::open_file(path.as_ref(), Options::default(), Access::Read)
+    }
+
+    fn open_file(path: &Path, options: Options, access: Access) -> Result<SqliteStore, StoreError> {
+        if access != Access::Create && !path.is_file() {
             return Err(StoreError::new(format!(
                 "no database at `{}`; check the path",
                 path.display()
             )));
         }
-        let conn = Connection::open(path)
+        let flags = match access {
+            Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            Access::Create | Access::Write => OpenFlags::default(),
+        };
+        let conn = Connection::open_with_flags(path, flags)
             .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
-        let version = schema::check_version(&conn)?;
-        if version != schema::SCHEMA_VERSION {
-            return Err(StoreError::new(format!(
-                "`{}` has schema version {version}, and this build reads version {}: opening it \
-                 here would migrate it, and the build that wrote it could not open it again. \
-                 Copy a backup of it (`VACUUM INTO`) instead (the database was not changed)",
-                path.display(),
-                schema::SCHEMA_VERSION
-            )));
-        }
-        SqliteStore::setup(conn, Options::default(), true)
+        // Recognised before anything writes to it, the journal mode included.
+        schema::recognise(&conn, path, access)?;
+        SqliteStore::setup(conn, options, true, access)
     }
 
     /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
@@ -141,18 +147,21 @@ impl SqliteStore {
     pub fn in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory()
             .map_err(|e| StoreError::with_source("cannot open a database in memory", e))?;
-        SqliteStore::setup(conn, Options::default(), false)
+        SqliteStore::setup(conn, Options::default(), false, Access::Create)
     }
 
     fn setup(
         mut conn: Connection,
         options: Options,
         file: bool,
+        access: Access,
     ) -> Result<SqliteStore, StoreError> {
         // Refuse a newer database before anything writes to it, the journal mode included.
         schema::check_version(&conn)?;
-        connection::configure(&conn, options, file)?;
-        schema::migrate(&mut conn)?;
+        connection::configure(&conn, options, file && access != Access::Read)?;
+        if access == Access::Create {
+            schema::migrate(&mut conn)?;
+        }
         let commits = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         conn.commit_hook(Some(move || {

@@ -4,6 +4,9 @@
 //! database whose version is beyond this list was written by a newer bounda and is refused
 //! before anything is written to it.
 
+use std::path::Path;
+
+use crate::Access;
 use rusqlite::Connection;
 
 use bounda::store::StoreError;
@@ -276,6 +279,61 @@ pub fn downgrade(path: &std::path::Path, version: u32) -> Result<(), StoreError>
         .map_err(|e| {
             StoreError::with_source(format!("cannot take the file back to schema {version}"), e)
         })
+}
+
+/// What the file at `path` holds, refused as `access` requires, naming the path and what was
+/// found: another application's file always (tables, none of them bounda's, or a schema version
+/// of its own); an empty one unless it may be created; one of another schema version than this
+/// build's unless it may be migrated. Reads only.
+pub(crate) fn recognise(conn: &Connection, path: &Path, access: Access) -> Result<(), StoreError> {
+    let read = |e| {
+        StoreError::with_source(
+            format!(
+                "cannot read the schema version of `{}`: is it a SQLite database?",
+                path.display()
+            ),
+            e,
+        )
+    };
+    let version: u32 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(read)?;
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+        .and_then(|mut s| s.query_map([], |row| row.get(0))?.collect())
+        .map_err(read)?;
+    let bounda = tables.iter().any(|table| table.starts_with("bounda_"));
+    let path = path.display();
+    if !bounda && (version != 0 || !tables.is_empty()) {
+        let shown: Vec<&str> = tables.iter().take(8).map(String::as_str).collect();
+        let more = if tables.len() > shown.len() {
+            ", .."
+        } else {
+            ""
+        };
+        return Err(StoreError::new(format!(
+            "`{path}` is not a bounda database: it has no bounda tables (its tables: {}{more};              its user_version: {version}); check the path (the file was not changed)",
+            if shown.is_empty() {
+                "none".to_owned()
+            } else {
+                shown.join(", ")
+            }
+        )));
+    }
+    if access == Access::Create {
+        return Ok(());
+    }
+    if !bounda {
+        return Err(StoreError::new(format!(
+            "`{path}` is empty, not a bounda database (a failed backup, or a new file?); check              the path: only a runner creates a database (the file was not changed)"
+        )));
+    }
+    if version < SCHEMA_VERSION {
+        return Err(StoreError::new(format!(
+            "`{path}` has schema version {version}, and this build reads version              {SCHEMA_VERSION}: an operator's command does not upgrade it. Run `migrate` (or              start a runner) with this build first, or inspect a backup of it brought up so              (`VACUUM INTO`, then `migrate` on the backup); the file was not changed"
+        )));
+    }
+    check_version(conn).map(|_| ())
 }
 
 /// The database's schema version, refusing one newer than this build. Reads only.

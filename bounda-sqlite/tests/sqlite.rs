@@ -77,7 +77,7 @@ async fn a_database_from_a_newer_bounda_is_refused_and_left_untouched() {
     let path = dir.path().join("future.db");
     {
         let conn = Connection::open(&path).expect("a file");
-        conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;")
+        conn.execute_batch("CREATE TABLE bounda_future (x); PRAGMA user_version = 99;")
             .expect("written");
     }
     let before = std::fs::read(&path).expect("readable");
@@ -264,4 +264,77 @@ async fn a_projection_that_waits_on_something_else_fails_its_batch() {
     );
     // The connection is usable after it.
     assert_eq!(store.head().await.unwrap(), 0);
+}
+
+/// A file another application keeps its own tables in, and its bytes.
+fn foreign_file(dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>) {
+    let path = dir.join("other.db");
+    Connection::open(&path)
+        .and_then(|c| {
+            c.execute_batch(
+                "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+                 INSERT INTO users (name) VALUES ('ann');
+                 PRAGMA user_version = 42;",
+            )
+        })
+        .expect("written");
+    let bytes = std::fs::read(&path).expect("readable");
+    (path, bytes)
+}
+
+// Issue 43: a store is never opened on another application's file or an empty one it was not
+// asked to create: each opening refuses it naming the path and what it found, and the file is
+// left as it was (no bounda table, no WAL switch).
+#[tokio::test]
+async fn a_file_that_is_not_a_bounda_database_is_refused_unchanged() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let (path, before) = foreign_file(dir.path());
+    for opened in [
+        SqliteStore::open(&path),
+        SqliteStore::open_existing(&path),
+        SqliteStore::open_as_is(&path),
+    ] {
+        let message = opened.expect_err("refused").to_string();
+        assert!(
+            message.contains("other.db` is not a bounda database")
+                && message.contains("users")
+                && message.contains("user_version: 42"),
+            "{message}"
+        );
+        assert_eq!(std::fs::read(&path).expect("readable"), before);
+    }
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").expect("touched");
+    for opened in [
+        SqliteStore::open_existing(&empty),
+        SqliteStore::open_as_is(&empty),
+    ] {
+        let message = opened.expect_err("refused").to_string();
+        assert!(message.contains("empty.db` is empty"), "{message}");
+        assert_eq!(std::fs::metadata(&empty).expect("there").len(), 0);
+    }
+    SqliteStore::open(&empty).expect("a runner creates the database in an empty file");
+}
+
+// Issue 43: a command that only reads opens the file read-only, as it is: a backup made
+// read-only can be inspected, and nothing of it changes.
+#[tokio::test]
+async fn a_read_only_file_is_read_as_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("backup.db");
+    SqliteStore::open(&path)
+        .expect("a store")
+        .commit(&one_event("e-1"))
+        .await
+        .expect("committed");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    let before = std::fs::read(&path).expect("readable");
+    let store = SqliteStore::open_as_is(&path).expect("opened read-only");
+    let events = store.read_all(0, 10).await.expect("read");
+    assert_eq!(events.len(), 1);
+    let refused = store.commit(&one_event("e-2")).await;
+    assert!(refused.is_err(), "a read-only store refuses a write");
+    drop(store);
+    assert_eq!(std::fs::read(&path).expect("readable"), before);
 }

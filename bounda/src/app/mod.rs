@@ -134,6 +134,8 @@ pub struct AppBuilder {
     /// Whether only the processes and policies given by name run, not every one the binary
     /// registers.
     only_listed: bool,
+    /// Whether the app only reads its store: its build writes nothing.
+    reading_only: bool,
     /// The processes, policies and commands added so far, so each is added once.
     added: std::collections::HashSet<std::any::TypeId>,
     /// The policies' and processes' names, with the Rust type of each: names are inbox keys.
@@ -208,6 +210,14 @@ impl AppBuilder {
     /// is a dead letter.
     pub fn only_listed(mut self) -> AppBuilder {
         self.only_listed = true;
+        self
+    }
+
+    /// An app that only reads its store: its build starts no checkpoint and makes no read
+    /// model's table, so it builds on a store opened read-only (an operator's `lag`, `check`,
+    /// `explain` on a backup). Whatever it would write fails as the store refuses it.
+    pub fn reading_only(mut self) -> AppBuilder {
+        self.reading_only = true;
         self
     }
 
@@ -364,13 +374,15 @@ impl AppBuilder {
             (POLICIES, !self.policies.is_empty()),
             (processes::PROCESSES, !self.processes.is_empty()),
         ] {
-            if present && self.store.checkpoint(subscriber).await?.is_none() {
+            if present && !self.reading_only && self.store.checkpoint(subscriber).await?.is_none() {
                 let head = self.store.head().await?;
                 self.store.move_checkpoint(subscriber, None, head).await?;
             }
         }
-        let refused_read_models =
-            App::ensure_read_models(self.store.as_ref(), &self.read_models).await?;
+        let refused_read_models = match self.reading_only {
+            true => Vec::new(),
+            false => App::ensure_read_models(self.store.as_ref(), &self.read_models).await?,
+        };
         Ok(App {
             inner: Arc::new(Inner {
                 store: self.store,
@@ -416,6 +428,7 @@ impl App {
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,
+            reading_only: false,
             added: std::collections::HashSet::new(),
             reactions: HashMap::new(),
             runner: None,

@@ -92,6 +92,27 @@ pub enum Operator {
     Rebuild(RebuildArgs),
 }
 
+impl Operator {
+    /// Whether the command only reads the store: it then opens it read-only, as it is, so it
+    /// never changes the file it is pointed at (a backup, a mistyped path).
+    pub fn only_reads(&self) -> bool {
+        match self {
+            Operator::Lag
+            | Operator::Instances(_)
+            | Operator::Deadlines(_)
+            | Operator::Explain(_)
+            | Operator::Check(_) => true,
+            Operator::Rearm(args) => args.dry_run,
+            Operator::DeadLetters(letters) => match letters {
+                Letters::List(_) | Letters::Show { .. } => true,
+                Letters::RetryAll(args) | Letters::DiscardAll(args) => args.dry_run,
+                Letters::Retry { .. } | Letters::Discard { .. } => false,
+            },
+            Operator::Pause(_) | Operator::Resume(_) | Operator::Rebuild(_) => false,
+        }
+    }
+}
+
 /// What `rebuild` rebuilds.
 #[derive(Debug, Clone, Args)]
 pub struct RebuildArgs {

@@ -2,6 +2,7 @@
 //! `preview` and the operator's commands) as one clap command, with the store opened from a path
 //! or a server's address, logging, SIGTERM and exit codes.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -80,6 +81,10 @@ pub enum ServiceCommand {
     /// reports what would happen. Runs on a copy in memory: the file is left as it was. Exits 3
     /// when a letter would be filed or the data does not read through this build.
     Preview(PreviewArgs),
+    /// Brings the database to this build's schema, creating it if missing, then exits: what a
+    /// deploy runs before its operators' commands (a runner does it too when it starts). The
+    /// operator's commands never create or upgrade a database.
+    Migrate,
     /// The operator's commands: `lag`, `instances`, `pause`, `dead-letters`, `explain`, ..
     #[command(flatten)]
     Operator(Operator),
@@ -186,10 +191,17 @@ impl Service {
         let result = match command {
             ServiceCommand::Copy(copy) => return self.copy(args, &copy.to).await,
             ServiceCommand::Preview(preview) => return self.run_preview(args, preview).await,
-            ServiceCommand::Operator(command) => match self.open(args, Opening::Existing).await {
-                Ok(app) => return super::run(&app, command).await,
-                Err(error) => Err(error),
-            },
+            ServiceCommand::Migrate => self.migrate(args).await,
+            ServiceCommand::Operator(command) => {
+                let opening = match command.only_reads() {
+                    true => Opening::AsIs,
+                    false => Opening::Existing,
+                };
+                match self.open(args, opening).await {
+                    Ok(app) => return super::run(&app, command).await,
+                    Err(error) => Err(error),
+                }
+            }
             ServiceCommand::Work(work) => {
                 // Installed before anything is opened: a SIGTERM from here stops cleanly.
                 let shutdown = crate::shutdown_signal();
@@ -211,8 +223,10 @@ impl Service {
     }
 
     /// The app on the store `args` name, with the settings of its file and flags: for an app's
-    /// own commands. `opening` says whether the store may be created ([`Opening::Create`], a
-    /// runner's) or must exist ([`Opening::Existing`], an operator's).
+    /// own commands. `opening` says whether the store may be created and upgraded
+    /// ([`Opening::Create`], a runner's), must exist at this build's schema
+    /// ([`Opening::Existing`], an operator's that writes), or is only read
+    /// ([`Opening::AsIs`]: the app then builds [`reading_only`](crate::AppBuilder::reading_only)).
     pub async fn open(&self, args: &ServiceArgs, opening: Opening) -> Result<App, Error> {
         let config = self.config(args)?;
         let store = self
@@ -220,10 +234,24 @@ impl Service {
             .open(&self.address(args), &self.place(args), opening)
             .await?;
         let mut builder = App::builder_shared(store).config(config);
+        if opening == Opening::AsIs {
+            builder = builder.reading_only();
+        }
         if let Some(name) = &args.runner_name {
             builder = builder.runner_name(name.clone());
         }
         (self.build)(builder).build().await
+    }
+
+    /// `migrate`: the store `args` name, created if missing and brought to this build's schema.
+    async fn migrate(&self, args: &ServiceArgs) -> Result<(), Error> {
+        let address = self.address(args);
+        self.opener
+            .open(&address, &self.place(args), Opening::Create)
+            .await?;
+        // A reader that went away took nothing it needed: the migration is done.
+        let _ = writeln!(std::io::stdout(), "`{address}` is at this build's schema");
+        Ok(())
     }
 
     /// The store's address: `--db`, or the service's name with `.db`.

@@ -107,13 +107,15 @@ pub struct Place {
 /// How a store is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opening {
-    /// Created if missing, brought to this build's schema: what a runner opens.
+    /// Created if missing, brought to this build's schema: what a runner (and `migrate`) opens.
     Create,
-    /// One that exists already, brought to this build's schema: an operator's command never
-    /// creates a database.
+    /// One that exists already at this build's schema, to write to: an operator's command never
+    /// creates or upgrades a database.
     Existing,
-    /// As it is, never changed: what a copy or a preview reads production through, so the build
-    /// in production can still open it afterwards.
+    /// One that exists already at this build's schema, read-only and never changed: what a
+    /// command that only reads opens (`lag`, `check`, a copy's or a preview's source), so the
+    /// build in production can still open it afterwards, and a backup on a read-only mount can
+    /// be inspected.
     AsIs,
 }
 

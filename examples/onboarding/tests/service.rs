@@ -137,3 +137,83 @@ fn the_settings_file_is_read_and_a_mistake_in_it_refused() {
         "a command line clap cannot parse"
     );
 }
+
+// Issue 43: an operator's command that only reads never changes the file it is pointed at: an
+// empty file (a failed backup, a `touch`ed path) or another application's file is refused naming
+// the path and what was found, and left as it was; only `work` and `migrate` create or upgrade
+// a database, and a command that reads opens a read-only backup.
+#[test]
+fn a_command_that_reads_never_changes_the_file_it_is_pointed_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let listing = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+
+    std::fs::write(dir.join("touched.db"), b"").unwrap();
+    let empty = onboarding(dir, &["--db", "touched.db", "lag"]);
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(
+        stderr(&empty).contains("`touched.db` is empty, not a bounda database"),
+        "{}",
+        stderr(&empty)
+    );
+    assert_eq!(std::fs::metadata(dir.join("touched.db")).unwrap().len(), 0);
+
+    let other = rusqlite::Connection::open(dir.join("other.db")).unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (body TEXT); PRAGMA user_version = 7;")
+        .unwrap();
+    drop(other);
+    let before = std::fs::read(dir.join("other.db")).unwrap();
+    for command in [
+        &["lag"][..],
+        &["check"],
+        &["pause", "process", "UserOnboarding"],
+    ] {
+        let args: Vec<&str> = ["--db", "other.db"]
+            .iter()
+            .chain(command)
+            .copied()
+            .collect();
+        let refused = onboarding(dir, &args);
+        assert_eq!(refused.status.code(), Some(1), "{command:?}");
+        assert!(
+            stderr(&refused).contains("`other.db` is not a bounda database")
+                && stderr(&refused).contains("notes")
+                && stderr(&refused).contains("user_version: 7"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    assert_eq!(std::fs::read(dir.join("other.db")).unwrap(), before);
+    assert_eq!(listing(dir), ["other.db", "touched.db"], "no file made");
+
+    // `migrate` creates and upgrades; a backup made read-only is inspected as it is.
+    let migrated = onboarding(dir, &["migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    assert!(stdout(&migrated).contains("`onboarding.db` is at this build's schema"));
+    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    assert!(registered.status.success(), "{}", stderr(&registered));
+    let backup = dir.join("backup.db");
+    rusqlite::Connection::open(dir.join("onboarding.db"))
+        .unwrap()
+        .execute("VACUUM INTO ?1", [backup.to_str().unwrap()])
+        .unwrap();
+    std::fs::set_permissions(&backup, std::os::unix::fs::PermissionsExt::from_mode(0o444)).unwrap();
+    let before = std::fs::read(&backup).unwrap();
+    let lag = onboarding(dir, &["--db", "backup.db", "lag"]);
+    assert!(lag.status.success(), "{}", stderr(&lag));
+    let check = onboarding(dir, &["--db", "backup.db", "check"]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert_eq!(
+        std::fs::read(&backup).unwrap(),
+        before,
+        "not a byte changed"
+    );
+}

@@ -275,6 +275,20 @@ fn the_operator_checks_copies_and_previews_the_older_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = older_file(dir.path());
     let db = file.to_str().unwrap();
+    // A command that only reads does not upgrade the older file: `migrate` does (issue 43).
+    let output = Command::new(BINARY)
+        .args(["--db", db, "check"])
+        .env_remove("BOUNDA_DB")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let refused = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        refused.contains("has schema version 9") && refused.contains("Run `migrate`"),
+        "{refused}"
+    );
+    let (code, migrated) = storefront(&["--db", db, "migrate"]);
+    assert_eq!(code, Some(0), "{migrated}");
     let (code, check) = storefront(&["--db", db, "check"]);
     assert_eq!(code, Some(0), "{check}");
     assert!(
