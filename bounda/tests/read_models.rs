@@ -672,7 +672,7 @@ async fn the_page_lists_read_models_with_their_lag_and_rebuilds_one() {
     place(&app, "o-1", 10).await;
     app.run_until_idle().await.unwrap();
     place(&app, "o-2", 20).await;
-    let desk = Desk::signed_in(&app, "secret", "erin").await;
+    let desk = Desk::signed_in(&app, "secret-operator-token", "erin").await;
     let overview = desk.get("/").await;
     assert_eq!(overview.status, StatusCode::OK);
     let body = overview.body;

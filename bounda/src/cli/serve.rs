@@ -49,6 +49,13 @@ pub(super) async fn serve(
     let token = std::env::var("PAGE_TOKEN")
         .ok()
         .filter(|token| !token.is_empty());
+    if let Some(Err(Error::Configuration { message })) =
+        token.as_deref().map(crate::page::check_token)
+    {
+        return Err(Error::Configuration {
+            message: format!("PAGE_TOKEN: {message}"),
+        });
+    }
     let writable = token.is_some();
     let tidy = |names: Vec<String>| {
         names

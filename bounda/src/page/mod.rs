@@ -18,6 +18,7 @@
 //! on loopback, or behind the operators' own authentication.
 
 mod bulk;
+mod guard;
 mod instances;
 mod lateness;
 mod metrics;
@@ -26,6 +27,7 @@ mod session;
 mod signin;
 mod timeline;
 
+pub use guard::{MIN_TOKEN_CHARS, check_token};
 pub use metrics::Metrics;
 
 use std::sync::Arc;
@@ -47,7 +49,10 @@ use crate::{Duration, Instant, hours};
 pub struct Options {
     /// The token an operator signs in with to act (retry, discard, pause, rebuild); `None`: the
     /// page only reads. Sessions are signed with keys derived from it, so every process serving
-    /// the page with the same token reads the same sessions.
+    /// the page with the same token reads the same sessions. At least [`MIN_TOKEN_CHARS`]
+    /// characters (`openssl rand -hex 24` makes one). Wrong tokens share one budget per page:
+    /// a few are free, then each doubles the wait before the next is compared, and twenty in a
+    /// row lock sign-in for fifteen minutes.
     pub token: Option<String>,
     /// The host names the page answers to besides loopback's (`localhost`, `127.0.0.1`,
     /// `[::1]`): the name a reverse proxy passes on. A request for any other name, or naming
@@ -77,6 +82,8 @@ struct Shared {
     hosts: Vec<String>,
     /// Whether a bulk action of letters runs now.
     bulk: Arc<std::sync::atomic::AtomicBool>,
+    /// The budget of wrong tokens, for every request.
+    guard: guard::Guard,
     origins: Vec<String>,
     links: Links,
 }
@@ -225,9 +232,16 @@ impl Shared {
     }
 }
 
-/// The page's routes on `app`.
+/// The page's routes on `app`. A token shorter than [`MIN_TOKEN_CHARS`] is not taken: the page
+/// only reads, and the log says why; check one first with [`check_token`].
 pub fn router(app: App, options: Options) -> axum::Router {
-    let token = options.token.filter(|token| !token.is_empty());
+    let token = options.token.filter(|token| match check_token(token) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!("the operator page only reads: {error}");
+            false
+        }
+    });
     let shared = Arc::new(Shared {
         app,
         keys: token.as_deref().map(session::Keys::of),
@@ -240,6 +254,7 @@ pub fn router(app: App, options: Options) -> axum::Router {
             .map(|origin| origin.trim_end_matches('/').to_owned())
             .collect(),
         bulk: Arc::default(),
+        guard: guard::Guard::default(),
     });
     let router = match options.metrics {
         Some(metrics) => axum::Router::new().route(

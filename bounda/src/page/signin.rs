@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use super::guard::{Attempt, LOCK_AFTER, LOCKOUT};
 use super::{Links, Shared, authorize, from_elsewhere, html, message, same, session};
 
 #[derive(Template)]
@@ -52,13 +53,25 @@ pub(super) async fn sign_in(
     if from_elsewhere(&shared, &headers) {
         return refused("The request did not come from this page.");
     }
-    if !same(form.token.as_bytes(), expected.as_bytes()) {
-        tracing::warn!(
-            "a sign-in to the operator page was refused: the token is not the operator's"
-        );
-        // Each wrong guess costs a second.
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        return refused("The token is not the operator's.");
+    let now = shared.app.clock().now();
+    match shared
+        .guard
+        .attempt(now, || same(form.token.as_bytes(), expected.as_bytes()))
+    {
+        Attempt::Right => {}
+        Attempt::Wrong { locked: false } => {
+            tracing::warn!(
+                "a sign-in to the operator page was refused: the token is not the operator's"
+            );
+            return refused("The token is not the operator's.");
+        }
+        Attempt::Wrong { locked: true } => {
+            tracing::error!(
+                "sign-in to the operator page is locked for {LOCKOUT} after {LOCK_AFTER} wrong                  tokens in a row: someone may be guessing it; restarting the page lifts it"
+            );
+            return refused("The token is not the operator's.");
+        }
+        Attempt::Wait { until, locked } => return too_soon(&shared.links, now, until, locked),
     }
     let name = form.name.trim();
     if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
@@ -69,7 +82,6 @@ pub(super) async fn sign_in(
             "Sign in with your name (up to 100 characters): the pauses and retries you make keep it.",
         );
     }
-    let now = shared.app.clock().now();
     let session = keys.start(name, now);
     tracing::info!(operator = %name, "an operator signed in to the page");
     let seconds = session::LIFETIME.as_millis() / 1_000;
@@ -80,6 +92,24 @@ pub(super) async fn sign_in(
         https(&headers),
     );
     with_cookie(&shared.links.done("signed-in"), &cookie)
+}
+
+/// The answer to a sign-in the budget of wrong tokens does not compare yet: 429, with when to
+/// try again.
+fn too_soon(links: &Links, now: crate::Instant, until: crate::Instant, locked: bool) -> Response {
+    let wait = until - now;
+    let text = match locked {
+        true => format!(
+            "Sign-in is locked until {until} after {LOCK_AFTER} wrong tokens in a row. Wait, or              restart the page to lift it."
+        ),
+        false => format!("Too many wrong tokens: try again in {wait}."),
+    };
+    let mut response = message(links, StatusCode::TOO_MANY_REQUESTS, "Not now", text);
+    let seconds = wait.as_millis().div_ceil(1_000).max(1);
+    if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// Ends the session: its cookie is cleared.

@@ -113,7 +113,7 @@ async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_
 #[tokio::test]
 async fn the_lag_panel_reloads_itself_and_only_the_page_may_frame_it() {
     let app = shop("o-lag").await;
-    let (status, html, policy) = get(&app, Some("s3cret"), "/lag").await;
+    let (status, html, policy) = get(&app, Some("s3cret-operator-token"), "/lag").await;
     assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains(r#"<meta http-equiv="refresh" content="5">"#),
@@ -123,13 +123,13 @@ async fn the_lag_panel_reloads_itself_and_only_the_page_may_frame_it() {
     assert!(html.contains("max lag 0"), "{html}");
     assert!(policy.contains("frame-ancestors 'self'"), "{policy}");
     assert!(!policy.contains("script-src"), "{policy}");
-    let (_, html, policy) = get(&app, Some("s3cret"), "/").await;
+    let (_, html, policy) = get(&app, Some("s3cret-operator-token"), "/").await;
     assert!(
         html.contains(r#"http-equiv="refresh""#),
         "signed out, the overview reloads itself: {html}"
     );
     assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
-    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let desk = Desk::signed_in(&app, "s3cret-operator-token", "erin").await;
     let html = desk.get("/").await.body;
     assert!(
         !html.contains(r#"http-equiv="refresh""#),
@@ -175,7 +175,7 @@ async fn a_letter_is_retried_only_in_a_session_with_its_forms_token_from_the_pag
     let stranger = Desk::new(
         &app,
         Options {
-            token: Some("s3cret".into()),
+            token: Some("s3cret-operator-token".into()),
             ..Options::default()
         },
     );
@@ -183,7 +183,7 @@ async fn a_letter_is_retried_only_in_a_session_with_its_forms_token_from_the_pag
     assert_eq!(got.status, StatusCode::FORBIDDEN, "not signed in");
     assert!(got.body.contains("Sign in first"), "{}", got.body);
 
-    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let desk = Desk::signed_in(&app, "s3cret-operator-token", "erin").await;
     let token = desk.form_token("/", &retry).await;
     let got = desk.post(&retry, "csrf=guess", SAME).await;
     assert_eq!(got.status, StatusCode::FORBIDDEN, "a made-up form token");
@@ -221,11 +221,7 @@ async fn a_letter_is_retried_only_in_a_session_with_its_forms_token_from_the_pag
 #[tokio::test]
 async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
     let app = shop("o-session").await;
-    let options = |token: &str| Options {
-        token: Some(token.to_owned()),
-        ..Options::default()
-    };
-    let mut desk = Desk::new(&app, options("s3cret"));
+    let mut desk = Desk::new(&app, options("s3cret-operator-token"));
     let overview = desk.get("/").await.body;
     assert!(
         overview.contains(r#"id="signin-link" href="/signin""#),
@@ -242,12 +238,14 @@ async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
     let wrong = desk.sign_in("/signin", SAME, "erin", "guess").await;
     assert_eq!(wrong.status, StatusCode::FORBIDDEN);
     assert!(wrong.cookie.is_empty() && desk.cookie.is_none());
-    let nameless = desk.sign_in("/signin", SAME, "+", "s3cret").await;
+    let nameless = desk
+        .sign_in("/signin", SAME, "+", "s3cret-operator-token")
+        .await;
     assert_eq!(nameless.status, StatusCode::BAD_REQUEST, "a name is needed");
     let elsewhere = desk
         .post(
             "/signin",
-            "name=erin&token=s3cret",
+            "name=erin&token=s3cret-operator-token",
             Some("https://evil.example"),
         )
         .await;
@@ -257,7 +255,9 @@ async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
         "another site's form"
     );
 
-    let signed = desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+    let signed = desk
+        .sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
     assert_eq!(
         (signed.status, signed.location.as_str()),
         (StatusCode::SEE_OTHER, "/?done=signed-in")
@@ -285,7 +285,7 @@ async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
 
     // Another token's page reads no session of this one's.
     let other = Desk {
-        page: router(app.app().clone(), options("other")),
+        page: router(app.app().clone(), options("other-operator-token")),
         cookie: desk.cookie.clone(),
     };
     assert!(!other.get("/").await.body.contains("signed in as"));
@@ -299,7 +299,8 @@ async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
     );
 
     // A session lasts twelve hours.
-    desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+    desk.sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
     app.clock().advance(hours(12) - seconds(1));
     assert!(desk.get("/").await.body.contains("signed in as"));
     app.clock().advance(seconds(1));
@@ -310,13 +311,18 @@ async fn an_operator_signs_in_once_and_the_session_expires_or_ends() {
     let mut secure = Desk::new(
         &app,
         Options {
-            token: Some("s3cret".into()),
+            token: Some("s3cret-operator-token".into()),
             origins: vec!["https://ops.example.com".into()],
             ..Options::default()
         },
     );
     let got = secure
-        .sign_in("/signin", Some("https://ops.example.com"), "erin", "s3cret")
+        .sign_in(
+            "/signin",
+            Some("https://ops.example.com"),
+            "erin",
+            "s3cret-operator-token",
+        )
         .await;
     assert!(got.cookie.contains("; Secure"), "{}", got.cookie);
 
@@ -337,12 +343,13 @@ async fn a_proxys_origin_acts_only_when_the_operator_lists_it() {
         let mut desk = Desk::new(
             &app,
             Options {
-                token: Some("s3cret".into()),
+                token: Some("s3cret-operator-token".into()),
                 origins: origins.iter().map(|o| (*o).to_owned()).collect(),
                 ..Options::default()
             },
         );
-        desk.sign_in("/signin", SAME, "erin", "s3cret").await;
+        desk.sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+            .await;
         let token = desk.form_token("/", &discard).await;
         (desk, format!("csrf={token}"))
     };
@@ -439,7 +446,7 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
     let page = router(
         app.app().clone(),
         Options {
-            token: Some("s3cret".into()),
+            token: Some("s3cret-operator-token".into()),
             path: "/ops/".into(),
             ..Options::default()
         },
@@ -493,7 +500,9 @@ async fn nested_in_a_larger_router_its_links_forms_and_redirects_keep_its_path()
 
     // Signing in at its path keeps the session's cookie to that path; its forms post there.
     let mut desk = Desk::on(server);
-    let signed = desk.sign_in("/ops/signin", SAME, "erin", "s3cret").await;
+    let signed = desk
+        .sign_in("/ops/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
     assert_eq!(signed.location, "/ops?done=signed-in");
     assert!(signed.cookie.contains("Path=/ops;"), "{}", signed.cookie);
     let (id, _) = letter_status(&app).await;
@@ -670,9 +679,9 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     let app = shop("bulk-1").await;
     app.dispatch(place("bulk-2")).await.unwrap();
     app.run_until_idle().await.unwrap();
-    let desk = Desk::signed_in(&app, "s3cret", "erin").await;
+    let desk = Desk::signed_in(&app, "s3cret-operator-token", "erin").await;
     let page = "/letters/bulk?handler=mail_on_order_placed&error=mail+server";
-    let (status, signed_out, _) = get(&app, Some("s3cret"), page).await;
+    let (status, signed_out, _) = get(&app, Some("s3cret-operator-token"), page).await;
     assert_eq!(status, StatusCode::OK);
     assert!(
         !signed_out.contains("Retry all") && signed_out.contains("Sign in</a> to act here."),
@@ -692,7 +701,7 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     );
     let (_, scripted, _) = get(
         &app,
-        Some("s3cret"),
+        Some("s3cret-operator-token"),
         "/letters/bulk?error=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
     )
     .await;
@@ -703,7 +712,7 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     // By when they last failed: both failed at the clock's start.
     let (_, later, _) = get(
         &app,
-        Some("s3cret"),
+        Some("s3cret-operator-token"),
         "/letters/bulk?from=2026-01-02T00:00:00Z",
     )
     .await;
@@ -713,7 +722,7 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
     );
     let (_, earlier, _) = get(
         &app,
-        Some("s3cret"),
+        Some("s3cret-operator-token"),
         "/letters/bulk?until=2026-01-02T00:00:00Z",
     )
     .await;
@@ -721,19 +730,29 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         earlier.contains("<strong>2</strong> open letters match"),
         "{earlier}"
     );
-    let (status, unreadable, _) = get(&app, Some("s3cret"), "/letters/bulk?from=yesterday").await;
+    let (status, unreadable, _) = get(
+        &app,
+        Some("s3cret-operator-token"),
+        "/letters/bulk?from=yesterday",
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(
         unreadable.contains("`yesterday` is not a moment"),
         "{unreadable}"
     );
-    let (_, none, _) = get(&app, Some("s3cret"), "/letters/bulk?error=disk+full").await;
+    let (_, none, _) = get(
+        &app,
+        Some("s3cret-operator-token"),
+        "/letters/bulk?error=disk+full",
+    )
+    .await;
     assert!(
         none.contains("<strong>0</strong> open letters match"),
         "{none}"
     );
     assert!(!none.contains("Retry all"), "nothing to act on: {none}");
-    let (_, overview, _) = get(&app, Some("s3cret"), "/").await;
+    let (_, overview, _) = get(&app, Some("s3cret-operator-token"), "/").await;
     assert!(
         overview.contains("/letters/bulk"),
         "the overview links to it"
@@ -801,7 +820,12 @@ async fn letters_are_counted_then_retried_in_bulk_from_the_page() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(app.app().dead_letters().count(&open).await.unwrap(), 0);
-    let (_, overview, _) = get(&app, Some("s3cret"), "/?done=bulk-retry-started").await;
+    let (_, overview, _) = get(
+        &app,
+        Some("s3cret-operator-token"),
+        "/?done=bulk-retry-started",
+    )
+    .await;
     assert!(
         overview.contains("run in batches in the background"),
         "{overview}"
@@ -950,12 +974,12 @@ async fn the_page_pauses_and_resumes_through_confirmations_in_the_operators_sess
     let reader = Desk::new(
         &app,
         Options {
-            token: Some("secret".into()),
+            token: Some("secret-operator-token".into()),
             ..Options::default()
         },
     );
     assert!(!reader.get(story).await.body.contains(r#"id="pause-links""#));
-    let desk = Desk::signed_in(&app, "secret", "gail").await;
+    let desk = Desk::signed_in(&app, "secret-operator-token", "gail").await;
     let html = desk.get(story).await.body;
     let confirm = "/pauses/pause?kind=instance&name=OrderPayment&instance=o-pp";
     let linked = |html: &str, href: &str| {
@@ -1124,4 +1148,87 @@ async fn the_overview_charts_how_late_deadlines_ran() {
         "{chart}"
     );
     assert!(chart.contains("2 ran, the latest 6 h late"), "{chart}");
+}
+
+// Issue 43: wrong tokens share one budget for the whole page. Of 200 guesses sent at once only
+// the free few are compared; the rest wait their turn (429, with when to try again). Twenty wrong
+// tokens in a row lock sign-in, the right token included, until the lockout ends.
+#[tokio::test]
+async fn guesses_share_one_budget_and_a_run_of_them_locks_sign_in() {
+    let app = shop("o-guess").await;
+    let desk = Desk::new(&app, options("s3cret-operator-token"));
+    let guesses = (0..200).map(|n| {
+        let desk = &desk;
+        async move {
+            desk.post("/signin", &format!("name=eve&token=guess-{n}"), SAME)
+                .await
+                .status
+        }
+    });
+    let answers = futures_util::future::join_all(guesses).await;
+    let refused = answers
+        .iter()
+        .filter(|status| **status == StatusCode::FORBIDDEN)
+        .count();
+    let waiting = answers
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((refused, waiting), (4, 196), "{answers:?}");
+    let mut desk = desk;
+    let early = desk
+        .sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
+    assert_eq!(early.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(early.body.contains("try again in 1s"), "{}", early.body);
+
+    // A run of wrong tokens, each after its wait, locks sign-in.
+    let mut last = StatusCode::OK;
+    for n in 0..16 {
+        app.clock().advance(minutes(1));
+        last = desk
+            .post("/signin", &format!("name=eve&token=again-{n}"), SAME)
+            .await
+            .status;
+    }
+    assert_eq!(last, StatusCode::FORBIDDEN, "the twentieth wrong token");
+    app.clock().advance(minutes(14));
+    let locked = desk
+        .sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
+    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        locked.body.contains("Sign-in is locked until"),
+        "{}",
+        locked.body
+    );
+    app.clock().advance(minutes(1));
+    let signed = desk
+        .sign_in("/signin", SAME, "erin", "s3cret-operator-token")
+        .await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.body);
+}
+
+// Issue 43: a token that can be guessed is not taken: the page only reads.
+#[tokio::test]
+async fn a_short_token_leaves_the_page_reading_only() {
+    let app = shop("o-short").await;
+    assert!(
+        bounda::page::check_token("ab")
+            .unwrap_err()
+            .to_string()
+            .contains("needs at least 16 so that it cannot be guessed; make one with `openssl rand -hex 24`")
+    );
+    let mut desk = Desk::new(&app, options("ab"));
+    let got = desk.sign_in("/signin", SAME, "erin", "ab").await;
+    assert_eq!(got.status, StatusCode::FORBIDDEN);
+    assert!(got.body.contains("only reads"), "{}", got.body);
+}
+
+/// The page's options with `token`.
+fn options(token: &str) -> Options {
+    Options {
+        token: Some(token.to_owned()),
+        ..Options::default()
+    }
 }

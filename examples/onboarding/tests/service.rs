@@ -217,3 +217,26 @@ fn a_command_that_reads_never_changes_the_file_it_is_pointed_at() {
         "not a byte changed"
     );
 }
+
+// Issue 43: `serve` refuses a page token short enough to guess, saying how to make one.
+#[test]
+fn serve_refuses_a_short_page_token_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrated = onboarding(dir.path(), &["migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let refused = Command::new(env!("CARGO_BIN_EXE_onboarding"))
+        .current_dir(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("PAGE_TOKEN", "ab")
+        .env_remove("BOUNDA_DB")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("PAGE_TOKEN: the page's token has 2 characters")
+            && stderr(&refused).contains("openssl rand -hex 24"),
+        "{}",
+        stderr(&refused)
+    );
+}

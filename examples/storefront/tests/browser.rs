@@ -23,7 +23,7 @@ mod support;
 use support::browser::Browser;
 
 /// The operator's token for the page.
-const TOKEN: &str = "s3cret-token";
+const TOKEN: &str = "s3cret-operator-token";
 
 /// Where the screenshots go: `target/tmp/operator-page/`.
 fn artifacts() -> PathBuf {
