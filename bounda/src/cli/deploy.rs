@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Piped;
+use super::escape::Plain;
 use crate::preview::{self, Report};
 use crate::store::Store;
 use crate::{AppBuilder, Error, days};
@@ -167,7 +168,7 @@ fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
         )?;
     }
     for (event, count) in &report.events {
-        writeln!(out, "  {count:>6} {event}")?;
+        writeln!(out, "  {count:>6} {}", Plain(event))?;
     }
     let mut calls: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for call in &report.calls {
@@ -199,8 +200,11 @@ fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
             .unwrap_or_default();
         writeln!(
             out,
-            "  letter {} {}{on}: {}",
-            letter.id, letter.handler, letter.error
+            "  letter {} {}{}: {}",
+            Plain(&letter.id),
+            letter.handler,
+            Plain(on),
+            Plain(&letter.error)
         )?;
     }
     Ok(())

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 
+use super::escape::Plain;
 use super::{ago, io, relative};
 use crate::App;
 use crate::store::{InstanceCursor, InstanceOrder, InstanceQuery, InstanceStatus};
@@ -123,12 +124,12 @@ pub(super) async fn run(
             out,
             "{}:{}  {:<9}  started {} ({}), last step {}{due}  correlation {}",
             row.process,
-            row.instance_id,
+            Plain(&row.instance_id),
             row.status,
             row.started_at,
             ago(row.started_at, now),
             ago(row.updated_at, now),
-            row.correlation_id,
+            Plain(&row.correlation_id),
         )
         .map_err(io)?;
     }
@@ -136,7 +137,7 @@ pub(super) async fn run(
         (Some(next), true) => {
             writeln!(out, "{}", serde_json::json!({ "next": next.to_string() })).map_err(io)?
         }
-        (Some(next), false) => writeln!(out, "more: --after {next}").map_err(io)?,
+        (Some(next), false) => writeln!(out, "more: --after {}", Plain(next)).map_err(io)?,
         (None, _) if page.rows.is_empty() && !args.json => {
             writeln!(out, "no instance matches").map_err(io)?
         }

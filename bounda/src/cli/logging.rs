@@ -32,9 +32,13 @@ impl Logging {
                 Err(error) => (EnvFilter::new("warn"), Some((text, error))),
             },
         };
+        // Each event is one line, its control characters escaped (the writer is handed a whole
+        // formatted line at a time), so stored text cannot forge a line of its own; without
+        // colors, whose escapes would be escaped too.
         tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(writer)
+            .with_ansi(false)
+            .with_writer(move || super::escape::Lines(writer.clone()))
             .try_init()
             .ok()?;
         if let Some((text, error)) = unreadable {

@@ -26,6 +26,7 @@
 //! ```
 
 mod deploy;
+mod escape;
 
 use deploy::io;
 mod instances;
@@ -44,6 +45,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::App;
 use crate::app::Retried;
 use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
+use escape::Plain;
 
 pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
 pub use instances::InstancesArgs;
@@ -369,7 +371,7 @@ impl<W: Write> Piped<W> {
             // The reader took what it wanted and went: nothing is wrong.
             Err(_) if self.closed => ExitCode::SUCCESS,
             Err(error) => {
-                eprintln!("error: {}", crate::error::chain(&error));
+                eprintln!("error: {}", Plain(crate::error::chain(&error)));
                 ExitCode::from(1)
             }
         }
@@ -421,7 +423,9 @@ pub async fn execute(
                 writeln!(
                     out,
                     "{:<width$} position {:>8}  lag {:>6}",
-                    s.subscriber, s.position, s.lag
+                    Plain(&s.subscriber),
+                    s.position,
+                    s.lag
                 )
                 .map_err(io)?;
                 if let Some(failing) = &s.failing {
@@ -429,9 +433,9 @@ pub async fn execute(
                         out,
                         "  held by {} on {} (position {}): {}; attempt {}, retry at {}",
                         failing.handler,
-                        failing.event_type,
+                        Plain(&failing.event_type),
                         failing.position,
-                        failing.message,
+                        Plain(&failing.message),
                         failing.attempts,
                         failing.retry_at
                     )
@@ -440,7 +444,8 @@ pub async fn execute(
                 for bookmark in &s.passed {
                     writeln!(
                         out,
-                        "  passed {bookmark} while held; they run once the hold is over"
+                        "  passed {} while held; they run once the hold is over",
+                        Plain(bookmark)
                     )
                     .map_err(io)?;
                 }
@@ -449,7 +454,9 @@ pub async fn execute(
                 writeln!(
                     out,
                     "{:<width$} position {:>8}  lag {:>6}  stale: this app does not run it",
-                    s.subscriber, s.position, s.lag
+                    Plain(&s.subscriber),
+                    s.position,
+                    s.lag
                 )
                 .map_err(io)?;
             }
@@ -468,10 +475,10 @@ pub async fn execute(
                 .map_err(io)?;
             }
             for pause in &lag.paused {
-                writeln!(out, "paused: {pause}").map_err(io)?;
+                writeln!(out, "paused: {}", Plain(pause)).map_err(io)?;
             }
             for limited in &lag.limited {
-                writeln!(out, "limited: {limited}").map_err(io)?;
+                writeln!(out, "limited: {}", Plain(limited)).map_err(io)?;
             }
         }
         Operator::Deadlines(args) => {
@@ -516,14 +523,14 @@ pub async fn execute(
                 } else {
                     let waiting = match (&d.held_by, d.paused, d.waiting) {
                         (Some(letter), _, _) => {
-                            format!("  held: its instance failed, letter {letter}")
+                            format!("  held: its instance failed, letter {}", Plain(letter))
                         }
                         (None, true, _) => "  paused".to_owned(),
                         (None, false, true) => "  waiting".to_owned(),
                         (None, false, false) => String::new(),
                     };
                     let drift = match &d.drift {
-                        Some(drift) => format!("  entry disagrees: {drift}"),
+                        Some(drift) => format!("  entry disagrees: {}", Plain(drift)),
                         None => String::new(),
                     };
                     writeln!(
@@ -532,7 +539,7 @@ pub async fn execute(
                         d.at,
                         relative(d.at, now),
                         d.process,
-                        d.instance,
+                        Plain(&d.instance),
                         d.field
                     )
                     .map_err(io)?;
@@ -550,8 +557,10 @@ pub async fn execute(
                 } else {
                     writeln!(
                         out,
-                        "left out {}:{}: {problem}",
-                        state.process, state.instance
+                        "left out {}:{}: {}",
+                        Plain(&state.process),
+                        Plain(&state.instance),
+                        Plain(&problem)
                     )
                     .map_err(io)?;
                 }
@@ -600,13 +609,13 @@ pub async fn execute(
                     writeln!(
                         out,
                         "{}  {} {:?} {}  {} on {}  {}  ({} attempts)",
-                        letter.id,
+                        Plain(&letter.id),
                         letter.status.as_str(),
                         letter.kind,
-                        letter.handler,
-                        letter.error_type,
-                        letter.event_type.as_deref().unwrap_or("-"),
-                        letter.error_message,
+                        Plain(&letter.handler),
+                        Plain(&letter.error_type),
+                        Plain(letter.event_type.as_deref().unwrap_or("-")),
+                        Plain(&letter.error_message),
                         letter.attempts
                     )
                     .map_err(io)?;
@@ -628,7 +637,7 @@ pub async fn execute(
             }
         },
         Operator::DeadLetters(Letters::Retry { id }) => match app.dead_letters().retry(&id).await {
-            Ok(Retried::Done) => writeln!(out, "retried {id}").map_err(io)?,
+            Ok(Retried::Done) => writeln!(out, "retried {}", Plain(&id)).map_err(io)?,
             Ok(Retried::FailedAgain {
                 letter,
                 drained,
@@ -636,28 +645,32 @@ pub async fn execute(
             }) => {
                 writeln!(
                     out,
-                    "retried {id}: its step ran and {drained} parked events were handled, then \
-                     a later step failed: new letter {letter}, {parked} events parked behind it"
+                    "retried {}: its step ran and {drained} parked events were handled, then \
+                     a later step failed: new letter {letter}, {parked} events parked behind it",
+                    Plain(&id)
                 )
                 .map_err(io)?;
                 return Ok(ExitCode::from(2));
             }
             Ok(Retried::Rejected(rejection)) => writeln!(
                 out,
-                "retried {id}: command rejected, {} {}: {}",
-                rejection.command_type, rejection.rejected, rejection.message
+                "retried {}: command rejected, {} {}: {}",
+                Plain(&id),
+                Plain(&rejection.command_type),
+                Plain(&rejection.rejected),
+                Plain(&rejection.message)
             )
             .map_err(io)?,
             // An unknown letter is a mistake like any other (1); a retry that ran and failed is 2.
             Err(error @ crate::Error::NotFound { .. }) => return Err(error),
             Err(error) => {
-                eprintln!("error: {}", crate::error::chain(&error));
+                eprintln!("error: {}", Plain(crate::error::chain(&error)));
                 return Ok(ExitCode::from(2));
             }
         },
         Operator::DeadLetters(Letters::Discard { id }) => {
             app.dead_letters().discard(&id).await?;
-            writeln!(out, "discarded {id}").map_err(io)?;
+            writeln!(out, "discarded {}", Plain(&id)).map_err(io)?;
         }
         Operator::DeadLetters(Letters::RetryAll(args) | Letters::DiscardAll(args))
             if args.dry_run =>
@@ -721,7 +734,14 @@ pub async fn execute(
                 false => app.rearm(scope).await?,
             };
             for drift in &drifts {
-                writeln!(out, "{}:{}  {drift}", drift.process, drift.instance).map_err(io)?;
+                writeln!(
+                    out,
+                    "{}:{}  {}",
+                    drift.process,
+                    Plain(&drift.instance),
+                    Plain(drift)
+                )
+                .map_err(io)?;
             }
             let summary = match args.dry_run {
                 true => format!("{} entries disagree with their state", drifts.len()),
@@ -746,12 +766,12 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             writeln!(
                 out,
                 "  {}.{}: {} event(s), the first {} in {}: {}",
-                problem.aggregate,
-                problem.event_type,
+                Plain(&problem.aggregate),
+                Plain(&problem.event_type),
                 problem.count,
-                problem.first_event,
-                problem.stream,
-                problem.reason
+                Plain(&problem.first_event),
+                Plain(&problem.stream),
+                Plain(&problem.reason)
             )?;
         }
     }
@@ -761,7 +781,9 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             writeln!(
                 out,
                 "  {}:{}: {}",
-                state.process, state.instance, state.problem
+                Plain(&state.process),
+                Plain(&state.instance),
+                Plain(&state.problem)
             )?;
         }
     }
@@ -774,7 +796,10 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             writeln!(
                 out,
                 "  {}:{}: `{}` at {}",
-                lost.process, lost.instance, lost.field, lost.at
+                lost.process,
+                Plain(&lost.instance),
+                Plain(&lost.field),
+                lost.at
             )?;
         }
     }
@@ -784,7 +809,7 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             writeln!(
                 out,
                 "  {}: {} entr{}: {}",
-                orphan.runs,
+                Plain(&orphan.runs),
                 orphan.count,
                 if orphan.count == 1 { "y" } else { "ies" },
                 orphan.reason
@@ -797,14 +822,20 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             "scheduler entries that disagree with their state (a runner re-arms them when it starts):"
         )?;
         for drift in &report.drifted_entries {
-            writeln!(out, "  {}:{}: {drift}", drift.process, drift.instance)?;
+            writeln!(
+                out,
+                "  {}:{}: {}",
+                drift.process,
+                Plain(&drift.instance),
+                Plain(drift)
+            )?;
         }
     }
     if !report.unknown_aggregates.is_empty() {
         writeln!(
             out,
             "aggregates no command of this build decides on, their events not read: {}",
-            report.unknown_aggregates.join(", ")
+            Plain(report.unknown_aggregates.join(", "))
         )?;
     }
     if !report.unreadable_entries.is_empty() {
@@ -816,7 +847,9 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             writeln!(
                 out,
                 "  {} `{}`: {}",
-                entry.command_type, entry.key, entry.reason
+                Plain(&entry.command_type),
+                Plain(&entry.key),
+                Plain(&entry.reason)
             )?;
         }
     }
@@ -835,13 +868,18 @@ fn write_story(
     out: &mut impl Write,
 ) -> std::io::Result<()> {
     let status = story.status.as_text();
-    write!(out, "{} {}: {status}", story.process, story.instance)?;
+    write!(
+        out,
+        "{} {}: {status}",
+        Plain(&story.process),
+        Plain(&story.instance)
+    )?;
     match story.timeout_at {
         Some(at) => writeln!(out, ", its lifetime ends {} ({at})", relative(at, now))?,
         None => writeln!(out)?,
     }
     if let Some(pause) = &story.paused {
-        writeln!(out, "  {pause}: nothing of it runs until resumed")?;
+        writeln!(out, "  {}: nothing of it runs until resumed", Plain(pause))?;
     }
     for step in &story.steps {
         writeln!(
@@ -850,8 +888,8 @@ fn write_story(
             step.position,
             step.at,
             ago(step.at, now),
-            step.describe(),
-            step.correlation_id
+            Plain(step.describe()),
+            Plain(&step.correlation_id)
         )?;
         // A moment as the step saw it: `in 24h` from the step's own time.
         let moment = |at: Option<crate::Instant>| {
@@ -861,18 +899,22 @@ fn write_story(
             )
         };
         for detail in step.details(moment) {
-            writeln!(out, "      {detail}")?;
+            writeln!(out, "      {}", Plain(detail))?;
         }
     }
     if let Some(why) = &story.unreadable {
-        writeln!(out, "pending: unknown, its state does not read: {why}")?;
+        writeln!(
+            out,
+            "pending: unknown, its state does not read: {}",
+            Plain(why)
+        )?;
     } else if story.pending.is_empty() {
         writeln!(out, "pending: nothing")?;
     } else {
         writeln!(out, "pending:")?;
         for due in &story.pending {
             let waiting = match (&due.held_by, due.waiting) {
-                (Some(letter), _) => format!("  held by its failure, letter {letter}"),
+                (Some(letter), _) => format!("  held by its failure, letter {}", Plain(letter)),
                 (None, true) => "  waiting".to_owned(),
                 (None, false) => String::new(),
             };
@@ -886,14 +928,14 @@ fn write_story(
         }
     }
     if let Some(drift) = &story.drift {
-        writeln!(out, "scheduler: {drift}")?;
+        writeln!(out, "scheduler: {}", Plain(drift))?;
     }
     for parked in &story.parked {
         writeln!(
             out,
             "parked: {} ({}), stored {}",
-            parked.event_type,
-            parked.event_id,
+            Plain(&parked.event_type),
+            Plain(&parked.event_id),
             ago(parked.at, now)
         )?;
     }
@@ -901,10 +943,10 @@ fn write_story(
         writeln!(
             out,
             "letter {}: {} on {}: {} ({} attempts)",
-            letter.id,
+            Plain(&letter.id),
             letter.status.as_str(),
-            letter.failed.as_deref().unwrap_or("-"),
-            letter.error,
+            Plain(letter.failed.as_deref().unwrap_or("-")),
+            Plain(&letter.error),
             letter.attempts
         )?;
     }

@@ -5,6 +5,7 @@ use std::io::Write;
 
 use clap::Args;
 
+use super::escape::Plain;
 use super::io;
 use crate::App;
 use crate::store::PauseTarget;
@@ -42,8 +43,8 @@ pub(super) async fn pause(
         .pause(target.clone(), &by, args.reason.as_deref())
         .await?
     {
-        true => writeln!(out, "{target} paused by {by}"),
-        false => writeln!(out, "{target} was paused already; left as it was"),
+        true => writeln!(out, "{} paused by {}", Plain(&target), Plain(&by)),
+        false => writeln!(out, "{} was paused already; left as it was", Plain(&target)),
     }
     .map_err(io)
 }
@@ -55,8 +56,8 @@ pub(super) async fn resume(
     out: &mut impl Write,
 ) -> Result<(), crate::Error> {
     match app.resume(&target).await? {
-        true => writeln!(out, "{target} resumed"),
-        false => writeln!(out, "{target} was not paused"),
+        true => writeln!(out, "{} resumed", Plain(&target)),
+        false => writeln!(out, "{} was not paused", Plain(&target)),
     }
     .map_err(io)
 }

@@ -136,6 +136,50 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
     );
 }
 
+/// Fails naming the order it was given, whatever its id holds.
+struct MailNamingTheOrder;
+
+#[policy]
+impl Policy for MailNamingTheOrder {
+    const NAME: &'static str = "mail_naming_the_order";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        anyhow::bail!("cannot mail about {}", cx.event().order_id)
+    }
+}
+
+// Issue 43: stored text with a newline or a terminal escape cannot forge a row of the
+// operator's tables: each letter is one line, its control characters escaped.
+#[tokio::test]
+async fn stored_text_cannot_forge_a_row_of_a_table() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<MailNamingTheOrder>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(place("o-1\nl-0  failed Policy forged\x1b[2J"))
+        .await
+        .unwrap();
+    app.run_until_idle().await.unwrap();
+    let list = Operator::DeadLetters(Letters::List(ListArgs {
+        kind: None,
+        handler: None,
+        status: None,
+        limit: None,
+        json: false,
+    }));
+    let (_, text) = output(app.app(), list).await;
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("cannot mail about o-1\\nl-0  failed Policy forged\\u{1b}[2J"),
+        "{text}"
+    );
+}
+
 // Issue 10: `deadlines` shows how far off each one is, filters by process and instance, and
 // speaks JSON.
 #[tokio::test]

@@ -292,6 +292,68 @@ async fn a_signal_at_any_moment_from_the_start_stops_the_run_cleanly() {
     }
 }
 
+// Issue 43: a signal while a long run places its orders stops it within seconds, not after the
+// last order: what it placed is whole, and a `check` of the file passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signal_while_orders_are_placed_stops_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let said = dir.path().join("stdout.txt");
+    let mut command = storefront(&db, &log_path, &["run", "--orders", "100000"]);
+    let child = command
+        .stdout(std::fs::File::create(&said).unwrap())
+        .spawn()
+        .unwrap();
+    // Placing has begun once orders are stored.
+    let start = StdInstant::now();
+    let placing = loop {
+        let placed: i64 = rusqlite::Connection::open(&db)
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM bounda_events WHERE type = 'OrderPlaced'",
+                    [],
+                    |row| row.get(0),
+                )
+            })
+            .unwrap_or(0);
+        if placed >= 10 {
+            break placed;
+        }
+        assert!(
+            start.elapsed() < StdDuration::from_secs(60),
+            "no order placed"
+        );
+        std::thread::sleep(StdDuration::from_millis(20));
+    };
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = finished_within(child, 30);
+    assert!(status.success(), "stopped cleanly: {status:?}");
+    let said = std::fs::read_to_string(&said).unwrap();
+    assert!(
+        said.contains("interrupted after placing") && said.contains("of 100000 orders"),
+        "{said}"
+    );
+    let placed: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM bounda_events WHERE type = 'OrderPlaced'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(placed >= placing && placed < 100_000, "{placed}");
+    let check = Command::new(BINARY)
+        .args(["--db", db.to_str().unwrap(), "check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
+    assert_eq!(claims_left(&db).unwrap(), (0, 0), "no claim left behind");
+}
+
 // Issue 10: the binary logs what the runtime reports, filtered by `RUST_LOG`: a notifier that
 // cannot write fails its policy, which is a warning naming it by default and nothing when
 // `RUST_LOG=off`.
