@@ -236,14 +236,18 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(|error| {
-            let unavailable = match &error {
-                deadpool_postgres::PoolError::Timeout(_) => true,
-                deadpool_postgres::PoolError::Backend(error) => sql::unreachable(error),
-                _ => false,
-            };
-            StoreError::with_source("cannot connect to the database", error)
-                .unavailable_if(unavailable)
+        const FAILED: &str = "cannot connect to the database";
+        self.pool.get().await.map_err(|error| match error {
+            // The server's own error, not the pool's wrapping of it ("Error occurred while
+            // creating a new object: ..."), so the cause reads first.
+            deadpool_postgres::PoolError::Backend(error) => {
+                let unavailable = sql::unreachable(&error);
+                StoreError::with_source(FAILED, error).unavailable_if(unavailable)
+            }
+            deadpool_postgres::PoolError::Timeout(_) => {
+                StoreError::with_source(FAILED, error).unavailable_if(true)
+            }
+            other => StoreError::with_source(FAILED, other),
         })
     }
 }

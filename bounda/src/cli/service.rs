@@ -96,6 +96,11 @@ pub struct WorkArgs {
     /// Stop after this many seconds.
     #[arg(long)]
     pub seconds: Option<u64>,
+    /// How long `work` waits for a store out of reach when it starts (a database server
+    /// starting with the machine, a failover), trying again with its back-off and saying so in
+    /// the log; `0s` gives up at once. Once running, an outage is waited out however long.
+    #[arg(long, env = "STORE_WAIT", default_value = "5m")]
+    pub store_wait: Duration,
 }
 
 /// A binary that is a service and nothing more: its options and its commands.
@@ -204,9 +209,13 @@ impl Service {
             }
             ServiceCommand::Work(work) => {
                 // Installed before anything is opened: a SIGTERM from here stops cleanly.
-                let shutdown = crate::shutdown_signal();
-                match self.open(args, Opening::Create).await {
-                    Ok(app) => run_work(&app, work.seconds, shutdown).await,
+                let mut shutdown = Box::pin(crate::shutdown_signal());
+                match self
+                    .open_waiting(args, work.store_wait, &mut shutdown)
+                    .await
+                {
+                    Ok(Some(app)) => run_work(&app, work.seconds, shutdown).await,
+                    Ok(None) => Ok(()),
                     Err(error) => Err(error),
                 }
             }
@@ -241,6 +250,55 @@ impl Service {
             builder = builder.runner_name(name.clone());
         }
         (self.build)(builder).build().await
+    }
+
+    /// The app as a runner opens it, waiting up to `limit` for a store out of reach, with the
+    /// runtime's back-off; `None` when `shutdown` came first.
+    async fn open_waiting(
+        &self,
+        args: &ServiceArgs,
+        limit: Duration,
+        shutdown: &mut (impl std::future::Future<Output = ()> + Unpin),
+    ) -> Result<Option<App>, Error> {
+        let backoff = self.config(args)?.dispatcher.backoff;
+        let started = std::time::Instant::now();
+        let mut failures = 0;
+        loop {
+            let error = match self.open(args, Opening::Create).await {
+                Ok(app) => {
+                    if failures > 0 {
+                        tracing::info!(failures, "the store answers: starting");
+                    }
+                    return Ok(Some(app));
+                }
+                Err(error) if error.is_unavailable() => error,
+                Err(error) => return Err(error),
+            };
+            let waited = started.elapsed();
+            let left = StdDuration::from(limit).saturating_sub(waited);
+            if left.is_zero() {
+                tracing::error!(
+                    code = error.code(),
+                    "the store stayed out of reach for {limit} after start; giving up \
+                     (`--store-wait` sets how long): {}",
+                    crate::error::chain(&error)
+                );
+                return Err(error);
+            }
+            failures += 1;
+            let wait = StdDuration::from(backoff.delay_after(failures)).min(left);
+            tracing::warn!(
+                code = error.code(),
+                failures,
+                "the store is out of reach at start: waiting for it, up to {limit}: {}",
+                crate::error::chain(&error)
+            );
+            tokio::select! {
+                biased;
+                () = &mut *shutdown => return Ok(None),
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
     }
 
     /// `migrate`: the store `args` name, created if missing and brought to this build's schema.

@@ -44,8 +44,12 @@ async fn place(shop: &App, from: usize, to: usize) {
     }
 }
 
+/// Held by a test while it stops the server: the tests of this file take turns.
+static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
+    let _turn = SERVER.lock().await;
     let (url, schema) = testing::schema("outage").unwrap_or_else(|how| panic!("{how}"));
     let dir = tempfile::tempdir().unwrap();
     let (notified, log) = (
@@ -131,4 +135,74 @@ async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
         "each failure is logged as an outage: {said}"
     );
     assert!(!said.contains("STALLED"), "{said}");
+}
+
+// Issue 43: a worker started while its server is down waits for it, saying so, and starts once
+// it answers; past `--store-wait` it gives up, naming the cause, rather than exit at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_while_its_server_is_down_waits_for_it() {
+    let _turn = SERVER.lock().await;
+    let (url, schema) = testing::schema("start-down").unwrap_or_else(|how| panic!("{how}"));
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let worker = |wait: &str, log: &std::path::Path| {
+        Command::new(BINARY)
+            .args([
+                "work",
+                "--schema",
+                &schema,
+                "--db",
+                &url,
+                "--backoff",
+                "200ms",
+            ])
+            .args(["--store-wait", wait])
+            .env("NOTIFY_LOG", dir.path().join("notified.log"))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    testing::stop_server().unwrap();
+    let gives_up = worker("1s", &dir.path().join("gives-up.log"));
+    let status = support::finished_within(gives_up, 30);
+    let said = std::fs::read_to_string(dir.path().join("gives-up.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the store stayed out of reach for 1s after start")
+            && said.contains("cannot connect to the database")
+            && !said.contains("Error occurred while creating a new object"),
+        "{said}"
+    );
+
+    let mut waits = worker("5m", &log);
+    tokio::time::sleep(StdDuration::from_secs(3)).await;
+    assert!(waits.try_wait().unwrap().is_none(), "still waiting");
+    testing::start_server().unwrap();
+    let start = StdInstant::now();
+    loop {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        if said.contains("the store answers: starting") {
+            assert!(
+                said.contains("the store is out of reach at start: waiting for it, up to 5m"),
+                "{said}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < StdDuration::from_secs(60),
+            "not started: {said}"
+        );
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &waits.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert!(
+        support::finished_within(waits, 30).success(),
+        "it stops cleanly"
+    );
 }
