@@ -95,7 +95,17 @@ impl Duration {
         }
         let unit = match unit_ms(bytes, split) {
             Some(unit) => unit,
-            None => return Err(DurationErrorKind::UnknownUnit),
+            None => {
+                // A digit after the number's end belongs to the number: `1e309s`, `1_000s`.
+                let mut at = split;
+                while at < bytes.len() {
+                    if bytes[at].is_ascii_digit() {
+                        return Err(DurationErrorKind::InvalidNumber);
+                    }
+                    at += 1;
+                }
+                return Err(DurationErrorKind::UnknownUnit);
+            }
         };
         // Trailing zeros of a fraction change nothing: leave them out.
         let mut end = split;
@@ -215,7 +225,9 @@ impl DurationErrorKind {
             DurationErrorKind::MissingNumber => "it does not start with a number",
             DurationErrorKind::MissingUnit => "the number has no unit",
             DurationErrorKind::UnknownUnit => "the unit is not one of ms, s, m, h, d",
-            DurationErrorKind::InvalidNumber => "the number is malformed",
+            DurationErrorKind::InvalidNumber => {
+                "the number is malformed (digits with one `.` at most, no exponent)"
+            }
             DurationErrorKind::SubMillisecond => "it is not a whole number of milliseconds",
             DurationErrorKind::Overflow => "it is too long",
         }
@@ -398,6 +410,9 @@ mod tests {
         assert_eq!(parse("72"), Err(DurationErrorKind::MissingUnit));
         assert_eq!(parse("-5s"), Err(DurationErrorKind::Negative));
         assert_eq!(parse("1w"), Err(DurationErrorKind::UnknownUnit));
+        // Issue 43: a number written another way is no unit.
+        assert_eq!(parse("1e309s"), Err(DurationErrorKind::InvalidNumber));
+        assert_eq!(parse("1_000s"), Err(DurationErrorKind::InvalidNumber));
         assert_eq!(parse("72 hours"), Err(DurationErrorKind::UnknownUnit));
         assert_eq!(parse("72hours"), Err(DurationErrorKind::UnknownUnit));
         assert_eq!(parse("h"), Err(DurationErrorKind::MissingNumber));

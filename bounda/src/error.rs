@@ -28,6 +28,18 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A command's stored payload (a scheduled command, its letter) that does not deserialise
+    /// into the command's type.
+    #[error(
+        "command `{command}` has a stored payload its type cannot read (a renamed field reads with `#[serde(alias = \"old_name\")]`): {source}"
+    )]
+    InvalidCommand {
+        /// The command type.
+        command: String,
+        /// What serde said.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A process state written by a newer build, at a version this build does not know.
     #[error(
         "process `{process}` has a state written at version {stored}, and this build reads up to version {known}: a newer build wrote it, so run that build (or a later one) here"
@@ -312,6 +324,7 @@ impl Error {
             | Error::DeadlineNotAdvanced { .. }
             | Error::UnreadableRow { .. }
             | Error::UnreadableStored { .. }
+            | Error::InvalidCommand { .. }
             | Error::EmptyAggregateId { .. } => "VALIDATION_FAILED",
             Error::Projection { .. } => "PROJECTION_FAILED",
             Error::RebuildSuperseded { .. } => "REBUILD_SUPERSEDED",
@@ -354,6 +367,7 @@ impl Error {
             | Error::DeadlineNotAdvanced { .. }
             | Error::UnreadableRow { .. }
             | Error::UnreadableStored { .. }
+            | Error::InvalidCommand { .. }
             | Error::EmptyAggregateId { .. } => false,
             Error::Concurrency { .. }
             | Error::Projection { .. }

@@ -5,6 +5,10 @@ use crate::app::App;
 use crate::store::{Pause, PauseTarget, Paused};
 use crate::{Error, app};
 
+/// The most characters a pause's reason takes: a line an operator reads on the page, which a
+/// link can lengthen.
+pub(crate) const REASON_CHARS: usize = 500;
+
 impl App {
     /// Pauses `target` on behalf of operator `by`, saying why if `reason` is given: from the
     /// next pass of every runner on this store, a paused subscriber makes no pass, a paused
@@ -24,15 +28,22 @@ impl App {
                 message: "a pause needs the operator's name (who paused it)".to_owned(),
             });
         }
+        let reason = reason.map(str::trim).filter(|reason| !reason.is_empty());
+        if let Some(long) = reason.filter(|reason| reason.chars().count() > REASON_CHARS) {
+            return Err(Error::Configuration {
+                message: format!(
+                    "a pause's reason takes at most {REASON_CHARS} characters, and this one has \
+                     {}: say it shortly, and link to the rest",
+                    long.chars().count()
+                ),
+            });
+        }
         self.check_target(&target).await?;
         let pause = Pause {
             target,
             since: self.clock().now(),
             by: by.trim().to_owned(),
-            reason: reason
-                .map(str::trim)
-                .filter(|reason| !reason.is_empty())
-                .map(str::to_owned),
+            reason: reason.map(str::to_owned),
         };
         let paused = self.store().pause(&pause).await?;
         if paused {
@@ -42,11 +53,14 @@ impl App {
     }
 
     /// Resumes `target`: what waited runs from the next pass, in order. Answers `false` when it
-    /// was not paused.
+    /// was not paused; a target that is neither paused nor one this app has (a mistyped name)
+    /// is refused. A pause of something the app no longer has is resumed all the same.
     pub async fn resume(&self, target: &PauseTarget) -> Result<bool, Error> {
         let resumed = self.store().resume(target).await?;
         if resumed {
             tracing::info!("{target} resumed");
+        } else {
+            self.check_target(target).await?;
         }
         Ok(resumed)
     }
@@ -63,10 +77,15 @@ impl App {
 
     /// Refuses a target this app cannot pause: a name it does not have, an instance that never
     /// started.
-    async fn check_target(&self, target: &PauseTarget) -> Result<(), Error> {
+    pub(crate) async fn check_target(&self, target: &PauseTarget) -> Result<(), Error> {
         let missing = |kind: &str, name: &str, known: Vec<String>| Error::NotFound {
             what: format!(
-                "{kind} `{name}` in this app (its {kind}s: {})",
+                "{kind} `{name}` in this app (its {}: {})",
+                match kind {
+                    "process" => "processes",
+                    "policy" => "policies",
+                    _ => "subscribers",
+                },
                 match known.is_empty() {
                     true => "none".to_owned(),
                     false => known.join(", "),
@@ -86,7 +105,7 @@ impl App {
                 };
                 if self.load_instance(&**runner, id).await?.is_none() {
                     return Err(Error::NotFound {
-                        what: format!("instance `{id}` of {process}: it never started"),
+                        what: format!("instance `{id}` of process `{process}`"),
                     });
                 }
             }

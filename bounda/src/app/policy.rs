@@ -162,11 +162,8 @@ impl<C: Command> CommandRunner for CommandEntry<C> {
         Box::pin(async move {
             // Read as validated when it runs, so the type's rules apply once (spec 43).
             let command: C = serde_json::from_value(payload.clone()).map_err(|source| {
-                Error::InvalidPayload {
-                    aggregate: <C::Aggregate as Aggregate>::NAME.to_owned(),
-                    event_type: C::NAME.to_owned(),
-                    event_id: String::new(),
-                    version: 1,
+                Error::InvalidCommand {
+                    command: C::NAME.to_owned(),
                     source,
                 }
             })?;

@@ -35,8 +35,12 @@ pub struct InstancesArgs {
     /// started first.
     #[arg(long)]
     pub soonest: bool,
-    /// How many to list (at most 1,000).
-    #[arg(long, default_value_t = 50)]
+    /// How many to list, 1 to 1,000.
+    #[arg(
+        long,
+        default_value_t = 50,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000)
+    )]
     pub limit: usize,
     /// Go on after this cursor, which the page before printed last.
     #[arg(long, value_name = "CURSOR")]

@@ -43,7 +43,7 @@ pub struct ServiceArgs {
     pub runner_name: Option<String>,
     /// How long one handler run may take (commands, policies, processes). A crashed run's claims
     /// lapse after twice this, so a restart after a SIGKILL resumes its work then.
-    #[arg(long, env = "HANDLER_TIMEOUT", global = true)]
+    #[arg(long, env = "HANDLER_TIMEOUT", global = true, value_parser = time_limit)]
     pub handler_timeout: Option<Duration>,
     /// How many runs a worker takes and commits together: larger batches give more throughput,
     /// a batch of 1 commits each run on its own.
@@ -470,4 +470,20 @@ fn remove_partial(path: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A handler's time limit as the flag takes it: a duration more than 0 and at most the
+/// configuration's bound, refused naming the flag (clap says which) rather than the settings
+/// it fills.
+fn time_limit(text: &str) -> Result<Duration, String> {
+    let limit: Duration = text
+        .parse()
+        .map_err(|error: crate::DurationError| error.to_string())?;
+    let most = crate::config::MAX_TIME_LIMIT;
+    if limit == Duration::ZERO || limit > most {
+        return Err(format!(
+            "a handler time limit must be more than 0 and at most {most}, not {limit}"
+        ));
+    }
+    Ok(limit)
 }

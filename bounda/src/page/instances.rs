@@ -81,7 +81,11 @@ impl ListQuery {
             id_prefix: given(&self.id),
             order,
             after,
-            limit: self.limit.unwrap_or(PAGE).clamp(1, 1_000),
+            limit: match self.limit {
+                None => PAGE,
+                Some(limit @ 1..=1_000) => limit,
+                Some(other) => return Err(format!("`{other}` is no limit: 1 to 1000")),
+            },
         })
     }
 

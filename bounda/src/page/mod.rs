@@ -280,6 +280,10 @@ pub fn router(app: App, options: Options) -> axum::Router {
             shared.clone(),
             known_host,
         ))
+        .layer(axum::middleware::map_response_with_state(
+            shared.clone(),
+            as_page,
+        ))
         .layer(axum::middleware::map_response(secure))
         .with_state(shared)
 }
@@ -309,6 +313,26 @@ async fn metrics_text(State(shared): State<Arc<Shared>>, metrics: Metrics) -> Re
 /// overview may hold its own lag panel), nothing is sniffed, and no address leaks to another
 /// site. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
 /// sends the page's own forms with `Origin: null`, which the origin check must refuse.
+/// A refusal the web framework answered itself in plain text (a form that does not read, a body
+/// too large, not a form at all), as one of the page's own: its reason, and the way back.
+async fn as_page(State(shared): State<Arc<Shared>>, response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("text/plain"));
+    let status = response.status();
+    if !plain || !status.is_client_error() {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), 16 * 1024).await {
+        Ok(body) => String::from_utf8_lossy(&body).into_owned(),
+        Err(_) => String::new(),
+    };
+    let title = status.canonical_reason().unwrap_or("Refused");
+    message(&shared.links, status, title, text)
+}
+
 async fn secure(mut response: Response) -> Response {
     let framed = response.extensions().get::<Framed>().is_some();
     let headers = response.headers_mut();
@@ -568,14 +592,11 @@ fn notice(code: &str) -> Option<String> {
                 "The letter's step ran, then a later step failed: see the new letter."
             }
             "rejected" => "The letter's command was rejected on the state now.",
-            "retry-failed" => "The retry failed; the letter stays open.",
             "discarded" => "The letter was discarded.",
-            "discard-failed" => "Discarding the letter failed; it stays as it was.",
             "paused" => "Paused: every runner leaves it until it is resumed.",
             "paused-already" => "It was paused already; the pause is as it was.",
             "resumed" => "Resumed: what waited runs in order, its deadlines late.",
             "not-paused" => "It was not paused.",
-            "resume-failed" => "Resuming failed; it stays paused.",
             "rebuild-started" => {
                 "The rebuild started: a new table fills beside the live one, which keeps serving; it is swapped in once it reaches the log's head."
             }
@@ -950,15 +971,32 @@ async fn act(
         }
     };
     match failed {
-        Some(error) => tracing::warn!(
-            letter = %id,
-            by = %operator,
-            "{action} of a letter from the page failed: {}",
-            crate::error::chain(&error)
-        ),
-        None => tracing::info!(letter = %id, by = %operator, "{done} from the page"),
+        // The operator reads why on the answer itself, with the way back.
+        Some(error) => {
+            let why = crate::error::chain(&error);
+            tracing::warn!(
+                letter = %id,
+                by = %operator,
+                "{action} of a letter from the page failed: {why}"
+            );
+            let (status, title) = match &error {
+                crate::Error::NotFound { .. } => (StatusCode::NOT_FOUND, "No such letter"),
+                crate::Error::LetterSettled { .. } => (StatusCode::CONFLICT, "Already settled"),
+                _ if action == "retry" => (StatusCode::OK, "The retry failed"),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, "The discard failed"),
+            };
+            message(
+                &shared.links,
+                status,
+                title,
+                format!("{why}. The letter stays as it was."),
+            )
+        }
+        None => {
+            tracing::info!(letter = %id, by = %operator, "{done} from the page");
+            Redirect::to(&shared.links.done(done)).into_response()
+        }
     }
-    Redirect::to(&shared.links.done(done)).into_response()
 }
 
 /// The answer to an action the page does not have, saying which it has.

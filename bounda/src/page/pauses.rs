@@ -77,7 +77,7 @@ pub(super) async fn act(
                     "a resume from the page failed: {}",
                     crate::error::chain(&error)
                 );
-                "resume-failed"
+                return failed(&shared.links, &error);
             }
         },
     };
@@ -165,6 +165,10 @@ pub(super) async fn confirm(
         Ok(parsed) => parsed,
         Err(refused) => return refused,
     };
+    // Nothing is offered for what this app does not have; a pause of it is resumed all the same.
+    if pausing && let Err(error) = shared.app.check_target(&parsed).await {
+        return failed(&links, &error);
+    }
     let effects = match effects(&shared, &parsed, pausing).await {
         Ok(effects) => effects,
         Err(error) => return failed(&links, &error),

@@ -103,23 +103,26 @@ impl<'a, R: ReadModel> ReadTable<'a, R> {
         let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
         let select = select.into();
         let filter = select.selection().filter.clone();
-        let rows = self
-            .find(
-                select
-                    .limit(page_size)
-                    .offset((page - 1).saturating_mul(page_size)),
-            )
-            .await?;
         let store = self.store()?;
         let target = store.target(R::TABLE, None);
         let statement = render::count(store.dialect(), &target, &filter);
         let total = count_of(R::NAME, store.query(&statement, &[SqlType::Integer]).await?)?;
+        let pages = total.div_ceil(page_size).max(1);
+        // A page past the last holds no row: it is not asked for, so no offset beyond what
+        // the database takes is ever written.
+        let rows = match page > pages {
+            true => Vec::new(),
+            false => {
+                self.find(select.limit(page_size).offset((page - 1) * page_size))
+                    .await?
+            }
+        };
         Ok(Page {
             rows,
             total,
             page,
             page_size,
-            pages: total.div_ceil(page_size).max(1),
+            pages,
         })
     }
 }

@@ -431,3 +431,68 @@ async fn the_operator_retries_and_discards_letters_in_bulk() {
     .await;
     assert_eq!(text.trim(), "no open letters match");
 }
+
+/// The operator's commands and the service's flags as a command line reads them.
+#[derive(clap::Parser)]
+struct CommandLine {
+    #[command(flatten)]
+    service: bounda::cli::ServiceArgs,
+    #[command(subcommand)]
+    operator: Operator,
+}
+
+/// What clap says of `args`, refused.
+fn refused(args: &[&str]) -> String {
+    use clap::Parser;
+    match CommandLine::try_parse_from(std::iter::once(&"app").chain(args)) {
+        Ok(_) => panic!("{args:?} was taken"),
+        Err(error) => error.to_string(),
+    }
+}
+
+// Issue 43: a value out of range is refused naming the flag the operator typed and the value,
+// not clamped in silence nor blamed on a setting they did not write.
+#[test]
+fn values_out_of_range_are_refused_naming_the_flag() {
+    let limit = refused(&["instances", "--limit", "0"]);
+    assert!(
+        limit.contains("'--limit <LIMIT>'") && limit.contains("1..=1000"),
+        "{limit}"
+    );
+    assert!(refused(&["instances", "--limit", "1001"]).contains("--limit"));
+    let zero = refused(&["--handler-timeout", "0s", "lag"]);
+    assert!(
+        zero.contains("'--handler-timeout <HANDLER_TIMEOUT>'")
+            && zero.contains("more than 0 and at most 1d, not 0ms")
+            && !zero.contains("commands.timeout"),
+        "{zero}"
+    );
+    let huge = refused(&["--handler-timeout", "1e309s", "lag"]);
+    assert!(
+        huge.contains("the number is malformed") && !huge.contains("unit"),
+        "{huge}"
+    );
+}
+
+// Issue 43: `rearm` of an instance that does not exist is an error, not "0 entries".
+#[tokio::test]
+async fn rearming_an_instance_that_does_not_exist_is_refused() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    let rearm = Operator::Rearm(bounda::cli::RearmArgs {
+        process: Some("OrderPayment".into()),
+        id: Some("nope".into()),
+        dry_run: false,
+    });
+    let error = execute(app.app(), rearm, &mut out).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "instance `nope` of process `OrderPayment` does not exist"
+    );
+}

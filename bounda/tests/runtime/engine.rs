@@ -973,39 +973,73 @@ async fn a_batch_answered_short_fails_whole_and_runs_again() {
 }
 
 // A scheduler entry whose payload this build cannot read is lettered with why (serde's own
-// words), not only that it does not read.
+// words), not only that it does not read; a command's is called a command (issue 43: it was
+// called an event with an empty id).
 #[tokio::test]
 async fn an_entry_whose_payload_does_not_read_is_lettered_with_why() {
     let store = support::database::store().await;
-    let app = app_on(&store).await.expecting_letters();
-    let garbled = bounda::store::ScheduledEntry {
-        dedupe_key: "garbled".into(),
-        command_type: "bounda.ProcessDeadline".into(),
-        aggregate_id: "o-1".into(),
-        payload: serde_json::json!({ "process": "OrderPayment", "instance": "o-1", "at": "noon" }),
-        execute_at: app.now(),
-        context: serde_json::json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-        unreadable: None,
-    };
+    let app = TestApp::new(
+        App::builder_shared(store.clone())
+            .only_listed()
+            .process::<OrderPayment>()
+            .command::<CancelOrder>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    // A command's context as the runtime writes it: its id and its cause.
+    let context = serde_json::json!({
+        "commandId": "c-1",
+        "cause": { "correlationId": "c-1", "causationId": "c-1", "depth": 0 },
+    });
+    let garbled =
+        |key: &str, command_type: &str, payload: serde_json::Value| bounda::store::ScheduledEntry {
+            dedupe_key: key.into(),
+            command_type: command_type.into(),
+            aggregate_id: "o-1".into(),
+            payload,
+            execute_at: app.now(),
+            context: context.clone(),
+            attempts: 0,
+            last_error: None,
+            revision: 0,
+            claim_id: None,
+            claimed_at: None,
+            unreadable: None,
+        };
     store
         .commit(&WriteSet {
-            schedule: vec![garbled],
+            schedule: vec![
+                garbled(
+                    "garbled",
+                    "bounda.ProcessDeadline",
+                    serde_json::json!({ "process": "OrderPayment", "instance": "o-1", "at": "noon" }),
+                ),
+                garbled(
+                    "garbled-command",
+                    "CancelOrder",
+                    serde_json::json!({ "order_id": 7 }),
+                ),
+            ],
             ..WriteSet::default()
         })
         .await
         .unwrap();
     app.advance(minutes(1)).await.unwrap();
     let letters = support::letters(&app).await;
-    assert_eq!(letters.len(), 1, "{letters:?}");
-    let error = &letters[0].error_message;
+    assert_eq!(letters.len(), 2, "{letters:?}");
+    let errors: Vec<&str> = letters.iter().map(|l| l.error_message.as_str()).collect();
     assert!(
-        error.contains("cannot read (invalid type: string \"noon\""),
-        "{error}"
+        errors
+            .iter()
+            .any(|error| error.contains("cannot read (invalid type: string \"noon\"")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|error| error
+            .starts_with("command `CancelOrder` has a stored payload its type cannot read")
+            && error.contains("invalid type: integer `7`")),
+        "{errors:?}"
     );
 }
 

@@ -1232,3 +1232,63 @@ fn options(token: &str) -> Options {
         ..Options::default()
     }
 }
+
+// Issue 43: what the page refuses it says in a page of its own, with the way back: a retry that
+// fails says why, a pause of a process the app does not have is not offered, a filter out of
+// range is refused, and a form the web framework cannot read comes back as the page's answer,
+// not plain text.
+#[tokio::test]
+async fn the_page_says_why_and_offers_nothing_it_does_not_have() {
+    let app = shop("o-rough").await;
+    let (id, _) = letter_status(&app).await;
+    let desk = Desk::signed_in(&app, "s3cret-operator-token", "erin").await;
+    let failed = desk.submit("/", &format!("/letters/{id}/retry"), "").await;
+    assert_eq!(failed.status, StatusCode::OK, "{}", failed.body);
+    assert!(
+        failed.body.contains("The retry failed")
+            && failed
+                .body
+                .contains("the mail server said &#60;script&#62;")
+            && failed.body.contains("Back to the overview"),
+        "{}",
+        failed.body
+    );
+    assert_eq!(letter_status(&app).await.1, "failed");
+
+    let nope = desk.get("/pauses/pause?kind=process&name=Nope").await;
+    assert_eq!(nope.status, StatusCode::NOT_FOUND, "{}", nope.body);
+    assert!(
+        nope.body
+            .contains("process `Nope` in this app (its processes: OrderPayment)")
+            && !nope.body.contains(r#"action="/pauses/pause""#),
+        "{}",
+        nope.body
+    );
+
+    let huge = desk.get("/instances?limit=18446744073709551615").await;
+    assert_eq!(huge.status, StatusCode::BAD_REQUEST);
+    assert!(
+        huge.body.contains("is no limit: 1 to 1000"),
+        "{}",
+        huge.body
+    );
+
+    let page = router(app.app().clone(), options("s3cret-operator-token"));
+    let not_a_form = answer(
+        &page,
+        request("POST", "/signin")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ORIGIN, "http://127.0.0.1:8080")
+            .body(Body::from("{}"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(not_a_form.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert!(
+        not_a_form.body.contains("<h1>Unsupported Media Type</h1>")
+            && not_a_form.body.contains("Back to the overview")
+            && !not_a_form.policy.is_empty(),
+        "{}",
+        not_a_form.body
+    );
+}

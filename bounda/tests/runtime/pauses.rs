@@ -362,11 +362,13 @@ async fn a_pause_of_what_the_app_does_not_have_is_refused() {
         "alice",
     )
     .await;
-    assert!(nope.contains("OrderPayment"), "names the processes: {nope}");
     assert!(
-        refused(instance("o-none"), "alice")
-            .await
-            .contains("never started")
+        nope.contains("(its processes: OrderPayment)"),
+        "names the processes: {nope}"
+    );
+    assert_eq!(
+        refused(instance("o-none"), "alice").await,
+        "instance `o-none` of process `OrderPayment` does not exist"
     );
     let policy = refused(
         PauseTarget::Policy {
@@ -375,7 +377,10 @@ async fn a_pause_of_what_the_app_does_not_have_is_refused() {
         "alice",
     )
     .await;
-    assert!(policy.contains("confirm_on_order_placed"), "{policy}");
+    assert!(
+        policy.contains("(its policies: confirm_on_order_placed)"),
+        "{policy}"
+    );
     let subscriber = refused(
         PauseTarget::Subscriber {
             name: "nope".into(),
@@ -389,7 +394,28 @@ async fn a_pause_of_what_the_app_does_not_have_is_refused() {
             .await
             .contains("operator's name")
     );
+    // Issue 43: a reason is a line an operator reads, not a document.
+    let long = app
+        .app()
+        .pause(process(), "alice", Some(&"x".repeat(501)))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        long.contains("at most 500 characters, and this one has 501"),
+        "{long}"
+    );
     assert!(app.app().pauses().await.unwrap().is_empty());
+    // Issue 43: a resume of what is neither paused nor the app's is a mistyped name.
+    let resumed = app
+        .app()
+        .resume(&PauseTarget::Process {
+            name: "Nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(resumed.code(), "NOT_FOUND", "{resumed}");
+    assert!(!app.app().resume(&process()).await.unwrap(), "not paused");
 }
 
 #[cfg(feature = "cli")]

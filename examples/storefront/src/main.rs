@@ -49,7 +49,7 @@ struct OrdersArgs {
     #[arg(long)]
     customer: Option<String>,
     /// Which page of all orders, from 1 (20 per page).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     page: u64,
 }
 

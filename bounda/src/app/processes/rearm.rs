@@ -193,8 +193,13 @@ impl App {
         let mut survey = Survey::default();
         for process in processes {
             let process: &dyn ProcessRunner = process.as_ref();
-            if let Rearm::Instance(_, id) = scope {
+            if let Rearm::Instance(name, id) = scope {
                 self.look(process, &[id.to_owned()], &mut survey).await?;
+                if survey.instances == 0 {
+                    return Err(Error::NotFound {
+                        what: format!("instance `{id}` of process `{name}`"),
+                    });
+                }
                 continue;
             }
             let stream = stream_type(process.name());
