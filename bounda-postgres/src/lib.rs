@@ -176,7 +176,7 @@ impl PostgresStore {
         let version = store.schema_version().await?;
         if version < SCHEMA_VERSION {
             return Err(StoreError::new(format!(
-                "the tables `{}*` have schema version {version}, and this build reads version                  {SCHEMA_VERSION}: an operator's command does not upgrade them. Run `migrate`                  (or start a runner) with this build first; nothing was changed",
+                "the tables `{}*` have schema version {version}, and this build reads version {SCHEMA_VERSION}: an operator's command does not upgrade them. Run `migrate` (or start a runner) with this build first; nothing was changed",
                 store.names.tables()
             )));
         }
@@ -194,7 +194,7 @@ impl PostgresStore {
         let version = store.schema_version().await?;
         if version != SCHEMA_VERSION {
             return Err(StoreError::new(format!(
-                "the tables `{}*` have schema version {version}, and this build reads version                  {SCHEMA_VERSION}: connecting here would migrate them, and the build that wrote                  them could not read them again. Copy a restored dump of them instead (nothing                  was changed)",
+                "the tables `{}*` have schema version {version}, and this build reads version {SCHEMA_VERSION}: connecting here would migrate them, and the build that wrote them could not read them again. Copy a restored dump of them instead (nothing was changed)",
                 store.names.tables()
             )));
         }

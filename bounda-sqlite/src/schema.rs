@@ -312,7 +312,7 @@ pub(crate) fn recognise(conn: &Connection, path: &Path, access: Access) -> Resul
             ""
         };
         return Err(StoreError::new(format!(
-            "`{path}` is not a bounda database: it has no bounda tables (its tables: {}{more};              its user_version: {version}); check the path (the file was not changed)",
+            "`{path}` is not a bounda database: it has no bounda tables (its tables: {}{more}; its user_version: {version}); check the path (the file was not changed)",
             if shown.is_empty() {
                 "none".to_owned()
             } else {
@@ -325,12 +325,12 @@ pub(crate) fn recognise(conn: &Connection, path: &Path, access: Access) -> Resul
     }
     if !bounda {
         return Err(StoreError::new(format!(
-            "`{path}` is empty, not a bounda database (a failed backup, or a new file?); check              the path: only a runner creates a database (the file was not changed)"
+            "`{path}` is empty, not a bounda database (a failed backup, or a new file?); check the path: only a runner creates a database (the file was not changed)"
         )));
     }
     if version < SCHEMA_VERSION {
         return Err(StoreError::new(format!(
-            "`{path}` has schema version {version}, and this build reads version              {SCHEMA_VERSION}: an operator's command does not upgrade it. Run `migrate` (or              start a runner) with this build first, or inspect a backup of it brought up so              (`VACUUM INTO`, then `migrate` on the backup); the file was not changed"
+            "`{path}` has schema version {version}, and this build reads version {SCHEMA_VERSION}: an operator's command does not upgrade it. Run `migrate` (or start a runner) with this build first, or inspect a backup of it brought up so (`VACUUM INTO`, then `migrate` on the backup); the file was not changed"
         )));
     }
     check_version(conn).map(|_| ())

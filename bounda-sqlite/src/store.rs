@@ -419,11 +419,12 @@ impl Store for SqliteStore {
                 .transpose()
                 .map_err(|e| StoreError::with_source("unreadable moment", e))
         };
-        // A due moment that does not read (a hand edit) is claimed at once when it sorts before
-        // every moment, and never when it sorts after: `unclaimable_entries` names those.
+        // A due moment that does not read (a hand edit) is due as the claim compares it, as
+        // text: now when it sorts at or before now, else unknown (the runner's poll finds it, or
+        // `unclaimable_entries` names it).
         let free = free.and_then(|text| match Instant::parse(&text) {
             Ok(at) => Some(at),
-            Err(_) => (text.as_str() < "0").then_some(now),
+            Err(_) => (text <= now.to_string()).then_some(now),
         });
         // A claimed entry is due again 1 ms after its lease ends (spec 176); one claimed without
         // its end, `lease` after it was taken.
@@ -561,12 +562,12 @@ impl Store for SqliteStore {
     }
 
     async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
-        // Every moment this store writes starts with a digit; one that sorts before `0` or
-        // after `9` (`:` follows it) can never come due. Two ranges of the due-moment index.
+        // Every moment this store writes starts with a digit; one that sorts after `9` (`:`
+        // follows it) never comes due, as the claim compares text. (One that sorts before `0`
+        // is due at once, and claimed.) A range of the due-moment index.
         let conn = self.lock()?;
         conn.prepare_cached(&format!(
-            "SELECT {} FROM bounda_scheduled_commands
-             WHERE execute_at < '0' OR execute_at >= ':' LIMIT ?1",
+            "SELECT {} FROM bounda_scheduled_commands WHERE execute_at >= ':' LIMIT ?1",
             rows::SCHEDULED_COLUMNS
         ))
         .and_then(|mut s| {

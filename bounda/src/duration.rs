@@ -96,13 +96,10 @@ impl Duration {
         let unit = match unit_ms(bytes, split) {
             Some(unit) => unit,
             None => {
-                // A digit after the number's end belongs to the number: `1e309s`, `1_000s`.
-                let mut at = split;
-                while at < bytes.len() {
-                    if bytes[at].is_ascii_digit() {
-                        return Err(DurationErrorKind::InvalidNumber);
-                    }
-                    at += 1;
+                // An exponent or a digit separator belongs to the number: `1e309s`, `1_000s`.
+                let more = split + 1 < bytes.len() && bytes[split + 1].is_ascii_digit();
+                if more && matches!(bytes[split], b'e' | b'E' | b'_' | b',') {
+                    return Err(DurationErrorKind::InvalidNumber);
                 }
                 return Err(DurationErrorKind::UnknownUnit);
             }
@@ -413,6 +410,7 @@ mod tests {
         // Issue 43: a number written another way is no unit.
         assert_eq!(parse("1e309s"), Err(DurationErrorKind::InvalidNumber));
         assert_eq!(parse("1_000s"), Err(DurationErrorKind::InvalidNumber));
+        assert_eq!(parse("1h30m"), Err(DurationErrorKind::UnknownUnit));
         assert_eq!(parse("72 hours"), Err(DurationErrorKind::UnknownUnit));
         assert_eq!(parse("72hours"), Err(DurationErrorKind::UnknownUnit));
         assert_eq!(parse("h"), Err(DurationErrorKind::MissingNumber));

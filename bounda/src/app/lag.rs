@@ -552,8 +552,15 @@ impl App {
         let Some(runner) = self.processes().find(|p| p.name() == letter.handler) else {
             return Ok(0);
         };
-        let Some(instance) = self.load_instance(&**runner, &payload.instance).await? else {
-            return Ok(0);
+        let instance = match self.load_instance(&**runner, &payload.instance).await {
+            Ok(Some(instance)) => instance,
+            Ok(None) => return Ok(0),
+            // An instance whose history does not read: its letter says why, and what is
+            // parked behind it cannot be counted.
+            Err(error) => {
+                crate::app::StateProblem::of_load(error)?;
+                return Ok(0);
+            }
         };
         if instance.letter_id.as_deref() != Some(letter.id.as_str()) {
             return Ok(0);

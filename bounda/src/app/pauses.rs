@@ -103,7 +103,12 @@ impl App {
                 let Some(runner) = self.processes().find(|p| p.name() == process) else {
                     return Err(missing("process", process, processes()));
                 };
-                if self.load_instance(&**runner, id).await?.is_none() {
+                let started = match self.load_instance(&**runner, id).await {
+                    Ok(instance) => instance.is_some(),
+                    // A history that does not read is there: such an instance can be paused.
+                    Err(error) => crate::app::StateProblem::of_load(error).is_ok(),
+                };
+                if !started {
                     return Err(Error::NotFound {
                         what: format!("instance `{id}` of process `{process}`"),
                     });

@@ -312,8 +312,10 @@ async fn bulk_letters(
     let each = |id: &str, outcome: &crate::BulkOutcome| {
         if written.is_ok() {
             written = match outcome {
-                crate::BulkOutcome::Failed(error) => writeln!(out, "{id}  failed: {error}"),
-                other => writeln!(out, "{id}  {}", other.name()),
+                crate::BulkOutcome::Failed(error) => {
+                    writeln!(out, "{}  failed: {}", Plain(id), Plain(error))
+                }
+                other => writeln!(out, "{}  {}", Plain(id), other.name()),
             };
         }
     };

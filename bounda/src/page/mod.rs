@@ -309,10 +309,6 @@ async fn metrics_text(State(shared): State<Arc<Shared>>, metrics: Metrics) -> Re
         .into_response()
 }
 
-/// Headers every answer carries: no script may run, no frame may hold the page (but the
-/// overview may hold its own lag panel), nothing is sniffed, and no address leaks to another
-/// site. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
-/// sends the page's own forms with `Origin: null`, which the origin check must refuse.
 /// A refusal the web framework answered itself in plain text (a form that does not read, a body
 /// too large, not a form at all), as one of the page's own: its reason, and the way back.
 async fn as_page(State(shared): State<Arc<Shared>>, response: Response) -> Response {
@@ -333,6 +329,10 @@ async fn as_page(State(shared): State<Arc<Shared>>, response: Response) -> Respo
     message(&shared.links, status, title, text)
 }
 
+/// Headers every answer carries: no script may run, no frame may hold the page (but the
+/// overview may hold its own lag panel), nothing is sniffed, and no address leaks to another
+/// site. The referrer policy is `same-origin`, not `no-referrer`: under `no-referrer` a browser
+/// sends the page's own forms with `Origin: null`, which the origin check must refuse.
 async fn secure(mut response: Response) -> Response {
     let framed = response.extensions().get::<Framed>().is_some();
     let headers = response.headers_mut();

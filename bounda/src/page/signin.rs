@@ -67,7 +67,7 @@ pub(super) async fn sign_in(
         }
         Attempt::Wrong { locked: true } => {
             tracing::error!(
-                "sign-in to the operator page is locked for {LOCKOUT} after {LOCK_AFTER} wrong                  tokens in a row: someone may be guessing it; restarting the page lifts it"
+                "sign-in to the operator page is locked for {LOCKOUT} after {LOCK_AFTER} wrong tokens in a row: someone may be guessing it; restarting the page lifts it"
             );
             return refused("The token is not the operator's.");
         }
@@ -100,7 +100,7 @@ fn too_soon(links: &Links, now: crate::Instant, until: crate::Instant, locked: b
     let wait = until - now;
     let text = match locked {
         true => format!(
-            "Sign-in is locked until {until} after {LOCK_AFTER} wrong tokens in a row. Wait, or              restart the page to lift it."
+            "Sign-in is locked until {until} after {LOCK_AFTER} wrong tokens in a row. Wait, or restart the page to lift it."
         ),
         false => format!("Too many wrong tokens: try again in {wait}."),
     };

@@ -420,6 +420,10 @@ impl Store for FaultyStore {
         self.inner.scheduled_until(command_type, until, limit).await
     }
 
+    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.unclaimable_entries(limit).await
+    }
+
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         self.inner.scheduled(dedupe_key).await
     }

@@ -133,6 +133,42 @@ async fn an_unreadable_state_fails_its_instance_alone() {
     let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1, "{letters:#?}");
     assert_eq!(letters[0].aggregate_id.as_deref(), Some("o-1"));
+    let list = Operator::DeadLetters(bounda::cli::Letters::List(bounda::cli::ListArgs {
+        kind: None,
+        handler: None,
+        status: None,
+        limit: None,
+        json: false,
+    }));
+    let (code, listed) = operator(&app, list).await.unwrap();
+    assert_eq!(code, ExitCode::SUCCESS, "{listed}");
+    assert!(listed.contains("bounda_events"), "{listed}");
+    #[cfg(feature = "page")]
+    {
+        use support::page::{answer, request};
+        let page = bounda::page::router(app.app().clone(), bounda::page::Options::default());
+        let overview = answer(&page, request("GET", "/").body(Default::default()).unwrap()).await;
+        assert_eq!(
+            overview.status,
+            axum::http::StatusCode::OK,
+            "{}",
+            overview.body
+        );
+    }
+    // A broken instance can still be paused, as any other.
+    let paused = app
+        .app()
+        .pause(
+            bounda::store::PauseTarget::Instance {
+                process: "OrderPayment".into(),
+                id: "o-1".into(),
+            },
+            "erin",
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(paused);
     let message = &letters[0].error_message;
     assert!(
         message.contains(&format!("position {position}"))
@@ -231,17 +267,23 @@ async fn an_unreadable_scheduler_entry_is_a_letter_keeping_its_text() {
     );
 }
 
-// (d) A due moment that does not parse is never claimed: `lag` counts it, `check` names it, and
-// the worker goes on with the rest.
+// (d) A due moment that does not parse and sorts after every moment is never claimed: `lag`
+// counts it, `check` names it, and the worker goes on with the rest. One that sorts before every
+// moment is claimed at once, and becomes a letter naming it.
 #[tokio::test]
 async fn a_due_moment_that_does_not_parse_is_counted_and_named() {
     let (app, file) = storefront().await;
-    edit(
-        &file,
-        "UPDATE bounda_scheduled_commands SET execute_at = 'soon'
-         WHERE command_type = 'bounda.PolicyRun' AND payload LIKE '%' || (SELECT id FROM bounda_events
-             WHERE aggregate_type = 'Order' AND aggregate_id = 'o-1') || '%'",
-    );
+    for (moment, order) in [("soon", "o-1"), ("", "o-3")] {
+        edit(
+            &file,
+            &format!(
+                "UPDATE bounda_scheduled_commands SET execute_at = '{moment}'
+                 WHERE command_type = 'bounda.PolicyRun' AND payload LIKE '%' ||
+                     (SELECT id FROM bounda_events
+                      WHERE aggregate_type = 'Order' AND aggregate_id = '{order}') || '%'"
+            ),
+        );
+    }
     let lag = app.lag().await.unwrap();
     assert_eq!(lag.unclaimable_entries, 1);
     let (_, text) = operator(&app, Operator::Lag).await.unwrap();
@@ -262,6 +304,16 @@ async fn a_due_moment_that_does_not_parse_is_counted_and_named() {
         app.events_of::<Order>("o-2").await.unwrap().types(),
         ["OrderPlaced", "ConfirmationSent"]
     );
+    let letters = support::letters(&app).await;
+    assert_eq!(letters.len(), 1, "{letters:#?}");
+    assert!(
+        letters[0]
+            .error_message
+            .contains("column `execute_at` of `bounda_scheduled_commands` does not read"),
+        "{}",
+        letters[0].error_message
+    );
+    assert_eq!(app.lag().await.unwrap().unclaimable_entries, 1);
 }
 
 // A copy holds what the source holds: an unreadable row stops it, named, rather than be copied

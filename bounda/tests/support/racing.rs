@@ -322,6 +322,9 @@ impl Store for Racing {
     ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
         self.inner.scheduled_until(t, until, limit).await
     }
+    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.inner.unclaimable_entries(limit).await
+    }
     async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.inner.scheduled_of_type(t).await
     }

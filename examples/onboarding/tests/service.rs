@@ -216,6 +216,10 @@ fn a_command_that_reads_never_changes_the_file_it_is_pointed_at() {
         before,
         "not a byte changed"
     );
+    assert!(
+        !dir.join("backup.db-wal").exists() && !dir.join("backup.db-shm").exists(),
+        "nothing made beside it: a read-only mount holds it as it is"
+    );
 }
 
 // Issue 43: `serve` refuses a page token short enough to guess, saying how to make one.
