@@ -184,13 +184,7 @@ async fn stored_text_cannot_forge_a_row_of_a_table() {
 // speaks JSON.
 #[tokio::test]
 async fn deadlines_show_relative_times_filter_and_speak_json() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>(),
-    )
-    .await
-    .unwrap();
+    let app = payments().await;
     for id in ["o-1", "o-2"] {
         app.dispatch(PlaceOrder {
             order_id: id.into(),
@@ -279,13 +273,7 @@ fn relative_times_read_as_people_say_them() {
 // indented, times relative) and as JSON; an instance that never started is an error naming it.
 #[tokio::test]
 async fn explain_tells_an_instances_story_for_a_person_and_as_json() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>(),
-    )
-    .await
-    .unwrap();
+    let app = payments().await;
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -477,13 +465,7 @@ fn values_out_of_range_are_refused_naming_the_flag() {
 // Issue 43: `rearm` of an instance that does not exist is an error, not "0 entries".
 #[tokio::test]
 async fn rearming_an_instance_that_does_not_exist_is_refused() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>(),
-    )
-    .await
-    .unwrap();
+    let app = payments().await;
     let mut out = Vec::new();
     let rearm = Operator::Rearm(bounda::cli::RearmArgs {
         process: Some("OrderPayment".into()),
@@ -495,4 +477,15 @@ async fn rearming_an_instance_that_does_not_exist_is_refused() {
         error.to_string(),
         "instance `nope` of process `OrderPayment` does not exist"
     );
+}
+
+/// An app running the order-payment process alone.
+async fn payments() -> TestApp {
+    TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap()
 }

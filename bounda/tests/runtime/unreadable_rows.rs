@@ -65,6 +65,16 @@ fn explain(id: &str) -> Operator {
     })
 }
 
+/// The operator page's overview of `app`, which answers.
+#[cfg(feature = "page")]
+async fn overview(app: &TestApp) -> String {
+    use support::page::{answer, request};
+    let page = bounda::page::router(app.app().clone(), bounda::page::Options::default());
+    let got = answer(&page, request("GET", "/").body(Default::default()).unwrap()).await;
+    assert_eq!(got.status, axum::http::StatusCode::OK, "{}", got.body);
+    got.body
+}
+
 /// The reminders instance `id` has reached.
 async fn reminders(app: &TestApp, id: &str) -> u32 {
     support::state::<OrderPayment>(app, id).await.reminders
@@ -107,18 +117,7 @@ async fn an_unreadable_state_fails_its_instance_alone() {
     assert!(report.contains("bounda_events"), "{report}");
     assert!(report.contains(&format!("position {position}")), "{report}");
     #[cfg(feature = "page")]
-    {
-        use support::page::{answer, request};
-        let page = bounda::page::router(app.app().clone(), bounda::page::Options::default());
-        let overview = answer(&page, request("GET", "/").body(Default::default()).unwrap()).await;
-        assert_eq!(
-            overview.status,
-            axum::http::StatusCode::OK,
-            "{}",
-            overview.body
-        );
-        assert!(overview.body.contains("o-1"), "{}", overview.body);
-    }
+    assert!(overview(&app).await.contains("o-1"));
     let (code, story) = operator(&app, explain("o-2")).await.unwrap();
     assert_eq!(code, ExitCode::SUCCESS, "{story}");
     let broken = operator(&app, explain("o-1")).await.unwrap_err();
@@ -144,17 +143,7 @@ async fn an_unreadable_state_fails_its_instance_alone() {
     assert_eq!(code, ExitCode::SUCCESS, "{listed}");
     assert!(listed.contains("bounda_events"), "{listed}");
     #[cfg(feature = "page")]
-    {
-        use support::page::{answer, request};
-        let page = bounda::page::router(app.app().clone(), bounda::page::Options::default());
-        let overview = answer(&page, request("GET", "/").body(Default::default()).unwrap()).await;
-        assert_eq!(
-            overview.status,
-            axum::http::StatusCode::OK,
-            "{}",
-            overview.body
-        );
-    }
+    overview(&app).await;
     // A broken instance can still be paused, as any other.
     let paused = app
         .app()

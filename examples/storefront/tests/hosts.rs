@@ -70,16 +70,6 @@ async fn held_by(db: &tokio_postgres::Client, schema: &str, machine: &str) -> i6
         .get(0)
 }
 
-/// Stops `child` as a service manager would (SIGTERM) and returns how it exited.
-fn terminate(child: Child) -> std::process::ExitStatus {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -TERM");
-    support::finished_within(child, 30)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_machines_one_cut_off_holding_claims_run_every_order_once() {
     let (url, schema) = testing::schema("hosts").unwrap_or_else(|how| panic!("{how}"));
@@ -202,7 +192,10 @@ async fn three_machines_one_cut_off_holding_claims_run_every_order_once() {
         tokio::time::sleep(StdDuration::from_millis(200)).await;
     }
     for worker in workers {
-        assert!(terminate(worker).success(), "each worker stops cleanly");
+        assert!(
+            support::signalled(worker, "-TERM").success(),
+            "each worker stops cleanly"
+        );
     }
 
     let deadlines =

@@ -134,13 +134,8 @@ async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
         );
         tokio::time::sleep(StdDuration::from_millis(200)).await;
     }
-    let sent = Command::new("kill")
-        .args(["-TERM", &worker.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
     assert!(
-        support::finished_within(worker, 30).success(),
+        support::signalled(worker, "-TERM").success(),
         "it stops cleanly"
     );
     // A confirmation sent just before the server went down could not commit: it is sent again,
@@ -213,13 +208,8 @@ async fn a_worker_started_while_its_server_is_down_waits_for_it() {
         );
         tokio::time::sleep(StdDuration::from_millis(100)).await;
     }
-    let sent = Command::new("kill")
-        .args(["-TERM", &waits.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
     assert!(
-        support::finished_within(waits, 30).success(),
+        support::signalled(waits, "-TERM").success(),
         "it stops cleanly"
     );
 }

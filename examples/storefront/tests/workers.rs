@@ -17,7 +17,7 @@ use storefront::order::{Item, OrderStatus, PlaceOrder};
 
 mod support;
 
-use support::{deadline_runs, finished_within, log, log_by_pid, orders};
+use support::{deadline_runs, finished_within, log, log_by_pid, orders, signalled};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
@@ -235,12 +235,7 @@ async fn sigterm_stops_between_runs_and_leaves_no_claim() {
     .spawn()
     .unwrap();
     until_deadlines_run(&db).await;
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = finished_within(child, 30);
+    let status = signalled(child, "-TERM");
     assert!(status.success(), "stopped cleanly: {status:?}");
     assert_eq!(claims_left(&db).unwrap(), (0, 0), "no claim left behind");
 }
@@ -277,12 +272,7 @@ async fn a_signal_at_any_moment_from_the_start_stops_the_run_cleanly() {
             std::thread::sleep(StdDuration::from_millis(1));
         }
         std::thread::sleep(StdDuration::from_millis(delay));
-        let sent = Command::new("kill")
-            .args([signal, &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let status = finished_within(child, 30);
+        let status = signalled(child, signal);
         let at = format!("seed {seed}, round {round}: {signal} {delay} ms after the file appeared");
         assert!(status.success(), "{at}: {status:?}");
         // Stopped before its tables were made: nothing to leave behind.
@@ -325,12 +315,7 @@ async fn a_signal_while_orders_are_placed_stops_the_run_at_once() {
         );
         std::thread::sleep(StdDuration::from_millis(20));
     };
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = finished_within(child, 30);
+    let status = signalled(child, "-TERM");
     assert!(status.success(), "stopped cleanly: {status:?}");
     let said = std::fs::read_to_string(&said).unwrap();
     assert!(

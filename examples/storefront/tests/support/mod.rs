@@ -76,6 +76,17 @@ pub fn log(path: &Path) -> (HashMap<String, Vec<String>>, HashSet<String>) {
     (by_order, pids)
 }
 
+/// Sends `child` `signal` (`-TERM`, `-INT`), as a service manager or a terminal would, and
+/// answers how it exited, within 30 s.
+pub fn signalled(child: std::process::Child, signal: &str) -> std::process::ExitStatus {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal}");
+    finished_within(child, 30)
+}
+
 /// Waits for `child` to exit; one still running after `seconds` is killed and fails the test.
 pub fn finished_within(mut child: std::process::Child, seconds: u64) -> std::process::ExitStatus {
     let start = StdInstant::now();
