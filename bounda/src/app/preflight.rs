@@ -38,8 +38,9 @@ pub struct Preflight {
     /// Moments stored in state fields this build does not read: a runner refuses to start
     /// while any is left.
     pub lost_moments: Vec<LostMoment>,
-    /// Scheduler entries that disagree with their instance's state; a runner re-arms them
-    /// when it starts.
+    /// Scheduler entries that disagree with their instance's state (what they carry, or when
+    /// they run): until re-armed, their deadlines do not run when the state says. `rearm` re-arms
+    /// them, and so does a runner when it starts.
     pub drifted_entries: Vec<Drift>,
     /// Scheduler entries that nothing in this build runs: a command, policy or process it no
     /// longer has. Each would become a dead letter when it comes due.
@@ -51,23 +52,21 @@ pub struct Preflight {
 }
 
 impl Preflight {
-    /// Whether nothing would fail: no event, state or entry this build cannot handle. Drifted
-    /// entries do not count, since a runner re-arms them when it starts.
+    /// Whether nothing would fail: no event, state or entry this build cannot handle, and no
+    /// entry that disagrees with its state (a deadline that would not run when the state says
+    /// until it is re-armed).
     pub fn passes(&self) -> bool {
-        self.unreadable_events.is_empty()
-            && self.unreadable_states.is_empty()
-            && self.lost_moments.is_empty()
-            && self.orphan_entries.is_empty()
-            && self.unreadable_entries.is_empty()
+        self.problems() == 0
     }
 
-    /// How many problems would fail: what [`passes`](Preflight::passes) counts.
+    /// How many problems [`passes`](Preflight::passes) counts.
     pub fn problems(&self) -> usize {
         self.unreadable_events.len()
             + self.unreadable_states.len()
             + self.lost_moments.len()
             + self.orphan_entries.len()
             + self.unreadable_entries.len()
+            + self.drifted_entries.len()
     }
 }
 

@@ -821,7 +821,7 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
     if !report.drifted_entries.is_empty() {
         writeln!(
             out,
-            "scheduler entries that disagree with their state (a runner re-arms them when it starts):"
+            "scheduler entries that disagree with their state (`rearm` re-arms them from it, as a runner does when it starts):"
         )?;
         for drift in &report.drifted_entries {
             writeln!(

@@ -61,7 +61,9 @@ async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_
     let (store, outbox) = (&clinic.store, &clinic.outbox);
     let before = store.read_all(0, 1_000).await.unwrap();
     let (app, report) = check(&clinic, |b| v2::build(b, outbox)).await;
-    assert!(report.passes(), "{report:#?}");
+    // Issue 40: entries that disagree with their state fail the check until re-armed.
+    assert_eq!(report.problems(), 2, "{report:#?}");
+    assert!(!report.passes());
     assert_eq!(report.events, before.len() as u64);
     assert_eq!(report.instances, 2);
     let drifted: Vec<&str> = report
@@ -78,12 +80,88 @@ async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_
 
     let (code, text) =
         support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
-    assert_eq!(code, ExitCode::SUCCESS, "{text}");
-    assert!(text.contains("check passed"), "{text}");
+    assert_eq!(code, ExitCode::from(3), "{text}");
     assert!(
-        text.contains("AppointmentFlow:a-9: its scheduler entry is armed at"),
+        text.contains("`rearm` re-arms them from it")
+            && text.contains("AppointmentFlow:a-9: its scheduler entry is armed at")
+            && text.contains("check failed: 2 problem(s)"),
         "{text}"
     );
+    app.app().rearm(bounda::Rearm::All).await.unwrap();
+    let (code, text) =
+        support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{text}");
+    assert!(text.contains("check passed"), "{text}");
+}
+
+// Issue 40: an entry whose due moment was moved by hand (to 2099) while it still carries the
+// state's moment is drifted: it would not run before 2099. `check` fails naming when it runs,
+// `deadlines` and `explain` mark it, and `rearm` puts it back at the state's moment.
+#[tokio::test]
+async fn an_entry_whose_due_moment_moved_is_drifted() {
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<support::storefront::OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    app.dispatch(support::storefront::place("o-1"))
+        .await
+        .unwrap();
+    app.run_until_idle().await.unwrap();
+    let store = app.app().store();
+    let mut entry = store
+        .scheduled_of_type("bounda.ProcessDeadline")
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let due = entry.execute_at;
+    entry.execute_at = Instant::parse("2099-01-01T00:00:00Z").unwrap();
+    let moved = bounda::store::WriteSet {
+        schedule: vec![entry.clone()],
+        ..bounda::store::WriteSet::default()
+    };
+    store.commit(&moved).await.unwrap();
+
+    let report = app.app().preflight().await.unwrap();
+    assert_eq!(report.drifted_entries.len(), 1, "{report:#?}");
+    let (code, text) =
+        support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
+    assert_eq!(code, ExitCode::from(3), "{text}");
+    assert!(
+        text.contains(&format!(
+            "its scheduler entry is armed at {due} but runs at 2099-01-01T00:00:00.000Z"
+        )),
+        "{text}"
+    );
+    let (_, deadlines) = support::operator(
+        app.app(),
+        Operator::Deadlines(bounda::cli::DeadlineArgs::default()),
+    )
+    .await;
+    assert!(
+        deadlines.contains("entry disagrees") && deadlines.contains("runs at 2099"),
+        "{deadlines}"
+    );
+    let explain = bounda::cli::ExplainArgs {
+        process: "OrderPayment".into(),
+        id: "o-1".into(),
+        json: false,
+    };
+    let (_, story) = support::operator(app.app(), Operator::Explain(explain)).await;
+    assert!(
+        story.contains("scheduler: its scheduler entry is armed at"),
+        "{story}"
+    );
+    assert!(story.contains("runs at 2099"), "{story}");
+
+    let rearmed = app.app().rearm(bounda::Rearm::All).await.unwrap();
+    assert_eq!(rearmed.len(), 1);
+    let entry = store.scheduled(&entry.dedupe_key).await.unwrap().unwrap();
+    assert_eq!(entry.execute_at, due, "back at the state's moment");
+    assert!(app.app().preflight().await.unwrap().passes());
 }
 
 // issue 20

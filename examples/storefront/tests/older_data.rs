@@ -73,7 +73,8 @@ async fn reached(app: &TestApp, instance: &str) -> Vec<(String, Instant, Instant
 async fn runs_the_older_data(store: Arc<dyn Store>) {
     let app = todays(store).await;
     let check = app.app().preflight().await.unwrap();
-    assert!(check.passes(), "{check:?}");
+    // Only the drifted entries, which fail the check until re-armed (issue 40).
+    assert_eq!(check.problems(), 2, "{check:?}");
     assert_eq!((check.events, check.instances), (44, 5));
     let drifted: Vec<&str> = check
         .drifted_entries
@@ -289,15 +290,17 @@ fn the_operator_checks_copies_and_previews_the_older_file() {
     );
     let (code, migrated) = storefront(&["--db", db, "migrate"]);
     assert_eq!(code, Some(0), "{migrated}");
+    // An entry that disagrees with its state fails the check until re-armed (issue 40); the
+    // copy below keeps it as it is, for the preview to re-arm.
     let (code, check) = storefront(&["--db", db, "check"]);
-    assert_eq!(code, Some(0), "{check}");
+    assert_eq!(code, Some(3), "{check}");
     assert!(
         check.starts_with("read 44 events and 5 process instances"),
         "{check}"
     );
     assert!(check.contains("OrderLifecycle:o-1: its scheduler entry is armed at 2026-01-04T00:00:00.000Z, but its state's next deadline is `payment_reminder` at 2026-01-03T12:00:00.000Z"), "{check}");
     assert!(
-        check.ends_with("check passed: this build reads everything stored\n"),
+        check.ends_with("check failed: 2 problem(s) above would fail\n"),
         "{check}"
     );
 

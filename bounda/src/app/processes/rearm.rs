@@ -46,6 +46,9 @@ pub struct Drift {
     pub instance: String,
     /// The moment its entry is armed at, or `None` when it has no entry.
     pub entry_at: Option<Instant>,
+    /// When the scheduler will run the entry, when that is not the moment it is armed at (a
+    /// hand edit of its due moment): it runs then, whatever it carries.
+    pub runs_at: Option<Instant>,
     /// What its state says is next: the deadline (or `timeout`) and its moment, or `None` when
     /// nothing is pending.
     pub state_next: Option<DueDeadline>,
@@ -53,9 +56,12 @@ pub struct Drift {
 
 impl std::fmt::Display for Drift {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let entry = match self.entry_at {
-            Some(at) => format!("its scheduler entry is armed at {at}"),
-            None => "it has no scheduler entry".to_owned(),
+        let entry = match (self.entry_at, self.runs_at) {
+            (Some(at), Some(runs)) => {
+                format!("its scheduler entry is armed at {at} but runs at {runs}")
+            }
+            (Some(at), None) => format!("its scheduler entry is armed at {at}"),
+            (None, _) => "it has no scheduler entry".to_owned(),
         };
         match self.state_next {
             Some(DueDeadline { field, at }) => write!(
@@ -369,15 +375,22 @@ pub(crate) fn drift_of(
     let entry_at = entry
         .and_then(DeadlinePayload::of)
         .and_then(|payload| Instant::from_millis(payload.at));
+    // When the scheduler runs the entry: its due moment, which only a retry's back-off may
+    // move past the moment it carries; a claimed entry is its runner's to settle.
+    let runs_at = entry
+        .filter(|entry| entry.attempts == 0 && entry.claim_id.is_none())
+        .map(|entry| entry.execute_at)
+        .filter(|runs| Some(*runs) != entry_at);
     let agrees = match (entry, next) {
         (None, None) => true,
-        (Some(_), Some(next)) => entry_at == Some(next.at),
+        (Some(_), Some(next)) => entry_at == Some(next.at) && runs_at.is_none(),
         _ => false,
     };
     (!agrees).then(|| Drift {
         process: process.name(),
         instance: id.to_owned(),
         entry_at,
+        runs_at,
         state_next: next,
     })
 }
