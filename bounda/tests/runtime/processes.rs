@@ -1500,3 +1500,44 @@ async fn a_failed_instances_deadlines_are_shown_held_by_its_letter() {
     );
     assert_eq!(app.lag().await.unwrap().held_deadlines, 0);
 }
+
+// Issue 40: the completing event drained by a retry is recorded as handled, then completed, as
+// live: a failure, then the completing event parked behind it, then the retry. The lifecycle
+// names each step's event, so the retried event's `ProcessHandled` cannot stand in for the
+// drained one's.
+#[tokio::test]
+async fn a_drained_completing_event_is_handled_then_completed() {
+    let app = app().await.expecting_letters();
+    let letter = failed_instance(&app).await;
+    app.dispatch(CancelOrder {
+        order_id: "o-1".into(),
+        reason: "changed mind".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    payment::BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(&letter).await.unwrap();
+    let events = lifecycle::<Payment>(&app, "o-1").await;
+    let steps: Vec<(&str, &str)> = events
+        .iter()
+        .map(|event| {
+            (
+                event.event_type.as_str(),
+                event.payload["eventType"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("ProcessStarted", "-"),
+            ("ProcessHandled", "OrderPlaced"),
+            ("ProcessFailed", "-"),
+            ("ProcessEventParked", "OrderCancelled"),
+            ("ProcessHandled", "ConfirmationSent"),
+            ("ProcessHandled", "OrderCancelled"),
+            ("ProcessCompleted", "-"),
+        ]
+    );
+}

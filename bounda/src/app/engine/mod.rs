@@ -669,11 +669,13 @@ impl App {
                 error @ (CommitError::ClaimLost { .. } | CommitError::ScheduledClaimLost { .. }),
                 _,
             ) => {
-                // A lease that lapsed: the run was slower than it, or this process was cut off.
+                // A lease that lapsed: the run was slower than it, this process was cut off, or
+                // the runners' clocks disagree.
                 tracing::warn!(
                     code = error.code(),
+                    lease = %self.lease(),
                     "{error}: its lease lapsed and another runner took the run over, so this \
-                     runner's commit of it was refused"
+                     runner's commit of it was refused; {CLOCKS}"
                 );
                 report.hold(&run);
                 if let Some(group) = run.group {
@@ -849,10 +851,16 @@ fn hold_if_waiting(run: &Run, kind: &Kind, held: &mut HashSet<&'static str>) {
 /// Leaves `run` to the runner that took its claim over, found when renewing it: the run is held,
 /// and an operator's retry whose letter another retry holds answers that the letter is settled
 /// or being retried.
+/// What a claim taken over says of the runners, whose clocks the leases assume agree: another
+/// runner takes a claim over once its lease has passed on that runner's clock.
+const CLOCKS: &str = "unless this runner was stopped or cut off that long, the runners' clocks \
+     disagree by more than half a lease: keep them in sync (NTP)";
+
 fn claim_lost(run: &Run, report: &mut Report) {
     tracing::warn!(
         claim = ?run.claim,
-        "its lease lapsed and another runner took the run over, so this runner leaves it to them"
+        "its lease lapsed and another runner took the run over, so this runner leaves it to them; \
+         {CLOCKS}"
     );
     report.hold(run);
     if let Claim::Letter { id, .. } = &run.claim {
