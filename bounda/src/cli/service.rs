@@ -101,6 +101,12 @@ pub struct WorkArgs {
     /// the log; `0s` gives up at once. Once running, an outage is waited out however long.
     #[arg(long, env = "STORE_WAIT", default_value = "5m")]
     pub store_wait: Duration,
+    /// Serves this worker's own counters and histograms (how late its deadlines ran, how long
+    /// its commits took) at `/metrics` on this address (`127.0.0.1:9464`), for Prometheus to
+    /// scrape each worker; off unless given. `serve` has the store's gauges.
+    #[cfg(feature = "page")]
+    #[arg(long, env = "METRICS_LISTEN", value_name = "ADDRESS")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// A binary that is a service and nothing more: its options and its commands.
@@ -210,6 +216,17 @@ impl Service {
             ServiceCommand::Work(work) => {
                 // Installed before anything is opened: a SIGTERM from here stops cleanly.
                 let mut shutdown = Box::pin(crate::shutdown_signal());
+                #[cfg(feature = "page")]
+                if let Some(listen) = work.metrics {
+                    let serving = match crate::page::Metrics::install() {
+                        Ok(metrics) => metrics.serve(listen).await,
+                        Err(error) => Err(error),
+                    };
+                    match serving {
+                        Ok(address) => tracing::info!("metrics on http://{address}/metrics"),
+                        Err(error) => return exit(Err(error)),
+                    }
+                }
                 match self
                     .open_waiting(args, work.store_wait, &mut shutdown)
                     .await

@@ -97,4 +97,47 @@ impl Metrics {
     pub fn render(&self) -> String {
         self.handle.render()
     }
+
+    /// Everything recorded, as the answer to a scrape: the text with its content type.
+    pub(crate) fn exposition(&self) -> axum::response::Response {
+        use axum::http::{HeaderValue, header};
+        use axum::response::IntoResponse;
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            self.render(),
+        )
+            .into_response()
+    }
+
+    /// Serves what this process records at `/metrics` on `listen` until the process ends: a
+    /// worker's own counters and histograms (how late its deadlines ran, how long its commits
+    /// took), which Prometheus scrapes from each worker; the page serves the store's gauges.
+    pub async fn serve(self, listen: std::net::SocketAddr) -> Result<std::net::SocketAddr, Error> {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|error| Error::Configuration {
+                message: format!("cannot listen for metrics on {listen}: {error}"),
+            })?;
+        let address = listener
+            .local_addr()
+            .map_err(|error| Error::Configuration {
+                message: format!("cannot read the metrics' address: {error}"),
+            })?;
+        let router = axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = self.clone();
+                async move { metrics.exposition() }
+            }),
+        );
+        tokio::spawn(async move {
+            if let Err(error) = axum::serve(listener, router).await {
+                tracing::error!("the metrics listener stopped: {error}");
+            }
+        });
+        Ok(address)
+    }
 }

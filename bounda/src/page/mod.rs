@@ -299,14 +299,7 @@ async fn metrics_text(State(shared): State<Arc<Shared>>, metrics: Metrics) -> Re
         )
             .into_response();
     }
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        )],
-        metrics.render(),
-    )
-        .into_response()
+    metrics.exposition()
 }
 
 /// A refusal the web framework answered itself in plain text (a form that does not read, a body

@@ -426,6 +426,69 @@ fn serve_exposes_the_metrics_to_prometheus() {
     );
 }
 
+// Issue 40: a worker serves its own counters and histograms, which live in the process that
+// fires the deadlines: a scrape after deadlines fired reads how late they ran, per process.
+#[tokio::test(flavor = "multi_thread")]
+async fn work_exposes_its_deadline_lateness_to_prometheus() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let app = app_on(&db).await;
+    for i in 0..3 {
+        app.dispatch(PlaceOrder {
+            order_id: format!("o-{i}"),
+            customer_id: "c".into(),
+            items: vec![Item {
+                product_id: "p".into(),
+                quantity: 1,
+                price: 100,
+            }],
+        })
+        .await
+        .unwrap();
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let worker = storefront(&db, &log_path, &["work", "--metrics", &address])
+        .spawn()
+        .unwrap();
+    until_deadlines_run(&db).await;
+    let start = StdInstant::now();
+    let histogram = loop {
+        let (status, text) = support::http_get(&format!("http://{address}/metrics"), "127.0.0.1");
+        assert_eq!(status, 200, "{text}");
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|line| Ok(line.to_owned()))).unwrap();
+        let fired = scrape.samples.into_iter().find_map(|sample| {
+            let lifecycle = sample.labels.get("process") == Some("OrderLifecycle");
+            match sample.value {
+                prometheus_parse::Value::Histogram(buckets)
+                    if sample.metric == "bounda_deadline_lateness_seconds" && lifecycle =>
+                {
+                    Some(buckets)
+                }
+                _ => None,
+            }
+        });
+        if let Some(buckets) = fired.filter(|b| b.iter().any(|bucket| bucket.count > 0.0)) {
+            break buckets;
+        }
+        assert!(
+            start.elapsed() < StdDuration::from_secs(30),
+            "no lateness recorded: {text}"
+        );
+        tokio::time::sleep(StdDuration::from_millis(200)).await;
+    };
+    assert!(
+        histogram.iter().any(|bucket| bucket.less_than == 1.0),
+        "the lateness buckets: {histogram:?}"
+    );
+    assert!(signalled(worker, "-TERM").success());
+}
+
 // Issue 10: an operator's command never creates a database: a mistyped path is an error naming it.
 #[test]
 fn an_operator_command_on_a_missing_file_names_it_and_creates_nothing() {
