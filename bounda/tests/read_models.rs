@@ -247,6 +247,21 @@ async fn a_read_model_projects_the_history_stored_before_it() {
     place(&before, "o-1", 10).await;
     place(&before, "o-2", 20).await;
 
+    // Issue 44: a query of a read model the app does not keep names it and says how to add it,
+    // rather than answer `no such table`.
+    let unkept = before
+        .app()
+        .read::<OrderRow>()
+        .get("o-1")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        unkept,
+        "invalid configuration: read model `order-list` is not in this app, so its table is not \
+         kept: add `.read_model::<OrderRow>()` to the app"
+    );
+
     let app = TestApp::new(App::builder_shared(store)).await.unwrap();
     app.run_until_idle().await.unwrap();
     assert_eq!(

@@ -44,8 +44,25 @@ pub struct Page<R> {
 
 impl<'a, R: ReadModel> ReadTable<'a, R> {
     pub(crate) fn new(app: &'a App) -> ReadTable<'a, R> {
+        // A table the app does not keep may not exist, or stand where a deploy left it: its
+        // query is refused naming the read model, not answered by the database's own words.
+        let kept = app.read_models().any(|model| model.name() == R::NAME);
+        let store = match kept {
+            true => read_models(app),
+            false => {
+                let type_name = std::any::type_name::<R>();
+                let short = type_name.rsplit("::").next().unwrap_or(type_name);
+                Err(Error::Configuration {
+                    message: format!(
+                        "read model `{}` is not in this app, so its table is not kept: add \
+                         `.read_model::<{short}>()` to the app",
+                        R::NAME
+                    ),
+                })
+            }
+        };
         ReadTable {
-            store: read_models(app),
+            store,
             marker: PhantomData,
         }
     }
@@ -53,6 +70,9 @@ impl<'a, R: ReadModel> ReadTable<'a, R> {
     fn store(&self) -> Result<&'a dyn ReadModelStore, Error> {
         match &self.store {
             Ok(store) => Ok(*store),
+            Err(Error::Configuration { message }) => Err(Error::Configuration {
+                message: message.clone(),
+            }),
             Err(error) => Err(Error::Configuration {
                 message: error.to_string(),
             }),
