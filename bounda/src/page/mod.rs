@@ -397,15 +397,17 @@ async fn known_host(
 }
 
 /// How far ahead the timeline may look: its name in the address, its label, its length. The
-/// first hours, two days (unless told otherwise), or a week.
-const WINDOWS: [(&str, &str, Duration); 3] = [
+/// next hour (for processes whose deadlines are minutes apart), the first hours, two days
+/// (unless told otherwise), or a week.
+const WINDOWS: [(&str, &str, Duration); 4] = [
+    ("1h", "hour", hours(1)),
     ("6h", "6 hours", hours(6)),
     ("48h", "48 hours", hours(48)),
     ("7d", "7 days", hours(24 * 7)),
 ];
 
 /// The window the timeline shows unless the address names another.
-const DEFAULT_WINDOW: usize = 1;
+const DEFAULT_WINDOW: usize = 2;
 
 /// The most instances the timeline reads: the soonest, through the due-moment index.
 const TIMELINE_INSTANCES: usize = 500;

@@ -106,6 +106,10 @@ async fn the_overview_shows_lag_the_timeline_and_letters_escaped_under_a_strict_
     assert!(html.contains("2 shown; more after them"), "{html}");
     let (_, html, _) = get(&app, None, "/?window=1y").await;
     assert!(html.contains("Deadlines in the next 48 hours"), "{html}");
+    // Issue 44: a window for deadlines minutes apart.
+    assert!(html.contains(r#"<a href="/?window=1h">hour</a>"#), "{html}");
+    let (_, html, _) = get(&app, None, "/?window=1h").await;
+    assert!(html.contains("Deadlines in the next hour"), "{html}");
 }
 
 // The lag refreshes by itself, also while the overview waits for a token to be typed: it is a
