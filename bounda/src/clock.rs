@@ -1,12 +1,12 @@
 //! Time comes from a [`Clock`]: the system clock in production, a simulated one in tests. No other
 //! code reads the wall clock.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use crate::{Duration, Instant};
 
@@ -44,15 +44,21 @@ impl Clock for SystemClock {
 /// [`timer_at`](SimulatedClock::timer_at)): a fake port that answers an hour later, a provider's
 /// rate limit. A timer fires once the clock reaches its moment; `TestApp::advance` stops the
 /// clock at each pending timer's moment in turn, so they fire in due order, each seeing the
-/// clock at its own moment.
+/// clock at its own moment. Timers due at one moment fire in the order they were made: the clock
+/// wakes their tasks in that order, so on a current-thread runtime each runs until it next
+/// waits before the next one's runs, and a simulation plays the same from its seed.
 #[derive(Debug)]
 pub struct SimulatedClock {
     now: Mutex<Instant>,
     moved: tokio::sync::watch::Sender<Instant>,
     /// The timers waiting, by due moment and then by when they were made.
-    timers: Arc<Mutex<BTreeSet<(Instant, u64)>>>,
+    timers: Arc<Mutex<Timers>>,
     next_timer: AtomicU64,
 }
+
+/// The timers waiting, by due moment and then by when they were made, each with the waker of
+/// the task awaiting it, once awaited.
+type Timers = BTreeMap<(Instant, u64), Option<Waker>>;
 
 /// How long, in real time, a handler on the simulated clock may wait for nothing at all.
 const REAL_TIME_BACKSTOP: std::time::Duration = std::time::Duration::from_secs(60);
@@ -83,15 +89,11 @@ impl SimulatedClock {
     /// A timer that fires once the clock reaches `at`: at once, for a moment already passed.
     pub fn timer_at(&self, at: Instant) -> Timer {
         let key = (at, self.next_timer.fetch_add(1, Ordering::Relaxed));
-        lock(&self.timers).insert(key);
-        let mut moved = self.moved.subscribe();
+        lock(&self.timers).insert(key, None);
         Timer {
             key,
             timers: Arc::clone(&self.timers),
-            waiting: Box::pin(async move {
-                // The sender lives as long as the clock; a clock dropped first fires it.
-                let _ = moved.wait_for(|now| *now >= at).await;
-            }),
+            moved: self.moved.subscribe(),
         }
     }
 
@@ -102,22 +104,43 @@ impl SimulatedClock {
 
     /// The moment the next waiting timer fires at, if any.
     pub fn next_timer(&self) -> Option<Instant> {
-        lock(&self.timers).first().map(|(at, _)| *at)
+        lock(&self.timers).keys().next().map(|(at, _)| *at)
     }
 
     /// Moves the clock forward by `duration`.
     pub fn advance(&self, duration: Duration) {
-        let mut now = self.lock();
-        *now = *now + duration;
-        self.moved.send_replace(*now);
+        let moved = {
+            let mut now = self.lock();
+            *now = *now + duration;
+            self.moved.send_replace(*now);
+            *now
+        };
+        self.wake_due(moved);
     }
 
     /// Moves the clock to `moment` if it is later; the clock never goes back.
     pub fn advance_to(&self, moment: Instant) {
-        let mut now = self.lock();
-        if moment > *now {
+        let moved = {
+            let mut now = self.lock();
+            if moment <= *now {
+                return;
+            }
             *now = moment;
             self.moved.send_replace(*now);
+            moment
+        };
+        self.wake_due(moved);
+    }
+
+    /// Wakes the tasks awaiting the timers due at `now`, in the order the timers were made.
+    fn wake_due(&self, now: Instant) {
+        let due: Vec<Waker> = lock(&self.timers)
+            .iter()
+            .take_while(|((at, _), _)| *at <= now)
+            .filter_map(|(_, waker)| waker.clone())
+            .collect();
+        for waker in due {
+            waker.wake();
         }
     }
 
@@ -141,8 +164,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// clock's [`pending_timers`](SimulatedClock::pending_timers) until it fires or is dropped.
 pub struct Timer {
     key: (Instant, u64),
-    timers: Arc<Mutex<BTreeSet<(Instant, u64)>>>,
-    waiting: Sleep,
+    timers: Arc<Mutex<Timers>>,
+    /// The clock's moment; a clock dropped first fires every timer.
+    moved: tokio::sync::watch::Receiver<Instant>,
 }
 
 impl Timer {
@@ -161,18 +185,31 @@ impl std::fmt::Debug for Timer {
 impl Future for Timer {
     type Output = ();
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let fired = self.waiting.as_mut().poll(cx);
-        if fired.is_ready() {
-            lock(&self.timers).remove(&self.key);
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let reached = *self.moved.borrow() >= self.key.0 || self.moved.has_changed().is_err();
+        let mut timers = lock(&self.timers);
+        if reached {
+            timers.remove(&self.key);
+            return Poll::Ready(());
         }
-        fired
+        // The clock wakes it once it reaches the moment.
+        if let Some(waker) = timers.get_mut(&self.key) {
+            *waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
     }
 }
 
 impl Drop for Timer {
     fn drop(&mut self) {
         lock(&self.timers).remove(&self.key);
+    }
+}
+
+impl Drop for SimulatedClock {
+    /// Fires every timer still awaited: nothing will move this clock again.
+    fn drop(&mut self) {
+        self.wake_due(Instant::max_value());
     }
 }
 
@@ -201,7 +238,7 @@ impl Clock for SimulatedClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hours;
+    use crate::{hours, seconds};
 
     // spec 180
     #[test]
@@ -217,6 +254,39 @@ mod tests {
             "2026-01-04T00:00:00.000Z",
             "never back"
         );
+    }
+
+    // Issue 44: timers due at one moment fire in the order they were made, whatever order their
+    // tasks started in, so a simulation on a current-thread runtime plays the same from its seed.
+    #[test]
+    fn timers_due_at_one_moment_fire_in_the_order_they_were_made() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        for round in 0..16 {
+            let order = runtime.block_on(async {
+                let clock = Arc::new(SimulatedClock::default());
+                let fired = Arc::new(Mutex::new(Vec::new()));
+                let timers: Vec<Timer> = (0..4).map(|_| clock.after(seconds(1))).collect();
+                let mut tasks = Vec::new();
+                // Started last first: the order they were made is what counts.
+                for (n, timer) in timers.into_iter().enumerate().rev() {
+                    let fired = Arc::clone(&fired);
+                    tasks.push(tokio::spawn(async move {
+                        timer.await;
+                        lock(&fired).push(n);
+                    }));
+                }
+                // Every task awaits its timer before the clock moves.
+                tokio::task::yield_now().await;
+                clock.advance(seconds(1));
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                lock(&fired).clone()
+            });
+            assert_eq!(order, [0, 1, 2, 3], "round {round}");
+        }
     }
 
     #[test]
