@@ -158,6 +158,14 @@ pub enum Error {
         /// The command type.
         command: String,
     },
+    /// An operator's command lacks an argument it needs, and nothing stood in for it.
+    #[error("missing argument `{argument}`: {why}")]
+    MissingArgument {
+        /// The argument, as typed.
+        argument: String,
+        /// What it says, and why nothing stood in for it.
+        why: String,
+    },
     /// The app's declaration or configuration is refused.
     #[error("invalid configuration: {message}")]
     Configuration {
@@ -334,6 +342,7 @@ impl Error {
             Error::Store(error) => error.code(),
             Error::ChainDepthExceeded { .. } => "CHAIN_DEPTH_EXCEEDED",
             Error::UnknownCommand { .. } | Error::Configuration { .. } => "INVALID_CONFIGURATION",
+            Error::MissingArgument { .. } => "MISSING_ARGUMENT",
             Error::Panicked { .. } => "HANDLER_PANICKED",
             Error::HandlerTimeout { .. } => "HANDLER_TIMEOUT",
             Error::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
@@ -377,6 +386,7 @@ impl Error {
             Error::ChainDepthExceeded { .. }
             | Error::UnknownCommand { .. }
             | Error::Configuration { .. }
+            | Error::MissingArgument { .. }
             | Error::LetterSettled { .. }
             | Error::LetterNotRetriable { .. }
             | Error::NotFound { .. }

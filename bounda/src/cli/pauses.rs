@@ -19,7 +19,8 @@ pub struct PauseArgs {
     /// What to pause.
     #[command(subcommand)]
     pub target: Target,
-    /// The operator's name, kept with the pause; the login name ($USER) by default.
+    /// The operator's name, kept with the pause; the login name ($USER, else $LOGNAME) by
+    /// default.
     #[arg(long, global = true, env = "USER", hide_env_values = true)]
     pub by: Option<String>,
     /// Why, kept with the pause and shown with it.
@@ -33,9 +34,14 @@ pub(super) async fn pause(
     args: PauseArgs,
     out: &mut impl Write,
 ) -> Result<(), crate::Error> {
-    let Some(by) = args.by.filter(|by| !by.trim().is_empty()) else {
-        return Err(crate::Error::Configuration {
-            message: "say who pauses it: --by <name> (or set USER)".to_owned(),
+    let by = args
+        .by
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .filter(|by| !by.trim().is_empty());
+    let Some(by) = by else {
+        return Err(crate::Error::MissingArgument {
+            argument: "--by <name>".to_owned(),
+            why: "who pauses it: USER and LOGNAME are not set".to_owned(),
         });
     };
     let target = args.target;

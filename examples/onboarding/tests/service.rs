@@ -244,3 +244,26 @@ fn serve_refuses_a_short_page_token_at_start() {
         stderr(&refused)
     );
 }
+
+// Issue 44: `pause` in a shell without USER or LOGNAME asks for the missing argument.
+#[test]
+fn pause_without_a_name_asks_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrated = onboarding(dir.path(), &["migrate"]);
+    assert!(migrated.status.success(), "{}", stderr(&migrated));
+    let asked = Command::new(env!("CARGO_BIN_EXE_onboarding"))
+        .current_dir(dir.path())
+        .args(["pause", "process", "UserOnboarding"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .env_remove("BOUNDA_DB")
+        .output()
+        .unwrap();
+    assert_eq!(asked.status.code(), Some(1), "{}", stderr(&asked));
+    assert!(
+        stderr(&asked).contains("missing argument `--by <name>`: who pauses it")
+            && !stderr(&asked).contains("invalid configuration"),
+        "{}",
+        stderr(&asked)
+    );
+}
