@@ -69,11 +69,13 @@ pub(crate) fn describe() {
     );
     describe_gauge!(
         DEADLINES_PENDING,
-        "Instances with a deadline pending, by process."
+        "Instances with a deadline pending, by process; `held` says whether a failed instance's \
+         letter holds them until it is retried."
     );
     describe_gauge!(
         DEADLINES_OVERDUE,
-        "Instances whose next deadline is due and has not run, by process."
+        "Instances whose next deadline is due and has not run, by process; `held` says whether \
+         a failed instance's letter holds them until it is retried."
     );
     describe_gauge!(SUBSCRIBER_LAG, "Events a subscriber has yet to take.");
     describe_histogram!(
@@ -169,12 +171,26 @@ impl App {
         let open = self.store().count_dead_letters(&open).await?;
         ::metrics::gauge!(LETTERS_OPEN).set(open as f64);
         let now = self.clock().now();
-        let mut by_process: BTreeMap<String, (u64, u64)> = self
+        let mut by_process: BTreeMap<String, [(u64, u64); 2]> = self
             .processes()
-            .map(|process| (process.name().to_owned(), (0, 0)))
+            .map(|process| (process.name().to_owned(), [(0, 0); 2]))
             .collect();
         for counts in self.store().instance_counts(now).await? {
-            by_process.insert(counts.process, (counts.pending, counts.overdue));
+            by_process.entry(counts.process).or_default()[0] = (counts.pending, counts.overdue);
+        }
+        // A failed instance has no scheduler entry: its deadlines are held by its letter, and
+        // counted apart (of the instances the oldest thousand open process letters name).
+        let (held, _) = self.held_deadlines().await?;
+        let mut instances = std::collections::BTreeSet::new();
+        for due in &held {
+            if instances.insert((due.process, due.instance.as_str())) {
+                let counts = &mut by_process.entry(due.process.to_owned()).or_default()[1];
+                counts.0 += 1;
+                let overdue = held
+                    .iter()
+                    .any(|d| d.process == due.process && d.instance == due.instance && d.at <= now);
+                counts.1 += u64::from(overdue);
+            }
         }
         // A process whose entries are gone (one a deploy removed) reads 0, not its last count.
         static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
@@ -188,9 +204,12 @@ impl App {
             }
             seen.extend(by_process.keys().cloned());
         }
-        for (process, (pending, overdue)) in by_process {
-            ::metrics::gauge!(DEADLINES_PENDING, "process" => process.clone()).set(pending as f64);
-            ::metrics::gauge!(DEADLINES_OVERDUE, "process" => process).set(overdue as f64);
+        for (process, counts) in by_process {
+            for (held, (pending, overdue)) in ["false", "true"].into_iter().zip(counts) {
+                let labels = [("process", process.clone()), ("held", held.to_owned())];
+                ::metrics::gauge!(DEADLINES_PENDING, &labels).set(pending as f64);
+                ::metrics::gauge!(DEADLINES_OVERDUE, &labels).set(overdue as f64);
+            }
         }
         Ok(())
     }

@@ -33,6 +33,66 @@ impl Policy for MeteredMailer {
     }
 }
 
+/// Reminds an hour after the order; its payment's handler always fails, so a paid order's
+/// instance fails holding its reminder.
+#[process(on = Order, started_by = [OrderPlaced], completed_by = [OrderCancelled])]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+struct Brittle {
+    #[deadline]
+    remind: Deadline,
+}
+
+#[process]
+impl Brittle {
+    async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<BrittlePatch> {
+        Ok(BrittlePatch::default().remind(cx.after(hours(1))))
+    }
+
+    async fn on_order_paid(_cx: On<'_, Self, OrderPaid>) -> Result<BrittlePatch> {
+        anyhow::bail!("the ledger is down")
+    }
+
+    async fn at_remind(_cx: At<'_, Self>) -> Result<AtRemind> {
+        Ok(AtRemind::new(Deadline::none()))
+    }
+}
+
+// Issue 44: a failed instance's deadlines are in the gauges, labelled as held by its letter:
+// the series an alert on overdue work needs most.
+#[tokio::test]
+async fn a_failed_instances_overdue_deadline_is_counted_as_held() {
+    let (metrics, recorder) = Metrics::unregistered().unwrap();
+    let _recording = ::metrics::set_default_local_recorder(&recorder);
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .process::<Brittle>()
+            .command::<MarkOrderPaid>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    app.dispatch(place("b-1")).await.unwrap();
+    app.dispatch(MarkOrderPaid {
+        order_id: "b-1".into(),
+    })
+    .await
+    .unwrap();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(support::letters(&app).await.len(), 1);
+    app.clock().advance(hours(2));
+    let scrape = scrape(&app, &metrics).await;
+    let gauge = |name: &str, held: &str| -> Vec<f64> {
+        samples(&scrape, name, &[("process", "Brittle"), ("held", held)])
+            .into_iter()
+            .map(value)
+            .collect()
+    };
+    assert_eq!(gauge("bounda_deadlines_overdue", "true"), [1.0]);
+    assert_eq!(gauge("bounda_deadlines_pending", "true"), [1.0]);
+    assert_eq!(gauge("bounda_deadlines_overdue", "false"), [0.0]);
+}
+
 /// `/metrics` of `app`'s page exporting `metrics`, parsed.
 async fn scrape(app: &TestApp, metrics: &Metrics) -> Scrape {
     let page = router(
@@ -225,7 +285,7 @@ async fn a_process_gone_from_the_store_reads_zero_not_its_last_count() {
         samples(
             scrape,
             "bounda_deadlines_pending",
-            &[("process", "OrderPayment")],
+            &[("process", "OrderPayment"), ("held", "false")],
         )
         .into_iter()
         .map(value)
