@@ -44,7 +44,8 @@ impl ActivationReminder {
         let key = format!("remind:{}", cx.id());
         cx.port::<Effects>()?.record(
             &key,
-            format!("remind {} at {}", cx.id(), cx.now().as_millis()),
+            // Of the moment it was due, not of when it ran: a retry records the same effect.
+            format!("remind {} at {}", cx.id(), cx.due_at().as_millis()),
         );
         Ok(AtRemindAt::new(Deadline::none()))
     }

@@ -322,7 +322,32 @@ impl Effects {
     pub(crate) fn clash(&self) -> Option<String> {
         let recorded = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         recorded.clashes.first().map(|(key, first, other)| {
-            format!("idempotency key {key} was given to two effects: `{first}` and `{other}`")
+            format!(
+                "idempotency key {key} was given to two effects: `{first}` and `{other}`. A retry \
+                 repeats its step under the same key, so an effect's text must be the same each \
+                 time it runs: make it of what the step read (its event, its state, its moment \
+                 due), never of when it ran (`now()`)"
+            )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 44: a key given to two effects says what differed and that the text must not
+    // depend on when the step ran.
+    #[test]
+    fn a_clash_says_what_differed_and_why_it_must_not() {
+        let effects = Effects::default();
+        assert!(effects.record("remind:u-1", "remind u-1 at 1000"));
+        effects.record("remind:u-1", "remind u-1 at 2000");
+        let clash = effects.clash().unwrap();
+        assert!(
+            clash.contains("`remind u-1 at 1000` and `remind u-1 at 2000`")
+                && clash.contains("never of when it ran (`now()`)"),
+            "{clash}"
+        );
     }
 }
