@@ -32,13 +32,14 @@ async fn every_event(app: &App) -> Result<Vec<RecordedEvent>, String> {
 /// - an instance handles each event once;
 /// - with `in_order`, no deadline of an instance runs before an event of it stored at or before
 ///   the deadline's moment (with commits failing on purpose a deadline held too long behind a
-///   stuck event runs first, by design);
+///   stuck event runs first, by design); an event the deadline's own step caused, through its
+///   commands and whatever reacted to them, is not one it ran before;
 /// - the instances index holds one row per instance, as its stream and deadline entry say;
 /// - nothing lags once the app is at rest.
 pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
     let events = every_event(app).await?;
     let mut versions: HashMap<(&str, &str), u64> = HashMap::new();
-    let mut stored_at: HashMap<&str, Instant> = HashMap::new();
+    let mut stored: HashMap<&str, &RecordedEvent> = HashMap::new();
     for (index, event) in events.iter().enumerate() {
         if event.position != index as u64 + 1 {
             return Err(format!(
@@ -60,7 +61,7 @@ pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
                 event.version
             ));
         }
-        stored_at.insert(&event.id, event.timestamp);
+        stored.insert(&event.id, event);
     }
     let mut lifecycles: HashMap<(&str, &str), Vec<&RecordedEvent>> = HashMap::new();
     for event in events
@@ -73,7 +74,7 @@ pub(crate) async fn framework(app: &App, in_order: bool) -> Result<(), String> {
             .push(event);
     }
     for ((process, id), lifecycle) in &lifecycles {
-        lifecycle_holds(process, id, lifecycle, &stored_at, in_order)?;
+        lifecycle_holds(process, id, lifecycle, &stored, in_order)?;
     }
     index_holds(app, &lifecycles).await?;
     let lag = app.lag().await.map_err(|e| format!("lag: {e}"))?;
@@ -170,13 +171,14 @@ fn lifecycle_holds(
     process: &str,
     id: &str,
     lifecycle: &[&RecordedEvent],
-    stored_at: &HashMap<&str, Instant>,
+    stored: &HashMap<&str, &RecordedEvent>,
     in_order: bool,
 ) -> Result<(), String> {
     let name = format!("{process}:{id}");
     let mut reached: HashSet<(String, Instant)> = HashSet::new();
     let mut handled: HashSet<&str> = HashSet::new();
-    let mut latest: Option<(String, Instant)> = None;
+    // The latest deadline reached: its field, its moment, and its lifecycle event.
+    let mut latest: Option<(String, Instant, &str)> = None;
     for event in lifecycle {
         match event.event_type.as_str() {
             "ProcessDeadlineReached" | "ProcessTimedOut" => {
@@ -195,8 +197,8 @@ fn lifecycle_holds(
                         event.timestamp
                     ));
                 }
-                if latest.as_ref().is_none_or(|(_, moment)| *moment < at) {
-                    latest = Some((field, at));
+                if latest.as_ref().is_none_or(|(_, moment, _)| *moment < at) {
+                    latest = Some((field, at, &event.id));
                 }
             }
             kind @ ("ProcessStarted" | "ProcessHandled" | "ProcessCompleted") => {
@@ -206,12 +208,23 @@ fn lifecycle_holds(
                 if kind == "ProcessHandled" && !handled.insert(event_id) {
                     return Err(format!("{name}: event {event_id} handled twice"));
                 }
-                let (Some((field, at)), Some(stored)) = (&latest, stored_at.get(event_id)) else {
+                let (Some((field, at, reached_by)), Some(handled_event)) =
+                    (&latest, stored.get(event_id))
+                else {
                     continue;
                 };
-                if in_order && stored <= at {
+                if in_order
+                    && handled_event.timestamp <= *at
+                    && !caused_by(handled_event, reached_by, stored)
+                {
                     return Err(format!(
-                        "{name}: {field} at {at} ran before event {event_id}, stored at {stored}"
+                        "{name}: {field} at {at} ran before event {} `{}:{}` at position {}, \
+                         stored at {}",
+                        handled_event.event_type,
+                        handled_event.aggregate_type,
+                        handled_event.aggregate_id,
+                        handled_event.position,
+                        handled_event.timestamp
                     ));
                 }
             }
@@ -219,4 +232,80 @@ fn lifecycle_holds(
         }
     }
     Ok(())
+}
+
+/// Whether `event` was caused by event `origin`: it, or what caused it, through each event's
+/// causation, back to the start of its chain.
+fn caused_by(event: &RecordedEvent, origin: &str, stored: &HashMap<&str, &RecordedEvent>) -> bool {
+    let mut cause = event.metadata.causation_id.as_str();
+    // A chain is as long as its depth; the bound guards against a cycle no store writes.
+    for _ in 0..=stored.len() {
+        if cause == origin {
+            return true;
+        }
+        match stored.get(cause) {
+            Some(parent) if parent.metadata.causation_id != cause => {
+                cause = &parent.metadata.causation_id;
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Metadata;
+
+    fn event(
+        id: &str,
+        stream: (&str, &str),
+        kind: &str,
+        at: Instant,
+        caused: &str,
+    ) -> RecordedEvent {
+        RecordedEvent {
+            id: id.to_owned(),
+            aggregate_type: stream.0.to_owned(),
+            aggregate_id: stream.1.to_owned(),
+            event_type: kind.to_owned(),
+            version: 1,
+            position: 7,
+            timestamp: at,
+            payload: serde_json::Value::Null,
+            metadata: Metadata {
+                causation_id: caused.to_owned(),
+                ..Metadata::of_command("c-1")
+            },
+            unreadable: None,
+        }
+    }
+
+    // Issue 44: an event the deadline's own step caused (its handler's command, stored at the
+    // deadline's moment) is not one the deadline ran before; any other event stored by then is,
+    // named by type, stream and position.
+    #[test]
+    fn what_a_deadline_caused_is_not_an_event_it_ran_before() {
+        let due = Instant::parse("2026-01-20T00:00:00Z").unwrap();
+        let stream = ("process:Loan", "l-1");
+        let mut reached = event("r-1", stream, "ProcessDeadlineReached", due, "s-1");
+        reached.payload = serde_json::json!({ "field": "next_notice", "at": due });
+        let check = |caused: &str| {
+            let lost = event("e-1", ("Loan", "l-1"), "LoanLost", due, caused);
+            let mut completed = event("p-1", stream, "ProcessCompleted", due, "e-1");
+            completed.payload = serde_json::json!({ "eventId": "e-1" });
+            let stored: HashMap<&str, &RecordedEvent> =
+                [("r-1", &reached), ("e-1", &lost), ("p-1", &completed)]
+                    .into_iter()
+                    .collect();
+            lifecycle_holds("Loan", "l-1", &[&reached, &completed], &stored, true)
+        };
+        assert_eq!(check("r-1"), Ok(()), "caused by the deadline's own step");
+        let error = check("elsewhere").unwrap_err();
+        assert!(
+            error.contains("ran before event LoanLost `Loan:l-1` at position 7"),
+            "{error}"
+        );
+    }
 }
