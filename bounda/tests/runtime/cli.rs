@@ -10,7 +10,7 @@ use crate::support;
 
 use std::process::ExitCode;
 
-use bounda::cli::{DeadlineArgs, ExplainArgs, Letters, ListArgs, Operator, ago, execute, relative};
+use bounda::cli::{DeadlineArgs, ExplainArgs, Letters, Operator, ago, execute, relative};
 use bounda::prelude::*;
 use support::storefront::*;
 
@@ -39,15 +39,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     .unwrap();
     app.run_until_idle().await.unwrap();
     let app = app.app();
-    let list = |json| {
-        Operator::DeadLetters(Letters::List(ListArgs {
-            kind: None,
-            handler: None,
-            status: None,
-            limit: None,
-            json,
-        }))
-    };
+    let list = support::list_letters;
 
     let (code, text) = output(app, list(false)).await;
     assert_eq!(code, ExitCode::SUCCESS);
@@ -104,13 +96,7 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
     .await
     .unwrap();
     let app = app.app();
-    let list = Operator::DeadLetters(Letters::List(ListArgs {
-        kind: None,
-        handler: None,
-        status: None,
-        limit: None,
-        json: false,
-    }));
+    let list = support::list_letters(false);
     let (code, text) = output(app, list).await;
     assert_eq!(
         (code, text.trim()),
@@ -165,13 +151,7 @@ async fn stored_text_cannot_forge_a_row_of_a_table() {
         .await
         .unwrap();
     app.run_until_idle().await.unwrap();
-    let list = Operator::DeadLetters(Letters::List(ListArgs {
-        kind: None,
-        handler: None,
-        status: None,
-        limit: None,
-        json: false,
-    }));
+    let list = support::list_letters(false);
     let (_, text) = output(app.app(), list).await;
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(
@@ -184,7 +164,7 @@ async fn stored_text_cannot_forge_a_row_of_a_table() {
 // speaks JSON.
 #[tokio::test]
 async fn deadlines_show_relative_times_filter_and_speak_json() {
-    let app = payments().await;
+    let app = support::order_payments().await;
     for id in ["o-1", "o-2"] {
         app.dispatch(PlaceOrder {
             order_id: id.into(),
@@ -273,7 +253,7 @@ fn relative_times_read_as_people_say_them() {
 // indented, times relative) and as JSON; an instance that never started is an error naming it.
 #[tokio::test]
 async fn explain_tells_an_instances_story_for_a_person_and_as_json() {
-    let app = payments().await;
+    let app = support::order_payments().await;
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -465,7 +445,7 @@ fn values_out_of_range_are_refused_naming_the_flag() {
 // Issue 43: `rearm` of an instance that does not exist is an error, not "0 entries".
 #[tokio::test]
 async fn rearming_an_instance_that_does_not_exist_is_refused() {
-    let app = payments().await;
+    let app = support::order_payments().await;
     let mut out = Vec::new();
     let rearm = Operator::Rearm(bounda::cli::RearmArgs {
         process: Some("OrderPayment".into()),
@@ -477,15 +457,4 @@ async fn rearming_an_instance_that_does_not_exist_is_refused() {
         error.to_string(),
         "instance `nope` of process `OrderPayment` does not exist"
     );
-}
-
-/// An app running the order-payment process alone.
-async fn payments() -> TestApp {
-    TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>(),
-    )
-    .await
-    .unwrap()
 }

@@ -15,13 +15,7 @@ use serde_json::json;
 use support::storefront::*;
 
 async fn app() -> TestApp {
-    TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<OrderPayment>(),
-    )
-    .await
-    .unwrap()
+    support::order_payments().await
 }
 
 /// Places order `id` (its events are not handled yet).

@@ -99,13 +99,7 @@ async fn the_next_build_reads_everything_the_first_stored_and_names_the_entries_
 // `deadlines` and `explain` mark it, and `rearm` puts it back at the state's moment.
 #[tokio::test]
 async fn an_entry_whose_due_moment_moved_is_drifted() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .process::<support::storefront::OrderPayment>(),
-    )
-    .await
-    .unwrap();
+    let app = support::order_payments().await;
     app.dispatch(support::storefront::place("o-1"))
         .await
         .unwrap();

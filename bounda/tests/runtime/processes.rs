@@ -566,6 +566,13 @@ async fn a_deadline_returning_the_moment_that_came_due_fails_the_process_with_it
     assert_eq!(letters[0].error_type, "terminal");
 }
 
+/// Mends the confirmation handler and retries `letter`: o-1's lifecycle after the retry.
+async fn healed_retry(app: &TestApp, letter: &str) -> Vec<bounda::RecordedEvent> {
+    payment::BROKEN.with(|b| b.set(false));
+    app.app().dead_letters().retry(letter).await.unwrap();
+    lifecycle::<Payment>(app, "o-1").await
+}
+
 /// Breaks the instance: its confirmation handler fails three times, and the process fails.
 async fn failed_instance(app: &TestApp) -> String {
     payment::BROKEN.with(|b| b.set(true));
@@ -986,9 +993,7 @@ async fn a_deadline_due_before_a_parked_events_arrival_runs_before_it() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    payment::BROKEN.with(|b| b.set(false));
-    app.app().dead_letters().retry(&letter).await.unwrap();
-    let events = lifecycle::<Payment>(&app, "o-1").await;
+    let events = healed_retry(&app, &letter).await;
     assert_eq!(
         types(&events),
         [
@@ -1516,9 +1521,7 @@ async fn a_drained_completing_event_is_handled_then_completed() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
-    payment::BROKEN.with(|b| b.set(false));
-    app.app().dead_letters().retry(&letter).await.unwrap();
-    let events = lifecycle::<Payment>(&app, "o-1").await;
+    let events = healed_retry(&app, &letter).await;
     let steps: Vec<(&str, &str)> = events
         .iter()
         .map(|event| {

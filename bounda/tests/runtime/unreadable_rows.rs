@@ -132,13 +132,7 @@ async fn an_unreadable_state_fails_its_instance_alone() {
     let letters = support::letters(&app).await;
     assert_eq!(letters.len(), 1, "{letters:#?}");
     assert_eq!(letters[0].aggregate_id.as_deref(), Some("o-1"));
-    let list = Operator::DeadLetters(bounda::cli::Letters::List(bounda::cli::ListArgs {
-        kind: None,
-        handler: None,
-        status: None,
-        limit: None,
-        json: false,
-    }));
+    let list = support::list_letters(false);
     let (code, listed) = operator(&app, list).await.unwrap();
     assert_eq!(code, ExitCode::SUCCESS, "{listed}");
     assert!(listed.contains("bounda_events"), "{listed}");

@@ -190,3 +190,26 @@ pub async fn state<P: bounda::Process>(app: &bounda::testing::TestApp, id: &str)
         .expect("the instance started")
         .state
 }
+
+/// An app on the suite's store running the order-payment process alone.
+pub async fn order_payments() -> bounda::testing::TestApp {
+    bounda::testing::TestApp::new(
+        bounda::App::builder_shared(database::store().await)
+            .only_listed()
+            .process::<storefront::OrderPayment>(),
+    )
+    .await
+    .expect("the app builds")
+}
+
+/// `dead-letters list`, every letter, as a table or as JSON lines.
+#[cfg(feature = "cli")]
+pub fn list_letters(json: bool) -> bounda::cli::Operator {
+    bounda::cli::Operator::DeadLetters(bounda::cli::Letters::List(bounda::cli::ListArgs {
+        kind: None,
+        handler: None,
+        status: None,
+        limit: None,
+        json,
+    }))
+}

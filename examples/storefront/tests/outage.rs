@@ -16,7 +16,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use bounda::App;
 use bounda_postgres::testing;
 use bounda_postgres::{Options, PostgresStore};
-use storefront::order::{Item, OrderStatus, PlaceOrder};
+use storefront::order::OrderStatus;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 
@@ -24,18 +24,26 @@ const BINARY: &str = env!("CARGO_BIN_EXE_storefront");
 /// about 3 s, after which the worker used to stop.
 const OUTAGE: StdDuration = StdDuration::from_secs(10);
 
+/// `storefront work` on schema `schema` of the server at `url`, trying a failing store again
+/// every 200 ms at first.
+fn worker(url: &str, schema: &str) -> Command {
+    let mut command = Command::new(BINARY);
+    command.args([
+        "work",
+        "--schema",
+        schema,
+        "--db",
+        url,
+        "--backoff",
+        "200ms",
+    ]);
+    command
+}
+
 /// Places orders `from..to`, trying each again while the server is coming back.
 async fn place(shop: &App, from: usize, to: usize) {
     for i in from..to {
-        let order = PlaceOrder {
-            order_id: format!("o-{i:03}"),
-            customer_id: "c".into(),
-            items: vec![Item {
-                product_id: "p".into(),
-                quantity: 1,
-                price: 100,
-            }],
-        };
+        let order = support::order(&format!("o-{i:03}"));
         let start = StdInstant::now();
         while let Err(error) = shop.dispatch(order.clone()).await {
             assert!(start.elapsed() < StdDuration::from_secs(30), "{error}");
@@ -78,16 +86,7 @@ async fn a_worker_waits_out_its_server_down_for_seconds_and_goes_on() {
         ..Options::default()
     };
     let shop = support::shop(PostgresStore::connect(&url, options).await.unwrap()).await;
-    let mut worker = Command::new(BINARY)
-        .args([
-            "work",
-            "--schema",
-            &schema,
-            "--db",
-            &url,
-            "--backoff",
-            "200ms",
-        ])
+    let mut worker = worker(&url, &schema)
         .env("NOTIFY_LOG", &notified)
         .env("PAYMENT_WINDOW", "2s")
         .env("REMINDER_DELAY", "1s")
@@ -158,16 +157,7 @@ async fn a_worker_started_while_its_server_is_down_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("worker.log");
     let worker = |wait: &str, log: &std::path::Path| {
-        Command::new(BINARY)
-            .args([
-                "work",
-                "--schema",
-                &schema,
-                "--db",
-                &url,
-                "--backoff",
-                "200ms",
-            ])
+        worker(&url, &schema)
             .args(["--store-wait", wait])
             .env("NOTIFY_LOG", dir.path().join("notified.log"))
             .env("RUST_LOG", "info")

@@ -434,17 +434,9 @@ async fn work_exposes_its_deadline_lateness_to_prometheus() {
     let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
     let app = app_on(&db).await;
     for i in 0..3 {
-        app.dispatch(PlaceOrder {
-            order_id: format!("o-{i}"),
-            customer_id: "c".into(),
-            items: vec![Item {
-                product_id: "p".into(),
-                quantity: 1,
-                price: 100,
-            }],
-        })
-        .await
-        .unwrap();
+        app.dispatch(support::order(&format!("o-{i}")))
+            .await
+            .unwrap();
     }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -515,17 +507,7 @@ async fn on_a_read_only_file_run_and_work_stop_with_the_cause() {
     {
         // Work is waiting: a placed order whose reactions have not run.
         let app = app_on(&db).await;
-        app.dispatch(PlaceOrder {
-            order_id: "o-1".into(),
-            customer_id: "c".into(),
-            items: vec![Item {
-                product_id: "p".into(),
-                quantity: 1,
-                price: 100,
-            }],
-        })
-        .await
-        .unwrap();
+        app.dispatch(support::order("o-1")).await.unwrap();
     }
     // Root writes any file whatever its mode, so the file is opened read-only by its URI.
     let read_only = format!("file:{}?mode=ro", db.display());

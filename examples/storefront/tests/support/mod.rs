@@ -282,3 +282,16 @@ pub fn http_get(url: &str, host: &str) -> (u16, String) {
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
     (status, body.to_owned())
 }
+
+/// The order these tests place: `order_id`, one item of 1.00, for customer `c`.
+pub fn order(order_id: &str) -> storefront::order::PlaceOrder {
+    storefront::order::PlaceOrder {
+        order_id: order_id.to_owned(),
+        customer_id: "c".into(),
+        items: vec![storefront::order::Item {
+            product_id: "p".into(),
+            quantity: 1,
+            price: 100,
+        }],
+    }
+}
