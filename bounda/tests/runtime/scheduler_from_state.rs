@@ -175,3 +175,59 @@ async fn a_state_a_newer_build_wrote_is_refused_naming_both_versions() {
         assert!(text.contains(part), "{part} in {text}");
     }
 }
+
+// Issue 44: a deadline a migration renamed (`no_show` to `missed_at`) or added (`call`) was set
+// by no step the history shows under its name; its run, and all that follows from it, keep the
+// instance's correlation (that of the booking), never one made of the stream's name.
+#[tokio::test]
+async fn a_deadline_a_migration_renamed_keeps_its_instances_correlation() {
+    let (clinic, _) = reminded().await;
+    let booked = clinic
+        .store
+        .read_stream("Appointment", "a-9")
+        .await
+        .unwrap()[0]
+        .metadata
+        .correlation_id
+        .clone();
+    let second = clinic.deploy(v2::build).await;
+    second.run_until_idle().await.unwrap();
+    second.advance(hours(24)).await.unwrap();
+    assert_eq!(
+        clinic.outbox.sent(),
+        ["v1 reminds a-9", "v2 calls a-9", "v2 no-show a-9"]
+    );
+    let stream = clinic
+        .store
+        .read_stream("process:AppointmentFlow", "a-9")
+        .await
+        .unwrap();
+    let reached: Vec<_> = stream
+        .iter()
+        .filter(|event| event.event_type == "ProcessDeadlineReached")
+        .map(|event| {
+            (
+                event.payload["field"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                event.metadata.correlation_id.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reached,
+        [
+            ("reminder".to_owned(), booked.clone()),
+            ("call".to_owned(), booked.clone()),
+            ("missed_at".to_owned(), booked.clone()),
+        ]
+    );
+    let all = clinic.store.read_all(0, 1_000).await.unwrap();
+    let cut: Vec<_> = all
+        .iter()
+        .filter(|event| event.metadata.correlation_id.starts_with("process:"))
+        .map(|event| &event.event_type)
+        .collect();
+    assert!(cut.is_empty(), "events in a stream's name: {cut:?}");
+}

@@ -187,10 +187,7 @@ impl DeadlineRun {
         if self.waits(app, due) {
             return Ok(Outcome::Defer);
         }
-        let correlation = instance
-            .set_by
-            .get(due.field)
-            .map_or("", |(_, c)| c.as_str());
+        let correlation = instance.cause_of(due.field).map_or("", |(_, c)| c.as_str());
         // The scheduled run's span learns its correlation from the instance.
         self.outer.record("bounda.correlation_id", correlation);
         self.span = telemetry::process_span(

@@ -284,6 +284,11 @@ pub(crate) struct Instance {
     pub(crate) started: bool,
     /// The lifecycle event whose step set each deadline's moment: its id and correlation.
     pub(crate) set_by: HashMap<String, (String, String)>,
+    /// The lifecycle event whose step last changed the state: its id and correlation. What
+    /// caused a deadline no step set under its name (a migration renamed or added it); absent
+    /// from snapshots of older builds.
+    #[serde(default)]
+    pub(crate) changed_by: Option<(String, String)>,
     /// Events decided by `at_timeout`'s commands that may still reach the ended instance.
     pub(crate) follow_ups: Vec<String>,
     /// Events handled or parked, by id: a redelivery finds them done.
@@ -306,6 +311,17 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
+    /// The lifecycle event that caused deadline `field`'s moment, and its correlation: the step
+    /// that set it; for a deadline no step set under its name (a state migration renamed or
+    /// added it), the step that last changed the state, else the start. `None` only for an
+    /// instance with no history.
+    pub(crate) fn cause_of(&self, field: &str) -> Option<&(String, String)> {
+        self.set_by
+            .get(field)
+            .or(self.changed_by.as_ref())
+            .or_else(|| self.set_by.get(crate::process::TIMEOUT))
+    }
+
     /// How many events wait parked behind the failure: the parked events, less the failed one
     /// itself when a parked event's step is what failed.
     pub(crate) fn parked_behind(&self) -> usize {
@@ -327,6 +343,7 @@ impl Instance {
             reached: Reached::default(),
             started: false,
             set_by: HashMap::new(),
+            changed_by: None,
             follow_ups: Vec::new(),
             seen: Vec::new(),
             letter_id: None,
@@ -456,6 +473,9 @@ impl Instance {
             }
         }
         if let Some(state) = new_state {
+            if state != instance.state {
+                instance.changed_by = Some((id.to_owned(), correlation.to_owned()));
+            }
             // A deadline whose moment this step changed was set by it (spec 91).
             for (field, key) in deadline_fields {
                 if state.get(*key) != instance.state.get(*key) {

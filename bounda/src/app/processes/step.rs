@@ -380,8 +380,7 @@ pub(crate) async fn deadline_step<P: Process>(
     // Caused by the lifecycle event whose step set the moment, in its correlation (spec 91).
     let instance_stream = format!("process:{}:{id}", P::NAME);
     let (set_by, correlation) = instance
-        .set_by
-        .get(due.field)
+        .cause_of(due.field)
         .cloned()
         .unwrap_or_else(|| (instance_stream.clone(), instance_stream));
     let lifecycle_id = app.next_id();
