@@ -14,6 +14,7 @@ mod floor;
 mod instances;
 mod measure;
 mod memory;
+mod pending;
 mod postgres;
 mod table;
 
@@ -113,6 +114,8 @@ struct Sizes {
     pending: [usize; 3],
     /// Firings timed beside each pending count.
     pending_fired: usize,
+    /// Runs of those firings per pending count: the median is the row, the spread a note.
+    pending_runs: usize,
     /// Units of each PostgreSQL row on the local socket (a fifth of them 1 ms away).
     postgres: usize,
     /// Events projected into a read model.
@@ -126,8 +129,9 @@ impl Sizes {
         deadlines: 10_000,
         reactions: 10_000,
         commands: 5_000,
-        pending: [10_000, 100_000, 1_000_000],
-        pending_fired: 2_000,
+        pending: [10_000, 1_000_000, 10_000_000],
+        pending_fired: 5_000,
+        pending_runs: 3,
         postgres: 5_000,
         projections: 100_000,
         rebuilds: [100_000, 1_000_000],
@@ -139,6 +143,7 @@ impl Sizes {
         commands: 100,
         pending: [1_000, 2_000, 5_000],
         pending_fired: 100,
+        pending_runs: 3,
         postgres: 100,
         projections: 200,
         rebuilds: [1_000, 5_000],
@@ -290,6 +295,107 @@ async fn postgres_rows(
     ));
 }
 
+/// Deadline firings beside each pending count (instances stored as an app stores them, see
+/// `pending`), `pending_runs` runs each on one base file per count, reset between measurements: the median run is
+/// the row, each run's rate and the spread a note, and the ratio of the largest count's median
+/// to the smallest's, with the range the runs allow, the figure to hold.
+async fn pending_rows(
+    files: &Files,
+    sizes: Sizes,
+    wants: &impl Fn(&str) -> bool,
+    rows: &mut Vec<Row>,
+    notes: &mut Vec<String>,
+) {
+    let fired = sizes.pending_fired;
+    let name = |pending: usize| format!("deadline firings, {} pending", short(pending));
+    let mut bases = Vec::new();
+    for pending in sizes.pending {
+        if !wants(&name(pending)) {
+            continue;
+        }
+        let file = files.fresh(&format!("base-{}", short(pending)));
+        let start = Instant::now();
+        let base = pending::Base::write(file.path(), pending).await;
+        let took = start.elapsed();
+        let bytes = std::fs::metadata(base.path()).map_or(0, |m| m.len());
+        eprintln!(
+            "  {} pending instances stored in {took:.1?}: {:.0} MiB",
+            short(pending),
+            bytes as f64 / 1_048_576.0
+        );
+        notes.push(format!(
+            "{} pending instances: a file of {:.0} MiB, written in {:.0} s",
+            short(pending),
+            bytes as f64 / 1_048_576.0,
+            took.as_secs_f64()
+        ));
+        bases.push((pending, base, file));
+    }
+    for mode in [Mode::Full, Mode::Normal] {
+        let mut by_pending = Vec::new();
+        for (pending, base, _) in &bases {
+            let what = name(*pending);
+            let mut runs = Vec::new();
+            for _ in 0..sizes.pending_runs {
+                base.reset();
+                runs.push(measure::deadline_firings(base.path(), mode, fired, 100).await);
+            }
+            runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+            let rates: Vec<f64> = runs.iter().map(Measured::rate).collect();
+            let median = runs[runs.len() / 2];
+            let pending_floors = (
+                {
+                    base.reset();
+                    floor::deadline_firings(base.path(), mode, fired, 1)
+                },
+                {
+                    base.reset();
+                    floor::deadline_firings(base.path(), mode, fired, 100)
+                },
+            );
+            let row = row(&what, mode.label(), median, pending_floors);
+            notes.push(format!(
+                "{what} at {}: runs {} /s, spread {}",
+                mode.label(),
+                rates
+                    .iter()
+                    .map(|rate| format!("{rate:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                spread(&rates)
+            ));
+            by_pending.push((*pending, rates, row.floor1, row.floor100));
+            rows.push(row);
+        }
+        if let [first, .., last] = by_pending.as_slice() {
+            let (low, high) = (short(first.0), short(last.0));
+            let median = |rates: &[f64]| rates[rates.len() / 2];
+            let (lowest, highest) = (
+                last.1[0] / first.1[first.1.len() - 1],
+                last.1[last.1.len() - 1] / first.1[0],
+            );
+            notes.push(format!(
+                "rate({high} pending) / rate({low} pending) at {}: bounda {} (medians; the runs \
+                 allow {} to {}), floor 1/tx {}, floor 100/tx {}",
+                mode.label(),
+                table::ratio(median(&last.1), median(&first.1)),
+                table::ratio(lowest, 1.0),
+                table::ratio(highest, 1.0),
+                table::ratio(last.2, first.2),
+                table::ratio(last.3, first.3),
+            ));
+        }
+    }
+}
+
+/// How far sorted `rates` spread about their median, as `±x%`.
+fn spread(rates: &[f64]) -> String {
+    let median = rates[rates.len() / 2];
+    let (low, high) = (rates[0], rates[rates.len() - 1]);
+    let half = (high - low) / 2.0 / median * 100.0;
+    format!("±{half:.1}% of the median")
+}
+
 /// A count as `10k`, `1M`.
 fn short(count: usize) -> String {
     match count {
@@ -336,13 +442,13 @@ async fn main() {
         let mut deadline_floors = || {
             *deadline_floors.get_or_insert_with(|| {
                 floors(&files, "deadlines", |path, per_tx| {
-                    floor::deadline_firings(path, mode, n, per_tx, 0)
+                    floor::deadline_firings(path, mode, n, per_tx)
                 })
             })
         };
         if wants("deadline firings") {
             let firings =
-                measure::deadline_firings(files.fresh("deadlines").path(), mode, n, 100, 0).await;
+                measure::deadline_firings(files.fresh("deadlines").path(), mode, n, 100).await;
             rows.push(row(
                 "deadline firings",
                 mode.label(),
@@ -352,8 +458,7 @@ async fn main() {
         }
         if wants("deadline firings, batch 1") {
             let one_by_one =
-                measure::deadline_firings(files.fresh("deadlines-batch1").path(), mode, n, 1, 0)
-                    .await;
+                measure::deadline_firings(files.fresh("deadlines-batch1").path(), mode, n, 1).await;
             rows.push(row(
                 "deadline firings, batch 1",
                 mode.label(),
@@ -418,36 +523,7 @@ async fn main() {
         }
     }
 
-    let fired = sizes.pending_fired;
-    for mode in [Mode::Full, Mode::Normal] {
-        let mut by_pending = Vec::new();
-        for pending in sizes.pending {
-            let what = format!("deadline firings, {} pending", short(pending));
-            if !wants(&what) {
-                continue;
-            }
-            let measured =
-                measure::deadline_firings(files.fresh("pending").path(), mode, fired, 100, pending)
-                    .await;
-            let pending_floors = floors(&files, "pending", |path, per_tx| {
-                floor::deadline_firings(path, mode, fired, per_tx, pending)
-            });
-            let row = row(&what, mode.label(), measured, pending_floors);
-            by_pending.push((pending, row.bounda, row.floor1, row.floor100));
-            rows.push(row);
-        }
-        if let [first, .., last] = by_pending.as_slice() {
-            let (low, high) = (short(first.0), short(last.0));
-            notes.push(format!(
-                "rate({high} pending) / rate({low} pending) at {}: bounda {}, floor 1/tx {}, \
-                 floor 100/tx {}",
-                mode.label(),
-                table::ratio(last.1, first.1),
-                table::ratio(last.2, first.2),
-                table::ratio(last.3, first.3),
-            ));
-        }
-    }
+    pending_rows(&files, sizes, &wants, &mut rows, &mut notes).await;
 
     if wants("rebuild") {
         let mut rebuilt = Vec::new();
@@ -617,11 +693,11 @@ async fn main() {
             .to_owned(),
     );
     notes.push(format!(
-        "sizes: {} deadlines, {} reactions, {} commands; {} firings beside each pending count; \
+        "sizes: {} deadlines, {} reactions, {} commands; {} firings beside each pending count, {} runs each; \
          one fresh file per measurement, its WAL checkpointed after setup; a floor firing \
          moves its row to the timeout, as bounda re-arms it; write transactions are \
          counted by SQLite's commit hook on bounda's connection, claims included",
-        sizes.deadlines, sizes.reactions, sizes.commands, sizes.pending_fired
+        sizes.deadlines, sizes.reactions, sizes.commands, sizes.pending_fired, sizes.pending_runs
     ));
     notes.push(format!(
         "whole run: {:.1} s{}",

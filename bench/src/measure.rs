@@ -119,18 +119,17 @@ fn check_events(path: &Path, event_type: &str, expected: usize, what: &str) {
 }
 
 /// Deadline firings: `units` instances of `Expiry`, started untimed, whose deadlines come due
-/// together; timed from moving the clock past them until the app is idle again. `pending`
-/// far-future deadlines are inserted beside them first, and `batch_size` is the dispatcher's.
+/// together; timed from moving the clock past them until the app is idle again. The file may
+/// hold pending instances already (see `pending`); `batch_size` is the dispatcher's.
 pub async fn deadline_firings(
     path: &Path,
     mode: Mode,
     units: usize,
     batch_size: usize,
-    pending: usize,
 ) -> Measured {
     let mut config = Config::default();
     config.dispatcher.batch_size = batch_size;
-    firings(path, mode, units, pending, config).await
+    firings(path, mode, units, config).await
 }
 
 /// Deadline firings under a limit of `rate` on the process (`"1000/s"`), counted on the
@@ -140,22 +139,12 @@ pub async fn paced_firings(path: &Path, mode: Mode, units: usize, rate: &str) ->
     let limits =
         format!(r#"{{ "limits": {{ "processes": {{ "Expiry": {{ "rate": "{rate}" }} }} }} }}"#);
     let config = Config::from_json(&limits).expect("the limit reads");
-    firings(path, mode, units, 0, config).await
+    firings(path, mode, units, config).await
 }
 
-/// `units` deadline firings under `config`, beside `pending` entries not due.
-async fn firings(
-    path: &Path,
-    mode: Mode,
-    units: usize,
-    pending: usize,
-    config: Config,
-) -> Measured {
+/// `units` deadline firings under `config`.
+async fn firings(path: &Path, mode: Mode, units: usize, config: Config) -> Measured {
     let store = open(path, mode);
-    if pending > 0 {
-        let mut conn = Connection::open(path).expect("cannot open the file to add pending rows");
-        floor::insert_pending(&mut conn, pending);
-    }
     let app = TestApp::new(builder(&store, config).process::<Expiry>())
         .await
         .expect("cannot build the deadline app");
@@ -623,13 +612,13 @@ mod tests {
     async fn each_measurement_does_its_work() {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = |name: &str| dir.path().join(name);
-        let fired = deadline_firings(&path("d.db"), Mode::Normal, 3, 100, 5).await;
+        let fired = deadline_firings(&path("d.db"), Mode::Normal, 3, 100).await;
         assert_eq!(fired.units, 3);
         assert!(
             (1..=3).contains(&fired.write_tx),
             "a batch commits together: {fired:?}"
         );
-        let one_by_one = deadline_firings(&path("d1.db"), Mode::Normal, 3, 1, 0).await;
+        let one_by_one = deadline_firings(&path("d1.db"), Mode::Normal, 3, 1).await;
         let paced = paced_firings(&path("dp.db"), Mode::Normal, 3, "2/s").await;
         assert_eq!(paced.units, 3);
         assert!(
