@@ -88,8 +88,24 @@ pub struct Limited {
     /// The rate configured.
     pub rate: crate::config::Rate,
     /// The due scheduler entries it holds back: deadlines, delayed policy runs, scheduled
-    /// commands. A policy's or process's events it holds are in its subscriber's lag.
+    /// commands.
     pub waiting: u64,
+    /// The events of a limited process or policy that wait for it, as [`App::lag`] reads them
+    /// from the subscriber that runs it; `None` from [`App::limited`], which reads no
+    /// subscriber.
+    pub events: Option<HeldEvents>,
+}
+
+/// A limited handler's events that wait in its subscriber: from the first one its checkpoint
+/// passed while the limit held it, or from the checkpoint when the subscriber waits on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldEvents {
+    /// The subscriber (`processes`, `policies`).
+    pub subscriber: String,
+    /// The position of the first event that waits.
+    pub from: u64,
+    /// Events stored from there on, of every handler of the subscriber.
+    pub stored: u64,
 }
 
 impl std::fmt::Display for Limited {
@@ -98,8 +114,40 @@ impl std::fmt::Display for Limited {
             f,
             "{} at {}: {} started in this window; {} due wait until {}",
             self.window.key, self.rate, self.window.taken, self.waiting, self.window.ends
-        )
+        )?;
+        match &self.events {
+            Some(events) => write!(
+                f,
+                "; its events wait in `{}` from position {} ({} stored since)",
+                events.subscriber, events.from, events.stored
+            ),
+            None => Ok(()),
+        }
     }
+}
+
+/// The events limit `limited` holds in `subscribers`: a process's in the process runner's, a
+/// policy's in the policies'; from its bookmark, else from the checkpoint while events wait.
+fn held_events(limited: &Limited, subscribers: &[SubscriberLag], head: u64) -> Option<HeldEvents> {
+    use crate::store::LimitKind;
+    let name = match limited.window.key.kind {
+        LimitKind::Process => crate::app::PROCESSES,
+        LimitKind::Policy => crate::app::POLICIES,
+        LimitKind::Command => return None,
+    };
+    let subscriber = subscribers.iter().find(|s| s.subscriber == name)?;
+    let from = subscriber
+        .passed
+        .iter()
+        .filter(|mark| mark.handler == limited.window.key.name)
+        .map(|mark| mark.position)
+        .min()
+        .or_else(|| (subscriber.lag > 0).then(|| subscriber.position + 1))?;
+    Some(HeldEvents {
+        subscriber: name.to_owned(),
+        from,
+        stored: (head + 1).saturating_sub(from),
+    })
 }
 
 impl App {
@@ -183,6 +231,11 @@ impl App {
         let (subscribers, stale) = self.subscriber_lags().await?;
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
         let (held, _) = self.held_deadlines().await?;
+        let head = self.store().head().await?;
+        let mut limited = self.limited().await?;
+        for limit in &mut limited {
+            limit.events = held_events(limit, &subscribers, head);
+        }
         Ok(Lag {
             subscribers,
             max_lag,
@@ -192,7 +245,7 @@ impl App {
             drifted_entries: self.drifted_count().await?,
             unclaimable_entries: self.store().unclaimable_entries(UNCLAIMABLE).await?.len() as u64,
             paused: self.store().pauses().await?,
-            limited: self.limited().await?,
+            limited,
         })
     }
 
@@ -224,6 +277,7 @@ impl App {
             }
             limited.push(Limited {
                 waiting: held.get(&window.key).copied().unwrap_or(0),
+                events: None,
                 rate: limit.rate,
                 window,
             });

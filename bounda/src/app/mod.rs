@@ -39,7 +39,7 @@ pub use catch_up::CaughtUp;
 pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
 pub use instances::InstancePage;
-pub use lag::{Ahead, Failing, Lag, Limited, SubscriberLag};
+pub use lag::{Ahead, Failing, HeldEvents, Lag, Limited, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use letters_bulk::{BulkOutcome, BulkReport, Pace};
 pub use outcome::{Decided, DispatchError, RejectionRecord};

@@ -312,3 +312,39 @@ async fn a_limit_of_nothing_or_of_no_rate_is_refused() {
         unread.message
     );
 }
+
+// Issue 44: a limit on a process holds its events too, and lag's limit line says where they
+// wait, not only the entries it holds ("0 due wait" while the process runner lagged behind it).
+#[tokio::test]
+async fn a_limits_line_names_the_events_it_holds() {
+    let app = shop("1/s").await;
+    support::place_orders(&app, "o-", 3).await;
+    app.run_until_idle_with(1).await.unwrap();
+    let lag = app.lag().await.unwrap();
+    let [limited] = lag.limited.as_slice() else {
+        panic!("one limit holds work: {:?}", lag.limited)
+    };
+    let events = limited.events.clone().expect("the events it holds");
+    assert_eq!(events.subscriber, "processes");
+    let head = app.app().store().head().await.unwrap();
+    assert!(
+        events.from <= head && events.stored >= 2,
+        "two orders' events wait: {events:?} (head {head})"
+    );
+    let line = limited.to_string();
+    assert!(
+        line.ends_with(&format!(
+            "; its events wait in `processes` from position {} ({} stored since)",
+            events.from, events.stored
+        )),
+        "{line}"
+    );
+    // Once all ran, nothing waits, though the last window may still be used up.
+    assert!(app.run_until_idle().await.unwrap().idle);
+    let lag = app.lag().await.unwrap();
+    assert!(
+        lag.limited.iter().all(|limit| limit.events.is_none()),
+        "{:?}",
+        lag.limited
+    );
+}
