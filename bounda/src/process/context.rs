@@ -248,6 +248,26 @@ impl<'a, P: ProcessState> At<'a, P> {
         self.cx.after(duration)
     }
 
+    /// Of a chain whose links come due every `every` from this one, how many later links were
+    /// due by now as well: 0 when the run is punctual (or late by less than `every`), 2 when a
+    /// daily chain runs two days and an hour late, after an outage, a pause or a retry. A
+    /// chain built on [`after`](Self::after) runs each of those links, one after another, as
+    /// soon as this one is done; a handler that should act once for them reads this (to say
+    /// how many it covers) and goes on with [`next_link`](Self::next_link). A zero `every`
+    /// has no later links: 0.
+    pub fn missed(&self, every: Duration) -> u64 {
+        missed_links(self.due_at(), self.now(), every)
+    }
+
+    /// The next link of a chain whose links come due every `every` from this one, skipping
+    /// those already past: `after(every)` when the run is punctual, and after an outage the
+    /// first link after now, on the chain's own rhythm (a daily 9:00 chain stays at 9:00).
+    /// A zero `every` is an error (the chain would never move on), as is a link beyond the
+    /// last moment a deadline can hold.
+    pub fn next_link(&self, every: Duration) -> Result<Deadline, Error> {
+        next_link(self.due_at(), self.now(), every).map(Deadline::at)
+    }
+
     /// See [`Context::send`]. Commands a deadline sends start a chain of their own at depth 0.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
         self.cx.send(command).await
@@ -278,6 +298,35 @@ impl<'a, P: ProcessState> At<'a, P> {
     }
 }
 
+/// How many links of a chain every `every` from `due` come due after it and by `now`.
+fn missed_links(due: Instant, now: Instant, every: Duration) -> u64 {
+    match every.as_millis() {
+        0 => 0,
+        every => now.saturating_since(due).as_millis() / every,
+    }
+}
+
+/// The first link of a chain every `every` from `due` that comes after `now` (and after
+/// `due`).
+fn next_link(due: Instant, now: Instant, every: Duration) -> Result<Instant, Error> {
+    if every.as_millis() == 0 {
+        return Err(Error::Configuration {
+            message: "a chain's links must be more than 0 ms apart: `next_link` was given 0 ms"
+                .to_owned(),
+        });
+    }
+    let links = missed_links(due, now, every) + 1;
+    every
+        .checked_mul(links)
+        .and_then(|ahead| due.checked_add(ahead))
+        .ok_or_else(|| Error::Configuration {
+            message: format!(
+                "the next link of a chain every {every} from {due} is beyond the last moment a \
+                 deadline can hold"
+            ),
+        })
+}
+
 impl<P: std::fmt::Debug, E: std::fmt::Debug> std::fmt::Debug for On<'_, P, E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("On")
@@ -293,5 +342,58 @@ impl<P: std::fmt::Debug> std::fmt::Debug for At<'_, P> {
             .field("cx", &self.cx)
             .field("field", &self.field)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{days, hours, millis};
+
+    fn at(text: &str) -> Instant {
+        Instant::parse(text).expect("a moment")
+    }
+
+    #[test]
+    fn a_punctual_link_misses_nothing_and_goes_on_a_period_later() {
+        let due = at("2026-01-01T09:00:00Z");
+        assert_eq!(missed_links(due, due, days(1)), 0);
+        assert_eq!(next_link(due, due, days(1)).unwrap(), due + days(1));
+        // Late by less than a period: the next link is still ahead.
+        let late = due + hours(23);
+        assert_eq!(missed_links(due, late, days(1)), 0);
+        assert_eq!(next_link(due, late, days(1)).unwrap(), due + days(1));
+    }
+
+    #[test]
+    fn a_late_link_counts_the_links_past_and_skips_to_the_first_ahead_on_its_rhythm() {
+        let due = at("2026-01-01T09:00:00Z");
+        let now = due + days(2) + hours(1);
+        assert_eq!(missed_links(due, now, days(1)), 2);
+        assert_eq!(
+            next_link(due, now, days(1)).unwrap(),
+            at("2026-01-04T09:00:00Z")
+        );
+        // A link due exactly now is past: it would run at once.
+        let on_a_link = due + days(2);
+        assert_eq!(missed_links(due, on_a_link, days(1)), 2);
+        assert_eq!(next_link(due, on_a_link, days(1)).unwrap(), due + days(3));
+    }
+
+    #[test]
+    fn a_zero_period_has_no_links_and_no_next_one() {
+        let due = at("2026-01-01T09:00:00Z");
+        assert_eq!(missed_links(due, due + days(3), millis(0)), 0);
+        let error = next_link(due, due, millis(0)).unwrap_err();
+        assert!(
+            error.to_string().contains("more than 0 ms apart"),
+            "{error}"
+        );
+        let end = next_link(
+            Instant::max_value() - hours(1),
+            Instant::max_value(),
+            days(1),
+        );
+        assert!(end.is_err());
     }
 }
