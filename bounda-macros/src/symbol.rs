@@ -50,3 +50,6 @@ pub(crate) const ENV: &str = "env";
 pub(crate) const REACTION_CONTEXT: &str = "Reaction";
 /// The context type of projections, `Projected<'_, Event>`.
 pub(crate) const PROJECTED_CONTEXT: &str = "Projected";
+
+/// The hidden function on a process state that serde fills missing fields from.
+pub(crate) const INITIAL_FN: &str = "__bounda_initial";

@@ -25,6 +25,29 @@ pub use crate::{
     Deadline, Duration, DurationError, DurationErrorKind, Error, RecordedEvent, env_duration,
 };
 
+/// What a process state starts from: its `Default`. Asked for in one place, the state's
+/// `ProcessState::initial`, so a state without `Default` is one error, saying what to add.
+#[diagnostic::on_unimplemented(
+    message = "process state `{Self}` has no `Default`: a new instance starts from it",
+    label = "add `Default` to this state's `#[derive(..)]`",
+    note = "fields added to the state after instances were stored read as its `Default` has them, too"
+)]
+pub trait InitialState {
+    /// The state's `Default`.
+    fn initial_state() -> Self;
+}
+
+impl<T: Default> InitialState for T {
+    fn initial_state() -> T {
+        T::default()
+    }
+}
+
+/// `T`'s initial state (see [`InitialState`]).
+pub fn initial_state<T: InitialState>() -> T {
+    T::initial_state()
+}
+
 /// Written by `#[command]`: the command registered itself, so every app of the binary can run
 /// it when it is scheduled. A supertrait of `Command`, so a command without `#[command]` does not
 /// compile.

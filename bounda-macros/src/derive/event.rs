@@ -81,12 +81,41 @@ pub(crate) fn expand(input: DeriveInput) -> TokenStream {
         return errors.to_compile_errors();
     };
     let type_name = name.map_or_else(|| names::plain(ident), |name| name.value());
+    let shape_ok = errors.is_empty();
     let (version, shapes) = versions.validate(&type_name, &mut errors);
-    if !errors.is_empty() {
+    if errors.is_empty() {
+        let renamed_from = versions.renamed_from();
+        return event_impl(ident, &aggregate, &type_name, &fields, &renamed_from, {
+            versions::expand_read(version, &shapes)
+        });
+    }
+    if !shape_ok {
         return errors.to_compile_errors();
     }
-    let renamed_from = versions.renamed_from();
-    let read = versions::expand_read(version, &shapes);
+    // Only its versions are wrong: the impl still stands, at version 1 with no older shapes,
+    // so the enum and the handlers that use the event report nothing more. The error above is
+    // the one to fix.
+    let errors = errors.to_compile_errors();
+    let standing = event_impl(
+        ident,
+        &aggregate,
+        &type_name,
+        &fields,
+        &[],
+        versions::expand_read(1, &[]),
+    );
+    quote!(#errors #standing)
+}
+
+/// `impl Event for ident`.
+fn event_impl(
+    ident: &syn::Ident,
+    aggregate: &Path,
+    type_name: &str,
+    fields: &[String],
+    renamed_from: &[String],
+    read: TokenStream,
+) -> TokenStream {
     let private = paths::private();
     let str = paths::str();
     quote! {

@@ -83,10 +83,14 @@ impl State {
         let rename_all = crate::serde_names::serde_value(&item.attrs, "rename_all");
         // A field added after instances were stored reads as the state's `Default` has it, so a
         // deploy that adds a field does not stop every live instance.
+        // Filled from `ProcessState::initial`, the one place the state's `Default` is asked
+        // for, so a state without one is one error.
         if crate::serde_names::derives(&item.attrs, "Deserialize")
             && !crate::serde_names::serde_has(&item.attrs, "default")
         {
-            item.attrs.push(syn::parse_quote!(#[serde(default)]));
+            let initial = format!("{}::{}", item.ident, crate::symbol::INITIAL_FN);
+            item.attrs
+                .push(syn::parse_quote!(#[serde(default = #initial)]));
         }
         let Fields::Named(named) = &mut item.fields else {
             return Err(syn::Error::new_spanned(
@@ -205,6 +209,10 @@ pub(crate) struct AtHandler {
     /// Whether its return type was refused by name already: the dispatch then converts it as
     /// any patch, so that one error stands alone.
     pub(crate) refused: bool,
+    /// The deadline its refused return type names, when no handler of the impl takes it: the
+    /// error says to rename the handler after it, so it counts as that deadline's handler
+    /// meanwhile, and no second error says the deadline has none.
+    pub(crate) stands_for: Option<String>,
 }
 
 impl AtHandler {
@@ -256,6 +264,7 @@ impl Handlers {
                         field: field.to_owned(),
                         output: function.sig.output.clone(),
                         refused: false,
+                        stands_for: None,
                     });
                 }
             } else {

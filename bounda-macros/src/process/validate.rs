@@ -3,6 +3,7 @@
 //! `expand/state.rs` and `expand/handlers.rs`). The shape of each handler is checked while it is
 //! read (`ast.rs`), since a handler of the wrong shape is left out of the dispatch.
 
+use heck::ToSnakeCase;
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{ImplItem, ReturnType};
@@ -227,6 +228,7 @@ pub(crate) fn check_at_return_names(handlers: &mut Handlers, errors: &mut Errors
             .map(|segment| names::patch_type(&segment.ident)),
         _ => None,
     };
+    let fields: Vec<String> = handlers.at.iter().map(|h| h.field.clone()).collect();
     for handler in handlers
         .at
         .iter_mut()
@@ -242,10 +244,24 @@ pub(crate) fn check_at_return_names(handlers: &mut Handlers, errors: &mut Errors
             .unwrap_or_default();
         let message = if rest.starts_with(|c: char| c.is_ascii_uppercase()) && *returned != expected
         {
-            format!(
-                "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
-                handler.ident
-            )
+            // The result names a deadline no other handler of this impl takes: most likely the
+            // handler's name is what is misspelt (`at_remindat` returning `AtRemindAt`), so
+            // that comes first, and the result this name asks for second.
+            let named = rest.to_snake_case();
+            if fields.contains(&named) {
+                format!(
+                    "`{}` returns `{text}`, the result of another deadline; return `{expected}`",
+                    handler.ident
+                )
+            } else {
+                handler.stands_for = Some(named.clone());
+                format!(
+                    "`{}` returns `{text}`, the result of deadline `{named}`: if it is that \
+                     deadline's handler, name it `at_{named}`; if it is `{}`'s, return \
+                     `{expected}`",
+                    handler.ident, handler.field
+                )
+            }
         } else if patch.as_ref().is_some_and(|patch| *returned == *patch) {
             format!(
                 "`{}` returns `{text}`, which may leave `{}` due, to run again at once; return `{expected}`, built with `{expected}::new(next)` where `next` is a later moment (`cx.after(..)`) or `Deadline::none()`",
@@ -427,6 +443,22 @@ mod tests {
             errors.messages(),
             [
                 "`at_next_reminder` returns `AtPaymentDeadline`, the result of another deadline; return `AtNextReminder`"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_deadline_handler_whose_name_is_misspelt_is_told_to_rename_first() {
+        let (mut handlers, mut errors) = handlers(quote! {
+            impl P {
+                async fn at_remindat(cx: At<'_, Self>) -> Result<AtRemindAt> { todo!() }
+            }
+        });
+        check_at_return_names(&mut handlers, &mut errors);
+        assert_eq!(
+            errors.messages(),
+            [
+                "`at_remindat` returns `AtRemindAt`, the result of deadline `remind_at`: if it is that deadline's handler, name it `at_remind_at`; if it is `remindat`'s, return `AtRemindat`"
             ]
         );
     }

@@ -161,6 +161,9 @@ pub(crate) struct Projection {
     pub(crate) is_async: bool,
     /// The event type, when the first argument names one.
     pub(crate) event: Option<Type>,
+    /// Whether `validate` refused its event type already (one its name does not say): left
+    /// out of the expansion, so the refusal is its one error.
+    pub(crate) refused: bool,
 }
 
 impl Projections {
@@ -182,6 +185,7 @@ impl Projections {
             projections.push(Projection {
                 function: function.sig.ident.clone(),
                 is_async: function.sig.asyncness.is_some(),
+                refused: false,
                 event,
             });
         }

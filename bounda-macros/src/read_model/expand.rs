@@ -122,6 +122,7 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections) -> TokenStream {
     let events: Vec<&Type> = block
         .projections
         .iter()
+        .filter(|p| !p.refused)
         .filter_map(|p| p.event.as_ref())
         .collect();
     let keys = events.iter().map(|event| {
@@ -142,7 +143,7 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections) -> TokenStream {
     let dispatch = block
         .projections
         .iter()
-        .filter(|p| p.is_async)
+        .filter(|p| p.is_async && !p.refused)
         .filter_map(|projection| {
             let event = projection.event.as_ref()?;
             let function = &projection.function;

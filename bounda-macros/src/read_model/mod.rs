@@ -55,8 +55,8 @@ fn projections(args: TokenStream, item: syn::ItemImpl) -> TokenStream {
             "`#[read_model]` on the projections' `impl` takes no arguments; the name goes on the struct",
         );
     }
-    let block = ast::Projections::parse(&item, &mut errors);
-    validate::projections(&item, &block, &mut errors);
+    let mut block = ast::Projections::parse(&item, &mut errors);
+    validate::projections(&item, &mut block, &mut errors);
     let errors = errors.to_compile_errors();
     let expanded = expand::projections(&item, &block);
     quote!(#errors #item #expanded)

@@ -1,6 +1,6 @@
 //! The rules a read model's declaration and projections follow, each error at the user's token.
 
-use heck::ToSnakeCase;
+use heck::{ToSnakeCase, ToUpperCamelCase};
 use syn::{ImplItem, ItemImpl, Type};
 
 use crate::errors::Errors;
@@ -93,7 +93,7 @@ fn check_key(table: &Table, errors: &mut Errors) {
 
 /// The projections' rules: an inherent impl of `async fn on_<event>(event: Projected<'_, E>,
 /// table: &mut Table<'_, Self>)`, at least one, one per event type.
-pub(crate) fn projections(item: &ItemImpl, block: &Projections, errors: &mut Errors) {
+pub(crate) fn projections(item: &ItemImpl, block: &mut Projections, errors: &mut Errors) {
     if let Some((_, path, _)) = &item.trait_ {
         errors.at(
             path,
@@ -113,6 +113,7 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections, errors: &mut Err
         );
     }
     let mut seen: Vec<String> = Vec::new();
+    let mut refused: Vec<syn::Ident> = Vec::new();
     for member in &item.items {
         let ImplItem::Fn(function) = member else {
             continue;
@@ -157,10 +158,26 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections, errors: &mut Err
         .unwrap_or_default();
         let snake = event_name.to_snake_case();
         if name != format!("on_{snake}") {
-            errors.at(
-                &sig.ident,
-                format!("projection `{name}` takes `{event_name}`; name it `on_{snake}`"),
-            );
+            // A well-formed name says which event it meant: the type may be what is wrong (an
+            // aggregate given for its event), so that comes first, at the type.
+            match name.strip_prefix("on_").filter(|rest| !rest.is_empty()) {
+                Some(meant) => {
+                    errors.at(
+                        event,
+                        format!(
+                            "projection `{name}` takes `{event_name}`, not the event its name \
+                             says: take `Projected<'_, {}>`, or, if `{event_name}` is the event \
+                             it projects, name it `on_{snake}`",
+                            meant.to_upper_camel_case()
+                        ),
+                    );
+                    refused.push(sig.ident.clone());
+                }
+                None => errors.at(
+                    &sig.ident,
+                    format!("projection `{name}` takes `{event_name}`; name it `on_{snake}`"),
+                ),
+            }
         }
         if seen.contains(&snake) {
             errors.at(
@@ -169,5 +186,8 @@ pub(crate) fn projections(item: &ItemImpl, block: &Projections, errors: &mut Err
             );
         }
         seen.push(snake);
+    }
+    for projection in &mut block.projections {
+        projection.refused = refused.contains(&projection.function);
     }
 }

@@ -39,7 +39,7 @@ pub type HandlerFuture<'a, P> =
     note = "declare it with `#[process(on = .., started_by = [..])]` on a struct"
 )]
 pub trait ProcessState:
-    Default + Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+    Clone + Debug + Serialize + DeserializeOwned + Send + Sync + 'static
 {
     /// The process type (`OrderPayment`); its instances live in `process:<NAME>` streams.
     const NAME: &'static str;
@@ -62,6 +62,10 @@ pub trait ProcessState:
     /// Merges `patch` over the state: a set field replaces the old value whole, an unset one
     /// keeps it.
     fn merge(&mut self, patch: Self::Patch);
+
+    /// The state a new instance starts from, and what fields added since a state was stored
+    /// read as: the state type's `Default`, which the macro requires.
+    fn initial() -> Self;
 
     /// The shapes of the aggregates whose events start or complete the process: an event of
     /// another aggregate reaches it brought up to today's name and shape.

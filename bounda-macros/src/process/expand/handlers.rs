@@ -42,7 +42,9 @@ pub(crate) fn process(handlers: &Handlers) -> TokenStream {
             }
         }
     });
-    let at_names = handlers.at.iter().map(|handler| handler.field.as_str());
+    let at_names = handlers.at.iter().flat_map(|handler| {
+        std::iter::once(handler.field.as_str()).chain(handler.stands_for.as_deref())
+    });
     let correlated = handlers
         .on
         .iter()
@@ -166,8 +168,13 @@ fn checks(handlers: &Handlers) -> TokenStream {
             });
         }
     }
-    // Every `at_<field>` handler has its deadline field (rule 2, spec 189).
-    for handler in handlers.at.iter().filter(|handler| !handler.is_timeout()) {
+    // Every `at_<field>` handler has its deadline field (rule 2, spec 189); one whose result was
+    // refused already has its error, which says what to rename.
+    for handler in handlers
+        .at
+        .iter()
+        .filter(|handler| !handler.is_timeout() && !handler.refused)
+    {
         let (field, ident) = (&handler.field, &handler.ident);
         let process = quote_spanned!(ident.span()=> #self_ty);
         let missing = paths::panic_message(&format!(

@@ -73,8 +73,18 @@ pub(crate) fn process_state(
         _ => &[],
     };
     let (migrate, shape_fns) = migrate(ident, shapes, version);
+    // The one place the state's `Default` is asked for, spanned at its name.
+    let initial = quote_spanned!(ident.span()=> #private::initial_state::<Self>());
+    let initial_fn = quote::format_ident!("{}", crate::symbol::INITIAL_FN);
     quote! {
         #shape_fns
+
+        impl #ident {
+            #[doc(hidden)]
+            fn #initial_fn() -> Self {
+                <Self as #private::ProcessState>::initial()
+            }
+        }
 
         impl #private::ProcessState for #ident {
             const NAME: &'static #str = #name;
@@ -91,6 +101,10 @@ pub(crate) fn process_state(
 
             fn merge(&mut self, patch: #patch) {
                 #(#merges)*
+            }
+
+            fn initial() -> Self {
+                #initial
             }
 
             #migrate

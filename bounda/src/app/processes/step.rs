@@ -193,12 +193,12 @@ pub(crate) fn deadline_fields<P: ProcessState>() -> Vec<(&'static str, &'static 
 
 /// The state stored in `instance`, read as `P`; a refused state fails for good, naming where
 /// it failed. Fields added since it was stored read as the state's `Default` has them
-/// (`#[process]` puts `#[serde(default)]` on the state).
+/// (`#[process]` fills missing fields from [`ProcessState::initial`]).
 pub(crate) fn read_state<P: ProcessState>(instance: Option<&Instance>) -> Result<P, Error> {
     match instance {
-        None => Ok(P::default()),
+        None => Ok(P::initial()),
         // Failed before it started: nothing was stored yet.
-        Some(instance) if instance.state.is_null() => Ok(P::default()),
+        Some(instance) if instance.state.is_null() => Ok(P::initial()),
         Some(instance) => P::migrate(instance.state_version, &instance.state),
     }
 }
