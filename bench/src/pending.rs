@@ -7,18 +7,24 @@
 //! events, instances, entries and marks, the checkpoints put back): a copy per measurement of
 //! a file of gigabytes would cost more than the measurement.
 
+use rusqlite::functions::FunctionFlags;
 use rusqlite::{Connection, params};
 use std::path::Path;
 
 use crate::Mode;
 use crate::domain::OpenTicket;
 use crate::domain::expiry::Expiry;
-use crate::floor::{self, FAR_FUTURE};
+use crate::floor;
 
+/// The process the pending instances are of.
+const PROCESS: &str = "Expiry";
 /// The template's ticket: a name no measured row uses.
 const TEMPLATE: &str = "tpl-0";
-/// `FAR_FUTURE` in epoch milliseconds, as entries' payloads carry moments.
-const FAR_FUTURE_MS: &str = "1893456000000";
+/// When the pending instances' deadline comes due: after every firing the benchmark times,
+/// before the instances' timeout (a year after the start), so it is their entry's moment.
+const PENDING_AT: &str = "2026-07-01T00:00:00.000Z";
+/// `PENDING_AT` in epoch milliseconds, as entries' payloads carry moments.
+const PENDING_AT_MS: &str = "1782864000000";
 /// Instances cloned per transaction: the WAL of one stays small.
 const PER_TX: usize = 500_000;
 
@@ -31,6 +37,8 @@ pub struct Base {
     checkpoints: Vec<(String, i64)>,
     /// The tables the pending instances leave empty.
     empty: Vec<String>,
+    /// How many pending instances it holds.
+    count: usize,
 }
 
 impl Base {
@@ -59,6 +67,7 @@ impl Base {
             last_position,
             checkpoints,
             empty,
+            count,
         }
     }
 
@@ -115,6 +124,33 @@ impl Base {
             )
             .expect("cannot put a checkpoint back");
         }
+        // A runner's start that found the pending instances' entries wrong would have armed
+        // them again: each still has its one entry, due far ahead.
+        let entries: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM bounda_scheduled_commands WHERE execute_at = ?1",
+                [PENDING_AT],
+                |row| row.get(0),
+            )
+            .expect("cannot count the pending entries");
+        if usize::try_from(entries).unwrap_or_default() != self.count {
+            let moments: Vec<(String, i64)> = tx
+                .prepare(
+                    "SELECT execute_at, COUNT(*) FROM bounda_scheduled_commands
+                     GROUP BY execute_at ORDER BY 2 DESC LIMIT 5",
+                )
+                .and_then(|mut statement| {
+                    statement
+                        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect::<Result<_, _>>()
+                })
+                .expect("cannot read the entries' moments");
+            panic!(
+                "the pending instances' entries changed under the measurement: {entries} of {} \
+                 due at {PENDING_AT}; the most common moments: {moments:?}",
+                self.count
+            );
+        }
         tx.commit().expect("cannot commit the reset");
         floor::checkpoint(&conn);
     }
@@ -151,13 +187,23 @@ async fn write(path: &Path, count: usize) {
     template(path).await;
     let mut conn = Connection::open(path).expect("cannot open the base file");
     floor::configure(&conn, Mode::Normal);
+    conn.create_scalar_function(
+        "deadline_key",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |context| {
+            let (process, instance): (String, String) = (context.get(0)?, context.get(1)?);
+            Ok(bounda::store::instances::deadline_key(&process, &instance))
+        },
+    )
+    .expect("cannot add the key function");
     let moment = template_moment(&conn);
     let ids = template_ids(&conn);
     let mut done = 0;
     while done < count {
         let end = (done + PER_TX).min(count);
         let tx = conn.transaction().expect("cannot begin cloning");
-        clone_range(&tx, &moment, &ids, done, end, count);
+        clone_range(&tx, &moment, &ids, done, end);
         tx.commit().expect("cannot commit the clones");
         done = end;
     }
@@ -241,7 +287,7 @@ fn template_ids(conn: &Connection) -> Vec<String> {
 fn cloned(column: &str, ids: &[String]) -> String {
     let mut expression = format!(
         "replace(replace(replace({column}, '{TEMPLATE}', printf('p-%09d', x)), :moment_text, \
-         '{FAR_FUTURE}'), :moment_ms, '{FAR_FUTURE_MS}')"
+         '{PENDING_AT}'), :moment_ms, '{PENDING_AT_MS}')"
     );
     for id in ids {
         expression = format!("replace({expression}, '\"{id}\"', printf('\"{id}-%09d\"', x))");
@@ -254,15 +300,8 @@ fn cloned_id(column: &str) -> String {
     format!("{column} || printf('-%09d', x)")
 }
 
-/// Clones the template into instances `from..to` of `count`.
-fn clone_range(
-    conn: &Connection,
-    moment: &Moment,
-    ids: &[String],
-    from: usize,
-    to: usize,
-    count: usize,
-) {
+/// Clones the template into instances `from..to`.
+fn clone_range(conn: &Connection, moment: &Moment, ids: &[String], from: usize, to: usize) {
     let cloned = |column: &str| cloned(column, ids);
     let numbers = "WITH RECURSIVE n(x) AS (SELECT :from UNION ALL SELECT x + 1 FROM n \
                    WHERE x + 1 < :to)";
@@ -290,15 +329,16 @@ fn clone_range(
         correlation_id = cloned_id("i.correlation_id"),
         next_due = cloned("i.next_due"),
     );
-    // Entry keys spread evenly over the key space and rising with `x`, as `floor::spaced_key`.
-    let step = u64::MAX / 2 / (count.max(1) as u64);
+    // Each entry under the key the runtime gives its instance's deadlines, or the runner's
+    // start would find every instance without its entry and arm it again.
     let entries = format!(
         "{numbers}
          INSERT INTO bounda_scheduled_commands
              (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
-         SELECT printf('%016x-p-%09d', x * {step}, x), s.command_type, {aggregate_id},
-                {payload}, '{FAR_FUTURE}', s.context
-         FROM n, (SELECT * FROM bounda_scheduled_commands WHERE aggregate_id = '{TEMPLATE}') s",
+         SELECT deadline_key('{PROCESS}', {aggregate_id}), s.command_type, {aggregate_id},
+                {payload}, '{PENDING_AT}', s.context
+         FROM n, (SELECT * FROM bounda_scheduled_commands WHERE aggregate_id = '{TEMPLATE}') s
+         ORDER BY 1",
         aggregate_id = cloned("s.aggregate_id"),
         payload = cloned("s.payload"),
     );
