@@ -441,3 +441,41 @@ fn remove_template(conn: &Connection, ids: &[String]) {
         .expect("cannot remove the template");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(path: &Path, sql: &str) -> i64 {
+        let conn = Connection::open(path).expect("the base file");
+        conn.query_row(sql, [], |row| row.get(0)).expect("a count")
+    }
+
+    // The pending instances are stored as the app stores them (the runner's start finds
+    // nothing to arm again: `reset` checks it), and a reset takes out what a measurement added.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_base_holds_its_instances_and_a_reset_takes_a_measurement_out() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("base.db");
+        let base = Base::write(&path, 7).await;
+        let events = "SELECT COUNT(*) FROM bounda_events";
+        let stored = count(&path, events);
+        assert_eq!(
+            stored,
+            7 * 3,
+            "each instance's ticket event and two lifecycle events"
+        );
+        assert_eq!(count(&path, "SELECT COUNT(*) FROM bounda_instances"), 7);
+        base.reset();
+        let fired = crate::measure::deadline_firings(&path, Mode::Normal, 4, 100).await;
+        assert_eq!(fired.units, 4);
+        assert!(count(&path, events) > stored);
+        base.reset();
+        assert_eq!(count(&path, events), stored);
+        assert_eq!(count(&path, "SELECT COUNT(*) FROM bounda_instances"), 7);
+        assert_eq!(
+            count(&path, "SELECT COUNT(*) FROM bounda_scheduled_commands"),
+            7
+        );
+    }
+}

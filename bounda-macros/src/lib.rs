@@ -12,6 +12,7 @@ mod member;
 mod names;
 mod paths;
 mod policy;
+mod ports;
 mod process;
 mod read_model;
 mod register;

@@ -12,8 +12,18 @@ pub(crate) const TIMEOUT: &str = "timeout";
 pub(crate) const VERSION: &str = "version";
 /// `#[process(migrate = [FlowV1])]`: the state's older shapes.
 pub(crate) const MIGRATE: &str = "migrate";
+/// `#[process(ports = [..])]`, `#[policy(ports = [..])]`: the ports its handlers read.
+pub(crate) const PORTS: &str = "ports";
 /// Every `#[process(..)]` argument, in the order the docs list them.
-pub(crate) const PROCESS_ARGS: &[&str] = &[ON, STARTED_BY, COMPLETED_BY, TIMEOUT, VERSION, MIGRATE];
+pub(crate) const PROCESS_ARGS: &[&str] = &[
+    ON,
+    STARTED_BY,
+    COMPLETED_BY,
+    TIMEOUT,
+    VERSION,
+    MIGRATE,
+    PORTS,
+];
 
 /// `#[deadline]` on a state field.
 pub(crate) const DEADLINE: &str = "deadline";

@@ -216,6 +216,17 @@ pub enum Error {
         /// The port's type.
         port: String,
     },
+    /// A handler read a port its process or policy does not declare.
+    #[error(
+        "{handler} reads port `{port}` without declaring it; add it to `ports = [..]` in its \
+         attribute, so that an app built without it is refused when it is built"
+    )]
+    UndeclaredPort {
+        /// The process or policy, as `process `Name``.
+        handler: String,
+        /// The port's type.
+        port: String,
+    },
     /// A command whose aggregate id is empty or blank: it names no instance to decide for.
     #[error(
         "command `{command}` has an empty aggregate id; every command names the instance it \
@@ -352,7 +363,9 @@ impl Error {
             Error::UnexpectedDeadLetters { .. } => "UNEXPECTED_DEAD_LETTERS",
             Error::Stalled { .. } => "STALLED",
             Error::PreviewUnfinished { .. } => "PREVIEW_UNFINISHED",
-            Error::NoRuntime | Error::MissingPort { .. } => "INVALID_CONFIGURATION",
+            Error::NoRuntime | Error::MissingPort { .. } | Error::UndeclaredPort { .. } => {
+                "INVALID_CONFIGURATION"
+            }
         }
     }
 
@@ -396,7 +409,8 @@ impl Error {
             | Error::Stalled { .. }
             | Error::PreviewUnfinished { .. }
             | Error::NoRuntime
-            | Error::MissingPort { .. } => false,
+            | Error::MissingPort { .. }
+            | Error::UndeclaredPort { .. } => false,
         }
     }
 }

@@ -11,7 +11,7 @@ pub use serde_json;
 
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
 pub use crate::app::registry::Registration;
-pub use crate::app::{Policy, Reaction};
+pub use crate::app::{Policy, PortDecl, Reaction};
 pub use crate::event::{EventShape, ShapeError, read_shape};
 pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{

@@ -23,17 +23,34 @@ enum Delay {
 /// The arguments of `#[policy(..)]`.
 struct PolicyArgs {
     delay: Option<Delay>,
+    /// The ports it reads.
+    ports: Vec<Type>,
 }
 
 impl Parse for PolicyArgs {
     fn parse(input: ParseStream<'_>) -> syn::Result<PolicyArgs> {
         let mut delay = None;
+        let mut ports: Option<Vec<Type>> = None;
         while !input.is_empty() {
             let key: syn::Ident = input.parse()?;
+            if key == symbol::PORTS {
+                if ports.is_some() {
+                    return Err(syn::Error::new_spanned(
+                        &key,
+                        "`ports` is given twice; keep one",
+                    ));
+                }
+                input.parse::<Token![=]>()?;
+                ports = Some(crate::ports::parse(input)?.1);
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+                continue;
+            }
             if key != symbol::DELAY {
                 return Err(syn::Error::new_spanned(
                     &key,
-                    format!("unknown `#[policy]` argument `{key}`; expected `delay`"),
+                    format!("unknown `#[policy]` argument `{key}`; expected `delay` or `ports`"),
                 ));
             }
             if delay.is_some() {
@@ -49,7 +66,10 @@ impl Parse for PolicyArgs {
                 input.parse::<Token![,]>()?;
             }
         }
-        Ok(PolicyArgs { delay })
+        Ok(PolicyArgs {
+            delay,
+            ports: ports.unwrap_or_default(),
+        })
     }
 }
 
@@ -113,7 +133,7 @@ pub(crate) fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
         return quote!(#errors #function);
     };
     let errors = errors.to_compile_errors();
-    let policy = policy_impl(&function, &event, args.delay.as_ref());
+    let policy = policy_impl(&function, &event, args.delay.as_ref(), &args.ports);
     let member = match &event {
         Type::Path(path) => {
             let policy = policy_ident(&function.sig.ident);
@@ -201,7 +221,13 @@ fn policy_ident(function: &syn::Ident) -> syn::Ident {
     )
 }
 
-fn policy_impl(function: &ItemFn, event: &Type, delay: Option<&Delay>) -> TokenStream {
+fn policy_impl(
+    function: &ItemFn,
+    event: &Type,
+    delay: Option<&Delay>,
+    ports: &[Type],
+) -> TokenStream {
+    let ports = crate::ports::expand(ports);
     let private = paths::private();
     let (option, result, str) = (paths::option(), paths::result(), paths::str());
     let vis = &function.vis;
@@ -261,6 +287,7 @@ fn policy_impl(function: &ItemFn, event: &Type, delay: Option<&Delay>) -> TokenS
         impl #private::Policy for #policy {
             const NAME: &'static #str = #name;
             type Event = #event;
+            #ports
 
             #delay
 

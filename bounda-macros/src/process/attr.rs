@@ -1,5 +1,6 @@
 //! `#[process(on = .., started_by = [..], completed_by = [..], timeout = "..")]` to typed options.
 
+use syn::parse::discouraged::Speculative;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, LitStr, Path, Token};
@@ -21,23 +22,43 @@ pub(crate) struct ProcessArgs {
     pub(crate) version: Option<syn::LitInt>,
     /// `migrate = [FlowV1, ..]`: the key, and the shape of each older version from 1.
     pub(crate) migrate: Option<(Ident, Vec<Path>)>,
+    /// `ports = [GatewayPort, Arc<dyn Mailer>]`: the ports its handlers read.
+    pub(crate) ports: Vec<syn::Type>,
     /// The keys given, well-formed or not: a malformed one is reported once, not again as
     /// missing.
     pub(crate) given: Vec<String>,
 }
 
-/// One `key = value` argument as written.
+/// One `key = value` argument as written; `ports` lists types, which are no expression.
 struct Arg {
     key: Ident,
     value: Expr,
+    types: Option<Vec<syn::Type>>,
 }
 
 impl Parse for Arg {
     fn parse(input: ParseStream<'_>) -> syn::Result<Arg> {
-        let key = input.call(syn::ext::IdentExt::parse_any)?;
+        let key: Ident = input.call(syn::ext::IdentExt::parse_any)?;
         input.parse::<Token![=]>()?;
+        if key == symbol::PORTS {
+            // A list that does not read as types is reported with the other arguments, as
+            // written, so the state still gets its impl.
+            let fork = input.fork();
+            if let Ok((tokens, types)) = crate::ports::parse(&fork) {
+                input.advance_to(&fork);
+                return Ok(Arg {
+                    key,
+                    value: Expr::Verbatim(tokens),
+                    types: Some(types),
+                });
+            }
+        }
         let value = input.parse()?;
-        Ok(Arg { key, value })
+        Ok(Arg {
+            key,
+            value,
+            types: None,
+        })
     }
 }
 
@@ -65,16 +86,17 @@ impl RawArgs {
             timeout: None,
             version: None,
             migrate: None,
+            ports: Vec::new(),
             given: Vec::new(),
         };
         let mut seen: Vec<String> = Vec::new();
-        for Arg { key, value } in self.0 {
+        for Arg { key, value, types } in self.0 {
             let name = key.to_string();
             if !symbol::PROCESS_ARGS.contains(&name.as_str()) {
                 errors.at(
                     &key,
                     format!(
-                        "unknown `#[process]` argument `{name}`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`"
+                        "unknown `#[process]` argument `{name}`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`, `ports`"
                     ),
                 );
                 continue;
@@ -100,6 +122,10 @@ impl RawArgs {
                     let shapes = shape_paths(&value, errors);
                     args.migrate = Some((key.clone(), shapes));
                 }
+                symbol::PORTS => match types {
+                    Some(types) => args.ports = types,
+                    None => errors.at(&value, crate::ports::EXPECTED),
+                },
                 _ => args.timeout = lit_str(&value, errors),
             }
         }
@@ -259,7 +285,7 @@ mod tests {
             errors,
             [
                 "this event is listed twice; keep one",
-                "unknown `#[process]` argument `timout`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`",
+                "unknown `#[process]` argument `timout`; expected one of `on`, `started_by`, `completed_by`, `timeout`, `version`, `migrate`, `ports`",
                 "`on` is given twice; keep one",
                 "`completed_by` takes a list of event types, like `completed_by = [OrderPlaced]`",
                 "`timeout` takes a duration literal, like `timeout = \"30d\"`",

@@ -18,7 +18,7 @@ mod outcome;
 mod pauses;
 mod policy;
 mod policy_run;
-mod ports;
+pub(crate) mod ports;
 mod preflight;
 pub(crate) mod processes;
 pub(crate) mod reaction;
@@ -44,6 +44,7 @@ pub use letters::{DeadLetters, Retried};
 pub use letters_bulk::{BulkOutcome, BulkReport, Pace};
 pub use outcome::{Decided, DispatchError, RejectionRecord};
 pub use policy::Policy;
+pub use ports::PortDecl;
 pub use preflight::{EventProblem, OrphanEntries, Preflight, UnreadableEntry};
 pub use processes::{
     Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
@@ -339,7 +340,8 @@ impl AppBuilder {
     /// `use my_crate as _;`.
     ///
     /// Refuses two policies or processes with one name, two commands with one name (naming
-    /// both types), and an invalid configuration. The first time policies run on a store, their
+    /// both types), a process or policy whose declared ports (`ports = [..]`) it was not given,
+    /// and an invalid configuration. The first time policies run on a store, their
     /// checkpoint starts at the head of the log: a policy reacts only to events stored after it
     /// starts; an existing checkpoint is kept.
     pub async fn build(mut self) -> Result<App, Error> {
@@ -362,6 +364,25 @@ impl AppBuilder {
                 refused.push(format!(
                     "the configuration's `limits` name {key}, which this app does not run: \
                      correct the name, or remove the limit"
+                ));
+            }
+        }
+        // The ports each process and policy declares it reads are the app's (a missing one
+        // would otherwise fail its handlers one instance at a time).
+        let declared = self.processes.iter().map(|process| process.declared());
+        let declared = declared.chain(self.policies.iter().map(|policy| policy.declared()));
+        for declared in declared {
+            let missing = declared.missing(&self.ports);
+            if !missing.is_empty() {
+                let names: Vec<String> = missing.iter().map(|name| format!("`{name}`")).collect();
+                refused.push(format!(
+                    "{} `{}` reads {} {}, which the app was not given: give {} with `.port(..)` \
+                     when building the app",
+                    declared.kind,
+                    declared.name,
+                    if names.len() == 1 { "port" } else { "ports" },
+                    names.join(", "),
+                    if names.len() == 1 { "it" } else { "them" },
                 ));
             }
         }
@@ -464,6 +485,11 @@ impl App {
     /// retried.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
         self.inner.ports.get::<T>()
+    }
+
+    /// The app's ports.
+    pub(crate) fn ports(&self) -> &ports::Ports {
+        &self.inner.ports
     }
 
     /// The deadlines held back for the process runner.

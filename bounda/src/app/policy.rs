@@ -55,6 +55,9 @@ pub trait Policy: crate::__private::PolicyRegistered + Send + Sync + 'static {
     const NAME: &'static str;
     /// The event it reacts to.
     type Event: Event;
+    /// The ports it reads (`#[policy(ports = [..])]`): an app without one of them is refused
+    /// when it is built, and a read of another fails, naming it.
+    const PORTS: &'static [crate::PortDecl] = &[];
 
     /// Run this long after the event's time instead of at once. Read once, when the
     /// app is built; an error refuses the app, naming the policy. Use
@@ -73,6 +76,8 @@ pub(crate) trait PolicyRunner: Send + Sync {
     fn name(&self) -> &'static str;
     fn key(&self) -> EventKey;
     fn delay(&self) -> Option<Duration>;
+    /// The ports it declares.
+    fn declared(&self) -> crate::app::ports::Declared;
     fn run<'a>(
         &'a self,
         attempt: &'a Attempt,
@@ -108,6 +113,14 @@ impl<P: Policy> PolicyRunner for PolicyEntry<P> {
 
     fn delay(&self) -> Option<Duration> {
         self.delay
+    }
+
+    fn declared(&self) -> crate::app::ports::Declared {
+        crate::app::ports::Declared {
+            kind: "policy",
+            name: P::NAME,
+            ports: P::PORTS,
+        }
     }
 
     fn run<'a>(

@@ -11,6 +11,7 @@ use tracing::Instrument;
 use crate::aggregate::{Aggregate, Command, Rejection};
 use crate::app::decide::{names_an_instance, new_events};
 use crate::app::engine::Failure;
+use crate::app::ports::Declared;
 use crate::app::schedule::scheduled_entry;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided, RejectionRecord};
@@ -130,6 +131,8 @@ pub(crate) struct Attempt {
     key: String,
     cause: Cause,
     staged: Mutex<Staged>,
+    /// The ports its handler may read.
+    declared: Option<Declared>,
 }
 
 /// What a finished attempt writes.
@@ -147,17 +150,27 @@ impl Attempt {
             key,
             cause,
             staged: Mutex::new(Staged::default()),
+            declared: None,
+        }
+    }
+
+    /// The attempt of a handler that may read the ports `declared` names, and no other.
+    pub(crate) fn declaring(mut self, declared: Declared) -> Attempt {
+        self.declared = Some(declared);
+        self
+    }
+
+    /// The port of type `T`, if its handler declares it (see [`Declared::read`]).
+    pub(crate) fn port<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
+        match &self.declared {
+            Some(declared) => declared.read::<T>(self.app.ports()),
+            None => self.app.port::<T>(),
         }
     }
 
     fn staged(&self) -> MutexGuard<'_, Staged> {
         // Staging is only pushed to; a panic cannot leave it half-written.
         self.staged.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The app the attempt runs in.
-    pub(crate) fn app(&self) -> &App {
-        &self.app
     }
 
     /// The idempotency key of the run.
@@ -443,9 +456,10 @@ impl<'a, E> Reaction<'a, E> {
         self.attempt.app.clock().now()
     }
 
-    /// The app's port of type `T`; a missing one is a configuration error.
+    /// The app's port of type `T`, which the policy declares (`#[policy(ports = [T])]`); an
+    /// undeclared or missing one is a configuration error.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
-        self.attempt.app().port::<T>()
+        self.attempt.port::<T>()
     }
 
     /// Sends `command`: decided now, stored when the attempt commits. Answers the decided events

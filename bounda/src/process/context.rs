@@ -56,9 +56,10 @@ impl<'a, P: ProcessState> Context<'a, P> {
         self.attempt.ok_or(Error::NoRuntime)
     }
 
-    /// The app's port of type `T`; outside the runtime, or missing, an error.
+    /// The app's port of type `T`, which the process declares (`#[process(ports = [T])]`);
+    /// outside the runtime, undeclared or missing, an error.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
-        self.attempt()?.app().port::<T>()
+        self.attempt()?.port::<T>()
     }
 
     /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a

@@ -54,6 +54,10 @@ pub trait ProcessState:
     /// The deadline fields, sorted by name.
     const DEADLINES: &'static [DeadlineField<Self>];
 
+    /// The ports its handlers read (`ports = [..]`): an app without one of them is refused
+    /// when it is built, and a handler reading another fails, naming it.
+    const PORTS: &'static [crate::PortDecl] = &[];
+
     /// The aggregate whose instances the process follows, one process instance each.
     type Aggregate: Aggregate;
     /// `<Name>Patch`: every field optional; what a handler changes.

@@ -578,7 +578,7 @@ async fn slow_batch(store: &Arc<dyn Store>, hooks: &Arc<Hooks>) -> (TestApp, Str
 }
 
 /// Takes longer than its lease on `o-1`, meanwhile another runner takes over the next claim.
-#[policy]
+#[policy(ports = [Arc<Hooks>])]
 async fn slow_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let hooks = cx.port::<Arc<Hooks>>()?;
     hooks.ran.lock().unwrap().push(cx.event().order_id.clone());
@@ -1088,7 +1088,7 @@ mod shared {
     }
 
     /// Counts each order's confirmations, checking that each comes right after the one before.
-    #[process(on = Order, started_by = [OrderPlaced])]
+    #[process(on = Order, started_by = [OrderPlaced], ports = [Seen])]
     #[derive(Debug, Default, Clone, Serialize, Deserialize)]
     pub struct Tally {
         /// The version of the last event taken.
@@ -1115,7 +1115,7 @@ mod shared {
     }
 
     /// Records each confirmation as a reaction.
-    #[policy]
+    #[policy(ports = [Seen])]
     pub async fn note_on_confirmation_sent(cx: Reaction<'_, ConfirmationSent>) -> Result<()> {
         let seen = cx.port::<Seen>()?;
         seen.record("reaction", &cx.event().order_id, cx.recorded().version)

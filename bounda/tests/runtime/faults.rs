@@ -24,6 +24,7 @@ struct Stuck;
 impl Policy for Stuck {
     const NAME: &'static str = "stuck";
     type Event = OrderPlaced;
+    const PORTS: &'static [bounda::PortDecl] = &[bounda::PortDecl::of::<Arc<SimulatedClock>>()];
 
     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
         cx.port::<Arc<SimulatedClock>>()?.advance(minutes(1));

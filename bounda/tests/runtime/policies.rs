@@ -1031,7 +1031,7 @@ impl Notifier for MemoryNotifier {
     }
 }
 
-#[policy]
+#[policy(ports = [Arc<dyn Notifier>])]
 async fn notify_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let notifier = cx.port::<Arc<dyn Notifier>>()?;
     notifier.notify(&cx.event().order_id, cx.idempotency_key());
@@ -1042,10 +1042,10 @@ async fn notify_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     Ok(())
 }
 
-// spec 28, 187: a policy reaches the app's ports; a port the app was not given is a terminal
-// configuration error, not retried.
+// spec 28, 187: a policy reaches the app's ports. Issue 44: an app without a port a policy
+// declares is refused when it is built, naming both, not failed one run at a time.
 #[tokio::test]
-async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
+async fn handlers_reach_ports_and_an_app_without_a_declared_port_is_refused() {
     let notifier = Arc::new(MemoryNotifier::default());
     let port: Arc<dyn Notifier> = notifier.clone();
     let app = test_app(
@@ -1066,24 +1066,57 @@ async fn handlers_reach_ports_and_a_missing_port_is_not_retried() {
         ["OrderPlaced", "ConfirmationSent"]
     );
 
-    let without = test_app(
+    let built = App::builder_shared(store().await)
+        .only_listed()
+        .policy::<NotifyOnOrderPlaced>()
+        .build()
+        .await;
+    let Err(refused) = built else {
+        panic!("an app without the policy's port was built");
+    };
+    assert_eq!(
+        refused.to_string(),
+        "invalid configuration: policy `notify_on_order_placed` reads port \
+         `alloc::sync::Arc<dyn runtime::policies::Notifier>`, which the app was not given: give \
+         it with `.port(..)` when building the app"
+    );
+}
+
+/// A policy that reads a port it does not declare.
+#[policy]
+async fn peek_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+    cx.port::<Arc<dyn Notifier>>()?;
+    Ok(())
+}
+
+// Issue 44: a handler that reads a port its attribute does not list fails, saying so, even
+// though the app has the port: the first test that runs it says what to declare. A terminal
+// failure, not retried.
+#[tokio::test]
+async fn a_port_read_without_being_declared_fails_at_once_naming_it() {
+    let port: Arc<dyn Notifier> = Arc::new(MemoryNotifier::default());
+    let app = test_app(
         App::builder_shared(store().await)
             .only_listed()
-            .policy::<NotifyOnOrderPlaced>(),
+            .port(port)
+            .policy::<PeekOnOrderPlaced>(),
     )
     .await
     .expecting_letters();
-    without.dispatch(place("o-1")).await.unwrap();
-    let start = without.now();
-    without.run_until_idle().await.unwrap();
-    assert_eq!(without.now(), start, "not retried");
-    let letters = support::letters(&without).await;
+    app.dispatch(place("o-1")).await.unwrap();
+    let start = app.now();
+    app.run_until_idle().await.unwrap();
+    assert_eq!(app.now(), start, "not retried");
+    let letters = support::letters(&app).await;
     assert_eq!(
         (letters.len(), letters[0].error_type.as_str()),
         (1, "terminal")
     );
     assert!(
-        letters[0].error_message.contains("has no port"),
+        letters[0].error_message.contains(
+            "policy `peek_on_order_placed` reads port `alloc::sync::Arc<dyn runtime::policies::Notifier>` \
+             without declaring it; add it to `ports = [..]` in its attribute"
+        ),
         "{}",
         letters[0].error_message
     );

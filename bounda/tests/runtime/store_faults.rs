@@ -70,6 +70,8 @@ struct ConfirmWhileLocked;
 impl Policy for ConfirmWhileLocked {
     const NAME: &'static str = "confirm_while_locked";
     type Event = OrderPlaced;
+    const PORTS: &'static [bounda::PortDecl] =
+        &[bounda::PortDecl::of::<std::sync::Arc<Intruder>>()];
 
     async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
         let intruder = cx.port::<std::sync::Arc<Intruder>>()?;

@@ -212,7 +212,13 @@ impl Command for Ping {
 /// Port calls in a hundred that meet a fault: every handler plays one call, keyed by its run.
 pub const PORT_FAULTS: u64 = 20;
 
-#[process(on = Account, started_by = [Opened], completed_by = [Cancelled], timeout = "30d")]
+#[process(
+    on = Account,
+    started_by = [Opened],
+    completed_by = [Cancelled],
+    timeout = "30d",
+    ports = [PortFaults],
+)]
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Watch {
     pub paid: u64,
@@ -301,7 +307,7 @@ impl Watch {
 }
 
 /// Acknowledges each payment three hours after it.
-#[policy(delay = "3h")]
+#[policy(delay = "3h", ports = [PortFaults])]
 pub async fn acknowledge_on_paid(cx: Reaction<'_, Paid>) -> Result<()> {
     let key = format!("ack:{}:{}", cx.event().account_id, cx.recorded().version);
     cx.port::<PortFaults>()?.call(&key).await?;

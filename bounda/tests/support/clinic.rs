@@ -177,7 +177,7 @@ pub mod v1 {
         }
     }
 
-    #[process(on = Appointment, started_by = [SlotBooked], completed_by = [PatientArrived], timeout = "30d")]
+    #[process(on = Appointment, started_by = [SlotBooked], completed_by = [PatientArrived], timeout = "30d", ports = [Arc<Outbox>])]
     #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
     pub struct AppointmentFlow {
         pub missed: bool,
@@ -399,7 +399,8 @@ pub mod v2 {
         completed_by = [PatientArrived],
         timeout = "30d",
         version = 2,
-        migrate = [AppointmentFlowV1]
+        migrate = [AppointmentFlowV1],
+        ports = [Arc<Outbox>],
     )]
     #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
     pub struct AppointmentFlow {
@@ -464,7 +465,7 @@ pub mod v1_renamed {
     use super::v1::{Appointment, Book, Remind, SlotBooked};
     use super::*;
 
-    #[process(on = Appointment, started_by = [SlotBooked], timeout = "30d")]
+    #[process(on = Appointment, started_by = [SlotBooked], timeout = "30d", ports = [Arc<Outbox>])]
     #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
     pub struct AppointmentFlow {
         pub missed: bool,

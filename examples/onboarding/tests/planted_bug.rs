@@ -16,7 +16,7 @@ use proptest::prelude::*;
 struct ClearsOnActivation(bool);
 
 /// Reminds a registered user to activate two days later.
-#[process(on = User, started_by = [UserRegistered], completed_by = [], timeout = "30d")]
+#[process(on = User, started_by = [UserRegistered], completed_by = [], timeout = "30d", ports = [ClearsOnActivation, Effects])]
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 struct ActivationReminder {
     #[deadline]

@@ -58,6 +58,7 @@ impl From<OrderLifecycleV1> for OrderLifecycle {
     timeout = "30d",
     version = 2,
     migrate = [OrderLifecycleV1],
+    ports = [GatewayPort, PaymentWindow],
 )]
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderLifecycle {

@@ -12,7 +12,7 @@ use crate::ports::{GatewayPort, Notification, NotifierPort};
 pub struct ReminderDelay(pub Duration);
 
 /// Tells the customer their order is placed, with the run's key, then records it.
-#[policy]
+#[policy(ports = [NotifierPort])]
 pub async fn send_confirmation_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let placed = cx.event();
     cx.port::<NotifierPort>()?.notify(Notification {
@@ -30,7 +30,7 @@ pub async fn send_confirmation_on_order_placed(cx: Reaction<'_, OrderPlaced>) ->
 
 /// Reminds the customer a day later; the reminder decides then whether there is anything to
 /// remind of.
-#[policy]
+#[policy(ports = [ReminderDelay])]
 pub async fn schedule_reminder_on_order_placed(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
     let order_id = cx.event().order_id.clone();
     let delay = cx.port::<ReminderDelay>()?.0;
@@ -39,7 +39,7 @@ pub async fn schedule_reminder_on_order_placed(cx: Reaction<'_, OrderPlaced>) ->
 }
 
 /// Gives the money back, with the run's key, then records it.
-#[policy]
+#[policy(ports = [GatewayPort])]
 pub async fn refund_on_refund_requested(cx: Reaction<'_, RefundRequested>) -> Result<()> {
     let requested = cx.event();
     let refund_id = cx.port::<GatewayPort>()?.refund(

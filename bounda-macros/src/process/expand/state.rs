@@ -73,6 +73,7 @@ pub(crate) fn process_state(
         _ => &[],
     };
     let (migrate, shape_fns) = migrate(ident, shapes, version);
+    let ports = crate::ports::expand(&args.ports);
     // The one place the state's `Default` is asked for, spanned at its name.
     let initial = quote_spanned!(ident.span()=> #private::initial_state::<Self>());
     let initial_fn = quote::format_ident!("{}", crate::symbol::INITIAL_FN);
@@ -95,6 +96,8 @@ pub(crate) fn process_state(
             const DEADLINES: &'static [#private::DeadlineField<Self>] = &[#(#deadline_fields),*];
             const DECLARED_SHAPES: &'static [&'static [#private::EventShape]] =
                 &[#(#declared_shapes),*];
+
+            #ports
 
             type Aggregate = #aggregate;
             type Patch = #patch;

@@ -50,6 +50,8 @@ pub(crate) trait ProcessRunner: Send + Sync {
     fn route_as_started(&self, instance: &Instance, event: &RecordedEvent) -> Route;
     /// The static name of deadline `field`, `timeout` included.
     fn field(&self, field: &str) -> Option<&'static str>;
+    /// The ports it declares.
+    fn declared(&self) -> crate::app::ports::Declared;
     fn event_step<'a>(
         &'a self,
         app: &'a App,
@@ -128,6 +130,10 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         running.status = Status::Started;
         running.seen.retain(|seen| *seen != event.id);
         step::route::<P>(Some(&running), event)
+    }
+
+    fn declared(&self) -> crate::app::ports::Declared {
+        declared::<P>()
     }
 
     fn field(&self, field: &str) -> Option<&'static str> {
@@ -245,5 +251,14 @@ impl Status {
             Status::Failed => "failed",
             Status::TimedOut => "timed out",
         }
+    }
+}
+
+/// The ports process `P` declares.
+pub(crate) fn declared<P: crate::process::ProcessState>() -> crate::app::ports::Declared {
+    crate::app::ports::Declared {
+        kind: "process",
+        name: P::NAME,
+        ports: P::PORTS,
     }
 }
