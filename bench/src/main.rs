@@ -4,7 +4,7 @@
 //! times, only that the work it timed was done.
 //!
 //! ```sh
-//! cargo run --release -p bounda-bench              # full sizes, a few minutes
+//! cargo run --release -p bounda-bench              # full sizes, about 40 minutes (10M pending)
 //! cargo run --release -p bounda-bench -- --smoke   # tiny sizes, seconds (CI)
 //! ```
 
