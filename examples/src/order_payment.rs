@@ -111,6 +111,19 @@ mod tests {
         .expect("the app builds")
     }
 
+    /// The app with order `o-1` placed, and when.
+    async fn placed() -> (TestApp, Instant) {
+        let app = app().await;
+        let placed = app.now();
+        app.dispatch(PlaceOrder {
+            order_id: "o-1".into(),
+            total: 10,
+        })
+        .await
+        .expect("placed");
+        (app, placed)
+    }
+
     /// `every`, `n` times over.
     fn times(every: Duration, n: u64) -> Duration {
         every.checked_mul(n).expect("a short duration")
@@ -131,14 +144,7 @@ mod tests {
     // On time, a reminder at each link: 300 ms, 600 ms and 900 ms after the order.
     #[tokio::test]
     async fn on_time_the_customer_is_reminded_at_each_link() {
-        let app = app().await;
-        let placed = app.now();
-        app.dispatch(PlaceOrder {
-            order_id: "o-1".into(),
-            total: 10,
-        })
-        .await
-        .expect("placed");
+        let (app, placed) = placed().await;
         app.advance(seconds(2)).await.expect("ran");
         let every = reminder_every().expect("the default");
         assert_eq!(
@@ -155,14 +161,7 @@ mod tests {
     // at the chain's next link, not at once.
     #[tokio::test]
     async fn after_an_outage_one_reminder_stands_for_the_links_missed() {
-        let app = app().await;
-        let placed = app.now();
-        app.dispatch(PlaceOrder {
-            order_id: "o-1".into(),
-            total: 10,
-        })
-        .await
-        .expect("placed");
+        let (app, placed) = placed().await;
         app.run_until_idle().await.expect("started");
         // Down from the order until 700 ms after it: the links at 300 and 600 ms passed.
         app.clock().advance(millis(700));
