@@ -180,12 +180,33 @@ pub fn read_state_shape<T: serde::de::DeserializeOwned>(
 /// not read as `T` at all.
 pub fn dropped_fields<T: serde::de::DeserializeOwned>(state: &serde_json::Value) -> Vec<String> {
     let mut dropped = Vec::new();
-    let read: Result<T, _> =
-        serde_ignored::deserialize(state, |path| dropped.push(path.to_string()));
+    let read: Result<T, _> = serde_ignored::deserialize(state, |path| {
+        // A field stored empty (`null`) loses nothing when it is dropped.
+        let stored = pointer(&path).and_then(|pointer| state.pointer(&pointer));
+        if !stored.is_some_and(serde_json::Value::is_null) {
+            dropped.push(path.to_string());
+        }
+    });
     if read.is_err() {
         return Vec::new();
     }
     dropped
+}
+
+/// The JSON pointer of an ignored field's path, when it names one.
+fn pointer(path: &serde_ignored::Path<'_>) -> Option<String> {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => Some(String::new()),
+        Path::Seq { parent, index } => Some(format!("{}/{index}", pointer(parent)?)),
+        Path::Map { parent, key } => {
+            let key = key.replace('~', "~0").replace('/', "~1");
+            Some(format!("{}/{key}", pointer(parent)?))
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => pointer(parent),
+    }
 }
 
 /// How the runtime reads an older shape `T` of a process state, taken once per shape so that a
@@ -502,4 +523,26 @@ impl<E: Into<anyhow::Error>> Correlation for Result<Option<String>, E> {
 /// Converts what a correlator returned.
 pub fn correlated<C: Correlation>(correlation: C) -> anyhow::Result<Option<String>> {
     correlation.into_correlation()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Kept {
+        #[allow(dead_code, reason = "read only to be dropped around")]
+        kept: u32,
+    }
+
+    // Issue 44: a field dropped while it was stored empty loses nothing, so it is no problem;
+    // one that held a value is.
+    #[test]
+    fn a_dropped_field_stored_empty_is_not_counted() {
+        let state =
+            serde_json::json!({ "kept": 1, "gone": null, "lost": "2026-01-01T00:00:00.000Z" });
+        assert_eq!(dropped_fields::<Kept>(&state), ["lost"]);
+        let nested = serde_json::json!({ "kept": 1, "gone": { "a/b": null } });
+        assert_eq!(dropped_fields::<Kept>(&nested), ["gone"]);
+    }
 }
