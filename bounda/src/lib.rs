@@ -309,7 +309,7 @@ pub use bounda_macros::Events;
 /// each, what each changed, and what is pending, parked and lettered now.
 pub mod explain {
     pub use crate::app::processes::explain::{
-        DeadlineChange, Explained, FieldChange, LetterNow, ParkedEvent, PendingNow, Step,
+        DeadlineChange, Explained, FieldChange, LetterNow, Migrated, ParkedEvent, PendingNow, Step,
         StepCause, StepKind,
     };
 }

@@ -231,3 +231,58 @@ async fn a_deadline_a_migration_renamed_keeps_its_instances_correlation() {
         .collect();
     assert!(cut.is_empty(), "events in a stream's name: {cut:?}");
 }
+
+// Issue 44: `explain` tells the first step after a deploy that migrated the state as such: the
+// migration's own changes marked (`no_show` gone, `missed_at` and `call` added), and the step's
+// changes told against the migrated state, so the renamed deadline is not told as set by it.
+#[tokio::test]
+async fn explain_marks_what_a_migration_changed_apart_from_the_steps_own_changes() {
+    let (clinic, slot) = reminded().await;
+    let second = clinic.deploy(v2::build).await;
+    second.run_until_idle().await.unwrap();
+    second.advance(hours(21)).await.unwrap();
+    let story = second
+        .app()
+        .explain_named("AppointmentFlow", "a-9")
+        .await
+        .unwrap()
+        .unwrap();
+    let migrated: Vec<_> = story
+        .steps
+        .iter()
+        .filter_map(|s| s.migrated.as_ref())
+        .collect();
+    let [migrated] = migrated.as_slice() else {
+        panic!("one step read a migrated state: {:?}", story.steps);
+    };
+    assert_eq!((migrated.from, migrated.to), (1, 2));
+    let fields: Vec<&str> = migrated.changes.iter().map(|c| c.field.as_str()).collect();
+    for field in ["call", "missed_at", "no_show"] {
+        assert!(fields.contains(&field), "{field} in {fields:?}");
+    }
+    let step = story
+        .steps
+        .iter()
+        .find(|s| s.migrated.is_some())
+        .expect("the step");
+    assert!(
+        step.deadlines.iter().all(|d| d.field != "missed_at"),
+        "the migrated no-show is not told as set by the step: {:?}",
+        step.deadlines
+    );
+    assert_eq!(
+        step.deadlines
+            .iter()
+            .find(|d| d.field == "call")
+            .map(|d| (d.from, d.to)),
+        Some((Some(slot - hours(2)), None)),
+        "the call the step ran is told as cleared"
+    );
+    let lines = step.details(|at| format!("{at:?}"));
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("migrated from version 1 to 2: no_show: ")),
+        "{lines:?}"
+    );
+}

@@ -62,6 +62,21 @@ pub struct Step {
     pub changes: Vec<FieldChange>,
     /// The deadlines it set, moved or cleared.
     pub deadlines: Vec<DeadlineChange>,
+    /// When the state before it was stored by an older version of the state's shape: how this
+    /// build's migration read it. The step's own changes are told against the migrated state,
+    /// so a field the migration renamed is not told as the step's.
+    pub migrated: Option<Migrated>,
+}
+
+/// A state read through a migration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Migrated {
+    /// The version the state was stored at.
+    pub from: u32,
+    /// The version the step wrote.
+    pub to: u32,
+    /// What the migration changed, field by field (a renamed field is one gone, one added).
+    pub changes: Vec<FieldChange>,
 }
 
 /// What a step was.
@@ -178,9 +193,16 @@ impl Step {
     /// What the step changed, a line each: its deadlines (`moment` shows each of their moments),
     /// then its state's fields (`reminders: 0 → 1`).
     pub fn details(&self, moment: impl Fn(Option<Instant>) -> String) -> Vec<String> {
-        self.deadlines
-            .iter()
-            .map(|change| match change.verb() {
+        let migrated = self.migrated.iter().flat_map(|migrated| {
+            migrated.changes.iter().map(|change| {
+                format!(
+                    "migrated from version {} to {}: {}: {} → {}",
+                    migrated.from, migrated.to, change.field, change.from, change.to
+                )
+            })
+        });
+        migrated
+            .chain(self.deadlines.iter().map(|change| match change.verb() {
                 "set" => format!("{} set to {}", change.field, moment(change.to)),
                 "moved" => format!(
                     "{} moved from {} to {}",
@@ -189,7 +211,7 @@ impl Step {
                     moment(change.to)
                 ),
                 _ => format!("{} cleared (was {})", change.field, moment(change.from)),
-            })
+            }))
             .chain(
                 self.changes
                     .iter()
@@ -287,7 +309,8 @@ impl App {
         let mut starting: Option<(String, Value)> = None;
         for event in &stream {
             let lifecycle = Lifecycle::decode(event)?;
-            let before = instance.state.clone();
+            let mut before = instance.state.clone();
+            let before_version = instance.state_version;
             let (what, cause_id) = describe(&lifecycle);
             let handles_start = matches!(
                 (&lifecycle, &starting),
@@ -337,7 +360,25 @@ impl App {
                 Some(cause_id) => Some(self.cause(cause_id).await?),
                 None => None,
             };
-            steps.push(step(event, what, cause, &before, &instance.state, &fields));
+            // A state stored by an older shape is told as this build's migration reads it, and
+            // the step's changes against that.
+            let mut migrated = None;
+            if instance.state_version != before_version
+                && !before.is_null()
+                && let Ok(read) = runner.migrated(before_version, &before)
+            {
+                let mut changes = Vec::new();
+                diff("", &before, &read, &mut changes, &|_: &str| false);
+                migrated = Some(Migrated {
+                    from: before_version,
+                    to: instance.state_version,
+                    changes,
+                });
+                before = read;
+            }
+            let mut told = step(event, what, cause, &before, &instance.state, &fields);
+            told.migrated = migrated;
+            steps.push(told);
         }
         // A state this build does not read still has a story: its pending deadlines are what is
         // unknown, and say why.
@@ -520,6 +561,7 @@ fn step(
         correlation_id: event.metadata.correlation_id.clone(),
         changes,
         deadlines,
+        migrated: None,
     }
 }
 

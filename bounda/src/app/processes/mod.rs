@@ -68,6 +68,10 @@ pub(crate) trait ProcessRunner: Send + Sync {
     /// Whether the instance's stored state reads as the process's state type: the stored
     /// fields it drops, or why it does not read.
     fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error>;
+    /// `state`, stored at `version`, as this build reads it, stored again: what a migration
+    /// makes of it.
+    fn migrated(&self, version: u32, state: &serde_json::Value)
+    -> Result<serde_json::Value, Error>;
     /// The instance's entry as its state says, or its removal.
     fn arm(
         &self,
@@ -169,6 +173,14 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
     fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error> {
         step::read_state::<P>(Some(instance))?;
         Ok(step::dropped_fields::<P>(instance))
+    }
+
+    fn migrated(
+        &self,
+        version: u32,
+        state: &serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        step::write_state(&P::migrate(version, state)?)
     }
 
     fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {
