@@ -113,8 +113,7 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
     let new_by: HashMap<_, &Fired> = new_keyed.iter().cloned().collect();
     // (deadline, signed shift in ms) → how many.
     let mut moved: BTreeMap<(String, i64), u64> = BTreeMap::new();
-    let mut only_new: BTreeMap<String, u64> = BTreeMap::new();
-    let mut only_old: BTreeMap<String, u64> = BTreeMap::new();
+    let mut new_only: Vec<&Fired> = Vec::new();
     for (key, firing) in &new_keyed {
         match old_by.get(key) {
             Some(before) if before.due != firing.due => {
@@ -122,18 +121,44 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
                 *moved.entry((deadline(firing), shift)).or_default() += 1;
             }
             Some(_) => {}
-            None => *only_new.entry(deadline(firing)).or_default() += 1,
+            None => new_only.push(firing),
         }
     }
+    // A firing only the old build makes, matched by one only the new build makes of the same
+    // instance at the same moment under another field, is a deadline renamed (a migration
+    // mapping `no_show` to `missed_at`), not one lost and one gained.
+    let mut renamed: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut only_old: BTreeMap<String, u64> = BTreeMap::new();
     for (key, firing) in &old_keyed {
-        if !new_by.contains_key(key) {
-            *only_old.entry(deadline(firing)).or_default() += 1;
+        if new_by.contains_key(key) {
+            continue;
+        }
+        let successor = new_only.iter().position(|new| {
+            new.process == firing.process
+                && new.instance == firing.instance
+                && new.due == firing.due
+                && new.field != firing.field
+        });
+        match successor {
+            Some(index) => {
+                let new = new_only.remove(index);
+                *renamed
+                    .entry((deadline(firing), deadline(new)))
+                    .or_default() += 1;
+            }
+            None => *only_old.entry(deadline(firing)).or_default() += 1,
         }
     }
+    let only_new = by(new_only.iter().map(|firing| deadline(firing)));
     for ((deadline, shift), count) in moved {
         let by = crate::millis(shift.unsigned_abs());
         let way = if shift < 0 { "earlier" } else { "later" };
         lines.push(format!("{count} {deadline} fire {by} {way}"));
+    }
+    for ((old, new), count) in renamed {
+        lines.push(format!(
+            "{count} {old} fire as {new}, renamed, at the same moments"
+        ));
     }
     for (deadline, count) in only_old {
         lines.push(format!("{count} {deadline} no longer fire"));

@@ -386,9 +386,8 @@ async fn two_builds_previews_on_one_copy_say_what_the_deploy_changes() {
         preview::changes(&old, &new),
         [
             "1 scheduler entries disagree with their state (before: 0)",
-            "3 AppointmentFlow.no_show no longer fire",
+            "3 AppointmentFlow.no_show fire as AppointmentFlow.missed_at, renamed, at the same moments",
             "3 AppointmentFlow.call newly fire",
-            "3 AppointmentFlow.missed_at newly fire",
             "port calls Outbox.send: 5 → 8",
         ]
     );
