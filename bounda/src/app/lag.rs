@@ -150,12 +150,20 @@ fn held_events(limited: &Limited, subscribers: &[SubscriberLag], head: u64) -> O
     })
 }
 
+/// The subscribers' lags, read at one head.
+pub(crate) struct Lags {
+    /// Of the subscribers this app runs.
+    pub(crate) subscribers: Vec<SubscriberLag>,
+    /// Of checkpoints in the store this app does not run.
+    pub(crate) stale: Vec<SubscriberLag>,
+    /// The last position stored, which they were read against.
+    pub(crate) head: u64,
+}
+
 impl App {
     /// The lag of each subscriber this app runs, and the stale checkpoints: the part of
     /// [`lag`](App::lag) its gauges read on every pass.
-    pub(crate) async fn subscriber_lags(
-        &self,
-    ) -> Result<(Vec<SubscriberLag>, Vec<SubscriberLag>), Error> {
+    pub(crate) async fn subscriber_lags(&self) -> Result<Lags, Error> {
         let head = self.store().head().await?;
         let mut subscribers = Vec::new();
         let mut stale = Vec::new();
@@ -222,16 +230,23 @@ impl App {
                 None => stale.push(lag),
             }
         }
-        Ok((subscribers, stale))
+        Ok(Lags {
+            subscribers,
+            stale,
+            head,
+        })
     }
 
     /// The lag of each subscriber this app runs, read from the store; the
     /// checkpoints of subscribers it does not run are listed apart as stale.
     pub async fn lag(&self) -> Result<Lag, Error> {
-        let (subscribers, stale) = self.subscriber_lags().await?;
+        let Lags {
+            subscribers,
+            stale,
+            head,
+        } = self.subscriber_lags().await?;
         let max_lag = subscribers.iter().map(|s| s.lag).max().unwrap_or(0);
         let (held, _) = self.held_deadlines().await?;
-        let head = self.store().head().await?;
         let mut limited = self.limited().await?;
         for limit in &mut limited {
             limit.events = held_events(limit, &subscribers, head);

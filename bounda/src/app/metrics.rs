@@ -159,7 +159,7 @@ impl App {
     /// the scrape; it reads each scheduler entry of a deadline, one row per instance.
     pub async fn survey_metrics(&self) -> Result<(), Error> {
         describe();
-        let (subscribers, _) = self.subscriber_lags().await?;
+        let subscribers = self.subscriber_lags().await?.subscribers;
         for subscriber in &subscribers {
             ::metrics::gauge!(SUBSCRIBER_LAG, "subscriber" => subscriber.subscriber.clone())
                 .set(subscriber.lag as f64);

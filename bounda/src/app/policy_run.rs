@@ -88,8 +88,12 @@ impl PolicyRun {
             &self.event.metadata.correlation_id,
             attempt,
         );
-        let reaction = Attempt::new(app, self.key.clone(), Cause::of_event(&self.event))
-            .declaring(policy.declared());
+        let reaction = Attempt::new(
+            app,
+            self.key.clone(),
+            Cause::of_event(&self.event),
+            policy.declared(),
+        );
         let limit = app
             .config()
             .for_aggregate(policy.key().aggregate)

@@ -132,7 +132,7 @@ pub(crate) struct Attempt {
     cause: Cause,
     staged: Mutex<Staged>,
     /// The ports its handler may read.
-    declared: Option<Declared>,
+    declared: Declared,
 }
 
 /// What a finished attempt writes.
@@ -144,28 +144,20 @@ pub(crate) struct Staging {
 }
 
 impl Attempt {
-    pub(crate) fn new(app: &App, key: String, cause: Cause) -> Attempt {
+    /// The attempt of a handler that may read the ports `declared` names, and no other.
+    pub(crate) fn new(app: &App, key: String, cause: Cause, declared: Declared) -> Attempt {
         Attempt {
             app: app.clone(),
             key,
             cause,
             staged: Mutex::new(Staged::default()),
-            declared: None,
+            declared,
         }
-    }
-
-    /// The attempt of a handler that may read the ports `declared` names, and no other.
-    pub(crate) fn declaring(mut self, declared: Declared) -> Attempt {
-        self.declared = Some(declared);
-        self
     }
 
     /// The port of type `T`, if its handler declares it (see [`Declared::read`]).
     pub(crate) fn port<T: Send + Sync + 'static>(&self) -> Result<&T, Error> {
-        match &self.declared {
-            Some(declared) => declared.read::<T>(self.app.ports()),
-            None => self.app.port::<T>(),
-        }
+        self.declared.read::<T>(self.app.ports())
     }
 
     fn staged(&self) -> MutexGuard<'_, Staged> {

@@ -724,7 +724,7 @@ async fn read_model_lines(app: &App) -> Result<Vec<ReadModelLine>, crate::Error>
     let Some(tables) = app.store().read_models() else {
         return Ok(Vec::new());
     };
-    let (subscribers, _) = app.subscriber_lags().await?;
+    let subscribers = app.subscriber_lags().await?.subscribers;
     let mut lines = Vec::new();
     for model in app.read_models() {
         let lag = subscribers

@@ -234,7 +234,7 @@ async fn effects(
             let behind = app
                 .subscriber_lags()
                 .await?
-                .0
+                .subscribers
                 .into_iter()
                 .find(|lag| lag.subscriber == *name)
                 .map_or(0, |lag| lag.lag);

@@ -113,7 +113,8 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
     let new_by: HashMap<_, &Fired> = new_keyed.iter().cloned().collect();
     // (deadline, signed shift in ms) → how many.
     let mut moved: BTreeMap<(String, i64), u64> = BTreeMap::new();
-    let mut new_only: Vec<&Fired> = Vec::new();
+    // The firings only the new build makes, by instance and moment.
+    let mut new_only: HashMap<(&str, &str, i64), Vec<&Fired>> = HashMap::new();
     for (key, firing) in &new_keyed {
         match old_by.get(key) {
             Some(before) if before.due != firing.due => {
@@ -121,27 +122,34 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
                 *moved.entry((deadline(firing), shift)).or_default() += 1;
             }
             Some(_) => {}
-            None => new_only.push(firing),
+            None => new_only
+                .entry((&firing.process, &firing.instance, firing.due.as_millis()))
+                .or_default()
+                .push(firing),
         }
     }
     // A firing only the old build makes, matched by one only the new build makes of the same
     // instance at the same moment under another field, is a deadline renamed (a migration
-    // mapping `no_show` to `missed_at`), not one lost and one gained.
+    // mapping `no_show` to `missed_at`), not one lost and one gained; each is taken once.
     let mut renamed: BTreeMap<(String, String), u64> = BTreeMap::new();
     let mut only_old: BTreeMap<String, u64> = BTreeMap::new();
     for (key, firing) in &old_keyed {
         if new_by.contains_key(key) {
             continue;
         }
-        let successor = new_only.iter().position(|new| {
-            new.process == firing.process
-                && new.instance == firing.instance
-                && new.due == firing.due
-                && new.field != firing.field
+        let slot = (
+            firing.process.as_str(),
+            firing.instance.as_str(),
+            firing.due.as_millis(),
+        );
+        let successor = new_only.get_mut(&slot).and_then(|candidates| {
+            let index = candidates
+                .iter()
+                .position(|new| new.field != firing.field)?;
+            Some(candidates.remove(index))
         });
         match successor {
-            Some(index) => {
-                let new = new_only.remove(index);
+            Some(new) => {
                 *renamed
                     .entry((deadline(firing), deadline(new)))
                     .or_default() += 1;
@@ -149,7 +157,7 @@ fn fired(old: &[Fired], new: &[Fired], lines: &mut Vec<String>) {
             None => *only_old.entry(deadline(firing)).or_default() += 1,
         }
     }
-    let only_new = by(new_only.iter().map(|firing| deadline(firing)));
+    let only_new = by(new_only.into_values().flatten().map(deadline));
     for ((deadline, shift), count) in moved {
         let by = crate::millis(shift.unsigned_abs());
         let way = if shift < 0 { "earlier" } else { "later" };

@@ -252,7 +252,7 @@ pub(crate) async fn event_step<P: Process>(
     let fail = |error: Error| Failure::of_error(&error);
     let mut state: P = read_state(instance).map_err(fail)?;
     let cause = Cause::of_event(event);
-    let attempt = Attempt::new(app, key, cause).declaring(super::declared::<P>());
+    let attempt = Attempt::new(app, key, cause, super::declared::<P>());
     let now = app.clock().now();
     // A start records the initial state, then what its handler made of it (spec 62–63).
     let initial = match route {
@@ -394,7 +394,7 @@ pub(crate) async fn deadline_step<P: Process>(
     // The same key on every automatic retry; an operator's retry passes a new one (spec 137–138).
     let subject = format!("{id}:deadline:{}:{}", due.field, due.at.as_millis());
     let key = key.unwrap_or_else(|| derived_id(&["process", P::NAME, &subject]));
-    let attempt = Attempt::new(app, key, cause).declaring(super::declared::<P>());
+    let attempt = Attempt::new(app, key, cause, super::declared::<P>());
     // The followed instance is read before the handler runs: a stream that does not read (an
     // event from a newer build, a payload its type lost) fails the step before the handler has
     // sent a message or charged a card.

@@ -252,13 +252,10 @@ impl Runners {
     /// Whether a subscriber's checkpoint stands before the head (a read that fails counts as
     /// not: the next round reads again).
     async fn behind(&self) -> bool {
-        let app = self.app();
-        let (Ok(head), Ok((subscribers, _))) =
-            (app.store().head().await, app.subscriber_lags().await)
-        else {
+        let Ok(lags) = self.app().subscriber_lags().await else {
             return false;
         };
-        subscribers.iter().any(|s| s.position < head)
+        lags.subscribers.iter().any(|s| s.position < lags.head)
     }
 
     /// Moves the clock `by` with the current runner running everything due on the way.
