@@ -358,17 +358,14 @@ fn clone_range(conn: &Connection, moment: &Moment, ids: &[String], from: usize, 
             .and_then(|mut statement| {
                 let names = statement.parameter_count();
                 let mut bound = 0;
-                let bounds = [(":from", from as i64), (":to", to as i64)];
-                for (name, value) in bounds {
-                    if let Some(index) = statement.parameter_index(name)? {
-                        statement.raw_bind_parameter(index, value)?;
-                        bound += 1;
-                    }
-                }
-                for (name, value) in [
-                    (":moment_text", moment.text.clone()),
-                    (":moment_ms", moment.millis.clone()),
-                ] {
+                let (from, to) = (from as i64, to as i64);
+                let values: [(&str, &dyn rusqlite::ToSql); 4] = [
+                    (":from", &from),
+                    (":to", &to),
+                    (":moment_text", &moment.text),
+                    (":moment_ms", &moment.millis),
+                ];
+                for (name, value) in values {
                     if let Some(index) = statement.parameter_index(name)? {
                         statement.raw_bind_parameter(index, value)?;
                         bound += 1;
