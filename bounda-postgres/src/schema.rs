@@ -266,6 +266,19 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (subscriber, handler, lane)
     );
     ",
+    // 10: retries operators asked the workers for: who asked, when, and what the retry did;
+    // the request itself waits as a scheduler entry.
+    "
+    CREATE TABLE {t}retry_requests (
+        id           TEXT        PRIMARY KEY,
+        letter       TEXT        NOT NULL,
+        by_whom      TEXT        NOT NULL,
+        requested_at TIMESTAMPTZ NOT NULL,
+        finished_at  TIMESTAMPTZ,
+        outcome      TEXT
+    );
+    CREATE INDEX {p}retry_requests_letter ON {t}retry_requests (letter, requested_at);
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

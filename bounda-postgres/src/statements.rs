@@ -13,7 +13,7 @@ use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
     Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
-    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    RetryOutcome, RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -555,5 +555,28 @@ impl<C: GenericClient> Statements for On<'_, C> {
             owned![settle.id.clone(), settle.status.as_str()],
         )
         .await
+    }
+
+    async fn keep_retry_request(&mut self, request: &RetryRequest) -> Result<(), StoreError> {
+        self.execute(
+            "cannot keep a requested retry",
+            Expect::Any,
+            "INSERT INTO {t}retry_requests AS r
+                 (id, letter, by_whom, requested_at, finished_at, outcome)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (id) DO UPDATE SET
+                 finished_at = excluded.finished_at, outcome = excluded.outcome
+             WHERE r.outcome IS NULL",
+            owned![
+                request.id.clone(),
+                request.letter.clone(),
+                request.by.clone(),
+                request.requested_at.to_chrono(),
+                request.finished_at.map(Instant::to_chrono),
+                request.outcome.as_ref().map(RetryOutcome::to_text),
+            ],
+        )
+        .await?;
+        Ok(())
     }
 }

@@ -8,8 +8,8 @@
 use bounda::store::{
     Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
     InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
-    LimitKey, LimitWindow, Listener, Pause, PauseTarget, ScheduledEntry, Snapshot, Store,
-    StoreError, StreamTail, WriteSet, async_trait, protocol,
+    LimitKey, LimitWindow, Listener, Pause, PauseTarget, RetryOutcome, RetryRequest,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -868,6 +868,33 @@ impl Store for PostgresStore {
             )
             .await?;
         row.as_ref().map(rows::dead_letter).transpose()
+    }
+
+    async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
+        let client = self.client().await?;
+        let read = query(
+            &client,
+            &self.names.sql(
+                "SELECT id, letter, by_whom, requested_at, finished_at, outcome
+                 FROM {t}retry_requests WHERE letter = $1 ORDER BY requested_at, id",
+            ),
+            &[&letter],
+        )
+        .await
+        .map_err(failed("cannot read the retries requested of a letter"))?;
+        read.iter()
+            .map(|row| {
+                Ok(RetryRequest {
+                    id: rows::get(row, 0)?,
+                    letter: rows::get(row, 1)?,
+                    by: rows::get(row, 2)?,
+                    requested_at: rows::instant(row, 3)?,
+                    finished_at: rows::optional_instant(row, 4)?,
+                    outcome: rows::get::<Option<String>>(row, 5)?
+                        .map(|text| RetryOutcome::from_text(&text)),
+                })
+            })
+            .collect()
     }
 
     async fn inbox_page(

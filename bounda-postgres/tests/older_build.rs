@@ -71,7 +71,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 9, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 10, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(
@@ -234,4 +234,12 @@ async fn tables_of_schema_1_take_read_models() {
     let (store, _client, _schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     bounda::store::contract::read_model_tables_are_made_and_brought_up_at_start(&store).await;
     bounda::store::contract::a_read_model_hold_counts_its_attempts_at_one_event(&store).await;
+}
+
+// Issue 44: tables an older build wrote keep the retries operators request of the workers once
+// migrated: each kept with its entry, finished once.
+#[tokio::test]
+async fn tables_of_schema_5_keep_requested_retries() {
+    let (store, _client, _schema) = restored(include_str!("fixtures/instances-v5.sql")).await;
+    bounda::store::contract::a_retry_request_is_kept_then_finished_once(&store).await;
 }

@@ -38,6 +38,7 @@ mod limits;
 mod opener;
 mod read_models;
 mod reads;
+mod retry_requests;
 mod rows;
 mod schema;
 #[cfg(feature = "testing")]

@@ -249,6 +249,19 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (subscriber, handler, lane)
     ) WITHOUT ROWID;
     ",
+    // 15: retries operators asked the workers for: who asked, when, and what the retry did
+    // (`retry_requests.rs`); the request itself waits as a scheduler entry.
+    "
+    CREATE TABLE bounda_retry_requests (
+        id           TEXT NOT NULL PRIMARY KEY,
+        letter       TEXT NOT NULL,
+        by           TEXT NOT NULL,
+        requested_at TEXT NOT NULL,
+        finished_at  TEXT,
+        outcome      TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX bounda_retry_requests_letter ON bounda_retry_requests (letter, requested_at);
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the database to,

@@ -8,7 +8,7 @@ use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
     Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
-    ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -376,5 +376,9 @@ impl Statements for On<'_> {
             "UPDATE bounda_dead_letters SET status = ?2 WHERE id = ?1 AND status = 'failed'",
             params![settle.id, rows::status_text(settle.status)],
         )
+    }
+
+    async fn keep_retry_request(&mut self, request: &RetryRequest) -> Result<(), StoreError> {
+        crate::retry_requests::keep(self.0, request)
     }
 }

@@ -3,8 +3,8 @@
 use bounda::store::{
     Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
     InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
-    LimitKey, LimitWindow, Pause, PauseTarget, ScheduledEntry, Snapshot, Store, StoreError,
-    StreamTail, WriteSet, async_trait,
+    LimitKey, LimitWindow, Pause, PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store,
+    StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -675,6 +675,11 @@ impl Store for SqliteStore {
         ))
         .and_then(|mut s| s.query_row([id], rows::dead_letter).optional())
         .map_err(sql("cannot read a dead letter"))
+    }
+
+    async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
+        let conn = self.lock()?;
+        crate::retry_requests::of_letter(&conn, letter)
     }
 
     async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {

@@ -24,7 +24,7 @@ async fn claims_of_schema_7_lapse_on_the_readers_lease_and_new_ones_on_their_own
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 14, "migrated from 7 to this build's schema");
+    assert_eq!(version, 15, "migrated from 7 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<Option<String>> = Connection::open(&path)
         .and_then(|conn| {
@@ -53,7 +53,7 @@ async fn the_instances_of_a_file_of_schema_10_are_indexed_when_it_migrates() {
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 14, "migrated from 10 to this build's schema");
+    assert_eq!(version, 15, "migrated from 10 to this build's schema");
     bounda::store::contract::the_instances_an_older_build_wrote_are_indexed(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_limits(&store).await;
@@ -135,4 +135,12 @@ async fn a_file_of_schema_7_takes_read_models() {
     let (store, _path, _dir) = restored(include_str!("fixtures/claims-v7.sql"));
     bounda::store::contract::read_model_tables_are_made_and_brought_up_at_start(&store).await;
     bounda::store::contract::a_read_model_hold_counts_its_attempts_at_one_event(&store).await;
+}
+
+// Issue 44: a file an older build wrote keeps the retries operators request of the workers once
+// migrated: each kept with its entry, finished once.
+#[tokio::test]
+async fn a_file_of_schema_10_keeps_requested_retries() {
+    let (store, _path, _dir) = restored(include_str!("fixtures/instances-v10.sql"));
+    bounda::store::contract::a_retry_request_is_kept_then_finished_once(&store).await;
 }

@@ -87,18 +87,11 @@ pub fn event(writer: usize, n: usize) -> NewEvent {
 
 /// Entry `n`, due at `at`.
 pub fn entry(n: usize, at: Instant) -> ScheduledEntry {
-    ScheduledEntry {
-        dedupe_key: format!("entry-{n:03}"),
-        command_type: "Ping".into(),
-        aggregate_id: format!("a-{n}"),
-        payload: serde_json::json!({ "n": n }),
-        execute_at: at,
-        context: serde_json::json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-        unreadable: None,
-    }
+    ScheduledEntry::new(
+        format!("entry-{n:03}"),
+        "Ping",
+        format!("a-{n}"),
+        serde_json::json!({ "n": n }),
+        at,
+    )
 }

@@ -73,7 +73,7 @@ impl DeadLetters<'_> {
     }
 
     /// The letter `id`, still `failed`.
-    async fn failed(&self, id: &str) -> Result<DeadLetter, Error> {
+    pub(super) async fn failed(&self, id: &str) -> Result<DeadLetter, Error> {
         let letter = self.get(id).await?.ok_or_else(|| Error::NotFound {
             what: format!("dead letter `{id}`"),
         })?;
@@ -112,7 +112,10 @@ impl DeadLetters<'_> {
         .await
     }
 
-    /// Runs the letter's work again, as a new request: a new idempotency key and new derived ids.
+    /// Runs the letter's work again here, in this process, with this app's handlers and their
+    /// configuration, as a new request: a new idempotency key and new derived ids. An operator's
+    /// tool runs elsewhere than production's workers: it should
+    /// [`request_retry`](DeadLetters::request_retry), which a worker runs.
     /// A policy letter runs its handler once on the stored event, bypassing the
     /// inbox, and is marked `retried` with what the run writes; a scheduled letter
     /// dispatches its command with the recorded payload in a new correlation caused by the
@@ -120,15 +123,21 @@ impl DeadLetters<'_> {
     /// error; of two retries, or a retry and a discard, the second gets `DEAD_LETTER_SETTLED`.
     pub async fn retry(&self, id: &str) -> Result<Retried, Error> {
         let letter = self.failed(id).await?;
-        // What is paused runs nothing, a retry included: resume it first.
-        if let Some(pause) = self.holding_pause(&letter).await? {
-            return Err(Error::LetterNotRetriable {
-                id: id.to_owned(),
-                reason: format!("{pause}; resume it first"),
-            });
-        }
+        self.refuse_paused(&letter).await?;
         self.holding(id, async |held| self.retry_claimed(letter, held).await)
             .await
+    }
+
+    /// Refuses to retry `letter` while what runs it is paused: what is paused runs nothing, a
+    /// retry included.
+    pub(super) async fn refuse_paused(&self, letter: &DeadLetter) -> Result<(), Error> {
+        match self.holding_pause(letter).await? {
+            Some(pause) => Err(Error::LetterNotRetriable {
+                id: letter.id.clone(),
+                reason: format!("{pause}; resume it first"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Runs `settle` holding letter `id`'s claim, taken before anything runs, so of two

@@ -10,6 +10,7 @@ mod fold;
 mod holds;
 mod instances;
 mod lag;
+mod letter_requests;
 pub(crate) mod letters;
 mod letters_bulk;
 pub mod metrics;

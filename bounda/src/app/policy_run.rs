@@ -195,20 +195,13 @@ impl Work for SchedulePolicyRun {
         };
         let outcome = match serde_json::to_value(&payload) {
             Ok(payload) => Outcome::Commit(Done::writes(WriteSet {
-                schedule: vec![ScheduledEntry {
-                    dedupe_key: derived_id(&["policy-run", self.policy, &self.event.id]),
-                    command_type: POLICY_RUN.to_owned(),
-                    aggregate_id: self.event.aggregate_id.clone(),
+                schedule: vec![ScheduledEntry::new(
+                    derived_id(&["policy-run", self.policy, &self.event.id]),
+                    POLICY_RUN,
+                    self.event.aggregate_id.clone(),
                     payload,
-                    execute_at: self.execute_at,
-                    context: serde_json::json!({}),
-                    attempts: 0,
-                    last_error: None,
-                    revision: 0,
-                    claim_id: None,
-                    claimed_at: None,
-                    unreadable: None,
-                }],
+                    self.execute_at,
+                )],
                 ..WriteSet::default()
             })),
             Err(source) => Outcome::Failed(Failure::of_error(&Error::Encode {

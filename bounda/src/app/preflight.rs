@@ -14,6 +14,7 @@ use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::{Drift, Rearm, UnreadableState};
 use crate::store::ScheduledEntry;
 use crate::store::instances::DeadlinePayload;
+use crate::store::retry_requests::LETTER_RETRY;
 use crate::{Error, RecordedEvent};
 
 /// Events read per page.
@@ -199,7 +200,8 @@ impl App {
     async fn check_entries(&self, report: &mut Preflight) -> Result<(), Error> {
         let mut orphans: BTreeMap<String, OrphanEntries> = BTreeMap::new();
         for (command_type, _) in self.store().scheduled_types().await? {
-            let runtime = command_type == PROCESS_DEADLINE || command_type == POLICY_RUN;
+            let runtime =
+                [PROCESS_DEADLINE, POLICY_RUN, LETTER_RETRY].contains(&command_type.as_str());
             let missing = !runtime && self.command_runner(&command_type).is_none();
             let mut after: Option<String> = None;
             loop {

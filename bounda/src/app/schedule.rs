@@ -49,17 +49,13 @@ pub(crate) fn scheduled_entry<C: Command>(
         source,
     })?;
     Ok(ScheduledEntry {
-        dedupe_key: command_id,
-        command_type: C::NAME.to_owned(),
-        aggregate_id: command.aggregate_id().to_owned(),
-        payload,
-        execute_at,
         context,
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-        unreadable: None,
+        ..ScheduledEntry::new(
+            command_id,
+            C::NAME,
+            command.aggregate_id(),
+            payload,
+            execute_at,
+        )
     })
 }

@@ -14,6 +14,7 @@ use crate::app::processes::writes::LetterPayload;
 use crate::app::schedule::ScheduledContext;
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
+use crate::store::retry_requests::LETTER_RETRY;
 use crate::store::{DeadLetter, LetterKind, ScheduledEntry};
 
 /// About how many runs one worker pass makes before the subscribers' passes get their turn.
@@ -45,7 +46,13 @@ impl App {
                 then_claim: (full && rounds > 0 && !self.stopping()).then_some(limit),
                 ..Report::default()
             };
-            let runs = self.scheduled_runs(entries, &claim_id).await?;
+            // A requested retry runs as the operator's retry does, not as a run of the batch.
+            let (requested, others): (Vec<_>, Vec<_>) = std::mem::take(&mut entries)
+                .into_iter()
+                .partition(|entry| entry.command_type == LETTER_RETRY);
+            ran |= !requested.is_empty();
+            self.run_requested_retries(requested, &claim_id).await?;
+            let runs = self.scheduled_runs(others, &claim_id).await?;
             let result = self.run_batch(runs, &mut report).await;
             rejections.append(&mut report.rejections);
             result?;

@@ -25,11 +25,13 @@
 //! # }
 //! ```
 
+mod by;
 mod deploy;
 mod escape;
 
 use deploy::io;
 mod instances;
+mod letters;
 mod logging;
 mod pauses;
 mod rebuild;
@@ -43,12 +45,12 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::App;
-use crate::app::Retried;
 use crate::store::{DeadLetter, LetterFilter, LetterKind, LetterStatus};
 use escape::Plain;
 
 pub use deploy::{CopyArgs, PreviewArgs, copy, preview};
 pub use instances::InstancesArgs;
+pub use letters::{Asking, RetryAllArgs, RetryArgs};
 pub use logging::Logging;
 pub use pauses::{PauseArgs, Target};
 #[cfg(feature = "page")]
@@ -107,8 +109,9 @@ impl Operator {
             Operator::Rearm(args) => args.dry_run,
             Operator::DeadLetters(letters) => match letters {
                 Letters::List(_) | Letters::Show { .. } => true,
-                Letters::RetryAll(args) | Letters::DiscardAll(args) => args.dry_run,
-                Letters::Retry { .. } | Letters::Discard { .. } => false,
+                Letters::RetryAll(args) => args.bulk.dry_run,
+                Letters::DiscardAll(args) => args.dry_run,
+                Letters::Retry(_) | Letters::Discard { .. } => false,
             },
             Operator::Pause(_) | Operator::Resume(_) | Operator::Rebuild(_) => false,
         }
@@ -168,20 +171,20 @@ pub enum Letters {
         /// The letter.
         id: String,
     },
-    /// Runs the letter's work again; exits 2 with the error if it fails.
-    Retry {
-        /// The letter.
-        id: String,
-    },
+    /// Asks the workers to run the letter's work again, as production runs it, and waits for
+    /// what it did; exits 2 if it failed, 3 if no worker ran it in the time waited (the request
+    /// stays: a worker runs it when one runs).
+    Retry(RetryArgs),
     /// Gives the letter up.
     Discard {
         /// The letter.
         id: String,
     },
-    /// Retries every open letter the filters match, oldest first, in paced batches, printing
-    /// each outcome; exits 2 if one did not go through. Interrupted, run it again: what it
-    /// retried is no longer open.
-    RetryAll(BulkArgs),
+    /// Asks the workers to retry every open letter the filters match, oldest first, in paced
+    /// batches, printing each outcome; exits 2 if one did not go through, 3 if a batch was not
+    /// run in the time waited (the rest are left). Interrupted, run it again: what it retried
+    /// is no longer open.
+    RetryAll(RetryAllArgs),
     /// Discards every open letter the filters match, in paced batches; exits 2 if one did not
     /// go through.
     DiscardAll(BulkArgs),
@@ -294,50 +297,6 @@ pub enum Status {
     Failed,
     Retried,
     Discarded,
-}
-
-/// Retries (`retry`) or discards every open letter the flags match, printing each outcome and
-/// the counts: exit code 2 when one did not go through.
-async fn bulk_letters(
-    app: &App,
-    args: &BulkArgs,
-    retry: bool,
-    out: &mut impl Write,
-) -> Result<ExitCode, crate::Error> {
-    let pace = crate::Pace {
-        batch: args.batch,
-        pause: args.pause,
-    };
-    let mut written = Ok(());
-    let each = |id: &str, outcome: &crate::BulkOutcome| {
-        if written.is_ok() {
-            written = match outcome {
-                crate::BulkOutcome::Failed(error) => {
-                    writeln!(out, "{}  failed: {}", Plain(id), Plain(error))
-                }
-                other => writeln!(out, "{}  {}", Plain(id), other.name()),
-            };
-        }
-    };
-    let letters = app.dead_letters();
-    let report = match retry {
-        true => letters.retry_all(&args.filter(), pace, each).await?,
-        false => letters.discard_all(&args.filter(), pace, each).await?,
-    };
-    written.map_err(io)?;
-    let counts = report.counts();
-    let summary: Vec<String> = counts
-        .iter()
-        .map(|(name, n)| format!("{n} {name}"))
-        .collect();
-    match summary.is_empty() {
-        true => writeln!(out, "no open letters match").map_err(io)?,
-        false => writeln!(out, "{}", summary.join(", ")).map_err(io)?,
-    }
-    Ok(match counts.get("failed") {
-        Some(_) => ExitCode::from(2),
-        None => ExitCode::SUCCESS,
-    })
 }
 
 /// Runs `command` on `app`, printing to standard output; errors go to standard error. Exit code
@@ -630,7 +589,10 @@ pub async fn execute(
         Operator::DeadLetters(Letters::Show { id }) => match app.dead_letters().get(&id).await? {
             Some(letter) => {
                 let parked = app.dead_letters().parked(&letter).await?;
-                writeln!(out, "{:#}", letter_json(&letter, parked)).map_err(io)?;
+                let mut shown = letter_json(&letter, parked);
+                let retries = app.dead_letters().requests(&id).await?;
+                shown["retries"] = serde_json::to_value(retries).unwrap_or_default();
+                writeln!(out, "{shown:#}").map_err(io)?;
             }
             None => {
                 return Err(crate::Error::NotFound {
@@ -638,45 +600,14 @@ pub async fn execute(
                 });
             }
         },
-        Operator::DeadLetters(Letters::Retry { id }) => match app.dead_letters().retry(&id).await {
-            Ok(Retried::Done) => writeln!(out, "retried {}", Plain(&id)).map_err(io)?,
-            Ok(Retried::FailedAgain {
-                letter,
-                drained,
-                parked,
-            }) => {
-                writeln!(
-                    out,
-                    "retried {}: its step ran and {drained} parked events were handled, then \
-                     a later step failed: new letter {letter}, {parked} events parked behind it",
-                    Plain(&id)
-                )
-                .map_err(io)?;
-                return Ok(ExitCode::from(2));
-            }
-            Ok(Retried::Rejected(rejection)) => writeln!(
-                out,
-                "retried {}: command rejected, {} {}: {}",
-                Plain(&id),
-                Plain(&rejection.command_type),
-                Plain(&rejection.rejected),
-                Plain(&rejection.message)
-            )
-            .map_err(io)?,
-            // An unknown letter is a mistake like any other (1); a retry that ran and failed is 2.
-            Err(error @ crate::Error::NotFound { .. }) => return Err(error),
-            Err(error) => {
-                eprintln!("error: {}", Plain(crate::error::chain(&error)));
-                return Ok(ExitCode::from(2));
-            }
-        },
+        Operator::DeadLetters(Letters::Retry(args)) => return letters::retry(app, args, out).await,
         Operator::DeadLetters(Letters::Discard { id }) => {
             app.dead_letters().discard(&id).await?;
             writeln!(out, "discarded {}", Plain(&id)).map_err(io)?;
         }
-        Operator::DeadLetters(Letters::RetryAll(args) | Letters::DiscardAll(args))
-            if args.dry_run =>
-        {
+        Operator::DeadLetters(
+            Letters::RetryAll(RetryAllArgs { bulk: args, .. }) | Letters::DiscardAll(args),
+        ) if args.dry_run => {
             let count = app.dead_letters().count_open(&args.filter()).await?;
             let count = args.limit.map_or(count, |limit| count.min(limit as u64));
             let letters = if count == 1 {
@@ -687,10 +618,10 @@ pub async fn execute(
             writeln!(out, "{count} open {letters}").map_err(io)?;
         }
         Operator::DeadLetters(Letters::RetryAll(args)) => {
-            return bulk_letters(app, &args, true, out).await;
+            return letters::retry_all(app, args, out).await;
         }
         Operator::DeadLetters(Letters::DiscardAll(args)) => {
-            return bulk_letters(app, &args, false, out).await;
+            return letters::discard_all(app, &args, out).await;
         }
         Operator::Explain(args) => {
             let Some(story) = app.explain_named(&args.process, &args.id).await? else {

@@ -34,16 +34,7 @@ pub(super) async fn pause(
     args: PauseArgs,
     out: &mut impl Write,
 ) -> Result<(), crate::Error> {
-    let by = args
-        .by
-        .or_else(|| std::env::var("LOGNAME").ok())
-        .filter(|by| !by.trim().is_empty());
-    let Some(by) = by else {
-        return Err(crate::Error::MissingArgument {
-            argument: "--by <name>".to_owned(),
-            why: "who pauses it: USER and LOGNAME are not set".to_owned(),
-        });
-    };
+    let by = super::by::operator(args.by, "who pauses it")?;
     let target = args.target;
     match app
         .pause(target.clone(), &by, args.reason.as_deref())

@@ -1,6 +1,7 @@
 //! Letters in bulk on the page: a filter, the count of open letters it matches (the
-//! confirmation), and the retry or discard of them all, run in the background in paced batches
-//! as [`DeadLetters::retry_all`](crate::app::DeadLetters::retry_all) runs them.
+//! confirmation), and the retry or discard of them all, run in the background in paced batches:
+//! retries asked of the workers as
+//! [`DeadLetters::request_retry_all`](crate::app::DeadLetters::request_retry_all) asks them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,6 +154,10 @@ impl Drop for Running {
     }
 }
 
+/// How long a bulk retry waits for the workers to run a batch before it stops, leaving the
+/// rest as they are.
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Starts retrying or discarding every open letter the form's filter matches, in the
 /// background (a thousand letters outlast a request), and goes back to the overview. Its end is
 /// logged with its counts; each letter's outcome is its status.
@@ -201,13 +206,19 @@ pub(super) async fn act(
         return Redirect::to(&shared.links.done("bulk-busy")).into_response();
     }
     let running = Running(shared.bulk.clone());
+    let by = operator.clone();
     let app = shared.app.clone();
     let retry = action == "retry";
     tokio::spawn(async move {
         let _running = running;
         let letters = app.dead_letters();
         let done: Result<BulkReport, crate::Error> = match retry {
-            true => letters.retry_all(&filter, Pace::default(), |_, _| {}).await,
+            // Asked of the workers, a batch at a time, each batch waited for.
+            true => {
+                letters
+                    .request_retry_all(&filter, Pace::default(), &by, BATCH_WAIT, |_, _| {})
+                    .await
+            }
             false => {
                 letters
                     .discard_all(&filter, Pace::default(), |_, _| {})
@@ -215,6 +226,15 @@ pub(super) async fn act(
             }
         };
         match done {
+            Ok(report) if report.counts().contains_key("waiting") => tracing::warn!(
+                counts = ?report.counts(),
+                untaken = report.untaken,
+                by = %operator,
+                "bulk retry of letters started from the page stopped: no worker ran a batch \
+                 within {}s; its retries stay requested, and the letters after it were left as \
+                 they are",
+                BATCH_WAIT.as_secs()
+            ),
             Ok(report) => tracing::info!(
                 counts = ?report.counts(),
                 by = %operator,

@@ -39,9 +39,9 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 
-use crate::app::{App, Retried};
+use crate::app::App;
 use crate::explain::Explained;
-use crate::store::{DeadLetter, LetterFilter};
+use crate::store::{DeadLetter, LetterFilter, RetryOutcome};
 use crate::{Duration, Instant, hours};
 
 /// How the page is served.
@@ -415,6 +415,10 @@ const TIMELINE_INSTANCES: usize = 500;
 /// The most open letters the overview lists: the oldest, which have waited longest.
 const LETTERS: usize = 200;
 
+/// How long a retry from the page waits for a worker to run it before the page answers that it
+/// is requested.
+const RETRY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// One subscriber's line on the overview.
 struct LagLine {
     name: String,
@@ -587,6 +591,10 @@ fn notice(code: &str) -> Option<String> {
                 "The letter's step ran, then a later step failed: see the new letter."
             }
             "rejected" => "The letter's command was rejected on the state now.",
+            "retry-requested" => {
+                "The retry is requested, but no worker ran it yet: it runs when a worker runs, \
+                 and the letter's status then says how it went."
+            }
             "discarded" => "The letter was discarded.",
             "paused" => "Paused: every runner leaves it until it is resumed.",
             "paused-already" => "It was paused already; the pause is as it was.",
@@ -953,10 +961,23 @@ async fn act(
     };
     let letters = shared.app.dead_letters();
     let (done, failed) = if action == "retry" {
-        match letters.retry(&id).await {
-            Ok(Retried::Done) => ("retried", None),
-            Ok(Retried::FailedAgain { .. }) => ("failed-again", None),
-            Ok(Retried::Rejected(_)) => ("rejected", None),
+        // Asked of the workers, which run it as production runs it.
+        let requested = match letters.request_retry(&id, &operator).await {
+            Ok(request) => letters.await_request(&request, RETRY_WAIT).await,
+            Err(error) => Err(error),
+        };
+        match requested.map(|request| request.outcome) {
+            Ok(Some(RetryOutcome::Retried)) => ("retried", None),
+            Ok(Some(RetryOutcome::FailedAgain { .. })) => ("failed-again", None),
+            Ok(Some(RetryOutcome::Rejected { .. })) => ("rejected", None),
+            Ok(Some(RetryOutcome::Failed { code, error })) => (
+                "retry-failed",
+                Some(crate::Error::RetryFailed {
+                    id: id.clone(),
+                    message: format!("{error} ({code})"),
+                }),
+            ),
+            Ok(None) => ("retry-requested", None),
             Err(error) => ("retry-failed", Some(error)),
         }
     } else {

@@ -9,7 +9,8 @@
 //! attempts, errors and revisions; dead letters with their status; pauses. The instances index is filled
 //! afresh in the target from the events and entries copied. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
-//! snapshots (they only shorten a fold), a scheduler entry's first failure moment (a letter filed
+//! snapshots (they only shorten a fold), the record of retries operators requested (a request
+//! still waiting is a scheduler entry, and is copied), a scheduler entry's first failure moment (a letter filed
 //! later gives the first failure after the copy), metadata fields this build does not know, and
 //! read models (their tables and checkpoints: on the target, each read model projects the log
 //! afresh into a table of its own).

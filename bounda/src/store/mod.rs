@@ -24,6 +24,7 @@ pub mod pauses;
 pub mod protocol;
 pub mod read_models;
 mod records;
+pub mod retry_requests;
 mod unreadable;
 mod write_set;
 
@@ -45,6 +46,7 @@ pub use instances::{
 pub use limits::{LimitKey, LimitKind, LimitWindow};
 pub use open::{Address, Opener, Opening, Place};
 pub use pauses::{Pause, PauseTarget, Paused};
+pub use retry_requests::{RetryOutcome, RetryRequest};
 pub use unreadable::{Columns, Unreadable};
 
 pub use async_trait::async_trait;
@@ -441,6 +443,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// The dead letter with this id.
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
+
+    /// The retries requested of letter `letter` ([`retry_requests`]), oldest first, each with
+    /// its outcome once a worker ran it. A store that keeps none keeps this default, which
+    /// refuses; it must then refuse [`WriteSet::retry_requests`] too.
+    async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
+        let _ = letter;
+        Err(StoreError::new(
+            "this store keeps no retry requests: retry letters in the worker's process",
+        ))
+    }
 
     /// Up to `query.limit` instances of the instances index ([`instances`]) matching `query`, in
     /// its order, after its cursor. A store should answer through indexes, so a page costs the

@@ -17,6 +17,7 @@ use crate::Instant;
 use crate::store::copy::InboxStatus;
 use crate::store::instances::InstanceChange;
 use crate::store::records::{Appended, Committed, DeadLetter, ScheduledEntry, Snapshot};
+use crate::store::retry_requests::RetryRequest;
 use crate::store::write_set::{
     Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome,
     ScheduledRelease, StoreError, WriteSet,
@@ -131,6 +132,10 @@ pub trait Statements {
 
     /// Moves a letter out of `failed`, only while it is `failed`. Answers the rows changed.
     async fn settle_letter(&mut self, settle: &LetterSettle) -> Result<u64, StoreError>;
+
+    /// Keeps a requested retry: a new one as it is; a finished one gives its stored request the
+    /// outcome, unless that has one already (the first outcome stands).
+    async fn keep_retry_request(&mut self, request: &RetryRequest) -> Result<(), StoreError>;
 }
 
 /// What inserting a stream's events found.
@@ -281,6 +286,9 @@ pub async fn apply<S: Statements>(
     }
     for change in &writes.instances {
         s.index_instance(change).await?;
+    }
+    for request in &writes.retry_requests {
+        s.keep_retry_request(request).await?;
     }
     if let Some(next) = &writes.claim_due {
         committed.claimed = s.claim_due(next).await?;

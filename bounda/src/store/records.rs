@@ -115,6 +115,33 @@ pub struct ScheduledEntry {
     pub unreadable: Option<Box<crate::store::Unreadable>>,
 }
 
+impl ScheduledEntry {
+    /// A new entry, as scheduled: `payload` to run as `command_type` for `aggregate_id` at
+    /// `execute_at`, under `dedupe_key`, with no context, never run, unclaimed.
+    pub fn new(
+        dedupe_key: impl Into<String>,
+        command_type: impl Into<String>,
+        aggregate_id: impl Into<String>,
+        payload: serde_json::Value,
+        execute_at: Instant,
+    ) -> ScheduledEntry {
+        ScheduledEntry {
+            dedupe_key: dedupe_key.into(),
+            command_type: command_type.into(),
+            aggregate_id: aggregate_id.into(),
+            payload,
+            execute_at,
+            context: serde_json::json!({}),
+            attempts: 0,
+            last_error: None,
+            revision: 0,
+            claim_id: None,
+            claimed_at: None,
+            unreadable: None,
+        }
+    }
+}
+
 /// What claiming `(handler, event)` in the inbox found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboxClaim {

@@ -3,6 +3,7 @@
 use crate::Instant;
 use crate::store::instances::InstanceChange;
 use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry, Snapshot};
+use crate::store::retry_requests::RetryRequest;
 
 /// Events to append to one stream, at the version the decision saw.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +147,9 @@ pub struct WriteSet {
     /// [`Committed::claimed`](crate::store::Committed::claimed): a worker under load commits
     /// one batch and claims the next in one write.
     pub claim_due: Option<ClaimDue>,
+    /// Retries an operator requested, to record or to finish: a new one is kept as it is, and a
+    /// finished one gives its request its outcome, unless that request has one already.
+    pub retry_requests: Vec<RetryRequest>,
 }
 
 /// What to claim: up to `limit` entries due at `now` whose claim is free or has lapsed, under

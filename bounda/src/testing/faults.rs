@@ -470,6 +470,12 @@ impl Store for FaultyStore {
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
         self.inner.dead_letter(id).await
     }
+    async fn retry_requests(
+        &self,
+        letter: &str,
+    ) -> Result<Vec<crate::store::RetryRequest>, StoreError> {
+        self.inner.retry_requests(letter).await
+    }
 
     async fn instances(
         &self,

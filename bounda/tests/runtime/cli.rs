@@ -38,6 +38,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     .await
     .unwrap();
     app.run_until_idle().await.unwrap();
+    let test_app = &app;
     let app = app.app();
     let list = support::list_letters;
 
@@ -58,13 +59,23 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
     let (_, shown) = output(app, Operator::DeadLetters(Letters::Show { id: id.clone() })).await;
     assert!(shown.contains("\"status\": \"failed\""), "{shown}");
 
-    // spec 166: a failed retry exits 2.
-    let (code, _) = output(
-        app,
-        Operator::DeadLetters(Letters::Retry { id: id.clone() }),
-    )
-    .await;
+    // spec 166: a failed retry exits 2. Asked of the workers, it is recorded with the letter.
+    let retry = support::command(&format!("dead-letters retry {id} --by erin"));
+    let (code, _) = support::beside_worker(test_app, output(app, retry)).await;
     assert_eq!(code, ExitCode::from(2));
+    let (_, shown) = output(app, Operator::DeadLetters(Letters::Show { id: id.clone() })).await;
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    let retries = shown["retries"].as_array().unwrap();
+    assert_eq!(retries.len(), 1, "{shown}");
+    assert_eq!(retries[0]["by"], "erin");
+    assert_eq!(retries[0]["outcome"]["outcome"], "failed", "{shown}");
+    assert!(
+        retries[0]["outcome"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("the mail server is down"),
+        "{shown}"
+    );
     let (code, text) = output(
         app,
         Operator::DeadLetters(Letters::Discard { id: id.clone() }),
@@ -105,18 +116,14 @@ async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_comman
     for command in [
         Operator::DeadLetters(Letters::Show { id: "nope".into() }),
         Operator::DeadLetters(Letters::Discard { id: "nope".into() }),
-        Operator::DeadLetters(Letters::Retry { id: "nope".into() }),
+        support::command("dead-letters retry nope --by erin"),
     ] {
         let mut out = Vec::new();
         let error = execute(app, command, &mut out).await.unwrap_err();
         assert_eq!(error.code(), "NOT_FOUND", "{error}");
     }
     assert_eq!(
-        bounda::cli::run(
-            app,
-            Operator::DeadLetters(Letters::Retry { id: "nope".into() })
-        )
-        .await,
+        bounda::cli::run(app, support::command("dead-letters retry nope --by erin")).await,
         ExitCode::FAILURE,
         "exit 1, as for show and discard"
     );
@@ -330,19 +337,7 @@ fn past_moments_read_as_ago() {
 // did not go through.
 #[tokio::test]
 async fn the_operator_retries_and_discards_letters_in_bulk() {
-    use clap::Parser;
-
-    /// The operator's commands as a binary parses them.
-    #[derive(Parser)]
-    struct Cli {
-        #[command(subcommand)]
-        command: Operator,
-    }
-    let parse = |line: &str| {
-        Cli::try_parse_from(std::iter::once("storefront").chain(line.split(' ')))
-            .unwrap()
-            .command
-    };
+    let parse = support::command;
     let app = TestApp::new(
         App::builder_shared(support::database::store().await)
             .only_listed()
@@ -357,6 +352,7 @@ async fn the_operator_retries_and_discards_letters_in_bulk() {
             .unwrap();
     }
     app.run_until_idle().await.unwrap();
+    let test_app = &app;
     let app = app.app();
 
     let (code, text) = output(app, parse("dead-letters retry-all --error mail --dry-run")).await;
@@ -368,9 +364,15 @@ async fn the_operator_retries_and_discards_letters_in_bulk() {
     assert_eq!(text.trim(), "0 open letters match");
 
     // The mail server is still down: every retry fails, and the command says so.
-    let (code, text) = output(
-        app,
-        parse("dead-letters retry-all --handler confirm_on_order_placed --batch 2 --pause 0s"),
+    let (code, text) = support::beside_worker(
+        test_app,
+        output(
+            app,
+            parse(
+                "dead-letters retry-all --handler confirm_on_order_placed --batch 2 --pause 0s \
+                 --by erin",
+            ),
+        ),
     )
     .await;
     assert_eq!(code, ExitCode::from(2), "{text}");

@@ -1009,18 +1009,8 @@ async fn an_entry_whose_payload_does_not_read_is_lettered_with_why() {
     });
     let garbled =
         |key: &str, command_type: &str, payload: serde_json::Value| bounda::store::ScheduledEntry {
-            dedupe_key: key.into(),
-            command_type: command_type.into(),
-            aggregate_id: "o-1".into(),
-            payload,
-            execute_at: app.now(),
             context: context.clone(),
-            attempts: 0,
-            last_error: None,
-            revision: 0,
-            claim_id: None,
-            claimed_at: None,
-            unreadable: None,
+            ..bounda::store::ScheduledEntry::new(key, command_type, "o-1", payload, app.now())
         };
     store
         .commit(&WriteSet {

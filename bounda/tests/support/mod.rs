@@ -202,6 +202,40 @@ pub async fn order_payments() -> bounda::testing::TestApp {
     .expect("the app builds")
 }
 
+/// The operator's command `line` as a binary parses it (`dead-letters retry l-1`).
+#[cfg(feature = "cli")]
+pub fn command(line: &str) -> bounda::cli::Operator {
+    use clap::Parser;
+
+    /// The operator's commands as a binary parses them.
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        command: bounda::cli::Operator,
+    }
+    Cli::try_parse_from(std::iter::once("app").chain(line.split(' ')))
+        .expect("the command line parses")
+        .command
+}
+
+/// Runs `work` (an operator's command) while `app`'s worker runs beside it, as a worker process
+/// runs beside the operator's shell: what the command asks of the workers is run.
+pub async fn beside_worker<T>(
+    app: &bounda::testing::TestApp,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let worker = async {
+        loop {
+            app.run_until_idle().await.expect("the worker runs");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::select! {
+        done = work => done,
+        never = worker => never,
+    }
+}
+
 /// `dead-letters list`, every letter, as a table or as JSON lines.
 #[cfg(feature = "cli")]
 pub fn list_letters(json: bool) -> bounda::cli::Operator {

@@ -383,6 +383,12 @@ impl Store for Racing {
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
         self.inner.dead_letter(id).await
     }
+    async fn retry_requests(
+        &self,
+        letter: &str,
+    ) -> Result<Vec<bounda::store::RetryRequest>, StoreError> {
+        self.inner.retry_requests(letter).await
+    }
     async fn instances(
         &self,
         q: &bounda::store::InstanceQuery,

@@ -269,8 +269,9 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     assert!(browser.text("#bulk").await.contains("Retry all 1"));
     browser.screenshot(&shots, "bulk").await;
 
-    // The session retries them all in the background: o-1's lifecycle starts, and its deadline
-    // joins the others.
+    // The session asks the workers to retry them all, in the background: o-1's lifecycle starts
+    // with the worker's payment window, and its deadline joins the others.
+    let worker = support::worker(&db, &[("PAYMENT_WINDOW", "1h")]);
     browser
         .click("#bulk form[action$='/letters/bulk/retry'] button")
         .await;
@@ -295,6 +296,7 @@ async fn an_operator_sees_the_deadlines_and_retries_the_letter_in_a_browser() {
     let titles = circles(&browser).await;
     assert_eq!(titles.len(), 8, "{titles:?}");
     assert!(titles[0].starts_with("OrderLifecycle:o-1 pay_by at"));
+    drop(worker);
     browser.screenshot(&shots, "retried").await;
 
     // The read models, each with its lag; the session rebuilds one beside the live table.

@@ -689,3 +689,96 @@ async fn an_operator_command_whose_reader_went_ends_quietly() {
         assert!(said.is_empty(), "{args:?} said: {said}");
     }
 }
+
+// Issue 44: a dead letter retried from the operator's command runs in the workers, with their
+// configuration: the shell's own environment (another payment window) changes nothing, and the
+// command says what the worker's retry did. Retried in the shell, as before, o-1 would have its
+// payment deadline a payment window of the shell's after the retry: seconds, not hours.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_from_the_command_line_runs_with_the_workers_settings() {
+    use bounda::clock::{Clock, SimulatedClock, SystemClock};
+    use bounda::testing::TestApp;
+    use std::sync::Arc;
+    use storefront::ports::{FakeGateway, MemoryNotifier};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("shop.db");
+    // o-1's lifecycle cannot start: the gateway refuses its payment intent on every attempt.
+    {
+        let clock = Arc::new(SimulatedClock::at(SystemClock.now() - bounda::minutes(1)));
+        let gateway = Arc::new(FakeGateway::default());
+        gateway.fail_intents(100);
+        let builder = storefront::app(
+            App::builder(SqliteStore::open(&db).unwrap()).clock(clock.clone()),
+            Arc::new(MemoryNotifier::default()),
+            gateway,
+            storefront::Timing {
+                payment_window: bounda::hours(6),
+                reminder_delay: bounda::hours(30),
+            },
+        );
+        let shop = TestApp::with_app(builder.build().await.unwrap(), clock).expecting_letters();
+        shop.dispatch(support::order("o-1")).await.unwrap();
+        shop.advance(bounda::seconds(10)).await.unwrap();
+    }
+    let app = app_on(&db).await;
+    let letters = app
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let id = letters[0].id.clone();
+    let retry = |wait: &str| {
+        Command::new(BINARY)
+            .args(["dead-letters", "retry", &id, "--wait", wait])
+            .env("BOUNDA_DB", &db)
+            .env("PAYMENT_WINDOW", "1s")
+            .env("USER", "erin")
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap()
+    };
+
+    // No worker runs: the request stays, and the command says so (exit 3).
+    let waited = retry("200ms");
+    let said = String::from_utf8_lossy(&waited.stdout);
+    assert_eq!(waited.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("no worker ran it within 200ms: it stays requested"),
+        "{said}"
+    );
+
+    // A worker runs with its own payment window: it takes the request that waited.
+    let _worker = support::worker(&db, &[("PAYMENT_WINDOW", "6h")]);
+    let started = StdInstant::now();
+    let requests = loop {
+        let requests = app.dead_letters().requests(&id).await.unwrap();
+        if requests[0].outcome.is_some() || started.elapsed() > StdDuration::from_secs(30) {
+            break requests;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    };
+    assert_eq!(
+        requests[0].outcome,
+        Some(bounda::store::RetryOutcome::Retried),
+        "{requests:?}"
+    );
+    assert_eq!(requests[0].by, "erin");
+    // Retried, the letter is settled: a second retry is refused, as a failed retry (exit 2).
+    let again = retry("30s");
+    assert_eq!(again.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains("is already settled"), "{said}");
+
+    let pending = app.pending_deadlines().await.unwrap();
+    let pay_by = pending
+        .iter()
+        .find(|due| due.instance == "o-1" && due.field == "pay_by")
+        .unwrap_or_else(|| panic!("o-1 waits for its payment: {pending:?}"));
+    let left = pay_by.at - SystemClock.now();
+    assert!(
+        left > bounda::hours(5),
+        "o-1 has the worker's six hours to pay, not the shell's second: {left}"
+    );
+}

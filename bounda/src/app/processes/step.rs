@@ -1,7 +1,7 @@
 //! One step of one instance, as the runtime runs it: the handler in an attempt, the lifecycle
 //! events that record it, and the instance's one scheduler entry.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
@@ -128,20 +128,13 @@ pub(crate) fn arm<P: ProcessState>(
         at,
     };
     (
-        Some(ScheduledEntry {
-            dedupe_key: key,
-            command_type: PROCESS_DEADLINE.to_owned(),
-            aggregate_id: id.to_owned(),
-            payload: payload.to_json(),
-            execute_at: next.at,
-            context: json!({}),
-            attempts: 0,
-            last_error: None,
-            revision: 0,
-            claim_id: None,
-            claimed_at: None,
-            unreadable: None,
-        }),
+        Some(ScheduledEntry::new(
+            key,
+            PROCESS_DEADLINE,
+            id,
+            payload.to_json(),
+            next.at,
+        )),
         None,
     )
 }

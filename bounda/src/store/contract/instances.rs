@@ -584,22 +584,15 @@ pub async fn streams_written_without_the_index(store: &dyn Store) {
             );
             set.instances.clear();
             if n % 3 == 0 {
-                set.schedule.push(crate::store::ScheduledEntry {
-                    dedupe_key: crate::store::instances::deadline_key("Payment", &id),
-                    command_type: "bounda.ProcessDeadline".to_owned(),
-                    aggregate_id: id.clone(),
-                    payload: serde_json::json!({
+                set.schedule.push(crate::store::ScheduledEntry::new(
+                    crate::store::instances::deadline_key("Payment", &id),
+                    "bounda.ProcessDeadline",
+                    id.clone(),
+                    serde_json::json!({
                         "process": "Payment", "instance": id, "at": at.as_millis() + 60_000
                     }),
-                    execute_at: at + minutes(1),
-                    context: serde_json::json!({}),
-                    attempts: 0,
-                    last_error: None,
-                    revision: 0,
-                    claim_id: None,
-                    claimed_at: None,
-                    unreadable: None,
-                });
+                    at + minutes(1),
+                ));
             }
             set
         })

@@ -31,11 +31,13 @@ mod instances;
 mod limits;
 mod pauses;
 mod read_models;
+mod retry_requests;
 pub use bookmarks::*;
 pub use instances::*;
 pub use limits::*;
 pub use pauses::*;
 pub use read_models::*;
+pub use retry_requests::*;
 
 /// What a contract test runs on: a store, or a store with a guard that must outlive it (such
 /// as the temporary directory of a file).
@@ -117,6 +119,7 @@ macro_rules! store_contract_tests {
             a_used_up_limits_entries_wait_for_its_window_to_end,
             a_checkpoint_passes_held_events_and_returns_to_its_bookmarks,
             passes_and_returns_at_once_never_lose_a_held_event,
+            a_retry_request_is_kept_then_finished_once,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -154,20 +157,7 @@ pub(super) fn due(
     id: &str,
     payload: serde_json::Value,
 ) -> ScheduledEntry {
-    ScheduledEntry {
-        dedupe_key: key.to_owned(),
-        command_type: command_type.to_owned(),
-        aggregate_id: id.to_owned(),
-        payload,
-        execute_at: t("2026-01-01T00:00:00Z"),
-        context: json!({}),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-        unreadable: None,
-    }
+    ScheduledEntry::new(key, command_type, id, payload, t("2026-01-01T00:00:00Z"))
 }
 
 /// The keys `claim_due` takes at `now`, sorted: held from then on, so a later probe at the same
@@ -210,18 +200,14 @@ fn appending(appends: Vec<Append>) -> WriteSet {
 
 fn entry(key: &str, execute_at: &str) -> ScheduledEntry {
     ScheduledEntry {
-        dedupe_key: key.to_owned(),
-        command_type: "SendReminder".to_owned(),
-        aggregate_id: "o-1".to_owned(),
-        payload: json!({ "order_id": "o-1" }),
-        execute_at: t(execute_at),
         context: json!({ "correlation_id": "c-1" }),
-        attempts: 0,
-        last_error: None,
-        revision: 0,
-        claim_id: None,
-        claimed_at: None,
-        unreadable: None,
+        ..ScheduledEntry::new(
+            key,
+            "SendReminder",
+            "o-1",
+            json!({ "order_id": "o-1" }),
+            t(execute_at),
+        )
     }
 }
 

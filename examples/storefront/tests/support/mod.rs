@@ -222,7 +222,7 @@ pub async fn each_order_expired_once(
 /// `storefront serve` on `db` with `env`, on a free port, for host name `ops.internal` too,
 /// under `/ops`; stopped when dropped.
 pub struct Serve {
-    child: std::process::Child,
+    _child: Running,
     /// The page's address: `http://127.0.0.1:<port>/ops`.
     pub url: String,
 }
@@ -250,15 +250,35 @@ impl Serve {
             .find(|word| word.starts_with("http://"))
             .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"))
             .to_owned();
-        Serve { child, url }
+        Serve {
+            _child: Running(child),
+            url,
+        }
     }
 }
 
-impl Drop for Serve {
+/// A child process of the storefront's binary, killed when dropped.
+pub struct Running(std::process::Child);
+
+impl Drop for Running {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
+}
+
+/// `storefront work` on `db` with `env`, its output left out; stopped when dropped.
+pub fn worker(db: &Path, env: &[(&str, &str)]) -> Running {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_storefront"))
+        .arg("work")
+        .env("BOUNDA_DB", db)
+        .env("RUST_LOG", "off")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    Running(child)
 }
 
 /// The status and body of a GET of `url` for host name `host`.

@@ -1,0 +1,194 @@
+//! Retries asked of the workers: the operator's command and the page request a retry, a worker
+//! runs it with production's build and configuration, and the asker reads back what it did.
+
+use crate::Error;
+use crate::app::App;
+use crate::app::letters::{DeadLetters, Retried};
+use crate::store::{
+    CommitError, RetryOutcome, RetryRequest, ScheduledEntry, ScheduledOutcome, ScheduledRelease,
+    WriteSet,
+};
+
+/// How often a wait for a request's outcome reads it again.
+const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+impl DeadLetters<'_> {
+    /// Asks the workers to retry letter `id` on behalf of `by`: a worker takes the request at
+    /// once and runs [`retry`](DeadLetters::retry) there, with the handlers and configuration
+    /// production runs, and records what it did, which [`requests`](DeadLetters::requests) and
+    /// [`await_request`](DeadLetters::await_request) read. What no worker could retry is
+    /// refused here: a letter that does not exist (`NOT_FOUND`), one already settled
+    /// (`DEAD_LETTER_SETTLED`), one whose handler or instance is paused.
+    pub async fn request_retry(&self, id: &str, by: &str) -> Result<RetryRequest, Error> {
+        let letter = self.failed(id).await?;
+        self.refuse_paused(&letter).await?;
+        let app = self.app();
+        let request = RetryRequest {
+            id: app.next_id(),
+            letter: letter.id,
+            by: by.to_owned(),
+            requested_at: app.clock().now(),
+            finished_at: None,
+            outcome: None,
+        };
+        let writes = WriteSet {
+            schedule: vec![request.entry()],
+            retry_requests: vec![request.clone()],
+            ..WriteSet::default()
+        };
+        app.commit(&writes)
+            .await
+            .map_err(|error| unwritten("cannot request a retry", error))?;
+        Ok(request)
+    }
+
+    /// The retries requested of letter `id`, oldest first, each with its outcome once a worker
+    /// ran it.
+    pub async fn requests(&self, id: &str) -> Result<Vec<RetryRequest>, Error> {
+        Ok(self.app().store().retry_requests(id).await?)
+    }
+
+    /// `request` as it stands once a worker has run it, or as it stands when `wait` (real
+    /// time: the workers run in other processes) has passed without one.
+    pub async fn await_request(
+        &self,
+        request: &RetryRequest,
+        wait: std::time::Duration,
+    ) -> Result<RetryRequest, Error> {
+        let until = std::time::Instant::now() + wait;
+        loop {
+            let stands = self
+                .requests(&request.letter)
+                .await?
+                .into_iter()
+                .find(|stored| stored.id == request.id)
+                .unwrap_or_else(|| request.clone());
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if stands.outcome.is_some() || left.is_zero() {
+                return Ok(stands);
+            }
+            tokio::time::sleep(POLL.min(left)).await;
+        }
+    }
+}
+
+impl RetryOutcome {
+    /// What a retry's result is as an outcome kept for its asker.
+    pub(crate) fn of(result: &Result<Retried, Error>) -> RetryOutcome {
+        match result {
+            Ok(Retried::Done) => RetryOutcome::Retried,
+            Ok(Retried::Rejected(rejection)) => RetryOutcome::Rejected {
+                command_type: rejection.command_type.to_owned(),
+                rejected: rejection.rejected.to_owned(),
+                message: rejection.message.clone(),
+            },
+            Ok(Retried::FailedAgain {
+                letter,
+                drained,
+                parked,
+            }) => RetryOutcome::FailedAgain {
+                letter: letter.clone(),
+                drained: *drained,
+                parked: *parked,
+            },
+            Err(error) => RetryOutcome::Failed {
+                code: error.code().to_owned(),
+                error: crate::error::chain(error),
+            },
+        }
+    }
+}
+
+impl App {
+    /// Runs requested retries a worker claimed, one at a time, each recorded with its entry's
+    /// completion.
+    pub(crate) async fn run_requested_retries(
+        &self,
+        requests: Vec<ScheduledEntry>,
+        claim_id: &str,
+    ) -> Result<(), Error> {
+        for entry in requests {
+            self.run_requested_retry(entry, claim_id).await?;
+        }
+        Ok(())
+    }
+
+    async fn run_requested_retry(
+        &self,
+        entry: ScheduledEntry,
+        claim_id: &str,
+    ) -> Result<(), Error> {
+        let release = ScheduledRelease {
+            claim_id: entry
+                .claim_id
+                .clone()
+                .unwrap_or_else(|| claim_id.to_owned()),
+            dedupe_key: entry.dedupe_key.clone(),
+            outcome: ScheduledOutcome::Complete,
+        };
+        let request = match &entry.unreadable {
+            Some(unreadable) => Err(unreadable.to_string()),
+            None => serde_json::from_value::<RetryRequest>(entry.payload.clone())
+                .map_err(|error| error.to_string()),
+        };
+        let finished = match request {
+            Ok(mut request) => {
+                let result = self.dead_letters().retry(&request.letter).await;
+                match &result {
+                    Ok(_) => tracing::info!(
+                        letter = %request.letter,
+                        by = %request.by,
+                        "a letter was retried as requested"
+                    ),
+                    Err(error) => tracing::warn!(
+                        letter = %request.letter,
+                        by = %request.by,
+                        code = error.code(),
+                        "a requested retry of a letter did not go through: {}",
+                        crate::error::chain(error)
+                    ),
+                }
+                request.finished_at = Some(self.clock().now());
+                request.outcome = Some(RetryOutcome::of(&result));
+                vec![request]
+            }
+            // Nothing says which letter: the entry goes, and says so.
+            Err(why) => {
+                tracing::error!(
+                    key = %entry.dedupe_key,
+                    "a requested retry's entry does not read, so no letter is retried for it \
+                     and it is removed: {why}"
+                );
+                Vec::new()
+            }
+        };
+        let writes = WriteSet {
+            scheduled: Some(release),
+            retry_requests: finished,
+            ..WriteSet::default()
+        };
+        match self.commit(&writes).await {
+            Ok(_) => Ok(()),
+            // Its lease lapsed while the retry ran and another worker took it: the letter,
+            // settled or held, tells that worker what happened.
+            Err(error @ CommitError::ScheduledClaimLost { .. }) => {
+                tracing::warn!(
+                    key = %entry.dedupe_key,
+                    "a requested retry's entry was taken by another worker before its outcome \
+                     was recorded: {}",
+                    crate::error::chain(&error)
+                );
+                Ok(())
+            }
+            Err(error) => Err(unwritten("cannot record what a requested retry did", error)),
+        }
+    }
+}
+
+/// A commit that failed, as the error its caller answers.
+fn unwritten(what: &str, error: CommitError) -> Error {
+    match error {
+        CommitError::Store(error) => Error::Store(error),
+        other => Error::Store(crate::store::StoreError::with_source(what, other)),
+    }
+}
