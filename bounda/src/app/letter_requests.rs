@@ -22,6 +22,16 @@ impl DeadLetters<'_> {
     pub async fn request_retry(&self, id: &str, by: &str) -> Result<RetryRequest, Error> {
         let letter = self.failed(id).await?;
         self.refuse_paused(&letter).await?;
+        // Asked again before a worker ran it, it is the same request: a second would run after
+        // the first and find the letter settled.
+        if let Some(waiting) = self
+            .requests(id)
+            .await?
+            .into_iter()
+            .find(|request| request.outcome.is_none())
+        {
+            return Ok(waiting);
+        }
         let app = self.app();
         let request = RetryRequest {
             id: app.next_id(),
@@ -101,76 +111,128 @@ impl RetryOutcome {
 
 impl App {
     /// Runs requested retries a worker claimed, one at a time, each recorded with its entry's
-    /// completion.
+    /// completion; once the app is stopping, the rest are given back unrun for the next worker.
     pub(crate) async fn run_requested_retries(
         &self,
         requests: Vec<ScheduledEntry>,
         claim_id: &str,
     ) -> Result<(), Error> {
         for entry in requests {
-            self.run_requested_retry(entry, claim_id).await?;
+            let release = |outcome| ScheduledRelease {
+                claim_id: entry
+                    .claim_id
+                    .clone()
+                    .unwrap_or_else(|| claim_id.to_owned()),
+                dedupe_key: entry.dedupe_key.clone(),
+                outcome,
+            };
+            let writes = match self.stopping() {
+                true => WriteSet {
+                    scheduled: Some(release(ScheduledOutcome::Defer)),
+                    ..WriteSet::default()
+                },
+                false => WriteSet {
+                    retry_requests: vec![
+                        self.run_requested_retry(&entry, &release(ScheduledOutcome::Complete))
+                            .await?,
+                    ],
+                    scheduled: Some(release(ScheduledOutcome::Complete)),
+                    ..WriteSet::default()
+                },
+            };
+            self.record_request(&entry, &writes).await?;
         }
         Ok(())
     }
 
+    /// Runs the retry `entry` requests, keeping the entry's claim (`release`'s) while it runs,
+    /// and answers the request with its outcome. An entry that does not read still answers
+    /// its request, as one that could not be run.
     async fn run_requested_retry(
         &self,
-        entry: ScheduledEntry,
-        claim_id: &str,
-    ) -> Result<(), Error> {
-        let release = ScheduledRelease {
-            claim_id: entry
-                .claim_id
-                .clone()
-                .unwrap_or_else(|| claim_id.to_owned()),
-            dedupe_key: entry.dedupe_key.clone(),
-            outcome: ScheduledOutcome::Complete,
-        };
-        let request = match &entry.unreadable {
+        entry: &ScheduledEntry,
+        release: &ScheduledRelease,
+    ) -> Result<RetryRequest, Error> {
+        let read = match &entry.unreadable {
             Some(unreadable) => Err(unreadable.to_string()),
             None => serde_json::from_value::<RetryRequest>(entry.payload.clone())
                 .map_err(|error| error.to_string()),
         };
-        let finished = match request {
-            Ok(mut request) => {
-                let result = self.dead_letters().retry(&request.letter).await;
-                match &result {
-                    Ok(_) => tracing::info!(
-                        letter = %request.letter,
-                        by = %request.by,
-                        "a letter was retried as requested"
-                    ),
-                    Err(error) => tracing::warn!(
-                        letter = %request.letter,
-                        by = %request.by,
-                        code = error.code(),
-                        "a requested retry of a letter did not go through: {}",
-                        crate::error::chain(error)
-                    ),
-                }
-                request.finished_at = Some(self.clock().now());
-                request.outcome = Some(RetryOutcome::of(&result));
-                vec![request]
-            }
-            // Nothing says which letter: the entry goes, and says so.
+        let mut request = match read {
+            Ok(request) => request,
             Err(why) => {
                 tracing::error!(
                     key = %entry.dedupe_key,
-                    "a requested retry's entry does not read, so no letter is retried for it \
-                     and it is removed: {why}"
+                    "a requested retry's entry does not read, so its letter is not retried: {why}"
                 );
-                Vec::new()
+                let id = RetryRequest::id_of_key(&entry.dedupe_key);
+                return Ok(RetryRequest {
+                    id: id.unwrap_or(&entry.dedupe_key).to_owned(),
+                    letter: entry.aggregate_id.clone(),
+                    by: "unknown".to_owned(),
+                    requested_at: entry.execute_at,
+                    finished_at: Some(self.clock().now()),
+                    outcome: Some(RetryOutcome::Failed {
+                        code: "UNREADABLE".to_owned(),
+                        error: format!("the request's entry does not read: {why}"),
+                    }),
+                });
             }
         };
-        let writes = WriteSet {
-            scheduled: Some(release),
-            retry_requests: finished,
-            ..WriteSet::default()
+        // The entry stays this worker's while the retry runs, however many steps it takes: a
+        // second worker would run it again and find the letter held.
+        let letters = self.dead_letters();
+        let retry = letters.retry(&request.letter);
+        let result = tokio::select! {
+            result = retry => result,
+            never = self.keep_claim(release) => match never {},
         };
-        match self.commit(&writes).await {
+        match &result {
+            Ok(_) => tracing::info!(
+                letter = %request.letter,
+                by = %request.by,
+                "a letter was retried as requested"
+            ),
+            Err(error) => tracing::warn!(
+                letter = %request.letter,
+                by = %request.by,
+                code = error.code(),
+                "a requested retry of a letter did not go through: {}",
+                crate::error::chain(error)
+            ),
+        }
+        request.finished_at = Some(self.clock().now());
+        request.outcome = Some(RetryOutcome::of(&result));
+        Ok(request)
+    }
+
+    /// Renews `release`'s claim at half the lease, for as long as it is polled.
+    async fn keep_claim(&self, release: &ScheduledRelease) -> std::convert::Infallible {
+        let lease = self.lease();
+        loop {
+            self.clock()
+                .sleep(crate::millis(lease.as_millis() / 2))
+                .await;
+            let now = self.clock().now();
+            let renewed = self
+                .store()
+                .renew_scheduled(&release.dedupe_key, &release.claim_id, now, lease)
+                .await;
+            if let Err(error) = renewed {
+                tracing::warn!(
+                    key = %release.dedupe_key,
+                    "a requested retry's claim could not be renewed; it lapses with its lease: {}",
+                    crate::error::chain(&error)
+                );
+            }
+        }
+    }
+
+    /// Commits what a requested retry's run writes.
+    async fn record_request(&self, entry: &ScheduledEntry, writes: &WriteSet) -> Result<(), Error> {
+        match self.commit(writes).await {
             Ok(_) => Ok(()),
-            // Its lease lapsed while the retry ran and another worker took it: the letter,
-            // settled or held, tells that worker what happened.
+            // Its lease lapsed and another worker took it: that worker records it.
             Err(error @ CommitError::ScheduledClaimLost { .. }) => {
                 tracing::warn!(
                     key = %entry.dedupe_key,

@@ -240,6 +240,10 @@ impl App {
     /// What `entry`, a process deadline or a delayed policy run, is for, if this build has
     /// nothing that runs it, and why.
     fn orphan_of(&self, entry: &ScheduledEntry) -> Option<(String, &'static str)> {
+        // A requested retry is run by any worker: it names a letter, not a handler.
+        if entry.command_type == LETTER_RETRY {
+            return None;
+        }
         if entry.command_type == PROCESS_DEADLINE {
             let Some(payload) = DeadlinePayload::of(entry) else {
                 return Some((

@@ -970,13 +970,9 @@ async fn act(
             Ok(Some(RetryOutcome::Retried)) => ("retried", None),
             Ok(Some(RetryOutcome::FailedAgain { .. })) => ("failed-again", None),
             Ok(Some(RetryOutcome::Rejected { .. })) => ("rejected", None),
-            Ok(Some(RetryOutcome::Failed { code, error })) => (
-                "retry-failed",
-                Some(crate::Error::RetryFailed {
-                    id: id.clone(),
-                    message: format!("{error} ({code})"),
-                }),
-            ),
+            Ok(Some(RetryOutcome::Failed { code, error })) => {
+                ("retry-failed", Some(worker_failure(&id, &code, error)))
+            }
             Ok(None) => ("retry-requested", None),
             Err(error) => ("retry-failed", Some(error)),
         }
@@ -1012,6 +1008,21 @@ async fn act(
             tracing::info!(letter = %id, by = %operator, "{done} from the page");
             Redirect::to(&shared.links.done(done)).into_response()
         }
+    }
+}
+
+/// A requested retry's failure as the worker recorded it, as the error the page answers with:
+/// a letter settled or gone meanwhile as such.
+fn worker_failure(id: &str, code: &str, error: String) -> crate::Error {
+    match code {
+        "DEAD_LETTER_SETTLED" => crate::Error::LetterSettled { id: id.to_owned() },
+        "NOT_FOUND" => crate::Error::NotFound {
+            what: format!("dead letter `{id}`"),
+        },
+        _ => crate::Error::RetryFailed {
+            id: id.to_owned(),
+            message: error,
+        },
     }
 }
 

@@ -32,6 +32,11 @@ pub struct RetryRequest {
 }
 
 impl RetryRequest {
+    /// The id of the request whose entry is keyed `key`.
+    pub(crate) fn id_of_key(key: &str) -> Option<&str> {
+        key.strip_prefix(LETTER_RETRY)?.strip_prefix(':')
+    }
+
     /// The scheduler entry a worker takes to run it, due at once.
     pub(crate) fn entry(&self) -> crate::store::ScheduledEntry {
         crate::store::ScheduledEntry::new(

@@ -460,3 +460,55 @@ async fn rearming_an_instance_that_does_not_exist_is_refused() {
         "instance `nope` of process `OrderPayment` does not exist"
     );
 }
+
+// Issue 44: a retry asked while no worker runs waits as a request: the command says so (exit 3),
+// asking again waits for that same request, `check` finds nothing wrong with it, and the next
+// worker's pass runs it and records what it did, which `show` tells.
+#[tokio::test]
+async fn a_requested_retry_waits_for_the_next_worker() {
+    let test_app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    test_app
+        .dispatch(support::storefront::place("o-1"))
+        .await
+        .unwrap();
+    test_app.run_until_idle().await.unwrap();
+    let app = test_app.app();
+    let id = support::letters(&test_app).await[0].id.clone();
+
+    let retry = || support::command(&format!("dead-letters retry {id} --wait 0s --by erin"));
+    for _ in 0..2 {
+        let (code, text) = output(app, retry()).await;
+        assert_eq!(code, ExitCode::from(3), "{text}");
+        assert!(
+            text.contains("no worker ran it within 0ms: it stays requested"),
+            "{text}"
+        );
+    }
+    let requests = app.dead_letters().requests(&id).await.unwrap();
+    assert_eq!(requests.len(), 1, "asked twice, one request: {requests:?}");
+    assert_eq!(requests[0].outcome, None);
+    let (code, text) = output(app, support::command("check")).await;
+    assert_eq!(
+        code,
+        ExitCode::SUCCESS,
+        "a waiting request is no problem: {text}"
+    );
+
+    test_app.run_until_idle().await.unwrap();
+    let requests = app.dead_letters().requests(&id).await.unwrap();
+    match &requests[0].outcome {
+        Some(bounda::store::RetryOutcome::Failed { code, error }) => {
+            assert_eq!(code, "RETRY_FAILED");
+            assert!(error.contains("the mail server is down"), "{error}");
+        }
+        other => panic!("the worker ran it and it failed again: {other:?}"),
+    }
+    assert!(requests[0].finished_at.is_some());
+}
