@@ -170,14 +170,8 @@ pub(crate) fn tails(
 
 /// A letter kind as stored.
 fn kind(text: &str) -> Result<LetterKind, StoreError> {
-    [
-        LetterKind::Policy,
-        LetterKind::Process,
-        LetterKind::Scheduled,
-    ]
-    .into_iter()
-    .find(|kind| kind.as_str() == text)
-    .ok_or_else(|| StoreError::new(format!("unknown dead-letter kind `{text}`")))
+    LetterKind::parse(text)
+        .ok_or_else(|| StoreError::new(format!("unknown dead-letter kind `{text}`")))
 }
 
 /// A letter status as stored.

@@ -126,15 +126,6 @@ pub(crate) fn scheduled(row: &Row<'_>) -> rusqlite::Result<ScheduledEntry> {
     })
 }
 
-/// A letter kind as stored.
-pub(crate) fn kind_text(kind: LetterKind) -> &'static str {
-    match kind {
-        LetterKind::Policy => "policy",
-        LetterKind::Process => "process",
-        LetterKind::Scheduled => "scheduled",
-    }
-}
-
 /// A letter status as stored.
 pub(crate) fn status_text(status: LetterStatus) -> &'static str {
     match status {
@@ -147,11 +138,8 @@ pub(crate) fn status_text(status: LetterStatus) -> &'static str {
 /// A row of [`LETTER_COLUMNS`].
 pub(crate) fn dead_letter(row: &Row<'_>) -> rusqlite::Result<DeadLetter> {
     let kind: String = row.get(1)?;
-    let kind = match kind.as_str() {
-        "policy" => LetterKind::Policy,
-        "process" => LetterKind::Process,
-        "scheduled" => LetterKind::Scheduled,
-        _ => return Err(rusqlite::Error::InvalidColumnType(1, kind, Type::Text)),
+    let Some(kind) = LetterKind::parse(&kind) else {
+        return Err(rusqlite::Error::InvalidColumnType(1, kind, Type::Text));
     };
     let status: String = row.get(13)?;
     let status = match status.as_str() {

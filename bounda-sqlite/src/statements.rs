@@ -41,7 +41,7 @@ pub(crate) fn file_letter(conn: &Connection, letter: &DeadLetter) -> Result<(), 
     .and_then(|mut statement| {
         statement.execute(params![
             letter.id,
-            rows::kind_text(letter.kind),
+            letter.kind.as_str(),
             letter.handler,
             letter.event_id,
             letter.event_type,

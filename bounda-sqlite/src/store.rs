@@ -824,7 +824,7 @@ fn letter_filter(filter: &LetterFilter) -> (String, Vec<Value>) {
         conditions.push(condition.replace("{}", &format!("?{}", values.len())));
     };
     if let Some(kind) = filter.kind {
-        add("kind = {}", rows::kind_text(kind).to_owned());
+        add("kind = {}", kind.as_str().to_owned());
     }
     if let Some(handler) = &filter.handler {
         add("handler = {}", handler.clone());

@@ -28,6 +28,7 @@ pub mod page;
 pub mod preview;
 pub mod process;
 pub mod read_model;
+pub mod relay;
 pub mod store;
 pub mod testing;
 
@@ -319,7 +320,7 @@ pub use app::{
     DispatchError, DispatchOptions, Dispatched, Drift, EventProblem, Failing, HeldEvents,
     InstancePage, Lag, Limited, Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace,
     PendingDeadline, Policy, PortDecl, Preflight, ProcessInstance, ProcessStatus, REBUILD_SLICE,
-    Reaction, Rearm, RebuildProgress, RejectionRecord, Retried, Scheduled, StateProblem,
+    RELAYS, Reaction, Rearm, RebuildProgress, RejectionRecord, Retried, Scheduled, StateProblem,
     SubscriberLag, UnreadableEntry, UnreadableState, fold, metrics, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the

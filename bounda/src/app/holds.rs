@@ -15,6 +15,9 @@ pub(crate) struct Holds {
     handlers: HashSet<String>,
     /// Lanes held on their own, by handler.
     lanes: HashMap<String, HashSet<String>>,
+    /// The handlers whose pair waiting for its retry holds only its lane: relays, whose
+    /// streams go on while one waits.
+    by_lane: HashSet<String>,
 }
 
 impl App {
@@ -33,6 +36,9 @@ impl App {
             _ => self.policies().any(|p| p.name() == name),
         };
         let mut holds = Holds::default();
+        if kind == "relay" {
+            holds.by_lane = self.relays().map(|relay| relay.name().to_owned()).collect();
+        }
         for pause in paused.all() {
             match (&pause.target, kind) {
                 (PauseTarget::Process { name }, "process")
@@ -64,6 +70,9 @@ impl Holds {
     /// An order of claims of at most `limit` pairs that leaves the held ones.
     pub(crate) fn order(&self, limit: usize) -> InOrder {
         let mut order = InOrder::new(limit);
+        for handler in &self.by_lane {
+            order.wait_by_lane(handler);
+        }
         for handler in &self.handlers {
             order.hold_handler(handler);
         }

@@ -644,7 +644,8 @@ impl App {
         let paused = self.paused().await?;
         let policies = self.inner.policies.iter().map(|p| (POLICIES, p.name()));
         let processes = self.inner.processes.iter().map(|p| (PROCESSES, p.name()));
-        for (subscriber, name) in policies.chain(processes) {
+        let relays = self.relays().map(|r| (crate::app::RELAYS, r.name()));
+        for (subscriber, name) in policies.chain(processes).chain(relays) {
             if paused.handler(name).is_some() || paused.subscriber(subscriber).is_some() {
                 continue;
             }

@@ -8,6 +8,7 @@ use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::policy_run::PolicyRun;
 use crate::app::reaction::Cause;
+use crate::app::relay_run::RelayRun;
 use crate::ids::derived_id;
 use crate::store::{
     CommitError, DeadLetter, LetterFilter, LetterHold, LetterKind, LetterSettle, LetterStatus,
@@ -199,12 +200,34 @@ impl DeadLetters<'_> {
         held: &mut LetterRetry,
     ) -> Result<Retried, Error> {
         let id = letter.id.as_str();
+        let not_retriable = |reason: &str| Error::LetterNotRetriable {
+            id: id.to_owned(),
+            reason: reason.to_owned(),
+        };
         match letter.kind {
+            LetterKind::Relay => {
+                let relay = self
+                    .app
+                    .relays()
+                    .find(|relay| relay.name() == letter.handler)
+                    .ok_or_else(|| not_retriable("its relay is no longer in the app"))?;
+                let event_id = letter.event_id.as_deref().unwrap_or_default();
+                let event = self
+                    .app
+                    .read_event(event_id)
+                    .await?
+                    .ok_or_else(|| not_retriable("its event is not in the store"))?;
+                if !relay.takes(&event) {
+                    return Err(not_retriable("its relay no longer publishes the event"));
+                }
+                let lane = format!("{}:{}", event.aggregate_type, event.aggregate_id);
+                let work = RelayRun::new(Arc::clone(relay), event);
+                self.app
+                    .run_letter(held, Box::new(work), lane, true)
+                    .await?;
+                Ok(Retried::Done)
+            }
             LetterKind::Policy => {
-                let not_retriable = |reason: &str| Error::LetterNotRetriable {
-                    id: id.to_owned(),
-                    reason: reason.to_owned(),
-                };
                 let policy = self
                     .app
                     .policies()

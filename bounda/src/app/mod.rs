@@ -26,6 +26,8 @@ pub(crate) mod reaction;
 mod read_models;
 mod rebuild;
 pub(crate) mod registry;
+mod relay_run;
+pub(crate) mod relays;
 mod runner;
 mod schedule;
 mod shapes;
@@ -70,6 +72,7 @@ use crate::{Error, RecordedEvent};
 
 /// The subscriber all policies share.
 pub const POLICIES: &str = "policies";
+pub use relays::RELAYS;
 
 /// A running bounda application. Cheap to clone: clones share everything.
 #[derive(Clone)]
@@ -86,6 +89,7 @@ struct Inner {
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
+    relays: Vec<Arc<crate::relay::Relay>>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
     refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
@@ -130,6 +134,7 @@ pub struct AppBuilder {
     commands: HashMap<&'static str, Arc<dyn CommandRunner>>,
     processes: Vec<Arc<dyn ProcessRunner>>,
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
+    relays: Vec<Arc<crate::relay::Relay>>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -234,7 +239,7 @@ impl AppBuilder {
         let type_name = std::any::type_name::<T>();
         if let Some(other) = self.reactions.insert(name, type_name) {
             self.refused.push(format!(
-                "two reactions are named `{name}`: `{other}` and `{type_name}`; policy and process names are inbox keys and must differ: rename one, or build with `.only_listed()` and list the ones this app runs"
+                "two reactions are named `{name}`: `{other}` and `{type_name}`; policy, process and relay names are inbox keys and must differ: rename one, or build with `.only_listed()` and list the ones this app runs"
             ));
         }
     }
@@ -252,6 +257,15 @@ impl AppBuilder {
             Ok(entry) => self.policies.push(Arc::new(entry)),
             Err(message) => self.refused.push(message),
         }
+        self
+    }
+
+    /// Adds `relay`, which publishes the events it selects to its sink from the first time it
+    /// runs on the store: see [`relay`](crate::relay). Its name is refused when a policy or
+    /// process has it.
+    pub fn relay(mut self, relay: crate::relay::Relay) -> AppBuilder {
+        self.name_reaction::<crate::relay::Relay>(relay.name());
+        self.relays.push(Arc::new(relay));
         self
     }
 
@@ -395,6 +409,7 @@ impl AppBuilder {
         for (subscriber, present) in [
             (POLICIES, !self.policies.is_empty()),
             (processes::PROCESSES, !self.processes.is_empty()),
+            (relays::RELAYS, !self.relays.is_empty()),
         ] {
             if present && !self.reading_only && self.store.checkpoint(subscriber).await?.is_none() {
                 let head = self.store.head().await?;
@@ -415,6 +430,7 @@ impl AppBuilder {
                 commands: self.commands,
                 processes: self.processes,
                 read_models: self.read_models,
+                relays: self.relays,
                 refused_read_models: std::sync::Mutex::new(refused_read_models),
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
@@ -447,6 +463,7 @@ impl App {
             commands: HashMap::new(),
             processes: Vec::new(),
             read_models: Vec::new(),
+            relays: Vec::new(),
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use crate::Error;
 use crate::app::RejectionRecord;
-use crate::app::{App, POLICIES, PROCESSES};
+use crate::app::{App, POLICIES, PROCESSES, RELAYS};
 
 impl App {
     /// Runs the dispatcher and the scheduled worker until Ctrl-C or SIGTERM (what service
@@ -173,6 +173,10 @@ impl App {
         if self.may_run(PROCESSES, now) {
             let processes = self.process_pass(now, &mut rejections).await;
             moved |= self.subscriber_result(PROCESSES, processes);
+        }
+        if self.may_run(RELAYS, now) {
+            let relays = self.relay_pass(now, &mut rejections).await;
+            moved |= self.subscriber_result(RELAYS, relays);
         }
         if self.may_run(SCHEDULED, now) {
             let work = self.worker_pass(now, &mut rejections).await;

@@ -278,6 +278,7 @@ pub enum Kind {
     Policy,
     Process,
     Scheduled,
+    Relay,
 }
 
 impl Kind {
@@ -286,6 +287,7 @@ impl Kind {
             Kind::Policy => LetterKind::Policy,
             Kind::Process => LetterKind::Process,
             Kind::Scheduled => LetterKind::Scheduled,
+            Kind::Relay => LetterKind::Relay,
         }
     }
 }

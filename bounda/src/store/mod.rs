@@ -622,13 +622,17 @@ pub trait Listener: Send + Sync {
 /// - A pair held by another runner holds its handler's later pairs of the same lane (one
 ///   instance's steps never run at once on two runners, nor out of order), not its other lanes:
 ///   several runners share one subscriber's work.
-/// - A pair waiting for its retry holds all its handler's later pairs, as the checkpoint does.
+/// - A pair waiting for its retry holds all its handler's later pairs, as the checkpoint does;
+///   for a handler told to [`wait_by_lane`](InOrder::wait_by_lane) (a relay, whose streams are
+///   independent), only those of its lane.
 /// - Once `limit` pairs are claimed, the rest wait for a later pass.
 #[derive(Debug, Clone)]
 pub struct InOrder {
     limit: usize,
     claimed: usize,
     waiting: std::collections::HashSet<String>,
+    /// The handlers whose waiting pair holds only its own lane.
+    by_lane: std::collections::HashSet<String>,
     /// The lanes held, by handler.
     held: std::collections::HashMap<String, std::collections::HashSet<String>>,
 }
@@ -640,8 +644,14 @@ impl InOrder {
             limit,
             claimed: 0,
             waiting: Default::default(),
+            by_lane: Default::default(),
             held: Default::default(),
         }
+    }
+
+    /// A pair of `handler` waiting for its retry holds only its lane's later pairs.
+    pub fn wait_by_lane(&mut self, handler: &str) {
+        self.by_lane.insert(handler.to_owned());
     }
 
     /// Holds every pair of `handler` (a paused policy or process): none is claimed.
@@ -671,10 +681,10 @@ impl InOrder {
     pub fn saw(&mut self, pair: &InboxPair<'_>, claim: &InboxClaim) {
         match claim {
             InboxClaim::Claimed { .. } => self.claimed += 1,
-            InboxClaim::Waiting { .. } => {
+            InboxClaim::Waiting { .. } if !self.by_lane.contains(pair.handler) => {
                 self.waiting.insert(pair.handler.to_owned());
             }
-            InboxClaim::Held | InboxClaim::Skipped => {
+            InboxClaim::Waiting { .. } | InboxClaim::Held | InboxClaim::Skipped => {
                 self.held
                     .entry(pair.handler.to_owned())
                     .or_default()

@@ -205,16 +205,31 @@ pub enum LetterKind {
     Process,
     /// A scheduled command.
     Scheduled,
+    /// A relay's publish of an event.
+    Relay,
 }
 
 impl LetterKind {
-    /// The kind as stored and shown: `policy`, `process` or `scheduled`.
+    /// The kind as stored and shown: `policy`, `process`, `scheduled` or `relay`.
     pub fn as_str(self) -> &'static str {
         match self {
             LetterKind::Policy => "policy",
             LetterKind::Process => "process",
             LetterKind::Scheduled => "scheduled",
+            LetterKind::Relay => "relay",
         }
+    }
+
+    /// The kind stored as `text`, if it is one.
+    pub fn parse(text: &str) -> Option<LetterKind> {
+        [
+            LetterKind::Policy,
+            LetterKind::Process,
+            LetterKind::Scheduled,
+            LetterKind::Relay,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == text)
     }
 }
 

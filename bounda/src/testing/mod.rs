@@ -276,12 +276,14 @@ impl TestApp {
             let now = self.clock.now();
             let moved_policies = self.app.policy_pass(now, &mut rejections).await?;
             let moved_processes = self.app.process_pass(now, &mut rejections).await?;
+            let moved_relays = self.app.relay_pass(now, &mut rejections).await?;
             let moved_work = self.app.worker_pass(now, &mut rejections).await?;
             let mut moved_read_models = false;
             for model in self.app.read_models() {
                 moved_read_models |= self.app.read_model_pass(model.as_ref()).await?;
             }
-            if moved_policies || moved_processes || moved_work || moved_read_models {
+            if moved_policies || moved_processes || moved_relays || moved_work || moved_read_models
+            {
                 continue;
             }
             // What a limit holds runs when its window ends: the clock moves there.

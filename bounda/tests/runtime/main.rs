@@ -36,6 +36,7 @@ mod process_dsl;
 mod process_routing;
 mod processes;
 mod properties;
+mod relay;
 mod scheduler_from_state;
 mod state_changes;
 mod store_faults;

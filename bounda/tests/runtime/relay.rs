@@ -1,0 +1,269 @@
+//! Relays: the app's events published to a sink, each stream in order, at least once.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use crate::support;
+
+use bounda::prelude::*;
+use bounda::relay::{Contract, MemorySink, Message, Relay};
+use bounda::store::{LetterFilter, LetterKind};
+use support::storefront::*;
+
+async fn shop(relay: Relay) -> TestApp {
+    TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .relay(relay),
+    )
+    .await
+    .unwrap()
+}
+
+async fn orders(app: &TestApp, ids: &[&str]) {
+    for id in ids {
+        app.dispatch(place(id)).await.unwrap();
+        app.dispatch(PayAndFulfil {
+            order_id: (*id).to_owned(),
+        })
+        .await
+        .unwrap();
+    }
+}
+
+/// `(subject, type)` of each message, in the order the sink took them.
+fn told(messages: &[Message]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .map(|message| {
+            let subject = cloudevents::AttributesReader::subject(&message.event);
+            (
+                subject.unwrap_or_default().to_owned(),
+                message.ty().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Each stream's versions, in the order the sink took them.
+fn versions(messages: &[Message], order: &str) -> Vec<u64> {
+    messages
+        .iter()
+        .filter(|message| message.aggregate_id == order)
+        .map(|message| message.version)
+        .collect()
+}
+
+// Issue 45: a relay publishes every event stored after it starts as a CloudEvent whose id is
+// the event's, each stream's events in version order.
+#[tokio::test]
+async fn a_relay_publishes_each_event_once_as_a_cloud_event_in_stream_order() {
+    let sink = MemorySink::new();
+    let app = shop(Relay::new("everything", sink.clone()).source("https://shop.example")).await;
+    orders(&app, &["o-1", "o-2"]).await;
+    app.run_until_idle().await.unwrap();
+
+    let published = sink.published();
+    assert_eq!(published.len(), 6, "{:?}", told(&published));
+    let stored = app.app().events_of::<Order>("o-1").await.unwrap();
+    let first = &published
+        .iter()
+        .find(|message| message.aggregate_id == "o-1")
+        .unwrap();
+    assert_eq!(first.id(), stored[0].id, "the message id is the event's");
+    let event = &first.event;
+    use bounda::relay::cloudevents::AttributesReader;
+    assert_eq!(event.source().as_str(), "https://shop.example");
+    assert_eq!(event.ty(), "Order.OrderPlaced.v1");
+    assert_eq!(event.subject(), Some("o-1"));
+    assert_eq!(
+        event.time().map(|time| time.timestamp_millis()),
+        Some(stored[0].timestamp.as_millis())
+    );
+    let wire = first.wire().unwrap();
+    let data: serde_json::Value = serde_json::from_slice(&wire.body).unwrap();
+    assert_eq!(data, stored[0].payload, "the data is the event's payload");
+    for order in ["o-1", "o-2"] {
+        assert_eq!(versions(&published, order), [1, 2, 3], "{order} in order");
+    }
+    let published_ids: std::collections::HashSet<&str> =
+        published.iter().map(Message::id).collect();
+    assert_eq!(published_ids.len(), 6, "each event once");
+}
+
+// Issue 45: a publish that fails holds only its stream: the other streams go on, the held one
+// is published again after each back-off, then in order, and nothing is skipped or lettered
+// however long it fails.
+#[tokio::test]
+async fn a_failing_publish_holds_its_stream_and_is_retried_until_it_goes_through() {
+    let sink = MemorySink::new();
+    let app = shop(Relay::new("everything", sink.clone())).await;
+    sink.fail_stream("o-1", true);
+    orders(&app, &["o-1", "o-2"]).await;
+    // An hour of failing: retried all along, a minute apart at most, never given up.
+    app.advance(bounda::hours(1)).await.unwrap();
+    let published = sink.published();
+    assert_eq!(versions(&published, "o-2"), [1, 2, 3], "o-2 goes on");
+    assert!(
+        versions(&published, "o-1").is_empty(),
+        "o-1 waits for its first event: {:?}",
+        told(&published)
+    );
+    let tried = sink.attempts();
+    assert!(tried > 60, "retried while failing: {tried} attempts");
+
+    sink.fail_stream("o-1", false);
+    app.advance(bounda::minutes(2)).await.unwrap();
+    let published = sink.published();
+    assert_eq!(
+        versions(&published, "o-1"),
+        [1, 2, 3],
+        "o-1 in order at last"
+    );
+    let letters = app
+        .app()
+        .dead_letters()
+        .count(&LetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(letters, 0, "a sink out of reach files no letter");
+}
+
+// Issue 45: a message the sink refuses for good is a dead letter naming its event and the
+// relay; its stream goes on, and the letter, retried once the sink takes it, publishes it.
+#[tokio::test]
+async fn a_refused_message_is_a_letter_that_a_retry_publishes() {
+    let sink = MemorySink::new();
+    sink.refuse("Order.OrderPaid.v1");
+    let app = shop(Relay::new("everything", sink.clone()))
+        .await
+        .expecting_letters();
+    orders(&app, &["o-1"]).await;
+    app.run_until_idle().await.unwrap();
+    assert_eq!(
+        told(&sink.published()),
+        [
+            ("o-1".to_owned(), "Order.OrderPlaced.v1".to_owned()),
+            ("o-1".to_owned(), "Order.OrderFulfilled.v1".to_owned()),
+        ]
+    );
+    let letters = support::letters(&app).await;
+    assert_eq!(letters.len(), 1);
+    let letter = &letters[0];
+    assert_eq!(letter.kind, LetterKind::Relay);
+    assert_eq!(letter.handler, "everything");
+    assert_eq!(letter.event_type.as_deref(), Some("OrderPaid"));
+    assert_eq!(letter.error_type, "terminal");
+    assert!(
+        letter.error_message.contains("refused the message")
+            && letter
+                .error_message
+                .contains("`Order.OrderPaid.v1` are not accepted"),
+        "{}",
+        letter.error_message
+    );
+
+    sink.accept();
+    app.app().dead_letters().retry(&letter.id).await.unwrap();
+    let published = told(&sink.published());
+    assert_eq!(
+        published.last(),
+        Some(&("o-1".to_owned(), "Order.OrderPaid.v1".to_owned()))
+    );
+}
+
+/// What the service tells others an order was placed as.
+#[derive(Debug, serde::Serialize)]
+struct OrderPlacedV1 {
+    order: String,
+    amount_cents: u64,
+}
+
+impl Contract for OrderPlacedV1 {
+    const TYPE: &'static str = "com.example.order.placed.v1";
+}
+
+// Issue 45: a relay publishes what it selects, an aggregate's events or some types, and an event
+// with a contract leaves as the contract: its type and its data, not the internal event.
+#[tokio::test]
+async fn a_relay_publishes_what_it_selects_as_its_contracts() {
+    let sink = MemorySink::new();
+    let relay = Relay::new("placed", sink.clone())
+        .event::<OrderPlaced>()
+        .event::<OrderFulfilled>()
+        .contract(|placed: OrderPlaced| OrderPlacedV1 {
+            order: placed.order_id,
+            amount_cents: placed.total * 100,
+        });
+    let app = shop(relay).await;
+    orders(&app, &["o-1"]).await;
+    app.run_until_idle().await.unwrap();
+    let published = sink.published();
+    assert_eq!(
+        told(&published),
+        [
+            ("o-1".to_owned(), "com.example.order.placed.v1".to_owned()),
+            ("o-1".to_owned(), "Order.OrderFulfilled.v1".to_owned()),
+        ]
+    );
+    let data: serde_json::Value =
+        serde_json::from_slice(&published[0].wire().unwrap().body).unwrap();
+    assert_eq!(
+        data,
+        serde_json::json!({ "order": "o-1", "amount_cents": 13_900 })
+    );
+
+    let other = MemorySink::new();
+    let app = shop(Relay::new("payments", other.clone()).aggregate::<Payment>()).await;
+    orders(&app, &["o-2"]).await;
+    app.run_until_idle().await.unwrap();
+    assert!(other.published().is_empty(), "no payment event was stored");
+}
+
+// Issue 45: two runners share a relay: each stream is published in its order, whichever runner
+// takes which event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runners_sharing_a_relay_publish_each_stream_in_order() {
+    let sink = MemorySink::new();
+    let store = support::database::store().await;
+    let build = |store| {
+        App::builder_shared(store)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .relay(Relay::new("everything", sink.clone()))
+            .build()
+    };
+    let (one, two) = (
+        build(store.clone()).await.unwrap(),
+        build(store.clone()).await.unwrap(),
+    );
+    let ids: Vec<String> = (0..40).map(|n| format!("o-{n}")).collect();
+    for id in &ids {
+        one.dispatch(place(id)).await.unwrap();
+        one.dispatch(PayAndFulfil {
+            order_id: id.clone(),
+        })
+        .await
+        .unwrap();
+    }
+    let stop = async {
+        for _ in 0..500 {
+            if sink.published().len() >= ids.len() * 3 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        _ = stop => {}
+        _ = one.run() => {}
+        _ = two.run() => {}
+    }
+    let published = sink.published();
+    for id in &ids {
+        assert_eq!(versions(&published, id), [1, 2, 3], "{id} in order");
+    }
+}
