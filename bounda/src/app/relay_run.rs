@@ -40,7 +40,7 @@ impl RelayRun {
     }
 
     async fn run(&self, app: &App) -> Outcome {
-        let message = match self.relay.message(&self.event) {
+        let message = match self.relay.message_of(&self.event) {
             Ok(message) => message,
             // What cannot be made a message never will be: its letter says why.
             Err(error) => return Outcome::Failed(Failure::of(&error)),

@@ -198,8 +198,8 @@ impl Relay {
             })
     }
 
-    /// The message `event` is published as.
-    pub(crate) fn message(&self, event: &RecordedEvent) -> anyhow::Result<Message> {
+    /// The message `event` is published as: what a sink is given for it.
+    pub fn message_of(&self, event: &RecordedEvent) -> anyhow::Result<Message> {
         let mapping = self
             .mappings
             .iter()

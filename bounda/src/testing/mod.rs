@@ -166,7 +166,7 @@ impl TestApp {
         let target = self.clock.now() + duration;
         // What is pending now happens now, as it would have: a policy reacts to the event just
         // stored before the clock moves on.
-        let settled = self.settle(MAX_PASSES).await?;
+        let settled = self.settle(MAX_PASSES, Some(target)).await?;
         let mut rejections = settled.rejections;
         if !settled.idle {
             return Ok(Idle {
@@ -194,7 +194,7 @@ impl TestApp {
             }
             last = Some(next);
             self.clock.advance_to(next);
-            let idle = self.settle(MAX_PASSES).await?;
+            let idle = self.settle(MAX_PASSES, Some(target)).await?;
             rejections.extend(idle.rejections);
             if !idle.idle {
                 return Ok(Idle {
@@ -204,7 +204,7 @@ impl TestApp {
             }
         }
         self.clock.advance_to(target);
-        let idle = self.settle(MAX_PASSES).await?;
+        let idle = self.settle(MAX_PASSES, Some(target)).await?;
         rejections.extend(idle.rejections);
         Ok(Idle {
             idle: idle.idle,
@@ -225,7 +225,7 @@ impl TestApp {
     /// [`run_until_idle`](Self::run_until_idle), giving up after `max_passes` passes.
     pub async fn run_until_idle_with(&self, max_passes: usize) -> Result<Idle, Error> {
         let before = self.letter_ids().await?;
-        let idle = self.settle(max_passes).await?;
+        let idle = self.settle(max_passes, None).await?;
         self.no_new_letters(&before).await?;
         Ok(idle)
     }
@@ -264,8 +264,11 @@ impl TestApp {
         }
     }
 
-    /// Runs until nothing moves, letters or not.
-    async fn settle(&self, max_passes: usize) -> Result<Idle, Error> {
+    /// Runs until nothing moves, letters or not, following retries and limits' windows up to
+    /// `horizon` (all of them without one): a relay whose sink stays out of reach retries for
+    /// ever, and an advance of the clock stops where it was asked to.
+    async fn settle(&self, max_passes: usize, horizon: Option<Instant>) -> Result<Idle, Error> {
+        let within = |at: &Instant| horizon.is_none_or(|horizon| *at <= horizon);
         let mut rejections = Vec::new();
         self.app.start().await?;
         // Tasks woken by the clock's timers run before the passes, so what they do is seen.
@@ -287,13 +290,13 @@ impl TestApp {
                 continue;
             }
             // What a limit holds runs when its window ends: the clock moves there.
-            let held = self.app.limit_held_until(now).await?;
+            let held = self.app.limit_held_until(now).await?.filter(within);
             // A deadline held back for its instance's unhandled events gets its worker rounds
             // at this moment, and then runs, before the clock moves on (spec 86); unless a limit
             // holds work, whose window's end comes first, or a retry comes due within the time
             // those rounds take a worker (a poll interval each), which then runs first: the
             // event it retries may be what the deadline waits for.
-            let retry = self.app.next_retry_at().await?;
+            let retry = self.app.next_retry_at().await?.filter(within);
             if self.app.waiting_deadline_count().await? > 0 && held.is_none() {
                 let poll = self.app.config().dispatcher.poll_interval.as_millis();
                 let rounds = u64::from(crate::app::processes::deadline_run::MAX_WAIT_ROUNDS);

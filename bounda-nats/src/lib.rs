@@ -1,0 +1,175 @@
+//! NATS JetStream for bounda: [`JetStream`], the [`Sink`] a relay publishes to.
+//!
+//! Each message goes to subject `<prefix>.<type>` (its CloudEvents type, each character NATS
+//! does not take in a subject token replaced by `_`) of a JetStream stream the sink creates if
+//! it is missing, taking `<prefix>.>`. The message carries its CloudEvent in binary mode (`ce-`
+//! headers, the data as the body) or structured mode, as the relay says, and its event's id as
+//! `Nats-Msg-Id`: the stream's duplicate window (two minutes unless the stream says otherwise)
+//! drops a message published again after a crash or a lost acknowledgement. A publish is done
+//! once JetStream acknowledged it. A server out of reach, a timeout or a stream that cannot be
+//! made now are [`SinkError::Unavailable`] (the relay publishes again after a back-off); a
+//! message larger than the server takes is [`SinkError::Refused`] (a dead letter).
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! use bounda::relay::Relay;
+//! use bounda_nats::JetStream;
+//!
+//! let sink = JetStream::connect("nats://127.0.0.1:4222", "STOREFRONT", "storefront").await?;
+//! let relay = Relay::new("storefront-events", sink).source("https://shop.example");
+//! # Ok(())
+//! # }
+//! ```
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, context::PublishErrorKind, stream};
+use bounda::relay::{Message, Sink, SinkError};
+use tokio::sync::OnceCell;
+
+/// How long a publish waits for JetStream's acknowledgement before it counts as unavailable.
+const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A JetStream stream as a relay's sink.
+#[derive(Debug, Clone)]
+pub struct JetStream {
+    client: async_nats::Client,
+    context: jetstream::Context,
+    ack_timeout: Duration,
+    stream: String,
+    prefix: String,
+    /// Set once the stream is known to exist.
+    made: std::sync::Arc<OnceCell<()>>,
+}
+
+impl JetStream {
+    /// A sink on the server at `url` (`nats://host:4222`), publishing to stream `stream` under
+    /// subjects `prefix.<type>`. A server out of reach now is no error: the connection is made
+    /// in the background, and publishes wait for it, retried by the relay.
+    pub async fn connect(url: &str, stream: &str, prefix: &str) -> anyhow::Result<JetStream> {
+        let client = async_nats::ConnectOptions::new()
+            .retry_on_initial_connect()
+            .connect(url)
+            .await
+            .map_err(|error| anyhow::anyhow!("cannot connect to NATS at `{url}`: {error}"))?;
+        Ok(JetStream::new(client, stream, prefix))
+    }
+
+    /// A sink on a client the app already has.
+    pub fn new(client: async_nats::Client, stream: &str, prefix: &str) -> JetStream {
+        JetStream {
+            context: context(client.clone(), ACK_TIMEOUT),
+            client,
+            ack_timeout: ACK_TIMEOUT,
+            stream: stream.to_owned(),
+            prefix: prefix.to_owned(),
+            made: std::sync::Arc::new(OnceCell::new()),
+        }
+    }
+
+    /// Waits `timeout` (10 s unless told) for JetStream's acknowledgement of a publish before
+    /// it counts as unavailable, to be published again.
+    pub fn ack_timeout(mut self, timeout: Duration) -> JetStream {
+        self.context = context(self.client.clone(), timeout);
+        self.ack_timeout = timeout;
+        self
+    }
+
+    /// The subject `message` is published on.
+    pub fn subject(&self, message: &Message) -> String {
+        let token: String = message
+            .ty()
+            .chars()
+            .map(|c| match c {
+                ' ' | '\t' | '\r' | '\n' | '*' | '>' => '_',
+                c => c,
+            })
+            .collect();
+        format!("{}.{token}", self.prefix)
+    }
+
+    /// Makes the stream unless it exists.
+    async fn ensure_stream(&self) -> Result<(), SinkError> {
+        self.made
+            .get_or_try_init(|| async {
+                let config = stream::Config {
+                    name: self.stream.clone(),
+                    subjects: vec![format!("{}.>", self.prefix)],
+                    ..stream::Config::default()
+                };
+                self.context
+                    .get_or_create_stream(config)
+                    .await
+                    .map(drop)
+                    .map_err(|error| {
+                        SinkError::Unavailable(anyhow::anyhow!(
+                            "cannot find or make JetStream stream `{}`: {error}",
+                            self.stream
+                        ))
+                    })
+            })
+            .await
+            .map(drop)
+    }
+}
+
+/// A JetStream context on `client` that waits `ack_timeout` for acknowledgements.
+fn context(client: async_nats::Client, ack_timeout: Duration) -> jetstream::Context {
+    jetstream::ContextBuilder::new()
+        .ack_timeout(ack_timeout)
+        .timeout(ack_timeout)
+        .build(client)
+}
+
+#[async_trait::async_trait]
+impl Sink for JetStream {
+    fn describe(&self) -> String {
+        format!("NATS JetStream stream `{}`", self.stream)
+    }
+
+    async fn publish(&self, message: &Message) -> Result<(), SinkError> {
+        // Whatever the client waits for (a connection, a permit, the acknowledgement), a
+        // publish that has not gone through in time is tried again later.
+        match tokio::time::timeout(self.ack_timeout, self.publish_once(message)).await {
+            Ok(published) => published,
+            Err(_) => Err(SinkError::Unavailable(anyhow::anyhow!(
+                "JetStream did not acknowledge the message within {:?}",
+                self.ack_timeout
+            ))),
+        }
+    }
+}
+
+impl JetStream {
+    /// Publishes `message` and waits for its acknowledgement.
+    async fn publish_once(&self, message: &Message) -> Result<(), SinkError> {
+        self.ensure_stream().await?;
+        let wire = message.wire().map_err(SinkError::Refused)?;
+        let mut headers = async_nats::HeaderMap::new();
+        for (name, value) in &wire.headers {
+            headers.insert(name.as_str(), value.as_str());
+        }
+        let publish = jetstream::message::PublishMessage::build()
+            .headers(headers)
+            .message_id(message.id())
+            .payload(wire.body.into());
+        let failed = |error: &dyn std::fmt::Display, kind: Option<PublishErrorKind>| {
+            let error = anyhow::anyhow!("{error}");
+            match kind {
+                Some(PublishErrorKind::MaxPayloadExceeded) => SinkError::Refused(error),
+                _ => SinkError::Unavailable(error),
+            }
+        };
+        let ack = self
+            .context
+            .send_publish(self.subject(message), publish)
+            .await
+            .map_err(|error| failed(&error, Some(error.kind())))?;
+        ack.await
+            .map_err(|error| failed(&error, Some(error.kind())))?;
+        Ok(())
+    }
+}
