@@ -637,21 +637,38 @@ impl App {
         Ok(instance.parked_behind())
     }
 
-    /// The earliest pending retry of a policy, a process or a scheduled entry; a paused
+    /// The earliest pending retry of a policy, a process or a scheduled entry, and of a relay's
+    /// publish at or before `relays_until` (none without it: a relay retries for as long as
+    /// its sink fails, so a test's clock follows it only as far as it is asked to go); a paused
     /// handler's, subscriber's or instance's retries wait for its resume, so they are left out.
-    pub(crate) async fn next_retry_at(&self) -> Result<Option<Instant>, Error> {
+    pub(crate) async fn next_retry_at(
+        &self,
+        relays_until: Option<Instant>,
+    ) -> Result<Option<Instant>, Error> {
         let mut next = self.store().next_scheduled_retry().await?;
         let paused = self.paused().await?;
-        let policies = self.inner.policies.iter().map(|p| (POLICIES, p.name()));
-        let processes = self.inner.processes.iter().map(|p| (PROCESSES, p.name()));
-        let relays = self.relays().map(|r| (crate::app::RELAYS, r.name()));
-        for (subscriber, name) in policies.chain(processes).chain(relays) {
+        let policies = self
+            .inner
+            .policies
+            .iter()
+            .map(|p| (POLICIES, p.name(), false));
+        let processes = self
+            .inner
+            .processes
+            .iter()
+            .map(|p| (PROCESSES, p.name(), false));
+        let relays = self.relays().map(|r| (crate::app::RELAYS, r.name(), true));
+        for (subscriber, name, relay) in policies.chain(processes).chain(relays) {
             if paused.handler(name).is_some() || paused.subscriber(subscriber).is_some() {
                 continue;
             }
             let retry = match paused.instances().any(|(process, _)| process == name) {
                 true => self.first_retry_unpaused(name, &paused).await?,
                 false => self.store().next_inbox_retry(name).await?,
+            };
+            let retry = match relay {
+                true => retry.filter(|at| relays_until.is_some_and(|until| *at <= until)),
+                false => retry,
             };
             next = next.into_iter().chain(retry).min();
         }

@@ -217,7 +217,9 @@ impl TestApp {
     /// due before that runs on the way, in order. A due deadline held back for its
     /// instance's unhandled events gets its worker rounds at the current moment first, and runs
     /// once they are up; a retry that comes due within the time those rounds take a worker (a
-    /// poll interval each) runs first, as it would on a real clock.
+    /// poll interval each) runs first, as it would on a real clock. A relay's publish that
+    /// failed is not waited for (its sink is outside, and it retries for as long as it fails):
+    /// [`advance`](TestApp::advance) the clock to see it published again.
     pub async fn run_until_idle(&self) -> Result<Idle, Error> {
         self.run_until_idle_with(MAX_PASSES).await
     }
@@ -264,11 +266,10 @@ impl TestApp {
         }
     }
 
-    /// Runs until nothing moves, letters or not, following retries and limits' windows up to
-    /// `horizon` (all of them without one): a relay whose sink stays out of reach retries for
-    /// ever, and an advance of the clock stops where it was asked to.
+    /// Runs until nothing moves, letters or not, following retries and limits' windows; a
+    /// relay's retries only up to `horizon` (none without one): a relay whose sink stays out of
+    /// reach retries for ever, and an advance of the clock stops where it was asked to.
     async fn settle(&self, max_passes: usize, horizon: Option<Instant>) -> Result<Idle, Error> {
-        let within = |at: &Instant| horizon.is_none_or(|horizon| *at <= horizon);
         let mut rejections = Vec::new();
         self.app.start().await?;
         // Tasks woken by the clock's timers run before the passes, so what they do is seen.
@@ -290,13 +291,13 @@ impl TestApp {
                 continue;
             }
             // What a limit holds runs when its window ends: the clock moves there.
-            let held = self.app.limit_held_until(now).await?.filter(within);
+            let held = self.app.limit_held_until(now).await?;
             // A deadline held back for its instance's unhandled events gets its worker rounds
             // at this moment, and then runs, before the clock moves on (spec 86); unless a limit
             // holds work, whose window's end comes first, or a retry comes due within the time
             // those rounds take a worker (a poll interval each), which then runs first: the
             // event it retries may be what the deadline waits for.
-            let retry = self.app.next_retry_at().await?.filter(within);
+            let retry = self.app.next_retry_at(horizon).await?;
             if self.app.waiting_deadline_count().await? > 0 && held.is_none() {
                 let poll = self.app.config().dispatcher.poll_interval.as_millis();
                 let rounds = u64::from(crate::app::processes::deadline_run::MAX_WAIT_ROUNDS);
