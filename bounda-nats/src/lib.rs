@@ -10,19 +10,18 @@
 //! made now are [`SinkError::Unavailable`] (the relay publishes again after a back-off); a
 //! message larger than the server takes is [`SinkError::Refused`] (a dead letter).
 //!
-//! ```no_run
-//! # async fn example() -> anyhow::Result<()> {
+//! ```
 //! use bounda::relay::Relay;
 //! use bounda_nats::JetStream;
 //!
-//! let sink = JetStream::connect("nats://127.0.0.1:4222", "STOREFRONT", "storefront").await?;
+//! let sink = JetStream::new("nats://127.0.0.1:4222", "STOREFRONT", "storefront");
 //! let relay = Relay::new("storefront-events", sink).source("https://shop.example");
-//! # Ok(())
-//! # }
 //! ```
 
 #[cfg(feature = "testing")]
 pub mod testing;
+
+pub use async_nats;
 
 use std::time::Duration;
 
@@ -33,49 +32,62 @@ use tokio::sync::OnceCell;
 /// How long a publish waits for JetStream's acknowledgement before it counts as unavailable.
 const ACK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A JetStream stream as a relay's sink.
+/// A JetStream stream as a relay's sink. It connects when it first publishes, so an app builds
+/// whether or not the server answers then; publishes wait for the connection, retried by the
+/// relay while it is out of reach.
 #[derive(Debug, Clone)]
 pub struct JetStream {
-    client: async_nats::Client,
-    context: jetstream::Context,
-    ack_timeout: Duration,
+    url: String,
+    connection: std::sync::Arc<OnceCell<jetstream::Context>>,
     stream: String,
     prefix: String,
+    ack_timeout: Duration,
     /// Set once the stream is known to exist.
     made: std::sync::Arc<OnceCell<()>>,
 }
 
 impl JetStream {
     /// A sink on the server at `url` (`nats://host:4222`), publishing to stream `stream` under
-    /// subjects `prefix.<type>`. A server out of reach now is no error: the connection is made
-    /// in the background, and publishes wait for it, retried by the relay.
-    pub async fn connect(url: &str, stream: &str, prefix: &str) -> anyhow::Result<JetStream> {
-        let client = async_nats::ConnectOptions::new()
-            .retry_on_initial_connect()
-            .connect(url)
-            .await
-            .map_err(|error| anyhow::anyhow!("cannot connect to NATS at `{url}`: {error}"))?;
-        Ok(JetStream::new(client, stream, prefix))
-    }
-
-    /// A sink on a client the app already has.
-    pub fn new(client: async_nats::Client, stream: &str, prefix: &str) -> JetStream {
+    /// subjects `prefix.<type>`.
+    pub fn new(url: &str, stream: &str, prefix: &str) -> JetStream {
         JetStream {
-            context: context(client.clone(), ACK_TIMEOUT),
-            client,
-            ack_timeout: ACK_TIMEOUT,
+            url: url.to_owned(),
+            connection: std::sync::Arc::new(OnceCell::new()),
             stream: stream.to_owned(),
             prefix: prefix.to_owned(),
+            ack_timeout: ACK_TIMEOUT,
             made: std::sync::Arc::new(OnceCell::new()),
         }
     }
 
-    /// Waits `timeout` (10 s unless told) for JetStream's acknowledgement of a publish before
-    /// it counts as unavailable, to be published again.
+    /// Waits `timeout` (10 s unless told) for a publish to be acknowledged before it counts as
+    /// unavailable, to be published again.
     pub fn ack_timeout(mut self, timeout: Duration) -> JetStream {
-        self.context = context(self.client.clone(), timeout);
         self.ack_timeout = timeout;
         self
+    }
+
+    /// The JetStream context, connected at the first call; the connection then mends itself in
+    /// the background.
+    async fn context(&self) -> Result<&jetstream::Context, SinkError> {
+        self.connection
+            .get_or_try_init(|| async {
+                let client = async_nats::ConnectOptions::new()
+                    .retry_on_initial_connect()
+                    .connect(self.url.as_str())
+                    .await
+                    .map_err(|error| {
+                        SinkError::Unavailable(anyhow::anyhow!(
+                            "cannot connect to NATS at `{}`: {error}",
+                            self.url
+                        ))
+                    })?;
+                Ok(jetstream::ContextBuilder::new()
+                    .ack_timeout(self.ack_timeout)
+                    .timeout(self.ack_timeout)
+                    .build(client))
+            })
+            .await
     }
 
     /// The subject `message` is published on.
@@ -100,7 +112,8 @@ impl JetStream {
                     subjects: vec![format!("{}.>", self.prefix)],
                     ..stream::Config::default()
                 };
-                self.context
+                self.context()
+                    .await?
                     .get_or_create_stream(config)
                     .await
                     .map(drop)
@@ -114,14 +127,6 @@ impl JetStream {
             .await
             .map(drop)
     }
-}
-
-/// A JetStream context on `client` that waits `ack_timeout` for acknowledgements.
-fn context(client: async_nats::Client, ack_timeout: Duration) -> jetstream::Context {
-    jetstream::ContextBuilder::new()
-        .ack_timeout(ack_timeout)
-        .timeout(ack_timeout)
-        .build(client)
 }
 
 #[async_trait::async_trait]
@@ -164,7 +169,8 @@ impl JetStream {
             }
         };
         let ack = self
-            .context
+            .context()
+            .await?
             .send_publish(self.subject(message), publish)
             .await
             .map_err(|error| failed(&error, Some(error.kind())))?;

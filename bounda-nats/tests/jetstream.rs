@@ -111,9 +111,7 @@ fn header<'m>(message: &'m jetstream::message::StreamMessage, name: &str) -> Opt
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_event_is_one_cloud_event_on_the_stream_and_a_repeat_is_dropped() {
     let server = NatsServer::start().unwrap();
-    let sink = JetStream::connect(&server.url(), "SHOP", "shop")
-        .await
-        .unwrap();
+    let sink = JetStream::new(&server.url(), "SHOP", "shop");
     let app = shop(sink.clone()).await;
     place(&app, "o-1", 5).await;
     place(&app, "o-2", 7).await;
@@ -155,9 +153,7 @@ async fn each_event_is_one_cloud_event_on_the_stream_and_a_repeat_is_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stops_holds_the_relay_until_it_is_back_and_nothing_is_lost() {
     let mut server = NatsServer::start().unwrap();
-    let sink = JetStream::connect(&server.url(), "SHOP", "shop")
-        .await
-        .unwrap()
+    let sink = JetStream::new(&server.url(), "SHOP", "shop")
         .ack_timeout(std::time::Duration::from_millis(300));
     let app = shop(sink).await;
     place(&app, "o-1", 1).await;

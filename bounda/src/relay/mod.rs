@@ -125,8 +125,8 @@ impl std::fmt::Debug for Relay {
 
 impl Relay {
     /// A relay named `name` (unique among the app's policies and relays) publishing every
-    /// event the app stores from the moment it is added to `sink`, in binary mode, with
-    /// source `/name`.
+    /// event the app's commands store from the moment it is added to `sink` (the runtime's own,
+    /// a process's lifecycle, stay in), in binary mode, with source `/name`.
     pub fn new(name: &'static str, sink: impl Sink) -> Relay {
         Relay {
             name,
@@ -189,13 +189,15 @@ impl Relay {
         self.sink.describe()
     }
 
-    /// Whether it publishes `event`.
+    /// Whether it publishes `event`: one it selects, never the runtime's own (a process's
+    /// lifecycle).
     pub(crate) fn takes(&self, event: &RecordedEvent) -> bool {
-        self.selection.is_empty()
+        let selected = self.selection.is_empty()
             || self.selection.iter().any(|selection| match selection {
                 Selection::Aggregate(aggregate) => event.aggregate_type == *aggregate,
                 Selection::Event(key) => event.has_key(*key),
-            })
+            });
+        selected && !event.metadata.system
     }
 
     /// The message `event` is published as: what a sink is given for it.

@@ -115,8 +115,10 @@ impl clap::CommandFactory for RunArgs {
 }
 
 /// The storefront as a service on `timing`: its store a file or a server, its notifier a file
-/// several processes may share (`NOTIFY_LOG=path`) or memory, its gateway a fake; a preview's
-/// ports doubles that record each call and succeed.
+/// several processes may share (`NOTIFY_LOG=path`) or memory, its gateway a fake, and, given
+/// `NATS_URL`, a relay publishing every event it stores to the JetStream stream `STOREFRONT`
+/// (subject `storefront.<type>`); a preview's ports doubles that record each call and succeed,
+/// and it publishes nothing.
 fn service(timing: storefront::Timing) -> Service {
     Service::new("storefront", bounda_postgres::Servers(bounda_sqlite::Files))
         .app(move |builder| {
@@ -124,12 +126,23 @@ fn service(timing: storefront::Timing) -> Service {
                 Some(path) => Arc::new(FileNotifier::new(path)),
                 None => Arc::new(MemoryNotifier::default()),
             };
-            storefront::app(builder, notifier, Arc::new(FakeGateway::default()), timing)
+            let builder =
+                storefront::app(builder, notifier, Arc::new(FakeGateway::default()), timing);
+            match std::env::var("NATS_URL") {
+                Ok(url) if !url.is_empty() => builder.relay(relay(&url)),
+                _ => builder,
+            }
         })
         .preview(move |builder, calls| {
             let double = Arc::new(Recording::new(calls));
             storefront::app(builder, double.clone(), double, timing)
         })
+}
+
+/// The relay of every event to the JetStream stream `STOREFRONT` on the server at `url`.
+fn relay(url: &str) -> bounda::relay::Relay {
+    let sink = bounda_nats::JetStream::new(url, "STOREFRONT", "storefront");
+    bounda::relay::Relay::new("storefront-events", sink).source("https://storefront.example")
 }
 
 #[tokio::main(flavor = "current_thread")]

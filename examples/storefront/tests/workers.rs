@@ -782,3 +782,68 @@ async fn a_retry_from_the_command_line_runs_with_the_workers_settings() {
         "o-1 has the worker's six hours to pay, not the shell's second: {left}"
     );
 }
+
+// Issue 45: given NATS_URL, the storefront publishes every event it stores to the JetStream stream
+// STOREFRONT, message id the event id: a run killed with SIGKILL mid-way and finished by another
+// leaves exactly one message per stored event (a repeated publish falls in the stream's
+// duplicate window), and none of the runtime's own events.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_killed_mid_way_leaves_one_message_per_event_on_jetstream() {
+    use bounda_nats::async_nats;
+
+    let nats = bounda_nats::testing::NatsServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (db, log_path) = (dir.path().join("shop.db"), dir.path().join("notified.log"));
+    let mut first = storefront(
+        &db,
+        &log_path,
+        &["run", "--orders", "30", "--batch-size", "1"],
+    )
+    .env("NATS_URL", nats.url())
+    .spawn()
+    .unwrap();
+    until_deadlines_run(&db).await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let second = storefront(&db, &log_path, &["run", "--orders", "0"])
+        .env("NATS_URL", nats.url())
+        .spawn()
+        .unwrap();
+    assert!(finished_within(second, 60).success());
+
+    let app = app_on(&db).await;
+    let mut stored = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = app.store().read_all(after, 1_000).await.unwrap();
+        let Some(last) = page.last() else { break };
+        after = last.position;
+        stored.extend(
+            page.into_iter()
+                .filter(|event| !event.metadata.system)
+                .map(|event| event.id),
+        );
+    }
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut stream = async_nats::jetstream::new(client)
+        .get_stream("STOREFRONT")
+        .await
+        .unwrap();
+    let last = stream.info().await.unwrap().state.last_sequence;
+    let mut published = Vec::new();
+    for sequence in 1..=last {
+        let message = stream.get_raw_message(sequence).await.unwrap();
+        let id = message
+            .headers
+            .get("Nats-Msg-Id")
+            .map(|id| id.as_str().to_owned());
+        published.push(id.unwrap_or_default());
+    }
+    let unique: std::collections::HashSet<&String> = published.iter().collect();
+    assert_eq!(unique.len(), published.len(), "no event published twice");
+    let mut published_sorted = published.clone();
+    published_sorted.sort();
+    stored.sort();
+    assert_eq!(published_sorted, stored, "every stored event, once");
+    assert!(stored.len() > 90, "30 orders' events: {}", stored.len());
+}
