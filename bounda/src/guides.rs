@@ -18,3 +18,6 @@ pub mod read_models {}
 
 #[doc = include_str!("../docs/simulating.md")]
 pub mod simulating {}
+
+#[doc = include_str!("../docs/integrating.md")]
+pub mod integrating {}
