@@ -202,10 +202,13 @@ impl App {
             } else if subscriber == crate::app::PROCESSES {
                 (!self.inner.processes.is_empty())
                     .then(|| self.inner.processes.iter().map(|p| p.name()).collect())
+            } else if subscriber == crate::app::RELAYS {
+                (!self.inner.relays.is_empty())
+                    .then(|| self.relays().map(|relay| relay.name()).collect())
             } else {
                 None
             };
-            // Where the policies' and processes' checkpoints passed held events.
+            // Where the policies', processes' and relays' checkpoints passed held events.
             let cursor = match handlers {
                 Some(_) => self.store().cursor(&subscriber).await?,
                 None => None,

@@ -130,8 +130,8 @@ impl App {
         Ok(())
     }
 
-    /// The subscribers this app runs: `policies` and `processes` when it has any, and each
-    /// read model's.
+    /// The subscribers this app runs: `policies`, `processes` and `relays` when it has any, and
+    /// each read model's.
     fn subscriber_names(&self) -> Vec<String> {
         let mut names = Vec::new();
         if self.policies().next().is_some() {
@@ -139,6 +139,9 @@ impl App {
         }
         if self.processes().next().is_some() {
             names.push(app::PROCESSES.to_owned());
+        }
+        if self.relays().next().is_some() {
+            names.push(app::RELAYS.to_owned());
         }
         names.extend(
             self.read_models()

@@ -117,6 +117,24 @@ async fn a_failing_publish_holds_its_stream_and_is_retried_until_it_goes_through
         tried > 60 && tried < 200,
         "retried while failing: {tried} attempts"
     );
+    // `lag` counts the relays as the subscriber they are, and names the publish that fails.
+    let lag = app.app().lag().await.unwrap();
+    let relays = lag
+        .subscribers
+        .iter()
+        .find(|subscriber| subscriber.subscriber == bounda::RELAYS)
+        .unwrap_or_else(|| panic!("the relays are a subscriber: {lag:?}"));
+    assert_eq!(
+        relays.lag, 6,
+        "o-1's first event and all after it: {relays:?}"
+    );
+    assert_eq!(lag.max_lag, 6);
+    let failing = relays.failing.as_ref().unwrap();
+    assert_eq!(failing.handler, "everything");
+    assert!(
+        failing.message.contains("does not take `o-1` now"),
+        "{failing:?}"
+    );
 
     sink.fail_stream("o-1", false);
     app.advance(bounda::minutes(2)).await.unwrap();
@@ -126,6 +144,7 @@ async fn a_failing_publish_holds_its_stream_and_is_retried_until_it_goes_through
         [1, 2, 3],
         "o-1 in order at last"
     );
+    assert_eq!(app.app().lag().await.unwrap().max_lag, 0);
     let letters = app
         .app()
         .dead_letters()
@@ -269,4 +288,23 @@ async fn two_runners_sharing_a_relay_publish_each_stream_in_order() {
     for id in &ids {
         assert_eq!(versions(&published, id), [1, 2, 3], "{id} in order");
     }
+}
+
+// Issue 45: the relays are paused and resumed as any subscriber: paused, nothing is published and
+// the events wait; resumed, each goes out in its order.
+#[tokio::test]
+async fn paused_relays_publish_nothing_until_resumed() {
+    let sink = MemorySink::new();
+    let app = shop(Relay::new("everything", sink.clone())).await;
+    let relays = bounda::store::PauseTarget::Subscriber {
+        name: bounda::RELAYS.to_owned(),
+    };
+    assert!(app.app().pause(relays.clone(), "erin", None).await.unwrap());
+    orders(&app, &["o-1"]).await;
+    app.advance(bounda::minutes(5)).await.unwrap();
+    assert!(sink.published().is_empty(), "paused");
+    assert_eq!(app.app().lag().await.unwrap().max_lag, 3);
+    assert!(app.app().resume(&relays).await.unwrap());
+    app.run_until_idle().await.unwrap();
+    assert_eq!(versions(&sink.published(), "o-1"), [1, 2, 3]);
 }
