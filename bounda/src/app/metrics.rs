@@ -30,6 +30,8 @@ pub const DEADLINES_OVERDUE: &str = "bounda_deadlines_overdue";
 pub const SUBSCRIBER_LAG: &str = "bounda_subscriber_lag";
 /// How long a commit of one or more runs' writes took, in seconds.
 pub const COMMIT_SECONDS: &str = "bounda_commit_seconds";
+/// Events a relay published (its sink acknowledged them and the run committed), by relay.
+pub const RELAY_PUBLISHED: &str = "bounda_relay_published_total";
 
 /// Whether counters and histograms are recorded.
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -62,6 +64,10 @@ pub(crate) fn describe() {
         "Failed tries of a handler: each one retried and each one lettered."
     );
     describe_counter!(DEADLINE_FIRINGS, "Deadlines reached, by process and field.");
+    describe_counter!(
+        RELAY_PUBLISHED,
+        "Events a relay published and its sink acknowledged, by relay."
+    );
     describe_histogram!(
         DEADLINE_LATENESS,
         Unit::Seconds,
@@ -92,6 +98,14 @@ pub(crate) fn command(command_type: &str, outcome: &'static str) {
     }
     ::metrics::counter!(COMMANDS, "command" => command_type.to_owned(), "outcome" => outcome)
         .increment(1);
+}
+
+/// An event relay `relay` published, once its run committed.
+pub(crate) fn published(relay: &'static str) {
+    if !recording() {
+        return;
+    }
+    ::metrics::counter!(RELAY_PUBLISHED, "relay" => relay).increment(1);
 }
 
 /// A handler's failed try: retried, or lettered.

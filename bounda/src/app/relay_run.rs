@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use crate::app::App;
-use crate::app::engine::{Failure, Outcome, Work, guarded};
+use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
 use crate::config::{Retry, Strategy};
 use crate::ids::derived_id;
 use crate::relay::{Relay, SinkError};
@@ -57,7 +57,13 @@ impl RelayRun {
         })
         .await;
         match published {
-            Ok(Ok(())) => Outcome::nothing(),
+            Ok(Ok(())) => {
+                let relay = self.relay.name();
+                Outcome::Commit(Done {
+                    after: Some(Box::new(move || crate::app::metrics::published(relay))),
+                    ..Done::default()
+                })
+            }
             Ok(Err(refused)) => Outcome::Failed(Failure::terminal(
                 "PUBLISH_REFUSED",
                 &refused.context(format!("{} refused the message", self.relay.sink())),

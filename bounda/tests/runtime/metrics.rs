@@ -297,3 +297,50 @@ async fn a_process_gone_from_the_store_reads_zero_not_its_last_count() {
         .unwrap();
     assert_eq!(pending(&scrape(&after, &metrics).await), [0.0]);
 }
+
+// Issue 45: a relay's publishes are counted once acknowledged, its failed tries as its handler's
+// failures, and its lag is the relays subscriber's.
+#[tokio::test]
+async fn a_relays_publishes_failures_and_lag_are_measured() {
+    let (metrics, recorder) = Metrics::unregistered().unwrap();
+    let _recording = ::metrics::set_default_local_recorder(&recorder);
+    bounda::metrics::record(true);
+    let sink = bounda::relay::MemorySink::new();
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .relay(bounda::relay::Relay::new("everything", sink.clone())),
+    )
+    .await
+    .unwrap();
+    sink.fail_next(2);
+    app.dispatch(place("m-1")).await.unwrap();
+    app.dispatch(place("m-2")).await.unwrap();
+    app.advance(minutes(1)).await.unwrap();
+    assert_eq!(sink.published().len(), 2);
+
+    let scrape = scrape(&app, &metrics).await;
+    let count = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples(&scrape, name, labels).into_iter().map(value).sum()
+    };
+    assert_eq!(
+        count("bounda_relay_published_total", &[("relay", "everything")]),
+        2.0
+    );
+    assert_eq!(
+        count(
+            "bounda_handler_failures_total",
+            &[("handler", "everything"), ("kind", "relay")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        count("bounda_subscriber_lag", &[("subscriber", "relays")]),
+        0.0
+    );
+    assert!(
+        scrape.docs.contains_key("bounda_relay_published_total"),
+        "described"
+    );
+}
