@@ -193,6 +193,19 @@ impl DeadLetters<'_> {
         })
     }
 
+    /// The stored event letter `letter` failed on; a letter whose event is gone cannot be
+    /// retried.
+    async fn event_of(&self, letter: &DeadLetter) -> Result<crate::RecordedEvent, Error> {
+        let event_id = letter.event_id.as_deref().unwrap_or_default();
+        self.app
+            .read_event(event_id)
+            .await?
+            .ok_or_else(|| Error::LetterNotRetriable {
+                id: letter.id.clone(),
+                reason: "its event is not in the store".to_owned(),
+            })
+    }
+
     /// Runs a letter's work again, its claim held.
     async fn retry_claimed(
         &self,
@@ -211,12 +224,7 @@ impl DeadLetters<'_> {
                     .relays()
                     .find(|relay| relay.name() == letter.handler)
                     .ok_or_else(|| not_retriable("its relay is no longer in the app"))?;
-                let event_id = letter.event_id.as_deref().unwrap_or_default();
-                let event = self
-                    .app
-                    .read_event(event_id)
-                    .await?
-                    .ok_or_else(|| not_retriable("its event is not in the store"))?;
+                let event = self.event_of(&letter).await?;
                 if !relay.takes(&event) {
                     return Err(not_retriable("its relay no longer publishes the event"));
                 }
@@ -233,12 +241,7 @@ impl DeadLetters<'_> {
                     .policies()
                     .find(|policy| policy.name() == letter.handler)
                     .ok_or_else(|| not_retriable("its policy is no longer in the app"))?;
-                let event_id = letter.event_id.as_deref().unwrap_or_default();
-                let event = self
-                    .app
-                    .read_event(event_id)
-                    .await?
-                    .ok_or_else(|| not_retriable("its event is not in the store"))?;
+                let event = self.event_of(&letter).await?;
                 if !event.has_key(policy.key()) {
                     return Err(not_retriable("its policy no longer handles the event"));
                 }

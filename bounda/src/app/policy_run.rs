@@ -12,7 +12,7 @@ use crate::app::policy::PolicyRunner;
 use crate::app::reaction::{Attempt, Cause};
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
-use crate::store::{DeadLetter, LetterKind, ScheduledEntry, WriteSet};
+use crate::store::{LetterKind, ScheduledEntry, WriteSet};
 use crate::{Error, Instant, RecordedEvent};
 
 /// The command type of a delayed policy's run in the scheduler.
@@ -157,13 +157,7 @@ impl Work for PolicyRun {
     ) -> Result<WriteSet, Error> {
         let (policy, event) = (self.policy.name(), &self.event);
         let id = policy_letter_id(policy, &event.id);
-        let letter = DeadLetter {
-            event_id: Some(event.id.clone()),
-            event_type: Some(event.event_type.clone()),
-            aggregate_type: Some(event.aggregate_type.clone()),
-            aggregate_id: Some(event.aggregate_id.clone()),
-            ..failure.letter(id, LetterKind::Policy, policy, attempts, now)
-        };
+        let letter = failure.letter_on(id, LetterKind::Policy, policy, event, (attempts, now));
         Ok(WriteSet {
             dead_letters: vec![letter],
             ..WriteSet::default()

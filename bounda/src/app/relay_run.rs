@@ -10,7 +10,7 @@ use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
 use crate::config::{Retry, Strategy};
 use crate::ids::derived_id;
 use crate::relay::{Relay, SinkError};
-use crate::store::{DeadLetter, LetterKind, WriteSet};
+use crate::store::{LetterKind, WriteSet};
 use crate::{Error, Instant, RecordedEvent, minutes, seconds};
 
 /// How a failing publish is retried: for as long as it fails, a second, then doubling up to a
@@ -111,19 +111,8 @@ impl Work for RelayRun {
         now: Instant,
     ) -> Result<WriteSet, Error> {
         let (relay, event) = (self.relay.name(), &self.event);
-        let letter = DeadLetter {
-            event_id: Some(event.id.clone()),
-            event_type: Some(event.event_type.clone()),
-            aggregate_type: Some(event.aggregate_type.clone()),
-            aggregate_id: Some(event.aggregate_id.clone()),
-            ..failure.letter(
-                relay_letter_id(relay, &event.id),
-                LetterKind::Relay,
-                relay,
-                attempts,
-                now,
-            )
-        };
+        let id = relay_letter_id(relay, &event.id);
+        let letter = failure.letter_on(id, LetterKind::Relay, relay, event, (attempts, now));
         Ok(WriteSet {
             dead_letters: vec![letter],
             ..WriteSet::default()

@@ -62,6 +62,25 @@ impl Failure {
 
     /// The dead letter of this failure, filed at `now` after `attempts` runs; the caller adds
     /// what it concerns (event, aggregate, payload).
+    /// This failure's letter of `handler` on stored event `event`: the event, its type and its
+    /// stream named.
+    pub(crate) fn letter_on(
+        &self,
+        id: String,
+        kind: LetterKind,
+        handler: &str,
+        event: &crate::RecordedEvent,
+        (attempts, now): (u32, Instant),
+    ) -> DeadLetter {
+        DeadLetter {
+            event_id: Some(event.id.clone()),
+            event_type: Some(event.event_type.clone()),
+            aggregate_type: Some(event.aggregate_type.clone()),
+            aggregate_id: Some(event.aggregate_id.clone()),
+            ..self.letter(id, kind, handler, attempts, now)
+        }
+    }
+
     pub(crate) fn letter(
         &self,
         id: String,
