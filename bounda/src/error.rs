@@ -434,6 +434,15 @@ fn at_path(path: &str) -> String {
     }
 }
 
+/// A commit that failed, as the error its caller answers: the store's own error, or `what`
+/// with the refusal (a claim lost, a stream moved) as its cause.
+pub(crate) fn unwritten(what: &str, error: crate::store::CommitError) -> Error {
+    match error {
+        crate::store::CommitError::Store(error) => Error::Store(error),
+        other => Error::Store(crate::store::StoreError::with_source(what, other)),
+    }
+}
+
 /// An error and its causes on one line, `context: cause: cause`, for letters and logs: an
 /// operator reading "cannot begin a write" needs the "database is locked" under it.
 pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {

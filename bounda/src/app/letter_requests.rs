@@ -48,7 +48,7 @@ impl DeadLetters<'_> {
         };
         app.commit(&writes)
             .await
-            .map_err(|error| unwritten("cannot request a retry", error))?;
+            .map_err(|error| crate::error::unwritten("cannot request a retry", error))?;
         Ok(request)
     }
 
@@ -242,15 +242,10 @@ impl App {
                 );
                 Ok(())
             }
-            Err(error) => Err(unwritten("cannot record what a requested retry did", error)),
+            Err(error) => Err(crate::error::unwritten(
+                "cannot record what a requested retry did",
+                error,
+            )),
         }
-    }
-}
-
-/// A commit that failed, as the error its caller answers.
-fn unwritten(what: &str, error: CommitError) -> Error {
-    match error {
-        CommitError::Store(error) => Error::Store(error),
-        other => Error::Store(crate::store::StoreError::with_source(what, other)),
     }
 }

@@ -21,16 +21,22 @@ async fn confirm_on_order_placed(_cx: Reaction<'_, OrderPlaced>) -> Result<()> {
 
 use support::operator as output;
 
-#[tokio::test]
-async fn the_operator_lists_shows_retries_and_discards_letters() {
-    let app = TestApp::new(
+/// An app whose one policy, the order's confirmation, fails: the mail server is down. It
+/// expects the letters that files.
+async fn mail_down() -> TestApp {
+    TestApp::new(
         App::builder_shared(support::database::store().await)
             .only_listed()
             .policy::<ConfirmOnOrderPlaced>(),
     )
     .await
     .unwrap()
-    .expecting_letters();
+    .expecting_letters()
+}
+
+#[tokio::test]
+async fn the_operator_lists_shows_retries_and_discards_letters() {
+    let app = mail_down().await;
     app.dispatch(PlaceOrder {
         order_id: "o-1".into(),
         total: 1,
@@ -99,13 +105,7 @@ async fn the_operator_lists_shows_retries_and_discards_letters() {
 // is the same mistake (exit 1) for show, discard and retry.
 #[tokio::test]
 async fn list_shows_status_and_an_unknown_letter_is_one_mistake_for_every_command() {
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await
-    .unwrap();
+    let app = mail_down().await;
     let app = app.app();
     let list = support::list_letters(false);
     let (code, text) = output(app, list).await;
@@ -338,14 +338,7 @@ fn past_moments_read_as_ago() {
 #[tokio::test]
 async fn the_operator_retries_and_discards_letters_in_bulk() {
     let parse = support::command;
-    let app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await
-    .unwrap()
-    .expecting_letters();
+    let app = mail_down().await;
     for order in ["o-1", "o-2", "o-3"] {
         app.dispatch(support::storefront::place(order))
             .await
@@ -466,14 +459,7 @@ async fn rearming_an_instance_that_does_not_exist_is_refused() {
 // worker's pass runs it and records what it did, which `show` tells.
 #[tokio::test]
 async fn a_requested_retry_waits_for_the_next_worker() {
-    let test_app = TestApp::new(
-        App::builder_shared(support::database::store().await)
-            .only_listed()
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await
-    .unwrap()
-    .expecting_letters();
+    let test_app = mail_down().await;
     test_app
         .dispatch(support::storefront::place("o-1"))
         .await

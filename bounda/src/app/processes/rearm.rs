@@ -16,7 +16,7 @@ use crate::app::processes::step::entry_key;
 use crate::app::processes::writes::armed;
 use crate::process::plan::DueDeadline;
 use crate::store::instances::DeadlinePayload;
-use crate::store::{CommitError, ScheduledEntry, StoreError};
+use crate::store::{CommitError, ScheduledEntry};
 use crate::{Error, Instant};
 
 /// Instances whose ids are read per page.
@@ -331,11 +331,10 @@ impl App {
                 Ok(Some(drift))
             }
             Err(CommitError::StreamMoved { .. }) => Ok(None),
-            Err(CommitError::Store(error)) => Err(Error::Store(error)),
-            Err(other) => Err(Error::Store(StoreError::with_source(
+            Err(other) => Err(crate::error::unwritten(
                 "cannot re-arm a scheduler entry",
                 other,
-            ))),
+            )),
         }
     }
 }
