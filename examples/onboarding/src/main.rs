@@ -53,8 +53,22 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // `WELCOME_WEBHOOK_URL` and `WELCOME_WEBHOOK_SECRET`, read once, likewise.
+    let webhook = match onboarding::welcome::welcome_webhook() {
+        Ok(webhook) => webhook,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let service = Service::new("onboarding", bounda_postgres::Servers(bounda_sqlite::Files))
-        .app(move |builder| onboarding::app(builder, Arc::new(ConsoleSender::from_env()), timeout))
+        .app(move |builder| {
+            let builder = onboarding::app(builder, Arc::new(ConsoleSender::from_env()), timeout);
+            match &webhook {
+                Some(sink) => builder.relay(onboarding::welcome::welcome_relay(sink.clone())),
+                None => builder,
+            }
+        })
         .preview(move |builder, calls| {
             onboarding::app(builder, Arc::new(RecordingSender::new(calls)), timeout)
         });

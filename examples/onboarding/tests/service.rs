@@ -12,12 +12,20 @@ use std::process::{Command, Output};
 
 /// `onboarding args..` in `dir`, its store the file there.
 fn onboarding(dir: &Path, args: &[&str]) -> Output {
+    onboarding_with(dir, args, &[])
+}
+
+/// `onboarding args..` in `dir` with `env` set.
+fn onboarding_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_onboarding"))
         .current_dir(dir)
         .args(args)
         .env_remove("BOUNDA_DB")
         .env_remove("BOUNDA_CONFIG")
         .env_remove("RUST_LOG")
+        .env_remove("WELCOME_WEBHOOK_URL")
+        .env_remove("WELCOME_WEBHOOK_SECRET")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -265,5 +273,75 @@ fn pause_without_a_name_asks_for_it() {
             && !stderr(&asked).contains("invalid configuration"),
         "{}",
         stderr(&asked)
+    );
+}
+
+// Issue 45: the onboarding posts each welcome that went out to `WELCOME_WEBHOOK_URL` as a
+// Standard Webhook signed with `WELCOME_WEBHOOK_SECRET`, its body the public `Welcome` contract;
+// a secret without its address is refused before anything runs.
+#[test]
+fn the_welcome_is_posted_as_a_signed_webhook() {
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&received);
+    let endpoint = axum::Router::new().route(
+        "/welcome",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| async move {
+                let verified = bounda_webhooks::verify(SECRET, &headers, &body).is_ok();
+                kept.lock().unwrap().push((headers, body, verified));
+                if verified {
+                    axum::http::StatusCode::NO_CONTENT
+                } else {
+                    axum::http::StatusCode::UNAUTHORIZED
+                }
+            },
+        ),
+    );
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/welcome", listener.local_addr().unwrap());
+    runtime.spawn(async move { axum::serve(listener, endpoint).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let alone = onboarding_with(dir, &["lag"], &[("WELCOME_WEBHOOK_SECRET", SECRET)]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert_eq!(
+        stderr(&alone),
+        "error: `WELCOME_WEBHOOK_SECRET` is set without `WELCOME_WEBHOOK_URL`: set both, or \
+         neither\n"
+    );
+
+    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    assert!(registered.status.success(), "{}", stderr(&registered));
+    let id = stdout(&registered).trim().to_owned();
+    let env = [
+        ("WELCOME_WEBHOOK_URL", url.as_str()),
+        ("WELCOME_WEBHOOK_SECRET", SECRET),
+        ("WELCOME_EMAIL_DELAY", "0s"),
+    ];
+    let work = onboarding_with(dir, &["work", "--seconds", "2"], &env);
+    assert!(work.status.success(), "{}", stderr(&work));
+    assert_eq!(stderr(&work), "", "normal operation logs nothing at warn");
+
+    let received = received.lock().unwrap();
+    assert_eq!(received.len(), 1, "one welcome, posted once");
+    let (headers, body, verified) = &received[0];
+    assert!(verified, "signed with the endpoint's secret");
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    assert_eq!(header("ce-type"), Some("com.example.onboarding.welcome.v1"));
+    assert_eq!(header("ce-subject"), Some(id.as_str()));
+    assert_eq!(header("ce-id"), header("webhook-id"));
+    let welcome: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(
+        welcome,
+        serde_json::json!({ "user_id": id, "to": "ann@example.com" })
     );
 }
