@@ -279,6 +279,16 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX {p}retry_requests_letter ON {t}retry_requests (letter, requested_at);
     ",
+    // 11: the keys commands from other services were decided under, with the answer each got,
+    // written with the command's events.
+    "
+    CREATE TABLE {t}ingress (
+        key         TEXT        PRIMARY KEY,
+        fingerprint TEXT        NOT NULL,
+        answer      JSONB       NOT NULL,
+        decided_at  TIMESTAMPTZ NOT NULL
+    );
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

@@ -12,8 +12,9 @@ use std::ops::RangeInclusive;
 use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
-    RetryOutcome, RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, IngressRecord, InstanceChange,
+    LetterSettle, RetryOutcome, RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot,
+    StoreError, WriteSet,
 };
 use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
@@ -578,5 +579,22 @@ impl<C: GenericClient> Statements for On<'_, C> {
         )
         .await?;
         Ok(())
+    }
+
+    async fn keep_ingress(&mut self, record: &IngressRecord) -> Result<u64, StoreError> {
+        self.execute(
+            "cannot keep an arrived command's key",
+            Expect::Some,
+            "INSERT INTO {t}ingress (key, fingerprint, answer, decided_at)
+             VALUES ($1, $2, $3, $4)
+             ON CONFLICT (key) DO NOTHING",
+            owned![
+                record.key.clone(),
+                record.fingerprint.clone(),
+                record.answer.clone(),
+                record.decided_at.to_chrono(),
+            ],
+        )
+        .await
     }
 }

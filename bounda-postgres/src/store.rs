@@ -7,8 +7,8 @@
 
 use bounda::store::{
     Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
-    InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
-    LimitKey, LimitWindow, Listener, Pause, PauseTarget, RetryOutcome, RetryRequest,
+    InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery, InstanceRow,
+    LetterFilter, LimitKey, LimitWindow, Listener, Pause, PauseTarget, RetryOutcome, RetryRequest,
     ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
@@ -895,6 +895,29 @@ impl Store for PostgresStore {
                 })
             })
             .collect()
+    }
+
+    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
+        let client = self.client().await?;
+        let read = query(
+            &client,
+            &self
+                .names
+                .sql("SELECT key, fingerprint, answer, decided_at FROM {t}ingress WHERE key = $1"),
+            &[&key],
+        )
+        .await
+        .map_err(failed("cannot read an arrived command's key"))?;
+        read.first()
+            .map(|row| {
+                Ok(IngressRecord {
+                    key: rows::get(row, 0)?,
+                    fingerprint: rows::get(row, 1)?,
+                    answer: rows::get(row, 2)?,
+                    decided_at: rows::instant(row, 3)?,
+                })
+            })
+            .transpose()
     }
 
     async fn inbox_page(

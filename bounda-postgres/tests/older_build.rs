@@ -243,3 +243,11 @@ async fn tables_of_schema_5_keep_requested_retries() {
     let (store, _client, _schema) = restored(include_str!("fixtures/instances-v5.sql")).await;
     bounda::store::contract::a_retry_request_is_kept_then_finished_once(&store).await;
 }
+
+// Issue 45: tables an older build wrote keep the keys of commands from other services once
+// migrated: each kept with its events once, a second delivery refused whole.
+#[tokio::test]
+async fn tables_of_schema_5_keep_arrived_commands_keys() {
+    let (store, _client, _schema) = restored(include_str!("fixtures/instances-v5.sql")).await;
+    bounda::store::contract::an_arrived_commands_key_is_kept_with_its_events_once(&store).await;
+}

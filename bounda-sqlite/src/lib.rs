@@ -33,6 +33,7 @@ mod bookmarks;
 mod claims;
 mod connection;
 mod import;
+mod ingress;
 mod instances;
 mod limits;
 mod opener;

@@ -262,6 +262,16 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX bounda_retry_requests_letter ON bounda_retry_requests (letter, requested_at);
     ",
+    // 16: the keys commands from other services were decided under, with the answer each got
+    // (`ingress.rs`), written with the command's events.
+    "
+    CREATE TABLE bounda_ingress (
+        key         TEXT NOT NULL PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        answer      TEXT NOT NULL,
+        decided_at  TEXT NOT NULL
+    ) WITHOUT ROWID;
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the database to,

@@ -7,8 +7,8 @@ use std::ops::RangeInclusive;
 use bounda::Instant;
 use bounda::store::protocol::{self, InboxSettle, Inserted, Statements};
 use bounda::store::{
-    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, InstanceChange, LetterSettle,
-    RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
+    Append, ClaimDue, CommitError, Committed, DeadLetter, InboxMark, IngressRecord, InstanceChange,
+    LetterSettle, RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot, StoreError, WriteSet,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -380,5 +380,9 @@ impl Statements for On<'_> {
 
     async fn keep_retry_request(&mut self, request: &RetryRequest) -> Result<(), StoreError> {
         crate::retry_requests::keep(self.0, request)
+    }
+
+    async fn keep_ingress(&mut self, record: &IngressRecord) -> Result<u64, StoreError> {
+        crate::ingress::keep(self.0, record)
     }
 }

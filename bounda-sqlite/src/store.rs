@@ -2,9 +2,9 @@
 
 use bounda::store::{
     Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
-    InboxEntry, InboxFailure, InboxPair, InstanceCounts, InstanceQuery, InstanceRow, LetterFilter,
-    LimitKey, LimitWindow, Pause, PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store,
-    StoreError, StreamTail, WriteSet, async_trait,
+    InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery, InstanceRow,
+    LetterFilter, LimitKey, LimitWindow, Pause, PauseTarget, RetryRequest, ScheduledEntry,
+    Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -680,6 +680,11 @@ impl Store for SqliteStore {
     async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
         let conn = self.lock()?;
         crate::retry_requests::of_letter(&conn, letter)
+    }
+
+    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
+        let conn = self.lock()?;
+        crate::ingress::answer(&conn, key)
     }
 
     async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {

@@ -144,3 +144,11 @@ async fn a_file_of_schema_10_keeps_requested_retries() {
     let (store, _path, _dir) = restored(include_str!("fixtures/instances-v10.sql"));
     bounda::store::contract::a_retry_request_is_kept_then_finished_once(&store).await;
 }
+
+// Issue 45: a file an older build wrote keeps the keys of commands from other services once
+// migrated: each kept with its events once, a second delivery refused whole.
+#[tokio::test]
+async fn a_file_of_schema_10_keeps_arrived_commands_keys() {
+    let (store, _path, _dir) = restored(include_str!("fixtures/instances-v10.sql"));
+    bounda::store::contract::an_arrived_commands_key_is_kept_with_its_events_once(&store).await;
+}

@@ -16,6 +16,7 @@ pub mod bookmarks;
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
+pub mod ingress;
 pub mod instances;
 pub mod limits;
 pub mod migrations;
@@ -39,6 +40,7 @@ pub use write_set::{
 
 pub use bookmarks::{Bookmark, Cursor};
 pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
+pub use ingress::IngressRecord;
 pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
     InstanceStatus, NextDue,
@@ -453,6 +455,10 @@ pub trait Store: Send + Sync + 'static {
             "this store keeps no retry requests: retry letters in the worker's process",
         ))
     }
+
+    /// The command decided under idempotency key `key` ([`ingress`]) with its answer, if one
+    /// was.
+    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError>;
 
     /// Up to `query.limit` instances of the instances index ([`instances`]) matching `query`, in
     /// its order, after its cursor. A store should answer through indexes, so a page costs the

@@ -15,6 +15,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::Instant;
 use crate::store::copy::InboxStatus;
+use crate::store::ingress::IngressRecord;
 use crate::store::instances::InstanceChange;
 use crate::store::records::{Appended, Committed, DeadLetter, ScheduledEntry, Snapshot};
 use crate::store::retry_requests::RetryRequest;
@@ -136,6 +137,10 @@ pub trait Statements {
     /// Keeps a requested retry: a new one as it is; a finished one gives its stored request the
     /// outcome, unless that has one already (the first outcome stands).
     async fn keep_retry_request(&mut self, request: &RetryRequest) -> Result<(), StoreError>;
+
+    /// Keeps an arrived command's key and answer unless the key is kept already: the rows
+    /// inserted, 0 or 1.
+    async fn keep_ingress(&mut self, record: &IngressRecord) -> Result<u64, StoreError>;
 }
 
 /// What inserting a stream's events found.
@@ -221,6 +226,14 @@ pub async fn apply<S: Statements>(
         (None, Some(release)) => s.scheduled_first_failure(&release.dedupe_key).await?,
         (None, None) => None,
     };
+    // An arrived command's key first: a second delivery writes nothing of its decision.
+    if let Some(record) = &writes.ingress
+        && s.keep_ingress(record).await? == 0
+    {
+        return Err(CommitError::KeyTaken {
+            key: record.key.clone(),
+        });
+    }
     let mut committed = Committed::default();
     let mut placed = true;
     for append in &writes.appends {

@@ -1,6 +1,7 @@
 //! A write set: everything one attempt writes, committed together or not at all.
 
 use crate::Instant;
+use crate::store::ingress::IngressRecord;
 use crate::store::instances::InstanceChange;
 use crate::store::records::{DeadLetter, LetterStatus, NewEvent, ScheduledEntry, Snapshot};
 use crate::store::retry_requests::RetryRequest;
@@ -150,6 +151,9 @@ pub struct WriteSet {
     /// Retries an operator requested, to record or to finish: a new one is kept as it is, and a
     /// finished one gives its request its outcome, unless that request has one already.
     pub retry_requests: Vec<RetryRequest>,
+    /// The idempotency key an arrived command is decided under, with its answer: written only
+    /// if the key is new, else the whole write set is refused with [`CommitError::KeyTaken`].
+    pub ingress: Option<IngressRecord>,
 }
 
 /// What to claim: up to `limit` entries due at `now` whose claim is free or has lapsed, under
@@ -208,6 +212,13 @@ pub enum CommitError {
         /// The letter.
         id: String,
     },
+    /// The idempotency key of an arrived command was decided under already, by another
+    /// delivery of it.
+    #[error("idempotency key `{key}` was decided under already")]
+    KeyTaken {
+        /// The key.
+        key: String,
+    },
     /// The store itself failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -221,6 +232,7 @@ impl CommitError {
             CommitError::ClaimLost { .. } => "CLAIM_LOST",
             CommitError::ScheduledClaimLost { .. } => "SCHEDULED_CLAIM_LOST",
             CommitError::LetterSettled { .. } => "DEAD_LETTER_SETTLED",
+            CommitError::KeyTaken { .. } => "IDEMPOTENCY_KEY_TAKEN",
             CommitError::Store(error) => error.code(),
         }
     }

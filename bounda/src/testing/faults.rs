@@ -476,6 +476,12 @@ impl Store for FaultyStore {
     ) -> Result<Vec<crate::store::RetryRequest>, StoreError> {
         self.inner.retry_requests(letter).await
     }
+    async fn ingress_answer(
+        &self,
+        key: &str,
+    ) -> Result<Option<crate::store::IngressRecord>, StoreError> {
+        self.inner.ingress_answer(key).await
+    }
 
     async fn instances(
         &self,

@@ -389,6 +389,12 @@ impl Store for Racing {
     ) -> Result<Vec<bounda::store::RetryRequest>, StoreError> {
         self.inner.retry_requests(letter).await
     }
+    async fn ingress_answer(
+        &self,
+        key: &str,
+    ) -> Result<Option<bounda::store::IngressRecord>, StoreError> {
+        self.inner.ingress_answer(key).await
+    }
     async fn instances(
         &self,
         q: &bounda::store::InstanceQuery,

@@ -27,12 +27,14 @@ use crate::store::{
 use crate::{Instant, days, millis, seconds};
 
 mod bookmarks;
+mod ingress;
 mod instances;
 mod limits;
 mod pauses;
 mod read_models;
 mod retry_requests;
 pub use bookmarks::*;
+pub use ingress::*;
 pub use instances::*;
 pub use limits::*;
 pub use pauses::*;
@@ -120,6 +122,7 @@ macro_rules! store_contract_tests {
             a_checkpoint_passes_held_events_and_returns_to_its_bookmarks,
             passes_and_returns_at_once_never_lose_a_held_event,
             a_retry_request_is_kept_then_finished_once,
+            an_arrived_commands_key_is_kept_with_its_events_once,
         );
     };
     (@tests $make:expr; $($name:ident),* $(,)?) => {
@@ -146,7 +149,7 @@ pub fn block_on(test: impl std::future::Future<Output = ()>) {
         .block_on(test);
 }
 
-fn t(text: &str) -> Instant {
+pub(super) fn t(text: &str) -> Instant {
     Instant::parse(text).unwrap()
 }
 
@@ -182,7 +185,7 @@ fn event(id: &str, event_type: &str) -> NewEvent {
     }
 }
 
-fn append(aggregate_type: &str, id: &str, expected: u64, events: &[&str]) -> Append {
+pub(super) fn append(aggregate_type: &str, id: &str, expected: u64, events: &[&str]) -> Append {
     Append {
         aggregate_type: aggregate_type.to_owned(),
         aggregate_id: id.to_owned(),
