@@ -21,6 +21,7 @@ mod event;
 pub mod guides;
 pub mod hash;
 pub mod ids;
+pub mod ingress;
 mod instant;
 /// The operator page; with the `page` feature.
 #[cfg(feature = "page")]

@@ -8,6 +8,7 @@ mod dispatcher;
 mod engine;
 mod fold;
 mod holds;
+mod ingest;
 mod instances;
 mod lag;
 mod letter_requests;
@@ -90,6 +91,8 @@ struct Inner {
     processes: Vec<Arc<dyn ProcessRunner>>,
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     relays: Vec<Arc<crate::relay::Relay>>,
+    /// The commands other services may send, by the name they arrive under.
+    accepted: HashMap<String, &'static str>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
     refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
@@ -135,6 +138,7 @@ pub struct AppBuilder {
     processes: Vec<Arc<dyn ProcessRunner>>,
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     relays: Vec<Arc<crate::relay::Relay>>,
+    accepted: HashMap<String, &'static str>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -266,6 +270,26 @@ impl AppBuilder {
     pub fn relay(mut self, relay: crate::relay::Relay) -> AppBuilder {
         self.name_reaction::<crate::relay::Relay>(relay.name());
         self.relays.push(Arc::new(relay));
+        self
+    }
+
+    /// Takes the commands `ingress` lists from other services
+    /// ([`App::ingest`](crate::App::ingest)), each listed in the app as
+    /// [`command`](Self::command) lists it. A name given twice is refused when the app is built.
+    pub fn ingress(mut self, ingress: crate::ingress::Ingress) -> AppBuilder {
+        for accepted in ingress.accepted {
+            self = (accepted.register)(self);
+            match self.accepted.get(&accepted.name) {
+                Some(other) if *other != accepted.command => self.refused.push(format!(
+                    "the ingress takes two commands under the name `{}`: `{other}` and `{}`; give \
+                     one another name",
+                    accepted.name, accepted.command
+                )),
+                _ => {
+                    self.accepted.insert(accepted.name, accepted.command);
+                }
+            }
+        }
         self
     }
 
@@ -431,6 +455,7 @@ impl AppBuilder {
                 processes: self.processes,
                 read_models: self.read_models,
                 relays: self.relays,
+                accepted: self.accepted,
                 refused_read_models: std::sync::Mutex::new(refused_read_models),
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
@@ -464,6 +489,7 @@ impl App {
             processes: Vec::new(),
             read_models: Vec::new(),
             relays: Vec::new(),
+            accepted: HashMap::new(),
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,

@@ -140,6 +140,9 @@ pub(crate) trait CommandRunner: Send + Sync {
     fn aggregate(&self) -> &'static str;
     /// The command's Rust type, to name it when two share a name.
     fn type_name(&self) -> &'static str;
+    /// Whether `payload` reads as the command: if not, where (`customer.email`, empty for the
+    /// whole) and why.
+    fn parse(&self, payload: &serde_json::Value) -> Result<(), (String, String)>;
     /// Decides the command stored as `payload`: a failure, or its decision or rejection.
     fn decide<'a>(
         &'a self,
@@ -164,6 +167,16 @@ impl<C: Command> CommandRunner for CommandEntry<C> {
 
     fn type_name(&self) -> &'static str {
         std::any::type_name::<C>()
+    }
+
+    fn parse(&self, payload: &serde_json::Value) -> Result<(), (String, String)> {
+        serde_path_to_error::deserialize::<_, C>(payload)
+            .map(drop)
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let field = if path == "." { String::new() } else { path };
+                (field, error.into_inner().to_string())
+            })
     }
 
     fn decide<'a>(

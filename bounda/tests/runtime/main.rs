@@ -24,6 +24,7 @@ mod engine;
 mod explain;
 mod faults;
 mod holds;
+mod ingress;
 mod instances;
 mod limits;
 mod metrics;
