@@ -19,59 +19,9 @@ use bounda::prelude::*;
 use bounda::relay::Relay;
 use bounda::store::LetterFilter;
 use bounda_webhooks::Webhook;
+use support::*;
 
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Event)]
-#[event(aggregate = Ticket)]
-pub struct TicketOpened {
-    pub ticket_id: String,
-    pub line: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Events)]
-pub enum TicketEvent {
-    Opened(TicketOpened),
-}
-
-#[derive(Debug, Default)]
-pub struct Ticket;
-
-impl Aggregate for Ticket {
-    const NAME: &'static str = "Ticket";
-    const ID_FIELD: &'static str = "ticket_id";
-    type Event = TicketEvent;
-
-    fn apply(&mut self, _: &TicketEvent) {}
-}
-
-/// Adds a line to a ticket: each a new event of its stream.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AddLine {
-    pub ticket_id: String,
-    pub line: u64,
-}
-
-#[command]
-impl Command for AddLine {
-    const NAME: &'static str = "AddLine";
-    type Aggregate = Ticket;
-    type Rejection = NoRejection;
-
-    fn aggregate_id(&self) -> &str {
-        &self.ticket_id
-    }
-
-    fn decide(&self, _: &Ticket) -> Decision<Self> {
-        Ok(vec![
-            TicketOpened {
-                ticket_id: self.ticket_id.clone(),
-                line: self.line,
-            }
-            .into(),
-        ])
-    }
-}
+mod support;
 
 /// What the endpoint does with the next request.
 #[derive(Debug, Clone, Copy)]
