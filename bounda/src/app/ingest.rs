@@ -3,9 +3,12 @@
 
 use crate::Error;
 use crate::app::App;
+use crate::app::letters::LetterRetry;
 use crate::ids::derived_id;
 use crate::ingress::{Answer, Arrival, Ingested, Refusal};
-use crate::store::{CommitError, IngressRecord, Metadata, WriteSet};
+use crate::store::{
+    CommitError, IngressRecord, LetterHold, LetterSettle, LetterStatus, Metadata, WriteSet,
+};
 
 impl App {
     /// Decides `arrival`, a command another service sent, once for its key: a key decided under
@@ -15,6 +18,40 @@ impl App {
     /// the app does not take its name, its payload does not parse, or its key names another
     /// request.
     pub async fn ingest(&self, arrival: &Arrival) -> Result<Ingested, Refusal> {
+        self.ingest_settling(arrival, None).await
+    }
+
+    /// [`ingest`](Self::ingest), settling the letter `held` retries as `retried` in the same
+    /// commit as the decision, or alone when the key was decided under before.
+    pub(crate) async fn ingest_settling(
+        &self,
+        arrival: &Arrival,
+        held: Option<&LetterRetry>,
+    ) -> Result<Ingested, Refusal> {
+        let settling = || match held {
+            Some(held) => WriteSet {
+                settle_letter: Some(LetterSettle {
+                    id: held.id.clone(),
+                    status: LetterStatus::Retried,
+                }),
+                require_letter: Some(LetterHold {
+                    id: held.id.clone(),
+                    claim_id: held.claim_id.clone(),
+                }),
+                ..WriteSet::default()
+            },
+            None => WriteSet::default(),
+        };
+        let replay = async |kept: IngressRecord, fingerprint: &str| -> Result<Ingested, Refusal> {
+            let answer = replayed(kept, fingerprint)?;
+            let writes = settling();
+            if !writes.is_empty() {
+                self.commit(&writes)
+                    .await
+                    .map_err(|error| crate::error::unwritten("a retried letter", error))?;
+            }
+            Ok(answer)
+        };
         let fingerprint = derived_id(&[
             "ingress",
             &arrival.name,
@@ -26,7 +63,7 @@ impl App {
             .await
             .map_err(Error::from)?
         {
-            return replayed(kept, &fingerprint);
+            return replay(kept, &fingerprint).await;
         }
         let Some(runner) = self
             .accepted(&arrival.name)
@@ -97,7 +134,7 @@ impl App {
             let writes = WriteSet {
                 appends,
                 ingress: Some(record),
-                ..WriteSet::default()
+                ..settling()
             };
             match self.commit(&writes).await {
                 Ok(_) => {
@@ -119,7 +156,7 @@ impl App {
                             CommitError::KeyTaken { key },
                         )));
                     };
-                    return replayed(kept, &fingerprint);
+                    return replay(kept, &fingerprint).await;
                 }
                 Err(CommitError::StreamMoved { .. }) if run < retries => run += 1,
                 Err(error) => {

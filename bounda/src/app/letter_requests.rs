@@ -92,6 +92,15 @@ impl RetryOutcome {
                 rejected: rejection.rejected.to_owned(),
                 message: rejection.message.clone(),
             },
+            Ok(Retried::Refused {
+                command,
+                code,
+                message,
+            }) => RetryOutcome::Rejected {
+                command_type: command.clone(),
+                rejected: code.clone(),
+                message: message.clone(),
+            },
             Ok(Retried::FailedAgain {
                 letter,
                 drained,

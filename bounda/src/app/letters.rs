@@ -29,6 +29,16 @@ pub enum Retried {
     Done,
     /// The scheduled command rejected; the letter is settled as `retried`.
     Rejected(RejectionRecord),
+    /// The message an ingress letter kept was taken, and its command rejected: the rejection
+    /// is its answer, and the letter is settled as `retried`.
+    Refused {
+        /// The command's `NAME`.
+        command: String,
+        /// The rejection's code.
+        code: String,
+        /// Its message.
+        message: String,
+    },
     /// A process letter's failed step ran, so the letter is `retried`, but a later step of the
     /// retry (an event parked behind it, or a deadline due before one) failed: that failure is
     /// the instance's new letter, `letter`, with `parked` events waiting behind it; `drained`
@@ -292,6 +302,21 @@ impl DeadLetters<'_> {
                 })
             }
             LetterKind::Process => self.app.retry_process_letter(&letter, held).await,
+            LetterKind::Ingress => {
+                let ingested = self.app.retry_arrival_letter(&letter, held).await?;
+                Ok(match ingested.answer {
+                    crate::ingress::Answer::Rejected {
+                        command,
+                        code,
+                        message,
+                    } => Retried::Refused {
+                        command,
+                        code,
+                        message,
+                    },
+                    crate::ingress::Answer::Decided { .. } => Retried::Done,
+                })
+            }
         }
     }
 }

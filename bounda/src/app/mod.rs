@@ -9,6 +9,7 @@ mod engine;
 mod fold;
 mod holds;
 mod ingest;
+mod ingress_letters;
 mod instances;
 mod lag;
 mod letter_requests;

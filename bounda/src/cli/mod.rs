@@ -279,6 +279,7 @@ pub enum Kind {
     Process,
     Scheduled,
     Relay,
+    Ingress,
 }
 
 impl Kind {
@@ -288,6 +289,7 @@ impl Kind {
             Kind::Process => LetterKind::Process,
             Kind::Scheduled => LetterKind::Scheduled,
             Kind::Relay => LetterKind::Relay,
+            Kind::Ingress => LetterKind::Ingress,
         }
     }
 }

@@ -116,9 +116,20 @@ async fn cloud_event(State(route): Shared, headers: HeaderMap, body: Bytes) -> R
     if let Err(refused) = route.verify(&headers, &body) {
         return refused;
     }
-    match envelope(&headers, &body) {
-        Ok(arrival) => route.answer(&arrival).await,
-        Err(message) => problem(StatusCode::BAD_REQUEST, message, None),
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    match Arrival::of_cloud_event(header, &body) {
+        Ok(mut arrival) => {
+            arrival.correlation_id = correlation(&headers);
+            route.answer(&arrival).await
+        }
+        Err(message) => problem(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{message}; or send the command to `/commands/{{name}}` with an \
+                 `Idempotency-Key`"
+            ),
+            None,
+        ),
     }
 }
 
@@ -209,45 +220,4 @@ fn correlation(headers: &HeaderMap) -> Option<String> {
         .and_then(|value| value.to_str().ok())
         .filter(|value| !value.is_empty())
         .map(str::to_owned)
-}
-
-/// The command a CloudEvent carries, in binary or structured mode.
-fn envelope(headers: &HeaderMap, body: &[u8]) -> Result<Arrival, String> {
-    let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let structured = text(header::CONTENT_TYPE.as_str())
-        .is_some_and(|ty| ty.starts_with("application/cloudevents+json"));
-    if structured {
-        let event: cloudevents::Event = serde_json::from_slice(body)
-            .map_err(|error| format!("the body is not a CloudEvent: {error}"))?;
-        use cloudevents::AttributesReader;
-        let payload = match event.data() {
-            Some(cloudevents::Data::Json(value)) => value.to_string().into_bytes(),
-            Some(cloudevents::Data::String(text)) => text.clone().into_bytes(),
-            Some(cloudevents::Data::Binary(bytes)) => bytes.clone(),
-            None => return Err("the CloudEvent has no `data`: the command goes there".to_owned()),
-        };
-        let correlation = correlation(headers);
-        return Ok(Arrival {
-            name: event.ty().to_owned(),
-            key: format!("ce:{}:{}", event.source(), event.id()),
-            payload,
-            correlation_id: correlation,
-        });
-    }
-    let missing = |name: &str| {
-        format!(
-            "no `{name}` header: send a CloudEvent (binary mode's `ce-` headers, or a structured \
-             `application/cloudevents+json` body), or the command to `/commands/{{name}}` with an \
-             `Idempotency-Key`"
-        )
-    };
-    let name = text("ce-type").ok_or_else(|| missing("ce-type"))?;
-    let id = text("ce-id").ok_or_else(|| missing("ce-id"))?;
-    let source = text("ce-source").ok_or_else(|| missing("ce-source"))?;
-    Ok(Arrival {
-        name: name.to_owned(),
-        key: format!("ce:{source}:{id}"),
-        payload: body.to_vec(),
-        correlation_id: correlation(headers),
-    })
 }

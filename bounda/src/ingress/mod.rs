@@ -122,6 +122,54 @@ pub struct Arrival {
     pub correlation_id: Option<String>,
 }
 
+impl Arrival {
+    /// The command a CloudEvent carries, from its message's headers (`header(name)`, names in
+    /// lower case) and body: in binary mode (`ce-type`, `ce-id` and `ce-source` headers, the
+    /// command as the body) or structured (`content-type: application/cloudevents+json`, the
+    /// command as its `data`). Its `type` names the command; its `source` and `id` are the key.
+    pub fn of_cloud_event<'h>(
+        header: impl Fn(&str) -> Option<&'h str>,
+        body: &[u8],
+    ) -> Result<Arrival, String> {
+        let structured =
+            header("content-type").is_some_and(|ty| ty.starts_with("application/cloudevents+json"));
+        if structured {
+            use cloudevents::AttributesReader;
+            let event: cloudevents::Event = serde_json::from_slice(body)
+                .map_err(|error| format!("the body is not a CloudEvent: {error}"))?;
+            let payload = match event.data() {
+                Some(cloudevents::Data::Json(value)) => value.to_string().into_bytes(),
+                Some(cloudevents::Data::String(text)) => text.clone().into_bytes(),
+                Some(cloudevents::Data::Binary(bytes)) => bytes.clone(),
+                None => {
+                    return Err("the CloudEvent has no `data`: the command goes there".to_owned());
+                }
+            };
+            return Ok(Arrival {
+                name: event.ty().to_owned(),
+                key: format!("ce:{}:{}", event.source(), event.id()),
+                payload,
+                correlation_id: None,
+            });
+        }
+        let missing = |name: &str| {
+            format!(
+                "no `{name}` header: send a CloudEvent, in binary mode (`ce-` headers, the \
+                 command as the body) or structured (an `application/cloudevents+json` body)"
+            )
+        };
+        let name = header("ce-type").ok_or_else(|| missing("ce-type"))?;
+        let id = header("ce-id").ok_or_else(|| missing("ce-id"))?;
+        let source = header("ce-source").ok_or_else(|| missing("ce-source"))?;
+        Ok(Arrival {
+            name: name.to_owned(),
+            key: format!("ce:{source}:{id}"),
+            payload: body.to_vec(),
+            correlation_id: None,
+        })
+    }
+}
+
 /// What deciding an arrived command gave, the first time and every time its key comes again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(

@@ -207,16 +207,19 @@ pub enum LetterKind {
     Scheduled,
     /// A relay's publish of an event.
     Relay,
+    /// A message from another service that could not be taken as a command.
+    Ingress,
 }
 
 impl LetterKind {
-    /// The kind as stored and shown: `policy`, `process`, `scheduled` or `relay`.
+    /// The kind as stored and shown: `policy`, `process`, `scheduled`, `relay` or `ingress`.
     pub fn as_str(self) -> &'static str {
         match self {
             LetterKind::Policy => "policy",
             LetterKind::Process => "process",
             LetterKind::Scheduled => "scheduled",
             LetterKind::Relay => "relay",
+            LetterKind::Ingress => "ingress",
         }
     }
 
@@ -227,6 +230,7 @@ impl LetterKind {
             LetterKind::Process,
             LetterKind::Scheduled,
             LetterKind::Relay,
+            LetterKind::Ingress,
         ]
         .into_iter()
         .find(|kind| kind.as_str() == text)

@@ -60,8 +60,6 @@ impl Failure {
         }
     }
 
-    /// The dead letter of this failure, filed at `now` after `attempts` runs; the caller adds
-    /// what it concerns (event, aggregate, payload).
     /// This failure's letter of `handler` on stored event `event`: the event, its type and its
     /// stream named.
     pub(crate) fn letter_on(
@@ -81,6 +79,8 @@ impl Failure {
         }
     }
 
+    /// The dead letter of this failure, filed at `now` after `attempts` runs; the caller adds
+    /// what it concerns (event, aggregate, payload).
     pub(crate) fn letter(
         &self,
         id: String,

@@ -1,0 +1,226 @@
+//! Commands from a real `nats-server`'s JetStream stream: each CloudEvent decided once for its
+//! key however often it is delivered, acknowledged after its commit; a message that is no
+//! command the app takes a dead letter with its raw bytes, nothing behind it waiting; its retry,
+//! once a deploy takes its type, decides it.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream;
+use bounda::ingress::Ingress;
+use bounda::prelude::*;
+use bounda::store::{LetterFilter, LetterKind, Store};
+use bounda_nats::CommandConsumer;
+use bounda_nats::testing::NatsServer;
+use support::*;
+
+mod support;
+
+/// The payments service publishes to `PAYMENTS`, subjects `payments.>`.
+async fn payments_stream(url: &str) -> jetstream::Context {
+    let context = jetstream::new(async_nats::connect(url).await.unwrap());
+    context
+        .get_or_create_stream(jetstream::stream::Config {
+            name: "PAYMENTS".to_owned(),
+            subjects: vec!["payments.>".to_owned()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    context
+}
+
+/// Publishes a message with `headers` and `body`, as another service would.
+async fn publish(context: &jetstream::Context, headers: &[(&str, &str)], body: &str) {
+    let mut map = async_nats::HeaderMap::new();
+    for (name, value) in headers {
+        map.insert(*name, *value);
+    }
+    context
+        .publish_with_headers("payments.commands", map, body.to_owned().into())
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+}
+
+fn cloud_event<'a>(id: &'a str, ty: &'a str) -> [(&'a str, &'a str); 4] {
+    [
+        ("ce-specversion", "1.0"),
+        ("ce-id", id),
+        ("ce-source", "https://payments.example"),
+        ("ce-type", ty),
+    ]
+}
+
+async fn app_on(store: Arc<dyn Store>, ingress: Ingress) -> App {
+    App::builder_shared(store)
+        .only_listed()
+        .ingress(ingress)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Runs `consumer` until every message of the stream is acknowledged.
+async fn drained(consumer: &CommandConsumer, app: &App, url: &str) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = {
+        let consumer = consumer.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            consumer
+                .run(&app, async {
+                    stopped.await.ok();
+                })
+                .await;
+        })
+    };
+    let context = jetstream::new(async_nats::connect(url).await.unwrap());
+    let started = std::time::Instant::now();
+    loop {
+        let stream = context.get_stream("PAYMENTS").await.unwrap();
+        let last = stream.cached_info().state.last_sequence;
+        let done = match stream
+            .get_consumer::<jetstream::consumer::pull::Config>("shop")
+            .await
+        {
+            Ok(mut c) => {
+                let info = c.info().await.unwrap();
+                info.ack_floor.stream_sequence == last && info.num_ack_pending == 0
+            }
+            Err(_) => false,
+        };
+        if done {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the consumer did not drain"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).unwrap();
+    running.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_command_is_decided_once_and_what_is_none_is_a_letter_with_its_bytes() {
+    let server = NatsServer::start().unwrap();
+    let context = payments_stream(&server.url()).await;
+    let store: Arc<dyn Store> = Arc::new(bounda_sqlite::SqliteStore::in_memory().unwrap());
+    let app = app_on(Arc::clone(&store), Ingress::new().command::<PlaceOrder>()).await;
+
+    publish(
+        &context,
+        &cloud_event("m-1", "PlaceOrder"),
+        r#"{"order_id":"o-1","total":5}"#,
+    )
+    .await;
+    // Delivered again (published twice, as a sender retrying after a lost acknowledgement).
+    publish(
+        &context,
+        &cloud_event("m-1", "PlaceOrder"),
+        r#"{"order_id":"o-1","total":5}"#,
+    )
+    .await;
+    publish(&context, &cloud_event("m-2", "PlaceOrder"), "total: five").await;
+    publish(
+        &context,
+        &cloud_event("m-3", "com.example.order.place.v1"),
+        r#"{"order_id":"o-3","total":2}"#,
+    )
+    .await;
+    publish(&context, &[("content-type", "text/plain")], "hello").await;
+    publish(
+        &context,
+        &cloud_event("m-4", "PlaceOrder"),
+        r#"{"order_id":"o-4","total":7}"#,
+    )
+    .await;
+
+    let consumer = CommandConsumer::new(&server.url(), "PAYMENTS", "shop");
+    drained(&consumer, &app, &server.url()).await;
+
+    let placed = |id: &'static str| {
+        let app = app.clone();
+        async move { app.events_of::<Order>(id).await.unwrap().len() }
+    };
+    assert_eq!(placed("o-1").await, 1, "m-1 decided once");
+    assert_eq!(
+        placed("o-4").await,
+        1,
+        "what came after the malformed ones went on"
+    );
+    assert_eq!(placed("o-3").await, 0);
+
+    let letters = app
+        .dead_letters()
+        .list(&LetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(letters.len(), 3, "{letters:#?}");
+    assert!(
+        letters
+            .iter()
+            .all(|l| l.kind == LetterKind::Ingress && l.handler == "nats:PAYMENTS/shop")
+    );
+    let bodies: Vec<&str> = letters
+        .iter()
+        .map(|l| l.payload.as_ref().unwrap()["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        ["total: five", r#"{"order_id":"o-3","total":2}"#, "hello"],
+        "each message's bytes kept"
+    );
+    assert!(
+        letters[0].error_message.contains("not JSON"),
+        "{}",
+        letters[0].error_message
+    );
+    assert!(
+        letters[1]
+            .error_message
+            .contains("no command named `com.example.order.place.v1`"),
+        "{}",
+        letters[1].error_message
+    );
+    assert!(
+        letters[2].error_message.contains("no `ce-type` header"),
+        "{}",
+        letters[2].error_message
+    );
+
+    // A deploy takes the other service's name for the command: the letter's retry decides it,
+    // once, and a retry of the malformed one fails again, leaving it failed.
+    let deployed = app_on(
+        Arc::clone(&store),
+        Ingress::new()
+            .command::<PlaceOrder>()
+            .command_as::<PlaceOrder>("com.example.order.place.v1"),
+    )
+    .await;
+    deployed.dead_letters().retry(&letters[1].id).await.unwrap();
+    assert_eq!(placed("o-3").await, 1);
+    let again = deployed
+        .dead_letters()
+        .retry(&letters[0].id)
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("not JSON"), "{again}");
+    let failed = deployed
+        .dead_letters()
+        .count(&LetterFilter {
+            status: Some(bounda::store::LetterStatus::Failed),
+            ..LetterFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed, 2);
+}
