@@ -33,6 +33,7 @@ impl App {
         // keeps no bookmark, which is returned to and found to have nothing left to run.
         let runs = |name: &str| match kind {
             "process" => self.processes().any(|p| p.name() == name),
+            "relay" => self.relays().any(|r| r.name() == name),
             _ => self.policies().any(|p| p.name() == name),
         };
         let mut holds = Holds::default();
@@ -43,6 +44,7 @@ impl App {
             match (&pause.target, kind) {
                 (PauseTarget::Process { name }, "process")
                 | (PauseTarget::Policy { name }, "policy")
+                | (PauseTarget::Relay { name }, "relay")
                     if runs(name) =>
                 {
                     holds.handlers.insert(name.clone());

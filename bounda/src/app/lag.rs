@@ -78,6 +78,8 @@ pub struct Lag {
     /// The limits whose permits are used up in their current window: their work waits for the
     /// window's end.
     pub limited: Vec<Limited>,
+    /// Each relay: what it has yet to publish, and since when.
+    pub relays: Vec<crate::app::RelayLag>,
 }
 
 /// A limit holding work back: its permits used up until its window ends.
@@ -133,6 +135,7 @@ fn held_events(limited: &Limited, subscribers: &[SubscriberLag], head: u64) -> O
     let name = match limited.window.key.kind {
         LimitKind::Process => crate::app::PROCESSES,
         LimitKind::Policy => crate::app::POLICIES,
+        LimitKind::Relay => crate::app::RELAYS,
         LimitKind::Command => return None,
     };
     let subscriber = subscribers.iter().find(|s| s.subscriber == name)?;
@@ -264,6 +267,7 @@ impl App {
             unclaimable_entries: self.store().unclaimable_entries(UNCLAIMABLE).await?.len() as u64,
             paused: self.store().pauses().await?,
             limited,
+            relays: self.relay_lags().await?,
         })
     }
 
@@ -360,7 +364,7 @@ impl App {
     }
 
     /// The run of `handlers` whose retry comes first, with its event.
-    async fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
+    pub(crate) async fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
         let mut first: Option<crate::store::InboxFailure> = None;
         for handler in handlers {
             if let Some(failure) = self.store().inbox_failures(handler, 1).await?.pop()

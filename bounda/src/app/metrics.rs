@@ -32,6 +32,10 @@ pub const SUBSCRIBER_LAG: &str = "bounda_subscriber_lag";
 pub const COMMIT_SECONDS: &str = "bounda_commit_seconds";
 /// Events a relay published (its sink acknowledged them and the run committed), by relay.
 pub const RELAY_PUBLISHED: &str = "bounda_relay_published_total";
+/// Events a relay has yet to publish, by relay.
+pub const RELAY_BEHIND: &str = "bounda_relay_behind";
+/// How long ago the oldest event a relay has yet to publish was stored, in seconds, by relay.
+pub const RELAY_OLDEST: &str = "bounda_relay_oldest_unpublished_seconds";
 
 /// Whether counters and histograms are recorded.
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -84,6 +88,12 @@ pub(crate) fn describe() {
          a failed instance's letter holds them until it is retried."
     );
     describe_gauge!(SUBSCRIBER_LAG, "Events a subscriber has yet to take.");
+    describe_gauge!(RELAY_BEHIND, "Events a relay has yet to publish, by relay.");
+    describe_gauge!(
+        RELAY_OLDEST,
+        Unit::Seconds,
+        "How long ago the oldest event a relay has yet to publish was stored, by relay."
+    );
     describe_histogram!(
         COMMIT_SECONDS,
         Unit::Seconds,
@@ -178,13 +188,21 @@ impl App {
             ::metrics::gauge!(SUBSCRIBER_LAG, "subscriber" => subscriber.subscriber.clone())
                 .set(subscriber.lag as f64);
         }
+        let now = self.clock().now();
+        for relay in self.relay_lags().await? {
+            let waited = relay.oldest.map_or(0.0, |oldest| {
+                now.saturating_since(oldest).as_millis() as f64 / 1_000.0
+            });
+            ::metrics::gauge!(RELAY_BEHIND, "relay" => relay.relay.clone())
+                .set(relay.behind as f64);
+            ::metrics::gauge!(RELAY_OLDEST, "relay" => relay.relay).set(waited);
+        }
         let open = LetterFilter {
             status: Some(LetterStatus::Failed),
             ..LetterFilter::default()
         };
         let open = self.store().count_dead_letters(&open).await?;
         ::metrics::gauge!(LETTERS_OPEN).set(open as f64);
-        let now = self.clock().now();
         let mut by_process: BTreeMap<String, [(u64, u64); 2]> = self
             .processes()
             .map(|process| (process.name().to_owned(), [(0, 0); 2]))

@@ -28,6 +28,7 @@ pub(crate) mod reaction;
 mod read_models;
 mod rebuild;
 pub(crate) mod registry;
+mod relay_lag;
 mod relay_run;
 pub(crate) mod relays;
 mod runner;
@@ -74,6 +75,7 @@ use crate::{Error, RecordedEvent};
 
 /// The subscriber all policies share.
 pub const POLICIES: &str = "policies";
+pub use relay_lag::RelayLag;
 pub use relays::RELAYS;
 
 /// A running bounda application. Cheap to clone: clones share everything.
@@ -399,6 +401,7 @@ impl AppBuilder {
                 LimitKind::Process => self.processes.iter().any(|p| p.name() == key.name),
                 LimitKind::Policy => self.policies.iter().any(|p| p.name() == key.name),
                 LimitKind::Command => self.commands.contains_key(key.name.as_str()),
+                LimitKind::Relay => self.relays.iter().any(|r| r.name() == key.name),
             };
             if !known {
                 refused.push(format!(

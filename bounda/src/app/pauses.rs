@@ -84,6 +84,7 @@ impl App {
                 match kind {
                     "process" => "processes",
                     "policy" => "policies",
+                    "relay" => "relays",
                     _ => "subscribers",
                 },
                 match known.is_empty() {
@@ -118,6 +119,12 @@ impl App {
                 if !self.policies().any(|p| p.name() == name) {
                     let known = self.policies().map(|p| p.name().to_owned()).collect();
                     return Err(missing("policy", name, known));
+                }
+            }
+            PauseTarget::Relay { name } => {
+                if !self.relays().any(|r| r.name() == name) {
+                    let known = self.relays().map(|r| r.name().to_owned()).collect();
+                    return Err(missing("relay", name, known));
                 }
             }
             PauseTarget::Subscriber { name } => {

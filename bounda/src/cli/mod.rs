@@ -415,6 +415,35 @@ pub async fn execute(
                     .map_err(io)?;
                 }
             }
+            let now = app.clock().now();
+            for relay in &lag.relays {
+                let waited = match relay.oldest {
+                    Some(oldest) => {
+                        format!(", the oldest stored {} ago", now.saturating_since(oldest))
+                    }
+                    None => String::new(),
+                };
+                writeln!(
+                    out,
+                    "relay {} to {}: {} behind{waited}",
+                    Plain(&relay.relay),
+                    Plain(&relay.sink),
+                    relay.behind
+                )
+                .map_err(io)?;
+                if let Some(failing) = &relay.failing {
+                    writeln!(
+                        out,
+                        "  failing on {} (position {}): {}; attempt {}, retry at {}",
+                        Plain(&failing.event_type),
+                        failing.position,
+                        Plain(&failing.message),
+                        failing.attempts,
+                        failing.retry_at
+                    )
+                    .map_err(io)?;
+                }
+            }
             for s in &lag.stale {
                 writeln!(
                     out,

@@ -27,12 +27,18 @@ pub struct Limits {
     /// By command name: the runs of scheduled (delayed) commands of that type. A command sent
     /// at once runs in its caller's request, which no limit holds.
     pub commands: BTreeMap<String, Limit>,
+    /// By relay name: the relay's publishes, so a sink that takes so many messages a second
+    /// is never sent more.
+    pub relays: BTreeMap<String, Limit>,
 }
 
 impl Limits {
     /// Whether no limit is set.
     pub fn is_empty(&self) -> bool {
-        self.processes.is_empty() && self.policies.is_empty() && self.commands.is_empty()
+        self.processes.is_empty()
+            && self.policies.is_empty()
+            && self.commands.is_empty()
+            && self.relays.is_empty()
     }
 
     /// Whether a limit of `kind` is set.
@@ -47,17 +53,22 @@ impl Limits {
 
     /// Every limit set, with its key.
     pub fn all(&self) -> impl Iterator<Item = (LimitKey, &Limit)> {
-        [LimitKind::Process, LimitKind::Policy, LimitKind::Command]
-            .into_iter()
-            .flat_map(move |kind| {
-                self.of(kind).iter().map(move |(name, limit)| {
-                    let key = LimitKey {
-                        kind,
-                        name: name.clone(),
-                    };
-                    (key, limit)
-                })
+        [
+            LimitKind::Process,
+            LimitKind::Policy,
+            LimitKind::Command,
+            LimitKind::Relay,
+        ]
+        .into_iter()
+        .flat_map(move |kind| {
+            self.of(kind).iter().map(move |(name, limit)| {
+                let key = LimitKey {
+                    kind,
+                    name: name.clone(),
+                };
+                (key, limit)
             })
+        })
     }
 
     fn of(&self, kind: LimitKind) -> &BTreeMap<String, Limit> {
@@ -65,6 +76,7 @@ impl Limits {
             LimitKind::Process => &self.processes,
             LimitKind::Policy => &self.policies,
             LimitKind::Command => &self.commands,
+            LimitKind::Relay => &self.relays,
         }
     }
 }

@@ -230,6 +230,9 @@ async fn effects(
         PauseTarget::Policy { .. } => vec![format!(
             "Its runs on events and its delayed runs {waits}; the other policies go on."
         )],
+        PauseTarget::Relay { .. } => vec![format!(
+            "The events it publishes {waits}, each stream in order; the other relays go on."
+        )],
         PauseTarget::Subscriber { name } => {
             let behind = app
                 .subscriber_lags()

@@ -24,15 +24,18 @@ pub enum LimitKind {
     Policy,
     /// A scheduled command's runs, by command type.
     Command,
+    /// A relay's publishes.
+    Relay,
 }
 
 impl LimitKind {
-    /// The kind, as stored: `process`, `policy` or `command`.
+    /// The kind, as stored: `process`, `policy`, `command` or `relay`.
     pub fn as_str(self) -> &'static str {
         match self {
             LimitKind::Process => "process",
             LimitKind::Policy => "policy",
             LimitKind::Command => "command",
+            LimitKind::Relay => "relay",
         }
     }
 
@@ -43,6 +46,7 @@ impl LimitKind {
             "process" => Some(LimitKind::Process),
             "policy" => Some(LimitKind::Policy),
             "scheduled" => Some(LimitKind::Command),
+            "relay" => Some(LimitKind::Relay),
             _ => None,
         }
     }
@@ -53,6 +57,7 @@ impl LimitKind {
             "process" => Some(LimitKind::Process),
             "policy" => Some(LimitKind::Policy),
             "command" => Some(LimitKind::Command),
+            "relay" => Some(LimitKind::Relay),
             _ => None,
         }
     }
@@ -63,7 +68,7 @@ impl LimitKind {
 pub struct LimitKey {
     /// What it paces.
     pub kind: LimitKind,
-    /// The process's or policy's name, or the command's type.
+    /// The process's, policy's or relay's name, or the command's type.
     pub name: String,
 }
 

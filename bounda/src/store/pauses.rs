@@ -38,6 +38,12 @@ pub enum PauseTarget {
         /// The policy's name.
         name: String,
     },
+    /// A relay: its events wait unpublished, each stream in order, while the other relays go
+    /// on.
+    Relay {
+        /// The relay's name.
+        name: String,
+    },
     /// A subscriber (`policies`, `processes`, `read-model:<name>`): it makes no pass.
     Subscriber {
         /// The subscriber's name.
@@ -46,12 +52,13 @@ pub enum PauseTarget {
 }
 
 impl PauseTarget {
-    /// The kind, as stored: `process`, `instance`, `policy` or `subscriber`.
+    /// The kind, as stored: `process`, `instance`, `policy`, `relay` or `subscriber`.
     pub fn kind(&self) -> &'static str {
         match self {
             PauseTarget::Process { .. } => "process",
             PauseTarget::Instance { .. } => "instance",
             PauseTarget::Policy { .. } => "policy",
+            PauseTarget::Relay { .. } => "relay",
             PauseTarget::Subscriber { .. } => "subscriber",
         }
     }
@@ -61,6 +68,7 @@ impl PauseTarget {
         match self {
             PauseTarget::Process { name }
             | PauseTarget::Policy { name }
+            | PauseTarget::Relay { name }
             | PauseTarget::Subscriber { name } => name,
             PauseTarget::Instance { process, .. } => process,
         }
@@ -84,6 +92,7 @@ impl PauseTarget {
                 id: instance.to_owned(),
             },
             "policy" => PauseTarget::Policy { name },
+            "relay" => PauseTarget::Relay { name },
             "subscriber" => PauseTarget::Subscriber { name },
             _ => return None,
         })
@@ -152,10 +161,10 @@ impl Paused {
         self.find(|t| matches!(t, PauseTarget::Subscriber { name: n } if n == name))
     }
 
-    /// The pause of a policy or process named `handler` as a whole, if it is paused.
+    /// The pause of a policy, process or relay named `handler` as a whole, if it is paused.
     pub fn handler(&self, handler: &str) -> Option<&Pause> {
         self.find(|t| {
-            matches!(t, PauseTarget::Policy { name } | PauseTarget::Process { name } if name == handler)
+            matches!(t, PauseTarget::Policy { name } | PauseTarget::Process { name } | PauseTarget::Relay { name } if name == handler)
         })
     }
 

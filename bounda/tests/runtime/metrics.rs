@@ -343,4 +343,27 @@ async fn a_relays_publishes_failures_and_lag_are_measured() {
         scrape.docs.contains_key("bounda_relay_published_total"),
         "described"
     );
+
+    // A sink down for ten minutes: what the relay has yet to publish, and since when.
+    sink.set_down(true);
+    app.dispatch(place("m-3")).await.unwrap();
+    let placed = app.now();
+    app.advance(minutes(10)).await.unwrap();
+    let down = self::scrape(&app, &metrics).await;
+    let gauge = |name: &str| -> f64 {
+        samples(&down, name, &[("relay", "everything")])
+            .into_iter()
+            .map(value)
+            .sum()
+    };
+    assert_eq!(gauge("bounda_relay_behind"), 1.0);
+    assert_eq!(
+        gauge("bounda_relay_oldest_unpublished_seconds"),
+        app.now().saturating_since(placed).as_millis() as f64 / 1_000.0
+    );
+    assert!(
+        scrape
+            .docs
+            .contains_key("bounda_relay_oldest_unpublished_seconds")
+    );
 }

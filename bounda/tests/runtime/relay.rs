@@ -308,3 +308,111 @@ async fn paused_relays_publish_nothing_until_resumed() {
     app.run_until_idle().await.unwrap();
     assert_eq!(versions(&sink.published(), "o-1"), [1, 2, 3]);
 }
+
+/// A shop with two relays on their own sinks, `crm` and `audit`, the app configured by `config`.
+async fn two_relays(config: bounda::config::Config) -> (TestApp, MemorySink, MemorySink) {
+    let (crm, audit) = (MemorySink::new(), MemorySink::new());
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .config(config)
+            .relay(Relay::new("crm", crm.clone()))
+            .relay(Relay::new("audit", audit.clone())),
+    )
+    .await
+    .unwrap();
+    (app, crm, audit)
+}
+
+// Issue 45: one relay paused holds its own events, each stream in order, while the other relay
+// goes on; `lag` names it with what it has yet to publish and since when; resumed, it publishes
+// them in order. A name the app does not relay is refused.
+#[tokio::test]
+async fn one_paused_relay_waits_while_the_other_goes_on_and_lag_says_since_when() {
+    let (app, crm, audit) = two_relays(bounda::config::Config::default()).await;
+    let target = bounda::store::PauseTarget::Relay {
+        name: "crm".to_owned(),
+    };
+    assert!(app.app().pause(target.clone(), "erin", None).await.unwrap());
+    let unknown = bounda::store::PauseTarget::Relay {
+        name: "billing".to_owned(),
+    };
+    let refused = app.app().pause(unknown, "erin", None).await.unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("relay `billing` in this app (its relays: crm, audit)"),
+        "{refused}"
+    );
+    let stored_at = app.now();
+    orders(&app, &["o-1", "o-2"]).await;
+    app.advance(bounda::minutes(5)).await.unwrap();
+    assert!(crm.published().is_empty(), "paused");
+    assert_eq!(audit.published().len(), 6, "the other relay goes on");
+
+    let lag = app.app().lag().await.unwrap();
+    let crm_lag = lag.relays.iter().find(|r| r.relay == "crm").unwrap();
+    assert_eq!(
+        (crm_lag.behind, crm_lag.oldest, crm_lag.sink.as_str()),
+        (6, Some(stored_at), "a sink in memory")
+    );
+    let audit_lag = lag.relays.iter().find(|r| r.relay == "audit").unwrap();
+    assert_eq!(
+        audit_lag.oldest,
+        Some(stored_at),
+        "counted from the shared checkpoint"
+    );
+    #[cfg(feature = "cli")]
+    {
+        let mut out = Vec::new();
+        bounda::cli::execute(app.app(), support::command("lag"), &mut out)
+            .await
+            .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("relay crm to a sink in memory: 6 behind, the oldest stored 5m ago"),
+            "{text}"
+        );
+        assert!(text.contains("paused: relay crm paused since"), "{text}");
+    }
+
+    assert!(app.app().resume(&target).await.unwrap());
+    app.run_until_idle().await.unwrap();
+    for order in ["o-1", "o-2"] {
+        assert_eq!(versions(&crm.published(), order), [1, 2, 3]);
+    }
+    assert_eq!(audit.published().len(), 6, "nothing published twice");
+    let lag = app.app().lag().await.unwrap();
+    assert!(
+        lag.relays
+            .iter()
+            .all(|r| r.behind == 0 && r.oldest.is_none()),
+        "{lag:?}"
+    );
+}
+
+// Issue 45: a relay's limit paces its publishes to the sink's rate, each stream in order, the
+// other relay unpaced.
+#[tokio::test]
+async fn a_relays_limit_paces_its_publishes() {
+    let config = bounda::config::Config::from_json(
+        r#"{ "limits": { "relays": { "crm": { "rate": "2/s" } } } }"#,
+    )
+    .unwrap();
+    let (app, crm, audit) = two_relays(config).await;
+    orders(&app, &["o-1", "o-2"]).await;
+    let start = app.now();
+    // One round of passes at each moment: two in each second's window, none in between.
+    let mut published = Vec::new();
+    for at in [0, 999, 1_000, 1_999, 2_000] {
+        app.clock().advance_to(start + bounda::millis(at));
+        app.run_until_idle_with(1).await.unwrap();
+        published.push(crm.published().len());
+    }
+    assert_eq!(published, [2, 2, 4, 4, 6], "two a second");
+    assert_eq!(audit.published().len(), 6, "the other relay is not paced");
+    for order in ["o-1", "o-2"] {
+        assert_eq!(versions(&crm.published(), order), [1, 2, 3], "in order");
+    }
+}

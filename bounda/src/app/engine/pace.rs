@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::app::engine::{Report, Run};
-use crate::app::{App, POLICIES, PROCESSES};
+use crate::app::{App, POLICIES, PROCESSES, RELAYS};
 use crate::config::Limit;
 use crate::store::{LimitKey, LimitKind, LimitWindow};
 use crate::{Error, Instant};
@@ -59,6 +59,7 @@ impl App {
         for (kind, subscriber) in [
             (LimitKind::Process, PROCESSES),
             (LimitKind::Policy, POLICIES),
+            (LimitKind::Relay, RELAYS),
         ] {
             let mut holding = self.holding_events(kind, &windows).peekable();
             if holding.peek().is_none() {
