@@ -468,6 +468,19 @@ struct LagPanel {
     unclaimable: u64,
     /// The limits holding work back, each as a line.
     limited: Vec<String>,
+    /// Each relay: its name, its sink, what it has yet to publish, since when, and the publish
+    /// that fails.
+    relays: Vec<RelayLine>,
+}
+
+/// One relay's line on the lag panel.
+struct RelayLine {
+    name: String,
+    sink: String,
+    behind: u64,
+    /// How long the oldest event it has yet to publish has waited (`5m`), if one has.
+    waited: Option<String>,
+    failing: Option<String>,
 }
 
 #[derive(Template)]
@@ -821,6 +834,21 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
             drifted: lag.drifted_entries,
             unclaimable: lag.unclaimable_entries,
             limited: lag.limited.iter().map(ToString::to_string).collect(),
+            relays: lag
+                .relays
+                .iter()
+                .map(|relay| RelayLine {
+                    name: relay.relay.clone(),
+                    sink: relay.sink.clone(),
+                    behind: relay.behind,
+                    waited: relay
+                        .oldest
+                        .map(|oldest| app.clock().now().saturating_since(oldest).to_string()),
+                    failing: relay.failing.as_ref().map(|f| {
+                        format!("failing on {}: {}; attempt {}", f.event_type, f.message, f.attempts)
+                    }),
+                })
+                .collect(),
         },
     );
     page.extensions_mut().insert(Framed);

@@ -376,6 +376,16 @@ async fn one_paused_relay_waits_while_the_other_goes_on_and_lag_says_since_when(
         );
         assert!(text.contains("paused: relay crm paused since"), "{text}");
     }
+    #[cfg(feature = "page")]
+    {
+        let (_, html, _) = support::page::get(&app, None, "/lag").await;
+        assert!(
+            html.contains(
+                "<tr><td>crm</td><td>a sink in memory</td>\n<td class=\"num bad\">6</td>\n<td>5m</td>"
+            ),
+            "{html}"
+        );
+    }
 
     assert!(app.app().resume(&target).await.unwrap());
     app.run_until_idle().await.unwrap();
