@@ -96,6 +96,8 @@ struct Inner {
     relays: Vec<Arc<crate::relay::Relay>>,
     /// The commands other services may send, by the name they arrive under.
     accepted: HashMap<String, &'static str>,
+    /// Where a preview records what its relays would publish, instead of publishing.
+    relays_recorded: Option<crate::preview::PortCalls>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
     refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
@@ -142,6 +144,7 @@ pub struct AppBuilder {
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     relays: Vec<Arc<crate::relay::Relay>>,
     accepted: HashMap<String, &'static str>,
+    relays_recorded: Option<crate::preview::PortCalls>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -293,6 +296,22 @@ impl AppBuilder {
                 }
             }
         }
+        self
+    }
+
+    /// Records what the relays would publish in the app's [`PortCalls`](crate::preview::PortCalls)
+    /// (added as a port if the app has none) instead of publishing it: a preview of a deploy
+    /// tells no broker.
+    pub(crate) fn recording_relays(mut self) -> AppBuilder {
+        let calls = match self.ports.get::<crate::preview::PortCalls>() {
+            Ok(calls) => calls.clone(),
+            Err(_) => {
+                let calls = crate::preview::PortCalls::default();
+                self.ports.insert(calls.clone());
+                calls
+            }
+        };
+        self.relays_recorded = Some(calls);
         self
     }
 
@@ -460,6 +479,7 @@ impl AppBuilder {
                 read_models: self.read_models,
                 relays: self.relays,
                 accepted: self.accepted,
+                relays_recorded: self.relays_recorded,
                 refused_read_models: std::sync::Mutex::new(refused_read_models),
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
@@ -494,6 +514,7 @@ impl App {
             read_models: Vec::new(),
             relays: Vec::new(),
             accepted: HashMap::new(),
+            relays_recorded: None,
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,

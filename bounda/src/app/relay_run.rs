@@ -47,7 +47,7 @@ impl RelayRun {
         };
         let limit = app.config().for_aggregate("").policies_timeout;
         let published = guarded(app.clock(), self.relay.name(), limit, async {
-            match self.relay.publish(&message).await {
+            match app.publish(&self.relay, &message).await {
                 Ok(()) => Ok(Ok(())),
                 Err(SinkError::Refused(error)) => Ok(Err(error)),
                 Err(SinkError::Unavailable(error)) => {

@@ -18,6 +18,30 @@ impl App {
         self.inner.relays.iter()
     }
 
+    /// Publishes `message` through `relay`'s sink, or, in a preview, records what would be
+    /// published (the relay, the message's id, type and subject) with the other port calls.
+    pub(crate) async fn publish(
+        &self,
+        relay: &Relay,
+        message: &crate::relay::Message,
+    ) -> Result<(), crate::relay::SinkError> {
+        let Some(calls) = &self.inner.relays_recorded else {
+            return relay.publish(message).await;
+        };
+        use cloudevents::AttributesReader;
+        calls.record(
+            &format!("relay {}", relay.name()),
+            "publish",
+            Some(message.id()),
+            serde_json::json!({
+                "sink": relay.sink(),
+                "type": message.ty(),
+                "subject": message.event.subject(),
+            }),
+        );
+        Ok(())
+    }
+
     /// One pass of the relays at `now`: whether anything moved.
     pub(crate) async fn relay_pass(
         &self,

@@ -845,7 +845,10 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
                         .oldest
                         .map(|oldest| app.clock().now().saturating_since(oldest).to_string()),
                     failing: relay.failing.as_ref().map(|f| {
-                        format!("failing on {}: {}; attempt {}", f.event_type, f.message, f.attempts)
+                        format!(
+                            "failing on {}: {}; attempt {}",
+                            f.event_type, f.message, f.attempts
+                        )
                     }),
                 })
                 .collect(),

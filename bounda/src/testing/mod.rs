@@ -76,7 +76,12 @@ impl TestApp {
             });
         };
         let clock = Arc::new(SimulatedClock::at(mark.copied_at));
-        let app = builder.clock(clock.clone()).build().await?;
+        // A preview tells no broker what it would publish: it records it.
+        let app = builder
+            .recording_relays()
+            .clock(clock.clone())
+            .build()
+            .await?;
         Ok(TestApp::with_app(app, clock))
     }
 

@@ -426,3 +426,39 @@ async fn a_relays_limit_paces_its_publishes() {
         assert_eq!(versions(&crm.published(), order), [1, 2, 3], "in order");
     }
 }
+
+// Issue 45: a preview on a copy publishes nothing: what each relay would publish is recorded
+// with the other port calls (the relay, the message's id, type and subject) and reported.
+#[tokio::test]
+async fn a_preview_records_what_its_relays_would_publish() {
+    let production = MemorySink::new();
+    let app = shop(Relay::new("everything", production.clone())).await;
+    app.run_until_idle().await.unwrap();
+    let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
+    bounda::store::copy(app.app().store(), &copy, "the shop", app.now())
+        .await
+        .unwrap();
+    let sink = MemorySink::new();
+    let builder = App::builder(copy)
+        .only_listed()
+        .command::<PlaceOrder>()
+        .relay(Relay::new("everything", sink.clone()));
+    let preview = bounda::testing::TestApp::over_copy(builder).await.unwrap();
+    preview.dispatch(place("o-7")).await.unwrap();
+    let report = bounda::preview::run(&preview, bounda::days(1))
+        .await
+        .unwrap();
+    assert!(sink.published().is_empty(), "a preview tells no broker");
+    let stored = preview.app().events_of::<Order>("o-7").await.unwrap();
+    let published: Vec<(&str, &str, Option<&str>)> = report
+        .calls
+        .iter()
+        .map(|call| (call.port.as_str(), call.call.as_str(), call.key.as_deref()))
+        .collect();
+    assert_eq!(
+        published,
+        [("relay everything", "publish", Some(stored[0].id.as_str()))]
+    );
+    assert_eq!(report.calls[0].detail["type"], "Order.OrderPlaced.v1");
+    assert_eq!(report.calls[0].detail["subject"], "o-7");
+}
