@@ -320,9 +320,10 @@ pub use app::{
     Ahead, Answer, App, AppBuilder, BulkOutcome, BulkReport, CaughtUp, Cause, DeadLetters, Decided,
     DispatchError, DispatchOptions, Dispatched, Drift, EventProblem, Failing, HeldEvents,
     InstancePage, Lag, Limited, Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace,
-    PendingDeadline, Policy, PortDecl, Preflight, ProcessInstance, ProcessStatus, REBUILD_SLICE,
-    RELAYS, Reaction, Rearm, RebuildProgress, RejectionRecord, RelayLag, Retried, Scheduled,
-    StateProblem, SubscriberLag, UnreadableEntry, UnreadableState, fold, metrics, shutdown_signal,
+    PendingDeadline, Policy, PortDecl, Preflight, ProcessInstance, ProcessStatus, PublishedTo,
+    REBUILD_SLICE, RELAYS, Reaction, Rearm, RebuildProgress, RejectionRecord, RelayLag, Retried,
+    Scheduled, StateProblem, SubscriberLag, UnreadableEntry, UnreadableState, fold, metrics,
+    shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

@@ -75,7 +75,7 @@ use crate::{Error, RecordedEvent};
 
 /// The subscriber all policies share.
 pub const POLICIES: &str = "policies";
-pub use relay_lag::RelayLag;
+pub use relay_lag::{PublishedTo, RelayLag};
 pub use relays::RELAYS;
 
 /// A running bounda application. Cheap to clone: clones share everything.

@@ -1,8 +1,11 @@
-//! How far behind each relay is: the events it has yet to publish, the oldest one's moment, and
-//! the publish that fails, if one does.
+//! How far behind each relay is (the events it has yet to publish, the oldest one's moment, and
+//! the publish that fails, if one does), and where one stream's events were published.
+
+use serde::Serialize;
 
 use crate::app::lag::Failing;
 use crate::app::{App, RELAYS};
+use crate::store::{LetterFilter, LetterKind};
 use crate::{Error, Instant};
 
 /// The most events after the relays' checkpoint a survey reads.
@@ -67,5 +70,80 @@ fn idle(relay: &crate::relay::Relay) -> RelayLag {
         behind: 0,
         oldest: None,
         failing: None,
+    }
+}
+
+/// Where one relay published a stream's events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PublishedTo {
+    /// The relay.
+    pub relay: String,
+    /// What its sink publishes to.
+    pub sink: String,
+    /// The stream's events it published.
+    pub published: u64,
+    /// Those it has yet to publish.
+    pub waiting: u64,
+    /// The letters of those its sink refused for good, by id.
+    pub letters: Vec<String>,
+}
+
+impl App {
+    /// Where each relay that takes any of stream `aggregate_type:aggregate_id`'s events
+    /// published them: how many it published, how many wait, and the letters of those refused.
+    pub async fn published_of(
+        &self,
+        aggregate_type: &str,
+        aggregate_id: &str,
+    ) -> Result<Vec<PublishedTo>, Error> {
+        if self.inner.relays.is_empty() {
+            return Ok(Vec::new());
+        }
+        let handled_to = match self.store().cursor(RELAYS).await? {
+            Some(cursor) => cursor.handled_to(),
+            None => 0,
+        };
+        let events = self
+            .store()
+            .read_stream(aggregate_type, aggregate_id)
+            .await?;
+        let mut told = Vec::new();
+        for relay in self.relays() {
+            let taken: Vec<_> = events.iter().filter(|event| relay.takes(event)).collect();
+            if taken.is_empty() {
+                continue;
+            }
+            let filter = LetterFilter {
+                kind: Some(LetterKind::Relay),
+                handler: Some(relay.name().to_owned()),
+                ..LetterFilter::default()
+            };
+            let letters: Vec<_> = self
+                .store()
+                .dead_letters(&filter)
+                .await?
+                .into_iter()
+                .filter(|letter| {
+                    letter.status == crate::store::LetterStatus::Failed
+                        && taken
+                            .iter()
+                            .any(|event| letter.event_id.as_deref() == Some(event.id.as_str()))
+                })
+                .map(|letter| letter.id)
+                .collect();
+            // Past the checkpoint, an event was published or lettered; after it, it may still
+            // wait (another stream's waiting pair holds the checkpoint back).
+            let passed = taken.iter().filter(|e| e.position <= handled_to).count() as u64;
+            let published = passed.saturating_sub(letters.len() as u64);
+            told.push(PublishedTo {
+                relay: relay.name().to_owned(),
+                sink: relay.sink(),
+                published,
+                waiting: taken.len() as u64 - passed,
+                letters,
+            });
+        }
+        Ok(told)
     }
 }

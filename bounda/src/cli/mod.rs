@@ -916,6 +916,20 @@ fn write_story(
             letter.attempts
         )?;
     }
+    for published in &story.published {
+        write!(
+            out,
+            "published by relay {} to {}: {} events, {} waiting",
+            Plain(&published.relay),
+            Plain(&published.sink),
+            published.published,
+            published.waiting
+        )?;
+        match published.letters.as_slice() {
+            [] => writeln!(out)?,
+            letters => writeln!(out, ", refused: letters {}", Plain(&letters.join(", ")))?,
+        }
+    }
     Ok(())
 }
 

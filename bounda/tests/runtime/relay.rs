@@ -462,3 +462,63 @@ async fn a_preview_records_what_its_relays_would_publish() {
     assert_eq!(report.calls[0].detail["type"], "Order.OrderPlaced.v1");
     assert_eq!(report.calls[0].detail["subject"], "o-7");
 }
+
+// Issue 45: `explain` says where an instance's events were published: by which relay, to which
+// sink, how many, how many wait, and the letters of those refused.
+#[tokio::test]
+async fn explain_says_where_an_instances_events_were_published() {
+    let sink = MemorySink::new();
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .command::<PayAndFulfil>()
+            .process::<OrderPayment>()
+            .relay(Relay::new("everything", sink.clone())),
+    )
+    .await
+    .unwrap()
+    .expecting_letters();
+    sink.refuse("Order.OrderFulfilled.v1");
+    orders(&app, &["o-1"]).await;
+    app.run_until_idle().await.unwrap();
+    let story = app
+        .app()
+        .explain_named("OrderPayment", "o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(story.published.len(), 1, "{:?}", story.published);
+    let told = &story.published[0];
+    assert_eq!(
+        (
+            told.relay.as_str(),
+            told.sink.as_str(),
+            told.published,
+            told.waiting
+        ),
+        ("everything", "a sink in memory", 2, 0)
+    );
+    let letters = support::letters(&app).await;
+    assert_eq!(told.letters, [letters[0].id.clone()], "the refused one");
+    #[cfg(feature = "cli")]
+    {
+        let mut out = Vec::new();
+        bounda::cli::execute(
+            app.app(),
+            support::command("explain OrderPayment o-1"),
+            &mut out,
+        )
+        .await
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(&format!(
+                "published by relay everything to a sink in memory: 2 events, 0 waiting, \
+                 refused: letters {}",
+                letters[0].id
+            )),
+            "{text}"
+        );
+    }
+}

@@ -42,6 +42,9 @@ pub struct Explained {
     /// The pause that holds it, its own or its process's: nothing of it runs until resumed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::store::Pause>,
+    /// Where the relays published its aggregate's events.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub published: Vec<crate::app::PublishedTo>,
 }
 
 /// One lifecycle step.
@@ -421,6 +424,7 @@ impl App {
             parked,
             letters,
             paused: self.paused().await?.instance(process, id).cloned(),
+            published: self.published_of(runner.aggregate(), id).await?,
         }))
     }
 
