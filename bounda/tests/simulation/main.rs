@@ -24,6 +24,7 @@ mod inputs;
 mod model;
 mod reference;
 mod regressions;
+mod relayed;
 
 use std::time::Instant as StdInstant;
 
@@ -96,7 +97,9 @@ pub fn faulty() -> Simulation<Outside> {
 /// `simulation` judged by the domain's invariants, nothing doubled at any check and nothing lost
 /// at the end, with port faults and an operator pausing a process or a policy for a while,
 /// through schedules that settle for a day at the end.
-fn judged_by_the_domain(simulation: Simulation<Outside>) -> Simulation<Outside> {
+fn judged_by_the_domain<I: bounda::testing::simulate::Input>(
+    simulation: Simulation<I>,
+) -> Simulation<I> {
     simulation
         .port_faults(domain::PORT_FAULTS)
         .mix(Mix {

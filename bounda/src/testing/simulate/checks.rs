@@ -9,7 +9,7 @@ use crate::store::{InstanceQuery, InstanceRow};
 use crate::{Instant, RecordedEvent};
 
 /// Every event in the store, in position order.
-async fn every_event(app: &App) -> Result<Vec<RecordedEvent>, String> {
+pub(crate) async fn every_event(app: &App) -> Result<Vec<RecordedEvent>, String> {
     let mut events: Vec<RecordedEvent> = Vec::new();
     loop {
         let after = events.last().map_or(0, |e| e.position);

@@ -203,6 +203,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         self.report.checks += 1;
         let app = self.app();
         checks::framework(&app, self.simulation.store_faults == 0).await?;
+        self.runners.broker.holds(&app).await?;
         if let Some(clash) = self.runners.effects.clash() {
             return Err(clash);
         }
@@ -243,6 +244,7 @@ impl<'s, I: Input, M: Model<I>> Run<'s, I, M> {
         self.report.port_faults = self.runners.port_faults.played();
         self.report.effects = self.runners.effects.len();
         self.report.repeats = self.runners.effects.repeats();
+        self.report.broker = self.runners.broker.played();
         Ok(self.report)
     }
 }

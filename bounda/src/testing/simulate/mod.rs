@@ -79,6 +79,7 @@
 //! # }
 //! ```
 
+mod broker;
 mod checks;
 mod database;
 mod drive;
@@ -88,6 +89,7 @@ mod schedule;
 #[cfg(feature = "proptest")]
 mod strategy;
 
+pub use broker::{Broker, BrokerFaults};
 pub use database::Database;
 pub use ports::{Effects, Fate, PlayedFaults, PortFaults};
 /// The methods of [`SimRng`] an [`Input`] draws with (`random_range`, `random_bool`).
@@ -154,6 +156,7 @@ pub struct Setup {
     clock: Arc<SimulatedClock>,
     port_faults: PortFaults,
     effects: Effects,
+    broker: Broker,
     runner: usize,
 }
 
@@ -174,6 +177,14 @@ impl Setup {
     /// reads it with `app.port::<Effects>()`.
     pub fn effects(&self) -> Effects {
         self.effects.clone()
+    }
+
+    /// The schedule's broker: a relay's sink, and what delivers the commands other services
+    /// send ([`Broker::deliver`]), failing as the schedule's port faults say (shared by every
+    /// runner and restart). The simulation checks that every event its relays take reaches it,
+    /// each stream in order, and that each command it delivers decides once.
+    pub fn broker(&self) -> Broker {
+        self.broker.clone()
     }
 
     /// The schedule's simulated clock, for a fake port that waits on simulated time
@@ -307,6 +318,8 @@ pub struct Report {
     pub store_faults: InjectedFaults,
     /// Port calls failed on purpose.
     pub port_faults: PlayedFaults,
+    /// What the broker failed, lost and dropped.
+    pub broker: BrokerFaults,
     /// Side effects recorded.
     pub effects: usize,
     /// Repeats of a side effect under its key, dropped.
@@ -324,6 +337,7 @@ impl Report {
         self.letters += other.letters;
         self.store_faults.add(&other.store_faults);
         self.port_faults.add(&other.port_faults);
+        self.broker.add(&other.broker);
         self.effects += other.effects;
         self.repeats += other.repeats;
     }
@@ -338,7 +352,8 @@ impl fmt::Display for Report {
             "{} schedules, {} steps, {} checks ({} skipped while work was pending or paused), {} restarts, \
              {} pauses, {} dead letters; commits failed: {} busy, {} full, {} I/O, {} after writing; port \
              calls failed: {} retriable, {} terminal, {} panics, {} hangs; {} side effects ({} \
-             repeats dropped)",
+             repeats dropped); broker: {} publishes failed, {} acknowledgements lost, {} refused \
+             while down, {} repeats dropped, {} commands delivered again",
             self.schedules,
             self.steps,
             self.checks,
@@ -355,7 +370,12 @@ impl fmt::Display for Report {
             port.panics,
             port.hangs,
             self.effects,
-            self.repeats
+            self.repeats,
+            self.broker.failures,
+            self.broker.acks_lost,
+            self.broker.down,
+            self.broker.repeats,
+            self.broker.redeliveries,
         )
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::Setup;
+use super::broker::Broker;
 use super::database::Database;
 use super::ports::{Effects, PortFaults};
 use crate::app::{App, AppBuilder};
@@ -66,6 +67,7 @@ pub(crate) struct Runners {
     pub(crate) clock: Arc<SimulatedClock>,
     pub(crate) port_faults: PortFaults,
     pub(crate) effects: Effects,
+    pub(crate) broker: Broker,
     slow: Arc<AtomicBool>,
     seed: u64,
     /// Commits fail this often, per thousand, while a runner works.
@@ -88,9 +90,11 @@ impl Runners {
         build: &BuildApp,
     ) -> Result<Runners, String> {
         let slow = Arc::new(AtomicBool::new(false));
+        let clock = Arc::new(SimulatedClock::default());
         let mut runners = Runners {
             database,
-            clock: Arc::new(SimulatedClock::default()),
+            broker: Broker::new(seed, port_faults, clock.clone()),
+            clock,
             port_faults: PortFaults::new(seed, port_faults, slow.clone()),
             effects: Effects::default(),
             slow,
@@ -133,6 +137,7 @@ impl Runners {
                 clock: self.clock.clone(),
                 port_faults: self.port_faults.clone(),
                 effects: self.effects.clone(),
+                broker: self.broker.clone(),
                 runner,
             };
             let clock = HangingClock {
@@ -145,6 +150,7 @@ impl Runners {
             };
             let app = build(&setup)
                 .port(self.effects.clone())
+                .port(self.broker.clone())
                 .clock(Arc::new(clock))
                 .ids(Arc::new(ids))
                 .build()
@@ -219,6 +225,33 @@ impl Runners {
     /// a claim a failed commit could not give back is waited for (its lease), and a pass that
     /// keeps failing is a finding.
     pub(crate) async fn catch_up(&self) -> Result<(), String> {
+        // A relay whose broker is down retries for as long as it is: at rest once it is back.
+        for _ in 0..1_000 {
+            self.settle().await?;
+            match self.relay_retry().await? {
+                Some(at) => self.clock.advance_to(at.max(self.clock.now())),
+                None => return Ok(()),
+            }
+        }
+        Err("the relays never publish what they hold".into())
+    }
+
+    /// When the first failing publish of a relay is tried again, if one fails.
+    async fn relay_retry(&self) -> Result<Option<Instant>, String> {
+        let lags = self
+            .runner()
+            .app()
+            .relay_lags()
+            .await
+            .map_err(|e| format!("the relays' lag does not read: {e}"))?;
+        Ok(lags
+            .iter()
+            .filter_map(|lag| lag.failing.as_ref().map(|failing| failing.retry_at))
+            .min())
+    }
+
+    /// Runs until nothing moves, through the store's faults when they are on.
+    async fn settle(&self) -> Result<(), String> {
         if !self.faulty() {
             let idle = self
                 .runner()
