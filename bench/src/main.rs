@@ -16,6 +16,7 @@ mod measure;
 mod memory;
 mod pending;
 mod postgres;
+mod relay;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -434,6 +435,25 @@ async fn main() {
     let wants = |what: &str| args.only.as_deref().is_none_or(|only| what.contains(only));
     let mut rows = Vec::new();
     let mut notes = Vec::new();
+    // The relays' broker: a local nats-server, started once if a relay row is wanted.
+    let nats = match wants("relay") {
+        true => match bounda_nats::testing::NatsServer::start() {
+            Ok(server) => Some(server),
+            Err(error) => {
+                eprintln!("  no relay rows: {error:#}");
+                notes.push(format!(
+                    "no relay rows: nats-server did not start: {error:#}"
+                ));
+                None
+            }
+        },
+        false => None,
+    };
+    let mut streams = 0;
+    let mut stream = || {
+        streams += 1;
+        format!("BENCH{streams}")
+    };
 
     for mode in [Mode::Full, Mode::Normal] {
         let n = sizes.deadlines;
@@ -465,6 +485,64 @@ async fn main() {
                 one_by_one,
                 deadline_floors(),
             ));
+        }
+
+        if let Some(server) = &nats {
+            if wants("relay publishes") {
+                let name = stream();
+                let measured =
+                    relay::publishes(files.fresh("relay").path(), mode, n, server, &name).await;
+                let (one, hundred) = (
+                    relay::floor(
+                        files.fresh("relay-floor1").path(),
+                        mode,
+                        n,
+                        1,
+                        server,
+                        &stream(),
+                    )
+                    .await,
+                    relay::floor(
+                        files.fresh("relay-floor100").path(),
+                        mode,
+                        n,
+                        100,
+                        server,
+                        &stream(),
+                    )
+                    .await,
+                );
+                rows.push(row(
+                    "relay publishes to JetStream",
+                    mode.label(),
+                    measured,
+                    (one, hundred),
+                ));
+            }
+            if wants("deadline firings, beside a relay") {
+                let without =
+                    measure::deadline_firings(files.fresh("unrelayed").path(), mode, n, 100).await;
+                let beside = relay::beside_firings(
+                    files.fresh("relayed").path(),
+                    mode,
+                    n,
+                    server,
+                    &stream(),
+                )
+                .await;
+                notes.push(format!(
+                    "deadline firings beside a relay / without one, measured one after the other \
+                     at {}: {} (target 0.9 at least)",
+                    mode.label(),
+                    table::ratio(beside.rate(), without.rate())
+                ));
+                rows.push(row(
+                    "deadline firings, beside a relay",
+                    mode.label(),
+                    beside,
+                    deadline_floors(),
+                ));
+            }
         }
 
         for (what, rate) in [

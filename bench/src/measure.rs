@@ -64,7 +64,7 @@ fn builder(store: &Arc<SqliteStore>, config: Config) -> AppBuilder {
 
 /// Empties the WAL of the file at `path` through a connection of its own, so that setup's
 /// writes are not checkpointed during the timed part (the floors do the same).
-fn checkpoint(path: &Path) {
+pub fn checkpoint(path: &Path) {
     let conn = Connection::open(path).expect("cannot open the file to checkpoint it");
     floor::checkpoint(&conn);
 }
@@ -144,8 +144,23 @@ pub async fn paced_firings(path: &Path, mode: Mode, units: usize, rate: &str) ->
 
 /// `units` deadline firings under `config`.
 async fn firings(path: &Path, mode: Mode, units: usize, config: Config) -> Measured {
+    firings_beside(path, mode, units, config, None).await
+}
+
+/// `units` deadline firings under `config`, with `relay` in the app when given.
+pub async fn firings_beside(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    config: Config,
+    relay: Option<bounda::relay::Relay>,
+) -> Measured {
     let store = open(path, mode);
-    let app = TestApp::new(builder(&store, config).process::<Expiry>())
+    let mut builder = builder(&store, config).process::<Expiry>();
+    if let Some(relay) = relay {
+        builder = builder.relay(relay);
+    }
+    let app = TestApp::new(builder)
         .await
         .expect("cannot build the deadline app");
     open_tickets(&app, units).await;

@@ -87,6 +87,11 @@ impl Work for RelayRun {
         Some(("relay", self.relay.name().to_owned()))
     }
 
+    /// One stream's publish concerns no other's: a wave's publishes go out together.
+    fn lanes_apart(&self) -> bool {
+        true
+    }
+
     fn retry(&self, _app: &App) -> Retry {
         RETRY
     }

@@ -68,6 +68,13 @@ pub(crate) trait Work: Send {
         false
     }
 
+    /// Whether its group's runs of different lanes run at once in a wave: nothing one lane's
+    /// run does concerns another's (a relay's publishes, whose acknowledgements are then awaited
+    /// together). A run waiting for its retry still holds its group's runs of later waves.
+    fn lanes_apart(&self) -> bool {
+        false
+    }
+
     /// The back-off of a failed run.
     fn retry(&self, app: &App) -> Retry {
         let settings = app.config().for_aggregate(self.aggregate());
@@ -409,10 +416,11 @@ impl App {
     }
 
     /// Runs the handlers of a wave (one run per lane), in wave order. Runs of no group (the
-    /// scheduler's: deadlines, delayed commands, delayed policy runs) run at once, so their reads
-    /// and their handlers' waits overlap; a subscriber's runs run one after another, as a failure
-    /// holds its handler's later runs. Either way, the streams the runs load are read ahead
-    /// first, a read per stream type for the whole wave ([`read_ahead`]).
+    /// scheduler's: deadlines, delayed commands, delayed policy runs) and runs whose lanes are
+    /// apart (a relay's) run at once, so their reads and their handlers' waits overlap; a
+    /// subscriber's other runs run one after another, as a failure holds its handler's later
+    /// runs. Either way, the streams the runs load are read ahead first, a read per stream type
+    /// for the whole wave ([`read_ahead`]).
     async fn execute_wave(
         &self,
         wave: Vec<Queued>,
@@ -421,7 +429,7 @@ impl App {
     ) -> Vec<(Run, WriteSet, Kind)> {
         let together = wave.len() > 1
             && wave.iter().all(|queued| match queued {
-                Queued::Execute(run) => run.group.is_none(),
+                Queued::Execute(run) => run.group.is_none() || run.work.lanes_apart(),
                 Queued::Write(_) => true,
             });
         let streams: Vec<(String, String)> = wave
@@ -452,20 +460,28 @@ impl App {
                 })
                 .await;
         }
-        let runs = wave.into_iter().map(|queued| async move {
-            match queued {
-                Queued::Write(entry) => (Some(*entry), Report::default()),
-                Queued::Execute(run) => {
-                    // No group: nothing a run does here holds another's.
-                    let mut own = Report::default();
-                    let entry = self.execute(run, &mut HashSet::new(), &mut own).await;
-                    (entry, own)
+        let earlier = held.clone();
+        let runs = wave.into_iter().map(|queued| {
+            // Nothing a run does here holds another's; what waits from an earlier wave still
+            // holds its group.
+            let mut holding = earlier.clone();
+            async move {
+                match queued {
+                    Queued::Write(entry) => (Some(*entry), Report::default()),
+                    Queued::Execute(run) => {
+                        let mut own = Report::default();
+                        let entry = self.execute(run, &mut holding, &mut own).await;
+                        (entry, own)
+                    }
                 }
             }
         });
         let mut entries = Vec::new();
         for (entry, own) in ahead.during(futures_util::future::join_all(runs)).await {
             report.absorb(own);
+            if let Some((run, _, kind)) = &entry {
+                hold_if_waiting(run, kind, held);
+            }
             entries.extend(entry);
         }
         entries

@@ -1,0 +1,210 @@
+//! A relay to a local NATS JetStream (`nats-server`, started by the benchmark): bounda's
+//! relay publishing what the app stored, beside the least the same result needs: read the log
+//! a page at a time, publish each event with its id as `Nats-Msg-Id`, await the page's
+//! acknowledgements together, move a checkpoint. And deadline firings with a relay beside them,
+//! against the same firings without: what a relay costs the work it does not publish.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_nats::jetstream;
+use bounda::App;
+use bounda::config::Config;
+use bounda::relay::Relay;
+use bounda::testing::TestApp;
+use bounda_nats::JetStream;
+use bounda_nats::testing::NatsServer;
+use bounda_sqlite::{Options, SqliteStore};
+use rusqlite::params;
+
+use crate::Mode;
+use crate::domain::OpenTicket;
+use crate::floor;
+use crate::measure::{Measured, open_tickets, settle};
+
+/// How many messages the stream named `stream` holds.
+async fn messages(url: &str, stream: &str) -> u64 {
+    let context = jetstream::new(
+        async_nats::connect(url)
+            .await
+            .expect("cannot reach the benchmark's nats-server"),
+    );
+    let mut stream = context
+        .get_stream(stream)
+        .await
+        .expect("the relay's stream is missing");
+    stream
+        .info()
+        .await
+        .expect("the stream's info does not read")
+        .state
+        .messages
+}
+
+/// The store on a fresh file at `path`.
+fn open(path: &Path, mode: Mode) -> Arc<SqliteStore> {
+    let options = Options {
+        synchronous: mode.synchronous(),
+        ..Options::default()
+    };
+    Arc::new(SqliteStore::open_with(path, options).expect("cannot open bounda's store"))
+}
+
+/// bounda's relay publishing `units` tickets' `TicketOpened` to stream `name`: the app is built
+/// and run first, so the relay starts at the head; the tickets are opened untimed; timed is the
+/// run until idle in which the relay publishes each, acknowledged.
+pub async fn publishes(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    server: &NatsServer,
+    name: &str,
+) -> Measured {
+    let store = open(path, mode);
+    let sink = JetStream::new(&server.url(), name, &name.to_lowercase());
+    let builder = App::builder_shared(Arc::clone(&store) as Arc<dyn bounda::store::Store>)
+        .only_listed()
+        .command::<OpenTicket>()
+        .relay(Relay::new("tickets", sink));
+    let app = TestApp::new(builder)
+        .await
+        .expect("cannot build the relay app");
+    settle(&app, "starting the relay").await;
+    open_tickets(&app, units).await;
+    crate::measure::checkpoint(path);
+    let before = store.write_transactions();
+    let start = Instant::now();
+    settle(&app, "publishing").await;
+    let elapsed = start.elapsed();
+    let write_tx = store.write_transactions() - before;
+    drop((app, store));
+    let published = messages(&server.url(), name).await;
+    assert_eq!(
+        published, units as u64,
+        "the relay published {published} messages of {units} events"
+    );
+    Measured {
+        units,
+        elapsed,
+        write_tx,
+    }
+}
+
+/// The floor: `units` events read from the log `per_tx` at a time, each published to stream
+/// `name` with its id as `Nats-Msg-Id` and its CloudEvents headers, the page's acknowledgements
+/// awaited together, then the checkpoint moved past the page in one transaction.
+pub async fn floor(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    per_tx: usize,
+    server: &NatsServer,
+    name: &str,
+) -> f64 {
+    let mut conn = floor::open(path, mode);
+    floor::prefill_events(&mut conn, units);
+    floor::checkpoint(&conn);
+    let context = jetstream::new(
+        async_nats::connect(server.url())
+            .await
+            .expect("cannot reach the benchmark's nats-server"),
+    );
+    let prefix = name.to_lowercase();
+    context
+        .get_or_create_stream(jetstream::stream::Config {
+            name: name.to_owned(),
+            subjects: vec![format!("{prefix}.>")],
+            ..Default::default()
+        })
+        .await
+        .expect("cannot make the floor's stream");
+    let start = Instant::now();
+    let mut after = 0_i64;
+    let mut done = 0;
+    while done < units {
+        let page: Vec<(i64, String, String, String, String)> = conn
+            .prepare_cached(
+                "SELECT position, id, aggregate_id, type, payload FROM bounda_events
+                 WHERE position > ?1 ORDER BY position LIMIT ?2",
+            )
+            .and_then(|mut statement| {
+                statement
+                    .query_map(params![after, per_tx as i64], |row| {
+                        Ok((
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                            row.get(4)?,
+                        ))
+                    })?
+                    .collect()
+            })
+            .expect("the floor cannot read the log");
+        let mut acks = Vec::with_capacity(page.len());
+        for (_, id, aggregate_id, event_type, payload) in &page {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("ce-specversion", "1.0");
+            headers.insert("ce-id", id.as_str());
+            headers.insert("ce-source", "/tickets");
+            headers.insert("ce-type", format!("Ticket.{event_type}.v1").as_str());
+            headers.insert("ce-subject", aggregate_id.as_str());
+            headers.insert("content-type", "application/json");
+            let message = jetstream::message::PublishMessage::build()
+                .headers(headers)
+                .message_id(id.as_str())
+                .payload(payload.clone().into_bytes().into());
+            acks.push(
+                context
+                    .send_publish(format!("{prefix}.Ticket.{event_type}.v1"), message)
+                    .await
+                    .expect("the floor cannot publish"),
+            );
+        }
+        for ack in acks {
+            ack.await.expect("the floor's publish was not acknowledged");
+        }
+        let Some((last, ..)) = page.last() else {
+            break;
+        };
+        after = *last;
+        conn.execute(
+            "INSERT INTO bounda_checkpoints (subscriber, position) VALUES ('relays', ?1)
+             ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position",
+            [after],
+        )
+        .expect("the floor cannot move its checkpoint");
+        done += page.len();
+    }
+    let rate = units as f64 / start.elapsed().as_secs_f64();
+    assert_eq!(
+        messages(&server.url(), name).await,
+        units as u64,
+        "the floor did not publish every event"
+    );
+    rate
+}
+
+/// `units` deadline firings (see `measure::deadline_firings`) with a relay of every event to
+/// stream `name` beside them: the firings store only the runtime's own events, which a relay
+/// does not publish, so what it costs them is its pass over their events (and the tickets'
+/// openings it publishes before the firings are timed).
+pub async fn beside_firings(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    server: &NatsServer,
+    name: &str,
+) -> Measured {
+    let sink = JetStream::new(&server.url(), name, &name.to_lowercase());
+    let relay = Relay::new("tickets", sink);
+    let measured =
+        crate::measure::firings_beside(path, mode, units, Config::default(), Some(relay)).await;
+    assert_eq!(
+        messages(&server.url(), name).await,
+        units as u64,
+        "the relay did not publish every ticket opened"
+    );
+    measured
+}
