@@ -438,7 +438,19 @@ async fn main() {
     // The relays' broker: a local nats-server, started once if a relay row is wanted.
     let nats = match wants("relay") {
         true => match bounda_nats::testing::NatsServer::start() {
-            Ok(server) => Some(server),
+            Ok(server) => {
+                notes.push(
+                    "relay rows: a nats-server on this machine, started by the benchmark, a stream per \
+                     measurement; bounda's relay (one runner, the defaults: batch 100) publishes what was \
+                     stored before it is timed, each message acknowledged; the floors read the log a \
+                     page of 1 or 100 events at a time, publish each with its id as `Nats-Msg-Id` and \
+                     its CloudEvents headers, await the page's acknowledgements together, and move a \
+                     checkpoint row in one transaction; on PostgreSQL, one connection to the \
+                     benchmark's server on the local socket"
+                        .to_owned(),
+                );
+                Some(server)
+            }
             Err(error) => {
                 eprintln!("  no relay rows: {error:#}");
                 notes.push(format!(
@@ -630,6 +642,23 @@ async fn main() {
              table beside the live one, then the swap): {}",
             rebuilt.join("; ")
         ));
+    }
+
+    if let (true, Some(server)) = (args.postgres && wants("relay publishes"), &nats) {
+        let units = args.pg_units.unwrap_or(sizes.postgres);
+        let measured = relay::publishes_on_postgres(units, server, &stream()).await;
+        let floors = (
+            relay::floor_on_postgres(units, 1, server, &stream()).await,
+            relay::floor_on_postgres(units, 100, server, &stream()).await,
+        );
+        let mut row = row(
+            "relay publishes to JetStream",
+            "PostgreSQL",
+            measured,
+            floors,
+        );
+        row.tx_per_unit = None;
+        rows.push(row);
     }
 
     if args.postgres {

@@ -104,6 +104,32 @@ pub async fn fresh_store(what: &str) -> PostgresStore {
     fresh(what).await.2
 }
 
+/// A fresh schema holding a log of `units` `TicketOpened` events: a plain connection to it,
+/// and its tables' prefix (`"schema".`).
+pub async fn filled_log(units: i64) -> (Client, String) {
+    let (url, schema, store) = fresh("log").await;
+    drop(store);
+    let t = format!("\"{schema}\".");
+    let client = client(&url).await;
+    client
+        .batch_execute(&format!("{} ANALYZE", log_of(&t, units)))
+        .await
+        .unwrap_or_else(|error| panic!("cannot fill the log: {error}"));
+    (client, t)
+}
+
+/// The statements that store `count` tickets' `TicketOpened` in the tables prefixed `t`.
+fn log_of(t: &str, count: i64) -> String {
+    format!(
+        "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
+             payload, timestamp, metadata)
+         SELECT n, 'setup-' || n, 'Ticket', 't-' || n, 1, 'TicketOpened',
+             json_build_object('ticket_id', 't-' || n), '{NOW}', '{{}}'
+         FROM generate_series(1, {count}) AS n;
+         UPDATE {t}head SET position = {count};"
+    )
+}
+
 /// A plain connection to `url`.
 async fn client(url: &str) -> Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -289,18 +315,14 @@ pub async fn floor(job: Job, units: usize, connections: usize, per_tx: usize, ro
     client(&url)
         .await
         .batch_execute(&format!(
-            "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type,
-                 payload, timestamp, metadata)
-             SELECT n, 'setup-' || n, 'Ticket', 't-' || n, 1, 'TicketOpened',
-                 json_build_object('ticket_id', 't-' || n), '{NOW}', '{{}}'
-             FROM generate_series(1, {prefill}) AS n;
-             UPDATE {t}head SET position = {prefill};
+            "{}
              INSERT INTO {t}scheduled_commands
                  (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
              SELECT md5(n::text) || '-due-' || n, 'bounda.ProcessDeadline', 'due-' || n,
                  json_build_object('instance', 'due-' || n, 'process', 'Expiry'), '{DUE}', '{{}}'
              FROM generate_series(1, {due}) AS n;
-             ANALYZE"
+             ANALYZE",
+            log_of(&t, prefill)
         ))
         .await
         .unwrap_or_else(|error| panic!("cannot fill the floor's schema: {error}"));

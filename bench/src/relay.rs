@@ -91,9 +91,59 @@ pub async fn publishes(
     }
 }
 
-/// The floor: `units` events read from the log `per_tx` at a time, each published to stream
-/// `name` with its id as `Nats-Msg-Id` and its CloudEvents headers, the page's acknowledgements
-/// awaited together, then the checkpoint moved past the page in one transaction.
+/// One event of the log as the floors read it: position, id, aggregate id, type, payload.
+type Logged = (i64, String, String, String, String);
+
+/// The floors' stream `name` on `server`, made: a context to publish to it.
+async fn floor_stream(server: &NatsServer, name: &str) -> jetstream::Context {
+    let context = jetstream::new(
+        async_nats::connect(server.url())
+            .await
+            .expect("cannot reach the benchmark's nats-server"),
+    );
+    context
+        .get_or_create_stream(jetstream::stream::Config {
+            name: name.to_owned(),
+            subjects: vec![format!("{}.>", name.to_lowercase())],
+            ..Default::default()
+        })
+        .await
+        .expect("cannot make the floor's stream");
+    context
+}
+
+/// Publishes `page` to stream `name`, each event with its id as `Nats-Msg-Id` and its
+/// CloudEvents headers, and awaits the acknowledgements together.
+async fn publish_page(context: &jetstream::Context, name: &str, page: &[Logged]) {
+    let prefix = name.to_lowercase();
+    let mut acks = Vec::with_capacity(page.len());
+    for (_, id, aggregate_id, event_type, payload) in page {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("ce-specversion", "1.0");
+        headers.insert("ce-id", id.as_str());
+        headers.insert("ce-source", "/tickets");
+        headers.insert("ce-type", format!("Ticket.{event_type}.v1").as_str());
+        headers.insert("ce-subject", aggregate_id.as_str());
+        headers.insert("content-type", "application/json");
+        let message = jetstream::message::PublishMessage::build()
+            .headers(headers)
+            .message_id(id.as_str())
+            .payload(payload.clone().into_bytes().into());
+        acks.push(
+            context
+                .send_publish(format!("{prefix}.Ticket.{event_type}.v1"), message)
+                .await
+                .expect("the floor cannot publish"),
+        );
+    }
+    for ack in acks {
+        ack.await.expect("the floor's publish was not acknowledged");
+    }
+}
+
+/// The floor on SQLite: `units` events read from the log `per_tx` at a time, each page
+/// published and acknowledged (see [`publish_page`]), then the checkpoint moved past it in one
+/// transaction.
 pub async fn floor(
     path: &Path,
     mode: Mode,
@@ -105,25 +155,11 @@ pub async fn floor(
     let mut conn = floor::open(path, mode);
     floor::prefill_events(&mut conn, units);
     floor::checkpoint(&conn);
-    let context = jetstream::new(
-        async_nats::connect(server.url())
-            .await
-            .expect("cannot reach the benchmark's nats-server"),
-    );
-    let prefix = name.to_lowercase();
-    context
-        .get_or_create_stream(jetstream::stream::Config {
-            name: name.to_owned(),
-            subjects: vec![format!("{prefix}.>")],
-            ..Default::default()
-        })
-        .await
-        .expect("cannot make the floor's stream");
+    let context = floor_stream(server, name).await;
     let start = Instant::now();
-    let mut after = 0_i64;
-    let mut done = 0;
+    let (mut after, mut done) = (0_i64, 0);
     while done < units {
-        let page: Vec<(i64, String, String, String, String)> = conn
+        let page: Vec<Logged> = conn
             .prepare_cached(
                 "SELECT position, id, aggregate_id, type, payload FROM bounda_events
                  WHERE position > ?1 ORDER BY position LIMIT ?2",
@@ -142,29 +178,7 @@ pub async fn floor(
                     .collect()
             })
             .expect("the floor cannot read the log");
-        let mut acks = Vec::with_capacity(page.len());
-        for (_, id, aggregate_id, event_type, payload) in &page {
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert("ce-specversion", "1.0");
-            headers.insert("ce-id", id.as_str());
-            headers.insert("ce-source", "/tickets");
-            headers.insert("ce-type", format!("Ticket.{event_type}.v1").as_str());
-            headers.insert("ce-subject", aggregate_id.as_str());
-            headers.insert("content-type", "application/json");
-            let message = jetstream::message::PublishMessage::build()
-                .headers(headers)
-                .message_id(id.as_str())
-                .payload(payload.clone().into_bytes().into());
-            acks.push(
-                context
-                    .send_publish(format!("{prefix}.Ticket.{event_type}.v1"), message)
-                    .await
-                    .expect("the floor cannot publish"),
-            );
-        }
-        for ack in acks {
-            ack.await.expect("the floor's publish was not acknowledged");
-        }
+        publish_page(&context, name, &page).await;
         let Some((last, ..)) = page.last() else {
             break;
         };
@@ -175,6 +189,84 @@ pub async fn floor(
             [after],
         )
         .expect("the floor cannot move its checkpoint");
+        done += page.len();
+    }
+    let rate = units as f64 / start.elapsed().as_secs_f64();
+    assert_eq!(
+        messages(&server.url(), name).await,
+        units as u64,
+        "the floor did not publish every event"
+    );
+    rate
+}
+
+/// bounda's relay on PostgreSQL (a store on a fresh schema of the benchmark's server, in this
+/// process), as [`publishes`] on SQLite.
+pub async fn publishes_on_postgres(units: usize, server: &NatsServer, name: &str) -> Measured {
+    let store = crate::postgres::fresh_store("relay").await;
+    let sink = JetStream::new(&server.url(), name, &name.to_lowercase());
+    let builder = App::builder(store)
+        .only_listed()
+        .command::<OpenTicket>()
+        .relay(Relay::new("tickets", sink));
+    let app = TestApp::new(builder)
+        .await
+        .expect("cannot build the relay app");
+    settle(&app, "starting the relay").await;
+    open_tickets(&app, units).await;
+    let start = Instant::now();
+    settle(&app, "publishing").await;
+    let elapsed = start.elapsed();
+    let published = messages(&server.url(), name).await;
+    assert_eq!(
+        published, units as u64,
+        "the relay published {published} messages of {units} events"
+    );
+    Measured {
+        units,
+        elapsed,
+        write_tx: 0,
+    }
+}
+
+/// The floor on PostgreSQL: as [`floor`], from a schema of the benchmark's server over one
+/// connection.
+pub async fn floor_on_postgres(
+    units: usize,
+    per_tx: usize,
+    server: &NatsServer,
+    name: &str,
+) -> f64 {
+    let (client, t) = crate::postgres::filled_log(i64::try_from(units).unwrap_or(i64::MAX)).await;
+    let context = floor_stream(server, name).await;
+    let read = format!(
+        "SELECT position, id, aggregate_id, type, payload::text FROM {t}events
+         WHERE position > $1 ORDER BY position LIMIT $2"
+    );
+    let mark = format!(
+        "INSERT INTO {t}checkpoints (subscriber, position) VALUES ('relays', $1)
+         ON CONFLICT (subscriber) DO UPDATE SET position = excluded.position"
+    );
+    let start = Instant::now();
+    let (mut after, mut done) = (0_i64, 0);
+    while done < units {
+        let rows = client
+            .query(&read, &[&after, &(per_tx as i64)])
+            .await
+            .expect("the floor cannot read the log");
+        let page: Vec<Logged> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)))
+            .collect();
+        publish_page(&context, name, &page).await;
+        let Some((last, ..)) = page.last() else {
+            break;
+        };
+        after = *last;
+        client
+            .execute(&mark, &[&after])
+            .await
+            .expect("the floor cannot move its checkpoint");
         done += page.len();
     }
     let rate = units as f64 / start.elapsed().as_secs_f64();
