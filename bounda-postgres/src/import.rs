@@ -113,6 +113,23 @@ pub(crate) async fn write(
     for letter in &records.dead_letters {
         crate::statements::file_letter(tx, names, letter).await?;
     }
+    for record in &records.ingress {
+        execute(
+            tx,
+            &names.sql(
+                "INSERT INTO {t}ingress (key, fingerprint, answer, decided_at)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (key) DO NOTHING",
+            ),
+            &[
+                &record.key,
+                &record.fingerprint,
+                &record.answer,
+                &record.decided_at.to_chrono(),
+            ],
+        )
+        .await
+        .map_err(failed("cannot copy an arrived command's key"))?;
+    }
     if records.fill_instances {
         crate::instances::fill(tx, names).await?;
     }

@@ -898,26 +898,20 @@ impl Store for PostgresStore {
     }
 
     async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
-        let client = self.client().await?;
-        let read = query(
-            &client,
-            &self
-                .names
-                .sql("SELECT key, fingerprint, answer, decided_at FROM {t}ingress WHERE key = $1"),
-            &[&key],
+        Ok(self.ingress_records("WHERE key = $1", &[&key]).await?.pop())
+    }
+
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IngressRecord>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.ingress_records(
+            "WHERE key > $1 ORDER BY key LIMIT $2",
+            &[&after.unwrap_or(""), &limit],
         )
         .await
-        .map_err(failed("cannot read an arrived command's key"))?;
-        read.first()
-            .map(|row| {
-                Ok(IngressRecord {
-                    key: rows::get(row, 0)?,
-                    fingerprint: rows::get(row, 1)?,
-                    answer: rows::get(row, 2)?,
-                    decided_at: rows::instant(row, 3)?,
-                })
-            })
-            .transpose()
     }
 
     async fn inbox_page(
@@ -957,6 +951,32 @@ impl Store for PostgresStore {
 }
 
 impl PostgresStore {
+    /// The keys of arrived commands `filter` selects (`WHERE …`, with `params`).
+    async fn ingress_records(
+        &self,
+        filter: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<IngressRecord>, StoreError> {
+        let template =
+            format!("SELECT key, fingerprint, answer, decided_at FROM {{t}}ingress {filter}");
+        self.rows(
+            "cannot read the keys of arrived commands",
+            &template,
+            params,
+        )
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(IngressRecord {
+                key: rows::get(row, 0)?,
+                fingerprint: rows::get(row, 1)?,
+                answer: rows::get(row, 2)?,
+                decided_at: rows::instant(row, 3)?,
+            })
+        })
+        .collect()
+    }
+
     /// The rows `template` (`{t}` naming the tables) answers on a pooled connection; `what`
     /// says what was being done when it fails.
     async fn rows(

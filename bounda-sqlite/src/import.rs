@@ -161,6 +161,9 @@ fn write(tx: &Connection, records: &Import) -> Result<(), StoreError> {
     for letter in &records.dead_letters {
         crate::statements::file_letter(tx, letter)?;
     }
+    for record in &records.ingress {
+        crate::ingress::keep(tx, record)?;
+    }
     if records.fill_instances {
         crate::instances::fill(tx).map_err(sql("cannot fill the copy's instances index"))?;
     }

@@ -687,6 +687,15 @@ impl Store for SqliteStore {
         crate::ingress::answer(&conn, key)
     }
 
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IngressRecord>, StoreError> {
+        let conn = self.lock()?;
+        crate::ingress::page(&conn, after, limit)
+    }
+
     async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
         let conn = self.lock()?;
         crate::instances::list(&conn, query)

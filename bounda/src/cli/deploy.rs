@@ -62,10 +62,14 @@ async fn copy_to(
         .mark
         .as_ref()
         .map_or((source, now), |mark| (mark.source.as_str(), mark.copied_at));
+    let keys = match copied.ingress {
+        0 => String::new(),
+        keys => format!(", {keys} keys of commands from other services"),
+    };
     writeln!(
         out,
         "copied {source} at {at}: {} events, {} checkpoints, {} inbox entries, {} scheduler \
-         entries, {} dead letters",
+         entries, {} dead letters{keys}",
         copied.events, copied.checkpoints, copied.inbox, copied.scheduled, copied.dead_letters
     )
     .map_err(io)?;

@@ -6,7 +6,8 @@
 //! [`Store::import`], which keeps every record as it was: events at their positions and versions
 //! with their ids, timestamps and metadata; checkpoints (one that passed held events taken back
 //! to the first of them, which the target passes again while they are held); the inbox; scheduler entries with their
-//! attempts, errors and revisions; dead letters with their status; pauses. The instances index is filled
+//! attempts, errors and revisions; dead letters with their status; pauses; the keys arrived
+//! commands were decided under, with their answers. The instances index is filled
 //! afresh in the target from the events and entries copied. Not kept: claims (what
 //! production's runners hold in flight is free in the target, as if those runners had stopped),
 //! snapshots (they only shorten a fold), the record of retries operators requested (a request
@@ -112,6 +113,8 @@ pub struct Import {
     pub scheduled: Vec<ScheduledEntry>,
     /// Dead letters, oldest first, unclaimed.
     pub dead_letters: Vec<DeadLetter>,
+    /// The keys arrived commands were decided under, with their answers.
+    pub ingress: Vec<crate::store::IngressRecord>,
     /// Fill the instances index from what the target holds once this is written: a copy's
     /// last write, after its events. The index is derived, not copied, so it agrees with the
     /// events copied even from a source that kept running, or that keeps no index.
@@ -133,6 +136,8 @@ pub struct Copied {
     pub scheduled: u64,
     /// Dead letters.
     pub dead_letters: u64,
+    /// Keys of arrived commands.
+    pub ingress: u64,
     /// Instances indexed in the target, from the events copied.
     pub instances: u64,
     /// The mark written last.
@@ -277,6 +282,23 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         )
         .await?;
     }
+    // The keys of arrived commands, so a message delivered again after a transfer is still
+    // answered, not decided twice.
+    let mut after: Option<String> = None;
+    loop {
+        let page = from.ingress_page(after.as_deref(), PAGE).await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.key.clone());
+        copied.ingress += page.len() as u64;
+        write(
+            to,
+            Import {
+                ingress: page,
+                ..Import::default()
+            },
+        )
+        .await?;
+    }
     let mut position = 0;
     loop {
         let page = from.read_all(position, PAGE).await?;
@@ -323,6 +345,7 @@ async fn refuse_unless_empty(to: &dyn Store) -> Result<(), StoreError> {
         || !to.inbox_page(None, 1).await?.is_empty()
         || !to.scheduled_types().await?.is_empty()
         || to.count_dead_letters(&LetterFilter::default()).await? > 0
+        || !to.ingress_page(None, 1).await?.is_empty()
         || to.copied().await?.is_some();
     match holds {
         true => Err(StoreError::new(

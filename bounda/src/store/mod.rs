@@ -460,6 +460,14 @@ pub trait Store: Send + Sync + 'static {
     /// was.
     async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError>;
 
+    /// Up to `limit` keys of arrived commands in key order, after `after` (from the first when
+    /// `None`): how a [`copy`] reads them a page at a time.
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IngressRecord>, StoreError>;
+
     /// Up to `query.limit` instances of the instances index ([`instances`]) matching `query`, in
     /// its order, after its cursor. A store should answer through indexes, so a page costs the
     /// same beside a million instances as beside fifty; a store without the index keeps this

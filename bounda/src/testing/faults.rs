@@ -482,6 +482,13 @@ impl Store for FaultyStore {
     ) -> Result<Option<crate::store::IngressRecord>, StoreError> {
         self.inner.ingress_answer(key).await
     }
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<crate::store::IngressRecord>, StoreError> {
+        self.inner.ingress_page(after, limit).await
+    }
 
     async fn instances(
         &self,

@@ -286,3 +286,28 @@ mod http {
         assert!(Guard::signed("whsec_c2hvcnQ=").is_err(), "a short secret");
     }
 }
+
+// Issue 45: a copy (and a transfer) keeps the keys arrived commands were decided under: the
+// same message delivered to the app on the copy is given its first answer, not decided again.
+#[tokio::test]
+async fn a_copy_keeps_the_keys_so_a_repeat_is_still_answered() {
+    let app = shop().await;
+    let place = arrival("PlaceOrder", "k-1", r#"{"order_id":"o-1","total":5}"#);
+    let first = app.app().ingest(&place).await.unwrap();
+    let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
+    let copied = bounda::store::transfer(app.app().store(), &copy)
+        .await
+        .unwrap();
+    assert_eq!(copied.ingress, 1);
+    let moved = TestApp::new(
+        App::builder(copy)
+            .only_listed()
+            .ingress(Ingress::new().command::<PlaceOrder>()),
+    )
+    .await
+    .unwrap();
+    let again = moved.app().ingest(&place).await.unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.answer, first.answer);
+    assert_eq!(events(&moved, "o-1").await, 1);
+}

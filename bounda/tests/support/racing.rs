@@ -395,6 +395,13 @@ impl Store for Racing {
     ) -> Result<Option<bounda::store::IngressRecord>, StoreError> {
         self.inner.ingress_answer(key).await
     }
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<bounda::store::IngressRecord>, StoreError> {
+        self.inner.ingress_page(after, limit).await
+    }
     async fn instances(
         &self,
         q: &bounda::store::InstanceQuery,

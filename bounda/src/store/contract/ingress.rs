@@ -68,4 +68,22 @@ pub async fn an_arrived_commands_key_is_kept_with_its_events_once(store: &dyn St
         Some(rejected)
     );
     assert_eq!(store.ingress_answer("shop:m-3").await.unwrap(), None);
+
+    // Read a page at a time in key order, as a copy reads them.
+    let keys = |page: Vec<IngressRecord>| page.into_iter().map(|r| r.key).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.ingress_page(None, 1).await.unwrap()),
+        ["shop:m-1"]
+    );
+    assert_eq!(
+        keys(store.ingress_page(Some("shop:m-1"), 10).await.unwrap()),
+        ["shop:m-2"]
+    );
+    assert!(
+        store
+            .ingress_page(Some("shop:m-2"), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
