@@ -1,14 +1,16 @@
 //! Commands from a JetStream stream: a durable consumer whose every message is decided once by
 //! the app's ingress, acknowledged only after its commit.
 
-use std::future::Future;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer};
 use bounda::App;
-use bounda::ingress::{Arrival, Refusal};
+use bounda::ingress::{Arrival, Behind, Refusal, Source};
 use bounda::relay::Wire;
+use bounda::store::PauseTarget;
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use tokio::sync::OnceCell;
 
 /// How long a message waits before it is delivered again when the store could not take it.
 const REDELIVER_AFTER: Duration = Duration::from_secs(1);
@@ -16,14 +18,20 @@ const REDELIVER_AFTER: Duration = Duration::from_secs(1);
 /// How long the consumer waits before it tries again to reach the server or its stream.
 const RECONNECT_AFTER: Duration = Duration::from_secs(2);
 
+/// How often the consumer looks whether an operator paused it.
+const PAUSE_CHECK: Duration = Duration::from_secs(1);
+
 /// A durable JetStream consumer feeding the app's ingress: each message a CloudEvent carrying a
-/// command, decided once for its key.
+/// command, decided once for its key. Give it to the app (`AppBuilder::consume`), which runs it
+/// beside its workers; `lag` says what waits at it, and `pause ingress nats:<stream>/<durable>`
+/// leaves its messages at the broker until resumed.
 #[derive(Debug, Clone)]
 pub struct CommandConsumer {
     url: String,
     stream: String,
     durable: String,
     filter: Option<String>,
+    context: std::sync::Arc<OnceCell<jetstream::Context>>,
 }
 
 impl CommandConsumer {
@@ -35,6 +43,7 @@ impl CommandConsumer {
             stream: stream.to_owned(),
             durable: durable.to_owned(),
             filter: None,
+            context: std::sync::Arc::new(OnceCell::new()),
         }
     }
 
@@ -44,65 +53,76 @@ impl CommandConsumer {
         self
     }
 
-    /// What its letters and logs name it: `nats:<stream>/<durable>`.
-    pub fn name(&self) -> String {
-        format!("nats:{}/{}", self.stream, self.durable)
-    }
-
-    /// Takes the stream's messages into `app` until `stop` completes. A server or stream out of
-    /// reach is waited for, said in a warning with its cause; a message that is no command the
-    /// app takes is a dead letter keeping its bytes, acknowledged; one the store could not take
-    /// now is delivered again a second later.
-    pub async fn run(&self, app: &App, stop: impl Future<Output = ()>) {
-        let mut stop = std::pin::pin!(stop);
+    /// Connects and takes messages until the connection or the stream fails, or an operator
+    /// pauses the source (then the messages wait at the broker).
+    async fn consume(&self, app: &App) -> anyhow::Result<()> {
+        let consumer = self.consumer().await?;
+        let mut messages = consumer.messages().await?;
+        let mut pauses = tokio::time::interval(PAUSE_CHECK);
         loop {
             tokio::select! {
-                () = &mut stop => return,
-                ended = self.consume(app) => {
-                    if let Err(error) = ended {
-                        tracing::warn!(
-                            consumer = %self.name(),
-                            "taking commands from NATS stopped; trying again in {RECONNECT_AFTER:?}: \
-                             {error:#}"
-                        );
+                _ = pauses.tick() => {
+                    if self.paused(app).await {
+                        return Ok(());
                     }
                 }
-            }
-            tokio::select! {
-                () = &mut stop => return,
-                () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                next = messages.next() => match next {
+                    Some(message) => self.take(app, message?).await?,
+                    None => return Ok(()),
+                },
             }
         }
     }
 
-    /// Connects and takes messages until the connection or the stream fails.
-    async fn consume(&self, app: &App) -> anyhow::Result<()> {
-        let client = async_nats::connect(self.url.as_str())
-            .await
-            .map_err(|error| {
-                anyhow::anyhow!("cannot connect to NATS at `{}`: {error}", self.url)
-            })?;
-        let context = jetstream::new(client);
-        let stream = context.get_stream(&self.stream).await.map_err(|error| {
-            anyhow::anyhow!("cannot find JetStream stream `{}`: {error}", self.stream)
-        })?;
+    /// The durable consumer, made if missing.
+    async fn consumer(&self) -> anyhow::Result<consumer::Consumer<consumer::pull::Config>> {
+        let stream = self.stream().await?;
         let config = consumer::pull::Config {
             durable_name: Some(self.durable.clone()),
             ack_policy: consumer::AckPolicy::Explicit,
             filter_subject: self.filter.clone().unwrap_or_default(),
             ..consumer::pull::Config::default()
         };
-        let consumer = stream
+        stream
             .get_or_create_consumer(&self.durable, config)
             .await
             .map_err(|error| {
                 anyhow::anyhow!("cannot find or make consumer `{}`: {error}", self.durable)
-            })?;
-        let mut messages = consumer.messages().await?;
-        while let Some(message) = messages.next().await {
-            self.take(app, message?).await?;
+            })
+    }
+
+    /// The stream, on a connection made at the first call and mended in the background.
+    async fn stream(&self) -> anyhow::Result<jetstream::stream::Stream> {
+        let context = self
+            .context
+            .get_or_try_init(|| async {
+                async_nats::connect(self.url.as_str())
+                    .await
+                    .map(jetstream::new)
+                    .map_err(|error| {
+                        anyhow::anyhow!("cannot connect to NATS at `{}`: {error}", self.url)
+                    })
+            })
+            .await?;
+        context.get_stream(&self.stream).await.map_err(|error| {
+            anyhow::anyhow!("cannot find JetStream stream `{}`: {error}", self.stream)
+        })
+    }
+
+    /// Whether an operator paused this source; a store that cannot say is logged, not obeyed.
+    async fn paused(&self, app: &App) -> bool {
+        match app.pauses().await {
+            Ok(pauses) => pauses
+                .iter()
+                .any(|pause| pause.target == PauseTarget::Ingress { name: self.name() }),
+            Err(error) => {
+                tracing::warn!(
+                    consumer = %self.name(),
+                    "cannot read whether this source is paused; taking commands meanwhile: {error}"
+                );
+                false
+            }
         }
-        Ok(())
     }
 
     /// Decides one message, then acknowledges it: after its commit, or after its letter.
@@ -156,6 +176,64 @@ impl CommandConsumer {
             .double_ack()
             .await
             .map_err(|error| anyhow::anyhow!("cannot acknowledge a message: {error}"))
+    }
+}
+
+#[async_trait::async_trait]
+impl Source for CommandConsumer {
+    /// `nats:<stream>/<durable>`.
+    fn name(&self) -> String {
+        format!("nats:{}/{}", self.stream, self.durable)
+    }
+
+    async fn run(&self, app: &App, stop: BoxFuture<'static, ()>) {
+        let mut stop = stop;
+        loop {
+            if self.paused(app).await {
+                tokio::select! {
+                    () = &mut stop => return,
+                    () = tokio::time::sleep(PAUSE_CHECK) => continue,
+                }
+            }
+            tokio::select! {
+                () = &mut stop => return,
+                ended = self.consume(app) => {
+                    if let Err(error) = ended {
+                        tracing::warn!(
+                            consumer = %self.name(),
+                            "taking commands from NATS stopped; trying again in \
+                             {RECONNECT_AFTER:?}: {error:#}"
+                        );
+                        tokio::select! {
+                            () = &mut stop => return,
+                            () = tokio::time::sleep(RECONNECT_AFTER) => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The consumer's pending and unacknowledged messages, and when the first of them was
+    /// stored.
+    async fn behind(&self) -> anyhow::Result<Behind> {
+        let mut consumer = self.consumer().await?;
+        let info = consumer.info().await?;
+        let messages = info.num_pending + info.num_ack_pending as u64;
+        let oldest = match messages {
+            0 => None,
+            _ => {
+                let stream = self.stream().await?;
+                let first = stream
+                    .get_raw_message(info.ack_floor.stream_sequence + 1)
+                    .await?;
+                let millis = first.time.unix_timestamp_nanos() / 1_000_000;
+                i64::try_from(millis)
+                    .ok()
+                    .and_then(bounda::Instant::from_millis)
+            }
+        };
+        Ok(Behind { messages, oldest })
     }
 }
 

@@ -58,47 +58,44 @@ fn cloud_event<'a>(id: &'a str, ty: &'a str) -> [(&'a str, &'a str); 4] {
     ]
 }
 
-async fn app_on(store: Arc<dyn Store>, ingress: Ingress) -> App {
-    App::builder_shared(store)
-        .only_listed()
-        .ingress(ingress)
-        .build()
-        .await
-        .unwrap()
+async fn app_on(store: Arc<dyn Store>, ingress: Ingress, consumer: Option<CommandConsumer>) -> App {
+    let builder = App::builder_shared(store).only_listed().ingress(ingress);
+    match consumer {
+        Some(consumer) => builder.consume(consumer),
+        None => builder,
+    }
+    .build()
+    .await
+    .unwrap()
 }
 
-/// Runs `consumer` until every message of the stream is acknowledged.
-async fn drained(consumer: &CommandConsumer, app: &App, url: &str) {
+/// The consumer `shop`'s pending and unacknowledged messages, as the broker counts them.
+async fn waiting(url: &str) -> Option<u64> {
+    let context = jetstream::new(async_nats::connect(url).await.unwrap());
+    let stream = context.get_stream("PAYMENTS").await.unwrap();
+    let mut consumer = stream
+        .get_consumer::<jetstream::consumer::pull::Config>("shop")
+        .await
+        .ok()?;
+    let info = consumer.info().await.unwrap();
+    Some(info.num_pending + info.num_ack_pending as u64)
+}
+
+/// Runs `app` (whose sources include the consumer `shop`) until every message of the stream is
+/// acknowledged.
+async fn drained(app: &App, url: &str) {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = {
-        let consumer = consumer.clone();
         let app = app.clone();
         tokio::spawn(async move {
-            consumer
-                .run(&app, async {
-                    stopped.await.ok();
-                })
-                .await;
+            app.run_until(async {
+                stopped.await.ok();
+            })
+            .await
         })
     };
-    let context = jetstream::new(async_nats::connect(url).await.unwrap());
     let started = std::time::Instant::now();
-    loop {
-        let stream = context.get_stream("PAYMENTS").await.unwrap();
-        let last = stream.cached_info().state.last_sequence;
-        let done = match stream
-            .get_consumer::<jetstream::consumer::pull::Config>("shop")
-            .await
-        {
-            Ok(mut c) => {
-                let info = c.info().await.unwrap();
-                info.ack_floor.stream_sequence == last && info.num_ack_pending == 0
-            }
-            Err(_) => false,
-        };
-        if done {
-            break;
-        }
+    while waiting(url).await != Some(0) {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the consumer did not drain"
@@ -106,7 +103,7 @@ async fn drained(consumer: &CommandConsumer, app: &App, url: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stop.send(()).unwrap();
-    running.await.unwrap();
+    running.await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,7 +111,13 @@ async fn each_command_is_decided_once_and_what_is_none_is_a_letter_with_its_byte
     let server = NatsServer::start().unwrap();
     let context = payments_stream(&server.url()).await;
     let store: Arc<dyn Store> = Arc::new(bounda_sqlite::SqliteStore::in_memory().unwrap());
-    let app = app_on(Arc::clone(&store), Ingress::new().command::<PlaceOrder>()).await;
+    let consumer = CommandConsumer::new(&server.url(), "PAYMENTS", "shop");
+    let app = app_on(
+        Arc::clone(&store),
+        Ingress::new().command::<PlaceOrder>(),
+        Some(consumer),
+    )
+    .await;
 
     publish(
         &context,
@@ -144,8 +147,7 @@ async fn each_command_is_decided_once_and_what_is_none_is_a_letter_with_its_byte
     )
     .await;
 
-    let consumer = CommandConsumer::new(&server.url(), "PAYMENTS", "shop");
-    drained(&consumer, &app, &server.url()).await;
+    drained(&app, &server.url()).await;
 
     let placed = |id: &'static str| {
         let app = app.clone();
@@ -204,6 +206,7 @@ async fn each_command_is_decided_once_and_what_is_none_is_a_letter_with_its_byte
         Ingress::new()
             .command::<PlaceOrder>()
             .command_as::<PlaceOrder>("com.example.order.place.v1"),
+        None,
     )
     .await;
     deployed.dead_letters().retry(&letters[1].id).await.unwrap();
@@ -223,4 +226,78 @@ async fn each_command_is_decided_once_and_what_is_none_is_a_letter_with_its_byte
         .await
         .unwrap();
     assert_eq!(failed, 2);
+}
+
+// Issue 45: `lag` says what waits at a source and since when; paused, its messages wait at the
+// broker and nothing is decided; resumed, they are taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_source_leaves_its_messages_at_the_broker_and_lag_counts_them() {
+    let server = NatsServer::start().unwrap();
+    let context = payments_stream(&server.url()).await;
+    let store: Arc<dyn Store> = Arc::new(bounda_sqlite::SqliteStore::in_memory().unwrap());
+    let consumer = CommandConsumer::new(&server.url(), "PAYMENTS", "shop");
+    let name = bounda::ingress::Source::name(&consumer);
+    assert_eq!(name, "nats:PAYMENTS/shop");
+    let app = app_on(
+        Arc::clone(&store),
+        Ingress::new().command::<PlaceOrder>(),
+        Some(consumer),
+    )
+    .await;
+    let target = bounda::store::PauseTarget::Ingress { name: name.clone() };
+    assert!(app.pause(target.clone(), "erin", None).await.unwrap());
+    use bounda::clock::Clock;
+    let sent_at = bounda::clock::SystemClock.now();
+    for n in 1..=3 {
+        let id = format!("m-{n}");
+        let body = format!(r#"{{"order_id":"o-{n}","total":{n}}}"#);
+        publish(&context, &cloud_event(&id, "PlaceOrder"), &body).await;
+    }
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.run_until(async {
+                stopped.await.ok();
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        app.store().head().await.unwrap(),
+        0,
+        "paused: nothing decided"
+    );
+    let lag = app.lag().await.unwrap();
+    let behind = lag.ingress[0].behind.clone().unwrap();
+    assert_eq!(
+        (lag.ingress[0].source.as_str(), behind.messages),
+        (name.as_str(), 3)
+    );
+    let oldest = behind.oldest.unwrap();
+    assert!(
+        oldest.as_millis().abs_diff(sent_at.as_millis()) < 5_000,
+        "the oldest was sent when the test sent it: {oldest} against {sent_at}"
+    );
+
+    assert!(app.resume(&target).await.unwrap());
+    let started = std::time::Instant::now();
+    while waiting(&server.url()).await != Some(0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not taken once resumed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).unwrap();
+    running.await.unwrap().unwrap();
+    assert_eq!(
+        app.store().head().await.unwrap(),
+        3,
+        "each message decided once resumed"
+    );
+    let lag = app.lag().await.unwrap();
+    assert_eq!(lag.ingress[0].behind.clone().unwrap().messages, 0);
 }

@@ -80,6 +80,8 @@ pub struct Lag {
     pub limited: Vec<Limited>,
     /// Each relay: what it has yet to publish, and since when.
     pub relays: Vec<crate::app::RelayLag>,
+    /// Each source of commands from other services: what waits there, and since when.
+    pub ingress: Vec<crate::ingress::SourceLag>,
 }
 
 /// A limit holding work back: its permits used up until its window ends.
@@ -268,6 +270,7 @@ impl App {
             paused: self.store().pauses().await?,
             limited,
             relays: self.relay_lags().await?,
+            ingress: self.source_lags().await,
         })
     }
 

@@ -36,6 +36,8 @@ pub const RELAY_PUBLISHED: &str = "bounda_relay_published_total";
 pub const RELAY_BEHIND: &str = "bounda_relay_behind";
 /// How long ago the oldest event a relay has yet to publish was stored, in seconds, by relay.
 pub const RELAY_OLDEST: &str = "bounda_relay_oldest_unpublished_seconds";
+/// Messages waiting at a source of commands from other services, by source.
+pub const INGRESS_BEHIND: &str = "bounda_ingress_behind";
 
 /// Whether counters and histograms are recorded.
 static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -89,6 +91,10 @@ pub(crate) fn describe() {
     );
     describe_gauge!(SUBSCRIBER_LAG, "Events a subscriber has yet to take.");
     describe_gauge!(RELAY_BEHIND, "Events a relay has yet to publish, by relay.");
+    describe_gauge!(
+        INGRESS_BEHIND,
+        "Messages waiting at a source of commands from other services, by source."
+    );
     describe_gauge!(
         RELAY_OLDEST,
         Unit::Seconds,
@@ -196,6 +202,12 @@ impl App {
             ::metrics::gauge!(RELAY_BEHIND, "relay" => relay.relay.clone())
                 .set(relay.behind as f64);
             ::metrics::gauge!(RELAY_OLDEST, "relay" => relay.relay).set(waited);
+        }
+        for source in self.source_lags().await {
+            if let Ok(behind) = source.behind {
+                ::metrics::gauge!(INGRESS_BEHIND, "source" => source.source)
+                    .set(behind.messages as f64);
+            }
         }
         let open = LetterFilter {
             status: Some(LetterStatus::Failed),

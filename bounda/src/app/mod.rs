@@ -34,6 +34,7 @@ pub(crate) mod relays;
 mod runner;
 mod schedule;
 mod shapes;
+mod sources;
 mod start;
 mod subscriber;
 mod telemetry;
@@ -98,6 +99,8 @@ struct Inner {
     accepted: HashMap<String, &'static str>,
     /// Where a preview records what its relays would publish, instead of publishing.
     relays_recorded: Option<crate::preview::PortCalls>,
+    /// Where commands from other services arrive from, run beside the workers.
+    sources: Vec<Arc<dyn crate::ingress::Source>>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
     refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
@@ -145,6 +148,7 @@ pub struct AppBuilder {
     relays: Vec<Arc<crate::relay::Relay>>,
     accepted: HashMap<String, &'static str>,
     relays_recorded: Option<crate::preview::PortCalls>,
+    sources: Vec<Arc<dyn crate::ingress::Source>>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -296,6 +300,21 @@ impl AppBuilder {
                 }
             }
         }
+        self
+    }
+
+    /// Takes commands from `source` (a broker's consumer) while the app runs
+    /// ([`App::run`](crate::App::run) runs it beside the workers, and stops it with them), each
+    /// decided once by the ingress. `lag` names it with what waits there. Its name is unique
+    /// among the app's sources.
+    pub fn consume(mut self, source: impl crate::ingress::Source) -> AppBuilder {
+        let name = source.name();
+        if self.sources.iter().any(|other| other.name() == name) {
+            self.refused.push(format!(
+                "two sources of commands are named `{name}`: give each consumer its own name"
+            ));
+        }
+        self.sources.push(Arc::new(source));
         self
     }
 
@@ -480,6 +499,7 @@ impl AppBuilder {
                 relays: self.relays,
                 accepted: self.accepted,
                 relays_recorded: self.relays_recorded,
+                sources: self.sources,
                 refused_read_models: std::sync::Mutex::new(refused_read_models),
                 ports: self.ports,
                 stopping: std::sync::atomic::AtomicBool::new(false),
@@ -515,6 +535,7 @@ impl App {
             relays: Vec::new(),
             accepted: HashMap::new(),
             relays_recorded: None,
+            sources: Vec::new(),
             ports: Ports::default(),
             refused: Vec::new(),
             only_listed: false,

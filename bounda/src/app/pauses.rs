@@ -85,6 +85,7 @@ impl App {
                     "process" => "processes",
                     "policy" => "policies",
                     "relay" => "relays",
+                    "ingress" => "sources of commands",
                     _ => "subscribers",
                 },
                 match known.is_empty() {
@@ -119,6 +120,12 @@ impl App {
                 if !self.policies().any(|p| p.name() == name) {
                     let known = self.policies().map(|p| p.name().to_owned()).collect();
                     return Err(missing("policy", name, known));
+                }
+            }
+            PauseTarget::Ingress { name } => {
+                if !self.sources().any(|s| s.name() == *name) {
+                    let known = self.sources().map(|s| s.name()).collect();
+                    return Err(missing("ingress", name, known));
                 }
             }
             PauseTarget::Relay { name } => {

@@ -17,9 +17,10 @@ impl App {
         self.run_until(shutdown).await
     }
 
-    /// Runs the dispatcher and the scheduled worker until `shutdown` completes. The attempt in
-    /// flight when it does finishes and commits; nothing is left half-written, and what was not
-    /// started is left for the next run.
+    /// Runs the dispatcher and the scheduled worker, and the sources of commands the app
+    /// consumes, until `shutdown` completes. The attempt in flight when it does finishes and
+    /// commits; nothing is left half-written, and what was not started is left for the next
+    /// run.
     ///
     /// A subscriber whose pass fails waits its back-off and tries again. When one has failed
     /// `dispatcher.backoff.maxFailures` times in a row and nothing anywhere has moved since its
@@ -28,7 +29,6 @@ impl App {
     /// a failover, a network cut) never stops it: it keeps trying with its back-off, logging
     /// each failure, and goes on once the store answers.
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
-        let poll = self.config().dispatcher.poll_interval;
         // A copy holds production's pending work: its runner would do it again through the
         // app's real ports (a second reminder to every patient).
         if let Some(mark) = self.store().copied().await? {
@@ -42,6 +42,16 @@ impl App {
                 ),
             });
         }
+        // The sources of commands run beside the workers, and stop with them.
+        let sources = self.start_sources();
+        let worked = self.work_until(shutdown).await;
+        sources.stop().await;
+        worked
+    }
+
+    /// The workers' loop of [`run_until`](Self::run_until).
+    async fn work_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
+        let poll = self.config().dispatcher.poll_interval;
         tokio::pin!(shutdown);
         self.inner.stopping.store(false, Ordering::SeqCst);
         // Failures counted by an earlier run do not count against this one.

@@ -444,6 +444,31 @@ pub async fn execute(
                     .map_err(io)?;
                 }
             }
+            for source in &lag.ingress {
+                match &source.behind {
+                    Ok(behind) => {
+                        let waited = match behind.oldest {
+                            Some(oldest) => {
+                                format!(", the oldest sent {} ago", now.saturating_since(oldest))
+                            }
+                            None => String::new(),
+                        };
+                        writeln!(
+                            out,
+                            "ingress {}: {} waiting{waited}",
+                            Plain(&source.source),
+                            behind.messages
+                        )
+                    }
+                    Err(error) => writeln!(
+                        out,
+                        "ingress {}: cannot tell what waits: {}",
+                        Plain(&source.source),
+                        Plain(error)
+                    ),
+                }
+                .map_err(io)?;
+            }
             for s in &lag.stale {
                 writeln!(
                     out,

@@ -108,6 +108,42 @@ impl Ingress {
     }
 }
 
+/// Where commands from other services arrive from, run by the app beside its workers
+/// ([`AppBuilder::consume`](crate::AppBuilder::consume)): a broker's consumer, such as
+/// `bounda_nats::CommandConsumer`. It hands each message to [`App::ingest`](crate::App::ingest)
+/// and acknowledges it once that answered; `lag` asks it what waits.
+#[async_trait::async_trait]
+pub trait Source: Send + Sync + 'static {
+    /// Its name, for `lag`, letters, logs and pauses (`nats:PAYMENTS/shop`).
+    fn name(&self) -> String;
+
+    /// Takes commands into `app` until `stop` completes, waiting meanwhile while an operator
+    /// has paused it (`pause ingress NAME`). A broker out of reach is waited for, said in a
+    /// warning with its cause.
+    async fn run(&self, app: &crate::App, stop: futures_util::future::BoxFuture<'static, ()>);
+
+    /// What waits to be taken now.
+    async fn behind(&self) -> anyhow::Result<Behind>;
+}
+
+/// What waits at a source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Behind {
+    /// Messages not yet taken, or taken and not yet acknowledged.
+    pub messages: u64,
+    /// When the oldest of them was sent.
+    pub oldest: Option<crate::Instant>,
+}
+
+/// One source's lag, as `lag` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLag {
+    /// The source's name.
+    pub source: String,
+    /// What waits there, or why it could not be told.
+    pub behind: Result<Behind, String>,
+}
+
 /// A command as it arrived: its name, its idempotency key and its payload's bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrival {

@@ -471,6 +471,8 @@ struct LagPanel {
     /// Each relay: its name, its sink, what it has yet to publish, since when, and the publish
     /// that fails.
     relays: Vec<RelayLine>,
+    /// Each source of commands: its name, and what waits there (or why that is unknown).
+    sources: Vec<(String, String)>,
 }
 
 /// One relay's line on the lag panel.
@@ -850,6 +852,24 @@ async fn lag_panel(State(shared): State<Arc<Shared>>) -> Response {
                             f.event_type, f.message, f.attempts
                         )
                     }),
+                })
+                .collect(),
+            sources: lag
+                .ingress
+                .iter()
+                .map(|source| {
+                    let waits = match &source.behind {
+                        Ok(behind) => match behind.oldest {
+                            Some(oldest) => format!(
+                                "{} waiting, the oldest sent {} ago",
+                                behind.messages,
+                                app.clock().now().saturating_since(oldest)
+                            ),
+                            None => format!("{} waiting", behind.messages),
+                        },
+                        Err(error) => format!("cannot tell: {error}"),
+                    };
+                    (source.source.clone(), waits)
                 })
                 .collect(),
         },

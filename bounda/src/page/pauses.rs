@@ -230,6 +230,9 @@ async fn effects(
         PauseTarget::Policy { .. } => vec![format!(
             "Its runs on events and its delayed runs {waits}; the other policies go on."
         )],
+        PauseTarget::Ingress { .. } => vec![format!(
+            "Its messages {waits} at the broker, taken in order once resumed."
+        )],
         PauseTarget::Relay { .. } => vec![format!(
             "The events it publishes {waits}, each stream in order; the other relays go on."
         )],

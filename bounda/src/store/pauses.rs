@@ -44,6 +44,11 @@ pub enum PauseTarget {
         /// The relay's name.
         name: String,
     },
+    /// A source of commands from other services: its messages wait at the broker.
+    Ingress {
+        /// The source's name (`nats:PAYMENTS/shop`).
+        name: String,
+    },
     /// A subscriber (`policies`, `processes`, `read-model:<name>`): it makes no pass.
     Subscriber {
         /// The subscriber's name.
@@ -52,13 +57,15 @@ pub enum PauseTarget {
 }
 
 impl PauseTarget {
-    /// The kind, as stored: `process`, `instance`, `policy`, `relay` or `subscriber`.
+    /// The kind, as stored: `process`, `instance`, `policy`, `relay`, `ingress` or
+    /// `subscriber`.
     pub fn kind(&self) -> &'static str {
         match self {
             PauseTarget::Process { .. } => "process",
             PauseTarget::Instance { .. } => "instance",
             PauseTarget::Policy { .. } => "policy",
             PauseTarget::Relay { .. } => "relay",
+            PauseTarget::Ingress { .. } => "ingress",
             PauseTarget::Subscriber { .. } => "subscriber",
         }
     }
@@ -69,6 +76,7 @@ impl PauseTarget {
             PauseTarget::Process { name }
             | PauseTarget::Policy { name }
             | PauseTarget::Relay { name }
+            | PauseTarget::Ingress { name }
             | PauseTarget::Subscriber { name } => name,
             PauseTarget::Instance { process, .. } => process,
         }
@@ -93,6 +101,7 @@ impl PauseTarget {
             },
             "policy" => PauseTarget::Policy { name },
             "relay" => PauseTarget::Relay { name },
+            "ingress" => PauseTarget::Ingress { name },
             "subscriber" => PauseTarget::Subscriber { name },
             _ => return None,
         })
@@ -166,6 +175,11 @@ impl Paused {
         self.find(|t| {
             matches!(t, PauseTarget::Policy { name } | PauseTarget::Process { name } | PauseTarget::Relay { name } if name == handler)
         })
+    }
+
+    /// The pause of source of commands `name`, if it is paused.
+    pub fn ingress(&self, name: &str) -> Option<&Pause> {
+        self.find(|t| matches!(t, PauseTarget::Ingress { name: n } if n == name))
     }
 
     /// The pause of policy `name`, if it is paused.
