@@ -60,6 +60,7 @@ async fn processes_connecting_at_once_migrate_the_tables_once() {
             "events",
             "head",
             "inbox",
+            "ingress",
             "instances",
             "limits",
             "pauses",
@@ -91,7 +92,7 @@ async fn two_apps_share_a_schema_under_their_own_prefixes() {
     let tables = tables(&url, &schema).await;
     assert!(tables.contains(&"shop_events".to_owned()), "{tables:?}");
     assert!(tables.contains(&"crm_events".to_owned()), "{tables:?}");
-    assert_eq!(tables.len(), 30, "{tables:?}");
+    assert_eq!(tables.len(), 32, "{tables:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

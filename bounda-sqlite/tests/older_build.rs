@@ -24,7 +24,7 @@ async fn claims_of_schema_7_lapse_on_the_readers_lease_and_new_ones_on_their_own
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 15, "migrated from 7 to this build's schema");
+    assert_eq!(version, 16, "migrated from 7 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<Option<String>> = Connection::open(&path)
         .and_then(|conn| {
@@ -53,7 +53,7 @@ async fn the_instances_of_a_file_of_schema_10_are_indexed_when_it_migrates() {
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 15, "migrated from 10 to this build's schema");
+    assert_eq!(version, 16, "migrated from 10 to this build's schema");
     bounda::store::contract::the_instances_an_older_build_wrote_are_indexed(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_pauses(&store).await;
     bounda::store::contract::the_deadlines_an_older_build_wrote_obey_limits(&store).await;

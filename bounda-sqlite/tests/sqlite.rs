@@ -68,7 +68,7 @@ async fn a_reopened_file_keeps_its_events_and_schema() {
     let version: u32 = Connection::open(&path)
         .and_then(|c| c.query_row("PRAGMA user_version", [], |row| row.get(0)))
         .expect("readable");
-    assert_eq!(version, 15, "migrations are counted in user_version");
+    assert_eq!(version, 16, "migrations are counted in user_version");
 }
 
 #[tokio::test]
