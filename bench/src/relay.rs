@@ -229,7 +229,7 @@ pub async fn publishes_on_postgres(units: usize, server: &NatsServer, name: &str
     }
 }
 
-/// The floor on PostgreSQL: as [`floor`], from a schema of the benchmark's server over one
+/// The floor on PostgreSQL: as [`floor()`], from a schema of the benchmark's server over one
 /// connection.
 pub async fn floor_on_postgres(
     units: usize,
