@@ -146,6 +146,14 @@ impl CommandConsumer {
                 .find(|(key, _)| key.eq_ignore_ascii_case(name))
                 .map(|(_, value)| value.as_str())
         };
+        if let Err(error) = app.ingress_permit(&self.name()).await {
+            tracing::warn!(
+                consumer = %self.name(),
+                "the limit's permits cannot be counted; the message is delivered again in \
+                 {REDELIVER_AFTER:?}: {error}"
+            );
+            return nak(&message).await;
+        }
         let refused = match Arrival::of_cloud_event(header, &raw.body) {
             Err(why) => Some(why),
             Ok(arrival) => match app.ingest(&arrival).await {

@@ -301,3 +301,39 @@ async fn a_paused_source_leaves_its_messages_at_the_broker_and_lag_counts_them()
     let lag = app.lag().await.unwrap();
     assert_eq!(lag.ingress[0].behind.clone().unwrap().messages, 0);
 }
+
+// Issue 45: a source's limit paces the commands it takes, the rest waiting at the broker: one a
+// second takes three messages in three windows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sources_limit_paces_the_commands_it_takes() {
+    let server = NatsServer::start().unwrap();
+    let context = payments_stream(&server.url()).await;
+    let store: Arc<dyn Store> = Arc::new(bounda_sqlite::SqliteStore::in_memory().unwrap());
+    let consumer = CommandConsumer::new(&server.url(), "PAYMENTS", "shop");
+    let config = bounda::config::Config::from_json(
+        r#"{ "limits": { "ingress": { "nats:PAYMENTS/shop": { "rate": "1/s" } } } }"#,
+    )
+    .unwrap();
+    let app = App::builder_shared(Arc::clone(&store))
+        .only_listed()
+        .config(config)
+        .ingress(Ingress::new().command::<PlaceOrder>())
+        .consume(consumer)
+        .build()
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        let id = format!("m-{n}");
+        let body = format!(r#"{{"order_id":"o-{n}","total":{n}}}"#);
+        publish(&context, &cloud_event(&id, "PlaceOrder"), &body).await;
+    }
+    drained(&app, &server.url()).await;
+    let mut windows = Vec::new();
+    for n in 1..=3 {
+        let placed = app.events_of::<Order>(&format!("o-{n}")).await.unwrap();
+        assert_eq!(placed.len(), 1);
+        windows.push(placed[0].timestamp.as_millis() / 1_000);
+    }
+    windows.dedup();
+    assert_eq!(windows.len(), 3, "one a second: {windows:?}");
+}

@@ -138,7 +138,7 @@ fn held_events(limited: &Limited, subscribers: &[SubscriberLag], head: u64) -> O
         LimitKind::Process => crate::app::PROCESSES,
         LimitKind::Policy => crate::app::POLICIES,
         LimitKind::Relay => crate::app::RELAYS,
-        LimitKind::Command => return None,
+        LimitKind::Command | LimitKind::Ingress => return None,
     };
     let subscriber = subscribers.iter().find(|s| s.subscriber == name)?;
     let from = subscriber

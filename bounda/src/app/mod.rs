@@ -440,6 +440,7 @@ impl AppBuilder {
                 LimitKind::Policy => self.policies.iter().any(|p| p.name() == key.name),
                 LimitKind::Command => self.commands.contains_key(key.name.as_str()),
                 LimitKind::Relay => self.relays.iter().any(|r| r.name() == key.name),
+                LimitKind::Ingress => self.sources.iter().any(|s| s.name() == key.name),
             };
             if !known {
                 refused.push(format!(

@@ -40,6 +40,38 @@ impl App {
         Running { tell, tasks }
     }
 
+    /// Waits for a permit of source `source`'s limit (`limits.ingress`), if it has one: what a
+    /// source calls before it takes each message, so a catch-up after an outage reaches the
+    /// app's handlers no faster than the limit says, the rest waiting at the broker. Counted in
+    /// the store across every runner. An error when the store cannot count: the source leaves
+    /// the message for later.
+    pub async fn ingress_permit(&self, source: &str) -> Result<(), crate::Error> {
+        let Some(limit) = self
+            .config()
+            .limits
+            .get(crate::store::LimitKind::Ingress, source)
+            .copied()
+        else {
+            return Ok(());
+        };
+        let key = crate::store::LimitKey {
+            kind: crate::store::LimitKind::Ingress,
+            name: source.to_owned(),
+        };
+        loop {
+            let now = self.clock().now();
+            let ends = limit.rate.window_end(now);
+            let granted = self
+                .store()
+                .take_permits(&key, ends, limit.rate.per, limit.rate.count, 1)
+                .await?;
+            if granted > 0 {
+                return Ok(());
+            }
+            tokio::time::sleep(ends.saturating_since(now).into()).await;
+        }
+    }
+
     /// What waits at each source, as `lag` shows it: asked of each for two seconds at most.
     pub async fn source_lags(&self) -> Vec<SourceLag> {
         let mut lags = Vec::new();

@@ -30,6 +30,9 @@ pub struct Limits {
     /// By relay name: the relay's publishes, so a sink that takes so many messages a second
     /// is never sent more.
     pub relays: BTreeMap<String, Limit>,
+    /// By source name (`nats:PAYMENTS/shop`): the commands a source of commands from other
+    /// services takes, the rest waiting at the broker.
+    pub ingress: BTreeMap<String, Limit>,
 }
 
 impl Limits {
@@ -39,6 +42,7 @@ impl Limits {
             && self.policies.is_empty()
             && self.commands.is_empty()
             && self.relays.is_empty()
+            && self.ingress.is_empty()
     }
 
     /// Whether a limit of `kind` is set.
@@ -58,6 +62,7 @@ impl Limits {
             LimitKind::Policy,
             LimitKind::Command,
             LimitKind::Relay,
+            LimitKind::Ingress,
         ]
         .into_iter()
         .flat_map(move |kind| {
@@ -77,6 +82,7 @@ impl Limits {
             LimitKind::Policy => &self.policies,
             LimitKind::Command => &self.commands,
             LimitKind::Relay => &self.relays,
+            LimitKind::Ingress => &self.ingress,
         }
     }
 }

@@ -110,8 +110,10 @@ impl Ingress {
 
 /// Where commands from other services arrive from, run by the app beside its workers
 /// ([`AppBuilder::consume`](crate::AppBuilder::consume)): a broker's consumer, such as
-/// `bounda_nats::CommandConsumer`. It hands each message to [`App::ingest`](crate::App::ingest)
-/// and acknowledges it once that answered; `lag` asks it what waits.
+/// `bounda_nats::CommandConsumer`. Before it takes each message it waits for
+/// [`App::ingress_permit`](crate::App::ingress_permit) (the source's limit, if it has one); it
+/// hands the message to [`App::ingest`](crate::App::ingest) and acknowledges it once that
+/// answered; `lag` asks it what waits.
 #[async_trait::async_trait]
 pub trait Source: Send + Sync + 'static {
     /// Its name, for `lag`, letters, logs and pauses (`nats:PAYMENTS/shop`).

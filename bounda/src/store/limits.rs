@@ -26,16 +26,19 @@ pub enum LimitKind {
     Command,
     /// A relay's publishes.
     Relay,
+    /// The commands a source of commands from other services takes.
+    Ingress,
 }
 
 impl LimitKind {
-    /// The kind, as stored: `process`, `policy`, `command` or `relay`.
+    /// The kind, as stored: `process`, `policy`, `command`, `relay` or `ingress`.
     pub fn as_str(self) -> &'static str {
         match self {
             LimitKind::Process => "process",
             LimitKind::Policy => "policy",
             LimitKind::Command => "command",
             LimitKind::Relay => "relay",
+            LimitKind::Ingress => "ingress",
         }
     }
 
@@ -58,6 +61,7 @@ impl LimitKind {
             "policy" => Some(LimitKind::Policy),
             "command" => Some(LimitKind::Command),
             "relay" => Some(LimitKind::Relay),
+            "ingress" => Some(LimitKind::Ingress),
             _ => None,
         }
     }
