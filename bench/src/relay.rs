@@ -141,6 +141,17 @@ async fn publish_page(context: &jetstream::Context, name: &str, page: &[Logged])
     }
 }
 
+/// A floor's rate from `start`, once the stream holds each of its `units` events.
+async fn published_all(units: usize, start: Instant, server: &NatsServer, name: &str) -> f64 {
+    let rate = units as f64 / start.elapsed().as_secs_f64();
+    assert_eq!(
+        messages(&server.url(), name).await,
+        units as u64,
+        "the floor did not publish every event"
+    );
+    rate
+}
+
 /// The floor on SQLite: `units` events read from the log `per_tx` at a time, each page
 /// published and acknowledged (see [`publish_page`]), then the checkpoint moved past it in one
 /// transaction.
@@ -191,13 +202,7 @@ pub async fn floor(
         .expect("the floor cannot move its checkpoint");
         done += page.len();
     }
-    let rate = units as f64 / start.elapsed().as_secs_f64();
-    assert_eq!(
-        messages(&server.url(), name).await,
-        units as u64,
-        "the floor did not publish every event"
-    );
-    rate
+    published_all(units, start, server, name).await
 }
 
 /// bounda's relay on PostgreSQL (a store on a fresh schema of the benchmark's server, in this
@@ -269,13 +274,7 @@ pub async fn floor_on_postgres(
             .expect("the floor cannot move its checkpoint");
         done += page.len();
     }
-    let rate = units as f64 / start.elapsed().as_secs_f64();
-    assert_eq!(
-        messages(&server.url(), name).await,
-        units as u64,
-        "the floor did not publish every event"
-    );
-    rate
+    published_all(units, start, server, name).await
 }
 
 /// `units` deadline firings (see `measure::deadline_firings`) with a relay of every event to

@@ -81,6 +81,18 @@ async fn waiting(url: &str) -> Option<u64> {
     Some(info.num_pending + info.num_ack_pending as u64)
 }
 
+/// Waits until the broker counts no message waiting at the consumer `shop`.
+async fn until_taken(url: &str) {
+    let started = std::time::Instant::now();
+    while waiting(url).await != Some(0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the consumer did not take every message"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs `app` (whose sources include the consumer `shop`) until every message of the stream is
 /// acknowledged.
 async fn drained(app: &App, url: &str) {
@@ -94,14 +106,7 @@ async fn drained(app: &App, url: &str) {
             .await
         })
     };
-    let started = std::time::Instant::now();
-    while waiting(url).await != Some(0) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the consumer did not drain"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_taken(url).await;
     stop.send(()).unwrap();
     running.await.unwrap().unwrap();
 }
@@ -283,14 +288,7 @@ async fn a_paused_source_leaves_its_messages_at_the_broker_and_lag_counts_them()
     );
 
     assert!(app.resume(&target).await.unwrap());
-    let started = std::time::Instant::now();
-    while waiting(&server.url()).await != Some(0) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "not taken once resumed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_taken(&server.url()).await;
     stop.send(()).unwrap();
     running.await.unwrap().unwrap();
     assert_eq!(

@@ -1,5 +1,6 @@
 //! How far behind the subscribers are.
 
+pub use crate::app::failing::Failing;
 use crate::app::processes::deadline_run::{DeadlinePayload, Unhandled};
 use crate::app::processes::step::entry_key;
 use crate::app::{App, POLICIES, PROCESSES, StateProblem, UnreadableState};
@@ -23,25 +24,6 @@ pub struct SubscriberLag {
     pub failing: Option<Failing>,
     /// While its pass fails (its store failing), when it tries again, after its back-off.
     pub paused_until: Option<Instant>,
-}
-
-/// A subscriber held by a failing run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failing {
-    /// The handler that failed.
-    pub handler: String,
-    /// The event's position.
-    pub position: u64,
-    /// The event's id.
-    pub event_id: String,
-    /// The event's type.
-    pub event_type: String,
-    /// The last error.
-    pub message: String,
-    /// Runs so far.
-    pub attempts: u32,
-    /// When the next run is due.
-    pub retry_at: Instant,
 }
 
 /// How far behind the app is: zero means every consequence of every stored event has happened.
@@ -364,31 +346,6 @@ impl App {
             }
         }
         Ok(())
-    }
-
-    /// The run of `handlers` whose retry comes first, with its event.
-    pub(crate) async fn failing(&self, handlers: &[&str]) -> Result<Option<Failing>, Error> {
-        let mut first: Option<crate::store::InboxFailure> = None;
-        for handler in handlers {
-            if let Some(failure) = self.store().inbox_failures(handler, 1).await?.pop()
-                && first.as_ref().is_none_or(|f| failure.retry_at < f.retry_at)
-            {
-                first = Some(failure);
-            }
-        }
-        let Some(failure) = first else {
-            return Ok(None);
-        };
-        let event = self.read_event(&failure.event_id).await?;
-        Ok(Some(Failing {
-            handler: failure.handler,
-            position: event.as_ref().map_or(0, |e| e.position),
-            event_type: event.map_or_else(String::new, |e| e.event_type),
-            event_id: failure.event_id,
-            message: failure.last_error.unwrap_or_default(),
-            attempts: failure.attempts,
-            retry_at: failure.retry_at,
-        }))
     }
 
     /// The earliest moment a scheduled command, delayed policy run or deadline becomes due.

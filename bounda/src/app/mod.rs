@@ -6,6 +6,7 @@ mod decide;
 mod dispatch;
 mod dispatcher;
 mod engine;
+mod failing;
 mod fold;
 mod holds;
 mod ingest;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::app::lag::Failing;
+use crate::app::failing::Failing;
 use crate::app::{App, RELAYS};
 use crate::store::{LetterFilter, LetterKind};
 use crate::{Error, Instant};

@@ -416,13 +416,13 @@ pub async fn execute(
                 }
             }
             let now = app.clock().now();
+            // `, the oldest stored 5m ago` when something waits.
+            let oldest = |at: Option<crate::Instant>, what: &str| {
+                at.map(|at| format!(", the oldest {what} {}", ago(at, now)))
+                    .unwrap_or_default()
+            };
             for relay in &lag.relays {
-                let waited = match relay.oldest {
-                    Some(oldest) => {
-                        format!(", the oldest stored {} ago", now.saturating_since(oldest))
-                    }
-                    None => String::new(),
-                };
+                let waited = oldest(relay.oldest, "stored");
                 writeln!(
                     out,
                     "relay {} to {}: {} behind{waited}",
@@ -447,12 +447,7 @@ pub async fn execute(
             for source in &lag.ingress {
                 match &source.behind {
                     Ok(behind) => {
-                        let waited = match behind.oldest {
-                            Some(oldest) => {
-                                format!(", the oldest sent {} ago", now.saturating_since(oldest))
-                            }
-                            None => String::new(),
-                        };
+                        let waited = oldest(behind.oldest, "sent");
                         writeln!(
                             out,
                             "ingress {}: {} waiting{waited}",

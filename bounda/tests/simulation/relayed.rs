@@ -10,7 +10,7 @@ use bounda::testing::simulate::{Broker, Input, Rng, Sent, SimRng, Simulation};
 use bounda::{App, Instant};
 
 use super::domain::Request;
-use super::inputs::{Outside, account};
+use super::inputs::Outside;
 
 /// An outside input, its commands arriving through the broker under a key of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,15 +32,7 @@ impl Delivered {
     fn arrival(&self, now: Instant) -> Option<Arrival> {
         let ask = self.input.ask(now)?;
         let request = Request {
-            account_id: account(match self.input {
-                Outside::Open(n)
-                | Outside::Pay(n, _)
-                | Outside::Move(n, _)
-                | Outside::Cancel(n)
-                | Outside::Archive(n)
-                | Outside::RetryLetter(n)
-                | Outside::DiscardLetter(n) => n,
-            }),
+            account_id: self.input.account(),
             ask,
         };
         Some(Arrival {
