@@ -9,6 +9,7 @@ extern crate self as bounda;
 
 pub mod aggregate;
 mod app;
+pub mod calendar;
 /// The operator's command-line interface; with the `cli` feature.
 #[cfg(feature = "cli")]
 pub mod cli;
