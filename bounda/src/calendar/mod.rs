@@ -24,10 +24,12 @@
 
 mod business;
 mod local;
+mod recurrence;
 mod zone;
 
 pub use business::BusinessDays;
 pub use local::LocalTime;
+pub use recurrence::Recurrence;
 pub use zone::Zone;
 
 /// Why a civil moment cannot be resolved: a zone the database does not hold, a time or date that
@@ -196,6 +198,58 @@ mod tests {
             .end_of_month(end + hours(1), nine())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(past, at("2026-03-31T09:00:00Z"));
+    }
+
+    // Issue 38: a weekly rule's next occurrence is Monday 08:00 local on each side of a change;
+    // a monthly one on the last day skips nothing; the occurrences a week's outage missed are
+    // counted.
+    #[test]
+    fn a_recurring_rules_next_occurrence_is_on_the_zones_calendar() {
+        let berlin = zone("Europe/Berlin");
+        let mondays = Recurrence::parse("RRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=8;BYMINUTE=0")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut moment = at("2026-03-20T12:00:00Z");
+        let mut told = Vec::new();
+        for _ in 0..2 {
+            moment = mondays
+                .next(moment, &berlin)
+                .unwrap_or_else(|e| panic!("{e}"));
+            told.push(berlin.describe(moment));
+        }
+        assert_eq!(
+            told,
+            [
+                "2026-03-23 08:00 Europe/Berlin (07:00Z)",
+                "2026-03-30 08:00 Europe/Berlin (06:00Z)",
+            ]
+        );
+        let last = Recurrence::parse("FREQ=MONTHLY;BYMONTHDAY=-1;BYHOUR=17")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let utc = zone("UTC");
+        let end = last
+            .next(at("2026-02-01T00:00:00Z"), &utc)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(end, at("2026-02-28T17:00:00Z"));
+        let daily = Recurrence::parse("FREQ=DAILY;BYHOUR=9").unwrap_or_else(|e| panic!("{e}"));
+        let missed = daily
+            .between(
+                at("2026-03-01T10:00:00Z"),
+                at("2026-03-08T10:00:00Z"),
+                &utc,
+                100,
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(missed, 7, "the 2nd to the 8th at 09:00");
+        assert_eq!(
+            Recurrence::parse("FREQ=WEEKLY;BYHOUR=8")
+                .unwrap_err()
+                .to_string(),
+            "`FREQ=WEEKLY;BYHOUR=8` is not a recurrence: a WEEKLY rule names its days \
+             (BYDAY=MO); write it as an RFC 5545 rule, like \
+             `FREQ=WEEKLY;BYDAY=MO;BYHOUR=8;BYMINUTE=0`"
+        );
+        assert!(Recurrence::parse("FREQ=HOURLY").is_err());
+        assert!(Recurrence::parse("FREQ=DAILY;BYHOUR=24").is_err());
     }
 
     #[test]
