@@ -114,6 +114,39 @@ impl<'a, P: ProcessState> Context<'a, P> {
     pub fn after(&self, duration: Duration) -> Deadline {
         Deadline::at(self.trigger + duration)
     }
+
+    /// The deadline at the next `time` on `zone`'s wall clock after the trigger (`09:00` in
+    /// `Europe/Paris`): the same on a retry, and at that local time on either side of a clock
+    /// change.
+    pub fn next_local(
+        &self,
+        zone: &crate::calendar::Zone,
+        time: crate::calendar::LocalTime,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        zone.next(self.trigger, time).map(Deadline::at)
+    }
+
+    /// The deadline `days` business days after the trigger's day in `zone`, at `time` there.
+    pub fn business_days(
+        &self,
+        days: u32,
+        calendar: &crate::calendar::BusinessDays,
+        time: crate::calendar::LocalTime,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        calendar
+            .after(self.trigger, days, time, zone)
+            .map(Deadline::at)
+    }
+
+    /// The deadline at `rule`'s first occurrence after `from` on `zone`'s calendar.
+    fn occurrence_after(
+        from: Instant,
+        rule: &crate::calendar::Recurrence,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        rule.next(from, zone).map(Deadline::at)
+    }
 }
 
 /// The context of an `on_<event>` handler: the event and everything in [`Context`].
@@ -166,6 +199,36 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     /// The deadline `duration` after the event's time.
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
+    }
+
+    /// See [`Context::next_local`]: after the event's time.
+    pub fn next_local(
+        &self,
+        zone: &crate::calendar::Zone,
+        time: crate::calendar::LocalTime,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        self.cx.next_local(zone, time)
+    }
+
+    /// See [`Context::business_days`]: after the event's day.
+    pub fn business_days(
+        &self,
+        days: u32,
+        calendar: &crate::calendar::BusinessDays,
+        time: crate::calendar::LocalTime,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        self.cx.business_days(days, calendar, time, zone)
+    }
+
+    /// The deadline at `rule`'s first occurrence after the event's time on `zone`'s calendar:
+    /// a recurring deadline's first value.
+    pub fn next_occurrence(
+        &self,
+        rule: &crate::calendar::Recurrence,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        Context::<P>::occurrence_after(self.cx.trigger, rule, zone)
     }
 
     /// See [`Context::send`].
@@ -247,6 +310,47 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// The deadline `duration` after the moment that came due, so a chain does not drift.
     pub fn after(&self, duration: Duration) -> Deadline {
         self.cx.after(duration)
+    }
+
+    /// See [`Context::next_local`]: after the moment that came due.
+    pub fn next_local(
+        &self,
+        zone: &crate::calendar::Zone,
+        time: crate::calendar::LocalTime,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        self.cx.next_local(zone, time)
+    }
+
+    /// See [`Context::business_days`]: after the day that came due.
+    pub fn business_days(
+        &self,
+        days: u32,
+        calendar: &crate::calendar::BusinessDays,
+        time: crate::calendar::LocalTime,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        self.cx.business_days(days, calendar, time, zone)
+    }
+
+    /// A recurring deadline's next value: `rule`'s first occurrence after now on `zone`'s
+    /// calendar, so a run late by days (an outage) runs once and goes on from now;
+    /// [`missed_occurrences`](Self::missed_occurrences) says how many it covered.
+    pub fn next_occurrence(
+        &self,
+        rule: &crate::calendar::Recurrence,
+        zone: &crate::calendar::Zone,
+    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        Context::<P>::occurrence_after(self.now(), rule, zone)
+    }
+
+    /// How many later occurrences of `rule` were due by now besides the one that came due: 0
+    /// for a punctual run, 2 for a daily rule run two days late (counted up to 10,000).
+    pub fn missed_occurrences(
+        &self,
+        rule: &crate::calendar::Recurrence,
+        zone: &crate::calendar::Zone,
+    ) -> Result<u32, crate::calendar::CalendarError> {
+        rule.between(self.due_at(), self.now(), zone, 10_000)
     }
 
     /// Of a chain whose links come due every `every` from this one, how many later links were

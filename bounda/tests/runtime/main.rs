@@ -16,6 +16,7 @@ mod clinic;
 #[path = "../support/listed.rs"]
 mod listed;
 
+mod calendar;
 mod changing_events;
 mod cli;
 mod commands;
