@@ -231,17 +231,40 @@ impl Source for CommandConsumer {
         let oldest = match messages {
             0 => None,
             _ => {
+                // The first after the floor may be gone (a retention policy) or another
+                // subject's: then when the oldest was sent is unknown.
                 let stream = self.stream().await?;
                 let first = stream
                     .get_raw_message(info.ack_floor.stream_sequence + 1)
-                    .await?;
-                let millis = first.time.unix_timestamp_nanos() / 1_000_000;
-                i64::try_from(millis)
+                    .await
                     .ok()
-                    .and_then(bounda::Instant::from_millis)
+                    .filter(|message| match &self.filter {
+                        Some(filter) => subject_matches(filter, message.subject.as_str()),
+                        None => true,
+                    });
+                first.and_then(|first| {
+                    let millis = first.time.unix_timestamp_nanos() / 1_000_000;
+                    i64::try_from(millis)
+                        .ok()
+                        .and_then(bounda::Instant::from_millis)
+                })
             }
         };
         Ok(Behind { messages, oldest })
+    }
+}
+
+/// Whether NATS subject `subject` matches `filter` (`*` one token, `>` the rest).
+fn subject_matches(filter: &str, subject: &str) -> bool {
+    let (mut wanted, mut tokens) = (filter.split('.'), subject.split('.'));
+    loop {
+        match (wanted.next(), tokens.next()) {
+            (Some(">"), Some(_)) => return true,
+            (Some("*"), Some(_)) => {}
+            (Some(want), Some(token)) if want == token => {}
+            (None, None) => return true,
+            _ => return false,
+        }
     }
 }
 

@@ -12,10 +12,12 @@
 //! A `2xx` answer is the acknowledgement. What the endpoint may answer differently later (a
 //! `408`, a `429`, a `5xx`), a connection that fails, and an answer that does not come within
 //! the time limit (10 seconds unless told) are [`SinkError::Unavailable`]: the relay posts
-//! again after a back-off, the stream's later events waiting behind. Any other answer (a
-//! redirect, a `4xx` such as `401` for a wrong secret or `413` for a body too large) is
-//! [`SinkError::Refused`]: the event becomes a dead letter, retried by an operator once the
-//! endpoint is mended.
+//! again after a back-off, the stream's later events waiting behind. A `409` is delivered: the
+//! endpoint decided the message already, or answered it with a refusal of its own (another
+//! bounda service's ingress answers a command's rejection so), and posting it again gets the
+//! same answer. Any other answer (a redirect, a `4xx` such as `401` for a wrong secret or `413`
+//! for a body too large) is [`SinkError::Refused`]: the event becomes a dead letter, retried by
+//! an operator once the endpoint is mended.
 //!
 //! ```
 //! use bounda::relay::Relay;
@@ -193,6 +195,10 @@ impl Sink for Webhook {
             }
         );
         Err(match status {
+            // Decided already: the endpoint answered this message, with a refusal of its own
+            // (another bounda service's ingress answers a command's rejection so); posting it
+            // again gets the same answer.
+            StatusCode::CONFLICT => return Ok(()),
             StatusCode::REQUEST_TIMEOUT | StatusCode::TOO_MANY_REQUESTS => {
                 SinkError::Unavailable(answer)
             }

@@ -78,6 +78,22 @@ async fn a_relay_sends_commands_to_another_services_ingress_decided_once_each() 
         .collect();
     assert_eq!(lines, [1, 2, 3], "each line once, in the desk's order");
 
+    // A line escalated twice is the other service's rejection: answered, not a letter here.
+    desk.dispatch(AddLine {
+        ticket_id: "t-1".to_owned(),
+        line: 2,
+    })
+    .await
+    .unwrap();
+    desk.run_until_idle().await.unwrap();
+    let letters = desk
+        .app()
+        .dead_letters()
+        .count(&bounda::store::LetterFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(letters, 0, "a rejection is an answer");
+
     // The desk's runner crashed after posting, before marking it done: the same message again.
     let opened = desk.app().events_of::<Ticket>("t-1").await.unwrap();
     let message = escalating(sink.clone()).message_of(&opened[0]).unwrap();

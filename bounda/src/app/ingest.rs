@@ -95,7 +95,18 @@ impl App {
             .concurrency_retries;
         let mut run = 0;
         loop {
-            let decided = runner.decide(self, &payload, &metadata).await?;
+            // What the sender's payload says wrong (a blank id) is theirs to mend, not a failure
+            // to deliver again.
+            let decided = match runner.decide(self, &payload, &metadata).await {
+                Ok(decided) => decided,
+                Err(error @ (Error::EmptyAggregateId { .. } | Error::InvalidCommand { .. })) => {
+                    return Err(Refusal::Unparsed {
+                        field: String::new(),
+                        message: error.to_string(),
+                    });
+                }
+                Err(error) => return Err(Refusal::Failed(error)),
+            };
             let (answer, appends) = match decided {
                 Ok(decision) => (
                     Answer::Decided {
@@ -158,7 +169,18 @@ impl App {
                     };
                     return replay(kept, &fingerprint).await;
                 }
-                Err(CommitError::StreamMoved { .. }) if run < retries => run += 1,
+                Err(CommitError::StreamMoved { .. }) if run < retries => {
+                    // A delivery racing this one may have decided it meanwhile.
+                    let kept = self
+                        .store()
+                        .ingress_answer(&arrival.key)
+                        .await
+                        .map_err(Error::from)?;
+                    if let Some(kept) = kept {
+                        return replay(kept, &fingerprint).await;
+                    }
+                    run += 1;
+                }
                 Err(error) => {
                     return Err(Refusal::Failed(crate::error::unwritten(
                         "an arrived command",

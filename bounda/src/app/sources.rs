@@ -97,8 +97,8 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Tells every source to stop, and waits until each has: what one took is answered and
-    /// acknowledged first.
+    /// Tells every source to stop, and waits until each has. A message one took and had not
+    /// acknowledged yet is delivered again by its broker, and answered by its key.
     pub(crate) async fn stop(self) {
         let _ = self.tell.send(true);
         for task in self.tasks {

@@ -185,7 +185,7 @@ impl Arrival {
             };
             return Ok(Arrival {
                 name: event.ty().to_owned(),
-                key: format!("ce:{}:{}", event.source(), event.id()),
+                key: cloud_event_key(&event.source().to_string(), event.id()),
                 payload,
                 correlation_id: None,
             });
@@ -201,7 +201,7 @@ impl Arrival {
         let source = header("ce-source").ok_or_else(|| missing("ce-source"))?;
         Ok(Arrival {
             name: name.to_owned(),
-            key: format!("ce:{source}:{id}"),
+            key: cloud_event_key(source, id),
             payload: body.to_vec(),
             correlation_id: None,
         })
@@ -282,6 +282,12 @@ pub enum Refusal {
     /// later delivery may succeed.
     #[error("{0}")]
     Failed(#[from] crate::Error),
+}
+
+/// The idempotency key of a CloudEvent: its `source` and `id`, written so that no other pair
+/// gives the same key (a source holds colons: `https://…`, `urn:…`).
+fn cloud_event_key(source: &str, id: &str) -> String {
+    format!("ce:{}", serde_json::json!([source, id]))
 }
 
 fn unparsed(field: &str, message: &str) -> String {

@@ -131,6 +131,26 @@ async fn a_malformed_or_unknown_command_is_refused_storing_nothing() {
         "{refused}"
     );
     assert_eq!(events(&app, "o-1").await, 0);
+    // A blank id is the sender's to mend, not a failure to deliver again.
+    let blank = arrival("PlaceOrder", "k-1", r#"{"order_id":" ","total":5}"#);
+    let refused = app.app().ingest(&blank).await.unwrap_err();
+    assert!(matches!(refused, Refusal::Unparsed { .. }), "{refused:?}");
+
+    // Two CloudEvents whose source and id join alike are two keys.
+    let one = |source: &'static str, id: &'static str| {
+        let headers = [
+            ("ce-type", "PlaceOrder"),
+            ("ce-source", source),
+            ("ce-id", id),
+        ];
+        Arrival::of_cloud_event(
+            |name| headers.iter().find(|(n, _)| *n == name).map(|(_, v)| *v),
+            b"{}",
+        )
+        .unwrap()
+        .key
+    };
+    assert_ne!(one("urn:a", "b"), one("urn", "a:b"));
 
     let mended = arrival("PlaceOrder", "k-1", r#"{"order_id":"o-1","total":5}"#);
     let decided = app.app().ingest(&mended).await.unwrap();

@@ -467,18 +467,20 @@ impl App {
             let mut holding = earlier.clone();
             async move {
                 match queued {
-                    Queued::Write(entry) => (Some(*entry), Report::default()),
+                    Queued::Write(entry) => (Some(*entry), Report::default(), holding),
                     Queued::Execute(run) => {
                         let mut own = Report::default();
                         let entry = self.execute(run, &mut holding, &mut own).await;
-                        (entry, own)
+                        (entry, own, holding)
                     }
                 }
             }
         });
         let mut entries = Vec::new();
-        for (entry, own) in ahead.during(futures_util::future::join_all(runs)).await {
+        for (entry, own, holding) in ahead.during(futures_util::future::join_all(runs)).await {
             report.absorb(own);
+            // A run whose claim was lost holds its group in later waves, as one after another.
+            held.extend(holding);
             if let Some((run, _, kind)) = &entry {
                 hold_if_waiting(run, kind, held);
             }
