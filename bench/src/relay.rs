@@ -51,9 +51,8 @@ fn open(path: &Path, mode: Mode) -> Arc<SqliteStore> {
     Arc::new(SqliteStore::open_with(path, options).expect("cannot open bounda's store"))
 }
 
-/// bounda's relay publishing `units` tickets' `TicketOpened` to stream `name`: the app is built
-/// and run first, so the relay starts at the head; the tickets are opened untimed; timed is the
-/// run until idle in which the relay publishes each, acknowledged.
+/// bounda's relay publishing `units` tickets' `TicketOpened` to stream `name` on the SQLite
+/// file at `path`: see [`relay_run`]; the write transactions counted.
 pub async fn publishes(
     path: &Path,
     mode: Mode,
@@ -62,8 +61,33 @@ pub async fn publishes(
     name: &str,
 ) -> Measured {
     let store = open(path, mode);
+    let shared = Arc::clone(&store) as Arc<dyn bounda::store::Store>;
+    let counted = || store.write_transactions();
+    relay_run(
+        shared,
+        units,
+        server,
+        name,
+        || crate::measure::checkpoint(path),
+        counted,
+    )
+    .await
+}
+
+/// The app on `store` with a relay of every event to stream `name`, built and run first, so the
+/// relay starts at the head; `units` tickets opened untimed, then `settled` (a WAL checkpoint);
+/// timed is the run until idle in which the relay publishes each, acknowledged, and the write
+/// transactions `counted` meanwhile. Checked: the stream holds each.
+async fn relay_run(
+    store: Arc<dyn bounda::store::Store>,
+    units: usize,
+    server: &NatsServer,
+    name: &str,
+    settled: impl FnOnce(),
+    counted: impl Fn() -> u64,
+) -> Measured {
     let sink = JetStream::new(&server.url(), name, &name.to_lowercase());
-    let builder = App::builder_shared(Arc::clone(&store) as Arc<dyn bounda::store::Store>)
+    let builder = App::builder_shared(store)
         .only_listed()
         .command::<OpenTicket>()
         .relay(Relay::new("tickets", sink));
@@ -72,13 +96,13 @@ pub async fn publishes(
         .expect("cannot build the relay app");
     settle(&app, "starting the relay").await;
     open_tickets(&app, units).await;
-    crate::measure::checkpoint(path);
-    let before = store.write_transactions();
+    settled();
+    let before = counted();
     let start = Instant::now();
     settle(&app, "publishing").await;
     let elapsed = start.elapsed();
-    let write_tx = store.write_transactions() - before;
-    drop((app, store));
+    let write_tx = counted() - before;
+    drop(app);
     let published = messages(&server.url(), name).await;
     assert_eq!(
         published, units as u64,
@@ -206,32 +230,10 @@ pub async fn floor(
 }
 
 /// bounda's relay on PostgreSQL (a store on a fresh schema of the benchmark's server, in this
-/// process), as [`publishes`] on SQLite.
+/// process), as [`publishes`] on SQLite; its write transactions are not counted.
 pub async fn publishes_on_postgres(units: usize, server: &NatsServer, name: &str) -> Measured {
-    let store = crate::postgres::fresh_store("relay").await;
-    let sink = JetStream::new(&server.url(), name, &name.to_lowercase());
-    let builder = App::builder(store)
-        .only_listed()
-        .command::<OpenTicket>()
-        .relay(Relay::new("tickets", sink));
-    let app = TestApp::new(builder)
-        .await
-        .expect("cannot build the relay app");
-    settle(&app, "starting the relay").await;
-    open_tickets(&app, units).await;
-    let start = Instant::now();
-    settle(&app, "publishing").await;
-    let elapsed = start.elapsed();
-    let published = messages(&server.url(), name).await;
-    assert_eq!(
-        published, units as u64,
-        "the relay published {published} messages of {units} events"
-    );
-    Measured {
-        units,
-        elapsed,
-        write_tx: 0,
-    }
+    let store = Arc::new(crate::postgres::fresh_store("relay").await);
+    relay_run(store, units, server, name, || {}, || 0).await
 }
 
 /// The floor on PostgreSQL: as [`floor()`], from a schema of the benchmark's server over one

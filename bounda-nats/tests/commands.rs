@@ -93,22 +93,46 @@ async fn until_taken(url: &str) {
     }
 }
 
-/// Runs `app` (whose sources include the consumer `shop`) until every message of the stream is
-/// acknowledged.
-async fn drained(app: &App, url: &str) {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = {
+/// `app` running in the background until told to stop.
+struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), bounda::Error>>,
+}
+
+impl Running {
+    fn start(app: &App) -> Running {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = app.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             app.run_until(async {
                 stopped.await.ok();
             })
             .await
-        })
-    };
+        });
+        Running { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+/// Runs `app` (whose sources include the consumer `shop`) until every message of the stream is
+/// acknowledged.
+async fn drained(app: &App, url: &str) {
+    let running = Running::start(app);
     until_taken(url).await;
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
+    running.stop().await;
+}
+
+/// Publishes orders `o-1` to `o-<count>` as commands, message ids `m-1` on.
+async fn place_orders(context: &jetstream::Context, count: u64) {
+    for n in 1..=count {
+        let id = format!("m-{n}");
+        let body = format!(r#"{{"order_id":"o-{n}","total":{n}}}"#);
+        publish(context, &cloud_event(&id, "PlaceOrder"), &body).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,22 +277,9 @@ async fn a_paused_source_leaves_its_messages_at_the_broker_and_lag_counts_them()
     assert!(app.pause(target.clone(), "erin", None).await.unwrap());
     use bounda::clock::Clock;
     let sent_at = bounda::clock::SystemClock.now();
-    for n in 1..=3 {
-        let id = format!("m-{n}");
-        let body = format!(r#"{{"order_id":"o-{n}","total":{n}}}"#);
-        publish(&context, &cloud_event(&id, "PlaceOrder"), &body).await;
-    }
+    place_orders(&context, 3).await;
 
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = {
-        let app = app.clone();
-        tokio::spawn(async move {
-            app.run_until(async {
-                stopped.await.ok();
-            })
-            .await
-        })
-    };
+    let running = Running::start(&app);
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(
         app.store().head().await.unwrap(),
@@ -289,8 +300,7 @@ async fn a_paused_source_leaves_its_messages_at_the_broker_and_lag_counts_them()
 
     assert!(app.resume(&target).await.unwrap());
     until_taken(&server.url()).await;
-    stop.send(()).unwrap();
-    running.await.unwrap().unwrap();
+    running.stop().await;
     assert_eq!(
         app.store().head().await.unwrap(),
         3,
@@ -320,11 +330,7 @@ async fn a_sources_limit_paces_the_commands_it_takes() {
         .build()
         .await
         .unwrap();
-    for n in 1..=3 {
-        let id = format!("m-{n}");
-        let body = format!(r#"{{"order_id":"o-{n}","total":{n}}}"#);
-        publish(&context, &cloud_event(&id, "PlaceOrder"), &body).await;
-    }
+    place_orders(&context, 3).await;
     drained(&app, &server.url()).await;
     let mut windows = Vec::new();
     for n in 1..=3 {

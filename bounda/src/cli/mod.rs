@@ -394,17 +394,8 @@ pub async fn execute(
                 )
                 .map_err(io)?;
                 if let Some(failing) = &s.failing {
-                    writeln!(
-                        out,
-                        "  held by {} on {} (position {}): {}; attempt {}, retry at {}",
-                        failing.handler,
-                        Plain(&failing.event_type),
-                        failing.position,
-                        Plain(&failing.message),
-                        failing.attempts,
-                        failing.retry_at
-                    )
-                    .map_err(io)?;
+                    let on = failing_on(failing);
+                    writeln!(out, "  held by {} {on}", failing.handler).map_err(io)?;
                 }
                 for bookmark in &s.passed {
                     writeln!(
@@ -432,16 +423,7 @@ pub async fn execute(
                 )
                 .map_err(io)?;
                 if let Some(failing) = &relay.failing {
-                    writeln!(
-                        out,
-                        "  failing on {} (position {}): {}; attempt {}, retry at {}",
-                        Plain(&failing.event_type),
-                        failing.position,
-                        Plain(&failing.message),
-                        failing.attempts,
-                        failing.retry_at
-                    )
-                    .map_err(io)?;
+                    writeln!(out, "  failing {}", failing_on(failing)).map_err(io)?;
                 }
             }
             for source in &lag.ingress {
@@ -973,6 +955,19 @@ fn letter_json(letter: &DeadLetter, parked: usize) -> serde_json::Value {
         "payload": letter.payload,
         "parked": parked,
     })
+}
+
+/// What a held run failed on and when it runs again: `on OrderPlaced (position 7): the
+/// provider is down; attempt 3, retry at …`.
+fn failing_on(failing: &crate::Failing) -> String {
+    format!(
+        "on {} (position {}): {}; attempt {}, retry at {}",
+        Plain(&failing.event_type),
+        failing.position,
+        Plain(&failing.message),
+        failing.attempts,
+        failing.retry_at
+    )
 }
 
 /// `at` as seen from `now`, to the two largest units: `in 2h 5m`, `overdue 3m`, `now`.
