@@ -323,8 +323,8 @@ pub use app::{
     InstancePage, Lag, Limited, Loaded, LostMoment, OrphanEntries, POLICIES, PROCESSES, Pace,
     PendingDeadline, Policy, PortDecl, Preflight, ProcessInstance, ProcessStatus, PublishedTo,
     REBUILD_SLICE, RELAYS, Reaction, Rearm, RebuildProgress, RejectionRecord, RelayLag, Retried,
-    Scheduled, StateProblem, SubscriberLag, UnreadableEntry, UnreadableState, fold, metrics,
-    shutdown_signal,
+    RezonedDeadline, Scheduled, StateProblem, SubscriberLag, UnreadableEntry, UnreadableState,
+    fold, metrics, shutdown_signal,
 };
 /// Implements [`Rejection`](trait@Rejection) for a command's rejection enum: the code is the
 /// variant's name, the message `#[rejection("..")]` (which may name the variant's fields), or

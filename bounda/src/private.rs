@@ -348,14 +348,14 @@ pub const fn of_main_aggregate<P: ProcessState>(event: EventInfo) -> bool {
 )]
 pub trait DeadlineType {
     /// The deadline.
-    fn deadline(&self) -> Deadline;
+    fn deadline(&self) -> &Deadline;
     /// The field's value for `deadline`.
     fn from_deadline(deadline: Deadline) -> Self;
 }
 
 impl DeadlineType for Deadline {
-    fn deadline(&self) -> Deadline {
-        *self
+    fn deadline(&self) -> &Deadline {
+        self
     }
 
     fn from_deadline(deadline: Deadline) -> Self {

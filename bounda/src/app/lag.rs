@@ -424,8 +424,9 @@ impl App {
                 Ok(dues) => held.extend(dues.into_iter().map(|due| crate::app::PendingDeadline {
                     process: process.name(),
                     instance: payload.instance.clone(),
-                    field: due.field,
-                    at: due.at,
+                    field: due.due.field,
+                    at: due.due.at,
+                    local: due.local,
                     waiting: false,
                     held_by: Some(letter.id.clone()),
                     drift: None,
@@ -537,7 +538,9 @@ impl App {
                 &instance,
                 Some(&entry),
             );
-            for (index, due) in dues.into_iter().enumerate() {
+            for (index, crate::process::plan::Described { due, local }) in
+                dues.into_iter().enumerate()
+            {
                 // The entry is armed at the first; only it can be held back.
                 let waiting = index == 0
                     && unhandled.holds_due(process.name(), &entry.aggregate_id, due.at, now);
@@ -546,6 +549,7 @@ impl App {
                     instance: entry.aggregate_id.clone(),
                     field: due.field,
                     at: due.at,
+                    local,
                     waiting,
                     held_by: None,
                     drift: drift.clone(),

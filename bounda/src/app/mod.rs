@@ -56,7 +56,7 @@ pub use ports::PortDecl;
 pub use preflight::{EventProblem, OrphanEntries, Preflight, UnreadableEntry};
 pub use processes::{
     Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
-    StateProblem, UnreadableState,
+    RezonedDeadline, StateProblem, UnreadableState,
 };
 pub use reaction::{Answer, Cause, Reaction, Scheduled};
 pub use rebuild::{REBUILD_SLICE, RebuildProgress};

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::app::policy_run::{POLICY_RUN, PolicyRunPayload};
-use crate::app::processes::rearm::LostMoment;
+use crate::app::processes::rearm::{LostMoment, RezonedDeadline};
 use crate::app::processes::step::PROCESS_DEADLINE;
 use crate::app::{Drift, Rearm, UnreadableState};
 use crate::store::ScheduledEntry;
@@ -39,6 +39,11 @@ pub struct Preflight {
     /// Moments stored in state fields this build does not read: a runner refuses to start
     /// while any is left.
     pub lost_moments: Vec<LostMoment>,
+    /// Pending deadlines set in a zone whose rules this build's zone database changed: each
+    /// fires at the instant it holds, not where the new rules put its wall-clock reading,
+    /// until a handler sets it again. Not a failure: reported so an operator knows which
+    /// reminders will read an hour off.
+    pub rezoned_deadlines: Vec<RezonedDeadline>,
     /// Scheduler entries that disagree with their instance's state (what they carry, or when
     /// they run): until re-armed, their deadlines do not run when the state says. `rearm` re-arms
     /// them, and so does a runner when it starts.
@@ -129,6 +134,7 @@ impl App {
         report.instances = survey.instances;
         report.unreadable_states = survey.states;
         report.lost_moments = survey.lost;
+        report.rezoned_deadlines = survey.rezoned;
         report.drifted_entries = survey.drifts;
         self.check_entries(&mut report).await?;
         Ok(report)

@@ -23,11 +23,13 @@
 //! ```
 
 mod business;
+mod civil;
 mod local;
 mod recurrence;
 mod zone;
 
 pub use business::BusinessDays;
+pub use civil::Civil;
 pub use local::LocalTime;
 pub use recurrence::Recurrence;
 pub use zone::Zone;
@@ -41,6 +43,14 @@ pub struct CalendarError(String);
 impl CalendarError {
     fn new(message: impl Into<String>) -> CalendarError {
         CalendarError(message.into())
+    }
+
+    /// `field` came due without a rule to recur by.
+    pub(crate) fn not_recurring(field: &str) -> CalendarError {
+        CalendarError::new(format!(
+            "the deadline `{field}` was not set by a recurring rule: set it with \
+             `next_occurrence(&rule, &zone)` to recur by its rule"
+        ))
     }
 }
 

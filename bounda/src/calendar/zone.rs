@@ -65,6 +65,20 @@ impl Zone {
         self.at(tomorrow, time)
     }
 
+    /// `time` on the day `days` days after the day `after` falls on here: `1` is the next day's.
+    pub fn days_after(
+        &self,
+        after: Instant,
+        days: u32,
+        time: LocalTime,
+    ) -> Result<Instant, CalendarError> {
+        let today = self.wall_clock(after)?.date();
+        let day = today
+            .checked_add(jiff::Span::new().days(i64::from(days)))
+            .map_err(|error| CalendarError::new(format!("{days} days after {today}: {error}")))?;
+        self.at(day, time)
+    }
+
     /// The last day of the month `after` falls in (this zone's), at `time`; the next month's
     /// when that has passed.
     pub fn end_of_month(&self, after: Instant, time: LocalTime) -> Result<Instant, CalendarError> {
@@ -78,6 +92,14 @@ impl Zone {
             .checked_add(jiff::Span::new().months(1))
             .map_err(|error| CalendarError::new(format!("after {today}: {error}")))?;
         self.at(next.last_of_month(), time)
+    }
+
+    /// The wall-clock reading at `at` here, with its offset and the zone:
+    /// `2026-03-30T09:00:00+02:00[Europe/Paris]`.
+    pub(crate) fn reading(&self, at: Instant) -> Result<String, CalendarError> {
+        Ok(timestamp_of(at)?
+            .to_zoned_datetime(self.tz.clone())
+            .to_string())
     }
 
     /// `at` as a person reads it here, with the zone and the instant:

@@ -171,6 +171,28 @@ fn write_report(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
             p.started, p.completed, p.timed_out, p.failed, p.commands
         )?;
     }
+    // Deadlines set on the calendar, read in their zones: a run across a clock change shows
+    // them at their local time on either side.
+    const LOCAL_SHOWN: usize = 5;
+    let local: Vec<&crate::preview::Fired> =
+        report.fired.iter().filter(|f| f.local.is_some()).collect();
+    for firing in local.iter().take(LOCAL_SHOWN) {
+        writeln!(
+            out,
+            "  {}.{} of {} due {}",
+            firing.process,
+            firing.field,
+            Plain(&firing.instance),
+            firing.local.as_deref().unwrap_or_default()
+        )?;
+    }
+    if local.len() > LOCAL_SHOWN {
+        writeln!(
+            out,
+            "  and {} more deadlines set in a zone",
+            local.len() - LOCAL_SHOWN
+        )?;
+    }
     for (event, count) in &report.events {
         writeln!(out, "  {count:>6} {}", Plain(event))?;
     }

@@ -510,6 +510,7 @@ pub async fn execute(
                         "instance": d.instance,
                         "field": d.field,
                         "at": d.at,
+                        "local": d.local,
                         "waiting": d.waiting,
                         "heldBy": d.held_by,
                         "drift": d.drift,
@@ -529,9 +530,13 @@ pub async fn execute(
                         Some(drift) => format!("  entry disagrees: {}", Plain(drift)),
                         None => String::new(),
                     };
+                    let local = match &d.local {
+                        Some(local) => format!("  {local}"),
+                        None => String::new(),
+                    };
                     writeln!(
                         out,
-                        "{}  {:<14}  {}:{}  {}{waiting}{drift}",
+                        "{}  {:<14}  {}:{}  {}{local}{waiting}{drift}",
                         d.at,
                         relative(d.at, now),
                         d.process,
@@ -771,6 +776,25 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
             )?;
         }
     }
+    if !report.rezoned_deadlines.is_empty() {
+        writeln!(
+            out,
+            "deadlines set in a zone whose rules this build's zone database changed (each fires at \
+             the moment it holds until a handler sets it again):"
+        )?;
+        for moved in &report.rezoned_deadlines {
+            writeln!(
+                out,
+                "  {}:{}: `{}` set for {} fires at {}; this build's rules put that at {}",
+                moved.process,
+                Plain(&moved.instance),
+                moved.field,
+                Plain(&moved.local),
+                moved.at,
+                moved.resolved
+            )?;
+        }
+    }
     if !report.orphan_entries.is_empty() {
         writeln!(out, "scheduler entries nothing in this build runs:")?;
         for orphan in &report.orphan_entries {
@@ -886,11 +910,15 @@ fn write_story(
                 (None, true) => "  waiting".to_owned(),
                 (None, false) => String::new(),
             };
+            // A deadline set on the calendar reads in its zone, its instant beside.
+            let at = match &due.local {
+                Some(local) => local.clone(),
+                None => due.at.to_string(),
+            };
             writeln!(
                 out,
-                "  {:<20} {}  {}{waiting}",
+                "  {:<20} {at}  {}{waiting}",
                 due.field,
-                due.at,
                 relative(due.at, now)
             )?;
         }

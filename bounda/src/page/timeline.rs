@@ -64,6 +64,11 @@ const NAMED: usize = 5;
 
 /// What a hover says of a deadline its instance's failure holds, that is paused, or whose
 /// instance's scheduler entry disagrees with its state.
+/// When it comes due: in its zone when it was set on the calendar.
+fn shown_at(due: &PendingDeadline) -> String {
+    due.local.clone().unwrap_or_else(|| due.at.to_string())
+}
+
 fn held(due: &PendingDeadline) -> String {
     let mut why = due.held_by.as_ref().map_or_else(String::new, |letter| {
         format!(" (held by its failure: letter {letter})")
@@ -114,7 +119,7 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
                         "\n{}:{} at {}{}",
                         due.process,
                         due.instance,
-                        due.at,
+                        shown_at(due),
                         held(due)
                     ));
                 }
@@ -133,7 +138,7 @@ pub(crate) fn lay_out(pending: &[PendingDeadline], now: Instant, window: Duratio
                     due.process,
                     due.instance,
                     due.field,
-                    due.at,
+                    shown_at(due),
                     held(due)
                 ),
                 slot,
@@ -172,6 +177,7 @@ mod tests {
 
     fn due(field: &'static str, instance: &str, at: Instant, waiting: bool) -> PendingDeadline {
         PendingDeadline {
+            local: None,
             drift: None,
             process: "OrderLifecycle",
             instance: instance.to_owned(),

@@ -157,6 +157,10 @@ pub struct Fired {
     pub field: String,
     /// The moment it was due.
     pub due: Instant,
+    /// For a deadline set on the calendar, that moment in its zone:
+    /// `2026-03-30 09:00 Europe/Paris (07:00Z)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
     /// When it ran.
     pub ran: Instant,
 }
@@ -255,13 +259,14 @@ pub(crate) async fn read(
                     continue;
                 };
                 let summary = report.processes.entry(process.to_owned()).or_default();
-                let mut fired = |field: &str, due: Instant| {
+                let mut fired = |field: &str, due: Instant, zone: Option<&str>| {
                     *summary.fired.entry(field.to_owned()).or_default() += 1;
                     report.fired.push(Fired {
                         process: process.to_owned(),
                         instance: event.aggregate_id.clone(),
                         field: field.to_owned(),
                         due,
+                        local: Lifecycle::local(zone, due),
                         ran: event.timestamp,
                     });
                     deadline_steps.insert(event.id.clone(), format!("{process}.{field}"));
@@ -271,12 +276,14 @@ pub(crate) async fn read(
                         summary.started += 1;
                         None
                     }
-                    Lifecycle::DeadlineReached { field, at, .. } => {
-                        fired(&field, at);
+                    Lifecycle::DeadlineReached {
+                        field, at, zone, ..
+                    } => {
+                        fired(&field, at, zone.as_deref());
                         None
                     }
                     Lifecycle::TimedOut { at, .. } => {
-                        fired(crate::process::plan::TIMEOUT, at);
+                        fired(crate::process::plan::TIMEOUT, at, None);
                         summary.timed_out += 1;
                         Some(Ending::TimedOut)
                     }

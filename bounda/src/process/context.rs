@@ -2,6 +2,7 @@
 
 use crate::aggregate::Command;
 use crate::app::reaction::{Answer, Attempt, Scheduled};
+use crate::calendar::{BusinessDays, CalendarError, LocalTime, Recurrence, Zone};
 use crate::process::ProcessState;
 use crate::{Deadline, Duration, Error, Instant, RecordedEvent};
 
@@ -117,35 +118,47 @@ impl<'a, P: ProcessState> Context<'a, P> {
 
     /// The deadline at the next `time` on `zone`'s wall clock after the trigger (`09:00` in
     /// `Europe/Paris`): the same on a retry, and at that local time on either side of a clock
-    /// change.
-    pub fn next_local(
+    /// change. Like every deadline set on the calendar, it keeps its zone, so operators read it
+    /// in local time.
+    pub fn next_local(&self, zone: &Zone, time: LocalTime) -> Result<Deadline, CalendarError> {
+        Deadline::in_zone(zone.next(self.trigger, time)?, zone)
+    }
+
+    /// The deadline at `time` on the day `days` days after the trigger's day in `zone`: `1`
+    /// for "09:00 their time the day after".
+    pub fn days_later(
         &self,
-        zone: &crate::calendar::Zone,
-        time: crate::calendar::LocalTime,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
-        zone.next(self.trigger, time).map(Deadline::at)
+        days: u32,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
+        Deadline::in_zone(zone.days_after(self.trigger, days, time)?, zone)
+    }
+
+    /// The deadline at `time` on the last day of the trigger's month in `zone`, or of the next
+    /// month once that has passed.
+    pub fn end_of_month(&self, time: LocalTime, zone: &Zone) -> Result<Deadline, CalendarError> {
+        Deadline::in_zone(zone.end_of_month(self.trigger, time)?, zone)
     }
 
     /// The deadline `days` business days after the trigger's day in `zone`, at `time` there.
     pub fn business_days(
         &self,
         days: u32,
-        calendar: &crate::calendar::BusinessDays,
-        time: crate::calendar::LocalTime,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
-        calendar
-            .after(self.trigger, days, time, zone)
-            .map(Deadline::at)
+        calendar: &BusinessDays,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
+        Deadline::in_zone(calendar.after(self.trigger, days, time, zone)?, zone)
     }
 
     /// The deadline at `rule`'s first occurrence after `from` on `zone`'s calendar.
     fn occurrence_after(
         from: Instant,
-        rule: &crate::calendar::Recurrence,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
-        rule.next(from, zone).map(Deadline::at)
+        rule: &Recurrence,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
+        Deadline::recurring(rule.next(from, zone)?, zone, rule)
     }
 }
 
@@ -202,22 +215,33 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     }
 
     /// See [`Context::next_local`]: after the event's time.
-    pub fn next_local(
-        &self,
-        zone: &crate::calendar::Zone,
-        time: crate::calendar::LocalTime,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+    pub fn next_local(&self, zone: &Zone, time: LocalTime) -> Result<Deadline, CalendarError> {
         self.cx.next_local(zone, time)
+    }
+
+    /// See [`Context::days_later`]: after the event's day.
+    pub fn days_later(
+        &self,
+        days: u32,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
+        self.cx.days_later(days, time, zone)
+    }
+
+    /// See [`Context::end_of_month`]: of the event's day's month.
+    pub fn end_of_month(&self, time: LocalTime, zone: &Zone) -> Result<Deadline, CalendarError> {
+        self.cx.end_of_month(time, zone)
     }
 
     /// See [`Context::business_days`]: after the event's day.
     pub fn business_days(
         &self,
         days: u32,
-        calendar: &crate::calendar::BusinessDays,
-        time: crate::calendar::LocalTime,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        calendar: &BusinessDays,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
         self.cx.business_days(days, calendar, time, zone)
     }
 
@@ -225,9 +249,9 @@ impl<'a, P: ProcessState, E> On<'a, P, E> {
     /// a recurring deadline's first value.
     pub fn next_occurrence(
         &self,
-        rule: &crate::calendar::Recurrence,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        rule: &Recurrence,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
         Context::<P>::occurrence_after(self.cx.trigger, rule, zone)
     }
 
@@ -313,22 +337,33 @@ impl<'a, P: ProcessState> At<'a, P> {
     }
 
     /// See [`Context::next_local`]: after the moment that came due.
-    pub fn next_local(
-        &self,
-        zone: &crate::calendar::Zone,
-        time: crate::calendar::LocalTime,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+    pub fn next_local(&self, zone: &Zone, time: LocalTime) -> Result<Deadline, CalendarError> {
         self.cx.next_local(zone, time)
+    }
+
+    /// See [`Context::days_later`]: after the day that came due.
+    pub fn days_later(
+        &self,
+        days: u32,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
+        self.cx.days_later(days, time, zone)
+    }
+
+    /// See [`Context::end_of_month`]: of the day that came due's month.
+    pub fn end_of_month(&self, time: LocalTime, zone: &Zone) -> Result<Deadline, CalendarError> {
+        self.cx.end_of_month(time, zone)
     }
 
     /// See [`Context::business_days`]: after the day that came due.
     pub fn business_days(
         &self,
         days: u32,
-        calendar: &crate::calendar::BusinessDays,
-        time: crate::calendar::LocalTime,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        calendar: &BusinessDays,
+        time: LocalTime,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
         self.cx.business_days(days, calendar, time, zone)
     }
 
@@ -337,19 +372,48 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// [`missed_occurrences`](Self::missed_occurrences) says how many it covered.
     pub fn next_occurrence(
         &self,
-        rule: &crate::calendar::Recurrence,
-        zone: &crate::calendar::Zone,
-    ) -> Result<Deadline, crate::calendar::CalendarError> {
+        rule: &Recurrence,
+        zone: &Zone,
+    ) -> Result<Deadline, CalendarError> {
         Context::<P>::occurrence_after(self.now(), rule, zone)
+    }
+
+    /// The deadline that came due, as the state holds it: with its zone and rule when it was set
+    /// on the calendar. `None` for `timeout`.
+    pub fn deadline(&self) -> Option<&'a Deadline> {
+        P::DEADLINES
+            .iter()
+            .find(|field| field.name == self.field)
+            .map(|field| (field.get)(self.cx.state))
+    }
+
+    /// A recurring deadline's next value by its own rule and zone: the rule's first occurrence
+    /// after now, as [`next_occurrence`](Self::next_occurrence) gives it. An error when the
+    /// deadline that came due was not set by a rule.
+    pub fn recur(&self) -> Result<Deadline, CalendarError> {
+        let (rule, zone) = self.recurrence()?;
+        self.next_occurrence(rule, zone)
+    }
+
+    /// How many later occurrences of the deadline's own rule were due by now besides the one
+    /// that came due, as [`missed_occurrences`](Self::missed_occurrences) counts them. An error
+    /// when the deadline that came due was not set by a rule.
+    pub fn missed_recurrences(&self) -> Result<u32, CalendarError> {
+        let (rule, zone) = self.recurrence()?;
+        self.missed_occurrences(rule, zone)
+    }
+
+    /// The rule and zone of the recurring deadline that came due.
+    fn recurrence(&self) -> Result<(&'a Recurrence, &'a Zone), CalendarError> {
+        self.deadline()
+            .and_then(Deadline::on_calendar)
+            .and_then(|civil| Some((civil.rule()?, civil.zone())))
+            .ok_or_else(|| CalendarError::not_recurring(self.field))
     }
 
     /// How many later occurrences of `rule` were due by now besides the one that came due: 0
     /// for a punctual run, 2 for a daily rule run two days late (counted up to 10,000).
-    pub fn missed_occurrences(
-        &self,
-        rule: &crate::calendar::Recurrence,
-        zone: &crate::calendar::Zone,
-    ) -> Result<u32, crate::calendar::CalendarError> {
+    pub fn missed_occurrences(&self, rule: &Recurrence, zone: &Zone) -> Result<u32, CalendarError> {
         rule.between(self.due_at(), self.now(), zone, 10_000)
     }
 

@@ -106,7 +106,7 @@ pub struct DeadlineField<P> {
     /// The key the field is serialised under, after `#[serde(rename..)]`.
     pub key: &'static str,
     /// Reads the field.
-    pub get: fn(&P) -> Deadline,
+    pub get: fn(&P) -> &Deadline,
 }
 
 impl<P> Debug for DeadlineField<P> {

@@ -21,8 +21,8 @@ impl<P: ProcessState> IntoPatch<P> for () {
     }
 }
 
-/// A value a deadline field can be set to: a [`Deadline`], an [`Instant`] or an
-/// `Option<Instant>`.
+/// A value a deadline field can be set to: a [`Deadline`] (or a reference to one), an
+/// [`Instant`] or an `Option<Instant>`.
 #[diagnostic::on_unimplemented(
     message = "a deadline is set to a moment, not to `{Self}`",
     label = "not a moment",
@@ -36,6 +36,12 @@ pub trait IntoDeadline {
 impl IntoDeadline for Deadline {
     fn into_deadline(self) -> Deadline {
         self
+    }
+}
+
+impl IntoDeadline for &Deadline {
+    fn into_deadline(self) -> Deadline {
+        self.clone()
     }
 }
 

@@ -68,6 +68,72 @@ pub fn pending<P: ProcessState>(
     pending
 }
 
+/// A pending deadline as operators read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    /// Which field, and when.
+    pub due: DueDeadline,
+    /// For a deadline set on the calendar, its local time and zone:
+    /// `2026-03-30 09:00 Europe/Paris (07:00Z)`.
+    pub local: Option<String>,
+}
+
+/// Every pending deadline of `state` as [`pending`] lists them, each with its local time when it
+/// was set on the calendar.
+pub fn described<P: ProcessState>(
+    state: &P,
+    timeout_at: Option<Instant>,
+    reached: &Reached,
+) -> Vec<Described> {
+    pending(state, timeout_at, reached)
+        .into_iter()
+        .map(|due| Described {
+            due,
+            local: P::DEADLINES
+                .iter()
+                .find(|field| field.name == due.field)
+                .and_then(|field| (field.get)(state).on_calendar())
+                .map(|civil| civil.zone().describe(due.at)),
+        })
+        .collect()
+}
+
+/// A pending deadline set on the calendar whose wall-clock reading the zone rules of this build
+/// put at another instant than the one it holds: the zone's rules changed in a newer zone
+/// database. It keeps its instant until a handler sets the field again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rezoned {
+    /// Which field, and the instant it holds.
+    pub due: DueDeadline,
+    /// The wall-clock reading it was set at: `2026-07-01T09:00:00+01:00[Europe/Paris]`.
+    pub local: String,
+    /// Where this build's zone rules put that reading.
+    pub resolved: Instant,
+}
+
+/// The pending deadlines of `state` that this build's zone rules would place elsewhere.
+pub fn rezoned<P: ProcessState>(
+    state: &P,
+    timeout_at: Option<Instant>,
+    reached: &Reached,
+) -> Vec<Rezoned> {
+    pending(state, timeout_at, reached)
+        .into_iter()
+        .filter_map(|due| {
+            let field = P::DEADLINES.iter().find(|field| field.name == due.field)?;
+            let civil = (field.get)(state).on_calendar()?;
+            // A reading that no longer resolves at all is past what an instant holds: it keeps
+            // its instant, as any other does.
+            let resolved = civil.resolved().ok()?;
+            (resolved != due.at).then(|| Rezoned {
+                due,
+                local: civil.local().to_owned(),
+                resolved,
+            })
+        })
+        .collect()
+}
+
 /// The earliest pending deadline, where the instance's one scheduler entry belongs.
 pub fn next<P: ProcessState>(
     state: &P,

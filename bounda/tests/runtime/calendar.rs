@@ -44,22 +44,25 @@ mod daily {
     #[process]
     impl DailyReminder {
         async fn on_order_placed(cx: On<'_, Self, OrderPlaced>) -> Result<DailyReminderPatch> {
-            let nine = LocalTime::parse("09:00")?;
-            // The day after: 09:00 once the next day has begun there.
-            let tomorrow = cx.next_local(&zone(), LocalTime::parse("23:59:59")?)?;
-            let first = match tomorrow.moment() {
-                Some(at) => zone().next(at, nine)?,
-                None => anyhow::bail!("no next day"),
-            };
-            Ok(DailyReminderPatch::default().remind(Deadline::at(first)))
+            let first = cx.days_later(1, LocalTime::parse("09:00")?, &zone())?;
+            Ok(DailyReminderPatch::default().remind(first))
         }
 
         async fn at_remind(cx: At<'_, Self>) -> Result<AtRemind> {
-            let missed = cx.missed_occurrences(&every_morning(), &zone())?;
-            MISSED.with(|all| all.borrow_mut().push(missed));
-            Ok(AtRemind::new(
-                cx.next_occurrence(&every_morning(), &zone())?,
-            ))
+            // The first reminder was set in a zone alone; every later one by the rule.
+            let next = match cx.deadline().and_then(Deadline::on_calendar) {
+                Some(civil) if civil.rule().is_some() => {
+                    let missed = cx.missed_recurrences()?;
+                    MISSED.with(|all| all.borrow_mut().push(missed));
+                    cx.recur()?
+                }
+                _ => {
+                    let missed = cx.missed_occurrences(&every_morning(), &zone())?;
+                    MISSED.with(|all| all.borrow_mut().push(missed));
+                    cx.next_occurrence(&every_morning(), &zone())?
+                }
+            };
+            Ok(AtRemind::new(next))
         }
     }
 }
@@ -164,4 +167,170 @@ async fn an_outage_of_days_runs_the_reminder_once_and_goes_on_from_now() {
         [0, 3, 0],
         "the late run covered the 30th's, the 31st's and the 1st's besides the 29th's"
     );
+}
+
+// Issue 38: a deadline set on the calendar keeps its zone and rule beside its instant, and
+// operators read it in its zone: `deadlines`, `explain` (pending and history), the page and a
+// preview on a copy.
+#[cfg(all(feature = "cli", feature = "page"))]
+#[tokio::test]
+async fn a_deadline_set_in_a_zone_reads_in_it_wherever_operators_look() {
+    use bounda::cli::{DeadlineArgs, ExplainArgs, Operator};
+
+    let (app, _) = reminders_from("Europe/Paris", "2026-03-27T16:00:00Z", 1).await;
+    let explain = || ExplainArgs {
+        process: "DailyReminder".into(),
+        id: "o-1".into(),
+        json: false,
+    };
+    // The first went at 09:00 the day after the order; the next is the rule's, across the
+    // change to summer time.
+    let (_, story) = support::operator(app.app(), Operator::Explain(explain())).await;
+    assert!(
+        story.contains("deadline remind reached (due 2026-03-28 09:00 Europe/Paris (08:00Z))"),
+        "{story}"
+    );
+    assert!(
+        story.contains("remind               2026-03-29 09:00 Europe/Paris (07:00Z)"),
+        "{story}"
+    );
+    let (_, listed) =
+        support::operator(app.app(), Operator::Deadlines(DeadlineArgs::default())).await;
+    assert!(
+        listed.contains("DailyReminder:o-1  remind  2026-03-29 09:00 Europe/Paris (07:00Z)"),
+        "{listed}"
+    );
+    let (_, page, _) = support::page::get(&app, None, "/instances/DailyReminder/o-1").await;
+    assert!(
+        page.contains("remind at 2026-03-29 09:00 Europe/Paris (07:00Z)"),
+        "{page}"
+    );
+    // Stored beside the instant: the reading with its offset, and the rule.
+    let state = support::lifecycle::<DailyReminder>(&app, "o-1")
+        .await
+        .last()
+        .unwrap()
+        .payload["state"]["remind"]
+        .clone();
+    assert_eq!(
+        state,
+        serde_json::json!({
+            "at": "2026-03-29T07:00:00.000Z",
+            "local": "2026-03-29T09:00:00+02:00[Europe/Paris]",
+            "rule": "FREQ=DAILY;BYHOUR=9;BYMINUTE=0",
+        })
+    );
+
+    // A preview on a copy reads its firings in their zone.
+    let copy = bounda_sqlite::SqliteStore::in_memory().unwrap();
+    bounda::store::copy(app.app().store(), &copy, "production", app.now())
+        .await
+        .unwrap();
+    let builder = App::builder_shared(std::sync::Arc::new(copy))
+        .only_listed()
+        .command::<PlaceOrder>()
+        .process::<DailyReminder>();
+    let report = bounda::preview::preview(builder, days(2)).await.unwrap();
+    let local: Vec<&str> = report
+        .fired
+        .iter()
+        .filter_map(|fired| fired.local.as_deref())
+        .collect();
+    assert_eq!(
+        local,
+        [
+            "2026-03-29 09:00 Europe/Paris (07:00Z)",
+            "2026-03-30 09:00 Europe/Paris (07:00Z)"
+        ]
+    );
+}
+
+mod rezoned {
+    use super::*;
+
+    /// Holds a reminder as a zone database that kept Paris on winter time all year would have
+    /// written it: 09:00 at +01:00 on 1 July, 08:00Z.
+    #[process(on = Order, started_by = [OrderPlaced], timeout = "365d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct OldRules {
+        #[deadline]
+        remind: Deadline,
+    }
+
+    #[process]
+    impl OldRules {
+        async fn on_order_placed(_cx: On<'_, Self, OrderPlaced>) -> Result<OldRulesPatch> {
+            let stored: Deadline = serde_json::from_str(
+                r#"{"at":"2026-07-01T08:00:00.000Z","local":"2026-07-01T09:00:00+01:00[Europe/Paris]"}"#,
+            )?;
+            Ok(OldRulesPatch::default().remind(stored))
+        }
+
+        async fn at_remind(_cx: At<'_, Self>) -> Result<AtRemind> {
+            Ok(AtRemind::new(Deadline::none()))
+        }
+    }
+}
+
+// Issue 38: a deadline whose zone's rules changed in this build's zone database keeps the
+// instant it holds, and `check` names it with where the new rules put its reading.
+#[cfg(feature = "cli")]
+#[tokio::test]
+async fn check_names_a_deadline_the_zone_rules_of_this_build_would_move_and_it_keeps_its_instant() {
+    use bounda::cli::{CheckArgs, Operator};
+
+    let app = TestApp::new(
+        App::builder_shared(support::database::store().await)
+            .only_listed()
+            .command::<PlaceOrder>()
+            .process::<rezoned::OldRules>(),
+    )
+    .await
+    .unwrap();
+    app.clock()
+        .advance_to(Instant::parse("2026-06-30T12:00:00Z").unwrap());
+    app.dispatch(place("o-1")).await.unwrap();
+    app.run_until_idle().await.unwrap();
+
+    let report = app.app().preflight().await.unwrap();
+    assert!(report.passes(), "reported, not a failure: {report:#?}");
+    let moved: Vec<(&str, Instant, Instant)> = report
+        .rezoned_deadlines
+        .iter()
+        .map(|moved| (moved.field, moved.at, moved.resolved))
+        .collect();
+    assert_eq!(
+        moved,
+        [(
+            "remind",
+            Instant::parse("2026-07-01T08:00:00Z").unwrap(),
+            Instant::parse("2026-07-01T07:00:00Z").unwrap()
+        )]
+    );
+    let (_, text) = support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
+    assert!(
+        text.contains(
+            "OldRules:o-1: `remind` set for 2026-07-01T09:00:00+01:00[Europe/Paris] fires at \
+             2026-07-01T08:00:00.000Z; this build's rules put that at 2026-07-01T07:00:00.000Z"
+        ),
+        "{text}"
+    );
+    // It fires at the instant it holds: not at 07:00Z, at 08:00Z.
+    app.advance(hours(19) + minutes(30)).await.unwrap();
+    assert!(fired_of::<rezoned::OldRules>(&app).await.is_empty());
+    app.advance(hours(1)).await.unwrap();
+    assert_eq!(
+        fired_of::<rezoned::OldRules>(&app).await,
+        [Instant::parse("2026-07-01T08:00:00Z").unwrap()]
+    );
+}
+
+/// The moments `P`'s instance `o-1` ran its deadlines at.
+async fn fired_of<P: bounda::Process>(app: &TestApp) -> Vec<Instant> {
+    support::lifecycle::<P>(app, "o-1")
+        .await
+        .iter()
+        .filter(|event| event.event_type == "ProcessDeadlineReached")
+        .map(|event| event.timestamp)
+        .collect()
 }

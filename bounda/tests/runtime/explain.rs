@@ -72,6 +72,7 @@ async fn the_story_of_an_instance_tells_each_step_its_cause_and_its_changes() {
             &StepKind::DeadlineReached {
                 field: "next_reminder".into(),
                 due: start + hours(24),
+                local: None,
             },
             &StepKind::Handled,
         ]

@@ -97,6 +97,10 @@ pub enum StepKind {
         field: String,
         /// The moment it was set for.
         due: Instant,
+        /// For a deadline set on the calendar, that moment in its zone:
+        /// `2026-03-30 09:00 Europe/Paris (07:00Z)`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        local: Option<String>,
     },
     /// Ended by a completing event.
     Completed,
@@ -176,9 +180,10 @@ impl Step {
         match &self.what {
             StepKind::Started => format!("started by {cause}"),
             StepKind::Handled => format!("handled {cause}"),
-            StepKind::DeadlineReached { field, due } => {
-                format!("deadline {field} reached (due {due})")
-            }
+            StepKind::DeadlineReached { field, due, local } => match local {
+                Some(local) => format!("deadline {field} reached (due {local})"),
+                None => format!("deadline {field} reached (due {due})"),
+            },
             StepKind::Completed => format!("completed by {cause}"),
             StepKind::TimedOut { due } => format!("timed out (its lifetime ended {due})"),
             StepKind::Failed {
@@ -242,6 +247,10 @@ pub struct PendingNow {
     pub field: String,
     /// When it comes due.
     pub at: Instant,
+    /// For a deadline set on the calendar, its local time and zone:
+    /// `2026-03-30 09:00 Europe/Paris (07:00Z)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<String>,
     /// Whether it came due and waits for the instance's events stored before it.
     pub waiting: bool,
     /// The letter whose failure holds it: nothing of the instance runs until it is retried.
@@ -459,18 +468,21 @@ impl App {
         };
         let now = self.clock().now();
         let mut dues = runner.pending(instance)?;
-        dues.sort_by_key(|due| due.at);
+        dues.sort_by_key(|described| described.due.at);
         Ok(dues
             .into_iter()
             .enumerate()
-            .map(|(index, due)| PendingNow {
-                field: due.field.to_owned(),
-                at: due.at,
-                waiting: held_by.is_none()
-                    && index == 0
-                    && unhandled.holds_due(runner.name(), id, due.at, now),
-                held_by: held_by.clone(),
-            })
+            .map(
+                |(index, crate::process::plan::Described { due, local })| PendingNow {
+                    field: due.field.to_owned(),
+                    at: due.at,
+                    local,
+                    waiting: held_by.is_none()
+                        && index == 0
+                        && unhandled.holds_due(runner.name(), id, due.at, now),
+                    held_by: held_by.clone(),
+                },
+            )
             .collect())
     }
 
@@ -500,10 +512,13 @@ fn describe(lifecycle: &Lifecycle) -> (StepKind, Option<String>) {
     match lifecycle {
         Lifecycle::Started { event_id, .. } => (StepKind::Started, Some(event_id.clone())),
         Lifecycle::Handled { event_id, .. } => (StepKind::Handled, Some(event_id.clone())),
-        Lifecycle::DeadlineReached { field, at, .. } => (
+        Lifecycle::DeadlineReached {
+            field, at, zone, ..
+        } => (
             StepKind::DeadlineReached {
                 field: field.clone(),
                 due: *at,
+                local: Lifecycle::local(zone.as_deref(), *at),
             },
             None,
         ),

@@ -149,6 +149,10 @@ pub(crate) enum Lifecycle {
         field: String,
         at: Instant,
         state: Value,
+        /// The zone the deadline was set in, for one set on the calendar: what `explain` and
+        /// `preview` read its moment in. Absent from events older builds wrote.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        zone: Option<String>,
     },
     /// A completing event was handled.
     #[serde(rename = "ProcessCompleted", rename_all = "camelCase")]
@@ -183,6 +187,13 @@ pub(crate) enum Lifecycle {
 }
 
 impl Lifecycle {
+    /// `at` in `zone`, as a person there reads it, when a deadline that came due was set in a
+    /// zone this build knows.
+    pub(crate) fn local(zone: Option<&str>, at: Instant) -> Option<String> {
+        let zone = crate::calendar::Zone::named(zone?).ok()?;
+        Some(zone.describe(at))
+    }
+
     /// `ProcessHandled` of `event`, with the state the step left.
     pub(crate) fn handled(event: &RecordedEvent, state: Value) -> Lifecycle {
         Lifecycle::Handled {
@@ -425,7 +436,9 @@ impl Instance {
                 instance.seen.push(event_id);
                 new_state = Some(state);
             }
-            Lifecycle::DeadlineReached { field, at, state } => {
+            Lifecycle::DeadlineReached {
+                field, at, state, ..
+            } => {
                 if instance.status == Status::Failed && instance.failed_at == Some(at) {
                     instance.failed_step_done = true;
                 }
@@ -529,6 +542,13 @@ mod tests {
                 field: "f".into(),
                 at,
                 state: Value::Null,
+                zone: None,
+            },
+            Lifecycle::DeadlineReached {
+                field: "f".into(),
+                at,
+                state: Value::Null,
+                zone: Some("Europe/Paris".into()),
             },
             Lifecycle::Completed {
                 event_id: "e".into(),

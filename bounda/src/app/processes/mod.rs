@@ -26,7 +26,7 @@ use instance::{Instance, Status};
 use step::{Route, StepWrites};
 
 pub use instance::Status as ProcessStatus;
-pub use rearm::{Drift, LostMoment, Rearm};
+pub use rearm::{Drift, LostMoment, Rearm, RezonedDeadline};
 pub use view::{ProcessInstance, StateProblem, UnreadableState};
 
 /// The subscriber all processes share.
@@ -63,8 +63,12 @@ pub(crate) trait ProcessRunner: Send + Sync {
     ) -> BoxFuture<'a, Result<StepWrites, Failure>>;
     /// The deadline due at `now`, if any.
     fn due(&self, instance: &Instance, now: Instant) -> Result<Option<DueDeadline>, Error>;
-    /// Every pending deadline, soonest first.
-    fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error>;
+    /// Every pending deadline, soonest first, with its local time when it was set on the
+    /// calendar.
+    fn pending(&self, instance: &Instance) -> Result<Vec<plan::Described>, Error>;
+    /// The pending deadlines set on the calendar that this build's zone rules would place
+    /// elsewhere; none when the state does not read (reported as such elsewhere).
+    fn rezoned(&self, instance: &Instance) -> Vec<plan::Rezoned>;
     /// Whether the instance's stored state reads as the process's state type: the stored
     /// fields it drops, or why it does not read.
     fn check_state(&self, instance: &Instance) -> Result<Vec<String>, Error>;
@@ -183,13 +187,20 @@ impl<P: Process> ProcessRunner for ProcessEntry<P> {
         step::write_state(&P::migrate(version, state)?)
     }
 
-    fn pending(&self, instance: &Instance) -> Result<Vec<DueDeadline>, Error> {
+    fn pending(&self, instance: &Instance) -> Result<Vec<plan::Described>, Error> {
         let state: P = step::read_state(Some(instance))?;
-        Ok(plan::pending(
+        Ok(plan::described(
             &state,
             instance.timeout_at,
             &instance.reached,
         ))
+    }
+
+    fn rezoned(&self, instance: &Instance) -> Vec<plan::Rezoned> {
+        match step::read_state::<P>(Some(instance)) {
+            Ok(state) => plan::rezoned(&state, instance.timeout_at, &instance.reached),
+            Err(_) => Vec::new(),
+        }
     }
 
     fn arm(
@@ -236,6 +247,9 @@ pub struct PendingDeadline {
     pub field: &'static str,
     /// When it comes due.
     pub at: Instant,
+    /// For a deadline set on the calendar, its local time and zone:
+    /// `2026-03-30 09:00 Europe/Paris (07:00Z)`.
+    pub local: Option<String>,
     /// Whether it came due and waits for the events stored before it.
     pub waiting: bool,
     /// The letter whose failure holds it: its instance failed, and nothing of it runs until the

@@ -88,6 +88,26 @@ pub struct LostMoment {
     pub at: Instant,
 }
 
+/// A pending deadline set in a zone whose rules changed since, in this build's zone database:
+/// it keeps the instant it holds until a handler sets it again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RezonedDeadline {
+    /// The process.
+    pub process: &'static str,
+    /// The instance.
+    pub instance: String,
+    /// The deadline field.
+    pub field: &'static str,
+    /// The wall-clock reading it was set at, with the offset and zone of then:
+    /// `2026-07-01T09:00:00+01:00[Europe/Paris]`.
+    pub local: String,
+    /// The instant it holds, and fires at.
+    pub at: Instant,
+    /// Where this build's rules for the zone put the reading.
+    pub resolved: Instant,
+}
+
 /// What a look over the instances found.
 #[derive(Debug, Default)]
 pub(crate) struct Survey {
@@ -95,6 +115,8 @@ pub(crate) struct Survey {
     pub(crate) drifts: Vec<Drift>,
     /// The moments stored in fields this build does not read.
     pub(crate) lost: Vec<LostMoment>,
+    /// The deadlines set in a zone whose rules changed since.
+    pub(crate) rezoned: Vec<RezonedDeadline>,
     /// The open instances whose stored state this build does not read whole.
     pub(crate) states: Vec<crate::app::UnreadableState>,
     /// How many instances were read.
@@ -268,6 +290,21 @@ impl App {
             .collect();
         for ((id, instance), key) in open.iter().zip(&keys) {
             survey.lost.extend(lost_moments(process, id, instance));
+            survey
+                .rezoned
+                .extend(
+                    process
+                        .rezoned(instance)
+                        .into_iter()
+                        .map(|moved| RezonedDeadline {
+                            process: process.name(),
+                            instance: id.clone(),
+                            field: moved.due.field,
+                            local: moved.local,
+                            at: moved.due.at,
+                            resolved: moved.resolved,
+                        }),
+                );
             let problem = match process.check_state(instance) {
                 Err(error) => Some(crate::app::StateProblem::Unreadable(error.to_string())),
                 Ok(dropped) if !dropped.is_empty() => {
@@ -370,7 +407,12 @@ pub(crate) fn drift_of(
     if instance.status != Status::Started {
         return None;
     }
-    let next = process.pending(instance).ok()?.into_iter().next();
+    let next = process
+        .pending(instance)
+        .ok()?
+        .into_iter()
+        .next()
+        .map(|described| described.due);
     let entry_at = entry
         .and_then(DeadlinePayload::of)
         .and_then(|payload| Instant::from_millis(payload.at));

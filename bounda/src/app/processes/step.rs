@@ -395,6 +395,12 @@ pub(crate) async fn deadline_step<P: Process>(
         .preload::<P::Aggregate>(id)
         .await
         .map_err(|error| Failure::of_error(&error))?;
+    // The zone the deadline was set in, before its handler sets the next.
+    let zone = P::DEADLINES
+        .iter()
+        .find(|field| field.name == due.field)
+        .and_then(|field| (field.get)(&state).on_calendar())
+        .map(|civil| civil.zone().name().to_owned());
     let now = app.clock().now();
     let ran = process::step::run_deadline_in(&mut state, id, due, now, Some(&attempt));
     guarded::<P, _>(app, ran).await?;
@@ -432,6 +438,7 @@ pub(crate) async fn deadline_step<P: Process>(
             field: due.field.to_owned(),
             at: due.at,
             state: stored,
+            zone,
         };
         (reached, Status::Started)
     };
