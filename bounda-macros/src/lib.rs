@@ -6,6 +6,7 @@
 //! collect errors), `expand` (which cannot fail). Rules that need types are asserted in the
 //! expansion through `::bounda::__private`, spanned at the user's token.
 
+mod calendar;
 mod derive;
 mod errors;
 mod member;
@@ -68,6 +69,34 @@ pub fn command(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     debug("command", &output);
     output.into()
+}
+
+/// A time zone of the bundled IANA database, its name checked while compiling.
+#[proc_macro]
+pub fn zone(input: TokenStream) -> TokenStream {
+    expand_with(input, calendar::zone)
+}
+
+/// A time of day (`"09:00"`, `"17:30:15"`), read while compiling.
+#[proc_macro]
+pub fn time(input: TokenStream) -> TokenStream {
+    expand_with(input, calendar::time)
+}
+
+/// A recurring rule (an RFC 5545 subset), read while compiling.
+#[proc_macro]
+pub fn rule(input: TokenStream) -> TokenStream {
+    expand_with(input, calendar::rule)
+}
+
+/// Runs a function-like macro's expansion, its error as a compile error.
+fn expand_with(
+    input: TokenStream,
+    expand: fn(proc_macro2::TokenStream) -> syn::Result<proc_macro2::TokenStream>,
+) -> TokenStream {
+    expand(input.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 /// Marks a deadline field of a `#[process]` state. `#[process]` reads and removes it; anywhere

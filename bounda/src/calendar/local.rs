@@ -11,46 +11,106 @@ use super::CalendarError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LocalTime(Time);
 
+/// Why a text is not a time of day: each says how to write one, so the same words serve a
+/// refusal at run time and a compile error of [`time!`](crate::time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeRefusal {
+    /// Not `HH:MM` or `HH:MM:SS`.
+    Shape,
+    /// A part is not two digits.
+    Digits,
+    /// An hour past 23.
+    Hour,
+    /// Minutes past 59.
+    Minute,
+    /// Seconds past 59.
+    Second,
+}
+
+impl TimeRefusal {
+    /// Why, and how to write a time of day instead.
+    pub const fn message(self) -> &'static str {
+        match self {
+            TimeRefusal::Shape => {
+                "a time of day is hours and minutes, and maybe seconds: write it as `HH:MM` on \
+                 a 24-hour clock (`09:00`, `17:30`, `17:30:15`)"
+            }
+            TimeRefusal::Digits => {
+                "its hours, minutes and seconds are two digits each: write it as `HH:MM` on a \
+                 24-hour clock (`09:00`, `17:30`)"
+            }
+            TimeRefusal::Hour => {
+                "its hour is past 23; write it as `HH:MM` on a 24-hour clock (`09:00`, \
+                 `17:30`), midnight as `00:00`"
+            }
+            TimeRefusal::Minute => {
+                "its minutes are past 59; write it as `HH:MM` (`09:00`, `17:30`)"
+            }
+            TimeRefusal::Second => "its seconds are past 59; write it as `HH:MM:SS` (`17:30:15`)",
+        }
+    }
+}
+
 impl LocalTime {
     /// `text` as `HH:MM` or `HH:MM:SS`, on a 24-hour clock.
     pub fn parse(text: &str) -> Result<LocalTime, CalendarError> {
-        let refused = |why: &str| {
-            CalendarError::new(format!(
-                "`{text}` is not a time of day: {why}; write it as `HH:MM` on a 24-hour clock \
-                 (`09:00`, `17:30`)"
-            ))
+        LocalTime::parse_const(text).map_err(|why| {
+            CalendarError::new(format!("`{text}` is not a time of day: {}", why.message()))
+        })
+    }
+
+    /// [`parse`](Self::parse) while compiling: what [`time!`](crate::time) checks a literal
+    /// with.
+    pub const fn parse_const(text: &str) -> Result<LocalTime, TimeRefusal> {
+        let bytes = text.as_bytes();
+        let seconds = match bytes.len() {
+            5 => false,
+            8 => true,
+            _ => return Err(TimeRefusal::Shape),
         };
-        let parts: Vec<&str> = text.split(':').collect();
-        let number = |part: &str, most: u8, what: &str| -> Result<i8, CalendarError> {
-            let value: u8 = match part.len() {
-                2 => part
-                    .parse()
-                    .map_err(|_| refused(&format!("its {what} is not a number")))?,
-                _ => return Err(refused(&format!("its {what} is not two digits"))),
-            };
-            if value > most {
-                return Err(refused(&format!("its {what} is past {most}")));
-            }
-            Ok(value as i8)
+        if bytes[2] != b':' || (seconds && bytes[5] != b':') {
+            return Err(TimeRefusal::Shape);
+        }
+        let (Some(hour), Some(minute)) = (two_digits(bytes, 0), two_digits(bytes, 3)) else {
+            return Err(TimeRefusal::Digits);
         };
-        let (hour, minute, second) = match parts.as_slice() {
-            [hour, minute] => (number(hour, 23, "hour")?, number(minute, 59, "minute")?, 0),
-            [hour, minute, second] => (
-                number(hour, 23, "hour")?,
-                number(minute, 59, "minute")?,
-                number(second, 59, "second")?,
-            ),
-            _ => return Err(refused("it is not hours and minutes")),
+        let second = match seconds {
+            false => 0,
+            true => match two_digits(bytes, 6) {
+                Some(second) => second,
+                None => return Err(TimeRefusal::Digits),
+            },
         };
-        Time::new(hour, minute, second, 0)
-            .map(LocalTime)
-            .map_err(|error| refused(&error.to_string()))
+        if hour > 23 {
+            return Err(TimeRefusal::Hour);
+        }
+        if minute > 59 {
+            return Err(TimeRefusal::Minute);
+        }
+        if second > 59 {
+            return Err(TimeRefusal::Second);
+        }
+        Ok(LocalTime(Time::constant(hour, minute, second, 0)))
+    }
+
+    /// `hour:minute:second`, each already in range.
+    pub(crate) const fn of(hour: i8, minute: i8, second: i8) -> LocalTime {
+        LocalTime(Time::constant(hour, minute, second, 0))
     }
 
     /// The time of day.
     pub(crate) fn time(self) -> Time {
         self.0
     }
+}
+
+/// The two digits at `at` as a number.
+const fn two_digits(bytes: &[u8], at: usize) -> Option<i8> {
+    let (tens, ones) = (bytes[at], bytes[at + 1]);
+    if !tens.is_ascii_digit() || !ones.is_ascii_digit() {
+        return None;
+    }
+    Some(((tens - b'0') * 10 + (ones - b'0')) as i8)
 }
 
 impl FromStr for LocalTime {

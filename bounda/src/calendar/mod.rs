@@ -26,12 +26,14 @@ mod business;
 mod civil;
 mod local;
 mod recurrence;
+mod rule;
 mod zone;
 
 pub use business::BusinessDays;
 pub use civil::Civil;
-pub use local::LocalTime;
+pub use local::{LocalTime, TimeRefusal};
 pub use recurrence::Recurrence;
+pub use rule::{RuleError, RuleParts, RuleRefusal};
 pub use zone::Zone;
 
 /// Why a civil moment cannot be resolved: a zone the database does not hold, a time or date that
@@ -254,11 +256,16 @@ mod tests {
             Recurrence::parse("FREQ=WEEKLY;BYHOUR=8")
                 .unwrap_err()
                 .to_string(),
-            "`FREQ=WEEKLY;BYHOUR=8` is not a recurrence: a WEEKLY rule names its days \
-             (BYDAY=MO); write it as an RFC 5545 rule, like \
-             `FREQ=WEEKLY;BYDAY=MO;BYHOUR=8;BYMINUTE=0`"
+            "`FREQ=WEEKLY;BYHOUR=8` is not a recurrence: a WEEKLY rule names its days, like \
+             `FREQ=WEEKLY;BYDAY=MO;BYHOUR=8`"
         );
-        assert!(Recurrence::parse("FREQ=HOURLY").is_err());
+        assert_eq!(
+            Recurrence::parse("FREQ=HOURLY;BYHOUR=8")
+                .unwrap_err()
+                .to_string(),
+            "`FREQ=HOURLY;BYHOUR=8` is not a recurrence: `FREQ=HOURLY`: FREQ takes DAILY, \
+             WEEKLY or MONTHLY, like `FREQ=DAILY;BYHOUR=9`"
+        );
         assert!(Recurrence::parse("FREQ=DAILY;BYHOUR=24").is_err());
     }
 
@@ -272,7 +279,7 @@ mod tests {
         assert_eq!(
             LocalTime::parse("25:00").unwrap_err().to_string(),
             "`25:00` is not a time of day: its hour is past 23; write it as `HH:MM` on a 24-hour \
-             clock (`09:00`, `17:30`)"
+             clock (`09:00`, `17:30`), midnight as `00:00`"
         );
         assert!(LocalTime::parse("9:00").is_err());
         let seconds = LocalTime::parse("17:30:15").unwrap_or_else(|e| panic!("{e}"));

@@ -7,7 +7,9 @@ use super::{CalendarError, LocalTime, instant_of, timestamp_of};
 use crate::Instant;
 
 /// An IANA time zone (`Europe/Paris`, `America/New_York`, `UTC`) from the database bundled in
-/// the build.
+/// the build. It serialises as its name, and a name the database does not hold does not
+/// deserialise: a command that carries a customer's zone is refused when it arrives, naming
+/// the field, rather than failing when a deadline is set from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zone {
     name: String,
@@ -122,6 +124,19 @@ impl Zone {
 
     fn utc_clock(at: Instant) -> Result<DateTime, CalendarError> {
         Ok(TimeZone::UTC.to_datetime(timestamp_of(at)?))
+    }
+}
+
+impl serde::Serialize for Zone {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Zone {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Zone, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Zone::named(&name).map_err(serde::de::Error::custom)
     }
 }
 

@@ -3,9 +3,30 @@
 
 use std::sync::{Arc, Mutex};
 
+/// What an email is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mail {
+    /// The welcome, a minute after registering.
+    Welcome,
+    /// The weekly digest, Mondays at 08:00 the user's time until they activate.
+    Digest,
+}
+
+impl Mail {
+    /// As the log names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mail::Welcome => "welcome email",
+            Mail::Digest => "weekly digest",
+        }
+    }
+}
+
 /// One email to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Email {
+    /// What it is.
+    pub mail: Mail,
     /// The address.
     pub to: String,
     /// Whom it greets.
@@ -50,7 +71,8 @@ impl EmailSender for ConsoleSender {
             to = %email.to,
             name = %email.name,
             idempotency_key = %email.idempotency_key,
-            "welcome email"
+            "{}",
+            email.mail.as_str()
         );
         Ok(())
     }
@@ -103,7 +125,8 @@ impl RecordingSender {
 
 impl EmailSender for RecordingSender {
     fn send(&self, email: Email) -> anyhow::Result<()> {
-        let detail = serde_json::json!({ "to": email.to, "name": email.name });
+        let detail =
+            serde_json::json!({ "mail": email.mail.as_str(), "to": email.to, "name": email.name });
         self.calls
             .record("EmailSender", "send", Some(&email.idempotency_key), detail);
         Ok(())

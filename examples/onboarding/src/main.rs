@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bounda::calendar::Zone;
 use bounda::cli::{Service, ServiceArgs, ServiceCommand};
 use bounda::store::Opening;
 use clap::{Parser, Subcommand};
@@ -31,6 +32,10 @@ enum Command {
         email: String,
         /// Their name.
         name: String,
+        /// Their time zone, an IANA name (`Europe/Paris`): their weekly digest goes Mondays at
+        /// 08:00 there. UTC unless given.
+        #[arg(long)]
+        zone: Option<String>,
     },
     /// Activates the user with this id.
     Activate {
@@ -74,7 +79,9 @@ async fn main() -> ExitCode {
         });
     let result = match cli.command {
         Command::Service(command) => return service.run(&cli.service, command).await,
-        Command::Register { email, name } => register(&service, &cli.service, &email, &name).await,
+        Command::Register { email, name, zone } => {
+            register(&service, &cli.service, &email, &name, zone.as_deref()).await
+        }
         Command::Activate { user_id } => activate(&service, &cli.service, user_id).await,
     };
     match result {
@@ -92,11 +99,13 @@ async fn register(
     args: &ServiceArgs,
     email: &str,
     name: &str,
+    zone: Option<&str>,
 ) -> anyhow::Result<()> {
     let command = RegisterUser {
         user_id: UserId::random(),
         email: Email::parse(email)?,
         name: Name::parse(name)?,
+        zone: zone.map(Zone::named).transpose()?,
     };
     let app = service.open(args, Opening::Create).await?;
     app.dispatch(command.clone()).await?;

@@ -5,6 +5,7 @@
 //! not blank. A command cannot be built with a bad value, and JSON that breaks a rule does not
 //! decode into one (`tests/scenarios.rs`, scenario 4).
 
+use bounda::calendar::Zone;
 use bounda::prelude::*;
 
 /// A payload that breaks a rule: which field, and why.
@@ -128,6 +129,10 @@ pub struct UserRegistered {
     pub email: String,
     /// Their name.
     pub name: String,
+    /// Their time zone, an IANA name; none when they gave none, and on registrations made
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
 
 /// The user activated their account.
@@ -229,6 +234,10 @@ pub struct RegisterUser {
     pub email: Email,
     /// Their name.
     pub name: Name,
+    /// Their time zone, for the weekly digest (UTC unless given): a name the IANA database
+    /// does not hold is refused when the command arrives.
+    #[serde(default)]
+    pub zone: Option<Zone>,
 }
 
 /// Why a user cannot register.
@@ -258,6 +267,7 @@ impl Command for RegisterUser {
                 user_id: self.user_id.as_str().to_owned(),
                 email: self.email.as_str().to_owned(),
                 name: self.name.as_str().to_owned(),
+                zone: self.zone.as_ref().map(|zone| zone.name().to_owned()),
             }
             .into(),
         ])

@@ -5,7 +5,7 @@ use bounda::prelude::*;
 use bounda::relay::{Contract, Relay};
 use bounda_webhooks::Webhook;
 
-use crate::email::{Email, EmailPort};
+use crate::email::{Email, EmailPort, Mail};
 use crate::user::{RecordWelcomeEmailSent, UserRegistered, WelcomeEmailSent};
 
 /// Sends the welcome email `WELCOME_EMAIL_DELAY` (a minute unless set) after the user
@@ -14,6 +14,7 @@ use crate::user::{RecordWelcomeEmailSent, UserRegistered, WelcomeEmailSent};
 pub async fn send_welcome_email_on_user_registered(cx: Reaction<'_, UserRegistered>) -> Result<()> {
     let registered = cx.event();
     cx.port::<EmailPort>()?.send(Email {
+        mail: Mail::Welcome,
         to: registered.email.clone(),
         name: registered.name.clone(),
         idempotency_key: cx.idempotency_key().to_owned(),

@@ -79,6 +79,7 @@ impl Input for Visitor {
         match *self {
             Visitor::Register(n) => Sent::of(
                 app.dispatch(RegisterUser {
+                    zone: None,
                     user_id: UserId::parse(&user_id(n)).map_err(|e| e.to_string())?,
                     email: Email::parse(&format!("user{n}@example.com"))
                         .map_err(|e| e.to_string())?,

@@ -1,5 +1,6 @@
 //! The onboarding's five scenarios, on simulated time and SQLite in memory, read through the
-//! state and the `users-directory` and `user-details` read models.
+//! state and the `users-directory` and `user-details` read models; and the weekly digest in the
+//! user's own time zone.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,7 +14,7 @@ use bounda::prelude::*;
 use bounda::testing::Logs;
 use bounda_sqlite::SqliteStore;
 use onboarding::directory::{list_users, user_details};
-use onboarding::email::{EmailPort, MemorySender};
+use onboarding::email::{EmailPort, Mail, MemorySender};
 use onboarding::onboarding::UserOnboarding;
 use onboarding::user::*;
 
@@ -49,6 +50,7 @@ impl Onboarding {
         let registered = self
             .app
             .dispatch(RegisterUser {
+                zone: None,
                 user_id: user_id.clone(),
                 email: Email::parse(&format!("{}@example.com", name.to_lowercase())).unwrap(),
                 name: Name::parse(name).unwrap(),
@@ -167,6 +169,7 @@ async fn duplicates_are_rejected_and_bad_payloads_do_not_validate() {
     let o = onboarding().await;
     let ada = o.register("Ada").await;
     let again = RegisterUser {
+        zone: None,
         user_id: UserId::parse(&ada).unwrap(),
         email: Email::parse("ada@example.com").unwrap(),
         name: Name::parse("Ada").unwrap(),
@@ -293,4 +296,70 @@ async fn the_onboarding_timeout_is_the_apps_setting() {
             "seven days unless set"
         );
     }
+}
+
+// Issue 38: a user who has not activated gets a digest every Monday at 08:00 their time, on
+// either side of the change to summer time; activation ends them.
+#[tokio::test]
+async fn the_weekly_digest_goes_mondays_at_eight_in_the_users_zone_until_activation() {
+    let o = onboarding_for(days(30)).await;
+    // Thursday 19 March 2026; Berlin moves to summer time on Sunday the 29th.
+    o.app
+        .clock()
+        .advance_to(Instant::parse("2026-03-19T10:00:00Z").unwrap());
+    let user_id = UserId::random();
+    o.app
+        .dispatch(RegisterUser {
+            user_id: user_id.clone(),
+            email: Email::parse("grace@example.com").unwrap(),
+            name: Name::parse("Grace").unwrap(),
+            zone: Some(bounda::zone!("Europe/Berlin")),
+        })
+        .await
+        .unwrap();
+    let digests = |o: &Onboarding| {
+        o.outbox
+            .sent()
+            .iter()
+            .filter(|email| email.mail == Mail::Digest)
+            .count()
+    };
+    let berlin = bounda::zone!("Europe/Berlin");
+    o.app.advance(days(12)).await.unwrap();
+    assert_eq!(digests(&o), 2, "Monday the 23rd and Monday the 30th");
+    let story = o
+        .app
+        .app()
+        .explain::<UserOnboarding>(user_id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    let sent_at: Vec<String> = story
+        .steps
+        .iter()
+        .filter_map(|step| match &step.what {
+            bounda::explain::StepKind::DeadlineReached { local, .. } => local.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        sent_at,
+        [
+            "2026-03-23 08:00 Europe/Berlin (07:00Z)",
+            "2026-03-30 08:00 Europe/Berlin (06:00Z)"
+        ]
+    );
+    assert_eq!(
+        berlin.describe(story.pending[0].at),
+        "2026-04-06 08:00 Europe/Berlin (06:00Z)"
+    );
+
+    o.app
+        .dispatch(ActivateUser {
+            user_id: user_id.as_str().to_owned(),
+        })
+        .await
+        .unwrap();
+    o.app.advance(days(14)).await.unwrap();
+    assert_eq!(digests(&o), 2, "none after activation");
 }

@@ -53,7 +53,33 @@ fn a_user_registers_works_through_and_activates_on_the_services_commands() {
     );
     assert!(!dir.join("onboarding.db").exists());
 
-    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    // A zone the database does not hold is refused before anything is stored.
+    let refused = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Atlantis",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("`Europe/Atlantis` is not a time zone of the IANA database"),
+        "{}",
+        stderr(&refused)
+    );
+    let registered = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Berlin",
+        ],
+    );
     assert!(registered.status.success(), "{}", stderr(&registered));
     let id = stdout(&registered).trim().to_owned();
     assert_eq!(id.len(), 36, "a uuid: {id}");
@@ -73,13 +99,19 @@ fn a_user_registers_works_through_and_activates_on_the_services_commands() {
         stdout(&running)
     );
 
-    // A preview on a copy runs the welcome email on simulated time, through the recording double.
+    // A preview on a copy runs the welcome email and the Monday digest on simulated time,
+    // through the recording double; the digest reads in the user's zone.
     let copy = onboarding(dir, &["copy", "copy.db"]);
     assert!(copy.status.success(), "{}", stderr(&copy));
     let preview = onboarding(dir, &["--db", "copy.db", "preview", "--days", "8"]);
     assert!(preview.status.success(), "{}", stderr(&preview));
     assert!(
-        stdout(&preview).contains("1 calls of EmailSender.send"),
+        stdout(&preview).contains("2 calls of EmailSender.send"),
+        "{}",
+        stdout(&preview)
+    );
+    assert!(
+        stdout(&preview).contains(" 08:00 Europe/Berlin ("),
         "{}",
         stdout(&preview)
     );
@@ -108,7 +140,33 @@ fn a_user_registers_works_through_and_activates_on_the_services_commands() {
 fn the_settings_file_is_read_and_a_mistake_in_it_refused() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    // A zone the database does not hold is refused before anything is stored.
+    let refused = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Atlantis",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("`Europe/Atlantis` is not a time zone of the IANA database"),
+        "{}",
+        stderr(&refused)
+    );
+    let registered = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Berlin",
+        ],
+    );
     assert!(registered.status.success(), "{}", stderr(&registered));
 
     std::fs::write(
@@ -206,7 +264,33 @@ fn a_command_that_reads_never_changes_the_file_it_is_pointed_at() {
     let migrated = onboarding(dir, &["migrate"]);
     assert!(migrated.status.success(), "{}", stderr(&migrated));
     assert!(stdout(&migrated).contains("`onboarding.db` is at this build's schema"));
-    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    // A zone the database does not hold is refused before anything is stored.
+    let refused = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Atlantis",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("`Europe/Atlantis` is not a time zone of the IANA database"),
+        "{}",
+        stderr(&refused)
+    );
+    let registered = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Berlin",
+        ],
+    );
     assert!(registered.status.success(), "{}", stderr(&registered));
     let backup = dir.join("backup.db");
     rusqlite::Connection::open(dir.join("onboarding.db"))
@@ -319,7 +403,33 @@ fn the_welcome_is_posted_as_a_signed_webhook() {
          neither\n"
     );
 
-    let registered = onboarding(dir, &["register", "ann@example.com", "Ann"]);
+    // A zone the database does not hold is refused before anything is stored.
+    let refused = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Atlantis",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("`Europe/Atlantis` is not a time zone of the IANA database"),
+        "{}",
+        stderr(&refused)
+    );
+    let registered = onboarding(
+        dir,
+        &[
+            "register",
+            "ann@example.com",
+            "Ann",
+            "--zone",
+            "Europe/Berlin",
+        ],
+    );
     assert!(registered.status.success(), "{}", stderr(&registered));
     let id = stdout(&registered).trim().to_owned();
     let env = [

@@ -52,6 +52,7 @@ impl Input for Visitor {
         match *self {
             Visitor::Register(n) => Sent::of(
                 app.dispatch(RegisterUser {
+                    zone: None,
                     user_id: UserId::parse(&user_id(n)).map_err(invalid)?,
                     email: Email::parse(&format!("user{n}@example.com")).map_err(invalid)?,
                     name: Name::parse(&format!("User {n}")).map_err(invalid)?,
@@ -85,7 +86,8 @@ impl EmailSender for SimulatedSender {
     fn send(&self, email: Message) -> anyhow::Result<()> {
         let key = &email.idempotency_key;
         self.faults.try_call(&format!("email:{key}"))?;
-        self.effects.record(key, format!("welcome {}", email.to));
+        self.effects
+            .record(key, format!("{} {}", email.mail.as_str(), email.to));
         Ok(())
     }
 }
@@ -111,7 +113,16 @@ fn count(events: &[RecordedEvent], event_type: &str) -> usize {
 
 /// How many welcome emails went to user `n`, each under its own key.
 fn welcomes(app: &App, n: u8) -> Result<usize, String> {
-    let to = format!("welcome user{n}@example.com");
+    sent(app, &format!("welcome email user{n}@example.com"))
+}
+
+/// How many weekly digests user `n` got.
+fn digests(app: &App, n: u8) -> Result<usize, String> {
+    sent(app, &format!("weekly digest user{n}@example.com"))
+}
+
+/// How many emails were recorded as `to`.
+fn sent(app: &App, to: &str) -> Result<usize, String> {
     let effects = app.port::<Effects>().map_err(|e| e.to_string())?;
     Ok(effects.all().values().filter(|e| **e == to).count())
 }
@@ -146,6 +157,14 @@ async fn ends_once(app: App) -> Result<(), String> {
         if sent > 1 + retried {
             return Err(format!(
                 "user {n} was welcomed {sent} times, with {retried} letters retried"
+            ));
+        }
+        // A seven-day registration meets one Monday 08:00 at most: however late a digest
+        // runs, it goes once and moves on to the next Monday, past the registration's end.
+        let digests = digests(&app, n)?;
+        if digests > 1 + retried {
+            return Err(format!(
+                "user {n} got {digests} weekly digests, with {retried} letters retried"
             ));
         }
     }
@@ -195,7 +214,7 @@ fn simulation() -> Simulation<Visitor> {
     .port_faults(15)
     .store_faults(40)
     .invariant(
-        "a registration ends once; one welcome email at most",
+        "a registration ends once; one welcome email and one digest at most",
         ends_once,
     )
     .at_end(

@@ -2,6 +2,7 @@
 //! payment window closes, gives up on it then, and compensates in one place,
 //! `on_order_cancelled`, however the order ends.
 
+use bounda::calendar::Zone;
 use bounda::prelude::*;
 
 use crate::order::*;
@@ -100,10 +101,23 @@ impl OrderLifecycle {
         .await?;
         let window = cx.port::<PaymentWindow>()?.0;
         let pay_by = cx.now() + window;
+        let before_close = Deadline::at(payment_reminder(pay_by, window));
+        // At 09:00 the next morning where the customer lives, when the window is still open
+        // then; otherwise, and for an order placed before zones were kept, before it closes.
+        let reminder = match &placed.zone {
+            Some(zone) => {
+                let next_morning = cx.days_later(1, bounda::time!("09:00"), &Zone::named(zone)?)?;
+                match next_morning.moment() {
+                    Some(at) if at < pay_by => next_morning,
+                    _ => before_close,
+                }
+            }
+            None => before_close,
+        };
         Ok(OrderLifecyclePatch::default()
             .payment_id(Some(payment_id))
             .pay_by(Deadline::at(pay_by))
-            .payment_reminder(Deadline::at(payment_reminder(pay_by, window))))
+            .payment_reminder(reminder))
     }
 
     async fn on_payment_processing(

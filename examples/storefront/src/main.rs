@@ -251,6 +251,15 @@ fn money(cents: u64) -> String {
 /// The fates of orders 0, 1, 2, 3, ...: settled, declined, left to expire, settled, ...
 const FATES: [Fate; 3] = [Fate::Settle, Fate::Decline, Fate::Ignore];
 
+/// Where the demo's customers live: each order's payment reminder goes at 09:00 there the day
+/// after (or before its window closes, when that comes first).
+const ZONES: [&str; 4] = [
+    "Europe/Paris",
+    "America/New_York",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+];
+
 /// The fate of order `o-<batch>-<n>`; an id of another shape is left alone.
 fn fate_of(order_id: &str) -> Fate {
     order_id
@@ -334,6 +343,7 @@ async fn run(
             order_id: order_id.clone(),
             customer_id: format!("c-{i}"),
             items,
+            zone: Some(ZONES[i % ZONES.len()].to_owned()),
         })
         .await
         .map_err(|error| anyhow::Error::new(error).context(format!("cannot place {order_id}")))?;

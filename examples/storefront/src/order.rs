@@ -39,6 +39,9 @@ pub struct OrderPlaced {
     pub items: Vec<Item>,
     /// What it costs, in cents.
     pub amount: u64,
+    /// The customer's time zone, an IANA name; none on orders placed before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
 
 /// `OrderPlaced` as the first storefront stored it, its amount called `total`.
@@ -61,6 +64,7 @@ impl From<OrderPlacedV1> for OrderPlaced {
             customer_id: old.customer_id,
             items: old.items,
             amount: old.total,
+            zone: None,
         }
     }
 }
@@ -179,10 +183,20 @@ macro_rules! order_command {
     };
 }
 
-order_command!(
-    /// Places an order: its total is the sum of its lines.
-    PlaceOrder { customer_id: String, items: Vec<Item> } rejects PlaceOrderRejection
-);
+/// Places an order: its total is the sum of its lines.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlaceOrder {
+    /// The order.
+    pub order_id: String,
+    /// Who orders.
+    pub customer_id: String,
+    /// What they order.
+    pub items: Vec<Item>,
+    /// The customer's time zone, an IANA name (`Europe/Paris`): their payment reminder goes
+    /// at 09:00 there the day after. Checked when the order is placed.
+    #[serde(default)]
+    pub zone: Option<String>,
+}
 
 /// Why an order cannot be placed.
 #[derive(Debug, Clone, PartialEq, Eq, Rejection)]
@@ -196,6 +210,11 @@ pub enum PlaceOrderRejection {
         "an order needs at least one line, each with a quantity and a price, and a total that fits"
     )]
     InvalidItems,
+    /// The customer's zone is not one of the IANA database.
+    #[rejection(
+        "the customer's zone is not a time zone of the IANA database: name it as `Area/City`, like `Europe/Paris`"
+    )]
+    UnknownZone,
 }
 
 #[command]
@@ -215,6 +234,12 @@ impl Command for PlaceOrder {
         if self.items.is_empty() || self.items.iter().any(|i| i.quantity == 0 || i.price == 0) {
             return Err(PlaceOrderRejection::InvalidItems);
         }
+        // Refused now, not when the reminder would be set: a zone in the log always reads.
+        if let Some(zone) = &self.zone
+            && bounda::calendar::Zone::named(zone).is_err()
+        {
+            return Err(PlaceOrderRejection::UnknownZone);
+        }
         // A total past u64 cents is no order; refused, never a panic on the caller's numbers.
         let total = self
             .items
@@ -231,6 +256,7 @@ impl Command for PlaceOrder {
                 customer_id: self.customer_id.clone(),
                 items: self.items.clone(),
                 amount: total,
+                zone: self.zone.clone(),
             }
             .into(),
         ])

@@ -60,6 +60,7 @@ async fn shop_with_a_letter(db: &Path) {
         gateway.fail_intents(if order == "o-1" { 100 } else { 0 });
         shop.dispatch(PlaceOrder {
             order_id: order.into(),
+            zone: None,
             customer_id: "c-1".into(),
             items: vec![Item {
                 product_id: "p-1".into(),

@@ -112,6 +112,7 @@ async fn three_machines_one_cut_off_holding_claims_run_every_order_once() {
                 }];
                 shop.dispatch(PlaceOrder {
                     order_id: format!("o-{n:04}"),
+                    zone: None,
                     customer_id: "c".into(),
                     items,
                 })

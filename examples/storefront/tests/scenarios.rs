@@ -1,5 +1,6 @@
 //! The storefront's twelve scenarios, on simulated time and SQLite in memory, read through the
-//! aggregates' state and the `order-summary` and `my-orders` read models.
+//! aggregates' state and the `order-summary` and `my-orders` read models; and the payment
+//! reminder in the customer's own time zone.
 
 #![allow(
     clippy::unwrap_used,
@@ -65,6 +66,7 @@ impl Shop {
         self.app
             .dispatch(PlaceOrder {
                 order_id: order_id.into(),
+                zone: None,
                 customer_id: "c-1".into(),
                 items: items(),
             })
@@ -514,5 +516,67 @@ async fn a_failing_intent_is_retried_with_the_same_ids() {
             .await
             .unwrap(),
         0
+    );
+}
+
+// Issue 38: an order carries the customer's zone; its payment reminder goes at 09:00 there the
+// next morning (here the morning Paris moves to summer time), and `explain` shows it in that
+// zone. A zone the database does not hold is refused when the order is placed.
+#[tokio::test]
+async fn the_payment_reminder_goes_at_nine_the_next_morning_in_the_customers_zone() {
+    let shop = shop().await;
+    let placed = Instant::parse("2026-03-28T20:00:00Z").unwrap();
+    shop.app.clock().advance_to(placed);
+    let in_zone = |order_id: &str, zone: &str| PlaceOrder {
+        order_id: order_id.into(),
+        customer_id: "c-1".into(),
+        items: items(),
+        zone: Some(zone.into()),
+    };
+    shop.app
+        .dispatch(in_zone("o-1", "Europe/Paris"))
+        .await
+        .unwrap();
+    shop.app.run_until_idle().await.unwrap();
+
+    let story = shop
+        .app
+        .app()
+        .explain::<storefront::lifecycle::OrderLifecycle>("o-1")
+        .await
+        .unwrap()
+        .unwrap();
+    let reminder = story
+        .pending
+        .iter()
+        .find(|due| due.field == "payment_reminder")
+        .unwrap();
+    assert_eq!(
+        reminder.local.as_deref(),
+        Some("2026-03-29 09:00 Europe/Paris (07:00Z)")
+    );
+    // Eleven hours on: one millisecond before 09:00 in Paris, then 09:00.
+    shop.app
+        .advance(hours(11) - bounda::millis(1))
+        .await
+        .unwrap();
+    assert!(!shop.order("o-1").await.payment_reminder_sent);
+    shop.app.advance(bounda::millis(1)).await.unwrap();
+    assert!(
+        shop.order("o-1").await.payment_reminder_sent,
+        "at 09:00 Paris time"
+    );
+
+    let refused = shop
+        .app
+        .dispatch(in_zone("o-2", "Europe/Atlantis"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            bounda::DispatchError::Rejected(PlaceOrderRejection::UnknownZone)
+        ),
+        "{refused:?}"
     );
 }

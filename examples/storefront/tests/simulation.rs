@@ -67,6 +67,7 @@ impl Input for Shopper {
                 return Sent::of(
                     app.dispatch(PlaceOrder {
                         order_id,
+                        zone: None,
                         customer_id: format!("c-{}", n % 2),
                         items: vec![Item {
                             product_id: "p-1".into(),

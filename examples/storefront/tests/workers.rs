@@ -102,6 +102,7 @@ async fn two_workers_on_one_file_run_each_handler_and_deadline_once() {
         }];
         app.dispatch(PlaceOrder {
             order_id: format!("o-{i:03}"),
+            zone: None,
             customer_id: "c".into(),
             items,
         })

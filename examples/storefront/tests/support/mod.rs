@@ -306,6 +306,7 @@ pub fn http_get(url: &str, host: &str) -> (u16, String) {
 /// The order these tests place: `order_id`, one item of 1.00, for customer `c`.
 pub fn order(order_id: &str) -> storefront::order::PlaceOrder {
     storefront::order::PlaceOrder {
+        zone: None,
         order_id: order_id.to_owned(),
         customer_id: "c".into(),
         items: vec![storefront::order::Item {

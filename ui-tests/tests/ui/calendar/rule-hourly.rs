@@ -1,0 +1,3 @@
+fn main() {
+    let _ = bounda::rule!("FREQ=HOURLY;BYMINUTE=0");
+}

@@ -1,0 +1,4 @@
+fn main() {
+    let name = "Europe/Paris";
+    let _ = bounda::zone!(name);
+}
