@@ -21,3 +21,6 @@ pub mod simulating {}
 
 #[doc = include_str!("../docs/integrating.md")]
 pub mod integrating {}
+
+#[doc = include_str!("../docs/calendar-deadlines.md")]
+pub mod calendar_deadlines {}

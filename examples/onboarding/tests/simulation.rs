@@ -18,6 +18,19 @@ use onboarding::user::{ActivateUser, Email, Name, RegisterUser, UpdateProfile, U
 /// Users a schedule uses.
 const USERS: u8 = 4;
 
+/// Where user `n` lives: two zones with their clock changes in the spring and autumn of the
+/// north, one with its changes in the south's, one without.
+const ZONES: [&str; USERS as usize] = [
+    "Europe/Berlin",
+    "America/New_York",
+    "Australia/Sydney",
+    "Asia/Kolkata",
+];
+
+fn zone_of(n: u8) -> Result<bounda::calendar::Zone, String> {
+    bounda::calendar::Zone::named(ZONES[usize::from(n % USERS)]).map_err(|e| e.to_string())
+}
+
 /// What user `n` does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Visitor {
@@ -52,7 +65,7 @@ impl Input for Visitor {
         match *self {
             Visitor::Register(n) => Sent::of(
                 app.dispatch(RegisterUser {
-                    zone: None,
+                    zone: Some(zone_of(n)?),
                     user_id: UserId::parse(&user_id(n)).map_err(invalid)?,
                     email: Email::parse(&format!("user{n}@example.com")).map_err(invalid)?,
                     name: Name::parse(&format!("User {n}")).map_err(invalid)?,
@@ -171,6 +184,36 @@ async fn ends_once(app: App) -> Result<(), String> {
     Ok(())
 }
 
+/// Every weekly digest that ran was due on a Monday at 08:00 in its user's zone, on whichever
+/// side of a clock change, and ran at or after that moment: late after an outage, never early.
+async fn digests_on_mondays_at_eight(app: App) -> Result<(), String> {
+    for n in 0..USERS {
+        let zone = zone_of(n)?;
+        let lifecycle = app
+            .store()
+            .read_stream("process:UserOnboarding", &user_id(n))
+            .await
+            .map_err(|e| e.to_string())?;
+        for event in lifecycle.iter().filter(|event| {
+            event.event_type == "ProcessDeadlineReached" && event.payload["field"] == "digest"
+        }) {
+            let due: bounda::Instant =
+                serde_json::from_value(event.payload["at"].clone()).map_err(|e| e.to_string())?;
+            let local = zone.wall_clock(due).map_err(|e| e.to_string())?;
+            let monday_at_eight = local.weekday() == jiff::civil::Weekday::Monday
+                && (local.hour(), local.minute(), local.second()) == (8, 0, 0);
+            if !monday_at_eight || event.timestamp < due {
+                return Err(format!(
+                    "user {n}'s digest was due {} and ran at {}",
+                    zone.describe(due),
+                    zone.describe(event.timestamp)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// At the end: every registration ended, and every user was welcomed and it was recorded once,
 /// unless a letter about them is open or was discarded.
 async fn everyone_settled(app: App) -> Result<(), String> {
@@ -217,6 +260,10 @@ fn simulation() -> Simulation<Visitor> {
         "a registration ends once; one welcome email and one digest at most",
         ends_once,
     )
+    .invariant(
+        "a digest is due Mondays at 08:00 in its user's zone and never runs early",
+        digests_on_mondays_at_eight,
+    )
     .at_end(
         "every registration ended and was welcomed",
         everyone_settled,
@@ -250,4 +297,62 @@ async fn a_retried_letter_may_send_the_welcome_again() {
             ],
         )
         .await;
+}
+
+// Issue 38: Berlin moves to summer time on Sunday 29 March 2026. A user registered on the
+// Thursday before; no runner runs from Sunday morning to Tuesday noon, across the change and
+// the Monday digest, which then runs once, late, still due at 08:00 Berlin time (06:00Z, summer
+// time), while every invariant holds.
+#[tokio::test]
+async fn a_digest_missed_in_an_outage_across_the_clock_change_runs_once_late() {
+    use Visitor::*;
+    use bounda::testing::simulate::Step::*;
+    const HOUR: u64 = 3_600_000;
+    // From 2026-01-01T00:00Z to Thursday 26 March 10:00Z, then to Sunday 29 March 00:00Z,
+    // then an outage to Tuesday 31 March 12:00Z.
+    let to_thursday = (31 + 28 + 25) * 24 * HOUR + 10 * HOUR;
+    let to_sunday = 2 * 24 * HOUR + 14 * HOUR;
+    let outage = 2 * 24 * HOUR + 12 * HOUR;
+    let report = simulation()
+        .at_end(
+            "the digest ran once, late, due 08:00 summer time",
+            ran_late_once,
+        )
+        .replay(
+            0,
+            &[
+                Advance(to_thursday),
+                Send(Register(0)),
+                Advance(to_sunday),
+                Outage(outage),
+                Advance(HOUR),
+            ],
+        )
+        .await;
+    assert!(report.effects >= 2, "the welcome and the digest: {report}");
+}
+
+/// User 0's digests: one, due Monday 30 March 2026 at 08:00 Berlin time (06:00Z), run when the
+/// runners came back on Tuesday.
+async fn ran_late_once(app: App) -> Result<(), String> {
+    let lifecycle = app
+        .store()
+        .read_stream("process:UserOnboarding", &user_id(0))
+        .await
+        .map_err(|e| e.to_string())?;
+    let ran: Vec<(String, String)> = lifecycle
+        .iter()
+        .filter(|event| {
+            event.event_type == "ProcessDeadlineReached" && event.payload["field"] == "digest"
+        })
+        .map(|event| (event.payload["at"].to_string(), event.timestamp.to_string()))
+        .collect();
+    match ran.as_slice() {
+        [(due, at)]
+            if due == "\"2026-03-30T06:00:00.000Z\"" && at.as_str() >= "2026-03-31T12:00" =>
+        {
+            Ok(())
+        }
+        _ => Err(format!("user 0's digests ran as {ran:?}")),
+    }
 }
