@@ -152,6 +152,59 @@ pub mod expiry {
     }
 }
 
+/// A daily deadline two ways, to weigh what resolving it on the calendar costs: each firing sets
+/// the next day's. `Plain` adds 24 hours to the moment that came due; `Civil` takes the next
+/// occurrence of a daily rule in a zone (02:00 in Paris, an hour after the simulated clock's
+/// start), kept with its zone and rule in the state.
+pub mod daily {
+    use bounda::prelude::*;
+    use bounda::{rule, zone};
+
+    use super::{Ticket, TicketOpened};
+
+    /// Due an hour after the ticket opens, then every 24 hours.
+    #[process(on = Ticket, started_by = [TicketOpened], timeout = "365d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Plain {
+        #[deadline]
+        daily: Deadline,
+    }
+
+    #[process]
+    impl Plain {
+        async fn on_ticket_opened(cx: On<'_, Self, TicketOpened>) -> Result<PlainPatch> {
+            Ok(PlainPatch::default().daily(cx.after(hours(1))))
+        }
+
+        async fn at_daily(cx: At<'_, Self>) -> Result<AtDaily> {
+            Ok(AtDaily::new(cx.after(hours(24))))
+        }
+    }
+
+    /// Due at 02:00 Paris time, then every day at 02:00 there by its rule.
+    #[process(on = Ticket, started_by = [TicketOpened], timeout = "365d")]
+    #[derive(Debug, Default, Clone, Serialize, Deserialize)]
+    pub struct Civil {
+        #[deadline]
+        nightly: Deadline,
+    }
+
+    #[process]
+    impl Civil {
+        async fn on_ticket_opened(cx: On<'_, Self, TicketOpened>) -> Result<CivilPatch> {
+            let nightly = rule!("FREQ=DAILY;BYHOUR=2");
+            Ok(
+                CivilPatch::default()
+                    .nightly(cx.next_occurrence(&nightly, &zone!("Europe/Paris"))?),
+            )
+        }
+
+        async fn at_nightly(cx: At<'_, Self>) -> Result<AtNightly> {
+            Ok(AtNightly::new(cx.recur()?))
+        }
+    }
+}
+
 /// A process whose deadline comes due a moment after its ticket opens, on the real clock: what
 /// the latency of `App::run` is measured with.
 pub mod soon {

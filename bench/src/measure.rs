@@ -46,6 +46,12 @@ impl Measured {
     }
 }
 
+/// The run of median rate among `runs`.
+pub fn median_run(mut runs: Vec<Measured>) -> Measured {
+    runs.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+    runs[runs.len() / 2]
+}
+
 /// The store on a fresh file at `path`, shared so the benchmark can read its counter.
 fn open(path: &Path, mode: Mode) -> Arc<SqliteStore> {
     let options = Options {
@@ -147,6 +153,13 @@ async fn firings(path: &Path, mode: Mode, units: usize, config: Config) -> Measu
     firings_beside(path, mode, units, config, None).await
 }
 
+/// `units` firings of a daily deadline, each setting the next day's: `P` is
+/// [`daily::Plain`](crate::domain::daily::Plain) (24 hours on) or
+/// [`daily::Civil`](crate::domain::daily::Civil) (a rule's next occurrence in a zone).
+pub async fn daily_firings<P: bounda::Process>(path: &Path, mode: Mode, units: usize) -> Measured {
+    firings_of::<P>(path, mode, units, Config::default(), None).await
+}
+
 /// `units` deadline firings under `config`, with `relay` in the app when given.
 pub async fn firings_beside(
     path: &Path,
@@ -155,8 +168,20 @@ pub async fn firings_beside(
     config: Config,
     relay: Option<bounda::relay::Relay>,
 ) -> Measured {
+    firings_of::<Expiry>(path, mode, units, config, relay).await
+}
+
+/// `units` firings of `P`'s one deadline, due an hour after its ticket opens, under `config`,
+/// with `relay` in the app when given.
+async fn firings_of<P: bounda::Process>(
+    path: &Path,
+    mode: Mode,
+    units: usize,
+    config: Config,
+    relay: Option<bounda::relay::Relay>,
+) -> Measured {
     let store = open(path, mode);
-    let mut builder = builder(&store, config).process::<Expiry>();
+    let mut builder = builder(&store, config).process::<P>();
     if let Some(relay) = relay {
         builder = builder.relay(relay);
     }

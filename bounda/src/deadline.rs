@@ -3,8 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer};
+use serde::de::{self, Deserializer, Visitor};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
@@ -21,8 +21,9 @@ use crate::calendar::{CalendarError, Civil, Recurrence, Zone};
 /// read it as `2026-03-30 09:00 Europe/Paris (07:00Z)` and a recurring one goes on by its own
 /// rule ([`At::recur`](crate::process::At::recur)). It always fires at its instant.
 ///
-/// It serialises as the moment or `null`; a civil one as
-/// `{"at": .., "local": "2026-03-30T09:00:00+02:00[Europe/Paris]", "rule": ..}`.
+/// It serialises as the moment or `null`; a civil one as its wall-clock reading, whose offset
+/// makes it the instant it fires at, then a recurring one's rule:
+/// `"2026-03-30T09:00:00+02:00[Europe/Paris] FREQ=DAILY;BYHOUR=9"`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Deadline {
     at: Option<Instant>,
@@ -124,17 +125,15 @@ impl fmt::Display for Deadline {
 
 impl Serialize for Deadline {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (Some(at), Some(civil)) = (self.at, &self.civil) else {
-            return self.at.serialize(serializer);
-        };
-        let rule = civil.rule().map(Recurrence::rule);
-        let mut map = serializer.serialize_map(Some(2 + usize::from(rule.is_some())))?;
-        map.serialize_entry("at", &at)?;
-        map.serialize_entry("local", civil.local())?;
-        if let Some(rule) = rule {
-            map.serialize_entry("rule", rule)?;
+        match (self.at, &self.civil) {
+            (Some(_), Some(civil)) => match civil.rule() {
+                Some(rule) => {
+                    serializer.serialize_str(&format!("{} {}", civil.local(), rule.rule()))
+                }
+                None => serializer.serialize_str(civil.local()),
+            },
+            _ => self.at.serialize(serializer),
         }
-        map.end()
     }
 }
 
@@ -144,18 +143,8 @@ impl<'de> Deserialize<'de> for Deadline {
     }
 }
 
-/// Reads a stored deadline: `null`, a moment, or a civil one's map.
+/// Reads a stored deadline: `null`, a moment, or a civil one (a reading with its zone).
 struct Stored;
-
-/// A civil deadline as stored.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoredCivil {
-    at: Instant,
-    local: String,
-    #[serde(default)]
-    rule: Option<String>,
-}
 
 impl<'de> Visitor<'de> for Stored {
     type Value = Deadline;
@@ -177,13 +166,12 @@ impl<'de> Visitor<'de> for Stored {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Deadline, E> {
-        Instant::parse(text).map(Deadline::at).map_err(E::custom)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Deadline, A::Error> {
-        let stored = StoredCivil::deserialize(de::value::MapAccessDeserializer::new(map))?;
-        let civil = Civil::read(stored.local, stored.rule.as_deref()).map_err(de::Error::custom)?;
-        Deadline::civil(stored.at, civil).map_err(de::Error::custom)
+        // A civil reading names its zone in brackets; a moment never does.
+        if !text.contains('[') {
+            return Instant::parse(text).map(Deadline::at).map_err(E::custom);
+        }
+        let (at, civil) = Civil::read(text).map_err(E::custom)?;
+        Deadline::civil(at, civil).map_err(E::custom)
     }
 }
 
@@ -221,7 +209,7 @@ mod tests {
         let json = serde_json::to_string(&deadline).unwrap();
         assert_eq!(
             json,
-            r#"{"at":"2026-03-30T07:00:00.000Z","local":"2026-03-30T09:00:00+02:00[Europe/Paris]","rule":"FREQ=DAILY;BYHOUR=9"}"#
+            r#""2026-03-30T09:00:00+02:00[Europe/Paris] FREQ=DAILY;BYHOUR=9""#
         );
         let read: Deadline = serde_json::from_str(&json).unwrap();
         assert_eq!(read, deadline);
@@ -238,7 +226,7 @@ mod tests {
     #[test]
     fn a_reading_the_zone_rules_now_place_elsewhere_keeps_its_instant_and_says_where() {
         // As a database that kept Paris on winter time all year would have written it.
-        let json = r#"{"at":"2026-07-01T08:00:00.000Z","local":"2026-07-01T09:00:00+01:00[Europe/Paris]"}"#;
+        let json = r#""2026-07-01T09:00:00+01:00[Europe/Paris]""#;
         let read: Deadline = serde_json::from_str(json).unwrap();
         assert_eq!(read.moment(), Some("2026-07-01T08:00:00Z".parse().unwrap()));
         assert_eq!(
@@ -251,14 +239,16 @@ mod tests {
     fn a_civil_deadline_that_does_not_read_says_why() {
         for (json, why) in [
             (
-                r#"{"at":"2026-03-30T07:00:00.000Z","local":"2026-03-30T09:00:00+02:00[Mars/Olympus]"}"#,
+                r#""2026-03-30T09:00:00+02:00[Mars/Olympus]""#,
                 "Mars/Olympus",
             ),
             (
-                r#"{"at":"2026-03-30T07:00:00.000Z","local":"2026-03-30T09:00:00+02:00[Europe/Paris]","rule":"FREQ=HOURLY"}"#,
+                r#""2026-03-30T09:00:00+02:00[Europe/Paris] FREQ=HOURLY""#,
                 "FREQ=HOURLY",
             ),
-            (r#"{"at":"2026-03-30T07:00:00.000Z"}"#, "local"),
+            (r#""2026-03-30T09:00:00[Europe/Paris]""#, "no offset"),
+            (r#""2026-03-30T09:00:00+02:00[+02:00]""#, "names no zone"),
+            (r#""2026-03-30 09:00 Europe/Paris""#, "2026-03-30 09:00"),
             (r#"42"#, "a deadline"),
         ] {
             let error = serde_json::from_str::<Deadline>(json).unwrap_err();

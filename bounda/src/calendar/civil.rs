@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
-use jiff::fmt::temporal::DateTimeParser;
+use jiff::fmt::temporal::{DateTimeParser, TimeZoneAnnotationKind};
 use jiff::tz::OffsetConflict;
 
 use super::{CalendarError, Recurrence, Zone, instant_of};
@@ -44,21 +44,45 @@ impl Civil {
         })
     }
 
-    /// A stored civil side: its wall-clock reading (which names its zone) and its rule.
-    pub(crate) fn read(local: String, rule: Option<&str>) -> Result<Civil, CalendarError> {
-        let zoned = READ_AFRESH.parse_zoned_datetime(&local).map_err(|error| {
+    /// A civil deadline as stored: its wall-clock reading, whose offset makes it the instant it
+    /// fires at and whose annotation names its zone, then, for a recurring one, a space and its
+    /// rule. The instant, and the civil side.
+    pub(crate) fn read(stored: &str) -> Result<(Instant, Civil), CalendarError> {
+        let (local, rule) = match stored.split_once(' ') {
+            Some((local, rule)) => (local.to_owned(), Some(rule)),
+            None => (stored.to_owned(), None),
+        };
+        let refused = |why: &str| {
             CalendarError::new(format!(
-                "`{local}` is not a wall-clock reading in a zone of this build's database: {error}"
+                "`{local}` is not a wall-clock reading with its offset and zone, like \
+                 `2026-03-30T09:00:00+02:00[Europe/Paris]`: {why}"
             ))
-        })?;
-        let name = zoned.time_zone().iana_name().ok_or_else(|| {
-            CalendarError::new(format!("`{local}` names no zone of the IANA database"))
-        })?;
-        Ok(Civil {
-            zone: Zone::named(name)?,
+        };
+        // Read without the zone database: its zone is looked up once, by name, below.
+        let pieces = READ_AFRESH
+            .parse_pieces(&local)
+            .map_err(|error| refused(&error.to_string()))?;
+        let (Some(time), Some(offset)) = (pieces.time(), pieces.offset()) else {
+            return Err(refused("it has no time of day or no offset"));
+        };
+        let at = offset
+            .to_numeric_offset()
+            .to_timestamp(pieces.date().to_datetime(time))
+            .map_err(|error| refused(&error.to_string()))
+            .and_then(instant_of)?;
+        let zone = match pieces
+            .time_zone_annotation()
+            .map(|annotation| annotation.kind())
+        {
+            Some(TimeZoneAnnotationKind::Named(name)) => Zone::named(name.as_str())?,
+            _ => return Err(refused("it names no zone")),
+        };
+        let civil = Civil {
+            zone,
             rule: rule.map(Recurrence::parse).transpose()?,
             local,
-        })
+        };
+        Ok((at, civil))
     }
 
     /// The zone it was set in.

@@ -19,7 +19,8 @@ const HORIZON_DAYS: usize = 1_500;
 /// with [`rule!`](crate::rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recurrence {
-    rule: String,
+    /// Shared: a recurring deadline keeps it, and copies of a state copy it.
+    rule: std::sync::Arc<str>,
     parts: RuleParts,
     time: LocalTime,
 }
@@ -46,7 +47,7 @@ impl Recurrence {
     pub fn of_parts(rule: &str, parts: RuleParts) -> Recurrence {
         let (hour, minute, second) = parts.time();
         Recurrence {
-            rule: rule.strip_prefix("RRULE:").unwrap_or(rule).to_owned(),
+            rule: rule.strip_prefix("RRULE:").unwrap_or(rule).into(),
             parts,
             time: LocalTime::of(hour, minute, second),
         }

@@ -12,7 +12,8 @@ use crate::Instant;
 /// the field, rather than failing when a deadline is set from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Zone {
-    name: String,
+    /// Shared: a deadline set in the zone keeps it, and copies of a state copy it.
+    name: std::sync::Arc<str>,
     tz: TimeZone,
 }
 
@@ -26,7 +27,7 @@ impl Zone {
             ))
         })?;
         Ok(Zone {
-            name: name.to_owned(),
+            name: name.into(),
             tz,
         })
     }

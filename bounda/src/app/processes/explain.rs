@@ -553,7 +553,9 @@ fn step(
     // the values as stored, rather than as a deadline that is not set.
     let moment = |state: &Value, key: &str| match state.get(key) {
         None => Some(None),
-        Some(value) => serde_json::from_value::<Option<Instant>>(value.clone()).ok(),
+        Some(value) => serde_json::from_value::<crate::Deadline>(value.clone())
+            .ok()
+            .map(|deadline| deadline.moment()),
     };
     let read: Vec<(&str, &str, Option<Instant>, Option<Instant>)> = fields
         .iter()

@@ -386,7 +386,10 @@ fn lost_moments(process: &dyn ProcessRunner, id: &str, instance: &Instance) -> V
         .into_iter()
         .filter_map(|field| {
             let value = instance.state.get(&field)?;
-            let at = serde_json::from_value::<Instant>(value.clone()).ok()?;
+            // A moment, or a deadline set on the calendar (its reading names its instant).
+            let at = serde_json::from_value::<crate::Deadline>(value.clone())
+                .ok()?
+                .moment()?;
             Some(LostMoment {
                 process: process.name(),
                 instance: id.to_owned(),
