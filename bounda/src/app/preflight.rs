@@ -44,6 +44,9 @@ pub struct Preflight {
     /// until a handler sets it again. Not a failure: reported so an operator knows which
     /// reminders will read an hour off.
     pub rezoned_deadlines: Vec<RezonedDeadline>,
+    /// The release of the zone database this build bundles (`2026f`), which
+    /// `rezoned_deadlines` were read with.
+    pub zone_database: &'static str,
     /// Scheduler entries that disagree with their instance's state (what they carry, or when
     /// they run): until re-armed, their deadlines do not run when the state says. `rearm` re-arms
     /// them, and so does a runner when it starts.
@@ -135,6 +138,7 @@ impl App {
         report.unreadable_states = survey.states;
         report.lost_moments = survey.lost;
         report.rezoned_deadlines = survey.rezoned;
+        report.zone_database = crate::calendar::ZONE_DATABASE;
         report.drifted_entries = survey.drifts;
         self.check_entries(&mut report).await?;
         Ok(report)

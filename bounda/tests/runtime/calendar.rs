@@ -304,6 +304,13 @@ async fn check_names_a_deadline_the_zone_rules_of_this_build_would_move_and_it_k
     );
     let (_, text) = support::operator(app.app(), Operator::Check(CheckArgs { json: false })).await;
     assert!(
+        text.contains(&format!(
+            "deadlines set in a zone whose rules this build's zone database ({}) changed",
+            bounda::calendar::ZONE_DATABASE
+        )),
+        "{text}"
+    );
+    assert!(
         text.contains(
             "OldRules:o-1: `remind` set for 2026-07-01T09:00:00+01:00[Europe/Paris] fires at \
              2026-07-01T08:00:00.000Z; this build's rules put that at 2026-07-01T07:00:00.000Z"
