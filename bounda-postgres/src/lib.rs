@@ -1,6 +1,7 @@
 //! The PostgreSQL store of bounda: the same app on several machines, against one server.
 //!
-//! [`PostgresStore::connect`] opens a pool on a server (without TLS so far) and migrates the
+//! [`PostgresStore::connect`] opens a pool on a server (over TLS as the address's `sslmode`
+//! and `sslrootcert` say, as libpq reads them) and migrates the
 //! tables under a schema and table prefix of your choice, refusing tables written by a newer
 //! bounda. The store implements [`bounda::store::Store`], so an app runs on it as on SQLite:
 //!
@@ -40,6 +41,7 @@ mod statements;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tls;
 mod wake;
 
 use bounda::store::StoreError;
@@ -88,6 +90,10 @@ pub struct PostgresStore {
     names: names::Names,
     /// The server's address, for the connection that listens for wake-ups.
     config: tokio_postgres::Config,
+    /// The address's TLS settings, which say why TLS refused a server.
+    tls: tls::Settings,
+    /// The TLS connector every connection makes TLS with, `None` with `sslmode=disable`.
+    connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// Wakes the processes listening once something they may run has committed.
     notifier: std::sync::Arc<wake::Notifier>,
 }
@@ -112,9 +118,12 @@ impl PostgresStore {
     /// The pool, not connected yet.
     fn connect_pool(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let names = names::Names::new(&options.schema, &options.table_prefix)?;
+        let (url, tls) = tls::split(url)?;
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::with_source("the database address does not read", e))?;
+        config.ssl_mode(tls.negotiation());
+        let connector = tls.connector()?;
         let session = format!(
             "-c idle_in_transaction_session_timeout={}",
             options.idle_in_transaction_timeout.as_millis().max(1)
@@ -133,13 +142,13 @@ impl PostgresStore {
         }
         config.keepalives_idle(NETWORK_TIMEOUT);
         config.tcp_user_timeout(NETWORK_TIMEOUT * 3);
-        let manager = Manager::from_config(
-            config.clone(),
-            tokio_postgres::NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match connector.clone() {
+            Some(connector) => Manager::from_config(config.clone(), connector, manager_config),
+            None => Manager::from_config(config.clone(), tokio_postgres::NoTls, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -152,6 +161,8 @@ impl PostgresStore {
             pool,
             names,
             config,
+            tls,
+            connector,
             notifier: Default::default(),
         })
     }
@@ -241,6 +252,10 @@ impl PostgresStore {
             // The server's own error, not the pool's wrapping of it ("Error occurred while
             // creating a new object: ..."), so the cause reads first.
             deadpool_postgres::PoolError::Backend(error) => {
+                // A server TLS refuses is one to mend, not one to wait for.
+                if let Some(why) = self.tls.refusal(&error) {
+                    return StoreError::new(format!("{FAILED}: {why} ({error})"));
+                }
                 let unavailable = sql::unreachable(&error);
                 StoreError::with_source(FAILED, error).unavailable_if(unavailable)
             }

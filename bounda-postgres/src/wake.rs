@@ -125,6 +125,7 @@ impl PostgresStore {
         let notified = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
             self.config.clone(),
+            self.connector.clone(),
             self.names.channel(),
             notified.clone(),
         ));
@@ -135,13 +136,18 @@ impl PostgresStore {
 /// Keeps a connection listening on `channel`, waking `notified` at each notification.
 async fn listen(
     config: tokio_postgres::Config,
+    connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     channel: String,
     notified: Arc<tokio::sync::Notify>,
 ) {
     let mut delay = RECONNECT.0;
     loop {
         let began = tokio::time::Instant::now();
-        match listen_once(&config, &channel, &notified).await {
+        let once = match connector.clone() {
+            Some(connector) => listen_once(&config, connector, &channel, &notified).await,
+            None => listen_once(&config, tokio_postgres::NoTls, &channel, &notified).await,
+        };
+        match once {
             // It listened a while: connect again at once.
             Ok(()) if began.elapsed() >= RECONNECT.1 => delay = RECONNECT.0,
             // Sessions that end soon after they begin (a server or proxy ending them) are made
@@ -164,16 +170,18 @@ async fn listen(
 
 /// One listening connection, until it ends: `Ok` once it listened and then closed (logged),
 /// `Err` if it could not listen at all.
-async fn listen_once(
+async fn listen_once<T>(
     config: &tokio_postgres::Config,
+    connector: T,
     channel: &str,
     notified: &tokio::sync::Notify,
-) -> Result<(), String> {
+) -> Result<(), String>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Stream: Send + 'static,
+{
     // The client lives to the end: dropping it would end the session.
-    let (client, mut connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (client, mut connection) = config.connect(connector).await.map_err(|e| e.to_string())?;
     // Notifications arrive on the connection, and so does the LISTEN's answer: it is read all
     // along.
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

@@ -131,7 +131,7 @@ fn control() -> Result<&'static Control, String> {
 fn server() -> Result<&'static TestServer, String> {
     static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
     SERVER
-        .get_or_init(|| start(Durability::Off))
+        .get_or_init(|| start(Durability::Off, None))
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -140,7 +140,7 @@ fn server() -> Result<&'static TestServer, String> {
 fn durable_server() -> Result<&'static TestServer, String> {
     static SERVER: OnceLock<Result<TestServer, String>> = OnceLock::new();
     SERVER
-        .get_or_init(|| start(Durability::On))
+        .get_or_init(|| start(Durability::On, None))
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -193,7 +193,89 @@ pub async fn store(test: &str, options: crate::Options) -> crate::PostgresStore 
 
 const HOW: &str = "the PostgreSQL tests need PostgreSQL: install its server (Debian: `apt-get install postgresql`; its binaries are found on PATH or in /usr/lib/postgresql/<version>/bin), or set BOUNDA_POSTGRES_URL to a server they may create schemas on";
 
-fn start(durability: Durability) -> Result<TestServer, String> {
+/// A throwaway server of its own that offers TLS with a certificate for `localhost` only,
+/// signed by an authority made for it: its TCP port, and the authority's certificate (a PEM
+/// file) for `sslrootcert`. Connecting by `127.0.0.1` meets a certificate made for another
+/// name. `None` with a server of one's own (`BOUNDA_POSTGRES_URL`), which the tests cannot give
+/// TLS.
+pub fn tls_server() -> Result<Option<(u16, std::path::PathBuf)>, String> {
+    static SERVER: OnceLock<Result<Option<(TestServer, std::path::PathBuf)>, String>> =
+        OnceLock::new();
+    let started = SERVER.get_or_init(|| {
+        if std::env::var("BOUNDA_POSTGRES_URL").is_ok() {
+            return Ok(None);
+        }
+        let authority = tempfile::Builder::new()
+            .prefix("bounda-pg-tls-")
+            .tempdir_in("/tmp")
+            .map_err(|e| format!("cannot make a directory for the certificates: {e}"))?;
+        let certificates = certificates()?;
+        let ca = authority.keep().join("ca.pem");
+        std::fs::write(&ca, &certificates.authority)
+            .map_err(|e| format!("cannot write the authority's certificate: {e}"))?;
+        let server = start(Durability::Off, Some(certificates))?;
+        Ok(Some((server, ca)))
+    });
+    match started {
+        Ok(Some((server, ca))) => Ok(Some((tcp(server)?.port(), ca.clone()))),
+        Ok(None) => Ok(None),
+        Err(error) => Err(error.clone()),
+    }
+}
+
+/// An authority, and a server certificate and key it signed for `localhost`, as PEM.
+struct Certificates {
+    authority: String,
+    certificate: String,
+    key: String,
+}
+
+fn certificates() -> Result<Certificates, String> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let failed = |e: rcgen::Error| format!("cannot make the test certificates: {e}");
+    let authority_key = KeyPair::generate().map_err(failed)?;
+    let mut authority = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+    authority.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    authority
+        .distinguished_name
+        .push(DnType::CommonName, "bounda test authority");
+    let authority = authority.self_signed(&authority_key).map_err(failed)?;
+    let key = KeyPair::generate().map_err(failed)?;
+    let certificate = CertificateParams::new(vec!["localhost".to_owned()])
+        .map_err(failed)?
+        .signed_by(&key, &authority, &authority_key)
+        .map_err(failed)?;
+    Ok(Certificates {
+        authority: authority.pem(),
+        certificate: certificate.pem(),
+        key: key.serialize_pem(),
+    })
+}
+
+/// Writes the server's certificate and key into `dir`, readable by the server alone, and the
+/// settings that turn TLS on with them.
+fn offer_tls(dir: &Path, certificates: &Certificates, as_root: bool) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let (certificate, key) = (dir.join("server.crt"), dir.join("server.key"));
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("cannot restrict {}: {e}", path.display()))?;
+        if as_root {
+            chown_nobody(path)?;
+        }
+        Ok::<(), String>(())
+    };
+    write(&certificate, &certificates.certificate)?;
+    write(&key, &certificates.key)?;
+    Ok(format!(
+        " -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+        certificate.display(),
+        key.display()
+    ))
+}
+
+fn start(durability: Durability, tls: Option<Certificates>) -> Result<TestServer, String> {
     if let Ok(url) = std::env::var("BOUNDA_POSTGRES_URL") {
         let tcp = tcp_of(&url);
         return Ok(TestServer {
@@ -239,8 +321,12 @@ fn start(durability: Durability) -> Result<TestServer, String> {
         Durability::On => "",
         Durability::Off => " -c fsync=off -c synchronous_commit=off",
     };
+    let tls = match tls {
+        Some(certificates) => offer_tls(dir.path(), &certificates, as_root)?,
+        None => String::new(),
+    };
     let options = format!(
-        "-k '{socket}' -p {port} -c listen_addresses='127.0.0.1' -c max_connections=200{flush}"
+        "-k '{socket}' -p {port} -c listen_addresses='127.0.0.1' -c max_connections=200{flush}{tls}"
     );
     let log = dir.path().join("server.log");
     let log_arg = log.to_string_lossy().into_owned();
