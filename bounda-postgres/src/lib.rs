@@ -122,8 +122,22 @@ impl PostgresStore {
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::with_source("the database address does not read", e))?;
-        config.ssl_mode(tls.negotiation());
-        let connector = tls.connector()?;
+        // A local socket carries no TLS: libpq ignores `sslmode` there, and so does the store.
+        let local = !config.get_hosts().is_empty()
+            && config
+                .get_hosts()
+                .iter()
+                .all(|host| matches!(host, tokio_postgres::config::Host::Unix(_)));
+        let connector = match local {
+            true => {
+                config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+                None
+            }
+            false => {
+                config.ssl_mode(tls.negotiation());
+                tls.connector()?
+            }
+        };
         let session = format!(
             "-c idle_in_transaction_session_timeout={}",
             options.idle_in_transaction_timeout.as_millis().max(1)
