@@ -70,6 +70,17 @@ pub struct Options {
     /// every append to them, until the network came back. The store's transactions never wait
     /// on anything else. Default 5 s.
     pub idle_in_transaction_timeout: bounda::Duration,
+    /// How long one of the store's statements may run before the server cancels it
+    /// (`statement_timeout`), failing the operation with the server's reason. `None` (the
+    /// default) keeps the server's or the role's setting.
+    pub statement_timeout: Option<bounda::Duration>,
+    /// How long one of the store's statements may wait for a lock another session holds
+    /// (`lock_timeout`) before it fails, rather than queue behind a migration or an operator's
+    /// `LOCK`. `None` (the default) keeps the server's or the role's setting.
+    pub lock_timeout: Option<bounda::Duration>,
+    /// What `pg_stat_activity` calls this process's connections, so an operator sees who holds
+    /// what. By default `bounda <host> <pid>`; an `application_name` in the address wins.
+    pub application_name: Option<String>,
 }
 
 impl Default for Options {
@@ -79,6 +90,9 @@ impl Default for Options {
             table_prefix: String::new(),
             pool_size: 8,
             idle_in_transaction_timeout: bounda::seconds(5),
+            statement_timeout: None,
+            lock_timeout: None,
+            application_name: None,
         }
     }
 }
@@ -104,6 +118,16 @@ impl std::fmt::Debug for PostgresStore {
             .field("tables", &self.names.tables())
             .finish_non_exhaustive()
     }
+}
+
+/// `bounda <host> <pid>`: this process, as `pg_stat_activity` shows it by default.
+fn process_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("bounda {host} {}", std::process::id())
 }
 
 impl PostgresStore {
@@ -138,10 +162,25 @@ impl PostgresStore {
                 tls.connector()?
             }
         };
-        let session = format!(
+        let mut session = format!(
             "-c idle_in_transaction_session_timeout={}",
             options.idle_in_transaction_timeout.as_millis().max(1)
         );
+        for (setting, limit) in [
+            ("statement_timeout", options.statement_timeout),
+            ("lock_timeout", options.lock_timeout),
+        ] {
+            if let Some(limit) = limit {
+                session.push_str(&format!(" -c {setting}={}", limit.as_millis().max(1)));
+            }
+        }
+        if config.get_application_name().is_none() {
+            let name = options
+                .application_name
+                .clone()
+                .unwrap_or_else(process_name);
+            config.application_name(&name);
+        }
         let session = match config.get_options() {
             Some(theirs) => format!("{theirs} {session}"),
             None => session,
