@@ -108,6 +108,8 @@ pub struct PostgresStore {
     tls: tls::Settings,
     /// The TLS connector every connection makes TLS with, `None` with `sslmode=disable`.
     connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// The version this store's connecting migrated the tables from, if it did.
+    migrated: std::sync::Arc<std::sync::OnceLock<i32>>,
     /// Wakes the processes listening once something they may run has committed.
     notifier: std::sync::Arc<wake::Notifier>,
 }
@@ -216,6 +218,7 @@ impl PostgresStore {
             config,
             tls,
             connector,
+            migrated: Default::default(),
             notifier: Default::default(),
         })
     }
@@ -223,8 +226,18 @@ impl PostgresStore {
     /// Runs the migrations the tables lack.
     async fn migrate(&self) -> Result<(), StoreError> {
         let mut client = self.client().await?;
-        schema::migrate(&mut client, &self.names).await?;
+        let from = schema::migrate(&mut client, &self.names).await?;
+        if let Some(from) = from {
+            let _ = self.migrated.set(from);
+        }
         Ok(())
+    }
+
+    /// The schema version this store migrated the tables from when it connected, or `None`
+    /// when they were at this build's version already, or another process starting at the same
+    /// time migrated them (it waited for that one, then went on).
+    pub fn migrated_from(&self) -> Option<i32> {
+        self.migrated.get().copied()
     }
 
     /// Connects to tables that exist already at this build's schema, to write to them: an

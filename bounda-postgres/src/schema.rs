@@ -322,17 +322,18 @@ pub(crate) fn downgrade(names: &Names, version: i32) -> Result<String, StoreErro
 }
 
 /// Runs the migrations the database lacks, in one transaction under an advisory lock, so
-/// processes starting together each see them run once. Refuses a database of a newer bounda,
-/// having changed nothing.
+/// processes starting together see them run once: the others wait for the lock, then find the
+/// tables at this version. The version it migrated from, or `None` when there was nothing to
+/// do. Refuses a database of a newer bounda, having changed nothing.
 pub(crate) async fn migrate(
     client: &mut deadpool_postgres::Object,
     names: &Names,
-) -> Result<i32, StoreError> {
+) -> Result<Option<i32>, StoreError> {
     // Tables already at this version need nothing, not even a lock: a role that may only read
     // and write them connects.
     if let Some(version) = current_version(client, names).await? {
         if version == SCHEMA_VERSION {
-            return Ok(version);
+            return Ok(None);
         }
         if version > SCHEMA_VERSION {
             return Err(newer(names, version));
@@ -362,6 +363,10 @@ pub(crate) async fn migrate(
     if version > SCHEMA_VERSION {
         return Err(newer(names, version));
     }
+    // Another process migrated them while this one waited for the lock.
+    if version == SCHEMA_VERSION {
+        return Ok(None);
+    }
     let Ok(applied) = usize::try_from(version) else {
         return Err(StoreError::new(format!(
             "{}schema holds version {version}, which no bounda wrote; restore the table from a backup",
@@ -389,7 +394,11 @@ pub(crate) async fn migrate(
     tx.commit()
         .await
         .map_err(sql("cannot commit the migrations"))?;
-    Ok(SCHEMA_VERSION)
+    tracing::info!(
+        tables = %names.tables(),
+        "migrated the tables from schema version {version} to {SCHEMA_VERSION}"
+    );
+    Ok(Some(version))
 }
 
 /// The tables' version, if their version table exists.

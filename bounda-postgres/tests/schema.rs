@@ -45,10 +45,14 @@ async fn processes_connecting_at_once_migrate_the_tables_once() {
         let (url, options) = (url.clone(), options(&schema, ""));
         tokio::spawn(async move { PostgresStore::connect(&url, options).await })
     });
+    // Issue 39: exactly one migrates; the others wait for it, then run on its tables.
+    let mut migrated = Vec::new();
     for connect in connects {
         let store = connect.await.unwrap().unwrap();
         assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+        migrated.extend(store.migrated_from());
     }
+    assert_eq!(migrated, [0], "one process migrated, from nothing");
     let tables = tables(&url, &schema).await;
     assert_eq!(
         tables,
@@ -116,7 +120,7 @@ async fn tables_of_a_newer_bounda_are_refused_and_left_alone() {
         .to_string();
     assert!(
         error.contains(&format!(
-            "schema version {newer}, written by a newer bounda"
+            "schema version {newer}, written by a newer bounda; this build knows versions up to {SCHEMA_VERSION}"
         )),
         "{error}"
     );
