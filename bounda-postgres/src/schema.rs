@@ -410,7 +410,9 @@ async fn current_version(
     let exists: bool = client
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
         .await
-        .map_err(sql("cannot look for the schema version"))?
+        .map_err(|e| {
+            not_allowed(names, &e).unwrap_or_else(|| sql("cannot look for the schema version")(e))
+        })?
         .try_get(0)
         .map_err(sql("cannot look for the schema version"))?;
     if !exists {
@@ -419,10 +421,29 @@ async fn current_version(
     let row = client
         .query_opt(&format!("SELECT version FROM {table}"), &[])
         .await
-        .map_err(sql("cannot read the schema version"))?;
+        .map_err(|e| {
+            not_allowed(names, &e).unwrap_or_else(|| sql("cannot read the schema version")(e))
+        })?;
     row.map(|row| row.try_get(0))
         .transpose()
         .map_err(sql("cannot read the schema version"))
+}
+
+/// The refusal of tables the connecting role may not use, when `error` is the server's
+/// refusal: another service's schema, or a role not granted its own.
+fn not_allowed(names: &Names, error: &tokio_postgres::Error) -> Option<StoreError> {
+    (error.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)).then(|| {
+        let reason = error
+            .as_db_error()
+            .map_or_else(|| error.to_string(), |db| db.message().to_owned());
+        StoreError::new(format!(
+            "the role connecting may not use the tables `{tables}*` ({reason}): point it at its \
+             own service's schema, or grant it USAGE on schema {schema} and SELECT, INSERT, \
+             UPDATE, DELETE on its tables (the deploying guide lists the grants)",
+            tables = names.tables(),
+            schema = names.schema(),
+        ))
+    })
 }
 
 /// The refusal of tables a newer bounda wrote.
