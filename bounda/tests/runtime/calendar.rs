@@ -205,6 +205,12 @@ async fn a_deadline_set_in_a_zone_reads_in_it_wherever_operators_look() {
         page.contains("remind at 2026-03-29 09:00 Europe/Paris (07:00Z)"),
         "{page}"
     );
+    // The overview's timeline names it in its zone too.
+    let (_, overview, _) = support::page::get(&app, None, "/").await;
+    assert!(
+        overview.contains("DailyReminder:o-1 remind at 2026-03-29 09:00 Europe/Paris (07:00Z)"),
+        "{overview}"
+    );
     // Stored as the reading with its offset (the instant) and zone, and the rule.
     let state = support::lifecycle::<DailyReminder>(&app, "o-1")
         .await
