@@ -81,6 +81,11 @@ pub struct Options {
     /// What `pg_stat_activity` calls this process's connections, so an operator sees who holds
     /// what. By default `bounda <host> <pid>`; an `application_name` in the address wins.
     pub application_name: Option<String>,
+    /// The address the connection that listens for other processes' writes goes to, when not
+    /// the pool's: `LISTEN` needs a session of its own, which a pooler in transaction mode
+    /// does not keep, so behind one the pool's address is the pooler's and this one the
+    /// server's. `None` (the default) listens on the pool's address.
+    pub listen_url: Option<String>,
 }
 
 impl Default for Options {
@@ -93,6 +98,7 @@ impl Default for Options {
             statement_timeout: None,
             lock_timeout: None,
             application_name: None,
+            listen_url: None,
         }
     }
 }
@@ -102,12 +108,14 @@ impl Default for Options {
 pub struct PostgresStore {
     pool: Pool,
     names: names::Names,
-    /// The server's address, for the connection that listens for wake-ups.
-    config: tokio_postgres::Config,
     /// The address's TLS settings, which say why TLS refused a server.
     tls: tls::Settings,
-    /// The TLS connector every connection makes TLS with, `None` with `sslmode=disable`.
-    connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// Where the listening connection goes, and its TLS: the pool's unless
+    /// `Options::listen_url` names another address.
+    listening: (
+        tokio_postgres::Config,
+        Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    ),
     /// The version this store's connecting migrated the tables from, if it did.
     migrated: std::sync::Arc<std::sync::OnceLock<i32>>,
     /// Wakes the processes listening once something they may run has committed.
@@ -121,6 +129,72 @@ impl std::fmt::Debug for PostgresStore {
             .finish_non_exhaustive()
     }
 }
+
+/// The settings of a connection to `url`, and its TLS connector: the address's TLS (none over
+/// a local socket), the session's time limits, this process's name, and bounds on connecting.
+fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
+    let (url, tls) = tls::split(url)?;
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| StoreError::with_source("the database address does not read", e))?;
+    // A local socket carries no TLS: libpq ignores `sslmode` there, and so does the store.
+    let local = !config.get_hosts().is_empty()
+        && config
+            .get_hosts()
+            .iter()
+            .all(|host| matches!(host, tokio_postgres::config::Host::Unix(_)));
+    let connector = match local {
+        true => {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+            None
+        }
+        false => {
+            config.ssl_mode(tls.negotiation());
+            tls.connector()?
+        }
+    };
+    let mut session = format!(
+        "-c idle_in_transaction_session_timeout={}",
+        options.idle_in_transaction_timeout.as_millis().max(1)
+    );
+    for (setting, limit) in [
+        ("statement_timeout", options.statement_timeout),
+        ("lock_timeout", options.lock_timeout),
+    ] {
+        if let Some(limit) = limit {
+            session.push_str(&format!(" -c {setting}={}", limit.as_millis().max(1)));
+        }
+    }
+    if config.get_application_name().is_none() {
+        let name = options
+            .application_name
+            .clone()
+            .unwrap_or_else(process_name);
+        config.application_name(&name);
+    }
+    let session = match config.get_options() {
+        Some(theirs) => format!("{theirs} {session}"),
+        None => session,
+    };
+    config.options(&session);
+    // A server that does not answer is an error after a while, not a wait without end:
+    // connecting is bounded, and a connection whose sent data goes unacknowledged (a cut
+    // network) is dropped by the kernel after `tcp_user_timeout`, idle ones probed by
+    // keepalives.
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(NETWORK_TIMEOUT);
+    }
+    config.keepalives_idle(NETWORK_TIMEOUT);
+    config.tcp_user_timeout(NETWORK_TIMEOUT * 3);
+    Ok((config, tls, connector))
+}
+
+/// A connection's settings, its address's TLS settings, and its TLS connector.
+type Connection = (
+    tokio_postgres::Config,
+    tls::Settings,
+    Option<tokio_postgres_rustls::MakeRustlsConnect>,
+);
 
 /// `bounda <host> <pid>`: this process, as `pg_stat_activity` shows it by default.
 fn process_name() -> String {
@@ -144,59 +218,14 @@ impl PostgresStore {
     /// The pool, not connected yet.
     fn connect_pool(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let names = names::Names::new(&options.schema, &options.table_prefix)?;
-        let (url, tls) = tls::split(url)?;
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| StoreError::with_source("the database address does not read", e))?;
-        // A local socket carries no TLS: libpq ignores `sslmode` there, and so does the store.
-        let local = !config.get_hosts().is_empty()
-            && config
-                .get_hosts()
-                .iter()
-                .all(|host| matches!(host, tokio_postgres::config::Host::Unix(_)));
-        let connector = match local {
-            true => {
-                config.ssl_mode(tokio_postgres::config::SslMode::Disable);
-                None
+        let (config, tls, connector) = connection(url, &options)?;
+        let listening = match &options.listen_url {
+            Some(listen) => {
+                let (config, _, connector) = connection(listen, &options)?;
+                (config, connector)
             }
-            false => {
-                config.ssl_mode(tls.negotiation());
-                tls.connector()?
-            }
+            None => (config.clone(), connector.clone()),
         };
-        let mut session = format!(
-            "-c idle_in_transaction_session_timeout={}",
-            options.idle_in_transaction_timeout.as_millis().max(1)
-        );
-        for (setting, limit) in [
-            ("statement_timeout", options.statement_timeout),
-            ("lock_timeout", options.lock_timeout),
-        ] {
-            if let Some(limit) = limit {
-                session.push_str(&format!(" -c {setting}={}", limit.as_millis().max(1)));
-            }
-        }
-        if config.get_application_name().is_none() {
-            let name = options
-                .application_name
-                .clone()
-                .unwrap_or_else(process_name);
-            config.application_name(&name);
-        }
-        let session = match config.get_options() {
-            Some(theirs) => format!("{theirs} {session}"),
-            None => session,
-        };
-        config.options(&session);
-        // A server that does not answer is an error after a while, not a wait without end:
-        // connecting is bounded, and a connection whose sent data goes unacknowledged (a cut
-        // network) is dropped by the kernel after `tcp_user_timeout`, idle ones probed by
-        // keepalives.
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(NETWORK_TIMEOUT);
-        }
-        config.keepalives_idle(NETWORK_TIMEOUT);
-        config.tcp_user_timeout(NETWORK_TIMEOUT * 3);
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         };
@@ -215,9 +244,8 @@ impl PostgresStore {
         Ok(PostgresStore {
             pool,
             names,
-            config,
             tls,
-            connector,
+            listening,
             migrated: Default::default(),
             notifier: Default::default(),
         })

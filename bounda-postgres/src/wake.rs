@@ -124,8 +124,8 @@ impl PostgresStore {
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
         let notified = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
-            self.config.clone(),
-            self.connector.clone(),
+            self.listening.0.clone(),
+            self.listening.1.clone(),
             self.names.channel(),
             notified.clone(),
         ));

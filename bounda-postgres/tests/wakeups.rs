@@ -182,3 +182,55 @@ async fn an_idle_runner_wakes_for_an_entry_another_process_schedules_before_its_
     until_stream(&other, "b-2", &["Pinged", "Ponged"]).await;
     drop(stop);
 }
+
+// Issue 39: the listening connection goes to `Options::listen_url` when it names an address
+// other than the pool's (behind a pooler in transaction mode, the server's own): with the
+// pool's address cut off, another process's append is still heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listening_connection_goes_to_its_own_address() {
+    let (url, schema) = testing::schema("listen_url").unwrap_or_else(|how| panic!("{how}"));
+    let proxy = testing::Proxy::start(testing::address().unwrap())
+        .await
+        .unwrap();
+    let options = |listen_url: Option<String>| Options {
+        schema: schema.clone(),
+        listen_url,
+        ..Options::default()
+    };
+    let listening = PostgresStore::connect(
+        &testing::url_via(proxy.address()).unwrap(),
+        options(Some(url.clone())),
+    )
+    .await
+    .unwrap();
+    let writer = PostgresStore::connect(&url, options(None)).await.unwrap();
+    let wakeups = listening.wakeups().await.unwrap();
+    // A new listening connection counts as one notification: it may have missed writes.
+    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+        .await
+        .expect("the listening connection is made");
+    proxy.cut();
+    let append = bounda::store::Append {
+        aggregate_type: "Ball".into(),
+        aggregate_id: "b-1".into(),
+        expected_version: 0,
+        events: vec![bounda::store::NewEvent {
+            id: "e-1".into(),
+            event_type: "Pinged".into(),
+            payload: serde_json::json!({ "ball_id": "b-1" }),
+            timestamp: Instant::from_millis(0).unwrap(),
+            metadata: bounda::store::Metadata::of_command("c"),
+        }],
+    };
+    writer
+        .commit(&bounda::store::WriteSet {
+            appends: vec![append],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+        .await
+        .expect("the append was heard on the listening address, the pool's cut off");
+    proxy.heal();
+}
