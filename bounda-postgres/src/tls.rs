@@ -92,7 +92,8 @@ pub(crate) fn split(url: &str) -> Result<(String, Settings), StoreError> {
                 let mut kept = Vec::new();
                 for pair in query.split('&') {
                     let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-                    if !take(key, &percent_decoded(value))? {
+                    let value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                    if !take(key, &value)? {
                         kept.push(pair);
                     }
                 }
@@ -113,30 +114,6 @@ pub(crate) fn split(url: &str) -> Result<(String, Settings), StoreError> {
         kept.join(" ")
     };
     Ok((rest, settings))
-}
-
-/// `%xx` escapes of a query value decoded; one that does not decode is kept as written.
-fn percent_decoded(value: &str) -> String {
-    let bytes = value.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let escaped = (bytes[at] == b'%')
-            .then(|| value.get(at + 1..at + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                at += 3;
-            }
-            None => {
-                out.push(bytes[at]);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8(out).unwrap_or_else(|_| value.to_owned())
 }
 
 impl Settings {

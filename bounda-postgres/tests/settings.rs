@@ -11,14 +11,7 @@ use bounda::millis;
 use bounda::store::Store;
 use bounda_postgres::{Options, PostgresStore, testing};
 
-/// A plain session on the shared server, beside the store's.
-async fn session(url: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-}
+mod support;
 
 /// The application names of the server's sessions.
 async fn names(client: &tokio_postgres::Client) -> Vec<String> {
@@ -44,7 +37,7 @@ async fn each_process_names_its_connections_and_an_operator_may_name_them_otherw
     .await
     .unwrap();
     store.head().await.unwrap();
-    let client = session(&url).await;
+    let client = support::session(&url).await;
     let pid = std::process::id().to_string();
     assert!(
         names(&client)
@@ -97,7 +90,7 @@ async fn head_behind_a_lock(test: &str, options: Options) -> String {
     )
     .await
     .unwrap();
-    let holder = session(&url).await;
+    let holder = support::session(&url).await;
     holder
         .batch_execute(&format!(
             "BEGIN; LOCK TABLE \"{schema}\".events IN ACCESS EXCLUSIVE MODE"

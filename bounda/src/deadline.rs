@@ -89,12 +89,6 @@ impl Deadline {
     pub fn is_due(&self, now: Instant) -> bool {
         matches!(self.at, Some(moment) if moment <= now)
     }
-
-    /// As an operator reads it: `2026-03-30 09:00 Europe/Paris (07:00Z)` when it was set in a
-    /// zone, else its moment (or `none`).
-    pub fn describe(&self) -> String {
-        self.to_string()
-    }
 }
 
 impl From<Instant> for Deadline {

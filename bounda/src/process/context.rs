@@ -381,10 +381,7 @@ impl<'a, P: ProcessState> At<'a, P> {
     /// The deadline that came due, as the state holds it: with its zone and rule when it was set
     /// on the calendar. `None` for `timeout`.
     pub fn deadline(&self) -> Option<&'a Deadline> {
-        P::DEADLINES
-            .iter()
-            .find(|field| field.name == self.field)
-            .map(|field| (field.get)(self.cx.state))
+        crate::process::plan::deadline_of(self.cx.state, self.field)
     }
 
     /// A recurring deadline's next value by its own rule and zone: the rule's first occurrence

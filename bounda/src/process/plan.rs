@@ -46,6 +46,15 @@ impl Reached {
     }
 }
 
+/// The deadline field `field` of `state` as it holds it, or `None` for `timeout` and a name
+/// that is no deadline field.
+pub fn deadline_of<'s, P: ProcessState>(state: &'s P, field: &str) -> Option<&'s crate::Deadline> {
+    P::DEADLINES
+        .iter()
+        .find(|deadline| deadline.name == field)
+        .map(|deadline| (deadline.get)(state))
+}
+
 /// Every pending deadline of `state`, the `timeout` at `timeout_at` included, soonest first, ties
 /// by field name; a pair in `reached` is not pending.
 pub fn pending<P: ProcessState>(
@@ -89,10 +98,8 @@ pub fn described<P: ProcessState>(
         .into_iter()
         .map(|due| Described {
             due,
-            local: P::DEADLINES
-                .iter()
-                .find(|field| field.name == due.field)
-                .and_then(|field| (field.get)(state).on_calendar())
+            local: deadline_of(state, due.field)
+                .and_then(crate::Deadline::on_calendar)
                 .map(|civil| civil.zone().describe(due.at)),
         })
         .collect()
@@ -120,8 +127,7 @@ pub fn rezoned<P: ProcessState>(
     pending(state, timeout_at, reached)
         .into_iter()
         .filter_map(|due| {
-            let field = P::DEADLINES.iter().find(|field| field.name == due.field)?;
-            let civil = (field.get)(state).on_calendar()?;
+            let civil = deadline_of(state, due.field)?.on_calendar()?;
             // A reading that no longer resolves at all is past what an instant holds: it keeps
             // its instant, as any other does.
             let resolved = civil.resolved().ok()?;

@@ -68,10 +68,8 @@ pub(crate) async fn run_deadline_in<P: Process>(
     };
     let mut next = state.clone();
     next.merge(patch);
-    let again = P::DEADLINES
-        .iter()
-        .find(|field| field.name == due.field)
-        .and_then(|field| (field.get)(&next).moment())
+    let again = super::plan::deadline_of(&next, due.field)
+        .and_then(crate::Deadline::moment)
         .is_some_and(|moment| moment <= due.at);
     if again {
         return Err(Error::DeadlineNotAdvanced {

@@ -396,10 +396,8 @@ pub(crate) async fn deadline_step<P: Process>(
         .await
         .map_err(|error| Failure::of_error(&error))?;
     // The zone the deadline was set in, before its handler sets the next.
-    let zone = P::DEADLINES
-        .iter()
-        .find(|field| field.name == due.field)
-        .and_then(|field| (field.get)(&state).on_calendar())
+    let zone = process::plan::deadline_of(&state, due.field)
+        .and_then(crate::Deadline::on_calendar)
         .map(|civil| civil.zone().name().to_owned());
     let now = app.clock().now();
     let ran = process::step::run_deadline_in(&mut state, id, due, now, Some(&attempt));
