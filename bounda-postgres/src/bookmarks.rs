@@ -5,15 +5,14 @@
 //! them wait for each other in one order, and the pass's compare-and-set sees the return.
 
 use bounda::store::{Bookmark, Cursor, StoreError};
-use deadpool_postgres::GenericClient;
 
 use crate::names::Names;
 use crate::rows::{self, bigint};
-use crate::sql::{execute, failed, query, query_opt, transaction};
+use crate::sql::{Conn, Session, execute, failed, query, query_opt, transaction};
 
 /// Where `subscriber` stands, or `None` before its first pass: in one round trip.
 pub(crate) async fn cursor(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     subscriber: &str,
 ) -> Result<Option<Cursor>, StoreError> {
@@ -52,7 +51,7 @@ pub(crate) async fn cursor(
 /// Moves `subscriber`'s checkpoint from `from` to `to`, leaving `bookmarks`, in one
 /// transaction; `false`, writing nothing, when it no longer stands at `from`.
 pub(crate) async fn pass(
-    client: &mut deadpool_postgres::Object,
+    client: &mut Conn,
     names: &Names,
     subscriber: &str,
     from: u64,
@@ -102,7 +101,7 @@ pub(crate) async fn pass(
 /// Deletes `subscriber`'s bookmarks of `holders` and moves its checkpoint back to just before
 /// the first of them, in one transaction.
 pub(crate) async fn return_to(
-    client: &mut deadpool_postgres::Object,
+    client: &mut Conn,
     names: &Names,
     subscriber: &str,
     holders: &[(&str, &str)],

@@ -7,12 +7,11 @@ use std::collections::HashMap;
 
 use bounda::store::{InOrder, InboxClaim, InboxPair, ScheduledEntry, StoreError};
 use bounda::{Duration, Instant};
-use deadpool_postgres::GenericClient;
 
 use crate::limits::LIMITED;
 use crate::names::Names;
 use crate::rows;
-use crate::sql::{execute, failed, query};
+use crate::sql::{Session, execute, failed, query};
 
 /// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
 /// or its lease has passed (a claim that ends now has not passed yet). A claim written before
@@ -54,7 +53,7 @@ macro_rules! claimable {
 /// is due is taken; anything else is reported as it stands. A pair another dispatcher is
 /// claiming at this moment is waited for, then answered as it stands.
 pub(crate) async fn claim_one(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     pair: (&str, &str),
     claim_id: &str,
@@ -86,7 +85,7 @@ pub(crate) async fn claim_one(
 /// is answered held; a later pair of its lane that this claim took meanwhile is given back
 /// (a third statement, only then) and answered skipped, so a lane never runs out of order.
 pub(crate) async fn claim_batch(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     batch: &[InboxPair<'_>],
     claim_id: &str,
@@ -181,7 +180,7 @@ impl<'a> Pairs<'a> {
 
 /// Where each pair stands, in order: `None` for one that may be claimed now.
 async fn standings(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     pairs: &Pairs<'_>,
     now: Instant,
@@ -227,7 +226,7 @@ async fn standings(
 /// pairs taken, each with its attempt. `attempts` counts the runs that failed, so a claim that
 /// lapsed (its runner killed) spends none.
 async fn take(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     pairs: &Pairs<'_>,
     claim_id: &str,
@@ -274,7 +273,7 @@ async fn take(
 /// `now + lease`, in due order: rows another worker is claiming at this moment are skipped, not
 /// waited for.
 pub(crate) async fn claim(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     claim_id: &str,
     now: Instant,

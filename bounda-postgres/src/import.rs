@@ -3,18 +3,13 @@
 //! is no longer enough, and how older data is brought onto a server.
 
 use bounda::store::{CopyMark, Import, StoreError};
-use deadpool_postgres::GenericClient;
 
 use crate::names::Names;
 use crate::rows::{self, bigint};
-use crate::sql::{execute, failed, query_opt};
+use crate::sql::{Session, Tx, execute, failed, query_opt};
 
 /// Writes `records` in the transaction `tx`.
-pub(crate) async fn write(
-    tx: &deadpool_postgres::Transaction<'_>,
-    names: &Names,
-    records: &Import,
-) -> Result<(), StoreError> {
+pub(crate) async fn write(tx: &Tx<'_>, names: &Names, records: &Import) -> Result<(), StoreError> {
     let insert_event = names.sql(
         "INSERT INTO {t}events (position, id, aggregate_type, aggregate_id, version, type, payload,
              timestamp, metadata)
@@ -156,7 +151,7 @@ fn count(value: u32) -> Result<i32, StoreError> {
 
 /// The copy's mark, if this schema holds a copy.
 pub(crate) async fn mark(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
 ) -> Result<Option<CopyMark>, StoreError> {
     let row = query_opt(

@@ -9,13 +9,12 @@ use bounda::store::{
     InstanceChange, InstanceCounts, InstanceQuery, InstanceRow, InstanceStatus, NextDue, StoreError,
 };
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::names::Names;
 use crate::rows;
-use crate::sql::{execute, failed, query, query_one};
+use crate::sql::{Session, Tx, execute, failed, query, query_one};
 
 /// The columns [`row`] reads, in order.
 const COLUMNS: &str =
@@ -113,7 +112,7 @@ fn borrowed(values: &Values) -> Vec<&(dyn ToSql + Sync)> {
 
 /// The instances `query` lists.
 pub(crate) async fn list(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     instances: &InstanceQuery,
 ) -> Result<Vec<InstanceRow>, StoreError> {
@@ -133,7 +132,7 @@ pub(crate) async fn list(
 
 /// How many instances `query` matches.
 pub(crate) async fn count(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     instances: &InstanceQuery,
 ) -> Result<u64, StoreError> {
@@ -147,7 +146,7 @@ pub(crate) async fn count(
 
 /// Each process's instances counted by status, and what is pending and overdue at `now`.
 pub(crate) async fn counts(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     now: Instant,
 ) -> Result<Vec<InstanceCounts>, StoreError> {
@@ -196,7 +195,7 @@ pub(crate) async fn counts(
 
 /// Writes rows as they are, in one statement: a batch of the filling.
 async fn insert(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     instances: &[InstanceRow],
 ) -> Result<(), StoreError> {
@@ -241,10 +240,7 @@ const FILL_BATCH: usize = 1_000;
 /// read a page at a time by their stream and version (each page read whole before the next
 /// statement: one connection answers one statement at a time), and the rows written a thousand
 /// at a time.
-pub(crate) async fn fill(
-    tx: &deadpool_postgres::Transaction<'_>,
-    names: &Names,
-) -> Result<(), StoreError> {
+pub(crate) async fn fill(tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
     let read = names.sql(
         "SELECT aggregate_type, aggregate_id, version, type, timestamp,
              metadata->>'correlationId'
@@ -292,7 +288,7 @@ pub(crate) async fn fill(
 
 /// Writes the rows of `streams`, their deadline entries read in one statement.
 async fn fill_batch(
-    tx: &deadpool_postgres::Transaction<'_>,
+    tx: &Tx<'_>,
     names: &Names,
     streams: &[(String, String, Vec<StoredStep>)],
 ) -> Result<(), StoreError> {

@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+mod address;
 mod bookmarks;
 mod claims;
 mod import;
@@ -86,6 +87,12 @@ pub struct Options {
     /// does not keep, so behind one the pool's address is the pooler's and this one the
     /// server's. `None` (the default) listens on the pool's address.
     pub listen_url: Option<String>,
+    /// Whether the address is a pooler in transaction mode (PgBouncer's `pool_mode =
+    /// transaction`), which lends a server connection for one transaction at a time; the
+    /// address says so too with `pool_mode=transaction`. The store then keeps nothing in a
+    /// session: no statement stays prepared, and the limits are set in each transaction.
+    /// Without `listen_url` the processes poll for each other's writes. Default `false`.
+    pub pooled: bool,
 }
 
 impl Default for Options {
@@ -99,6 +106,7 @@ impl Default for Options {
             lock_timeout: None,
             application_name: None,
             listen_url: None,
+            pooled: false,
         }
     }
 }
@@ -110,12 +118,15 @@ pub struct PostgresStore {
     names: names::Names,
     /// The address's TLS settings, which say why TLS refused a server.
     tls: tls::Settings,
+    /// How statements reach the server: straight, or through a pooler in transaction mode.
+    route: std::sync::Arc<sql::Route>,
     /// Where the listening connection goes, and its TLS: the pool's unless
-    /// `Options::listen_url` names another address.
-    listening: (
+    /// `Options::listen_url` names another address; none behind a pooler in transaction mode
+    /// without one, where the processes poll.
+    listening: Option<(
         tokio_postgres::Config,
         Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    ),
+    )>,
     /// The version this store's connecting migrated the tables from, if it did.
     migrated: std::sync::Arc<std::sync::OnceLock<i32>>,
     /// Wakes the processes listening once something they may run has committed.
@@ -133,8 +144,11 @@ impl std::fmt::Debug for PostgresStore {
 /// The settings of a connection to `url`, and its TLS connector: the address's TLS (none over
 /// a local socket), the session's time limits, this process's name, and bounds on connecting.
 fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
-    let (url, tls) = tls::split(url)?;
-    let mut config: tokio_postgres::Config = url
+    let address = address::split(url)?;
+    let pooled = address.pooled || options.pooled;
+    let tls = address.tls;
+    let mut config: tokio_postgres::Config = address
+        .rest
         .parse()
         .map_err(|e| StoreError::with_source("the database address does not read", e))?;
     // A local socket carries no TLS: libpq ignores `sslmode` there, and so does the store.
@@ -153,16 +167,16 @@ fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
             tls.connector()?
         }
     };
-    let mut session = format!(
-        "-c idle_in_transaction_session_timeout={}",
-        options.idle_in_transaction_timeout.as_millis().max(1)
-    );
+    let mut limits = vec![(
+        "idle_in_transaction_session_timeout",
+        options.idle_in_transaction_timeout.as_millis().max(1),
+    )];
     for (setting, limit) in [
         ("statement_timeout", options.statement_timeout),
         ("lock_timeout", options.lock_timeout),
     ] {
         if let Some(limit) = limit {
-            session.push_str(&format!(" -c {setting}={}", limit.as_millis().max(1)));
+            limits.push((setting, limit.as_millis().max(1)));
         }
     }
     if config.get_application_name().is_none() {
@@ -172,11 +186,37 @@ fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
             .unwrap_or_else(process_name);
         config.application_name(&name);
     }
-    let session = match config.get_options() {
-        Some(theirs) => format!("{theirs} {session}"),
-        None => session,
+    // Straight to the server, the limits are the session's, set as it opens. A pooler in
+    // transaction mode passes no session settings (PgBouncer refuses `options`): each
+    // transaction sets them.
+    let route = match pooled {
+        true => {
+            if config.get_options().is_some() {
+                return Err(StoreError::new(
+                    "the database address names a pooler in transaction mode and has `options`, \
+                     which a pooler does not pass to the server: set the limits in the store's \
+                     `Options` (they are set in each transaction), or on the role \
+                     (`ALTER ROLE … SET`)",
+                ));
+            }
+            let limits: Vec<(&str, String)> = limits
+                .iter()
+                .map(|(setting, millis)| (*setting, millis.to_string()))
+                .collect();
+            sql::Route::pooled(&limits)
+        }
+        false => {
+            let mut session: Vec<String> = limits
+                .iter()
+                .map(|(setting, millis)| format!("-c {setting}={millis}"))
+                .collect();
+            if let Some(theirs) = config.get_options() {
+                session.insert(0, theirs.to_owned());
+            }
+            config.options(session.join(" "));
+            sql::Route::Direct
+        }
     };
-    config.options(&session);
     // A server that does not answer is an error after a while, not a wait without end:
     // connecting is bounded, and a connection whose sent data goes unacknowledged (a cut
     // network) is dropped by the kernel after `tcp_user_timeout`, idle ones probed by
@@ -186,15 +226,23 @@ fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
     }
     config.keepalives_idle(NETWORK_TIMEOUT);
     config.tcp_user_timeout(NETWORK_TIMEOUT * 3);
-    Ok((config, tls, connector))
+    Ok(Connection {
+        config,
+        tls,
+        connector,
+        route,
+    })
 }
 
-/// A connection's settings, its address's TLS settings, and its TLS connector.
-type Connection = (
-    tokio_postgres::Config,
-    tls::Settings,
-    Option<tokio_postgres_rustls::MakeRustlsConnect>,
-);
+/// How to connect to one address.
+struct Connection {
+    config: tokio_postgres::Config,
+    /// The address's TLS settings, which say why TLS refused a server.
+    tls: tls::Settings,
+    connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    /// How statements reach the server: straight, or through a pooler.
+    route: sql::Route,
+}
 
 /// `bounda <host> <pid>`: this process, as `pg_stat_activity` shows it by default.
 fn process_name() -> String {
@@ -218,13 +266,28 @@ impl PostgresStore {
     /// The pool, not connected yet.
     fn connect_pool(url: &str, options: Options) -> Result<PostgresStore, StoreError> {
         let names = names::Names::new(&options.schema, &options.table_prefix)?;
-        let (config, tls, connector) = connection(url, &options)?;
+        let Connection {
+            config,
+            tls,
+            connector,
+            route,
+        } = connection(url, &options)?;
         let listening = match &options.listen_url {
             Some(listen) => {
-                let (config, _, connector) = connection(listen, &options)?;
-                (config, connector)
+                let listen = connection(listen, &options)?;
+                if matches!(listen.route, sql::Route::Pooled(_)) {
+                    return Err(StoreError::new(
+                        "`listen_url` names a pooler in transaction mode, which keeps no session to \
+                         listen in: name the server itself",
+                    ));
+                }
+                Some((listen.config, listen.connector))
             }
-            None => (config.clone(), connector.clone()),
+            None => match route {
+                sql::Route::Direct => Some((config.clone(), connector.clone())),
+                // A pooler in transaction mode drops a session's `LISTEN` with its transaction.
+                sql::Route::Pooled(_) => None,
+            },
         };
         let manager_config = ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
@@ -245,6 +308,7 @@ impl PostgresStore {
             pool,
             names,
             tls,
+            route: std::sync::Arc::new(route),
             listening,
             migrated: Default::default(),
             notifier: Default::default(),
@@ -310,13 +374,13 @@ impl PostgresStore {
     async fn require_tables(&self) -> Result<(), StoreError> {
         let store = self;
         let client = store.client().await?;
-        let row = client
-            .query_one(
-                "SELECT to_regclass($1) IS NOT NULL",
-                &[&format!("{}schema", store.names.tables())],
-            )
-            .await
-            .map_err(|e| StoreError::with_source("cannot look for bounda's tables", e))?;
+        let row = sql::query_one(
+            &client,
+            "SELECT to_regclass($1) IS NOT NULL",
+            &[&format!("{}schema", store.names.tables())],
+        )
+        .await
+        .map_err(sql::failed("cannot look for bounda's tables"))?;
         if !row.try_get::<_, bool>(0).unwrap_or(false) {
             return Err(StoreError::new(format!(
                 "no bounda tables `{}*` on this server; check the address and the schema",
@@ -329,26 +393,35 @@ impl PostgresStore {
     /// The schema version of the tables.
     pub async fn schema_version(&self) -> Result<i32, StoreError> {
         let client = self.client().await?;
-        let row = client
-            .query_one(
-                &format!("SELECT version FROM {}schema", self.names.tables()),
-                &[],
-            )
-            .await
-            .map_err(|e| StoreError::with_source("cannot read the schema version", e))?;
+        let row = sql::query_one(
+            &client,
+            &format!("SELECT version FROM {}schema", self.names.tables()),
+            &[],
+        )
+        .await
+        .map_err(sql::failed("cannot read the schema version"))?;
         row.try_get(0)
             .map_err(|e| StoreError::with_source("cannot read the schema version", e))
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    async fn client(&self) -> Result<sql::Conn, StoreError> {
         const FAILED: &str = "cannot connect to the database";
-        self.pool.get().await.map_err(|error| match error {
+        let client = self.pool.get().await.map_err(|error| match error {
             // The server's own error, not the pool's wrapping of it ("Error occurred while
             // creating a new object: ..."), so the cause reads first.
             deadpool_postgres::PoolError::Backend(error) => {
                 // A server TLS refuses is one to mend, not one to wait for.
                 if let Some(why) = self.tls.refusal(&error) {
                     return StoreError::new(format!("{FAILED}: {why} ({error})"));
+                }
+                // PgBouncer refuses the session settings a server takes as it opens.
+                if let Some(db) = error.as_db_error()
+                    && db.message().starts_with("unsupported startup parameter")
+                {
+                    return StoreError::new(format!(
+                        "{FAILED}: the address answered `{}`, as a pooler does: if it is a pooler in transaction mode, say so with `pool_mode=transaction` in the address (or `Options::pooled`)",
+                        db.message()
+                    ));
                 }
                 let unavailable = sql::unreachable(&error);
                 StoreError::with_source(FAILED, error).unavailable_if(unavailable)
@@ -357,6 +430,7 @@ impl PostgresStore {
                 StoreError::with_source(FAILED, error).unavailable_if(true)
             }
             other => StoreError::with_source(FAILED, other),
-        })
+        })?;
+        Ok(sql::Conn::new(client, self.route.clone()))
     }
 }

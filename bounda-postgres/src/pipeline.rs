@@ -16,11 +16,12 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bounda::store::StoreError;
-use deadpool_postgres::GenericClient;
 use futures_util::future::BoxFuture;
 use tokio_postgres::types::ToSql;
 
-use crate::sql::failed;
+use deadpool_postgres::GenericClient;
+
+use crate::sql::{Route, Session, changed, failed};
 
 /// Parameters a statement owns, so that it can be sent now and answered later.
 pub(crate) type Owned = Vec<Box<dyn ToSql + Sync + Send>>;
@@ -78,28 +79,49 @@ pub(crate) struct Pipeline<'a> {
 }
 
 impl<'a> Pipeline<'a> {
-    /// Sends `sql` with `params` on `client` behind what was sent before, and answers what
-    /// `expect` foresees. A statement this connection has not prepared yet waits for the answers
-    /// before it (its preparing is a round trip of its own, answered after them).
-    pub(crate) async fn send<C: GenericClient>(
+    /// Sends `sql` with `params` on `session` (a transaction) behind what was sent before, and
+    /// answers what `expect` foresees. A statement this connection has not prepared yet (or,
+    /// through a pooler, whose types this store has not learnt) waits for the answers before it:
+    /// its preparing is a round trip of its own, answered after them.
+    pub(crate) async fn send<S: Session>(
         &mut self,
-        client: &'a C,
+        session: &'a S,
         what: &'static str,
         expect: Expect,
         sql: &str,
         params: Owned,
     ) -> Result<u64, StoreError> {
-        let mut preparing = client.prepare_cached(sql);
-        let statement = match poll_once(&mut preparing) {
-            Poll::Ready(prepared) => prepared,
-            Poll::Pending => {
-                self.drain().await?;
-                preparing.await
+        let mut answer: BoxFuture<'a, _> = match session.route() {
+            Route::Direct => {
+                let client = session.client();
+                let mut preparing = client.prepare_cached(sql);
+                let statement = match poll_once(&mut preparing) {
+                    Poll::Ready(prepared) => prepared,
+                    Poll::Pending => {
+                        self.drain().await?;
+                        preparing.await
+                    }
+                }
+                .map_err(failed(what))?;
+                Box::pin(async move { client.execute_raw(&statement, params).await })
             }
-        }
-        .map_err(failed(what))?;
-        let mut answer: BoxFuture<'a, _> =
-            Box::pin(async move { client.execute_raw(&statement, params).await });
+            // Through a pooler, an unnamed statement with the types learnt for its text.
+            Route::Pooled(pooled) => {
+                let types = match pooled.known(sql) {
+                    Some(types) => types,
+                    None => {
+                        self.drain().await?;
+                        pooled.types(session, sql).await.map_err(failed(what))?
+                    }
+                };
+                let sql = sql.to_owned();
+                let client = session.postgres();
+                Box::pin(async move {
+                    let typed = params.into_iter().zip(types.iter().cloned());
+                    changed(client.query_typed_raw(&sql, typed).await?).await
+                })
+            }
+        };
         // The first poll writes the statement out; its answer is read when the pipeline drains.
         if let Poll::Ready(answered) = poll_once(&mut answer) {
             answer = Box::pin(std::future::ready(answered));

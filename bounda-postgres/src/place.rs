@@ -14,17 +14,16 @@
 use std::collections::HashMap;
 
 use bounda::store::StoreError;
-use deadpool_postgres::GenericClient;
 
 use crate::names::Names;
 use crate::rows;
-use crate::sql::{failed, query};
+use crate::sql::{Session, failed, query};
 
 /// Places every committed event still waiting and answers the positions of `mine`. Subscribers
 /// in `skip` standing just before `mine` move past them, if no one else's events are among them
 /// (they take none of them, as a write set's `skip` says).
 pub(crate) async fn place(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     mine: &[&str],
     skip: &[&str],
@@ -47,7 +46,7 @@ pub(crate) async fn place(
 /// what commits just after that look is placed by the next reader (readers place before they
 /// read, and the writer wakes them). So writers do not queue behind each other for the head.
 pub(crate) async fn place_unless_busy(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     mine: &[&str],
     skip: &[&str],
@@ -76,7 +75,7 @@ pub(crate) async fn place_unless_busy(
 /// Places what is waiting, then runs `read` (which reads placed events only): one round trip,
 /// the two statements sent together.
 pub(crate) async fn before<T>(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     read: impl Future<Output = Result<T, StoreError>>,
 ) -> Result<T, StoreError> {

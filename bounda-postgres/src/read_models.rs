@@ -13,12 +13,11 @@ use bounda::store::read_models::{
 };
 use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::PostgresStore;
-use crate::sql::{self, failed};
+use crate::sql::{self, Session, Tx, failed};
 
 #[bounda::store::async_trait]
 impl ReadModelStore for PostgresStore {
@@ -206,8 +205,7 @@ impl ReadModelStore for PostgresStore {
         let binds: Vec<Bind<'_>> = params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> =
             binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-        let rows = client
-            .query(sql_text, &refs)
+        let rows = sql::query_once(&client, sql_text, &refs)
             .await
             .map_err(failed("cannot run the SQL"))?;
         let Some(first) = rows.first() else {
@@ -421,11 +419,7 @@ impl ReadModelStore for PostgresStore {
 
 impl PostgresStore {
     /// Waits for read model `name`'s lock, held until the transaction ends.
-    async fn lock_read_model(
-        &self,
-        tx: &deadpool_postgres::Transaction<'_>,
-        name: &str,
-    ) -> Result<(), StoreError> {
+    async fn lock_read_model(&self, tx: &Tx<'_>, name: &str) -> Result<(), StoreError> {
         let (class, object) = self.read_model_lock(name);
         sql::execute(
             tx,
@@ -440,7 +434,7 @@ impl PostgresStore {
     /// The hash of read model `name`'s stored declaration, if it has a table.
     async fn declared_of(
         &self,
-        client: &impl GenericClient,
+        client: &impl Session,
         name: &str,
     ) -> Result<Option<String>, StoreError> {
         sql::query_opt(
@@ -458,7 +452,7 @@ impl PostgresStore {
     /// The rebuild under way of read model `name`: its fingerprint and position.
     async fn rebuild_of(
         &self,
-        client: &impl GenericClient,
+        client: &impl Session,
         name: &str,
     ) -> Result<Option<(String, u64)>, StoreError> {
         let row = sql::query_opt(
@@ -496,7 +490,7 @@ fn rebuild_lock(name: &str) -> String {
 }
 
 /// Ends `tx` at once, rolled back.
-async fn rollback(tx: deadpool_postgres::Transaction<'_>) -> Result<(), StoreError> {
+async fn rollback(tx: Tx<'_>) -> Result<(), StoreError> {
     tx.rollback()
         .await
         .map_err(failed("cannot roll back a read model's batch"))
@@ -510,7 +504,7 @@ fn position(position: u64) -> Result<i64, StoreError> {
 
 /// A batch's rows: its transaction.
 struct PgRows<'a, 'c> {
-    tx: &'a deadpool_postgres::Transaction<'c>,
+    tx: &'a Tx<'c>,
     target: Target,
 }
 
@@ -544,7 +538,7 @@ impl Rows for PgRows<'_, '_> {
 
 /// Runs a read: rows of `columns`' types.
 async fn query(
-    client: &impl GenericClient,
+    client: &impl Session,
     statement: &Statement,
     columns: &[SqlType],
 ) -> Result<Vec<Vec<SqlValue>>, StoreError> {

@@ -14,7 +14,7 @@
 use bounda::store::StoreError;
 
 use crate::names::Names;
-use crate::sql::{failed as sql, transaction};
+use crate::sql::{Conn, Tx, failed as sql, transaction};
 
 /// Every migration, in order. Never edit one that has shipped; append a new one.
 const MIGRATIONS: &[&str] = &[
@@ -293,11 +293,7 @@ const MIGRATIONS: &[&str] = &[
 
 /// What a migration does besides its statements, by the version it brings the tables to, in
 /// the same transaction.
-async fn then(
-    version: usize,
-    tx: &deadpool_postgres::Transaction<'_>,
-    names: &Names,
-) -> Result<(), StoreError> {
+async fn then(version: usize, tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
     match version {
         6 => crate::instances::fill(tx, names).await,
         _ => Ok(()),
@@ -325,10 +321,7 @@ pub(crate) fn downgrade(names: &Names, version: i32) -> Result<String, StoreErro
 /// processes starting together see them run once: the others wait for the lock, then find the
 /// tables at this version. The version it migrated from, or `None` when there was nothing to
 /// do. Refuses a database of a newer bounda, having changed nothing.
-pub(crate) async fn migrate(
-    client: &mut deadpool_postgres::Object,
-    names: &Names,
-) -> Result<Option<i32>, StoreError> {
+pub(crate) async fn migrate(client: &mut Conn, names: &Names) -> Result<Option<i32>, StoreError> {
     // Tables already at this version need nothing, not even a lock: a role that may only read
     // and write them connects.
     if let Some(version) = current_version(client, names).await? {
@@ -340,9 +333,13 @@ pub(crate) async fn migrate(
         }
     }
     let tx = transaction(client).await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&names.lock_key()])
-        .await
-        .map_err(sql("cannot take the migration lock"))?;
+    crate::sql::execute(
+        &tx,
+        "SELECT pg_advisory_xact_lock($1)",
+        &[&names.lock_key()],
+    )
+    .await
+    .map_err(sql("cannot take the migration lock"))?;
     tx.batch_execute(&format!(
         "CREATE SCHEMA IF NOT EXISTS {schema};
          CREATE TABLE IF NOT EXISTS {t}schema (version INTEGER NOT NULL);",
@@ -351,15 +348,15 @@ pub(crate) async fn migrate(
     ))
     .await
     .map_err(sql("cannot create the schema table"))?;
-    let version: i32 = tx
-        .query_opt(
-            &format!("SELECT version FROM {}schema", names.tables()),
-            &[],
-        )
-        .await
-        .map_err(sql("cannot read the schema version"))?
-        .map_or(Ok(0), |row| row.try_get(0))
-        .map_err(sql("cannot read the schema version"))?;
+    let version: i32 = crate::sql::query_opt(
+        &tx,
+        &format!("SELECT version FROM {}schema", names.tables()),
+        &[],
+    )
+    .await
+    .map_err(sql("cannot read the schema version"))?
+    .map_or(Ok(0), |row| row.try_get(0))
+    .map_err(sql("cannot read the schema version"))?;
     if version > SCHEMA_VERSION {
         return Err(newer(names, version));
     }
@@ -382,10 +379,11 @@ pub(crate) async fn migrate(
             .map_err(|e| StoreError::with_source(format!("migration {} failed", index + 1), e))?;
         then(index + 1, &tx, names).await?;
     }
-    tx.execute(&format!("DELETE FROM {}schema", names.tables()), &[])
+    crate::sql::execute(&tx, &format!("DELETE FROM {}schema", names.tables()), &[])
         .await
         .map_err(sql("cannot record the schema version"))?;
-    tx.execute(
+    crate::sql::execute(
+        &tx,
         &format!("INSERT INTO {}schema (version) VALUES ($1)", names.tables()),
         &[&SCHEMA_VERSION],
     )
@@ -402,24 +400,21 @@ pub(crate) async fn migrate(
 }
 
 /// The tables' version, if their version table exists.
-async fn current_version(
-    client: &deadpool_postgres::Object,
-    names: &Names,
-) -> Result<Option<i32>, StoreError> {
+async fn current_version(client: &Conn, names: &Names) -> Result<Option<i32>, StoreError> {
     let table = format!("{}schema", names.tables());
-    let exists: bool = client
-        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
-        .await
-        .map_err(|e| {
-            not_allowed(names, &e).unwrap_or_else(|| sql("cannot look for the schema version")(e))
-        })?
-        .try_get(0)
-        .map_err(sql("cannot look for the schema version"))?;
+    let exists: bool =
+        crate::sql::query_one(client, "SELECT to_regclass($1) IS NOT NULL", &[&table])
+            .await
+            .map_err(|e| {
+                not_allowed(names, &e)
+                    .unwrap_or_else(|| sql("cannot look for the schema version")(e))
+            })?
+            .try_get(0)
+            .map_err(sql("cannot look for the schema version"))?;
     if !exists {
         return Ok(None);
     }
-    let row = client
-        .query_opt(&format!("SELECT version FROM {table}"), &[])
+    let row = crate::sql::query_opt(client, &format!("SELECT version FROM {table}"), &[])
         .await
         .map_err(|e| {
             not_allowed(names, &e).unwrap_or_else(|| sql("cannot read the schema version")(e))

@@ -1,17 +1,40 @@
 //! What every statement shares: errors that say what was being done, transactions at the
-//! isolation the store's locking assumes, and statements prepared once per connection.
+//! isolation the store's locking assumes, and the way statements reach the server.
+//!
+//! Straight to the server, a connection keeps its session: each statement is prepared once per
+//! connection and the session's limits are set when it opens. Through a pooler in transaction
+//! mode (PgBouncer's `pool_mode = transaction`) a connection is lent a server connection for
+//! one transaction at a time, and nothing of a session survives between two: no statement
+//! prepared in one is there in the next, and the pooler passes no session settings. So there
+//! every statement runs in a transaction that sets the limits first (`SET LOCAL`), as an unnamed
+//! statement with the parameter types this store learnt for its text once, in a transaction
+//! that prepared it and closed it again, leaving nothing behind on the server connection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use bounda::store::StoreError;
 use deadpool_postgres::GenericClient;
+use futures_util::TryStreamExt;
 use tokio_postgres::IsolationLevel;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 /// A failed statement's error, saying what was being done, and marked unavailable when the
 /// server could not be reached.
 pub(crate) fn failed(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {
     move |error| {
         let unavailable = unreachable(&error);
-        StoreError::with_source(what.to_owned(), error).unavailable_if(unavailable)
+        // A statement this connection prepared that its server connection does not know: a
+        // pooler in transaction mode lent it another.
+        let what = match error.code()
+            == Some(&tokio_postgres::error::SqlState::INVALID_SQL_STATEMENT_NAME)
+        {
+            true => format!(
+                "{what} (a statement prepared on this connection is gone: is a pooler in transaction mode between the store and the server? Say so with `pool_mode=transaction` in the address)"
+            ),
+            false => what.to_owned(),
+        };
+        StoreError::with_source(what, error).unavailable_if(unavailable)
     }
 }
 
@@ -37,58 +60,386 @@ pub(crate) fn unreachable(error: &tokio_postgres::Error) -> bool {
     std::error::Error::source(error).is_some_and(|source| source.is::<std::io::Error>())
 }
 
+/// How the store's statements reach the server: straight, or through a pooler in transaction
+/// mode.
+#[derive(Debug)]
+pub(crate) enum Route {
+    /// Each connection is a session of its own.
+    Direct,
+    /// Through a pooler that lends a server connection for one transaction at a time.
+    Pooled(Pooled),
+}
+
+/// What statements through a pooler in transaction mode need: the session's limits to set in
+/// each transaction, and each statement's parameter types, learnt once.
+#[derive(Debug)]
+pub(crate) struct Pooled {
+    /// `SET LOCAL` of each limit, run first in every transaction.
+    settings: String,
+    /// The beginning of a transaction of its own for a statement outside one, setting the
+    /// limits that bound a statement; `None` when none is set, and a statement runs alone (its
+    /// own transaction already).
+    alone: Option<String>,
+    /// The parameter types of each statement's text, as the server read them.
+    types: Mutex<HashMap<String, Arc<[Type]>>>,
+}
+
+impl Route {
+    /// Through a pooler in transaction mode, with `limits` (each setting and its value) set in
+    /// each transaction. `idle_in_transaction_session_timeout` bounds only transactions of
+    /// several statements; the others bound a statement alone too.
+    pub(crate) fn pooled(limits: &[(&str, String)]) -> Route {
+        let set = |(setting, value): &(&str, String)| format!("SET LOCAL {setting} = {value}; ");
+        let settings: String = limits.iter().map(set).collect();
+        let bounding: String = limits
+            .iter()
+            .filter(|(setting, _)| *setting != "idle_in_transaction_session_timeout")
+            .map(set)
+            .collect();
+        Route::Pooled(Pooled {
+            alone: (!bounding.is_empty())
+                .then(|| format!("START TRANSACTION ISOLATION LEVEL READ COMMITTED; {bounding}")),
+            settings,
+            types: Mutex::default(),
+        })
+    }
+}
+
+/// A connection of the pool, with the way its statements reach the server.
+pub(crate) struct Conn {
+    client: deadpool_postgres::Object,
+    route: Arc<Route>,
+    /// Taken by a statement outside a transaction through a pooler, for the whole of it: its
+    /// transaction's statements, sent together, are not interleaved with another's.
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Conn {
+    pub(crate) fn new(client: deadpool_postgres::Object, route: Arc<Route>) -> Conn {
+        Conn {
+            client,
+            route,
+            turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Runs `sql`, one or several statements, by the simple protocol, which keeps nothing on
+    /// the server connection.
+    pub(crate) async fn batch_execute(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute(sql).await
+    }
+}
+
+/// A transaction on a connection of the pool: rolled back when dropped uncommitted.
+pub(crate) struct Tx<'a> {
+    tx: deadpool_postgres::Transaction<'a>,
+    route: &'a Route,
+}
+
+impl Tx<'_> {
+    /// Runs `sql`, one or several statements, by the simple protocol.
+    pub(crate) async fn batch_execute(&self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        self.tx.batch_execute(sql).await
+    }
+
+    pub(crate) async fn commit(self) -> Result<(), tokio_postgres::Error> {
+        self.tx.commit().await
+    }
+
+    pub(crate) async fn rollback(self) -> Result<(), tokio_postgres::Error> {
+        self.tx.rollback().await
+    }
+}
+
 /// A transaction at READ COMMITTED, whatever the server's or role's default: each statement
-/// sees what committed before it, which the serialised appends and the claims rely on.
-pub(crate) async fn transaction(
-    client: &mut deadpool_postgres::Object,
-) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
-    client
+/// sees what committed before it, which the serialised appends and the claims rely on. Through
+/// a pooler, the session's limits are set first.
+pub(crate) async fn transaction(conn: &mut Conn) -> Result<Tx<'_>, StoreError> {
+    let route = &*conn.route;
+    let tx = conn
+        .client
         .build_transaction()
         .isolation_level(IsolationLevel::ReadCommitted)
         .start()
         .await
-        .map_err(failed("cannot begin a transaction"))
+        .map_err(failed("cannot begin a transaction"))?;
+    if let Route::Pooled(pooled) = route
+        && !pooled.settings.is_empty()
+    {
+        tx.batch_execute(&pooled.settings)
+            .await
+            .map_err(failed("cannot set the transaction's limits"))?;
+    }
+    Ok(Tx { tx, route })
+}
+
+/// Where statements run: a connection, each statement on its own, or a transaction.
+pub(crate) trait Session: Sync {
+    /// Its client, which prepares and caches statements.
+    type Client: GenericClient + Sync;
+
+    fn client(&self) -> &Self::Client;
+
+    /// The connection underneath, which runs unnamed statements.
+    fn postgres(&self) -> &tokio_postgres::Client;
+
+    fn route(&self) -> &Route;
+
+    /// Outside a transaction, the turn its statements take through a pooler; `None` in one.
+    fn turn(&self) -> Option<&tokio::sync::Mutex<()>>;
+}
+
+impl Session for Conn {
+    type Client = deadpool_postgres::Object;
+
+    fn client(&self) -> &deadpool_postgres::Object {
+        &self.client
+    }
+
+    fn postgres(&self) -> &tokio_postgres::Client {
+        &self.client
+    }
+
+    fn route(&self) -> &Route {
+        &self.route
+    }
+
+    fn turn(&self) -> Option<&tokio::sync::Mutex<()>> {
+        Some(&self.turn)
+    }
+}
+
+impl<'a> Session for Tx<'a> {
+    type Client = deadpool_postgres::Transaction<'a>;
+
+    fn client(&self) -> &deadpool_postgres::Transaction<'a> {
+        &self.tx
+    }
+
+    fn postgres(&self) -> &tokio_postgres::Client {
+        self.tx.client()
+    }
+
+    fn route(&self) -> &Route {
+        self.route
+    }
+
+    fn turn(&self) -> Option<&tokio::sync::Mutex<()>> {
+        None
+    }
 }
 
 /// Parameters of a statement.
 pub(crate) type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 
-/// Runs `sql`, prepared once per connection; how many rows it changed.
+/// Parameters with the types the server reads them as.
+type Typed<'a> = Vec<(&'a (dyn ToSql + Sync), Type)>;
+
+impl Pooled {
+    /// The parameter types of `sql`, learnt on `session` the first time.
+    pub(crate) async fn types(
+        &self,
+        session: &impl Session,
+        sql: &str,
+    ) -> Result<Arc<[Type]>, tokio_postgres::Error> {
+        if let Some(types) = self.known(sql) {
+            return Ok(types);
+        }
+        let types = learn(session, sql).await?;
+        self.types
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(sql.to_owned(), types.clone());
+        Ok(types)
+    }
+
+    /// The parameter types of `sql`, if learnt.
+    pub(crate) fn known(&self, sql: &str) -> Option<Arc<[Type]>> {
+        self.types
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(sql)
+            .cloned()
+    }
+
+    /// `params` with the types the server reads them as, learnt once for `sql`.
+    async fn typed<'p>(
+        &self,
+        session: &impl Session,
+        sql: &str,
+        params: Params<'p>,
+    ) -> Result<Typed<'p>, tokio_postgres::Error> {
+        let types = self.types(session, sql).await?;
+        Ok(params.iter().copied().zip(types.iter().cloned()).collect())
+    }
+
+    /// Runs `statement` on `session`: in its transaction, or alone outside one; alone, in a
+    /// transaction of its own that sets the limits first when a limit bounds a statement, its
+    /// beginning, the statement and its end sent together.
+    async fn enclosed<T>(
+        &self,
+        session: &impl Session,
+        statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, tokio_postgres::Error> {
+        let (Some(begin), Some(_)) = (&self.alone, session.turn()) else {
+            return statement.await;
+        };
+        let client = session.postgres();
+        // Polled in order, so sent in order; a failed statement's end rolls back.
+        let (begun, answer, ended) = futures_util::future::join3(
+            client.batch_execute(begin),
+            statement,
+            client.batch_execute("COMMIT"),
+        )
+        .await;
+        begun?;
+        let answer = answer?;
+        ended?;
+        Ok(answer)
+    }
+}
+
+/// The parameter types of `sql`, learnt on `session`: prepared and closed in a transaction (the
+/// session's, or one of its own), so nothing is left on the server connection the pooler lent.
+async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_postgres::Error> {
+    let client = session.client();
+    match session.turn() {
+        None => Ok(client.prepare(sql).await?.params().into()),
+        Some(_) => {
+            client.batch_execute("BEGIN").await?;
+            // Dropped, and so closed, before the transaction ends.
+            let prepared = client.prepare(sql).await.map(|s| Arc::from(s.params()));
+            let end = if prepared.is_ok() {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            client.batch_execute(end).await?;
+            prepared
+        }
+    }
+}
+
+/// Waits for `session`'s turn outside a transaction through a pooler.
+async fn turn(session: &impl Session) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    match (session.route(), session.turn()) {
+        (Route::Pooled(_), Some(turn)) => Some(turn.lock().await),
+        _ => None,
+    }
+}
+
+/// How many rows `stream` changed, once read to its end.
+pub(crate) async fn changed(
+    stream: tokio_postgres::RowStream,
+) -> Result<u64, tokio_postgres::Error> {
+    let mut stream = std::pin::pin!(stream);
+    while stream.try_next().await?.is_some() {}
+    Ok(stream.rows_affected().unwrap_or(0))
+}
+
+/// Runs `sql`; how many rows it changed.
 pub(crate) async fn execute(
-    client: &impl GenericClient,
+    session: &impl Session,
     sql: &str,
     params: Params<'_>,
 ) -> Result<u64, tokio_postgres::Error> {
-    let statement = client.prepare_cached(sql).await?;
-    client.execute(&statement, params).await
+    match session.route() {
+        Route::Direct => {
+            let statement = session.client().prepare_cached(sql).await?;
+            session.client().execute(&statement, params).await
+        }
+        Route::Pooled(pooled) => {
+            let _turn = turn(session).await;
+            let typed = pooled.typed(session, sql, params).await?;
+            let client = session.postgres();
+            pooled
+                .enclosed(session, async {
+                    changed(client.query_typed_raw(sql, typed.iter().cloned()).await?).await
+                })
+                .await
+        }
+    }
 }
 
-/// The rows `sql` answers, prepared once per connection.
+/// The rows `sql` answers.
 pub(crate) async fn query(
-    client: &impl GenericClient,
+    session: &impl Session,
     sql: &str,
     params: Params<'_>,
 ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-    let statement = client.prepare_cached(sql).await?;
-    client.query(&statement, params).await
+    match session.route() {
+        Route::Direct => {
+            let statement = session.client().prepare_cached(sql).await?;
+            session.client().query(&statement, params).await
+        }
+        Route::Pooled(pooled) => {
+            let _turn = turn(session).await;
+            let typed = pooled.typed(session, sql, params).await?;
+            pooled
+                .enclosed(session, session.postgres().query_typed(sql, &typed))
+                .await
+        }
+    }
 }
 
-/// The row `sql` answers, if any, prepared once per connection.
+/// The row `sql` answers, if any.
 pub(crate) async fn query_opt(
-    client: &impl GenericClient,
+    session: &impl Session,
     sql: &str,
     params: Params<'_>,
 ) -> Result<Option<tokio_postgres::Row>, tokio_postgres::Error> {
-    let statement = client.prepare_cached(sql).await?;
-    client.query_opt(&statement, params).await
+    match session.route() {
+        Route::Direct => {
+            let statement = session.client().prepare_cached(sql).await?;
+            session.client().query_opt(&statement, params).await
+        }
+        Route::Pooled(pooled) => {
+            let _turn = turn(session).await;
+            let typed = pooled.typed(session, sql, params).await?;
+            pooled
+                .enclosed(session, session.postgres().query_typed_opt(sql, &typed))
+                .await
+        }
+    }
 }
 
-/// The one row `sql` answers, prepared once per connection.
+/// The one row `sql` answers.
 pub(crate) async fn query_one(
-    client: &impl GenericClient,
+    session: &impl Session,
     sql: &str,
     params: Params<'_>,
 ) -> Result<tokio_postgres::Row, tokio_postgres::Error> {
-    let statement = client.prepare_cached(sql).await?;
-    client.query_one(&statement, params).await
+    match session.route() {
+        Route::Direct => {
+            let statement = session.client().prepare_cached(sql).await?;
+            session.client().query_one(&statement, params).await
+        }
+        Route::Pooled(pooled) => {
+            let _turn = turn(session).await;
+            let typed = pooled.typed(session, sql, params).await?;
+            pooled
+                .enclosed(session, session.postgres().query_typed_one(sql, &typed))
+                .await
+        }
+    }
+}
+
+/// The rows of `sql`, a text run once or seldom (an operator's query), for which nothing is
+/// kept: prepared for this run only.
+pub(crate) async fn query_once(
+    session: &impl Session,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    match session.route() {
+        Route::Direct => session.client().query(sql, params).await,
+        Route::Pooled(pooled) => {
+            let _turn = turn(session).await;
+            let types = learn(session, sql).await?;
+            let typed: Typed<'_> = params.iter().copied().zip(types.iter().cloned()).collect();
+            pooled
+                .enclosed(session, session.postgres().query_typed(sql, &typed))
+                .await
+        }
+    }
 }

@@ -16,19 +16,18 @@ use bounda::store::{
     LetterSettle, RetryOutcome, RetryRequest, ScheduledEntry, ScheduledRelease, Snapshot,
     StoreError, WriteSet,
 };
-use deadpool_postgres::GenericClient;
 use tokio_postgres::types::ToSql;
 
 use crate::claims;
 use crate::names::Names;
 use crate::pipeline::{Expect, Owned, Pipeline, owned};
 use crate::rows::{self, bigint};
-use crate::sql::{Params, execute, failed, query_one, query_opt};
+use crate::sql::{Params, Session, execute, failed, query_one, query_opt};
 
 /// Writes `writes` on `client`, inside a transaction or savepoint the caller rolls back on
 /// error. Its events are placed once it has committed, by [`place`].
 pub(crate) async fn apply(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     writes: &WriteSet,
 ) -> Result<Committed, CommitError> {
@@ -40,7 +39,7 @@ pub(crate) async fn apply(
 /// foreseen, to be committed; `None` when one did not (a stream moved, a claim lost, an error),
 /// and the caller rolls back and writes them again the exact way, each in its savepoint.
 pub(crate) async fn apply_pipelined(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     writes: &[WriteSet],
 ) -> Option<Vec<Committed>> {
@@ -59,10 +58,7 @@ pub(crate) async fn apply_pipelined(
 
 /// Takes the head row for this transaction, as a placer does: a copy's import writes positions
 /// of its own, and no placer gives any meanwhile.
-pub(crate) async fn lock_head(
-    client: &impl GenericClient,
-    names: &Names,
-) -> Result<(), StoreError> {
+pub(crate) async fn lock_head(client: &impl Session, names: &Names) -> Result<(), StoreError> {
     query_one(
         client,
         &names.sql("SELECT position FROM {t}head WHERE id = 1 FOR UPDATE"),
@@ -74,7 +70,7 @@ pub(crate) async fn lock_head(
 }
 
 /// The position of the last event, 0 when there is none.
-pub(crate) async fn head(client: &impl GenericClient, names: &Names) -> Result<u64, StoreError> {
+pub(crate) async fn head(client: &impl Session, names: &Names) -> Result<u64, StoreError> {
     let row = query_one(
         client,
         &names.sql("SELECT position FROM {t}head WHERE id = 1"),
@@ -87,7 +83,7 @@ pub(crate) async fn head(client: &impl GenericClient, names: &Names) -> Result<u
 
 /// Files a letter once: the same id again leaves the first as it is.
 pub(crate) async fn file_letter(
-    client: &impl GenericClient,
+    client: &impl Session,
     names: &Names,
     letter: &DeadLetter,
 ) -> Result<(), StoreError> {
@@ -133,7 +129,7 @@ struct On<'a, C> {
     pipeline: Option<Pipeline<'a>>,
 }
 
-impl<'a, C: GenericClient> On<'a, C> {
+impl<'a, C: Session> On<'a, C> {
     fn exact(client: &'a C, names: &'a Names) -> On<'a, C> {
         On {
             client,
@@ -202,7 +198,7 @@ impl<'a, C: GenericClient> On<'a, C> {
     }
 }
 
-impl<C: GenericClient> Statements for On<'_, C> {
+impl<C: Session> Statements for On<'_, C> {
     /// Read `FOR SHARE`: an operator's discard, or another retry's claim, waits for this step
     /// instead of landing between its check and its commit.
     async fn letter(&mut self, id: &str) -> Result<Option<(String, Option<String>)>, StoreError> {

@@ -13,12 +13,11 @@ use bounda::store::{
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 
 use crate::claims::{PAUSED, claim, claim_batch, claim_one, free_claim};
 use crate::limits::{self, LIMITED};
 use crate::rows::{self, bigint, limit};
-use crate::sql::{Params, execute, failed, query, query_one, query_opt, transaction};
+use crate::sql::{Conn, Params, execute, failed, query, query_one, query_opt, transaction};
 use crate::{PostgresStore, place, statements};
 
 #[async_trait]
@@ -853,6 +852,13 @@ impl Store for PostgresStore {
 
     /// A connection of its own, listening on these tables' channel.
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
+        if self.listening.is_none() {
+            tracing::info!(
+                tables = %self.names.tables(),
+                "the store's address is a pooler in transaction mode and no listening address is named (`Options::listen_url`): this process finds other processes' writes at its next poll"
+            );
+            return Ok(None);
+        }
         Ok(Some(Box::new(self.wakeups().await?)))
     }
 
@@ -1146,7 +1152,7 @@ impl PostgresStore {
     /// the next reader places it.
     async fn committed(
         &self,
-        client: &deadpool_postgres::Object,
+        client: &Conn,
         writes: &[WriteSet],
         results: &mut [Result<Committed, CommitError>],
         placing: Placing,

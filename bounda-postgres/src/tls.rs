@@ -69,54 +69,27 @@ pub(crate) struct Settings {
     pub(crate) root: Option<PathBuf>,
 }
 
-/// `url` without its `sslmode` and `sslrootcert` (which `tokio_postgres` reads only in part),
-/// and what they say. Both forms of address: `postgres://..?sslmode=..&..` and `key=value`
-/// pairs separated by spaces.
-pub(crate) fn split(url: &str) -> Result<(String, Settings), StoreError> {
-    let mut settings = Settings {
-        mode: Mode::Prefer,
-        root: None,
-    };
-    let mut take = |key: &str, value: &str| -> Result<bool, StoreError> {
-        match key {
-            "sslmode" => settings.mode = Mode::parse(value)?,
-            "sslrootcert" => settings.root = Some(PathBuf::from(value)),
-            _ => return Ok(false),
+impl Default for Settings {
+    /// libpq's default: TLS where the server offers it, nothing checked.
+    fn default() -> Settings {
+        Settings {
+            mode: Mode::Prefer,
+            root: None,
         }
-        Ok(true)
-    };
-    let rest = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        match url.split_once('?') {
-            None => url.to_owned(),
-            Some((base, query)) => {
-                let mut kept = Vec::new();
-                for pair in query.split('&') {
-                    let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-                    let value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
-                    if !take(key, &value)? {
-                        kept.push(pair);
-                    }
-                }
-                match kept.is_empty() {
-                    true => base.to_owned(),
-                    false => format!("{base}?{}", kept.join("&")),
-                }
-            }
-        }
-    } else {
-        let mut kept = Vec::new();
-        for pair in url.split_whitespace() {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            if !take(key.trim(), value.trim_matches('\'').trim())? {
-                kept.push(pair);
-            }
-        }
-        kept.join(" ")
-    };
-    Ok((rest, settings))
+    }
 }
 
 impl Settings {
+    /// Takes `key=value` from an address if it is a TLS setting: whether it was one.
+    pub(crate) fn take(&mut self, key: &str, value: &str) -> Result<bool, StoreError> {
+        match key {
+            "sslmode" => self.mode = Mode::parse(value)?,
+            "sslrootcert" => self.root = Some(PathBuf::from(value)),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// The mode `tokio_postgres` negotiates with: whether TLS is tried, and whether it must be.
     pub(crate) fn negotiation(&self) -> SslMode {
         match self.mode {
@@ -377,36 +350,5 @@ impl ServerCertVerifier for Verified {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.webpki.supported_verify_schemes()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_settings_are_taken_out_of_either_form_of_address() {
-        let (rest, settings) = split(
-            "postgres://shop@db.internal/shop?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem&application_name=w1",
-        )
-        .unwrap();
-        assert_eq!(rest, "postgres://shop@db.internal/shop?application_name=w1");
-        assert_eq!(settings.mode, Mode::VerifyFull);
-        assert_eq!(settings.root.as_deref(), Some(Path::new("/etc/ca.pem")));
-
-        let (rest, settings) =
-            split("host=db.internal user=shop sslmode=require sslrootcert=/etc/ca.pem").unwrap();
-        assert_eq!(rest, "host=db.internal user=shop");
-        assert_eq!(settings.mode, Mode::Require);
-
-        let (rest, settings) = split("postgres://shop@db.internal/shop").unwrap();
-        assert_eq!(rest, "postgres://shop@db.internal/shop");
-        assert_eq!(settings.mode, Mode::Prefer, "libpq's default");
-
-        let refused = split("postgres://db/shop?sslmode=verify_full").unwrap_err();
-        assert!(
-            refused.to_string().contains("`sslmode=verify_full`"),
-            "{refused}"
-        );
     }
 }

@@ -17,6 +17,7 @@ use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
 use crate::PostgresStore;
+use crate::sql::Conn;
 
 /// How long the listener waits before connecting again, at first and at most: it doubles
 /// while connecting keeps failing, or sessions keep ending within the longest wait.
@@ -62,7 +63,7 @@ pub(crate) struct Notifier {
 impl Notifier {
     /// Tells the listeners that something committed on `client`'s server: sent now, or owed by
     /// the sender already under way. A failure is logged; polling covers it.
-    pub(crate) async fn notify(&self, client: &deadpool_postgres::Object, channel: &str) {
+    pub(crate) async fn notify(&self, client: &Conn, channel: &str) {
         if !self.take_turn() {
             return;
         }
@@ -121,11 +122,20 @@ impl PostgresStore {
     /// Listens for appends to these tables and entries scheduled in them, from any process on
     /// any machine. Returns at once; the connection is made (and made again) in the background,
     /// and a failure to make it is logged.
+    ///
+    /// Behind a pooler in transaction mode it needs `Options::listen_url`, the server's own
+    /// address: a pooler drops a session's `LISTEN` at the end of its transaction.
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
+        let Some((config, connector)) = &self.listening else {
+            return Err(StoreError::new(
+                "the store's address is a pooler in transaction mode, which keeps no session to \
+                 listen in: name the server itself in `Options::listen_url`",
+            ));
+        };
         let notified = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
-            self.listening.0.clone(),
-            self.listening.1.clone(),
+            config.clone(),
+            connector.clone(),
             self.names.channel(),
             notified.clone(),
         ));

@@ -90,22 +90,9 @@ async fn head_behind_a_lock(test: &str, options: Options) -> String {
     )
     .await
     .unwrap();
-    let holder = support::session(&url).await;
-    holder
-        .batch_execute(&format!(
-            "BEGIN; LOCK TABLE \"{schema}\".events IN ACCESS EXCLUSIVE MODE"
-        ))
+    support::behind_a_lock(&url, &format!("\"{schema}\".events"), store.head())
         .await
-        .unwrap();
-    let error = store.head().await.unwrap_err();
-    holder.batch_execute("ROLLBACK").await.unwrap();
-    let mut text = error.to_string();
-    let mut cause = std::error::Error::source(&error);
-    while let Some(inner) = cause {
-        text.push_str(&format!(": {inner}"));
-        cause = inner.source();
-    }
-    text
+        .unwrap_err()
 }
 
 #[tokio::test]

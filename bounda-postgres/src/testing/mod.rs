@@ -6,8 +6,10 @@
 //! without PostgreSQL's server binaries, [`schema`] fails with how to get them, never passes.
 //! [`Proxy`] stands for the network between a machine and the server.
 
+mod pooler;
 mod proxy;
 
+pub use pooler::{pooled_url, pooled_url_via, pooler_address};
 pub use proxy::Proxy;
 
 use std::path::{Path, PathBuf};

@@ -35,6 +35,38 @@ pub async fn session(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// What `operation` answers while another session on the server at `url` holds `table` locked
+/// (`"schema".events`): its error with its causes joined, once the lock is let go, or that it
+/// was still waiting after 10 s.
+pub async fn behind_a_lock<T, E: std::error::Error>(
+    url: &str,
+    table: &str,
+    operation: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    let holder = session(url).await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .unwrap();
+    // A limit that did not reach the server leaves it waiting: a failure, not a hang.
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), operation).await;
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    let Ok(answer) = answer else {
+        return Err("still waiting for the lock after 10 s".to_owned());
+    };
+    answer.map_err(|error| {
+        let mut text = error.to_string();
+        let mut cause = error.source();
+        while let Some(inner) = cause {
+            text.push_str(&format!(": {inner}"));
+            cause = inner.source();
+        }
+        text
+    })
+}
+
 /// Appends `appends` in one commit.
 pub async fn append(store: &PostgresStore, appends: &[Append]) -> Result<Committed, CommitError> {
     store

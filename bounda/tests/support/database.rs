@@ -1,5 +1,8 @@
 //! The store the runtime's tests run on: SQLite by default, PostgreSQL with
-//! `BOUNDA_TEST_STORE=postgres` (a throwaway server the tests start, or `BOUNDA_POSTGRES_URL`).
+//! `BOUNDA_TEST_STORE=postgres` (a throwaway server the tests start, or `BOUNDA_POSTGRES_URL`),
+//! and PostgreSQL through PgBouncer in transaction pooling with `BOUNDA_TEST_STORE=postgres-pooled`
+//! (the pool's address the pooler's, the listening connection's the server's, as the deploying
+//! guide says to run it).
 //! One switch for the whole suite; tests about SQLite itself (its files, its pragmas, its
 //! failures) build their `SqliteStore` directly.
 
@@ -14,6 +17,7 @@ use bounda_sqlite::{ScratchFile, SqliteStore};
 pub enum Kind {
     Sqlite,
     Postgres,
+    PostgresPooled,
 }
 
 /// What `BOUNDA_TEST_STORE` asks for; any other value stops the test saying what it takes.
@@ -21,9 +25,32 @@ pub fn kind() -> Kind {
     match std::env::var("BOUNDA_TEST_STORE").as_deref() {
         Err(_) | Ok("" | "sqlite") => Kind::Sqlite,
         Ok("postgres") => Kind::Postgres,
-        Ok(other) => {
-            panic!("BOUNDA_TEST_STORE is `{other}`: it takes `sqlite` (the default) or `postgres`")
+        Ok("postgres-pooled") => Kind::PostgresPooled,
+        Ok(other) => panic!(
+            "BOUNDA_TEST_STORE is `{other}`: it takes `sqlite` (the default), `postgres` or `postgres-pooled`"
+        ),
+    }
+}
+
+/// The address a PostgreSQL store of the suite connects to, and its options, for `schema` on
+/// the server `url` names: straight, or through the pooler.
+fn postgres(url: &str, schema: &str) -> (String, Options) {
+    let options = Options {
+        schema: schema.to_owned(),
+        ..Options::default()
+    };
+    match kind() {
+        Kind::PostgresPooled => {
+            let pooler = testing::pooled_url()
+                .unwrap_or_else(|how| panic!("{how}"))
+                .unwrap_or_else(|| panic!("the tests put no pooler in front of a server of one's own (BOUNDA_POSTGRES_URL)"));
+            let options = Options {
+                listen_url: Some(url.to_owned()),
+                ..options
+            };
+            (format!("{pooler} pool_mode=transaction"), options)
         }
+        _ => (url.to_owned(), options),
     }
 }
 
@@ -31,7 +58,7 @@ pub fn kind() -> Kind {
 pub async fn store() -> Arc<dyn Store> {
     match kind() {
         Kind::Sqlite => Arc::new(SqliteStore::in_memory().expect("an in-memory store")),
-        Kind::Postgres => Arc::new(testing::store("runtime", Options::default()).await),
+        Kind::Postgres | Kind::PostgresPooled => Database::new().open().await,
     }
 }
 
@@ -47,7 +74,7 @@ impl Database {
     pub fn new() -> Database {
         match kind() {
             Kind::Sqlite => Database::Sqlite(ScratchFile::new()),
-            Kind::Postgres => {
+            Kind::Postgres | Kind::PostgresPooled => {
                 let (url, schema) = testing::schema("shared").unwrap_or_else(|how| panic!("{how}"));
                 Database::Postgres { url, schema }
             }
@@ -61,12 +88,9 @@ impl Database {
                 Arc::new(SqliteStore::open(file.path()).expect("the file opens"))
             }
             Database::Postgres { url, schema } => {
-                let options = Options {
-                    schema: schema.clone(),
-                    ..Options::default()
-                };
+                let (url, options) = postgres(url, schema);
                 Arc::new(
-                    PostgresStore::connect(url, options)
+                    PostgresStore::connect(&url, options)
                         .await
                         .expect("the test server answers"),
                 )

@@ -1,0 +1,236 @@
+//! The store through PgBouncer (Debian's package) in transaction pooling (issue 39): the store
+//! contract passes through it; the address says it is a pooler, and one that does not is
+//! refused saying how to say it; the limits bound the store's statements through it, alone and
+//! in a transaction; a session cut off inside a transaction is ended by the server, its claim
+//! taken over; and the processes listen on the server's own address or poll.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "a failed expectation in a test is a panic"
+)]
+
+use std::time::Duration as Wall;
+
+use bounda::millis;
+use bounda::store::{Append, Metadata, NewEvent, Store};
+use bounda_postgres::{Options, PostgresStore, testing};
+
+mod support;
+
+/// The pooler's address, saying it is one.
+fn pooled() -> String {
+    let url = testing::pooled_url()
+        .unwrap_or_else(|how| panic!("{how}"))
+        .unwrap_or_else(|| panic!("the tests put no pooler in front of a server of one's own"));
+    format!("{url} pool_mode=transaction")
+}
+
+bounda::store_contract_tests!(async || {
+    let (_, schema) = testing::schema("pooled").unwrap();
+    PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap_or_else(|error| panic!("cannot connect through PgBouncer: {}", error.flattened()))
+});
+
+#[tokio::test]
+async fn a_pooler_the_address_does_not_name_is_refused_saying_how_to_name_it() {
+    let (_, schema) = testing::schema("unnamed_pooler").unwrap();
+    let unnamed = testing::pooled_url().unwrap().unwrap();
+    let error = PostgresStore::connect(
+        &unnamed,
+        Options {
+            schema,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap_err();
+    let error = error.flattened().to_string();
+    assert!(
+        error.contains("unsupported startup parameter") && error.contains("pool_mode=transaction"),
+        "{error}"
+    );
+    assert!(
+        !bounda::store::StoreError::new(error.clone()).is_unavailable(),
+        "a refusal to mend, not an outage to wait out"
+    );
+}
+
+/// An event of stream `Ball/b-1` at `version`.
+fn append(version: u64) -> Append {
+    Append {
+        aggregate_type: "Ball".into(),
+        aggregate_id: "b-1".into(),
+        expected_version: version,
+        events: vec![NewEvent {
+            id: format!("e-{version}"),
+            event_type: "Pinged".into(),
+            payload: serde_json::json!({ "ball_id": "b-1" }),
+            timestamp: bounda::Instant::from_millis(0).unwrap(),
+            metadata: Metadata::of_command("c"),
+        }],
+    }
+}
+
+#[tokio::test]
+async fn the_limits_bound_the_stores_statements_alone_and_in_a_transaction() {
+    let (url, schema) = testing::schema("pooled_limits").unwrap();
+    let store = PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema: schema.clone(),
+            lock_timeout: Some(millis(200)),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    let events = format!("\"{schema}\".events");
+    let alone = support::behind_a_lock(&url, &events, store.head())
+        .await
+        .unwrap_err();
+    assert!(alone.contains("lock timeout"), "{alone}");
+    let in_a_transaction =
+        support::behind_a_lock(&url, &events, support::append(&store, &[append(0)]))
+            .await
+            .unwrap_err();
+    assert!(
+        in_a_transaction.contains("lock timeout"),
+        "{in_a_transaction}"
+    );
+    // Nothing of it stays on the pooler's server connections: the next statements run.
+    support::append(&store, &[append(0)]).await.unwrap();
+    assert_eq!(store.head().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn without_a_listening_address_the_processes_poll_and_the_store_says_why() {
+    let (_, schema) = testing::schema("pooled_poll").unwrap();
+    let store = PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(store.listen().await.unwrap().is_none());
+    let refused = store.wakeups().await.unwrap_err().to_string();
+    assert!(refused.contains("listen_url"), "{refused}");
+    // A listening address that is a pooler too is refused at once.
+    let (_, schema) = testing::schema("pooled_listen_pooler").unwrap();
+    let refused = PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema,
+            listen_url: Some(pooled()),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("listen_url"), "{refused}");
+}
+
+#[tokio::test]
+async fn the_listening_connection_goes_to_the_server_past_the_pooler() {
+    let (url, schema) = testing::schema("pooled_listen").unwrap();
+    let options = Options {
+        schema,
+        listen_url: Some(url),
+        ..Options::default()
+    };
+    let listening = PostgresStore::connect(&pooled(), options.clone())
+        .await
+        .unwrap();
+    let writer = PostgresStore::connect(&pooled(), options).await.unwrap();
+    let wakeups = listening.wakeups().await.unwrap();
+    // A new listening connection counts as one notification: it may have missed writes.
+    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+        .await
+        .expect("the listening connection is made");
+    support::append(&writer, &[append(0)]).await.unwrap();
+    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+        .await
+        .expect("an append through the pooler was heard on the server's address");
+}
+
+// The server ends the session of a machine cut off from the pooler while it settles a claim,
+// as the transaction set it to: the pooler lets the server connection go, the settling never
+// lands, and once the lease lapses another runner claims the entry and settles it, once.
+// Without the limit set in the transaction the server connection would stay in its transaction
+// and keep the row locked for as long as the pooler kept it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_machine_is_cut_off_from_the_pooler_is_taken_over_and_settled_once() {
+    let (url, schema) = testing::schema("pooled_cut").unwrap();
+    let pooler = testing::pooler_address().unwrap().unwrap();
+    let proxy = testing::Proxy::start(pooler).await.unwrap();
+    let options = Options {
+        schema: schema.clone(),
+        pool_size: 1,
+        idle_in_transaction_timeout: millis(500),
+        ..Options::default()
+    };
+    let cut_off = PostgresStore::connect(
+        &format!(
+            "{} pool_mode=transaction",
+            testing::pooled_url_via(proxy.address())
+        ),
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    let other = PostgresStore::connect(&pooled(), options).await.unwrap();
+    let now = bounda::Instant::from_millis(1_000_000).unwrap();
+    let entry = support::entry(1, now);
+    support::schedule(&other, &entry).await;
+    let lease = bounda::seconds(5);
+    let claimed = cut_off.claim_due("cut-off", now, lease, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+
+    // Another session holds the entry's row, so the machine's settling waits on the server,
+    // inside its transaction; then the network goes.
+    let holder = support::session(&url).await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM \"{schema}\".scheduled_commands WHERE dedupe_key = '{}' FOR UPDATE",
+            entry.dedupe_key
+        ))
+        .await
+        .unwrap();
+    let key = entry.dedupe_key.clone();
+    let settling = tokio::spawn(async move { support::complete(&cut_off, &key, "cut-off").await });
+    tokio::time::sleep(Wall::from_millis(300)).await;
+    proxy.cut();
+    holder.batch_execute("ROLLBACK").await.unwrap();
+
+    let mut taken = Vec::new();
+    for _ in 0..100 {
+        taken = other
+            .claim_due("other", now + lease + millis(1), lease, 10)
+            .await
+            .unwrap();
+        if !taken.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Wall::from_millis(100)).await;
+    }
+    assert_eq!(taken.len(), 1, "the claim was not lost with the session");
+    assert!(support::complete(&other, &entry.dedupe_key, "other").await);
+    assert_eq!(other.scheduled(&entry.dedupe_key).await.unwrap(), None);
+
+    proxy.heal();
+    let landed = tokio::time::timeout(Wall::from_secs(10), settling).await;
+    assert!(
+        !matches!(landed, Ok(Ok(true))),
+        "the cut-off settling did not land: {landed:?}"
+    );
+}
