@@ -9,7 +9,7 @@
 mod pooler;
 mod proxy;
 
-pub use pooler::{pooled_url, pooled_url_via, pooler_address};
+pub use pooler::{POOLER_SERVER_CONNECTIONS, pooled_url, pooled_url_via, pooler_address};
 pub use proxy::Proxy;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,9 @@ use std::sync::OnceLock;
 
 const HOW: &str = "the pooled PostgreSQL tests need PgBouncer: install it (Debian: `apt-get install pgbouncer`), or set BOUNDA_PGBOUNCER to its binary";
 
+/// The server connections the tests' PgBouncer keeps at most for the test server's database.
+pub const POOLER_SERVER_CONNECTIONS: usize = 40;
+
 /// The address of PgBouncer, in transaction pooling, in front of the shared test server (the
 /// tests' `key=value` form, user `bounda`), or `None` with a server of one's own
 /// (`BOUNDA_POSTGRES_URL`), which the tests do not put a pooler in front of. It does not say
@@ -83,7 +86,7 @@ fn start(server: std::net::SocketAddr) -> Result<std::net::SocketAddr, String> {
              auth_file = {users}\n\
              pool_mode = transaction\n\
              max_client_conn = 1000\n\
-             default_pool_size = 40\n\
+             default_pool_size = {POOLER_SERVER_CONNECTIONS}\n\
              logfile = {log}\n\
              pidfile = {pidfile}\n\
 ",
