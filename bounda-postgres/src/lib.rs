@@ -85,7 +85,9 @@ pub struct Options {
     /// The address the connection that listens for other processes' writes goes to, when not
     /// the pool's: `LISTEN` needs a session of its own, which a pooler in transaction mode
     /// does not keep, so behind one the pool's address is the pooler's and this one the
-    /// server's. `None` (the default) listens on the pool's address.
+    /// server's. The address may say it too: `listen_host` and `listen_port` (default 5432)
+    /// give the same address at the server's host and port. `None` (the default) listens on
+    /// the pool's address, or where the address says.
     pub listen_url: Option<String>,
     /// Whether the address is a pooler in transaction mode (PgBouncer's `pool_mode =
     /// transaction`), which lends a server connection for one transaction at a time; the
@@ -231,6 +233,7 @@ fn connection(url: &str, options: &Options) -> Result<Connection, StoreError> {
         tls,
         connector,
         route,
+        listen: address.listen,
     })
 }
 
@@ -242,6 +245,9 @@ struct Connection {
     connector: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// How statements reach the server: straight, or through a pooler.
     route: sql::Route,
+    /// The listening connection's address, when the address names one (`listen_host`,
+    /// `listen_port`).
+    listen: Option<String>,
 }
 
 /// `bounda <host> <pid>`: this process, as `pg_stat_activity` shows it by default.
@@ -271,14 +277,16 @@ impl PostgresStore {
             tls,
             connector,
             route,
+            listen,
         } = connection(url, &options)?;
-        let listening = match &options.listen_url {
+        let listening = match options.listen_url.as_ref().or(listen.as_ref()) {
             Some(listen) => {
                 let listen = connection(listen, &options)?;
                 if matches!(listen.route, sql::Route::Pooled(_)) {
                     return Err(StoreError::new(
-                        "`listen_url` names a pooler in transaction mode, which keeps no session to \
-                         listen in: name the server itself",
+                        "the listening address (`Options::listen_url`, or `listen_host` and \
+                         `listen_port` in the address) names a pooler in transaction mode, which \
+                         keeps no session to listen in: name the server itself",
                     ));
                 }
                 Some((listen.config, listen.connector))

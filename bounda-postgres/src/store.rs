@@ -855,7 +855,7 @@ impl Store for PostgresStore {
         if self.listening.is_none() {
             tracing::info!(
                 tables = %self.names.tables(),
-                "the store's address is a pooler in transaction mode and no listening address is named (`Options::listen_url`): this process finds other processes' writes at its next poll"
+                "the store's address is a pooler in transaction mode and names no listening address (`listen_host` and `listen_port` in the address, or `Options::listen_url`): this process finds other processes' writes at its next poll"
             );
             return Ok(None);
         }

@@ -123,13 +123,15 @@ impl PostgresStore {
     /// any machine. Returns at once; the connection is made (and made again) in the background,
     /// and a failure to make it is logged.
     ///
-    /// Behind a pooler in transaction mode it needs `Options::listen_url`, the server's own
-    /// address: a pooler drops a session's `LISTEN` at the end of its transaction.
+    /// Behind a pooler in transaction mode it needs the server's own address
+    /// (`Options::listen_url`, or `listen_host` and `listen_port` in the address): a pooler
+    /// drops a session's `LISTEN` at the end of its transaction.
     pub async fn wakeups(&self) -> Result<Wakeups, StoreError> {
         let Some((config, connector)) = &self.listening else {
             return Err(StoreError::new(
                 "the store's address is a pooler in transaction mode, which keeps no session to \
-                 listen in: name the server itself in `Options::listen_url`",
+                 listen in: name the server itself in `Options::listen_url`, or its host and port \
+                 with `listen_host` and `listen_port` in the address",
             ));
         };
         let notified = Arc::new(tokio::sync::Notify::new());

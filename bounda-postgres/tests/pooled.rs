@@ -145,22 +145,44 @@ async fn the_listening_connection_goes_to_the_server_past_the_pooler() {
     let (url, schema) = testing::schema("pooled_listen").unwrap();
     let options = Options {
         schema,
-        listen_url: Some(url),
         ..Options::default()
     };
-    let listening = PostgresStore::connect(&pooled(), options.clone())
-        .await
-        .unwrap();
+    // The address names the server's host and port for listening; the option names a whole
+    // address.
+    let server = testing::address().unwrap();
+    let listening = PostgresStore::connect(
+        &format!(
+            "{} listen_host={} listen_port={}",
+            pooled(),
+            server.ip(),
+            server.port()
+        ),
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    let also_listening = PostgresStore::connect(
+        &pooled(),
+        Options {
+            listen_url: Some(url),
+            ..options.clone()
+        },
+    )
+    .await
+    .unwrap();
     let writer = PostgresStore::connect(&pooled(), options).await.unwrap();
-    let wakeups = listening.wakeups().await.unwrap();
-    // A new listening connection counts as one notification: it may have missed writes.
-    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
-        .await
-        .expect("the listening connection is made");
-    support::append(&writer, &[append(0)]).await.unwrap();
-    tokio::time::timeout(Wall::from_secs(10), wakeups.next())
-        .await
-        .expect("an append through the pooler was heard on the server's address");
+    for store in [&listening, &also_listening] {
+        let wakeups = store.wakeups().await.unwrap();
+        // A new listening connection counts as one notification: it may have missed writes.
+        tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+            .await
+            .expect("the listening connection is made");
+        let version = writer.head().await.unwrap();
+        support::append(&writer, &[append(version)]).await.unwrap();
+        tokio::time::timeout(Wall::from_secs(10), wakeups.next())
+            .await
+            .expect("an append through the pooler was heard on the server's address");
+    }
 }
 
 // The server ends the session of a machine cut off from the pooler while it settles a claim,
