@@ -109,9 +109,10 @@ impl Route {
 pub(crate) struct Conn {
     client: deadpool_postgres::Object,
     route: Arc<Route>,
-    /// Taken by a statement outside a transaction through a pooler, for the whole of it: its
-    /// transaction's statements, sent together, are not interleaved with another's.
-    turn: tokio::sync::Mutex<()>,
+    /// Through a pooler, learning a statement's types outside a transaction takes it alone (its
+    /// transaction's statements are sent one after another, and another's must not land in
+    /// between), and every other statement outside a transaction shares it while it runs.
+    turn: tokio::sync::RwLock<()>,
 }
 
 impl Conn {
@@ -119,7 +120,7 @@ impl Conn {
         Conn {
             client,
             route,
-            turn: tokio::sync::Mutex::new(()),
+            turn: tokio::sync::RwLock::new(()),
         }
     }
 
@@ -186,7 +187,7 @@ pub(crate) trait Session: Sync {
     fn route(&self) -> &Route;
 
     /// Outside a transaction, the turn its statements take through a pooler; `None` in one.
-    fn turn(&self) -> Option<&tokio::sync::Mutex<()>>;
+    fn turn(&self) -> Option<&tokio::sync::RwLock<()>>;
 }
 
 impl Session for Conn {
@@ -204,7 +205,7 @@ impl Session for Conn {
         &self.route
     }
 
-    fn turn(&self) -> Option<&tokio::sync::Mutex<()>> {
+    fn turn(&self) -> Option<&tokio::sync::RwLock<()>> {
         Some(&self.turn)
     }
 }
@@ -224,7 +225,7 @@ impl<'a> Session for Tx<'a> {
         self.route
     }
 
-    fn turn(&self) -> Option<&tokio::sync::Mutex<()>> {
+    fn turn(&self) -> Option<&tokio::sync::RwLock<()>> {
         None
     }
 }
@@ -305,7 +306,8 @@ async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_p
     let client = session.client();
     match session.turn() {
         None => Ok(client.prepare(sql).await?.params().into()),
-        Some(_) => {
+        Some(turn) => {
+            let _alone = turn.write().await;
             client.batch_execute("BEGIN").await?;
             // Dropped, and so closed, before the transaction ends.
             let prepared = client.prepare(sql).await.map(|s| Arc::from(s.params()));
@@ -320,11 +322,12 @@ async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_p
     }
 }
 
-/// Waits for `session`'s turn outside a transaction through a pooler.
-async fn turn(session: &impl Session) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-    match (session.route(), session.turn()) {
-        (Route::Pooled(_), Some(turn)) => Some(turn.lock().await),
-        _ => None,
+/// Waits until no statement's types are being learnt on `session` outside a transaction, and
+/// holds that off while the statement runs.
+async fn turn(session: &impl Session) -> Option<tokio::sync::RwLockReadGuard<'_, ()>> {
+    match session.turn() {
+        Some(turn) => Some(turn.read().await),
+        None => None,
     }
 }
 
@@ -349,8 +352,8 @@ pub(crate) async fn execute(
             session.client().execute(&statement, params).await
         }
         Route::Pooled(pooled) => {
-            let _turn = turn(session).await;
             let typed = pooled.typed(session, sql, params).await?;
+            let _turn = turn(session).await;
             let client = session.postgres();
             pooled
                 .enclosed(session, async {
@@ -373,8 +376,8 @@ pub(crate) async fn query(
             session.client().query(&statement, params).await
         }
         Route::Pooled(pooled) => {
-            let _turn = turn(session).await;
             let typed = pooled.typed(session, sql, params).await?;
+            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed(sql, &typed))
                 .await
@@ -394,8 +397,8 @@ pub(crate) async fn query_opt(
             session.client().query_opt(&statement, params).await
         }
         Route::Pooled(pooled) => {
-            let _turn = turn(session).await;
             let typed = pooled.typed(session, sql, params).await?;
+            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed_opt(sql, &typed))
                 .await
@@ -415,8 +418,8 @@ pub(crate) async fn query_one(
             session.client().query_one(&statement, params).await
         }
         Route::Pooled(pooled) => {
-            let _turn = turn(session).await;
             let typed = pooled.typed(session, sql, params).await?;
+            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed_one(sql, &typed))
                 .await
@@ -434,8 +437,8 @@ pub(crate) async fn query_once(
     match session.route() {
         Route::Direct => session.client().query(sql, params).await,
         Route::Pooled(pooled) => {
-            let _turn = turn(session).await;
             let types = learn(session, sql).await?;
+            let _turn = turn(session).await;
             let typed: Typed<'_> = params.iter().copied().zip(types.iter().cloned()).collect();
             pooled
                 .enclosed(session, session.postgres().query_typed(sql, &typed))
