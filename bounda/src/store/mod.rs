@@ -16,6 +16,7 @@ pub mod bookmarks;
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
+pub mod forward;
 pub mod ingress;
 pub mod instances;
 pub mod limits;

@@ -29,13 +29,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::store::read_models::ReadModelStore;
-use crate::store::{
-    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
-    InboxEntry, InboxFailure, InboxPair, LetterFilter, Listener, ScheduledEntry, Snapshot, Store,
-    StoreError, StreamTail, WriteSet,
-};
-use crate::{Duration, Instant, RecordedEvent};
+use crate::RecordedEvent;
+use crate::store::forward::Forward;
+use crate::store::{CommitError, Committed, Snapshot, Store, StoreError, StreamTail, WriteSet};
 
 /// How a commit fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,7 +197,11 @@ impl FaultyStore {
 }
 
 #[async_trait::async_trait]
-impl Store for FaultyStore {
+impl Forward for FaultyStore {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
     async fn read_stream(
         &self,
         aggregate_type: &str,
@@ -261,226 +261,11 @@ impl Store for FaultyStore {
         self.inner.stream_ids(aggregate_type, after, limit).await
     }
 
-    async fn head(&self) -> Result<u64, StoreError> {
-        self.inner.head().await
-    }
-
-    async fn checkpoint(&self, subscriber: &str) -> Result<Option<u64>, StoreError> {
-        self.inner.checkpoint(subscriber).await
-    }
-
-    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.inner.checkpoints().await
-    }
-
-    async fn move_checkpoint(
-        &self,
-        subscriber: &str,
-        from: Option<u64>,
-        to: u64,
-    ) -> Result<bool, StoreError> {
-        self.inner.move_checkpoint(subscriber, from, to).await
-    }
-
-    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
-        self.inner.cursor(subscriber).await
-    }
-
-    async fn pass_checkpoint(
-        &self,
-        subscriber: &str,
-        from: u64,
-        to: u64,
-        bookmarks: &[Bookmark],
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .pass_checkpoint(subscriber, from, to, bookmarks)
-            .await
-    }
-
-    async fn return_to_bookmarks(
-        &self,
-        subscriber: &str,
-        holders: &[(&str, &str)],
-    ) -> Result<(), StoreError> {
-        self.inner.return_to_bookmarks(subscriber, holders).await
-    }
-
-    async fn claim_inbox(
-        &self,
-        handler: &str,
-        event_id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<InboxClaim, StoreError> {
-        self.inner
-            .claim_inbox(handler, event_id, claim_id, now, lease)
-            .await
-    }
-
-    async fn claim_inbox_batch(
-        &self,
-        pairs: &[InboxPair<'_>],
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-        order: &mut InOrder,
-    ) -> Result<Vec<InboxClaim>, StoreError> {
-        self.inner
-            .claim_inbox_batch(pairs, claim_id, now, lease, order)
-            .await
-    }
-
-    async fn renew_inbox(
-        &self,
-        handler: &str,
-        event_id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .renew_inbox(handler, event_id, claim_id, now, lease)
-            .await
-    }
-
-    async fn next_inbox_retry(&self, handler: &str) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_inbox_retry(handler).await
-    }
-
-    async fn inbox_failures(
-        &self,
-        handler: &str,
-        limit: usize,
-    ) -> Result<Vec<InboxFailure>, StoreError> {
-        self.inner.inbox_failures(handler, limit).await
-    }
-
-    async fn claim_due(
-        &self,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.claim_due(claim_id, now, lease, limit).await
-    }
-
-    async fn renew_scheduled(
-        &self,
-        dedupe_key: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .renew_scheduled(dedupe_key, claim_id, now, lease)
-            .await
-    }
-
-    async fn next_due_at(
-        &self,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_due_at(now, lease).await
-    }
-
-    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_scheduled_retry().await
-    }
-
-    async fn scheduled_of_type(
-        &self,
-        command_type: &str,
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_of_type(command_type).await
-    }
-
-    async fn scheduled_page(
-        &self,
-        command_type: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_page(command_type, after, limit).await
-    }
-
-    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.inner.scheduled_types().await
-    }
-
-    async fn scheduled_until(
-        &self,
-        command_type: &str,
-        until: Instant,
-        limit: usize,
-    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
-        self.inner.scheduled_until(command_type, until, limit).await
-    }
-
-    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.unclaimable_entries(limit).await
-    }
-
-    async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
-        self.inner.scheduled(dedupe_key).await
-    }
-
-    async fn scheduled_many(
-        &self,
-        dedupe_keys: &[String],
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_many(dedupe_keys).await
-    }
-
-    async fn claim_letter(
-        &self,
-        id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.claim_letter(id, claim_id, now, lease).await
-    }
-
-    async fn renew_letter(
-        &self,
-        id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.renew_letter(id, claim_id, now, lease).await
-    }
-
-    async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
-        self.inner.release_letter(id, claim_id).await
-    }
-
-    async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
-        self.inner.dead_letters(filter).await
-    }
-
-    async fn count_dead_letters(&self, filter: &LetterFilter) -> Result<u64, StoreError> {
-        self.inner.count_dead_letters(filter).await
-    }
-
-    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
-        self.inner.dead_letter(id).await
-    }
     async fn retry_requests(
         &self,
         letter: &str,
     ) -> Result<Vec<crate::store::RetryRequest>, StoreError> {
         self.inner.retry_requests(letter).await
-    }
-    async fn ingress_answer(
-        &self,
-        key: &str,
-    ) -> Result<Option<crate::store::IngressRecord>, StoreError> {
-        self.inner.ingress_answer(key).await
     }
     async fn ingress_page(
         &self,
@@ -488,101 +273,6 @@ impl Store for FaultyStore {
         limit: usize,
     ) -> Result<Vec<crate::store::IngressRecord>, StoreError> {
         self.inner.ingress_page(after, limit).await
-    }
-
-    async fn instances(
-        &self,
-        query: &crate::store::InstanceQuery,
-    ) -> Result<Vec<crate::store::InstanceRow>, StoreError> {
-        self.inner.instances(query).await
-    }
-
-    async fn count_instances(
-        &self,
-        query: &crate::store::InstanceQuery,
-    ) -> Result<u64, StoreError> {
-        self.inner.count_instances(query).await
-    }
-
-    async fn instance_counts(
-        &self,
-        now: Instant,
-    ) -> Result<Vec<crate::store::InstanceCounts>, StoreError> {
-        self.inner.instance_counts(now).await
-    }
-
-    async fn pause(&self, pause: &crate::store::Pause) -> Result<bool, StoreError> {
-        self.inner.pause(pause).await
-    }
-
-    async fn resume(&self, target: &crate::store::PauseTarget) -> Result<bool, StoreError> {
-        self.inner.resume(target).await
-    }
-
-    async fn pauses(&self) -> Result<Vec<crate::store::Pause>, StoreError> {
-        self.inner.pauses().await
-    }
-
-    async fn take_permits(
-        &self,
-        key: &crate::store::LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        self.inner.take_permits(key, ends, per, cap, wanted).await
-    }
-
-    async fn return_permits(
-        &self,
-        key: &crate::store::LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        self.inner.return_permits(key, ends, count).await
-    }
-
-    async fn drop_limit(&self, key: &crate::store::LimitKey) -> Result<(), StoreError> {
-        self.inner.drop_limit(key).await
-    }
-
-    async fn limit_windows(
-        &self,
-        now: Instant,
-    ) -> Result<Vec<crate::store::LimitWindow>, StoreError> {
-        self.inner.limit_windows(now).await
-    }
-
-    async fn held_by_limits(
-        &self,
-        now: Instant,
-    ) -> Result<Vec<(crate::store::LimitKey, u64)>, StoreError> {
-        self.inner.held_by_limits(now).await
-    }
-
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        self.inner.inbox_page(after, limit).await
-    }
-
-    async fn import(&self, records: &Import) -> Result<(), StoreError> {
-        self.inner.import(records).await
-    }
-
-    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
-        self.inner.copied().await
-    }
-
-    fn read_models(&self) -> Option<&dyn ReadModelStore> {
-        self.inner.read_models()
-    }
-
-    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
-        self.inner.listen().await
     }
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {

@@ -192,19 +192,35 @@ async fn a_copy_holds_every_record_as_its_source_held_it_without_claims() {
         source.read_all(0, 10_000).await.unwrap()
     );
     assert_eq!(inbox(&moved).await, source_inbox);
-    // A target that holds anything is refused, and so is a store that cannot take a copy.
+    // A target that holds anything is refused, and a target that fails to take the copy
+    // fails it whole, saying why, and holds nothing.
     let refused = bounda::store::copy(source, copy.as_ref(), "the clinic", now)
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("not empty"), "{refused}");
-    let racing = support::racing::Racing::losing(0).await;
-    let refused = bounda::store::copy(source, &racing, "the clinic", now)
+    let failing = FailingImport(Arc::new(SqliteStore::in_memory().unwrap()));
+    let refused = bounda::store::copy(source, &failing, "the clinic", now)
         .await
         .unwrap_err();
-    assert_eq!(
-        refused.to_string(),
-        "this store cannot take a copy; copy into a SQLite file or a PostgreSQL schema"
-    );
+    assert!(refused.to_string().contains("disk I/O error"), "{refused}");
+    assert_eq!(failing.head().await.unwrap(), 0);
+    assert_eq!(failing.copied().await.unwrap(), None);
+}
+
+/// A store whose import fails, as a broken disk's would.
+struct FailingImport(Arc<dyn Store>);
+
+#[bounda::store::async_trait]
+impl bounda::store::forward::Forward for FailingImport {
+    fn inner(&self) -> &dyn Store {
+        &*self.0
+    }
+
+    async fn import(&self, _: &bounda::store::Import) -> Result<(), bounda::store::StoreError> {
+        Err(bounda::store::StoreError::new(
+            "cannot import: disk I/O error",
+        ))
+    }
 }
 
 #[tokio::test]

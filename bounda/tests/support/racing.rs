@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use std::sync::Arc;
 
+use bounda::store::forward::Forward;
 use bounda::store::*;
 use bounda::{Duration, Instant, RecordedEvent};
 
@@ -115,10 +116,11 @@ impl Racing {
 }
 
 #[bounda::store::async_trait]
-impl Store for Racing {
-    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
-        self.inner.read_models()
+impl Forward for Racing {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
     }
+
     async fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
         self.stream_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_stream(t, id).await
@@ -162,17 +164,7 @@ impl Store for Racing {
         }
         self.inner.read_event(id).await
     }
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        self.inner.inbox_page(after, limit).await
-    }
 
-    async fn head(&self) -> Result<u64, StoreError> {
-        self.inner.head().await
-    }
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
         if self.short_answers.load(Ordering::SeqCst) {
             let mut answers = self.inner.commit_many(writes).await;
@@ -182,7 +174,7 @@ impl Store for Racing {
         // Each write set loses its race on its own.
         let mut answers = Vec::with_capacity(writes.len());
         for writes in writes {
-            answers.push(self.commit(writes).await);
+            answers.push(Forward::commit(self, writes).await);
         }
         answers
     }
@@ -213,39 +205,6 @@ impl Store for Racing {
         self.races.fetch_add(armed, Ordering::SeqCst);
         result
     }
-    async fn checkpoint(&self, s: &str) -> Result<Option<u64>, StoreError> {
-        self.inner.checkpoint(s).await
-    }
-    async fn checkpoints(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.inner.checkpoints().await
-    }
-    async fn move_checkpoint(
-        &self,
-        s: &str,
-        from: Option<u64>,
-        to: u64,
-    ) -> Result<bool, StoreError> {
-        self.inner.move_checkpoint(s, from, to).await
-    }
-    async fn cursor(&self, s: &str) -> Result<Option<Cursor>, StoreError> {
-        self.inner.cursor(s).await
-    }
-    async fn pass_checkpoint(
-        &self,
-        s: &str,
-        from: u64,
-        to: u64,
-        bookmarks: &[Bookmark],
-    ) -> Result<bool, StoreError> {
-        self.inner.pass_checkpoint(s, from, to, bookmarks).await
-    }
-    async fn return_to_bookmarks(
-        &self,
-        s: &str,
-        holders: &[(&str, &str)],
-    ) -> Result<(), StoreError> {
-        self.inner.return_to_bookmarks(s, holders).await
-    }
     async fn claim_inbox_batch(
         &self,
         pairs: &[InboxPair<'_>],
@@ -263,205 +222,10 @@ impl Store for Racing {
         }
         Ok(claims)
     }
-    async fn claim_inbox(
-        &self,
-        h: &str,
-        e: &str,
-        c: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<InboxClaim, StoreError> {
-        self.inner.claim_inbox(h, e, c, now, lease).await
-    }
-    async fn renew_inbox(
-        &self,
-        h: &str,
-        e: &str,
-        c: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.renew_inbox(h, e, c, now, lease).await
-    }
-    async fn inbox_failures(&self, h: &str, limit: usize) -> Result<Vec<InboxFailure>, StoreError> {
-        self.inner.inbox_failures(h, limit).await
-    }
-    async fn claim_due(
-        &self,
-        c: &str,
-        now: Instant,
-        lease: Duration,
-        limit: usize,
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.claim_due(c, now, lease, limit).await
-    }
-    async fn renew_scheduled(
-        &self,
-        k: &str,
-        c: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.renew_scheduled(k, c, now, lease).await
-    }
-    async fn next_due_at(
-        &self,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_due_at(now, lease).await
-    }
-    async fn next_scheduled_retry(&self) -> Result<Option<Instant>, StoreError> {
-        self.inner.next_scheduled_retry().await
-    }
-    async fn scheduled_until(
-        &self,
-        t: &str,
-        until: Instant,
-        limit: usize,
-    ) -> Result<(Vec<ScheduledEntry>, bool), StoreError> {
-        self.inner.scheduled_until(t, until, limit).await
-    }
-    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.unclaimable_entries(limit).await
-    }
-    async fn scheduled_of_type(&self, t: &str) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_of_type(t).await
-    }
-    async fn scheduled_page(
-        &self,
-        t: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<ScheduledEntry>, StoreError> {
-        self.inner.scheduled_page(t, after, limit).await
-    }
-    async fn scheduled_types(&self) -> Result<Vec<(String, u64)>, StoreError> {
-        self.inner.scheduled_types().await
-    }
-    async fn stream_ids(
-        &self,
-        aggregate_type: &str,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        self.inner.stream_ids(aggregate_type, after, limit).await
-    }
-    async fn scheduled(&self, k: &str) -> Result<Option<ScheduledEntry>, StoreError> {
-        self.inner.scheduled(k).await
-    }
-    async fn claim_letter(
-        &self,
-        id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.claim_letter(id, claim_id, now, lease).await
-    }
-    async fn renew_letter(
-        &self,
-        id: &str,
-        claim_id: &str,
-        now: Instant,
-        lease: Duration,
-    ) -> Result<bool, StoreError> {
-        self.inner.renew_letter(id, claim_id, now, lease).await
-    }
     async fn release_letter(&self, id: &str, claim_id: &str) -> Result<(), StoreError> {
         if self.release_fails.load(Ordering::SeqCst) {
             return Err(StoreError::new("the disk went away"));
         }
         self.inner.release_letter(id, claim_id).await
-    }
-    async fn dead_letters(&self, f: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
-        self.inner.dead_letters(f).await
-    }
-    async fn count_dead_letters(&self, f: &LetterFilter) -> Result<u64, StoreError> {
-        self.inner.count_dead_letters(f).await
-    }
-    async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
-        self.inner.dead_letter(id).await
-    }
-    async fn retry_requests(
-        &self,
-        letter: &str,
-    ) -> Result<Vec<bounda::store::RetryRequest>, StoreError> {
-        self.inner.retry_requests(letter).await
-    }
-    async fn ingress_answer(
-        &self,
-        key: &str,
-    ) -> Result<Option<bounda::store::IngressRecord>, StoreError> {
-        self.inner.ingress_answer(key).await
-    }
-    async fn ingress_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<bounda::store::IngressRecord>, StoreError> {
-        self.inner.ingress_page(after, limit).await
-    }
-    async fn instances(
-        &self,
-        q: &bounda::store::InstanceQuery,
-    ) -> Result<Vec<bounda::store::InstanceRow>, StoreError> {
-        self.inner.instances(q).await
-    }
-    async fn count_instances(&self, q: &bounda::store::InstanceQuery) -> Result<u64, StoreError> {
-        self.inner.count_instances(q).await
-    }
-    async fn instance_counts(
-        &self,
-        now: bounda::Instant,
-    ) -> Result<Vec<bounda::store::InstanceCounts>, StoreError> {
-        self.inner.instance_counts(now).await
-    }
-    async fn pause(&self, pause: &bounda::store::Pause) -> Result<bool, StoreError> {
-        self.inner.pause(pause).await
-    }
-    async fn resume(&self, target: &bounda::store::PauseTarget) -> Result<bool, StoreError> {
-        self.inner.resume(target).await
-    }
-    async fn pauses(&self) -> Result<Vec<bounda::store::Pause>, StoreError> {
-        self.inner.pauses().await
-    }
-
-    async fn take_permits(
-        &self,
-        key: &bounda::store::LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        self.inner.take_permits(key, ends, per, cap, wanted).await
-    }
-
-    async fn return_permits(
-        &self,
-        key: &bounda::store::LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        self.inner.return_permits(key, ends, count).await
-    }
-
-    async fn drop_limit(&self, key: &bounda::store::LimitKey) -> Result<(), StoreError> {
-        self.inner.drop_limit(key).await
-    }
-
-    async fn limit_windows(
-        &self,
-        now: Instant,
-    ) -> Result<Vec<bounda::store::LimitWindow>, StoreError> {
-        self.inner.limit_windows(now).await
-    }
-
-    async fn held_by_limits(
-        &self,
-        now: Instant,
-    ) -> Result<Vec<(bounda::store::LimitKey, u64)>, StoreError> {
-        self.inner.held_by_limits(now).await
     }
 }
