@@ -6,10 +6,11 @@
 //! took over.
 
 use bounda::store::{
-    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
-    InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery, InstanceRow,
-    LetterFilter, LimitKey, LimitWindow, Listener, Pause, PauseTarget, RetryOutcome, RetryRequest,
-    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
+    Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
+    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
+    InstanceRow, LetterFilter, LimitKey, LimitWindow, Listener, Pause, PauseStore, PauseTarget,
+    RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
+    async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -666,69 +667,8 @@ impl Store for PostgresStore {
         crate::instances::counts(&client, &self.names, now).await
     }
 
-    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let changed = execute(
-            &client,
-            &self.names.sql(
-                "INSERT INTO {t}pauses (kind, name, instance, since, by_whom, reason)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-            ),
-            &[
-                &pause.target.kind(),
-                &pause.target.name(),
-                &pause.target.instance(),
-                &pause.since.to_chrono(),
-                &pause.by,
-                &pause.reason,
-            ],
-        )
-        .await
-        .map_err(failed("cannot pause"))?;
-        Ok(changed > 0)
-    }
-
-    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let changed = execute(
-            &client,
-            &self
-                .names
-                .sql("DELETE FROM {t}pauses WHERE kind = $1 AND name = $2 AND instance = $3"),
-            &[&target.kind(), &target.name(), &target.instance()],
-        )
-        .await
-        .map_err(failed("cannot resume"))?;
-        Ok(changed > 0)
-    }
-
-    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
-        let client = self.client().await?;
-        let read = query(
-            &client,
-            &self.names.sql(
-                "SELECT kind, name, instance, since, by_whom, reason FROM {t}pauses
-                 ORDER BY kind, name, instance",
-            ),
-            &[],
-        )
-        .await
-        .map_err(failed("cannot read the pauses"))?;
-        read.iter()
-            .map(|row| {
-                let (kind, name, instance): (String, String, String) =
-                    (rows::get(row, 0)?, rows::get(row, 1)?, rows::get(row, 2)?);
-                let target = PauseTarget::from_parts(&kind, &name, &instance).ok_or_else(|| {
-                    StoreError::new(format!("a pause of kind `{kind}` does not read"))
-                })?;
-                Ok(Pause {
-                    target,
-                    since: rows::instant(row, 3)?,
-                    by: rows::get(row, 4)?,
-                    reason: rows::get(row, 5)?,
-                })
-            })
-            .collect()
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::core().with_pauses(self)
     }
 
     async fn take_permits(
@@ -953,6 +893,74 @@ impl Store for PostgresStore {
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let client = self.client().await?;
         crate::import::mark(&client, &self.names).await
+    }
+}
+
+#[async_trait]
+impl PauseStore for PostgresStore {
+    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self.names.sql(
+                "INSERT INTO {t}pauses (kind, name, instance, since, by_whom, reason)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            ),
+            &[
+                &pause.target.kind(),
+                &pause.target.name(),
+                &pause.target.instance(),
+                &pause.since.to_chrono(),
+                &pause.by,
+                &pause.reason,
+            ],
+        )
+        .await
+        .map_err(failed("cannot pause"))?;
+        Ok(changed > 0)
+    }
+
+    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let changed = execute(
+            &client,
+            &self
+                .names
+                .sql("DELETE FROM {t}pauses WHERE kind = $1 AND name = $2 AND instance = $3"),
+            &[&target.kind(), &target.name(), &target.instance()],
+        )
+        .await
+        .map_err(failed("cannot resume"))?;
+        Ok(changed > 0)
+    }
+
+    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
+        let client = self.client().await?;
+        let read = query(
+            &client,
+            &self.names.sql(
+                "SELECT kind, name, instance, since, by_whom, reason FROM {t}pauses
+                 ORDER BY kind, name, instance",
+            ),
+            &[],
+        )
+        .await
+        .map_err(failed("cannot read the pauses"))?;
+        read.iter()
+            .map(|row| {
+                let (kind, name, instance): (String, String, String) =
+                    (rows::get(row, 0)?, rows::get(row, 1)?, rows::get(row, 2)?);
+                let target = PauseTarget::from_parts(&kind, &name, &instance).ok_or_else(|| {
+                    StoreError::new(format!("a pause of kind `{kind}` does not read"))
+                })?;
+                Ok(Pause {
+                    target,
+                    since: rows::instant(row, 3)?,
+                    by: rows::get(row, 4)?,
+                    reason: rows::get(row, 5)?,
+                })
+            })
+            .collect()
     }
 }
 

@@ -1,10 +1,10 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    Bookmark, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder, InboxClaim,
-    InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery, InstanceRow,
-    LetterFilter, LimitKey, LimitWindow, Pause, PauseTarget, RetryRequest, ScheduledEntry,
-    Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
+    Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
+    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
+    InstanceRow, LetterFilter, LimitKey, LimitWindow, Pause, PauseStore, PauseTarget, RetryRequest,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -711,6 +711,69 @@ impl Store for SqliteStore {
         crate::instances::counts(&conn, now)
     }
 
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::core().with_pauses(self)
+    }
+
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        per: Duration,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::take(&conn, key, ends, per, cap, wanted)
+    }
+
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::give_back(&conn, key, ends, count)
+    }
+
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::drop(&conn, key)
+    }
+
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::windows(&conn, now)
+    }
+
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::held(&conn, now)
+    }
+
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError> {
+        let conn = self.lock()?;
+        crate::import::inbox_page(&conn, after, limit)
+    }
+
+    async fn import(&self, records: &Import) -> Result<(), StoreError> {
+        let mut conn = self.lock()?;
+        crate::import::import(&mut conn, records)
+    }
+
+    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
+        let conn = self.lock()?;
+        crate::import::mark(&conn)
+    }
+}
+
+#[async_trait]
+impl PauseStore for SqliteStore {
     async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
         let conn = self.lock()?;
         conn.prepare_cached(
@@ -769,62 +832,6 @@ impl Store for SqliteStore {
                 })
             })
             .collect()
-    }
-
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::take(&conn, key, ends, per, cap, wanted)
-    }
-
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        let conn = self.lock()?;
-        crate::limits::give_back(&conn, key, ends, count)
-    }
-
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        let conn = self.lock()?;
-        crate::limits::drop(&conn, key)
-    }
-
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::windows(&conn, now)
-    }
-
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::held(&conn, now)
-    }
-
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        let conn = self.lock()?;
-        crate::import::inbox_page(&conn, after, limit)
-    }
-
-    async fn import(&self, records: &Import) -> Result<(), StoreError> {
-        let mut conn = self.lock()?;
-        crate::import::import(&mut conn, records)
-    }
-
-    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
-        let conn = self.lock()?;
-        crate::import::mark(&conn)
     }
 }
 

@@ -249,7 +249,7 @@ impl App {
             held_deadlines: held.len() as u64,
             drifted_entries: self.drifted_count().await?,
             unclaimable_entries: self.store().unclaimable_entries(UNCLAIMABLE).await?.len() as u64,
-            paused: self.store().pauses().await?,
+            paused: self.pauses().await?,
             limited,
             relays: self.relay_lags().await?,
             ingress: self.source_lags().await,

@@ -23,6 +23,8 @@ impl App {
         by: &str,
         reason: Option<&str>,
     ) -> Result<bool, Error> {
+        let capabilities = self.store().capabilities();
+        let pauses = capabilities.pauses()?;
         if by.trim().is_empty() {
             return Err(Error::Configuration {
                 message: "a pause needs the operator's name (who paused it)".to_owned(),
@@ -45,7 +47,7 @@ impl App {
             by: by.trim().to_owned(),
             reason: reason.map(str::to_owned),
         };
-        let paused = self.store().pause(&pause).await?;
+        let paused = pauses.pause(&pause).await?;
         if paused {
             tracing::info!(by = %pause.by, "{} paused", pause.target);
         }
@@ -56,7 +58,7 @@ impl App {
     /// was not paused; a target that is neither paused nor one this app has (a mistyped name)
     /// is refused. A pause of something the app no longer has is resumed all the same.
     pub async fn resume(&self, target: &PauseTarget) -> Result<bool, Error> {
-        let resumed = self.store().resume(target).await?;
+        let resumed = self.store().capabilities().pauses()?.resume(target).await?;
         if resumed {
             tracing::info!("{target} resumed");
         } else {
@@ -65,9 +67,13 @@ impl App {
         Ok(resumed)
     }
 
-    /// Every pause on this store, by kind and name.
+    /// Every pause on this store, by kind and name: none on a store that keeps no pauses, where
+    /// nothing can be paused.
     pub async fn pauses(&self) -> Result<Vec<Pause>, Error> {
-        Ok(self.store().pauses().await?)
+        match self.store().capabilities().pauses {
+            Some(pauses) => Ok(pauses.pauses().await?),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The pauses, as the runtime's passes and reads ask them what they hold.

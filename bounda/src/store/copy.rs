@@ -221,8 +221,14 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
     )
     .await?;
     // What operators paused stays paused where the records go.
-    for pause in from.pauses().await? {
-        to.pause(&pause).await?;
+    if let Some(pauses) = from.capabilities().pauses {
+        let paused = pauses.pauses().await?;
+        if !paused.is_empty() {
+            let to = to.capabilities().pauses()?;
+            for pause in paused {
+                to.pause(&pause).await?;
+            }
+        }
     }
     let mut after: Option<(String, String)> = None;
     loop {

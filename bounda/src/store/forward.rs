@@ -41,6 +41,12 @@ pub trait Forward: Send + Sync + 'static {
     /// The store this one wraps.
     fn inner(&self) -> &dyn Store;
 
+    /// Forwards [`Store::capabilities`]: the wrapped store's own, which this one's callers use
+    /// as they are.
+    fn capabilities(&self) -> Capabilities<'_> {
+        self.inner().capabilities()
+    }
+
     /// Forwards [`Store::read_stream`].
     async fn read_stream(
         &self,
@@ -387,21 +393,6 @@ pub trait Forward: Send + Sync + 'static {
         self.inner().instance_counts(now).await
     }
 
-    /// Forwards [`Store::pause`].
-    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
-        self.inner().pause(pause).await
-    }
-
-    /// Forwards [`Store::resume`].
-    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
-        self.inner().resume(target).await
-    }
-
-    /// Forwards [`Store::pauses`].
-    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
-        self.inner().pauses().await
-    }
-
     /// Forwards [`Store::take_permits`].
     async fn take_permits(
         &self,
@@ -471,6 +462,10 @@ pub trait Forward: Send + Sync + 'static {
 
 #[async_trait]
 impl<W: Forward> Store for W {
+    fn capabilities(&self) -> Capabilities<'_> {
+        Forward::capabilities(self)
+    }
+
     async fn read_stream(
         &self,
         aggregate_type: &str,
@@ -755,18 +750,6 @@ impl<W: Forward> Store for W {
 
     async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
         Forward::instance_counts(self, now).await
-    }
-
-    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
-        Forward::pause(self, pause).await
-    }
-
-    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
-        Forward::resume(self, target).await
-    }
-
-    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
-        Forward::pauses(self).await
     }
 
     async fn take_permits(

@@ -13,6 +13,7 @@
 //! holds any store as `Arc<dyn Store>`.
 
 pub mod bookmarks;
+pub mod capabilities;
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
@@ -40,6 +41,7 @@ pub use write_set::{
 };
 
 pub use bookmarks::{Bookmark, Cursor};
+pub use capabilities::Capabilities;
 pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
 pub use ingress::IngressRecord;
 pub use instances::{
@@ -48,7 +50,7 @@ pub use instances::{
 };
 pub use limits::{LimitKey, LimitKind, LimitWindow};
 pub use open::{Address, Opener, Opening, Place};
-pub use pauses::{Pause, PauseTarget, Paused};
+pub use pauses::{Pause, PauseStore, PauseTarget, Paused};
 pub use retry_requests::{RetryOutcome, RetryRequest};
 pub use unreadable::{Columns, Unreadable};
 
@@ -493,28 +495,9 @@ pub trait Store: Send + Sync + 'static {
         Err(no_index())
     }
 
-    /// Pauses `pause.target` as `pause` says; `false`, changing nothing, when it is paused
-    /// already. From then on the store's claim of due entries ([`claim_due`](Store::claim_due),
-    /// [`ClaimDue`]) leaves the entries it holds (see [`pauses`]), and
-    /// [`next_due_at`](Store::next_due_at) does not count them. A store that cannot keep
-    /// pauses keeps this default, which refuses.
-    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError> {
-        let _ = pause;
-        Err(StoreError::new(
-            "this store keeps no pauses: pause on a SQLite file or a PostgreSQL schema",
-        ))
-    }
-
-    /// Resumes `target`; `false` when it was not paused.
-    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError> {
-        let _ = target;
-        Ok(false)
-    }
-
-    /// Every pause, by kind, name and instance. A store that keeps none answers none.
-    async fn pauses(&self) -> Result<Vec<Pause>, StoreError> {
-        Ok(Vec::new())
-    }
+    /// What the store keeps beyond the core ([`Capabilities`]): what uses a capability it lacks
+    /// is refused, naming it, before it changes anything.
+    fn capabilities(&self) -> Capabilities<'_>;
 
     /// Takes up to `wanted` of `key`'s permits in its window of length `per` ending at `ends`,
     /// which allows `cap` runs, and answers how many it took: at once for every runner on the

@@ -10,8 +10,26 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::Instant;
-use crate::store::ScheduledEntry;
 use crate::store::instances::{DeadlinePayload, PROCESS_DEADLINE};
+use crate::store::{ScheduledEntry, StoreError};
+
+/// A store's pauses: kept for every runner on it, and obeyed by its claim of due entries. A
+/// capability: a store that keeps them says so in [`Store::capabilities`](super::Store::capabilities).
+#[async_trait::async_trait]
+pub trait PauseStore: Send + Sync {
+    /// Pauses `pause.target` as `pause` says; `false`, changing nothing, when it is paused
+    /// already. From then on the store's claim of due entries
+    /// ([`claim_due`](super::Store::claim_due), [`ClaimDue`](super::ClaimDue)) leaves the
+    /// entries it holds (see the module), and [`next_due_at`](super::Store::next_due_at) does
+    /// not count them.
+    async fn pause(&self, pause: &Pause) -> Result<bool, StoreError>;
+
+    /// Resumes `target`; `false` when it was not paused.
+    async fn resume(&self, target: &PauseTarget) -> Result<bool, StoreError>;
+
+    /// Every pause, by kind, name and instance.
+    async fn pauses(&self) -> Result<Vec<Pause>, StoreError>;
+}
 
 /// What a delayed policy run's scheduler entry is: its type.
 pub(crate) const POLICY_RUN: &str = "bounda.PolicyRun";

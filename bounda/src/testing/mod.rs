@@ -1,10 +1,12 @@
 //! The test harness: an app on simulated time, where one `advance` runs every consequence, and a
 //! check of what it logs.
 
+mod core_only;
 mod faults;
 mod logs;
 pub mod simulate;
 
+pub use core_only::CoreOnly;
 pub use faults::{Fault, FaultyStore, InjectedFaults};
 pub use logs::{Line, Logs};
 /// The level of a logged line, as [`Logs::expect`] takes it.

@@ -11,7 +11,7 @@ use crate::listed::ConfirmOnOrderPlaced;
 use crate::support;
 
 use bounda::prelude::*;
-use bounda::store::PauseTarget;
+use bounda::store::{PauseStore, PauseTarget};
 use support::storefront::*;
 
 async fn shop() -> TestApp {
@@ -529,4 +529,39 @@ async fn a_copy_keeps_what_is_paused() {
         }),
         "the copy's checkpoint stands before what the source's passed"
     );
+}
+
+// Issue 46: a store with the core alone runs the app, its process on simulated time included,
+// and a pause on it is refused before anything changes, naming what the store lacks; where
+// nothing can be paused, nothing is.
+#[tokio::test]
+async fn a_store_with_the_core_alone_runs_the_app_and_refuses_a_pause_naming_what_it_lacks() {
+    let store = std::sync::Arc::new(bounda::testing::CoreOnly(support::database::store().await));
+    let app = TestApp::new(
+        App::builder_shared(store)
+            .only_listed()
+            .process::<OrderPayment>()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await
+    .unwrap();
+    place(&app, "o-1").await;
+    assert!(app.advance(hours(80)).await.unwrap().idle);
+    assert!(confirmed(&app, "o-1").await);
+    let ran = support::reached::<OrderPayment>(&app, "o-1").await;
+    assert!(
+        ran.iter().any(|(field, ..)| field == "payment_deadline"),
+        "{ran:?}"
+    );
+
+    let refused = app
+        .app()
+        .pause(process(), "alice", None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("keeps no pauses"), "{refused}");
+    let refused = app.app().resume(&process()).await.unwrap_err().to_string();
+    assert!(refused.contains("keeps no pauses"), "{refused}");
+    assert!(app.lag().await.unwrap().paused.is_empty());
 }

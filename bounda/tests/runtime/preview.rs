@@ -8,7 +8,6 @@
 )]
 
 use crate::clinic;
-use crate::support;
 
 use std::sync::Arc;
 

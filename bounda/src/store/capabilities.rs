@@ -1,0 +1,49 @@
+//! What a store keeps beyond the core every app needs to run: each capability is a trait of its
+//! own, and a store says which it has in [`Store::capabilities`](super::Store::capabilities).
+//! What uses a capability the store lacks is refused before it changes anything, naming the
+//! capability and the store, rather than answered with nothing.
+
+use super::pauses::PauseStore;
+use super::write_set::StoreError;
+
+/// The capabilities a store has beyond the core: each one it keeps, or `None`.
+#[derive(Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Capabilities<'a> {
+    /// Pauses, kept for every runner on the store ([`PauseStore`]).
+    pub pauses: Option<&'a dyn PauseStore>,
+}
+
+impl std::fmt::Debug for Capabilities<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capabilities")
+            .field("pauses", &self.pauses.is_some())
+            .finish()
+    }
+}
+
+impl<'a> Capabilities<'a> {
+    /// None beyond the core.
+    pub fn core() -> Capabilities<'a> {
+        Capabilities::default()
+    }
+
+    /// With pauses, kept by `store`.
+    pub fn with_pauses(self, store: &'a dyn PauseStore) -> Capabilities<'a> {
+        Capabilities {
+            pauses: Some(store),
+        }
+    }
+
+    /// The store's pauses, or the refusal of what needs them.
+    pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
+        self.pauses.ok_or_else(|| lacking("pauses"))
+    }
+}
+
+/// The refusal of what needs `capability` on a store without it.
+fn lacking(capability: &str) -> StoreError {
+    StoreError::new(format!(
+        "this store keeps no {capability}: use a SQLite file or a PostgreSQL schema"
+    ))
+}
