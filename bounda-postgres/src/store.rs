@@ -8,9 +8,9 @@
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
     InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
-    InstanceRow, LetterFilter, LimitKey, LimitWindow, Listener, Pause, PauseStore, PauseTarget,
-    RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
-    async_trait, protocol,
+    InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Listener, Pause, PauseStore,
+    PauseTarget, RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError,
+    StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -668,92 +668,7 @@ impl Store for PostgresStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core().with_pauses(self)
-    }
-
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        let per_ms = i64::try_from(per.as_millis()).unwrap_or(i64::MAX);
-        let row = self
-            .one(
-                "cannot take a limit's permits",
-                limits::TAKE,
-                &[
-                    &key.kind.as_str(),
-                    &key.name,
-                    &ends.to_chrono(),
-                    &limits::count(cap),
-                    &limits::count(wanted),
-                    &per_ms,
-                    &(ends + per).to_chrono(),
-                ],
-            )
-            .await?;
-        let granted: i32 = rows::get(&row, 0)?;
-        Ok(u32::try_from(granted).unwrap_or(0))
-    }
-
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        self.changed(
-            "cannot give back a limit's permits",
-            limits::GIVE_BACK,
-            &[
-                &key.kind.as_str(),
-                &key.name,
-                &ends.to_chrono(),
-                &limits::count(count),
-            ],
-        )
-        .await
-        .map(|_| ())
-    }
-
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        self.changed(
-            "cannot forget a limit's window",
-            limits::DROP,
-            &[&key.kind.as_str(), &key.name],
-        )
-        .await
-        .map(|_| ())
-    }
-
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        let rows = self
-            .rows(
-                "cannot read the limits",
-                limits::WINDOWS,
-                &[&now.to_chrono()],
-            )
-            .await?;
-        rows.iter().map(limits::window).collect()
-    }
-
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        let rows = self
-            .rows(
-                "cannot read what the limits hold",
-                limits::HELD,
-                &[&now.to_chrono()],
-            )
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let count: i64 = rows::get(row, 2)?;
-                Ok((limits::key(row)?, u64::try_from(count).unwrap_or(0)))
-            })
-            .collect()
+        Capabilities::core().with_limits(self).with_pauses(self)
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
@@ -893,6 +808,90 @@ impl Store for PostgresStore {
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let client = self.client().await?;
         crate::import::mark(&client, &self.names).await
+    }
+}
+
+#[async_trait]
+impl LimitStore for PostgresStore {
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        per: Duration,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let per_ms = i64::try_from(per.as_millis()).unwrap_or(i64::MAX);
+        let row = self
+            .one(
+                "cannot take a limit's permits",
+                limits::TAKE,
+                &[
+                    &key.kind.as_str(),
+                    &key.name,
+                    &ends.to_chrono(),
+                    &limits::count(cap),
+                    &limits::count(wanted),
+                    &per_ms,
+                    &(ends + per).to_chrono(),
+                ],
+            )
+            .await?;
+        let granted: i32 = rows::get(&row, 0)?;
+        Ok(u32::try_from(granted).unwrap_or(0))
+    }
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        self.changed(
+            "cannot give back a limit's permits",
+            limits::GIVE_BACK,
+            &[
+                &key.kind.as_str(),
+                &key.name,
+                &ends.to_chrono(),
+                &limits::count(count),
+            ],
+        )
+        .await
+        .map(|_| ())
+    }
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        self.changed(
+            "cannot forget a limit's window",
+            limits::DROP,
+            &[&key.kind.as_str(), &key.name],
+        )
+        .await
+        .map(|_| ())
+    }
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read the limits",
+                limits::WINDOWS,
+                &[&now.to_chrono()],
+            )
+            .await?;
+        rows.iter().map(limits::window).collect()
+    }
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let rows = self
+            .rows(
+                "cannot read what the limits hold",
+                limits::HELD,
+                &[&now.to_chrono()],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let count: i64 = rows::get(row, 2)?;
+                Ok((limits::key(row)?, u64::try_from(count).unwrap_or(0)))
+            })
+            .collect()
     }
 }
 

@@ -3,8 +3,8 @@
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
     InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
-    InstanceRow, LetterFilter, LimitKey, LimitWindow, Pause, PauseStore, PauseTarget, RetryRequest,
-    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
+    InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Pause, PauseStore, PauseTarget,
+    RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -712,44 +712,7 @@ impl Store for SqliteStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core().with_pauses(self)
-    }
-
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::take(&conn, key, ends, per, cap, wanted)
-    }
-
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        let conn = self.lock()?;
-        crate::limits::give_back(&conn, key, ends, count)
-    }
-
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        let conn = self.lock()?;
-        crate::limits::drop(&conn, key)
-    }
-
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::windows(&conn, now)
-    }
-
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        let conn = self.lock()?;
-        crate::limits::held(&conn, now)
+        Capabilities::core().with_limits(self).with_pauses(self)
     }
 
     async fn inbox_page(
@@ -769,6 +732,42 @@ impl Store for SqliteStore {
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let conn = self.lock()?;
         crate::import::mark(&conn)
+    }
+}
+
+#[async_trait]
+impl LimitStore for SqliteStore {
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        per: Duration,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::take(&conn, key, ends, per, cap, wanted)
+    }
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::give_back(&conn, key, ends, count)
+    }
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        crate::limits::drop(&conn, key)
+    }
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::windows(&conn, now)
+    }
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
+        let conn = self.lock()?;
+        crate::limits::held(&conn, now)
     }
 }
 

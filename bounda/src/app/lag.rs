@@ -268,14 +268,11 @@ impl App {
         if limits.is_empty() {
             return Ok(Vec::new());
         }
-        let held: std::collections::HashMap<_, _> = self
-            .store()
-            .held_by_limits(now)
-            .await?
-            .into_iter()
-            .collect();
+        let store = self.limit_store()?;
+        let held: std::collections::HashMap<_, _> =
+            store.held_by_limits(now).await?.into_iter().collect();
         let mut limited = Vec::new();
-        for window in self.store().limit_windows(now).await? {
+        for window in store.limit_windows(now).await? {
             let Some(limit) = limits.get(window.key.kind, &window.key.name) else {
                 continue;
             };

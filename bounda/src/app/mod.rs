@@ -450,6 +450,16 @@ impl AppBuilder {
                 ));
             }
         }
+        // Limits are counted by the store, for every runner on it: one that counts none cannot
+        // run an app that has them.
+        if !self.config.limits.is_empty()
+            && let Err(lacking) = self.store.capabilities().limits()
+        {
+            refused.push(format!(
+                "the configuration has `limits`, and {lacking}: remove the limits, or run the \
+                 app on a store that counts them"
+            ));
+        }
         // The ports each process and policy declares it reads are the app's (a missing one
         // would otherwise fail its handlers one instance at a time).
         let declared = self.processes.iter().map(|process| process.declared());
@@ -615,6 +625,14 @@ impl App {
     /// The store.
     pub fn store(&self) -> &dyn Store {
         &*self.inner.store
+    }
+
+    /// The store's limits: an app whose configuration has limits runs only on a store that
+    /// counts them (its building refuses another), so this refuses only an app without.
+    pub(crate) fn limit_store(
+        &self,
+    ) -> Result<&dyn crate::store::LimitStore, crate::store::StoreError> {
+        self.store().capabilities().limits()
     }
 
     /// Commits `writes`; once they are on the file, counts the letters they filed.

@@ -62,7 +62,7 @@ impl App {
             let now = self.clock().now();
             let ends = limit.rate.window_end(now);
             let granted = self
-                .store()
+                .limit_store()?
                 .take_permits(&key, ends, limit.rate.per, limit.rate.count, 1)
                 .await?;
             if granted > 0 {

@@ -30,11 +30,13 @@ impl App {
         }
         // A limit the configuration no longer has holds nothing from now on.
         let now = self.clock().now();
-        for window in self.store().limit_windows(now).await? {
-            let key = &window.key;
-            if self.config().limits.get(key.kind, &key.name).is_none() {
-                self.store().drop_limit(key).await?;
-                tracing::info!(limit = %key, "a limit no longer configured was dropped");
+        if let Some(limits) = self.store().capabilities().limits {
+            for window in limits.limit_windows(now).await? {
+                let key = &window.key;
+                if self.config().limits.get(key.kind, &key.name).is_none() {
+                    limits.drop_limit(key).await?;
+                    tracing::info!(limit = %key, "a limit no longer configured was dropped");
+                }
             }
         }
         if self.inner.processes.is_empty() {

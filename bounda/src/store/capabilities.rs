@@ -3,6 +3,7 @@
 //! What uses a capability the store lacks is refused before it changes anything, naming the
 //! capability and the store, rather than answered with nothing.
 
+use super::limits::LimitStore;
 use super::pauses::PauseStore;
 use super::write_set::StoreError;
 
@@ -12,12 +13,15 @@ use super::write_set::StoreError;
 pub struct Capabilities<'a> {
     /// Pauses, kept for every runner on the store ([`PauseStore`]).
     pub pauses: Option<&'a dyn PauseStore>,
+    /// Limits' permits, counted for every runner on the store ([`LimitStore`]).
+    pub limits: Option<&'a dyn LimitStore>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capabilities")
             .field("pauses", &self.pauses.is_some())
+            .field("limits", &self.limits.is_some())
             .finish()
     }
 }
@@ -32,12 +36,26 @@ impl<'a> Capabilities<'a> {
     pub fn with_pauses(self, store: &'a dyn PauseStore) -> Capabilities<'a> {
         Capabilities {
             pauses: Some(store),
+            ..self
+        }
+    }
+
+    /// With limits, counted by `store`.
+    pub fn with_limits(self, store: &'a dyn LimitStore) -> Capabilities<'a> {
+        Capabilities {
+            limits: Some(store),
+            ..self
         }
     }
 
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
         self.pauses.ok_or_else(|| lacking("pauses"))
+    }
+
+    /// The store's limits, or the refusal of what needs them.
+    pub fn limits(&self) -> Result<&'a dyn LimitStore, StoreError> {
+        self.limits.ok_or_else(|| lacking("limits"))
     }
 }
 

@@ -393,43 +393,6 @@ pub trait Forward: Send + Sync + 'static {
         self.inner().instance_counts(now).await
     }
 
-    /// Forwards [`Store::take_permits`].
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        self.inner().take_permits(key, ends, per, cap, wanted).await
-    }
-
-    /// Forwards [`Store::return_permits`].
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        self.inner().return_permits(key, ends, count).await
-    }
-
-    /// Forwards [`Store::drop_limit`].
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        self.inner().drop_limit(key).await
-    }
-
-    /// Forwards [`Store::limit_windows`].
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        self.inner().limit_windows(now).await
-    }
-
-    /// Forwards [`Store::held_by_limits`].
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        self.inner().held_by_limits(now).await
-    }
-
     /// Forwards [`Store::inbox_page`].
     async fn inbox_page(
         &self,
@@ -750,38 +713,6 @@ impl<W: Forward> Store for W {
 
     async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
         Forward::instance_counts(self, now).await
-    }
-
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        Forward::take_permits(self, key, ends, per, cap, wanted).await
-    }
-
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        Forward::return_permits(self, key, ends, count).await
-    }
-
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        Forward::drop_limit(self, key).await
-    }
-
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        Forward::limit_windows(self, now).await
-    }
-
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        Forward::held_by_limits(self, now).await
     }
 
     async fn inbox_page(

@@ -12,7 +12,50 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::Instant;
+use crate::store::StoreError;
+use crate::{Duration, Instant};
+
+/// A store's limits: the permits of each limit's window, counted at once for every runner on it.
+/// A capability: a store that keeps it says so in
+/// [`Store::capabilities`](crate::store::Store::capabilities).
+#[async_trait::async_trait]
+pub trait LimitStore: Send + Sync {
+    /// Takes up to `wanted` of `key`'s permits in its window of length `per` ending at `ends`,
+    /// which allows `cap` runs, and answers how many it took: at once for every runner on the
+    /// store, so two runners together take no more than `cap`. The stored window is counted into
+    /// when it is this one, or the next (taken by a runner whose clock is ahead), of the same
+    /// length; any other (an older one, one of another length after the rate changed) is
+    /// replaced by this one. Once a window is used up, the claim of due entries
+    /// ([`claim_due`](crate::store::Store::claim_due), [`ClaimDue`](crate::store::ClaimDue))
+    /// leaves the key's entries until it ends (see the module).
+    async fn take_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        per: Duration,
+        cap: u32,
+        wanted: u32,
+    ) -> Result<u32, StoreError>;
+
+    /// Gives back `count` permits of `key`'s window ending at `ends`, taken for runs that did not
+    /// run (deferred, held, or stopped); nothing when that window is gone.
+    async fn return_permits(
+        &self,
+        key: &LimitKey,
+        ends: Instant,
+        count: u32,
+    ) -> Result<(), StoreError>;
+
+    /// Forgets `key`'s window: a limit the configuration no longer has holds nothing.
+    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError>;
+
+    /// The limits' windows not yet ended at `now`, by kind and name.
+    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError>;
+
+    /// For each limit whose window's permits are used up at `now`, by kind and name, how many
+    /// scheduler entries due at `now` it holds back (those no runner holds a claim on).
+    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError>;
+}
 
 /// What a limit paces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -48,7 +48,7 @@ pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
     InstanceStatus, NextDue,
 };
-pub use limits::{LimitKey, LimitKind, LimitWindow};
+pub use limits::{LimitKey, LimitKind, LimitStore, LimitWindow};
 pub use open::{Address, Opener, Opening, Place};
 pub use pauses::{Pause, PauseStore, PauseTarget, Paused};
 pub use retry_requests::{RetryOutcome, RetryRequest};
@@ -498,61 +498,6 @@ pub trait Store: Send + Sync + 'static {
     /// What the store keeps beyond the core ([`Capabilities`]): what uses a capability it lacks
     /// is refused, naming it, before it changes anything.
     fn capabilities(&self) -> Capabilities<'_>;
-
-    /// Takes up to `wanted` of `key`'s permits in its window of length `per` ending at `ends`,
-    /// which allows `cap` runs, and answers how many it took: at once for every runner on the
-    /// store, so two runners together take no more than `cap`. The stored window is counted into
-    /// when it is this one, or the next (taken by a runner whose clock is ahead), of the same
-    /// length; any other (an older one, one of another length after the rate changed) is
-    /// replaced by this one. Once a window is used up, the claim of due entries
-    /// ([`claim_due`](Store::claim_due), [`ClaimDue`]) leaves the key's entries until it ends
-    /// (see [`limits`]). A store that cannot count permits keeps this default, which refuses.
-    async fn take_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        per: Duration,
-        cap: u32,
-        wanted: u32,
-    ) -> Result<u32, StoreError> {
-        let _ = (key, ends, per, cap, wanted);
-        Err(StoreError::new(
-            "this store keeps no limits: set `limits` on a SQLite file or a PostgreSQL schema",
-        ))
-    }
-
-    /// Gives back `count` permits of `key`'s window ending at `ends`, taken for runs that did not
-    /// run (deferred, held, or stopped); nothing when that window is gone.
-    async fn return_permits(
-        &self,
-        key: &LimitKey,
-        ends: Instant,
-        count: u32,
-    ) -> Result<(), StoreError> {
-        let _ = (key, ends, count);
-        Ok(())
-    }
-
-    /// Forgets `key`'s window: a limit the configuration no longer has holds nothing.
-    async fn drop_limit(&self, key: &LimitKey) -> Result<(), StoreError> {
-        let _ = key;
-        Ok(())
-    }
-
-    /// The limits' windows not yet ended at `now`, by kind and name. A store that keeps no
-    /// limits answers none.
-    async fn limit_windows(&self, now: Instant) -> Result<Vec<LimitWindow>, StoreError> {
-        let _ = now;
-        Ok(Vec::new())
-    }
-
-    /// For each limit whose window's permits are used up at `now`, by kind and name, how many
-    /// scheduler entries due at `now` it holds back (those no runner holds a claim on). A store
-    /// that keeps no limits answers none.
-    async fn held_by_limits(&self, now: Instant) -> Result<Vec<(LimitKey, u64)>, StoreError> {
-        let _ = now;
-        Ok(Vec::new())
-    }
 
     /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
     /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a

@@ -348,3 +348,39 @@ async fn a_limits_line_names_the_events_it_holds() {
         lag.limited
     );
 }
+
+// Issue 46: limits are counted by the store for every runner on it; an app whose configuration
+// has them is refused when it is built on a store that counts none, naming what it lacks, and
+// the same app without them runs there.
+#[tokio::test]
+async fn an_app_with_limits_is_refused_at_start_on_a_store_that_counts_none() {
+    let core_only = || -> Arc<dyn Store> {
+        Arc::new(bounda::testing::CoreOnly(Arc::new(
+            bounda_sqlite::SqliteStore::in_memory().unwrap(),
+        )))
+    };
+    let refused = payments("100/s", core_only())
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("`limits`") && refused.contains("keeps no limits"),
+        "{refused}"
+    );
+    let app = TestApp::new(
+        App::builder_shared(core_only())
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    app.dispatch(PlaceOrder {
+        order_id: "o-1".into(),
+        total: 1,
+    })
+    .await
+    .unwrap();
+    assert!(app.advance(hours(80)).await.unwrap().idle);
+    assert!(app.lag().await.unwrap().limited.is_empty());
+}

@@ -25,7 +25,7 @@ impl App {
         if !self.config().limits.has(kind) {
             return Ok(Vec::new());
         }
-        let windows = self.store().limit_windows(now).await?;
+        let windows = self.limit_store()?.limit_windows(now).await?;
         Ok(self.holding_events(kind, &windows).cloned().collect())
     }
 
@@ -109,11 +109,15 @@ impl App {
         for (key, (limit, indexes)) in wanted {
             let ends = limit.rate.window_end(now);
             let count = u32::try_from(indexes.len()).unwrap_or(u32::MAX);
-            let granted = match self
-                .store()
-                .take_permits(&key, ends, limit.rate.per, limit.rate.count, count)
-                .await
-            {
+            let taken = match self.limit_store() {
+                Ok(limits) => {
+                    limits
+                        .take_permits(&key, ends, limit.rate.per, limit.rate.count, count)
+                        .await
+                }
+                Err(refused) => Err(refused),
+            };
+            let granted = match taken {
                 Ok(granted) => usize::try_from(granted).unwrap_or(usize::MAX),
                 Err(error) => {
                     let unavailable = error.is_unavailable();
@@ -143,7 +147,11 @@ impl App {
             *counts.entry(permit).or_default() += 1;
         }
         for ((key, ends), count) in counts {
-            if let Err(error) = self.store().return_permits(&key, ends, count).await {
+            let returned = match self.limit_store() {
+                Ok(limits) => limits.return_permits(&key, ends, count).await,
+                Err(refused) => Err(refused),
+            };
+            if let Err(error) = returned {
                 tracing::warn!(
                     limit = %key,
                     count,

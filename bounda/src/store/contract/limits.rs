@@ -22,7 +22,7 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     let take = |ends: Instant, wanted: u32| {
         let sms = sms.clone();
         async move {
-            store
+            super::kept(store.capabilities().limits())
                 .take_permits(&sms, ends, seconds(1), 5, wanted)
                 .await
                 .unwrap()
@@ -31,7 +31,7 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     assert_eq!(take(first, 3).await, 3);
     assert_eq!(take(first, 3).await, 2, "what is left of the window");
     assert_eq!(take(first, 1).await, 0, "used up");
-    let windows = store
+    let windows = super::kept(store.capabilities().limits())
         .limit_windows(t("2026-01-01T00:00:00Z"))
         .await
         .unwrap();
@@ -47,7 +47,11 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     );
     assert!(windows[0].used_up());
     assert!(
-        store.limit_windows(first).await.unwrap().is_empty(),
+        super::kept(store.capabilities().limits())
+            .limit_windows(first)
+            .await
+            .unwrap()
+            .is_empty(),
         "a window has ended at its end"
     );
 
@@ -58,8 +62,14 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     assert_eq!(take(second, 1).await, 0);
 
     // Permits of runs that did not run come back to their window; another window's do not.
-    store.return_permits(&sms, second, 2).await.unwrap();
-    store.return_permits(&sms, first, 5).await.unwrap();
+    super::kept(store.capabilities().limits())
+        .return_permits(&sms, second, 2)
+        .await
+        .unwrap();
+    super::kept(store.capabilities().limits())
+        .return_permits(&sms, first, 5)
+        .await
+        .unwrap();
     assert_eq!(take(second, 5).await, 2);
 
     // A window far ahead (a clock that was wrong), or of another length (the rate changed), is
@@ -68,7 +78,7 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     assert_eq!(take(far, 5).await, 5);
     assert_eq!(take(second, 3).await, 3, "the window far ahead is replaced");
     assert_eq!(
-        store
+        super::kept(store.capabilities().limits())
             .take_permits(&sms, second, millis(500), 5, 4)
             .await
             .unwrap(),
@@ -78,14 +88,17 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
     // Keys are counted apart: a policy of the same name has its own.
     let policy = key(LimitKind::Policy, "Reminders");
     assert_eq!(
-        store
+        super::kept(store.capabilities().limits())
             .take_permits(&policy, second, seconds(1), 5, 9)
             .await
             .unwrap(),
         5
     );
     let kinds = async || -> Vec<LimitKind> {
-        let windows = store.limit_windows(first).await.unwrap();
+        let windows = super::kept(store.capabilities().limits())
+            .limit_windows(first)
+            .await
+            .unwrap();
         windows.into_iter().map(|window| window.key.kind).collect()
     };
     assert_eq!(
@@ -94,7 +107,10 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
         "by kind as stored"
     );
     // A limit no longer configured is forgotten.
-    store.drop_limit(&sms).await.unwrap();
+    super::kept(store.capabilities().limits())
+        .drop_limit(&sms)
+        .await
+        .unwrap();
     assert_eq!(kinds().await, [LimitKind::Policy]);
 }
 
@@ -102,7 +118,9 @@ pub async fn permits_are_counted_per_window_up_to_the_cap(store: &dyn Store) {
 pub async fn permits_taken_at_once_stay_within_the_cap(store: &dyn Store) {
     let limit = key(LimitKind::Command, "SendSms");
     let ends = t("2026-01-01T00:00:01Z");
-    let takes = (0..20).map(|_| store.take_permits(&limit, ends, seconds(1), 25, 3));
+    let takes = (0..20).map(|_| {
+        super::kept(store.capabilities().limits()).take_permits(&limit, ends, seconds(1), 25, 3)
+    });
     let granted: u32 = futures_util::future::join_all(takes)
         .await
         .into_iter()
@@ -151,7 +169,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         key(LimitKind::Command, "SendSms"),
     ] {
         assert_eq!(
-            store
+            super::kept(store.capabilities().limits())
                 .take_permits(&limit, ends, seconds(1), 1, 1)
                 .await
                 .unwrap(),
@@ -161,7 +179,7 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
     // A limit with permits left holds nothing.
     let payments = key(LimitKind::Process, "Payments");
     assert_eq!(
-        store
+        super::kept(store.capabilities().limits())
             .take_permits(&payments, ends, seconds(1), 2, 1)
             .await
             .unwrap(),
@@ -171,7 +189,10 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
     assert_eq!(claimable(store, now).await, ["c-free", "d-free"]);
     // What each used-up limit holds back is counted; a limit with permits left holds nothing.
     assert_eq!(
-        store.held_by_limits(now).await.unwrap(),
+        super::kept(store.capabilities().limits())
+            .held_by_limits(now)
+            .await
+            .unwrap(),
         [
             (key(LimitKind::Command, "SendSms"), 1),
             (key(LimitKind::Policy, "Notify"), 1),
@@ -189,7 +210,13 @@ pub async fn a_used_up_limits_entries_wait_for_its_window_to_end(store: &dyn Sto
         claimable(store, ends).await,
         ["c-limited", "d-limited", "p-limited"]
     );
-    assert!(store.held_by_limits(ends).await.unwrap().is_empty());
+    assert!(
+        super::kept(store.capabilities().limits())
+            .held_by_limits(ends)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         store.next_due_at(ends, lease).await.unwrap(),
         Some(now + lease + millis(1)),
@@ -205,7 +232,7 @@ pub async fn the_deadlines_an_older_build_wrote_obey_limits(store: &dyn Store) {
     let ends = now + seconds(1);
     let payment = key(LimitKind::Process, "OrderPayment");
     assert_eq!(
-        store
+        super::kept(store.capabilities().limits())
             .take_permits(&payment, ends, seconds(1), 1, 1)
             .await
             .unwrap(),

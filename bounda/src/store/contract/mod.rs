@@ -175,6 +175,11 @@ pub(super) async fn claimable(store: &dyn Store, now: Instant) -> Vec<String> {
     keys
 }
 
+/// A capability of the store under contract: every store the contract runs on keeps each.
+fn kept<T: ?Sized>(capability: Result<&T, crate::store::StoreError>) -> &T {
+    capability.unwrap_or_else(|refused| panic!("{refused}"))
+}
+
 fn event(id: &str, event_type: &str) -> NewEvent {
     NewEvent {
         id: id.to_owned(),

@@ -6,14 +6,6 @@ use super::{claimable, due, t};
 use crate::seconds;
 use crate::store::{Pause, PauseTarget, Store, WriteSet};
 
-/// The store's pauses, which every store the contract runs on keeps.
-fn pauses(store: &dyn Store) -> &dyn crate::store::PauseStore {
-    match store.capabilities().pauses() {
-        Ok(pauses) => pauses,
-        Err(refused) => panic!("{refused}"),
-    }
-}
-
 fn pause(target: PauseTarget) -> Pause {
     Pause {
         target,
@@ -74,7 +66,10 @@ pub async fn paused_entries_are_left_by_the_claim_until_resumed(store: &dyn Stor
     };
     for target in [&payment, &shipping_1, &notify, &policies] {
         assert!(
-            pauses(store).pause(&pause(target.clone())).await.unwrap(),
+            super::kept(store.capabilities().pauses())
+                .pause(&pause(target.clone()))
+                .await
+                .unwrap(),
             "{target}"
         );
     }
@@ -82,8 +77,17 @@ pub async fn paused_entries_are_left_by_the_claim_until_resumed(store: &dyn Stor
         by: "bob".to_owned(),
         ..pause(payment.clone())
     };
-    assert!(!pauses(store).pause(&again).await.unwrap(), "paused once");
-    let kept = pauses(store).pauses().await.unwrap();
+    assert!(
+        !super::kept(store.capabilities().pauses())
+            .pause(&again)
+            .await
+            .unwrap(),
+        "paused once"
+    );
+    let kept = super::kept(store.capabilities().pauses())
+        .pauses()
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 4, "{kept:?}");
     assert!(
         kept.contains(&pause(payment.clone())),
@@ -111,17 +115,38 @@ pub async fn paused_entries_are_left_by_the_claim_until_resumed(store: &dyn Stor
     );
 
     // Resumed, they are claimed in due order.
-    assert!(pauses(store).resume(&payment).await.unwrap());
     assert!(
-        !pauses(store).resume(&payment).await.unwrap(),
+        super::kept(store.capabilities().pauses())
+            .resume(&payment)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !super::kept(store.capabilities().pauses())
+            .resume(&payment)
+            .await
+            .unwrap(),
         "resumed once"
     );
     assert_eq!(claimable(store, now).await, ["d-pay-1", "d-pay-2"]);
-    assert!(pauses(store).resume(&shipping_1).await.unwrap());
-    assert!(pauses(store).resume(&notify).await.unwrap());
+    assert!(
+        super::kept(store.capabilities().pauses())
+            .resume(&shipping_1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        super::kept(store.capabilities().pauses())
+            .resume(&notify)
+            .await
+            .unwrap()
+    );
     assert_eq!(claimable(store, now).await, ["d-ship-1", "r-notify"]);
     assert_eq!(
-        pauses(store).pauses().await.unwrap(),
+        super::kept(store.capabilities().pauses())
+            .pauses()
+            .await
+            .unwrap(),
         vec![pause(policies)],
         "the subscriber's pause stays"
     );
@@ -134,7 +159,12 @@ pub async fn the_deadlines_an_older_build_wrote_obey_pauses(store: &dyn Store) {
     let payment = PauseTarget::Process {
         name: "OrderPayment".into(),
     };
-    assert!(pauses(store).pause(&pause(payment.clone())).await.unwrap());
+    assert!(
+        super::kept(store.capabilities().pauses())
+            .pause(&pause(payment.clone()))
+            .await
+            .unwrap()
+    );
     let now = t("2026-03-01T00:00:00Z");
     let claimed = store
         .claim_due("probe", now, seconds(30), 100)
@@ -154,7 +184,12 @@ pub async fn the_deadlines_an_older_build_wrote_obey_pauses(store: &dyn Store) {
         whose,
         [("Fussy", "o-done"), ("Fussy", "o-new")].map(|(p, i)| (p.to_owned(), i.to_owned()))
     );
-    assert!(pauses(store).resume(&payment).await.unwrap());
+    assert!(
+        super::kept(store.capabilities().pauses())
+            .resume(&payment)
+            .await
+            .unwrap()
+    );
     let claimed = store
         .claim_due("probe", now, seconds(30), 100)
         .await
