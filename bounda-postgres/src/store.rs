@@ -7,10 +7,10 @@
 
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
-    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
-    InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Listener, Pause, PauseStore,
-    PauseTarget, RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError,
-    StreamTail, WriteSet, async_trait, protocol,
+    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceIndex,
+    InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Listener, Pause,
+    PauseStore, PauseTarget, RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store,
+    StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -652,23 +652,11 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
-        let client = self.client().await?;
-        crate::instances::list(&client, &self.names, query).await
-    }
-
-    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
-        let client = self.client().await?;
-        crate::instances::count(&client, &self.names, query).await
-    }
-
-    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
-        let client = self.client().await?;
-        crate::instances::counts(&client, &self.names, now).await
-    }
-
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core().with_limits(self).with_pauses(self)
+        Capabilities::core()
+            .with_instances(self)
+            .with_limits(self)
+            .with_pauses(self)
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
@@ -808,6 +796,22 @@ impl Store for PostgresStore {
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let client = self.client().await?;
         crate::import::mark(&client, &self.names).await
+    }
+}
+
+#[async_trait]
+impl InstanceIndex for PostgresStore {
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
+        let client = self.client().await?;
+        crate::instances::list(&client, &self.names, query).await
+    }
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        crate::instances::count(&client, &self.names, query).await
+    }
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+        let client = self.client().await?;
+        crate::instances::counts(&client, &self.names, now).await
     }
 }
 

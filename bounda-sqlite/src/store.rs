@@ -2,9 +2,10 @@
 
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
-    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceQuery,
-    InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Pause, PauseStore, PauseTarget,
-    RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait,
+    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceIndex,
+    InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Pause, PauseStore,
+    PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
+    async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -696,23 +697,11 @@ impl Store for SqliteStore {
         crate::ingress::page(&conn, after, limit)
     }
 
-    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
-        let conn = self.lock()?;
-        crate::instances::list(&conn, query)
-    }
-
-    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
-        let conn = self.lock()?;
-        crate::instances::count(&conn, query)
-    }
-
-    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
-        let conn = self.lock()?;
-        crate::instances::counts(&conn, now)
-    }
-
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core().with_limits(self).with_pauses(self)
+        Capabilities::core()
+            .with_instances(self)
+            .with_limits(self)
+            .with_pauses(self)
     }
 
     async fn inbox_page(
@@ -732,6 +721,22 @@ impl Store for SqliteStore {
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let conn = self.lock()?;
         crate::import::mark(&conn)
+    }
+}
+
+#[async_trait]
+impl InstanceIndex for SqliteStore {
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::list(&conn, query)
+    }
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::count(&conn, query)
+    }
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
+        let conn = self.lock()?;
+        crate::instances::counts(&conn, now)
     }
 }
 

@@ -53,7 +53,12 @@ impl App {
             limit: limit + 1,
             ..query.clone()
         };
-        let mut rows = self.store().instances(&ask).await?;
+        let mut rows = self
+            .store()
+            .capabilities()
+            .instances()?
+            .instances(&ask)
+            .await?;
         let next = match rows.len() > limit {
             true => {
                 rows.truncate(limit);
@@ -66,12 +71,22 @@ impl App {
 
     /// How many instances `query` matches (its order, cursor and limit aside).
     pub async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, Error> {
-        Ok(self.store().count_instances(query).await?)
+        Ok(self
+            .store()
+            .capabilities()
+            .instances()?
+            .count_instances(query)
+            .await?)
     }
 
     /// For each process with instances, by name: its instances by status, and its running
     /// ones with a deadline pending and overdue now, with the oldest overdue moment.
     pub async fn instance_counts(&self) -> Result<Vec<InstanceCounts>, Error> {
-        Ok(self.store().instance_counts(self.clock().now()).await?)
+        Ok(self
+            .store()
+            .capabilities()
+            .instances()?
+            .instance_counts(self.clock().now())
+            .await?)
     }
 }

@@ -219,8 +219,13 @@ impl App {
             .processes()
             .map(|process| (process.name().to_owned(), [(0, 0); 2]))
             .collect();
-        for counts in self.store().instance_counts(now).await? {
-            by_process.entry(counts.process).or_default()[0] = (counts.pending, counts.overdue);
+        // The instances index counts the deadlines pending: a store without one has no such
+        // gauge, rather than one that reads none.
+        let index = self.store().capabilities().instances;
+        if let Some(index) = index {
+            for counts in index.instance_counts(now).await? {
+                by_process.entry(counts.process).or_default()[0] = (counts.pending, counts.overdue);
+            }
         }
         // A failed instance has no scheduler entry: its deadlines are held by its letter, and
         // counted apart (of the instances the oldest thousand open process letters name).
@@ -250,6 +255,9 @@ impl App {
         }
         for (process, counts) in by_process {
             for (held, (pending, overdue)) in ["false", "true"].into_iter().zip(counts) {
+                if held == "false" && index.is_none() {
+                    continue;
+                }
                 let labels = [("process", process.clone()), ("held", held.to_owned())];
                 ::metrics::gauge!(DEADLINES_PENDING, &labels).set(pending as f64);
                 ::metrics::gauge!(DEADLINES_OVERDUE, &labels).set(overdue as f64);

@@ -3,6 +3,7 @@
 //! What uses a capability the store lacks is refused before it changes anything, naming the
 //! capability and the store, rather than answered with nothing.
 
+use super::instances::InstanceIndex;
 use super::limits::LimitStore;
 use super::pauses::PauseStore;
 use super::write_set::StoreError;
@@ -15,6 +16,9 @@ pub struct Capabilities<'a> {
     pub pauses: Option<&'a dyn PauseStore>,
     /// Limits' permits, counted for every runner on the store ([`LimitStore`]).
     pub limits: Option<&'a dyn LimitStore>,
+    /// The index of process instances, by process, status and next deadline
+    /// ([`InstanceIndex`]).
+    pub instances: Option<&'a dyn InstanceIndex>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
@@ -22,6 +26,7 @@ impl std::fmt::Debug for Capabilities<'_> {
         f.debug_struct("Capabilities")
             .field("pauses", &self.pauses.is_some())
             .field("limits", &self.limits.is_some())
+            .field("instances", &self.instances.is_some())
             .finish()
     }
 }
@@ -48,9 +53,22 @@ impl<'a> Capabilities<'a> {
         }
     }
 
+    /// With the instances index, kept by `store`.
+    pub fn with_instances(self, store: &'a dyn InstanceIndex) -> Capabilities<'a> {
+        Capabilities {
+            instances: Some(store),
+            ..self
+        }
+    }
+
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
         self.pauses.ok_or_else(|| lacking("pauses"))
+    }
+
+    /// The store's instances index, or the refusal of what needs it.
+    pub fn instances(&self) -> Result<&'a dyn InstanceIndex, StoreError> {
+        self.instances.ok_or_else(|| lacking("instances index"))
     }
 
     /// The store's limits, or the refusal of what needs them.

@@ -336,7 +336,11 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
         },
     )
     .await?;
-    copied.instances = to.count_instances(&InstanceQuery::default()).await?;
+    copied.instances = to
+        .capabilities()
+        .instances()?
+        .count_instances(&InstanceQuery::default())
+        .await?;
     Ok(copied)
 }
 
@@ -346,6 +350,8 @@ async fn write(to: &dyn Store, import: Import) -> Result<(), StoreError> {
 
 /// Refuses a target that holds any record: a copy never mixes with other data.
 async fn refuse_unless_empty(to: &dyn Store) -> Result<(), StoreError> {
+    // A copy fills the target's instances index from what it copied.
+    to.capabilities().instances()?;
     let holds = to.head().await? > 0
         || !to.checkpoints().await?.is_empty()
         || !to.inbox_page(None, 1).await?.is_empty()

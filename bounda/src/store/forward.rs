@@ -378,21 +378,6 @@ pub trait Forward: Send + Sync + 'static {
         self.inner().ingress_page(after, limit).await
     }
 
-    /// Forwards [`Store::instances`].
-    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
-        self.inner().instances(query).await
-    }
-
-    /// Forwards [`Store::count_instances`].
-    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
-        self.inner().count_instances(query).await
-    }
-
-    /// Forwards [`Store::instance_counts`].
-    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
-        self.inner().instance_counts(now).await
-    }
-
     /// Forwards [`Store::inbox_page`].
     async fn inbox_page(
         &self,
@@ -701,18 +686,6 @@ impl<W: Forward> Store for W {
         limit: usize,
     ) -> Result<Vec<IngressRecord>, StoreError> {
         Forward::ingress_page(self, after, limit).await
-    }
-
-    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
-        Forward::instances(self, query).await
-    }
-
-    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
-        Forward::count_instances(self, query).await
-    }
-
-    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
-        Forward::instance_counts(self, now).await
     }
 
     async fn inbox_page(

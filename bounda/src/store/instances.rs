@@ -16,7 +16,26 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
-use crate::store::{ScheduledEntry, WriteSet};
+use crate::store::{ScheduledEntry, StoreError, WriteSet};
+
+/// The index of process instances: each instance's process, status, next deadline and times, kept as its write sets commit, so an operator finds one among millions without reading streams.
+/// A capability: a store that keeps it says so in
+/// [`Store::capabilities`](crate::store::Store::capabilities).
+#[async_trait::async_trait]
+pub trait InstanceIndex: Send + Sync {
+    /// Up to `query.limit` instances matching `query`, in its order, after its cursor. A store
+    /// should answer through indexes, so a page costs the same beside a million instances as
+    /// beside fifty.
+    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError>;
+
+    /// How many instances match `query` (its order, cursor and limit ignored).
+    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError>;
+
+    /// For each process with instances, by name: its instances counted by status, and its
+    /// running ones with a deadline pending and overdue at `now`, with the oldest overdue
+    /// moment. The operator page's overview and the metrics' deadline gauges read it.
+    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError>;
+}
 
 /// A deadline a process instance's step ran, as its lifecycle event records it.
 pub(crate) struct DeadlineRan<'a> {

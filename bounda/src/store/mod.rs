@@ -45,8 +45,8 @@ pub use capabilities::Capabilities;
 pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
 pub use ingress::IngressRecord;
 pub use instances::{
-    InstanceChange, InstanceCounts, InstanceCursor, InstanceOrder, InstanceQuery, InstanceRow,
-    InstanceStatus, NextDue,
+    InstanceChange, InstanceCounts, InstanceCursor, InstanceIndex, InstanceOrder, InstanceQuery,
+    InstanceRow, InstanceStatus, NextDue,
 };
 pub use limits::{LimitKey, LimitKind, LimitStore, LimitWindow};
 pub use open::{Address, Opener, Opening, Place};
@@ -471,30 +471,6 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<IngressRecord>, StoreError>;
 
-    /// Up to `query.limit` instances of the instances index ([`instances`]) matching `query`, in
-    /// its order, after its cursor. A store should answer through indexes, so a page costs the
-    /// same beside a million instances as beside fifty; a store without the index keeps this
-    /// default, which refuses.
-    async fn instances(&self, query: &InstanceQuery) -> Result<Vec<InstanceRow>, StoreError> {
-        let _ = query;
-        Err(no_index())
-    }
-
-    /// How many instances match `query` (its order, cursor and limit ignored).
-    async fn count_instances(&self, query: &InstanceQuery) -> Result<u64, StoreError> {
-        let _ = query;
-        Err(no_index())
-    }
-
-    /// For each process with instances, by name: its instances counted by status, and its
-    /// running ones with a deadline pending and overdue at `now`, with the oldest overdue
-    /// moment. The operator page's overview and the metrics' deadline gauges read it, so on a
-    /// store that keeps this default (which refuses) they answer that refusal.
-    async fn instance_counts(&self, now: Instant) -> Result<Vec<InstanceCounts>, StoreError> {
-        let _ = now;
-        Err(no_index())
-    }
-
     /// What the store keeps beyond the core ([`Capabilities`]): what uses a capability it lacks
     /// is refused, naming it, before it changes anything.
     fn capabilities(&self) -> Capabilities<'_>;
@@ -542,13 +518,6 @@ pub trait Store: Send + Sync + 'static {
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
         Ok(None)
     }
-}
-
-/// The refusal of a store that keeps no instances index.
-fn no_index() -> StoreError {
-    StoreError::new(
-        "this store keeps no instances index: list instances on a SQLite file or a PostgreSQL schema",
-    )
 }
 
 /// Wake-ups from other processes' writes; see [`Store::listen`]. A wake-up may be spurious,

@@ -225,11 +225,60 @@ async fn a_copy_fills_the_same_instances_index() {
         limit: 100,
         ..InstanceQuery::default()
     };
-    use bounda::store::Store;
+    use bounda::store::InstanceIndex;
     assert_eq!(
         copy.instances(&all).await.unwrap(),
-        app.app().store().instances(&all).await.unwrap()
+        app.app()
+            .store()
+            .capabilities()
+            .instances()
+            .unwrap()
+            .instances(&all)
+            .await
+            .unwrap()
     );
+}
+
+// Issue 46: on a store without the instances index, a listing is refused naming it, and so is
+// a copy into one, before it writes anything.
+#[tokio::test]
+async fn a_store_without_the_index_refuses_a_listing_and_a_copy_naming_it() {
+    let store = std::sync::Arc::new(bounda::testing::CoreOnly(support::database::store().await));
+    let app = TestApp::new(
+        App::builder_shared(store)
+            .only_listed()
+            .process::<OrderPayment>(),
+    )
+    .await
+    .unwrap();
+    place(&app, "o-1").await;
+    app.run_until_idle().await.unwrap();
+    for refused in [
+        app.app()
+            .instances(&InstanceQuery::default())
+            .await
+            .unwrap_err(),
+        app.app().instance_counts().await.unwrap_err(),
+    ] {
+        assert!(
+            refused.to_string().contains("keeps no instances index"),
+            "{refused}"
+        );
+    }
+
+    let source = app_in_every_status().await;
+    let target = bounda::testing::CoreOnly(std::sync::Arc::new(
+        bounda_sqlite::SqliteStore::in_memory().unwrap(),
+    ));
+    let refused = bounda::store::copy(source.app().store(), &target, "test", source.now())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("keeps no instances index"),
+        "{refused}"
+    );
+    use bounda::store::Store;
+    assert_eq!(target.head().await.unwrap(), 0, "nothing written");
 }
 
 #[cfg(feature = "cli")]

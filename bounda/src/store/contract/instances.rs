@@ -69,7 +69,10 @@ async fn pages(store: &dyn Store, query: &InstanceQuery, page: usize) -> Vec<Ins
     };
     let mut all = Vec::new();
     loop {
-        let rows = store.instances(&query).await.unwrap();
+        let rows = super::kept(store.capabilities().instances())
+            .instances(&query)
+            .await
+            .unwrap();
         assert!(rows.len() <= page, "a page holds at most its limit");
         let Some(last) = rows.last() else { break };
         query.after = Some(last.cursor(query.order));
@@ -107,7 +110,10 @@ async fn listed(store: &dyn Store, prefix: Option<&str>) -> Vec<InstanceRow> {
         limit: 10,
         ..InstanceQuery::default()
     };
-    store.instances(&query).await.unwrap()
+    super::kept(store.capabilities().instances())
+        .instances(&query)
+        .await
+        .unwrap()
 }
 
 /// A step writes its instance's row in its transaction: started with the stream's first event
@@ -409,7 +415,10 @@ pub async fn instances_are_listed_and_counted_as_the_model_says(store: &dyn Stor
             );
         }
         assert_eq!(
-            store.count_instances(query).await.unwrap(),
+            super::kept(store.capabilities().instances())
+                .count_instances(query)
+                .await
+                .unwrap(),
             expected.len() as u64,
             "{query:?} counted"
         );
@@ -442,7 +451,10 @@ pub async fn instances_are_listed_and_counted_as_the_model_says(store: &dyn Stor
         }
     }
     assert_eq!(
-        store.instance_counts(now).await.unwrap(),
+        super::kept(store.capabilities().instances())
+            .instance_counts(now)
+            .await
+            .unwrap(),
         counts.into_values().collect::<Vec<_>>()
     );
 }
@@ -608,13 +620,22 @@ pub async fn streams_written_without_the_index(store: &dyn Store) {
 /// running, a third of them due a minute after their start.
 pub async fn the_unindexed_streams_are_filled(store: &dyn Store) {
     let all = InstanceQuery::default();
-    assert_eq!(store.count_instances(&all).await.unwrap(), UNINDEXED);
+    assert_eq!(
+        super::kept(store.capabilities().instances())
+            .count_instances(&all)
+            .await
+            .unwrap(),
+        UNINDEXED
+    );
     let due = InstanceQuery {
         due_until: Some(t0() + minutes(1)),
         ..InstanceQuery::default()
     };
     assert_eq!(
-        store.count_instances(&due).await.unwrap(),
+        super::kept(store.capabilities().instances())
+            .count_instances(&due)
+            .await
+            .unwrap(),
         UNINDEXED.div_ceil(3)
     );
     let last = InstanceQuery {
@@ -622,7 +643,10 @@ pub async fn the_unindexed_streams_are_filled(store: &dyn Store) {
         limit: 10,
         ..InstanceQuery::default()
     };
-    let rows = store.instances(&last).await.unwrap();
+    let rows = super::kept(store.capabilities().instances())
+        .instances(&last)
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 1, "the last stream read whole: {rows:?}");
     assert_eq!(rows[0].correlation_id, "c-u");
 }
