@@ -6,11 +6,11 @@
 //! took over.
 
 use bounda::store::{
-    Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
-    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceIndex,
-    InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Listener, Pause,
-    PauseStore, PauseTarget, RetryOutcome, RetryRequest, ScheduledEntry, Snapshot, Store,
-    StoreError, StreamTail, WriteSet, async_trait, protocol,
+    Bookmark, Capabilities, CommitError, Committed, CopyMark, CopyStore, Cursor, DeadLetter,
+    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord,
+    InstanceCounts, InstanceIndex, InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore,
+    LimitWindow, Listener, Pause, PauseStore, PauseTarget, RetryOutcome, RetryRequest,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -654,6 +654,7 @@ impl Store for PostgresStore {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::core()
+            .with_copies(self)
             .with_instances(self)
             .with_limits(self)
             .with_pauses(self)
@@ -762,7 +763,10 @@ impl Store for PostgresStore {
         )
         .await
     }
+}
 
+#[async_trait]
+impl CopyStore for PostgresStore {
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,
@@ -780,7 +784,6 @@ impl Store for PostgresStore {
             .await?;
         rows.iter().map(rows::inbox_entry).collect()
     }
-
     async fn import(&self, records: &Import) -> Result<(), StoreError> {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
@@ -792,7 +795,6 @@ impl Store for PostgresStore {
             .await
             .map_err(failed("cannot commit a copy's write"))
     }
-
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let client = self.client().await?;
         crate::import::mark(&client, &self.names).await

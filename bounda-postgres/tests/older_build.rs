@@ -6,7 +6,7 @@
     reason = "a failed expectation in a test is a panic"
 )]
 
-use bounda::store::{Append, CommitError, Store};
+use bounda::store::{Append, CommitError, CopyStore, Store};
 use bounda_postgres::{Options, PostgresStore, SCHEMA_VERSION, testing};
 
 mod support;

@@ -1,11 +1,11 @@
 //! `impl Store for SqliteStore`: reads, claims, commits.
 
 use bounda::store::{
-    Bookmark, Capabilities, CommitError, Committed, CopyMark, Cursor, DeadLetter, Import, InOrder,
-    InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, InstanceCounts, InstanceIndex,
-    InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore, LimitWindow, Pause, PauseStore,
-    PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet,
-    async_trait,
+    Bookmark, Capabilities, CommitError, Committed, CopyMark, CopyStore, Cursor, DeadLetter,
+    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord,
+    InstanceCounts, InstanceIndex, InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore,
+    LimitWindow, Pause, PauseStore, PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store,
+    StoreError, StreamTail, WriteSet, async_trait,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use rusqlite::types::Value;
@@ -699,11 +699,15 @@ impl Store for SqliteStore {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::core()
+            .with_copies(self)
             .with_instances(self)
             .with_limits(self)
             .with_pauses(self)
     }
+}
 
+#[async_trait]
+impl CopyStore for SqliteStore {
     async fn inbox_page(
         &self,
         after: Option<(&str, &str)>,
@@ -712,12 +716,10 @@ impl Store for SqliteStore {
         let conn = self.lock()?;
         crate::import::inbox_page(&conn, after, limit)
     }
-
     async fn import(&self, records: &Import) -> Result<(), StoreError> {
         let mut conn = self.lock()?;
         crate::import::import(&mut conn, records)
     }
-
     async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
         let conn = self.lock()?;
         crate::import::mark(&conn)

@@ -1,6 +1,7 @@
 //! Files an older bounda wrote, opened by this one: migrated, and read as that build meant them.
 //! `fixtures/README.md` says which build wrote each and how.
 
+use bounda::store::CopyStore;
 use bounda_sqlite::SqliteStore;
 use rusqlite::Connection;
 

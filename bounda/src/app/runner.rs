@@ -31,7 +31,7 @@ impl App {
     pub async fn run_until(&self, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         // A copy holds production's pending work: its runner would do it again through the
         // app's real ports (a second reminder to every patient).
-        if let Some(mark) = self.store().copied().await? {
+        if let Some(mark) = crate::store::copy_mark(self.store()).await? {
             return Err(Error::Configuration {
                 message: format!(
                     "this store is a copy of {} taken at {}: a runner on it would repeat \

@@ -3,6 +3,7 @@
 //! What uses a capability the store lacks is refused before it changes anything, naming the
 //! capability and the store, rather than answered with nothing.
 
+use super::copy::CopyStore;
 use super::instances::InstanceIndex;
 use super::limits::LimitStore;
 use super::pauses::PauseStore;
@@ -19,6 +20,9 @@ pub struct Capabilities<'a> {
     /// The index of process instances, by process, status and next deadline
     /// ([`InstanceIndex`]).
     pub instances: Option<&'a dyn InstanceIndex>,
+    /// Copies: read page by page as a copy's source, written as a copy's target, and marked
+    /// as one ([`CopyStore`]).
+    pub copies: Option<&'a dyn CopyStore>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
@@ -27,6 +31,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("pauses", &self.pauses.is_some())
             .field("limits", &self.limits.is_some())
             .field("instances", &self.instances.is_some())
+            .field("copies", &self.copies.is_some())
             .finish()
     }
 }
@@ -61,6 +66,14 @@ impl<'a> Capabilities<'a> {
         }
     }
 
+    /// With copies, kept by `store`.
+    pub fn with_copies(self, store: &'a dyn CopyStore) -> Capabilities<'a> {
+        Capabilities {
+            copies: Some(store),
+            ..self
+        }
+    }
+
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
         self.pauses.ok_or_else(|| lacking("pauses"))
@@ -69,6 +82,11 @@ impl<'a> Capabilities<'a> {
     /// The store's instances index, or the refusal of what needs it.
     pub fn instances(&self) -> Result<&'a dyn InstanceIndex, StoreError> {
         self.instances.ok_or_else(|| lacking("instances index"))
+    }
+
+    /// The store's copies, or the refusal of what needs them.
+    pub fn copies(&self) -> Result<&'a dyn CopyStore, StoreError> {
+        self.copies.ok_or_else(|| lacking("copies"))
     }
 
     /// The store's limits, or the refusal of what needs them.

@@ -30,6 +30,29 @@
 use crate::store::{DeadLetter, InstanceQuery, LetterFilter, ScheduledEntry, Store, StoreError};
 use crate::{Instant, RecordedEvent};
 
+/// Copies of a store: its records read a page at a time as a copy's source (the inbox here; the rest through the core), written as they were as a copy's target, and the mark that says a store is a copy.
+/// A capability: a store that keeps it says so in
+/// [`Store::capabilities`](crate::store::Store::capabilities).
+#[async_trait::async_trait]
+pub trait CopyStore: Send + Sync {
+    /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
+    /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
+    /// time.
+    async fn inbox_page(
+        &self,
+        after: Option<(&str, &str)>,
+        limit: usize,
+    ) -> Result<Vec<InboxEntry>, StoreError>;
+
+    /// Writes `records` as they were, in one transaction: events at their positions and
+    /// versions, the other records unclaimed; what a [`copy`] or a [`transfer`] writes into its
+    /// target.
+    async fn import(&self, records: &Import) -> Result<(), StoreError>;
+
+    /// The mark [`copy`] left, when this store is a copy; `None` for any other store.
+    async fn copied(&self) -> Result<Option<CopyMark>, StoreError>;
+}
+
 /// How many records the copy reads and writes at a time.
 const PAGE: usize = 1_000;
 
@@ -156,7 +179,7 @@ pub async fn copy(
     let mut copied = records(from, to).await?;
     // A copy of a copy is the same moment of the same source: a preview runs on a scratch copy
     // of a kept one, so previews of several builds start from one state.
-    let mark = match from.copied().await? {
+    let mark = match mark(from).await? {
         Some(mark) => mark,
         None => CopyMark {
             copied_at: now,
@@ -181,7 +204,7 @@ pub async fn copy(
 /// first, so nothing is written to `from` meanwhile. A copy transferred stays a copy.
 pub async fn transfer(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError> {
     let mut copied = records(from, to).await?;
-    if let Some(mark) = from.copied().await? {
+    if let Some(mark) = mark(from).await? {
         write(
             to,
             Import {
@@ -197,7 +220,7 @@ pub async fn transfer(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreE
 
 /// Every record of `from` written into the empty store `to`, unmarked.
 async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError> {
-    refuse_unless_empty(to).await?;
+    refuse_unless_empty(from, to).await?;
     let mut copied = Copied::default();
     // Checkpoints first, events last: what each record refers to is copied after it. A read
     // model's checkpoint stays behind with its table: on the copy it projects the log afresh.
@@ -233,6 +256,8 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
     let mut after: Option<(String, String)> = None;
     loop {
         let page = from
+            .capabilities()
+            .copies()?
             .inbox_page(after.as_ref().map(|(h, e)| (h.as_str(), e.as_str())), PAGE)
             .await?;
         let Some(last) = page.last() else { break };
@@ -345,20 +370,32 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
 }
 
 async fn write(to: &dyn Store, import: Import) -> Result<(), StoreError> {
-    to.import(&import).await
+    to.capabilities().copies()?.import(&import).await
 }
 
-/// Refuses a target that holds any record: a copy never mixes with other data.
-async fn refuse_unless_empty(to: &dyn Store) -> Result<(), StoreError> {
-    // A copy fills the target's instances index from what it copied.
+/// The mark a copy left on `store`, when it is one: never on a store that keeps no copies.
+pub(crate) async fn mark(store: &dyn Store) -> Result<Option<CopyMark>, StoreError> {
+    match store.capabilities().copies {
+        Some(copies) => copies.copied().await,
+        None => Ok(None),
+    }
+}
+
+/// Refuses a target that holds any record, or a source or target that keeps no copies: a copy
+/// never mixes with other data.
+async fn refuse_unless_empty(from: &dyn Store, to: &dyn Store) -> Result<(), StoreError> {
+    // A copy reads the source's pages and writes them into the target, whose instances index
+    // it fills from what it copied: each must keep what that needs.
+    from.capabilities().copies()?;
+    let copies = to.capabilities().copies()?;
     to.capabilities().instances()?;
     let holds = to.head().await? > 0
         || !to.checkpoints().await?.is_empty()
-        || !to.inbox_page(None, 1).await?.is_empty()
+        || !copies.inbox_page(None, 1).await?.is_empty()
         || !to.scheduled_types().await?.is_empty()
         || to.count_dead_letters(&LetterFilter::default()).await? > 0
         || !to.ingress_page(None, 1).await?.is_empty()
-        || to.copied().await?.is_some();
+        || copies.copied().await?.is_some();
     match holds {
         true => Err(StoreError::new(
             "the copy's target is not empty: copy into a new file",

@@ -378,25 +378,6 @@ pub trait Forward: Send + Sync + 'static {
         self.inner().ingress_page(after, limit).await
     }
 
-    /// Forwards [`Store::inbox_page`].
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        self.inner().inbox_page(after, limit).await
-    }
-
-    /// Forwards [`Store::import`].
-    async fn import(&self, records: &Import) -> Result<(), StoreError> {
-        self.inner().import(records).await
-    }
-
-    /// Forwards [`Store::copied`].
-    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
-        self.inner().copied().await
-    }
-
     /// Forwards [`Store::read_models`].
     fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {
         self.inner().read_models()
@@ -686,22 +667,6 @@ impl<W: Forward> Store for W {
         limit: usize,
     ) -> Result<Vec<IngressRecord>, StoreError> {
         Forward::ingress_page(self, after, limit).await
-    }
-
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        Forward::inbox_page(self, after, limit).await
-    }
-
-    async fn import(&self, records: &Import) -> Result<(), StoreError> {
-        Forward::import(self, records).await
-    }
-
-    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
-        Forward::copied(self).await
     }
 
     fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {

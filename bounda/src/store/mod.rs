@@ -42,7 +42,8 @@ pub use write_set::{
 
 pub use bookmarks::{Bookmark, Cursor};
 pub use capabilities::Capabilities;
-pub use copy::{Copied, CopyMark, Import, InboxEntry, InboxStatus, copy, transfer};
+pub(crate) use copy::mark as copy_mark;
+pub use copy::{Copied, CopyMark, CopyStore, Import, InboxEntry, InboxStatus, copy, transfer};
 pub use ingress::IngressRecord;
 pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceIndex, InstanceOrder, InstanceQuery,
@@ -474,36 +475,6 @@ pub trait Store: Send + Sync + 'static {
     /// What the store keeps beyond the core ([`Capabilities`]): what uses a capability it lacks
     /// is refused, naming it, before it changes anything.
     fn capabilities(&self) -> Capabilities<'_>;
-
-    /// Up to `limit` inbox entries in `(handler, event_id)` order, after the pair `after` (from
-    /// the first when `None`), without their claims: how a [`copy`] reads the inbox a page at a
-    /// time. A store that cannot be copied from keeps this default, which refuses.
-    async fn inbox_page(
-        &self,
-        after: Option<(&str, &str)>,
-        limit: usize,
-    ) -> Result<Vec<InboxEntry>, StoreError> {
-        let _ = (after, limit);
-        Err(StoreError::new(
-            "this store cannot list its inbox, so it cannot be copied",
-        ))
-    }
-
-    /// Writes `records` as they were, in one transaction: events at their positions and
-    /// versions, the other records unclaimed; what a [`copy`] or a [`transfer`] writes into its
-    /// target. A store
-    /// that cannot be a copy's target keeps this default, which refuses.
-    async fn import(&self, records: &Import) -> Result<(), StoreError> {
-        let _ = records;
-        Err(StoreError::new(
-            "this store cannot take a copy; copy into a SQLite file or a PostgreSQL schema",
-        ))
-    }
-
-    /// The mark [`copy`] left, when this store is a copy; `None` for any other store.
-    async fn copied(&self) -> Result<Option<CopyMark>, StoreError> {
-        Ok(None)
-    }
 
     /// The store's read model tables, if it keeps them ([`read_models`]). `None`, the default:
     /// an app with read models refuses to build on it.

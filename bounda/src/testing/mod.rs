@@ -70,7 +70,7 @@ impl TestApp {
     /// [`preview`](crate::preview)). A store that is not a copy is refused, so a test never
     /// writes to production.
     pub async fn over_copy(builder: AppBuilder) -> Result<TestApp, Error> {
-        let Some(mark) = builder.store().copied().await? else {
+        let Some(mark) = crate::store::copy_mark(builder.store()).await? else {
             return Err(Error::Configuration {
                 message: "this store is not a copy: run a preview on a copy of the store \
                           (`copy`), so that production is never written"

@@ -267,7 +267,7 @@ async fn a_store_without_the_index_refuses_a_listing_and_a_copy_naming_it() {
     }
 
     let source = app_in_every_status().await;
-    let target = bounda::testing::CoreOnly(std::sync::Arc::new(
+    let target = CopiesWithoutIndex(std::sync::Arc::new(
         bounda_sqlite::SqliteStore::in_memory().unwrap(),
     ));
     let refused = bounda::store::copy(source.app().store(), &target, "test", source.now())
@@ -279,6 +279,23 @@ async fn a_store_without_the_index_refuses_a_listing_and_a_copy_naming_it() {
     );
     use bounda::store::Store;
     assert_eq!(target.head().await.unwrap(), 0, "nothing written");
+}
+
+/// A store that takes copies and keeps no instances index.
+struct CopiesWithoutIndex(std::sync::Arc<dyn bounda::store::Store>);
+
+impl bounda::store::forward::Forward for CopiesWithoutIndex {
+    fn inner(&self) -> &dyn bounda::store::Store {
+        &*self.0
+    }
+
+    fn capabilities(&self) -> bounda::store::Capabilities<'_> {
+        let core = bounda::store::Capabilities::core();
+        match self.0.capabilities().copies {
+            Some(copies) => core.with_copies(copies),
+            None => core,
+        }
+    }
 }
 
 #[cfg(feature = "cli")]

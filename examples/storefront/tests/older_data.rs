@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bounda::clock::SimulatedClock;
 use bounda::prelude::*;
-use bounda::store::{LetterFilter, Store};
+use bounda::store::{CopyStore, LetterFilter, Store};
 use bounda_sqlite::SqliteStore;
 use storefront::order::{Order, OrderStatus};
 use storefront::ports::{FakeGateway, GatewayPort, MemoryNotifier, NotifierPort};
