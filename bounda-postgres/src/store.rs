@@ -565,6 +565,11 @@ impl Store for PostgresStore {
         Ok((entries, later))
     }
 
+    /// None: the due moment is a typed column, so every entry's reads.
+    async fn unclaimable_entries(&self, _: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
         let row = self
             .row(

@@ -182,56 +182,31 @@ pub trait Store: Send + Sync + 'static {
 
     /// Where `subscriber` stands: its checkpoint and its [`bookmarks`], read at one moment (a
     /// return to a bookmark committing meanwhile is seen whole or not at all), or `None` before
-    /// its first pass. A store that keeps no bookmarks keeps this default, which reads the
-    /// checkpoint.
-    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError> {
-        Ok(self.checkpoint(subscriber).await?.map(|checkpoint| Cursor {
-            checkpoint,
-            bookmarks: Vec::new(),
-        }))
-    }
+    /// its first pass.
+    async fn cursor(&self, subscriber: &str) -> Result<Option<Cursor>, StoreError>;
 
     /// Moves `subscriber`'s checkpoint from `from` to `to` by compare-and-set, as
     /// [`move_checkpoint`](Store::move_checkpoint) does, leaving `bookmarks` where it passed
     /// held events, in one transaction: a bookmark already left for the same handler and lane
     /// keeps the earlier position. Returns `false`, writing nothing, when someone else moved
-    /// it first. A store that keeps no bookmarks keeps this default, which moves the
-    /// checkpoint no further than just before the first bookmark: the held events wait there,
-    /// and the subscriber's other handlers as far as a pass reads past them.
+    /// it first.
     async fn pass_checkpoint(
         &self,
         subscriber: &str,
         from: u64,
         to: u64,
         bookmarks: &[Bookmark],
-    ) -> Result<bool, StoreError> {
-        let to = bookmarks::before_first(to, bookmarks);
-        match to > from {
-            true => self.move_checkpoint(subscriber, Some(from), to).await,
-            false => Ok(false),
-        }
-    }
+    ) -> Result<bool, StoreError>;
 
     /// Returns `subscriber` to its bookmarks of `holders` (handler and lane, as
     /// [`Bookmark::lane_key`] stores it), in one transaction: deletes them and moves its
     /// checkpoint back to just before the first of them, as stored, if it stands after it.
-    /// Bookmarks already returned to are nothing to return to. A store that keeps no bookmarks
-    /// (whose [`cursor`](Store::cursor) never has any) keeps this default, which refuses to
-    /// return to one.
+    /// Bookmarks already returned to are nothing to return to.
     async fn return_to_bookmarks(
         &self,
         subscriber: &str,
         holders: &[(&str, &str)],
-    ) -> Result<(), StoreError> {
-        match holders.is_empty() {
-            true => Ok(()),
-            false => Err(StoreError::new(format!(
-                "this store keeps no bookmarks, yet {subscriber} was to return to {} of them: \
-                 a store that leaves bookmarks must return to them",
-                holders.len()
-            ))),
-        }
-    }
+    ) -> Result<(), StoreError>;
 
     /// Claims `(handler, event_id)` for one run, outside any attempt's transaction:
     /// a new claim, a lapsed one, or a failure whose retry is due is taken under
@@ -392,11 +367,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Up to `limit` scheduler entries whose due moment does not read, so that no claim takes
     /// them: what `lag` counts, and `check` names. A store whose moments are typed columns
-    /// never holds one; this default finds none.
-    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError> {
-        let _ = limit;
-        Ok(Vec::new())
-    }
+    /// never holds one, and answers none.
+    async fn unclaimable_entries(&self, limit: usize) -> Result<Vec<ScheduledEntry>, StoreError>;
 
     /// The scheduler entry with this key.
     async fn scheduled(&self, dedupe_key: &str) -> Result<Option<ScheduledEntry>, StoreError>;
@@ -451,14 +423,8 @@ pub trait Store: Send + Sync + 'static {
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError>;
 
     /// The retries requested of letter `letter` ([`retry_requests`]), oldest first, each with
-    /// its outcome once a worker ran it. A store that keeps none keeps this default, which
-    /// refuses; it must then refuse [`WriteSet::retry_requests`] too.
-    async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
-        let _ = letter;
-        Err(StoreError::new(
-            "this store keeps no retry requests: retry letters in the worker's process",
-        ))
-    }
+    /// its outcome once a worker ran it.
+    async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError>;
 
     /// The command decided under idempotency key `key` ([`ingress`]) with its answer, if one
     /// was.
