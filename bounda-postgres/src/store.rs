@@ -23,10 +23,6 @@ use crate::{PostgresStore, place, statements};
 
 #[async_trait]
 impl Store for PostgresStore {
-    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
-        Some(self)
-    }
-
     async fn read_stream(
         &self,
         aggregate_type: &str,
@@ -659,6 +655,7 @@ impl Store for PostgresStore {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::core()
+            .with_read_models(self)
             .with_copies(self)
             .with_instances(self)
             .with_limits(self)

@@ -64,7 +64,7 @@ impl Projector for Nothing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() {
     let store = Arc::new(testing::store("read-models", Options::default()).await);
-    let tables = store.read_models().unwrap();
+    let tables = store.capabilities().read_models().unwrap();
     tables.ensure(&TABLE).await.unwrap();
     let subscriber = "read-model:busy-orders";
     assert!(store.move_checkpoint(subscriber, None, 0).await.unwrap());
@@ -87,6 +87,7 @@ async fn a_read_model_another_process_is_projecting_is_skipped_not_waited_for() 
                 go,
             };
             store
+                .capabilities()
                 .read_models()
                 .unwrap()
                 .project(&batch, &mut slow)

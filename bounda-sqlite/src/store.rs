@@ -25,10 +25,6 @@ type Moments = (
 
 #[async_trait]
 impl Store for SqliteStore {
-    fn read_models(&self) -> Option<&dyn bounda::store::read_models::ReadModelStore> {
-        Some(self)
-    }
-
     async fn read_stream(
         &self,
         aggregate_type: &str,
@@ -699,6 +695,7 @@ impl Store for SqliteStore {
 
     fn capabilities(&self) -> Capabilities<'_> {
         Capabilities::core()
+            .with_read_models(self)
             .with_copies(self)
             .with_instances(self)
             .with_limits(self)

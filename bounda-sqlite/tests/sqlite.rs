@@ -239,7 +239,7 @@ async fn a_projection_that_waits_on_something_else_fails_its_batch() {
     }
 
     let store = bounda_sqlite::SqliteStore::in_memory().unwrap();
-    let tables = store.read_models().unwrap();
+    let tables = store.capabilities().read_models().unwrap();
     tables.ensure(&TABLE).await.unwrap();
     store
         .move_checkpoint("read-model:waiting", None, 0)

@@ -530,7 +530,7 @@ async fn a_rebuild_replays_the_log_beside_the_live_table_resumes_and_swaps_it_in
     assert_eq!((row.status.as_str(), row.events), ("paid", 2));
     // A rebuild is keyed by the code: one under way of other code is superseded, and its
     // next slice says so.
-    let tables = app.app().store().read_models().unwrap();
+    let tables = app.app().store().capabilities().read_models().unwrap();
     app.app().start_rebuild("order-list").await.unwrap();
     tables
         .start_rebuild(
@@ -558,7 +558,7 @@ async fn a_failing_projection_abandons_the_rebuild_and_leaves_the_live_table() {
         "{error}"
     );
     assert_eq!(rows(&app).await, before);
-    let tables = app.app().store().read_models().unwrap();
+    let tables = app.app().store().capabilities().read_models().unwrap();
     assert_eq!(tables.rebuilding("order-list").await.unwrap(), None);
     BROKEN_TOTAL.set(None);
     let done = app.app().rebuild("order-list", |_| {}).await.unwrap();
@@ -721,7 +721,7 @@ async fn the_page_lists_read_models_with_their_lag_and_rebuilds_one() {
     assert_eq!(started.status, StatusCode::SEE_OTHER);
     assert_eq!(started.location, "/?done=rebuild-started");
     // The rebuild runs beside the page; it is done once the log's head is in the new table.
-    let tables = app.app().store().read_models().unwrap();
+    let tables = app.app().store().capabilities().read_models().unwrap();
     let head = app.app().store().head().await.unwrap();
     for _ in 0..500 {
         let checkpoint = app.app().store().checkpoint(SUBSCRIBER).await.unwrap();
@@ -812,4 +812,16 @@ async fn a_failed_statement_fails_its_batch_even_when_the_projection_goes_on() {
     );
     let first = app.app().read::<PaymentOrder>().get("p-1").await.unwrap();
     assert_eq!(first.map(|row| row.order_id), Some("o-1".to_owned()));
+}
+
+// Issue 46: read models' tables are a capability of the store; an app that keeps read models
+// is refused when it is built on a store without them, naming what it lacks.
+#[tokio::test]
+async fn an_app_with_read_models_is_refused_at_start_on_a_store_that_keeps_none() {
+    let store = std::sync::Arc::new(bounda::testing::CoreOnly(support::database::store().await));
+    let refused = App::builder_shared(store).build().await.unwrap_err();
+    assert!(
+        matches!(&refused, Error::Configuration { message } if message.contains("keeps no read models")),
+        "{refused}"
+    );
 }

@@ -154,7 +154,7 @@ impl App {
         let head = self.store().head().await?;
         let mut subscribers = Vec::new();
         let mut stale = Vec::new();
-        let holds = match self.store().read_models() {
+        let holds = match self.store().capabilities().read_models {
             Some(tables) if self.read_models().next().is_some() => tables.holds().await?,
             _ => Vec::new(),
         };

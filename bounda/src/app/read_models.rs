@@ -277,7 +277,7 @@ impl App {
         if models.is_empty() {
             return Ok(Vec::new());
         }
-        let Some(tables) = store.read_models() else {
+        let Some(tables) = store.capabilities().read_models else {
             let names: Vec<&str> = models.iter().map(|model| model.name()).collect();
             return Err(Error::Configuration {
                 message: format!(

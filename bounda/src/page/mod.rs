@@ -744,7 +744,7 @@ async fn overview_page(
 
 /// Each read model of the app: its lag, what holds it, the rebuild under way.
 async fn read_model_lines(app: &App) -> Result<Vec<ReadModelLine>, crate::Error> {
-    let Some(tables) = app.store().read_models() else {
+    let Some(tables) = app.store().capabilities().read_models else {
         return Ok(Vec::new());
     };
     let subscribers = app.subscriber_lags().await?.subscribers;

@@ -149,9 +149,5 @@ impl<'a, R: ReadModel> ReadTable<'a, R> {
 
 /// The store's read models, or why it has none.
 pub(crate) fn read_models(app: &App) -> Result<&dyn ReadModelStore, Error> {
-    app.store()
-        .read_models()
-        .ok_or_else(|| Error::Configuration {
-            message: "this store keeps no read models; use the SQLite or PostgreSQL store".into(),
-        })
+    Ok(app.store().capabilities().read_models()?)
 }

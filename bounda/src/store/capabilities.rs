@@ -7,6 +7,7 @@ use super::copy::CopyStore;
 use super::instances::InstanceIndex;
 use super::limits::LimitStore;
 use super::pauses::PauseStore;
+use super::read_models::ReadModelStore;
 use super::write_set::StoreError;
 
 /// The capabilities a store has beyond the core: each one it keeps, or `None`.
@@ -23,6 +24,8 @@ pub struct Capabilities<'a> {
     /// Copies: read page by page as a copy's source, written as a copy's target, and marked
     /// as one ([`CopyStore`]).
     pub copies: Option<&'a dyn CopyStore>,
+    /// Read models' tables, kept beside the events ([`ReadModelStore`]).
+    pub read_models: Option<&'a dyn ReadModelStore>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
@@ -32,6 +35,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("limits", &self.limits.is_some())
             .field("instances", &self.instances.is_some())
             .field("copies", &self.copies.is_some())
+            .field("read_models", &self.read_models.is_some())
             .finish()
     }
 }
@@ -74,6 +78,14 @@ impl<'a> Capabilities<'a> {
         }
     }
 
+    /// With read models' tables, kept by `store`.
+    pub fn with_read_models(self, store: &'a dyn ReadModelStore) -> Capabilities<'a> {
+        Capabilities {
+            read_models: Some(store),
+            ..self
+        }
+    }
+
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
         self.pauses.ok_or_else(|| lacking("pauses"))
@@ -87,6 +99,11 @@ impl<'a> Capabilities<'a> {
     /// The store's copies, or the refusal of what needs them.
     pub fn copies(&self) -> Result<&'a dyn CopyStore, StoreError> {
         self.copies.ok_or_else(|| lacking("copies"))
+    }
+
+    /// The store's read models' tables, or the refusal of what needs them.
+    pub fn read_models(&self) -> Result<&'a dyn ReadModelStore, StoreError> {
+        self.read_models.ok_or_else(|| lacking("read models"))
     }
 
     /// The store's limits, or the refusal of what needs them.

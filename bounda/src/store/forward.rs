@@ -378,11 +378,6 @@ pub trait Forward: Send + Sync + 'static {
         self.inner().ingress_page(after, limit).await
     }
 
-    /// Forwards [`Store::read_models`].
-    fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {
-        self.inner().read_models()
-    }
-
     /// Forwards [`Store::listen`].
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
         self.inner().listen().await
@@ -667,10 +662,6 @@ impl<W: Forward> Store for W {
         limit: usize,
     ) -> Result<Vec<IngressRecord>, StoreError> {
         Forward::ingress_page(self, after, limit).await
-    }
-
-    fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {
-        Forward::read_models(self)
     }
 
     async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {

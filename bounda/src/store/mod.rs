@@ -442,12 +442,6 @@ pub trait Store: Send + Sync + 'static {
     /// is refused, naming it, before it changes anything.
     fn capabilities(&self) -> Capabilities<'_>;
 
-    /// The store's read model tables, if it keeps them ([`read_models`]). `None`, the default:
-    /// an app with read models refuses to build on it.
-    fn read_models(&self) -> Option<&dyn read_models::ReadModelStore> {
-        None
-    }
-
     /// Hears what other processes write that may be work for this one (an event appended, an
     /// entry scheduled), so a runner waiting between polls wakes at once. It should return
     /// without waiting for the network. `None`, the default: the store hears nothing, and runners

@@ -45,7 +45,7 @@ const V1: TableDef = TableDef {
 const SUBSCRIBER: &str = "read-model:contract-orders";
 
 fn tables(store: &dyn Store) -> &dyn ReadModelStore {
-    store.read_models().expect("the store keeps read models")
+    super::kept(store.capabilities().read_models())
 }
 
 /// Upserts `rows` (id, total) into V1's columns, failing before the row at `fail_at`.
