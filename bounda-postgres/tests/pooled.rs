@@ -211,48 +211,6 @@ async fn a_claim_whose_machine_is_cut_off_from_the_pooler_is_taken_over_and_sett
     .await
     .unwrap();
     let other = PostgresStore::connect(&pooled(), options).await.unwrap();
-    let now = bounda::Instant::from_millis(1_000_000).unwrap();
-    let entry = support::entry(1, now);
-    support::schedule(&other, &entry).await;
-    let lease = bounda::seconds(5);
-    let claimed = cut_off.claim_due("cut-off", now, lease, 10).await.unwrap();
-    assert_eq!(claimed.len(), 1);
-
-    // Another session holds the entry's row, so the machine's settling waits on the server,
-    // inside its transaction; then the network goes.
-    let holder = support::session(&url).await;
-    holder
-        .batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM \"{schema}\".scheduled_commands WHERE dedupe_key = '{}' FOR UPDATE",
-            entry.dedupe_key
-        ))
-        .await
-        .unwrap();
-    let key = entry.dedupe_key.clone();
-    let settling = tokio::spawn(async move { support::complete(&cut_off, &key, "cut-off").await });
-    tokio::time::sleep(Wall::from_millis(300)).await;
-    proxy.cut();
-    holder.batch_execute("ROLLBACK").await.unwrap();
-
-    let mut taken = Vec::new();
-    for _ in 0..100 {
-        taken = other
-            .claim_due("other", now + lease + millis(1), lease, 10)
-            .await
-            .unwrap();
-        if !taken.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Wall::from_millis(100)).await;
-    }
-    assert_eq!(taken.len(), 1, "the claim was not lost with the session");
-    assert!(support::complete(&other, &entry.dedupe_key, "other").await);
-    assert_eq!(other.scheduled(&entry.dedupe_key).await.unwrap(), None);
-
-    proxy.heal();
-    let landed = tokio::time::timeout(Wall::from_secs(10), settling).await;
-    assert!(
-        !matches!(landed, Ok(Ok(true))),
-        "the cut-off settling did not land: {landed:?}"
-    );
+    support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema)
+        .await;
 }

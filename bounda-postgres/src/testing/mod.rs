@@ -421,30 +421,38 @@ fn url_through(server: &TestServer, via: std::net::SocketAddr) -> Result<String,
     Ok(format!("postgresql://{user}{password}@{via}/{dbname}"))
 }
 
-/// Stops the server and removes its directory once this process has ended: a shell in a
-/// process group of its own (so a Ctrl-C to the tests does not take it first) waits for it,
-/// since a test process has no hook at its end. Paths go to the shell as arguments, never as
-/// code.
+/// Stops the server and removes its directory once this process has ended.
 fn watch(bin: &Path, data: &Path, dir: &Path, as_root: bool) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let script = r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
-if [ "$5" = root ]; then runuser -u nobody -- "$2" -D "$3" stop -m immediate
+    let stop = r#"if [ "$5" = root ]; then runuser -u nobody -- "$2" -D "$3" stop -m immediate
 else "$2" -D "$3" stop -m immediate; fi >/dev/null 2>&1
 rm -rf -- "$4""#;
+    let pg_ctl = bin.join("pg_ctl");
+    let user = std::ffi::OsStr::new(if as_root { "root" } else { "user" });
+    at_exit(
+        "the test server",
+        stop,
+        &[pg_ctl.as_os_str(), data.as_os_str(), dir.as_os_str(), user],
+    )
+}
+
+/// Runs the shell lines `stop` once this process has ended, however it ends: a shell in a
+/// process group of its own (so a Ctrl-C to the tests does not take it first) waits for it,
+/// since a test process has no hook at its end. `$1` is this process; `args` are `$2` on, so
+/// paths go to the shell as arguments, never as code.
+fn at_exit(what: &str, stop: &str, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let script = format!("while kill -0 \"$1\" 2>/dev/null; do sleep 0.5; done\n{stop}");
     Command::new("sh")
-        .args(["-c", script, "watcher"])
+        .args(["-c", &script, "watcher"])
         .arg(std::process::id().to_string())
-        .arg(bin.join("pg_ctl"))
-        .arg(data)
-        .arg(dir)
-        .arg(if as_root { "root" } else { "user" })
+        .args(args)
         .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .map(drop)
-        .map_err(|e| format!("cannot start the watcher that stops the test server: {e}"))
+        .map_err(|e| format!("cannot start the watcher that stops {what}: {e}"))
 }
 
 /// Where `initdb` and `pg_ctl` are: `BOUNDA_POSTGRES_BIN`, PATH, or Debian's directory of the

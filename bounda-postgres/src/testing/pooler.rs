@@ -137,20 +137,7 @@ fn start(server: std::net::SocketAddr) -> Result<std::net::SocketAddr, String> {
 
 /// Stops PgBouncer and removes its directory when this process ends, however it ends.
 fn watch(pidfile: &Path, dir: &Path) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let script = r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
-kill "$(cat "$2")" >/dev/null 2>&1
+    let stop = r#"kill "$(cat "$2")" >/dev/null 2>&1
 rm -rf -- "$3""#;
-    Command::new("sh")
-        .args(["-c", script, "watcher"])
-        .arg(std::process::id().to_string())
-        .arg(pidfile)
-        .arg(dir)
-        .process_group(0)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map(drop)
-        .map_err(|e| format!("cannot start the watcher that stops PgBouncer: {e}"))
+    super::at_exit("PgBouncer", stop, &[pidfile.as_os_str(), dir.as_os_str()])
 }

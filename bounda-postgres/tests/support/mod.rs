@@ -127,3 +127,74 @@ pub fn entry(n: usize, at: Instant) -> ScheduledEntry {
         at,
     )
 }
+
+/// A machine cut off while it settles a claim (issue 39): `cut_off` claims an entry and settles
+/// it while another session on `url` holds the entry's row in `schema`, then `proxy` (its only
+/// way to the server) is cut. The server ends its silent session by its idle-in-transaction
+/// limit; its settling never lands; once the lease lapses, `other` takes the entry over and
+/// settles it, once.
+pub async fn a_claim_cut_off_mid_settle_is_taken_over(
+    cut_off: PostgresStore,
+    other: &PostgresStore,
+    proxy: &testing::Proxy,
+    url: &str,
+    schema: &str,
+) {
+    use std::time::Duration as Wall;
+    let now = Instant::from_millis(1_000_000).unwrap();
+    let entry = entry(1, now);
+    schedule(other, &entry).await;
+    let lease = bounda::seconds(5);
+    let claimed = cut_off.claim_due("cut-off", now, lease, 10).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+
+    // Another session holds the entry's row, so the machine's settling waits on the server,
+    // inside its transaction; then the network goes.
+    let holder = session(url).await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM \"{schema}\".scheduled_commands WHERE dedupe_key = '{}' FOR UPDATE",
+            entry.dedupe_key
+        ))
+        .await
+        .unwrap();
+    let key = entry.dedupe_key.clone();
+    let settling = tokio::spawn(async move { complete(&cut_off, &key, "cut-off").await });
+    tokio::time::sleep(Wall::from_millis(300)).await;
+    proxy.cut();
+    holder.batch_execute("ROLLBACK").await.unwrap();
+
+    // The claim is still the machine's until its lease lapses; then another runner takes the
+    // entry over and settles it.
+    assert!(
+        other
+            .claim_due("other", now, lease, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Its row stays locked by the silent session (claims skip locked rows) until the server
+    // ends that session, 500 ms after it fell silent; then the lapsed claim is taken over.
+    let mut taken = Vec::new();
+    for _ in 0..100 {
+        taken = other
+            .claim_due("other", now + lease + bounda::millis(1), lease, 10)
+            .await
+            .unwrap();
+        if !taken.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Wall::from_millis(100)).await;
+    }
+    assert_eq!(taken.len(), 1, "the claim was not lost with the session");
+    assert!(complete(other, &entry.dedupe_key, "other").await);
+    assert_eq!(other.scheduled(&entry.dedupe_key).await.unwrap(), None);
+
+    // Back on the network, the machine's settling fails rather than landing late.
+    proxy.heal();
+    let landed = tokio::time::timeout(Wall::from_secs(10), settling).await;
+    assert!(
+        !matches!(landed, Ok(Ok(true))),
+        "the cut-off settling did not land: {landed:?}"
+    );
+}
