@@ -1,7 +1,7 @@
 //! What a store keeps beyond the core every app needs to run: each capability is a trait of its
 //! own, and a store says which it has in [`Store::capabilities`](super::Store::capabilities).
 //! What uses a capability the store lacks is refused before it changes anything, naming the
-//! capability and the store, rather than answered with nothing.
+//! capability, rather than answered with nothing.
 
 use super::copy::CopyStore;
 use super::instances::InstanceIndex;
