@@ -1,4 +1,4 @@
-//! A copy's pages written as they were ([`Store::import`](bounda::store::Store::import)), and the
+//! A copy's pages written as they were ([`CopyStore::import`](bounda::store::CopyStore::import)), and the
 //! mark that says a schema holds a copy: how a SQLite file moves to PostgreSQL when one machine
 //! is no longer enough, and how older data is brought onto a server.
 

@@ -116,6 +116,5 @@ async fn a_claim_whose_settling_session_the_server_ends_is_taken_over_and_settle
             .await
             .unwrap();
     let other = PostgresStore::connect(&url, options).await.unwrap();
-    support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema)
-        .await;
+    support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema).await;
 }

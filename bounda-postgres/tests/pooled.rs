@@ -211,6 +211,5 @@ async fn a_claim_whose_machine_is_cut_off_from_the_pooler_is_taken_over_and_sett
     .await
     .unwrap();
     let other = PostgresStore::connect(&pooled(), options).await.unwrap();
-    support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema)
-        .await;
+    support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema).await;
 }

@@ -1,4 +1,4 @@
-//! A copy's pages written as they were ([`Store::import`](bounda::store::Store::import)), the
+//! A copy's pages written as they were ([`CopyStore::import`](bounda::store::CopyStore::import)), the
 //! inbox read a page at a time, and the mark that says a file is a copy.
 
 use bounda::Instant;

@@ -3,7 +3,7 @@
 //! the same records moved to a new database for good (a SQLite file onto a PostgreSQL server).
 //!
 //! Both read the source a page at a time and write each page into the target with
-//! [`Store::import`], which keeps every record as it was: events at their positions and versions
+//! [`CopyStore::import`], which keeps every record as it was: events at their positions and versions
 //! with their ids, timestamps and metadata; checkpoints (one that passed held events taken back
 //! to the first of them, which the target passes again while they are held); the inbox; scheduler entries with their
 //! attempts, errors and revisions; dead letters with their status; pauses; the keys arrived

@@ -1,7 +1,7 @@
 //! Limits: how many runs of a process, a policy or a scheduled command may start in each window
 //! of time, counted in the store so that every runner on it shares one count.
 //!
-//! A runner takes permits for the runs it claimed ([`Store::take_permits`](super::Store::take_permits))
+//! A runner takes permits for the runs it claimed ([`LimitStore::take_permits`])
 //! in the window holding the moment it runs them; the runs it got none for are given back unrun.
 //! Once a window's permits are used up, the store's claim of due entries leaves the entries of
 //! that process, policy or command until the window ends, and

@@ -15,8 +15,8 @@ use crate::read_model::sql_row::SqlRow;
 use crate::read_model::value::{SqlType, SqlValue};
 use crate::store::StoreError;
 
-/// A store's read model tables. A store that has them answers
-/// [`Store::read_models`](crate::store::Store::read_models) with itself.
+/// A store's read model tables: a capability, which a store that has them names in
+/// [`Store::capabilities`](crate::store::Store::capabilities).
 #[async_trait]
 pub trait ReadModelStore: Send + Sync {
     /// The SQL it speaks.
