@@ -213,15 +213,15 @@ async fn a_copy_holds_every_record_as_its_source_held_it_without_claims() {
         .unwrap_err();
     assert!(refused.to_string().contains("keeps no copies"), "{refused}");
     assert_eq!(core_only.head().await.unwrap(), 0);
-    let refused = bounda::store::copy(&core_only, &moved_again(), "the clinic", now)
-        .await
-        .unwrap_err();
+    let refused = bounda::store::copy(
+        &core_only,
+        &SqliteStore::in_memory().unwrap(),
+        "the clinic",
+        now,
+    )
+    .await
+    .unwrap_err();
     assert!(refused.to_string().contains("keeps no copies"), "{refused}");
-}
-
-/// A new, empty store.
-fn moved_again() -> SqliteStore {
-    SqliteStore::in_memory().unwrap()
 }
 
 #[tokio::test]
