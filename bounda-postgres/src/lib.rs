@@ -294,7 +294,16 @@ impl PostgresStore {
             None => match route {
                 sql::Route::Direct => Some((config.clone(), connector.clone())),
                 // A pooler in transaction mode drops a session's `LISTEN` with its transaction.
-                sql::Route::Pooled(_) => None,
+                sql::Route::Pooled(_) => {
+                    tracing::info!(
+                        tables = %names.tables(),
+                        "the store's address is a pooler in transaction mode and names no \
+                         listening address (`listen_host` and `listen_port` in the address, or \
+                         `Options::listen_url`): runners find other processes' writes at their \
+                         next poll"
+                    );
+                    None
+                }
             },
         };
         let manager_config = ManagerConfig {

@@ -7,10 +7,11 @@
 
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, CopyStore, Cursor, DeadLetter,
-    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord,
+    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, IngressStore,
     InstanceCounts, InstanceIndex, InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore,
     LimitWindow, Listener, Pause, PauseStore, PauseTarget, RetryOutcome, RetryRequest,
-    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WriteSet, async_trait, protocol,
+    ScheduledEntry, Snapshot, Store, StoreError, StreamTail, WakeUps, WriteSet, async_trait,
+    protocol,
 };
 use bounda::{Duration, Instant, RecordedEvent, millis};
 use chrono::{DateTime, Utc};
@@ -654,12 +655,20 @@ impl Store for PostgresStore {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core()
+        let capabilities = Capabilities::core()
+            .named("the PostgreSQL store")
+            .with_ingress(self)
             .with_read_models(self)
             .with_copies(self)
             .with_instances(self)
             .with_limits(self)
-            .with_pauses(self)
+            .with_pauses(self);
+        // A pooler in transaction mode drops a session's `LISTEN` with its transaction: only a
+        // store with a listening address hears other processes' writes.
+        match self.listening {
+            Some(_) => capabilities.with_wake_ups(self),
+            None => capabilities,
+        }
     }
 
     async fn dead_letters(&self, filter: &LetterFilter) -> Result<Vec<DeadLetter>, StoreError> {
@@ -694,18 +703,6 @@ impl Store for PostgresStore {
         .await
         .map_err(failed("cannot count dead letters"))?;
         rows::unsigned(&row, 0)
-    }
-
-    /// A connection of its own, listening on these tables' channel.
-    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
-        if self.listening.is_none() {
-            tracing::info!(
-                tables = %self.names.tables(),
-                "the store's address is a pooler in transaction mode and names no listening address (`listen_host` and `listen_port` in the address, or `Options::listen_url`): this process finds other processes' writes at its next poll"
-            );
-            return Ok(None);
-        }
-        Ok(Some(Box::new(self.wakeups().await?)))
     }
 
     async fn dead_letter(&self, id: &str) -> Result<Option<DeadLetter>, StoreError> {
@@ -748,11 +745,13 @@ impl Store for PostgresStore {
             })
             .collect()
     }
+}
 
+#[async_trait]
+impl IngressStore for PostgresStore {
     async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
         Ok(self.ingress_records("WHERE key = $1", &[&key]).await?.pop())
     }
-
     async fn ingress_page(
         &self,
         after: Option<&str>,
@@ -764,6 +763,14 @@ impl Store for PostgresStore {
             &[&after.unwrap_or(""), &limit],
         )
         .await
+    }
+}
+
+#[async_trait]
+impl WakeUps for PostgresStore {
+    /// A connection of its own, listening on these tables' channel.
+    async fn listen(&self) -> Result<Box<dyn Listener>, StoreError> {
+        Ok(Box::new(self.wakeups().await?))
     }
 }
 

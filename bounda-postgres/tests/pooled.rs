@@ -121,7 +121,10 @@ async fn without_a_listening_address_the_processes_poll_and_the_store_says_why()
     )
     .await
     .unwrap();
-    assert!(store.listen().await.unwrap().is_none());
+    assert!(
+        store.capabilities().wake_ups.is_none(),
+        "a pooled store without a listening address hears no wake-ups"
+    );
     let refused = store.wakeups().await.unwrap_err().to_string();
     assert!(refused.contains("listen_url"), "{refused}");
     // A listening address that is a pooler too is refused at once.

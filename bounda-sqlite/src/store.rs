@@ -2,7 +2,7 @@
 
 use bounda::store::{
     Bookmark, Capabilities, CommitError, Committed, CopyMark, CopyStore, Cursor, DeadLetter,
-    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord,
+    Import, InOrder, InboxClaim, InboxEntry, InboxFailure, InboxPair, IngressRecord, IngressStore,
     InstanceCounts, InstanceIndex, InstanceQuery, InstanceRow, LetterFilter, LimitKey, LimitStore,
     LimitWindow, Pause, PauseStore, PauseTarget, RetryRequest, ScheduledEntry, Snapshot, Store,
     StoreError, StreamTail, WriteSet, async_trait,
@@ -679,11 +679,24 @@ impl Store for SqliteStore {
         crate::retry_requests::of_letter(&conn, letter)
     }
 
+    fn capabilities(&self) -> Capabilities<'_> {
+        Capabilities::core()
+            .named("the SQLite store")
+            .with_ingress(self)
+            .with_read_models(self)
+            .with_copies(self)
+            .with_instances(self)
+            .with_limits(self)
+            .with_pauses(self)
+    }
+}
+
+#[async_trait]
+impl IngressStore for SqliteStore {
     async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
         let conn = self.lock()?;
         crate::ingress::answer(&conn, key)
     }
-
     async fn ingress_page(
         &self,
         after: Option<&str>,
@@ -691,15 +704,6 @@ impl Store for SqliteStore {
     ) -> Result<Vec<IngressRecord>, StoreError> {
         let conn = self.lock()?;
         crate::ingress::page(&conn, after, limit)
-    }
-
-    fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core()
-            .with_read_models(self)
-            .with_copies(self)
-            .with_instances(self)
-            .with_limits(self)
-            .with_pauses(self)
     }
 }
 

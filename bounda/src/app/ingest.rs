@@ -57,12 +57,7 @@ impl App {
             &arrival.name,
             &String::from_utf8_lossy(&arrival.payload),
         ]);
-        if let Some(kept) = self
-            .store()
-            .ingress_answer(&arrival.key)
-            .await
-            .map_err(Error::from)?
-        {
+        if let Some(kept) = self.ingress_answer(&arrival.key).await? {
             return replay(kept, &fingerprint).await;
         }
         let Some(runner) = self
@@ -156,11 +151,7 @@ impl App {
                 }
                 // Another delivery of it committed first: its answer is this one's.
                 Err(CommitError::KeyTaken { key }) => {
-                    let kept = self
-                        .store()
-                        .ingress_answer(&key)
-                        .await
-                        .map_err(Error::from)?;
+                    let kept = self.ingress_answer(&key).await?;
                     let Some(kept) = kept else {
                         return Err(Refusal::Failed(crate::error::unwritten(
                             "an arrived command",
@@ -171,11 +162,7 @@ impl App {
                 }
                 Err(CommitError::StreamMoved { .. }) if run < retries => {
                     // A delivery racing this one may have decided it meanwhile.
-                    let kept = self
-                        .store()
-                        .ingress_answer(&arrival.key)
-                        .await
-                        .map_err(Error::from)?;
+                    let kept = self.ingress_answer(&arrival.key).await?;
                     if let Some(kept) = kept {
                         return replay(kept, &fingerprint).await;
                     }
@@ -201,6 +188,13 @@ impl App {
         let mut names: Vec<&str> = self.inner.accepted.keys().map(String::as_str).collect();
         names.sort_unstable();
         names
+    }
+
+    /// The command decided under `key`, with its answer: an app with sources of commands runs
+    /// only on a store that keeps their record (its building refuses another).
+    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, Error> {
+        let record = self.store().capabilities().ingress()?;
+        Ok(record.ingress_answer(key).await?)
     }
 }
 

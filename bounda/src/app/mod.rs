@@ -460,6 +460,17 @@ impl AppBuilder {
                  app on a store that counts them"
             ));
         }
+        // Arrived commands are answered from the store's record of their keys.
+        if !self.sources.is_empty()
+            && let Err(lacking) = self.store.capabilities().ingress()
+        {
+            let names: Vec<String> = self.sources.iter().map(|source| source.name()).collect();
+            refused.push(format!(
+                "the app takes commands from other services ({}), and {lacking}: run it on a \
+                 store that keeps them",
+                names.join(", ")
+            ));
+        }
         // The ports each process and policy declares it reads are the app's (a missing one
         // would otherwise fail its handlers one instance at a time).
         let declared = self.processes.iter().map(|process| process.declared());

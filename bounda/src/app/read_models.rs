@@ -277,15 +277,15 @@ impl App {
         if models.is_empty() {
             return Ok(Vec::new());
         }
-        let Some(tables) = store.capabilities().read_models else {
+        let tables = store.capabilities().read_models().map_err(|lacking| {
             let names: Vec<&str> = models.iter().map(|model| model.name()).collect();
-            return Err(Error::Configuration {
+            Error::Configuration {
                 message: format!(
-                    "this store keeps no read models, and the app has {}; run it on the SQLite or PostgreSQL store",
+                    "the app has read models ({}), and {lacking}: run it on a store that keeps them",
                     names.join(", ")
                 ),
-            });
-        };
+            }
+        })?;
         let mut refused = Vec::new();
         for model in models {
             match tables.ensure(model.table()).await {

@@ -62,7 +62,13 @@ impl App {
             .clear();
         // Other processes' writes wake the runner between polls, where the store can hear them.
         // Asking takes at most a poll interval, and a shutdown meanwhile is heard.
-        let listening = tokio::time::timeout(poll.into(), self.store().listen());
+        let listening = async {
+            match self.store().capabilities().wake_ups {
+                Some(wake_ups) => wake_ups.listen().await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let listening = tokio::time::timeout(poll.into(), listening);
         let listener = tokio::select! {
             biased;
             () = &mut shutdown => return Ok(()),

@@ -4,16 +4,22 @@
 //! capability, rather than answered with nothing.
 
 use super::copy::CopyStore;
+use super::ingress::IngressStore;
 use super::instances::InstanceIndex;
 use super::limits::LimitStore;
 use super::pauses::PauseStore;
 use super::read_models::ReadModelStore;
+use super::wake_ups::WakeUps;
 use super::write_set::StoreError;
 
-/// The capabilities a store has beyond the core: each one it keeps, or `None`.
+/// The capabilities a store has beyond the core: each one it keeps, or `None`; and the store's
+/// name, for the refusals.
 #[derive(Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct Capabilities<'a> {
+    /// What the refusal of a capability calls the store ("the SQLite store"); "this store"
+    /// when `None`.
+    pub store: Option<&'a str>,
     /// Pauses, kept for every runner on the store ([`PauseStore`]).
     pub pauses: Option<&'a dyn PauseStore>,
     /// Limits' permits, counted for every runner on the store ([`LimitStore`]).
@@ -26,16 +32,24 @@ pub struct Capabilities<'a> {
     pub copies: Option<&'a dyn CopyStore>,
     /// Read models' tables, kept beside the events ([`ReadModelStore`]).
     pub read_models: Option<&'a dyn ReadModelStore>,
+    /// The record of commands that arrived from other services, by idempotency key
+    /// ([`IngressStore`]).
+    pub ingress: Option<&'a dyn IngressStore>,
+    /// Wake-ups from other processes' writes ([`WakeUps`]); without them, runners poll.
+    pub wake_ups: Option<&'a dyn WakeUps>,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capabilities")
+            .field("store", &self.store)
             .field("pauses", &self.pauses.is_some())
             .field("limits", &self.limits.is_some())
             .field("instances", &self.instances.is_some())
             .field("copies", &self.copies.is_some())
             .field("read_models", &self.read_models.is_some())
+            .field("ingress", &self.ingress.is_some())
+            .field("wake_ups", &self.wake_ups.is_some())
             .finish()
     }
 }
@@ -44,6 +58,14 @@ impl<'a> Capabilities<'a> {
     /// None beyond the core.
     pub fn core() -> Capabilities<'a> {
         Capabilities::default()
+    }
+
+    /// Naming the store `name` in the refusals ("the SQLite store").
+    pub fn named(self, name: &'a str) -> Capabilities<'a> {
+        Capabilities {
+            store: Some(name),
+            ..self
+        }
     }
 
     /// With pauses, kept by `store`.
@@ -86,35 +108,59 @@ impl<'a> Capabilities<'a> {
         }
     }
 
+    /// With the record of arrived commands, kept by `store`.
+    pub fn with_ingress(self, store: &'a dyn IngressStore) -> Capabilities<'a> {
+        Capabilities {
+            ingress: Some(store),
+            ..self
+        }
+    }
+
+    /// With wake-ups, heard by `store`.
+    pub fn with_wake_ups(self, store: &'a dyn WakeUps) -> Capabilities<'a> {
+        Capabilities {
+            wake_ups: Some(store),
+            ..self
+        }
+    }
+
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
-        self.pauses.ok_or_else(|| lacking("pauses"))
+        self.pauses.ok_or_else(|| self.lacking("pauses"))
     }
 
     /// The store's instances index, or the refusal of what needs it.
     pub fn instances(&self) -> Result<&'a dyn InstanceIndex, StoreError> {
-        self.instances.ok_or_else(|| lacking("instances index"))
+        self.instances
+            .ok_or_else(|| self.lacking("instances index"))
     }
 
     /// The store's copies, or the refusal of what needs them.
     pub fn copies(&self) -> Result<&'a dyn CopyStore, StoreError> {
-        self.copies.ok_or_else(|| lacking("copies"))
+        self.copies.ok_or_else(|| self.lacking("copies"))
     }
 
     /// The store's read models' tables, or the refusal of what needs them.
     pub fn read_models(&self) -> Result<&'a dyn ReadModelStore, StoreError> {
-        self.read_models.ok_or_else(|| lacking("read models"))
+        self.read_models.ok_or_else(|| self.lacking("read models"))
     }
 
     /// The store's limits, or the refusal of what needs them.
     pub fn limits(&self) -> Result<&'a dyn LimitStore, StoreError> {
-        self.limits.ok_or_else(|| lacking("limits"))
+        self.limits.ok_or_else(|| self.lacking("limits"))
     }
-}
 
-/// The refusal of what needs `capability` on a store without it.
-fn lacking(capability: &str) -> StoreError {
-    StoreError::new(format!(
-        "this store keeps no {capability}: use a SQLite file or a PostgreSQL schema"
-    ))
+    /// The store's record of arrived commands, or the refusal of what needs it.
+    pub fn ingress(&self) -> Result<&'a dyn IngressStore, StoreError> {
+        self.ingress
+            .ok_or_else(|| self.lacking("record of arrived commands"))
+    }
+
+    /// The refusal of what needs `capability` on a store without it, naming both.
+    fn lacking(&self, capability: &str) -> StoreError {
+        StoreError::new(format!(
+            "{} keeps no {capability}: use a SQLite file or a PostgreSQL schema",
+            self.store.unwrap_or("this store")
+        ))
+    }
 }

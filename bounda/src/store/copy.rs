@@ -315,20 +315,22 @@ async fn records(from: &dyn Store, to: &dyn Store) -> Result<Copied, StoreError>
     }
     // The keys of arrived commands, so a message delivered again after a transfer is still
     // answered, not decided twice.
-    let mut after: Option<String> = None;
-    loop {
-        let page = from.ingress_page(after.as_deref(), PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.key.clone());
-        copied.ingress += page.len() as u64;
-        write(
-            to,
-            Import {
-                ingress: page,
-                ..Import::default()
-            },
-        )
-        .await?;
+    if let Some(record) = from.capabilities().ingress {
+        let mut after: Option<String> = None;
+        loop {
+            let page = record.ingress_page(after.as_deref(), PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.key.clone());
+            copied.ingress += page.len() as u64;
+            write(
+                to,
+                Import {
+                    ingress: page,
+                    ..Import::default()
+                },
+            )
+            .await?;
+        }
     }
     let mut position = 0;
     loop {
@@ -389,12 +391,22 @@ async fn refuse_unless_empty(from: &dyn Store, to: &dyn Store) -> Result<(), Sto
     from.capabilities().copies()?;
     let copies = to.capabilities().copies()?;
     to.capabilities().instances()?;
+    // The keys of arrived commands go with their events: a source that kept some needs a
+    // target that keeps them.
+    if let Some(record) = from.capabilities().ingress
+        && !record.ingress_page(None, 1).await?.is_empty()
+    {
+        to.capabilities().ingress()?;
+    }
     let holds = to.head().await? > 0
         || !to.checkpoints().await?.is_empty()
         || !copies.inbox_page(None, 1).await?.is_empty()
         || !to.scheduled_types().await?.is_empty()
         || to.count_dead_letters(&LetterFilter::default()).await? > 0
-        || !to.ingress_page(None, 1).await?.is_empty()
+        || match to.capabilities().ingress {
+            Some(record) => !record.ingress_page(None, 1).await?.is_empty(),
+            None => false,
+        }
         || copies.copied().await?.is_some();
     match holds {
         true => Err(StoreError::new(

@@ -363,25 +363,6 @@ pub trait Forward: Send + Sync + 'static {
     async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
         self.inner().retry_requests(letter).await
     }
-
-    /// Forwards [`Store::ingress_answer`].
-    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
-        self.inner().ingress_answer(key).await
-    }
-
-    /// Forwards [`Store::ingress_page`].
-    async fn ingress_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<IngressRecord>, StoreError> {
-        self.inner().ingress_page(after, limit).await
-    }
-
-    /// Forwards [`Store::listen`].
-    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
-        self.inner().listen().await
-    }
 }
 
 #[async_trait]
@@ -650,21 +631,5 @@ impl<W: Forward> Store for W {
 
     async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError> {
         Forward::retry_requests(self, letter).await
-    }
-
-    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError> {
-        Forward::ingress_answer(self, key).await
-    }
-
-    async fn ingress_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<IngressRecord>, StoreError> {
-        Forward::ingress_page(self, after, limit).await
-    }
-
-    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
-        Forward::listen(self).await
     }
 }

@@ -6,6 +6,26 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
+use crate::store::StoreError;
+#[cfg(doc)]
+use crate::store::WriteSet;
+
+/// A store's record of arrived commands, kept by their idempotency key; the commit of a
+/// [`WriteSet`] carrying an [`ingress`](WriteSet::ingress) record writes it. A capability: a
+/// store that keeps it says so in [`Store::capabilities`](crate::store::Store::capabilities).
+#[async_trait::async_trait]
+pub trait IngressStore: Send + Sync {
+    /// The command decided under idempotency key `key` with its answer, if one was.
+    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError>;
+
+    /// Up to `limit` keys of arrived commands in key order, after `after` (from the first when
+    /// `None`): how a [`copy`](crate::store::copy) reads them a page at a time.
+    async fn ingress_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<IngressRecord>, StoreError>;
+}
 
 /// One key an arrived command was decided under.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

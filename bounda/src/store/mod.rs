@@ -29,6 +29,7 @@ pub mod read_models;
 mod records;
 pub mod retry_requests;
 mod unreadable;
+pub mod wake_ups;
 mod write_set;
 
 pub use records::{
@@ -44,7 +45,7 @@ pub use bookmarks::{Bookmark, Cursor};
 pub use capabilities::Capabilities;
 pub(crate) use copy::mark as copy_mark;
 pub use copy::{Copied, CopyMark, CopyStore, Import, InboxEntry, InboxStatus, copy, transfer};
-pub use ingress::IngressRecord;
+pub use ingress::{IngressRecord, IngressStore};
 pub use instances::{
     InstanceChange, InstanceCounts, InstanceCursor, InstanceIndex, InstanceOrder, InstanceQuery,
     InstanceRow, InstanceStatus, NextDue,
@@ -54,6 +55,7 @@ pub use open::{Address, Opener, Opening, Place};
 pub use pauses::{Pause, PauseStore, PauseTarget, Paused};
 pub use retry_requests::{RetryOutcome, RetryRequest};
 pub use unreadable::{Columns, Unreadable};
+pub use wake_ups::{Listener, WakeUps};
 
 pub use async_trait::async_trait;
 
@@ -426,36 +428,9 @@ pub trait Store: Send + Sync + 'static {
     /// its outcome once a worker ran it.
     async fn retry_requests(&self, letter: &str) -> Result<Vec<RetryRequest>, StoreError>;
 
-    /// The command decided under idempotency key `key` ([`ingress`]) with its answer, if one
-    /// was.
-    async fn ingress_answer(&self, key: &str) -> Result<Option<IngressRecord>, StoreError>;
-
-    /// Up to `limit` keys of arrived commands in key order, after `after` (from the first when
-    /// `None`): how a [`copy`] reads them a page at a time.
-    async fn ingress_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<IngressRecord>, StoreError>;
-
     /// What the store keeps beyond the core ([`Capabilities`]): what uses a capability it lacks
     /// is refused, naming it, before it changes anything.
     fn capabilities(&self) -> Capabilities<'_>;
-
-    /// Hears what other processes write that may be work for this one (an event appended, an
-    /// entry scheduled), so a runner waiting between polls wakes at once. It should return
-    /// without waiting for the network. `None`, the default: the store hears nothing, and runners
-    /// poll.
-    async fn listen(&self) -> Result<Option<Box<dyn Listener>>, StoreError> {
-        Ok(None)
-    }
-}
-
-/// Wake-ups from other processes' writes; see [`Store::listen`]. A wake-up may be spurious,
-/// and one lost (a dropped connection) costs a poll interval, never work: runners keep polling.
-pub trait Listener: Send + Sync {
-    /// Completes at the next wake-up after the last call, or at once if one came since.
-    fn next(&self) -> futures_util::future::BoxFuture<'_, ()>;
 }
 
 /// The order a subscriber's pass claims its inbox pairs in, carried from one batch claim to

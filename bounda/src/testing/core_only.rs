@@ -35,6 +35,6 @@ impl Forward for CoreOnly {
     }
 
     fn capabilities(&self) -> Capabilities<'_> {
-        Capabilities::core()
+        Capabilities::core().named("the core-only store")
     }
 }

@@ -261,20 +261,6 @@ impl Forward for FaultyStore {
         self.inner.stream_ids(aggregate_type, after, limit).await
     }
 
-    async fn retry_requests(
-        &self,
-        letter: &str,
-    ) -> Result<Vec<crate::store::RetryRequest>, StoreError> {
-        self.inner.retry_requests(letter).await
-    }
-    async fn ingress_page(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<crate::store::IngressRecord>, StoreError> {
-        self.inner.ingress_page(after, limit).await
-    }
-
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         match self.plan.commit() {
             None => self.inner.commit(writes).await,

@@ -331,3 +331,71 @@ async fn a_copy_keeps_the_keys_so_a_repeat_is_still_answered() {
     assert_eq!(again.answer, first.answer);
     assert_eq!(events(&moved, "o-1").await, 1);
 }
+
+/// A source that takes nothing: what an app consuming from a broker looks like to its build.
+struct Quiet;
+
+#[bounda::store::async_trait]
+impl bounda::ingress::Source for Quiet {
+    fn name(&self) -> String {
+        "quiet".to_owned()
+    }
+
+    async fn run(&self, _app: &App, stop: futures_util::future::BoxFuture<'static, ()>) {
+        stop.await;
+    }
+
+    async fn behind(&self) -> anyhow::Result<bounda::ingress::Behind> {
+        Ok(bounda::ingress::Behind::default())
+    }
+}
+
+// Issue 46: arrived commands are answered from the store's record of their keys. An app that
+// takes them from a source does not build on a store without one, naming the capability and
+// the store; a command handed to such an app's ingress is refused, deciding nothing.
+#[tokio::test]
+async fn an_app_taking_commands_is_refused_at_start_on_a_store_that_keeps_no_record_of_them() {
+    let store = || {
+        std::sync::Arc::new(bounda::testing::CoreOnly(std::sync::Arc::new(
+            bounda_sqlite::SqliteStore::in_memory().unwrap(),
+        )))
+    };
+    let refused = App::builder_shared(store())
+        .only_listed()
+        .ingress(Ingress::new().command::<PlaceOrder>())
+        .consume(Quiet)
+        .build()
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        refused.contains("(quiet)")
+            && refused.contains("the core-only store keeps no record of arrived commands"),
+        "{refused}"
+    );
+
+    let app = TestApp::new(
+        App::builder_shared(store())
+            .only_listed()
+            .ingress(Ingress::new().command::<PlaceOrder>()),
+    )
+    .await
+    .unwrap();
+    let refused = app
+        .app()
+        .ingest(&arrival(
+            "PlaceOrder",
+            "shop:m-1",
+            r#"{"order_id":"o-1","total":5}"#,
+        ))
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .to_string()
+            .contains("keeps no record of arrived commands"),
+        "{refused}"
+    );
+    assert_eq!(events(&app, "o-1").await, 0);
+}
