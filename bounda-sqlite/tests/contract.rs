@@ -1,9 +1,22 @@
-//! The store contract, on SQLite in memory and on a file.
+//! The store contract, on SQLite in memory and on a file, and the core's part on a store that
+//! keeps the core alone. SQLite keeps every capability but wake-ups: one file has one writer at
+//! a time, and runners on it poll.
+
+/// The contract's parts for a store that keeps every capability but wake-ups.
+macro_rules! sqlite_contract_tests {
+    ($make:expr) => {
+        bounda::store_contract_tests!(core: $make);
+        bounda::store_contract_tests!(pauses: $make);
+        bounda::store_contract_tests!(limits: $make);
+        bounda::store_contract_tests!(instances: $make);
+        bounda::store_contract_tests!(copies: $make);
+        bounda::store_contract_tests!(read_models: $make);
+        bounda::store_contract_tests!(ingress: $make);
+    };
+}
 
 mod in_memory {
-    bounda::store_contract_tests!(
-        async || bounda_sqlite::SqliteStore::in_memory().expect("a store")
-    );
+    sqlite_contract_tests!(async || bounda_sqlite::SqliteStore::in_memory().expect("a store"));
 }
 
 mod on_a_file {
@@ -15,5 +28,12 @@ mod on_a_file {
         (store, dir)
     }
 
-    bounda::store_contract_tests!(store);
+    sqlite_contract_tests!(store);
+}
+
+/// The core alone passes the core's contract: what a store author's first store must.
+mod core_only {
+    bounda::store_contract_tests!(core: async || bounda::testing::CoreOnly(
+        std::sync::Arc::new(bounda_sqlite::SqliteStore::in_memory().expect("a store"))
+    ));
 }

@@ -156,6 +156,11 @@ impl<'a> Capabilities<'a> {
             .ok_or_else(|| self.lacking("record of arrived commands"))
     }
 
+    /// The store's wake-ups, or the refusal of what needs them.
+    pub fn wake_ups(&self) -> Result<&'a dyn WakeUps, StoreError> {
+        self.wake_ups.ok_or_else(|| self.lacking("wake-ups"))
+    }
+
     /// The refusal of what needs `capability` on a store without it, naming both.
     fn lacking(&self, capability: &str) -> StoreError {
         StoreError::new(format!(
