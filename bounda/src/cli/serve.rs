@@ -56,6 +56,16 @@ pub(super) async fn serve(
             message: format!("PAGE_TOKEN: {message}"),
         });
     }
+    // The page lists and counts process instances from the store's index: a store without one
+    // is refused here, not answered with errors page by page.
+    if let Err(lacking) = app.store().capabilities().instances() {
+        return Err(Error::Configuration {
+            message: format!(
+                "the operator page lists process instances, and {lacking}: serve it from a \
+                 store that keeps them"
+            ),
+        });
+    }
     let writable = token.is_some();
     let tidy = |names: Vec<String>| {
         names

@@ -382,4 +382,95 @@ mod cli {
                 .contains("running, failed, timed-out or completed"))
         );
     }
+
+    /// SQLite files, each opened with its core alone.
+    struct CoreOnlyFiles;
+
+    #[bounda::store::async_trait]
+    impl bounda::store::Opener for CoreOnlyFiles {
+        async fn open(
+            &self,
+            address: &bounda::store::Address,
+            place: &bounda::store::Place,
+            opening: bounda::store::Opening,
+        ) -> Result<std::sync::Arc<dyn bounda::store::Store>, bounda::store::StoreError> {
+            let store = bounda_sqlite::Files.open(address, place, opening).await?;
+            Ok(std::sync::Arc::new(bounda::testing::CoreOnly(store)))
+        }
+
+        async fn new_file(
+            &self,
+            path: &std::path::Path,
+        ) -> Result<std::sync::Arc<dyn bounda::store::Store>, bounda::store::StoreError> {
+            bounda_sqlite::Files.new_file(path).await
+        }
+
+        async fn scratch_copy(
+            &self,
+            from: &dyn bounda::store::Store,
+            source: &str,
+        ) -> Result<std::sync::Arc<dyn bounda::store::Store>, bounda::store::StoreError> {
+            bounda_sqlite::Files.scratch_copy(from, source).await
+        }
+    }
+
+    // Issue 46: the operator page lists instances from the store's index: `serve` on a store
+    // without one stops at start, failing, rather than serving a page whose every list fails;
+    // `instances` is refused naming the index and the store.
+    #[cfg(feature = "page")]
+    #[tokio::test]
+    async fn serve_and_instances_are_refused_at_start_on_a_store_without_the_index() {
+        use bounda::cli::{ServeArgs, Service, ServiceArgs, ServiceCommand};
+        let dir = tempfile::tempdir().unwrap();
+        let service = Service::new("shop", CoreOnlyFiles)
+            .app(|builder| builder.only_listed().process::<OrderPayment>());
+        let args = ServiceArgs {
+            db: Some(
+                dir.path()
+                    .join("shop.db")
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+            ),
+            ..ServiceArgs::default()
+        };
+        assert_eq!(
+            service.run(&args, ServiceCommand::Migrate).await,
+            std::process::ExitCode::SUCCESS
+        );
+        let serve = ServiceCommand::Serve(ServeArgs {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            hosts: Vec::new(),
+            origins: Vec::new(),
+            path: String::new(),
+        });
+        let code = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            service.run(&args, serve),
+        )
+        .await
+        .expect("`serve` stops at start");
+        assert_eq!(code, std::process::ExitCode::FAILURE);
+
+        let app = service
+            .open(&args, bounda::store::Opening::AsIs)
+            .await
+            .unwrap();
+        let refused = bounda::cli::execute(
+            &app,
+            Command::try_parse_from(["app", "instances"])
+                .unwrap()
+                .operator,
+            &mut Vec::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("the core-only store keeps no instances index"),
+            "{refused}"
+        );
+    }
 }
