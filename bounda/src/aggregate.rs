@@ -5,6 +5,9 @@ use std::fmt::Debug;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use crate::event::EventKey;
+use crate::registered::AggregateOfRegistered;
+
 /// An aggregate: state folded from its own events, the unit commands decide on.
 ///
 /// ```
@@ -91,15 +94,6 @@ pub trait Event: Serialize + DeserializeOwned + Debug + Send + Sync + 'static {
     }
 }
 
-/// An event type as the runtime routes it: aggregate type and event type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EventKey {
-    /// The aggregate type (`Order`).
-    pub aggregate: &'static str,
-    /// The event type within it (`OrderPlaced`).
-    pub event: &'static str,
-}
-
 /// All the events of one aggregate, as an enum with one variant per event type.
 ///
 /// Derive it with `#[derive(Events)]` on an enum whose variants each wrap one event struct.
@@ -174,7 +168,7 @@ pub trait Command: Serialize + DeserializeOwned + Debug + Send + Sync + 'static 
     /// The command type (`PlaceOrder`), used in outcomes, rejections and the scheduler.
     const NAME: &'static str;
     /// The aggregate the command decides on.
-    type Aggregate: Aggregate + crate::__private::AggregateOfRegistered<Self>;
+    type Aggregate: Aggregate + AggregateOfRegistered<Self>;
     /// The codes the command may reject with; [`NoRejection`] when it never rejects.
     type Rejection: Rejection;
 

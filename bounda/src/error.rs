@@ -1,7 +1,8 @@
 //! The framework's errors, each with a stable code and whether the runtime retries it.
 
 use crate::DurationError;
-use crate::aggregate::EventKey;
+use crate::event::EventKey;
+pub(crate) use crate::store::chain;
 
 /// What bounda itself can fail with.
 ///
@@ -441,22 +442,6 @@ pub(crate) fn unwritten(what: &str, error: crate::store::CommitError) -> Error {
         crate::store::CommitError::Store(error) => Error::Store(error),
         other => Error::Store(crate::store::StoreError::with_source(what, other)),
     }
-}
-
-/// An error and its causes on one line, `context: cause: cause`, for letters and logs: an
-/// operator reading "cannot begin a write" needs the "database is locked" under it.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.ends_with(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// The text of a panic's payload.

@@ -1,11 +1,13 @@
-//! `RecordedEvent`: an event as stored, the envelope every reaction receives; and the shapes an
-//! event type was stored in over time, which every read brings up to today's.
+//! `RecordedEvent`: an event as stored, the envelope every reaction receives, with its metadata
+//! and routing key; and the shapes an event type was stored in over time, which every read
+//! brings up to today's.
 
 use serde_json::Value;
 
-use crate::aggregate::{Aggregate, Event, EventKey};
-use crate::store::{Metadata, Unreadable};
-use crate::{Error, Instant};
+use serde::{Deserialize, Serialize};
+
+use crate::Instant;
+use crate::store::Unreadable;
 
 /// An event as the store holds it: its payload as JSON plus where and when it was written.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,68 +36,9 @@ pub struct RecordedEvent {
 }
 
 impl RecordedEvent {
-    /// Whether this is an `E`, by aggregate and event type (today's name or one it was
-    /// stored under before it was renamed).
-    pub fn is<E: Event>(&self) -> bool {
-        self.aggregate_type == <E::Aggregate as Aggregate>::NAME
-            && (self.event_type == E::TYPE || E::RENAMED_FROM.contains(&self.event_type.as_str()))
-    }
-
     /// Whether this event has the routing key `key`.
     pub fn has_key(&self, key: EventKey) -> bool {
         self.aggregate_type == key.aggregate && self.event_type == key.event
-    }
-
-    /// Reads the payload as an `E`, brought up from the version it was stored at through `E`'s
-    /// upcasts. A payload that does not fit, or one stored by a newer build, is a typed error
-    /// naming the event.
-    pub fn decode<E: Event>(&self) -> Result<E, Error> {
-        if !self.is::<E>() {
-            return Err(Error::WrongEventType {
-                expected: E::key(),
-                aggregate: self.aggregate_type.clone(),
-                event_type: self.event_type.clone(),
-            });
-        }
-        self.readable()?;
-        E::read(self.metadata.schema_version, self.payload.clone())
-            .map_err(|error| self.shape_error(error))
-    }
-
-    /// `Ok` when every column of the event's row reads; else the error naming the event, its
-    /// stream and position, and the column that does not.
-    pub fn readable(&self) -> Result<(), Error> {
-        match &self.unreadable {
-            None => Ok(()),
-            Some(unreadable) => Err(Error::UnreadableStored {
-                row: format!(
-                    "event `{}` at position {} (stream `{}:{}`, version {})",
-                    self.id, self.position, self.aggregate_type, self.aggregate_id, self.version
-                ),
-                unreadable: (**unreadable).clone(),
-            }),
-        }
-    }
-
-    /// `error`, met reading this event, as the runtime's error naming the event and its stream.
-    pub fn shape_error(&self, error: ShapeError) -> Error {
-        match error {
-            ShapeError::Newer { stored, known } => Error::NewerEvent {
-                aggregate: self.aggregate_type.clone(),
-                aggregate_id: self.aggregate_id.clone(),
-                event_type: self.event_type.clone(),
-                event_id: self.id.clone(),
-                stored,
-                known,
-            },
-            ShapeError::Unreadable { version, source } => Error::InvalidPayload {
-                aggregate: self.aggregate_type.clone(),
-                event_type: self.event_type.clone(),
-                event_id: self.id.clone(),
-                version,
-                source,
-            },
-        }
     }
 }
 
@@ -137,28 +80,6 @@ pub struct EventShape {
     pub bring_up: fn(u32, Value) -> Result<Value, ShapeError>,
 }
 
-impl EventShape {
-    /// The shape of `E`.
-    pub const fn of<E: Event>() -> EventShape {
-        EventShape {
-            aggregate: <E::Aggregate as Aggregate>::NAME,
-            name: E::TYPE,
-            renamed_from: E::RENAMED_FROM,
-            version: E::VERSION,
-            bring_up: bring_up::<E>,
-        }
-    }
-}
-
-/// A payload of `E` stored at `version`, read, upcast and written again as today's.
-fn bring_up<E: Event>(version: u32, payload: Value) -> Result<Value, ShapeError> {
-    let event = E::read(version, payload)?;
-    serde_json::to_value(event).map_err(|source| ShapeError::Unreadable {
-        version: E::VERSION,
-        source,
-    })
-}
-
 /// Reads `payload` as `T`, the shape of `version`: what a derived [`Event::read`] does at each
 /// version it knows.
 pub fn read_shape<T: serde::de::DeserializeOwned>(
@@ -166,4 +87,56 @@ pub fn read_shape<T: serde::de::DeserializeOwned>(
     payload: Value,
 ) -> Result<T, ShapeError> {
     serde_json::from_value(payload).map_err(|source| ShapeError::Unreadable { version, source })
+}
+
+/// An event's metadata: how it came to be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// The request this event belongs to: the first command's id unless one was passed in.
+    pub correlation_id: String,
+    /// What caused it: the command's id, or the event a reaction handled.
+    pub causation_id: String,
+    /// How many reactions deep in its chain.
+    pub depth: u32,
+    /// The version of the payload's shape it was written at, from 1 (`Event::VERSION`); a
+    /// read brings an older one up through the event's upcasts.
+    pub schema_version: u32,
+    /// Whether the runtime wrote it (process lifecycle events).
+    pub system: bool,
+}
+
+impl Metadata {
+    /// What an event whose stored metadata does not read carries instead: no correlation, no
+    /// cause, version 1. Such an event is marked unreadable, so nothing decides on it.
+    pub fn unread() -> Metadata {
+        Metadata {
+            correlation_id: String::new(),
+            causation_id: String::new(),
+            depth: 0,
+            schema_version: 1,
+            system: false,
+        }
+    }
+
+    /// The metadata of an event decided by a command from outside, with id `command_id`: its own
+    /// correlation and cause, depth 0.
+    pub fn of_command(command_id: &str) -> Metadata {
+        Metadata {
+            correlation_id: command_id.to_owned(),
+            causation_id: command_id.to_owned(),
+            depth: 0,
+            schema_version: 1,
+            system: false,
+        }
+    }
+}
+
+/// An event type as the runtime routes it: aggregate type and event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventKey {
+    /// The aggregate type (`Order`).
+    pub aggregate: &'static str,
+    /// The event type within it (`OrderPlaced`).
+    pub event: &'static str,
 }

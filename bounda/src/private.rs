@@ -15,6 +15,7 @@ pub use crate::app::{Policy, PortDecl, Reaction};
 pub use crate::calendar::{LocalTime, Recurrence, RuleParts};
 pub use crate::event::{EventShape, ShapeError, read_shape};
 pub use crate::process::plan::TIMEOUT;
+pub use crate::process::state_shape::{dropped_fields, read_state_shape};
 pub use crate::process::{
     At, Context, DeadlineField, HandlerFuture, IntoDeadline, IntoPatch, On, Process, ProcessState,
 };
@@ -22,6 +23,7 @@ pub use crate::read_model::{
     Column, ColumnDef, ColumnError, ColumnType, Projected, ProjectionFuture, Projections,
     ReadModel, SqlValue, Table, TableDef,
 };
+pub use crate::registered::{AggregateOfRegistered, CommandRegistered, PolicyRegistered};
 pub use crate::{
     Deadline, Duration, DurationError, DurationErrorKind, Error, RecordedEvent, env_duration,
 };
@@ -58,33 +60,6 @@ pub fn known_zone(name: &str) -> crate::calendar::Zone {
 pub fn initial_state<T: InitialState>() -> T {
     T::initial_state()
 }
-
-/// Written by `#[command]`: the command registered itself, so every app of the binary can run
-/// it when it is scheduled. A supertrait of `Command`, so a command without `#[command]` does not
-/// compile.
-#[diagnostic::on_unimplemented(
-    message = "command `{Self}` is not registered",
-    label = "add `#[command]` above this `impl Command for {Self}`",
-    note = "`#[command]` registers the command, so an app can run it when it comes due after a delay"
-)]
-pub trait CommandRegistered {}
-
-/// The bound on a command's aggregate that carries the registration check: it holds for any
-/// aggregate of a registered command `C`. Checked where the impl names its aggregate
-/// (`type Aggregate = ..`), so a command without `#[command]` is one error, there, rather than
-/// one per item that names `Self` as a command (`Decision<Self>`).
-pub trait AggregateOfRegistered<C: ?Sized> {}
-
-impl<A: ?Sized, C: CommandRegistered + ?Sized> AggregateOfRegistered<C> for A {}
-
-/// Written by `#[policy]`: the policy registered itself, so every app of the binary runs it. A
-/// supertrait of `Policy`, so a policy without `#[policy]` does not compile.
-#[diagnostic::on_unimplemented(
-    message = "policy `{Self}` is not registered",
-    label = "add `#[policy]` above this `impl Policy for {Self}`",
-    note = "`#[policy]` registers the policy, so every app built in this binary runs it"
-)]
-pub trait PolicyRegistered {}
 
 /// What a `#[policy]` function returns, as the run's result: `Result<()>` with any error.
 pub fn handler_result_unit<E: Into<anyhow::Error>>(result: Result<(), E>) -> anyhow::Result<()> {
@@ -170,54 +145,6 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
-}
-
-/// A process state stored at `version`, read as `T` (today's state or an older shape), or the
-/// error naming the field that did not read.
-pub fn read_state_shape<T: serde::de::DeserializeOwned>(
-    process: &str,
-    version: u32,
-    state: &serde_json::Value,
-) -> Result<T, Error> {
-    serde_path_to_error::deserialize(state).map_err(|error| Error::UnreadableState {
-        process: process.to_owned(),
-        path: error.path().to_string(),
-        version,
-        source: error.into_inner(),
-    })
-}
-
-/// The fields of `state` that `T` does not read (`shipping.adress`); empty when `state` does
-/// not read as `T` at all.
-pub fn dropped_fields<T: serde::de::DeserializeOwned>(state: &serde_json::Value) -> Vec<String> {
-    let mut dropped = Vec::new();
-    let read: Result<T, _> = serde_ignored::deserialize(state, |path| {
-        // A field stored empty (`null`) loses nothing when it is dropped.
-        let stored = pointer(&path).and_then(|pointer| state.pointer(&pointer));
-        if !stored.is_some_and(serde_json::Value::is_null) {
-            dropped.push(path.to_string());
-        }
-    });
-    if read.is_err() {
-        return Vec::new();
-    }
-    dropped
-}
-
-/// The JSON pointer of an ignored field's path, when it names one.
-fn pointer(path: &serde_ignored::Path<'_>) -> Option<String> {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => Some(String::new()),
-        Path::Seq { parent, index } => Some(format!("{}/{index}", pointer(parent)?)),
-        Path::Map { parent, key } => {
-            let key = key.replace('~', "~0").replace('/', "~1");
-            Some(format!("{}/{key}", pointer(parent)?))
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => pointer(parent),
-    }
 }
 
 /// How the runtime reads an older shape `T` of a process state, taken once per shape so that a

@@ -7,7 +7,8 @@ use futures_util::future::BoxFuture;
 use tracing::Instrument;
 
 use crate::app::App;
-use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::{Failure, guarded};
 use crate::app::policy::CommandRunner;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::ids::derived_id;

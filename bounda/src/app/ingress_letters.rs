@@ -6,7 +6,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::app::engine::Failure;
+use crate::app::failure::Failure;
 use crate::app::letters::LetterRetry;
 use crate::ids::derived_id;
 use crate::ingress::{Arrival, Ingested};

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::app::RejectionRecord;
+use crate::app::cause::Cause;
 use crate::app::command_run::CommandRun;
 use crate::app::engine::{Claim, Report, Run, Work};
 use crate::app::policy_run::PolicyRun;
-use crate::app::reaction::Cause;
 use crate::app::relay_run::RelayRun;
 use crate::ids::derived_id;
 use crate::store::{

@@ -6,7 +6,8 @@
 use futures_util::future::BoxFuture;
 
 use crate::app::App;
-use crate::app::engine::{Failure, Outcome, Work};
+use crate::app::engine::{Outcome, Work};
+use crate::app::failure::Failure;
 use crate::store::{DeadLetter, ScheduledEntry, WriteSet};
 use crate::{Error, Instant};
 

@@ -1,12 +1,14 @@
 //! The app: a store, a clock and ids, and the commands dispatched on them.
 
 mod catch_up;
+mod cause;
 mod command_run;
 mod decide;
 mod dispatch;
 mod dispatcher;
 mod engine;
 mod failing;
+mod failure;
 mod fold;
 mod holds;
 mod ingest;
@@ -44,6 +46,7 @@ mod worker;
 use std::sync::Arc;
 
 pub use catch_up::CaughtUp;
+pub use cause::Cause;
 pub use dispatch::{DispatchOptions, Dispatched};
 pub use fold::{Loaded, fold};
 pub use instances::InstancePage;
@@ -58,7 +61,7 @@ pub use processes::{
     Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
     RezonedDeadline, StateProblem, UnreadableState,
 };
-pub use reaction::{Answer, Cause, Reaction, Scheduled};
+pub use reaction::{Answer, Reaction, Scheduled};
 pub use rebuild::{REBUILD_SLICE, RebuildProgress};
 pub use runner::shutdown_signal;
 

@@ -10,6 +10,7 @@ use crate::app::App;
 use crate::app::RejectionRecord;
 use crate::app::decide::{Decision, decide};
 use crate::app::reaction::{Attempt, Reaction};
+use crate::registered::PolicyRegistered;
 use crate::store::Metadata;
 use crate::{Duration, DurationError, Error, RecordedEvent};
 
@@ -49,7 +50,7 @@ use crate::{Duration, DurationError, Error, RecordedEvent};
 ///     }
 /// }
 /// ```
-pub trait Policy: crate::__private::PolicyRegistered + Send + Sync + 'static {
+pub trait Policy: PolicyRegistered + Send + Sync + 'static {
     /// The policy's key: its inbox entries, idempotency keys and dead letters are named by it.
     /// Unique in the app.
     const NAME: &'static str;

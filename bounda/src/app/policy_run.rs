@@ -7,9 +7,11 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
-use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
+use crate::app::cause::Cause;
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::{Failure, guarded};
 use crate::app::policy::PolicyRunner;
-use crate::app::reaction::{Attempt, Cause};
+use crate::app::reaction::Attempt;
 use crate::app::{App, telemetry};
 use crate::ids::derived_id;
 use crate::store::{LetterKind, ScheduledEntry, WriteSet};

@@ -5,56 +5,19 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serde::{Deserialize, Serialize};
 use tracing::Instrument;
 
 use crate::aggregate::{Aggregate, Command, Rejection};
+use crate::app::cause::Cause;
 use crate::app::decide::{names_an_instance, new_events};
-use crate::app::engine::Failure;
+use crate::app::failure::Failure;
 use crate::app::ports::Declared;
 use crate::app::schedule::scheduled_entry;
 use crate::app::telemetry::{self, CommandOutcome};
 use crate::app::{App, Decided, RejectionRecord};
 use crate::ids::derived_id;
-use crate::store::{Append, Metadata, NewEvent, ScheduledEntry};
+use crate::store::{Append, NewEvent, ScheduledEntry};
 use crate::{Duration, Error, Instant, RecordedEvent};
-
-/// Where a reaction's commands come from: the correlation they join, what caused
-/// them, how deep their chain is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cause {
-    /// The correlation the commands join.
-    pub correlation_id: String,
-    /// What caused them: the event handled.
-    pub causation_id: String,
-    /// The depth the commands' events get: one deeper than the event handled, or
-    /// 0 for a deadline, which starts a chain of its own.
-    pub depth: u32,
-}
-
-impl Cause {
-    /// The cause of commands a reaction to `event` sends: its correlation, the event itself, one
-    /// hop deeper.
-    pub fn of_event(event: &RecordedEvent) -> Cause {
-        Cause {
-            correlation_id: event.metadata.correlation_id.clone(),
-            causation_id: event.id.clone(),
-            depth: event.metadata.depth + 1,
-        }
-    }
-
-    /// The metadata of events decided under this cause.
-    pub(crate) fn metadata(&self) -> Metadata {
-        Metadata {
-            correlation_id: self.correlation_id.clone(),
-            causation_id: self.causation_id.clone(),
-            depth: self.depth,
-            schema_version: 1,
-            system: false,
-        }
-    }
-}
 
 /// What a command sent in a reaction answered: the events it decided, or its typed
 /// rejection. Failures are the `Err` of the call.

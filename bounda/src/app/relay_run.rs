@@ -6,7 +6,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use crate::app::App;
-use crate::app::engine::{Done, Failure, Outcome, Work, guarded};
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::{Failure, guarded};
 use crate::config::{Retry, Strategy};
 use crate::ids::derived_id;
 use crate::relay::{Relay, SinkError};

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::Command;
 use crate::app::App;
-use crate::app::reaction::Cause;
+use crate::app::cause::Cause;
 use crate::store::ScheduledEntry;
 use crate::{Error, Instant};
 

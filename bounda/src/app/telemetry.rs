@@ -231,7 +231,7 @@ pub(crate) fn run_retried(
     group: Option<&str>,
     attempt: u32,
     at: crate::Instant,
-    failure: &crate::app::engine::Failure,
+    failure: &crate::app::failure::Failure,
 ) {
     let held = match group {
         Some(group) => format!("; `{group}`'s later events wait for it"),

@@ -9,6 +9,7 @@ mod context;
 mod patch;
 pub mod plan;
 mod routing;
+pub(crate) mod state_shape;
 pub mod step;
 
 use std::fmt::Debug;
@@ -83,7 +84,7 @@ pub trait ProcessState:
     /// then through each `From` up to today's. `#[process(..)]` writes it.
     fn migrate(version: u32, state: &serde_json::Value) -> Result<Self, crate::Error> {
         match version {
-            1 => crate::__private::read_state_shape(Self::NAME, version, state),
+            1 => state_shape::read_state_shape(Self::NAME, version, state),
             stored => Err(crate::Error::NewerState {
                 process: Self::NAME.to_owned(),
                 stored,
@@ -95,7 +96,7 @@ pub trait ProcessState:
     /// The fields of a state stored at `version` that the shape of that version does not read.
     fn dropped(version: u32, state: &serde_json::Value) -> Vec<String> {
         let _ = version;
-        crate::__private::dropped_fields::<Self>(state)
+        state_shape::dropped_fields::<Self>(state)
     }
 }
 

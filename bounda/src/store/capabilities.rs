@@ -4,13 +4,13 @@
 //! capability, rather than answered with nothing.
 
 use super::copy::CopyStore;
+use super::error::StoreError;
 use super::ingress::IngressStore;
 use super::instances::InstanceIndex;
 use super::limits::LimitStore;
 use super::pauses::PauseStore;
 use super::read_models::ReadModelStore;
 use super::wake_ups::WakeUps;
-use super::write_set::StoreError;
 
 /// The capabilities a store has beyond the core: each one it keeps, or `None`; and the store's
 /// name, for the refusals.

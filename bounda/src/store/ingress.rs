@@ -7,11 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::Instant;
 use crate::store::StoreError;
-#[cfg(doc)]
-use crate::store::WriteSet;
 
 /// A store's record of arrived commands, kept by their idempotency key; the commit of a
-/// [`WriteSet`] carrying an [`ingress`](WriteSet::ingress) record writes it. A capability: a
+/// [`WriteSet`](crate::store::WriteSet) carrying an
+/// [`ingress`](crate::store::WriteSet::ingress) record writes it. A capability: a
 /// store that keeps it says so in [`Store::capabilities`](crate::store::Store::capabilities).
 #[async_trait::async_trait]
 pub trait IngressStore: Send + Sync {

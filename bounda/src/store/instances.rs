@@ -16,7 +16,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
-use crate::store::{ScheduledEntry, StoreError, WriteSet};
+use crate::store::{ScheduledEntry, StoreError};
 
 /// The index of process instances: each instance's process, status, next deadline and times, kept as its write sets commit, so an operator finds one among millions without reading streams.
 /// A capability: a store that keeps it says so in
@@ -136,7 +136,9 @@ impl InstanceStatus {
 impl InstanceStatus {
     /// The status lifecycle events of types `types`, in order, leave an instance in, when they
     /// change it.
-    fn after_all<'a>(types: impl DoubleEndedIterator<Item = &'a str>) -> Option<InstanceStatus> {
+    pub(crate) fn after_all<'a>(
+        types: impl DoubleEndedIterator<Item = &'a str>,
+    ) -> Option<InstanceStatus> {
         types.rev().find_map(InstanceStatus::after)
     }
 }
@@ -516,7 +518,7 @@ impl DeadlinePayload {
     }
 
     /// The moment a deadline entry is armed at, if it is one.
-    fn moment(entry: &ScheduledEntry) -> Option<Instant> {
+    pub(crate) fn moment(entry: &ScheduledEntry) -> Option<Instant> {
         (entry.command_type == PROCESS_DEADLINE)
             .then(|| DeadlinePayload::of(entry))
             .flatten()
@@ -535,43 +537,3 @@ pub fn deadline_key(process: &str, instance: &str) -> String {
 }
 
 pub(crate) use deadline_key as entry_key;
-
-/// What `writes` changes in the index: one change per instance stream it appends to (an
-/// append without events included: a deadline armed again, fenced on the stream's version).
-pub(crate) fn changes(writes: &WriteSet) -> Vec<InstanceChange> {
-    writes
-        .appends
-        .iter()
-        .filter_map(|append| {
-            let process = append.aggregate_type.strip_prefix(STREAM_PREFIX)?;
-            let id = append.aggregate_id.as_str();
-            let status =
-                InstanceStatus::after_all(append.events.iter().map(|e| e.event_type.as_str()));
-            let key = entry_key(process, id);
-            let armed = writes
-                .schedule
-                .iter()
-                .filter(|entry| entry.dedupe_key == key)
-                .find_map(DeadlinePayload::moment);
-            let next_due = match (status, armed) {
-                // An instance that leaves running has nothing due, whatever its entry holds
-                // until the entry's run finds it so.
-                (Some(status), _) if status != InstanceStatus::Running => NextDue::Clear,
-                (_, Some(at)) => NextDue::At(at),
-                _ if writes.unschedule.contains(&key) => NextDue::Clear,
-                _ => NextDue::Keep,
-            };
-            let first = append.events.first();
-            Some(InstanceChange {
-                process: process.to_owned(),
-                instance_id: id.to_owned(),
-                at: append.events.last().map(|event| event.timestamp),
-                started: first
-                    .filter(|_| append.expected_version == 0)
-                    .map(|event| event.metadata.correlation_id.clone()),
-                status,
-                next_due,
-            })
-        })
-        .collect()
-}

@@ -17,6 +17,7 @@ pub mod capabilities;
 #[cfg(feature = "contract-tests")]
 pub mod contract;
 mod copy;
+mod error;
 pub mod forward;
 pub mod ingress;
 pub mod instances;
@@ -32,13 +33,16 @@ mod unreadable;
 pub mod wake_ups;
 mod write_set;
 
+pub use crate::event::Metadata;
+pub(crate) use error::chain;
+pub use error::{CommitError, StoreError};
 pub use records::{
     Appended, Committed, DeadLetter, InboxClaim, InboxFailure, InboxPair, LetterFilter, LetterKind,
-    LetterStatus, Metadata, NewEvent, ScheduledEntry, Snapshot, StreamTail,
+    LetterStatus, NewEvent, ScheduledEntry, Snapshot, StreamTail,
 };
 pub use write_set::{
-    Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterHold, LetterSettle,
-    ScheduledOutcome, ScheduledRelease, StoreError, WriteSet,
+    Append, ClaimDue, InboxMark, InboxOutcome, LetterHold, LetterSettle, ScheduledOutcome,
+    ScheduledRelease, WriteSet,
 };
 
 pub use bookmarks::{Bookmark, Cursor};

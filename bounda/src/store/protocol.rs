@@ -15,13 +15,14 @@ use std::task::{Context, Poll, Waker};
 
 use crate::Instant;
 use crate::store::copy::InboxStatus;
+use crate::store::error::{CommitError, StoreError};
 use crate::store::ingress::IngressRecord;
 use crate::store::instances::InstanceChange;
 use crate::store::records::{Appended, Committed, DeadLetter, ScheduledEntry, Snapshot};
 use crate::store::retry_requests::RetryRequest;
 use crate::store::write_set::{
-    Append, ClaimDue, CommitError, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome,
-    ScheduledRelease, StoreError, WriteSet,
+    Append, ClaimDue, InboxMark, InboxOutcome, LetterSettle, ScheduledOutcome, ScheduledRelease,
+    WriteSet,
 };
 
 /// The statements of one store, run inside the transaction or savepoint a write set is written

@@ -3,49 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
-
-/// An event's metadata: how it came to be.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Metadata {
-    /// The request this event belongs to: the first command's id unless one was passed in.
-    pub correlation_id: String,
-    /// What caused it: the command's id, or the event a reaction handled.
-    pub causation_id: String,
-    /// How many reactions deep in its chain.
-    pub depth: u32,
-    /// The version of the payload's shape it was written at, from 1 (`Event::VERSION`); a
-    /// read brings an older one up through the event's upcasts.
-    pub schema_version: u32,
-    /// Whether the runtime wrote it (process lifecycle events).
-    pub system: bool,
-}
-
-impl Metadata {
-    /// What an event whose stored metadata does not read carries instead: no correlation, no
-    /// cause, version 1. Such an event is marked unreadable, so nothing decides on it.
-    pub fn unread() -> Metadata {
-        Metadata {
-            correlation_id: String::new(),
-            causation_id: String::new(),
-            depth: 0,
-            schema_version: 1,
-            system: false,
-        }
-    }
-
-    /// The metadata of an event decided by a command from outside, with id `command_id`: its own
-    /// correlation and cause, depth 0.
-    pub fn of_command(command_id: &str) -> Metadata {
-        Metadata {
-            correlation_id: command_id.to_owned(),
-            causation_id: command_id.to_owned(),
-            depth: 0,
-            schema_version: 1,
-            system: false,
-        }
-    }
-}
+use crate::event::Metadata;
 
 /// An event to append.
 #[derive(Debug, Clone, PartialEq)]

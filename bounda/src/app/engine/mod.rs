@@ -13,7 +13,6 @@
 //! retried after its back-off or given up with a letter.
 
 mod claim;
-mod failure;
 mod pace;
 pub(crate) mod read_ahead;
 
@@ -21,8 +20,8 @@ use std::collections::{HashSet, VecDeque};
 
 use futures_util::future::BoxFuture;
 
+use crate::app::failure::Failure;
 pub(crate) use claim::{Claim, Settle};
-pub(crate) use failure::{Failure, guarded};
 
 use crate::app::App;
 use crate::app::{RejectionRecord, telemetry};
@@ -779,7 +778,7 @@ impl App {
     ) -> Vec<Result<Committed, CommitError>> {
         for writes in sets.iter_mut() {
             writes.skip = self.skipping(writes);
-            writes.instances = crate::store::instances::changes(writes);
+            writes.instances = writes.instance_changes();
         }
         let started = std::time::Instant::now();
         let results = match &*sets {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tracing::Instrument;
 
-use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::Failure;
 use crate::app::processes::instance::{Instance, Lifecycle, Status, stream_type};
 use crate::app::processes::writes::{armed, deadline_letter, lifecycle_at, step_writes};
 use crate::app::processes::{PROCESSES, ProcessRunner};

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tracing::Instrument;
 
-use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::Failure;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Lifecycle, stream_type};
 use crate::app::processes::step::{Route, entry_key};

@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 
 use crate::aggregate::Aggregate;
 use crate::app::App;
-use crate::app::engine::Failure;
+use crate::app::failure::Failure;
 use crate::process::plan::{self, DueDeadline};
 use crate::process::{Process, instance_of};
 use crate::store::ScheduledEntry;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use crate::app::App;
-use crate::app::engine::{Done, Failure, Outcome, Work};
+use crate::app::engine::{Done, Outcome, Work};
+use crate::app::failure::Failure;
 use crate::app::letters::{LetterRetry, Retried};
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, Status};

@@ -5,9 +5,10 @@ use serde_json::Value;
 
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
-use crate::app::engine::Failure;
+use crate::app::cause::Cause;
+use crate::app::failure::Failure;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
-use crate::app::reaction::{Attempt, Cause, Staging};
+use crate::app::reaction::{Attempt, Staging};
 use crate::ids::derived_id;
 use crate::process::Reached;
 use crate::process::plan::{self, DueDeadline, TIMEOUT};
@@ -230,7 +231,7 @@ async fn guarded<P: ProcessState, T>(
         .config()
         .for_aggregate(<P::Aggregate as Aggregate>::NAME)
         .processes_handler_timeout;
-    crate::app::engine::guarded(app.clock(), P::NAME, limit, handler).await
+    crate::app::failure::guarded(app.clock(), P::NAME, limit, handler).await
 }
 
 /// An event step of `P`: what `event` does to instance `id`.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::app::engine::Failure;
+use crate::app::failure::Failure;
 use crate::app::processes::ProcessRunner;
 use crate::app::processes::instance::{Instance, Lifecycle, stream_type};
 use crate::app::processes::step::{StepWrites, lifecycle_append};
