@@ -80,8 +80,8 @@ pub struct EventShape {
     pub bring_up: fn(u32, Value) -> Result<Value, ShapeError>,
 }
 
-/// Reads `payload` as `T`, the shape of `version`: what a derived [`Event::read`] does at each
-/// version it knows.
+/// Reads `payload` as `T`, the shape of `version`: what a derived
+/// [`Event::read`](crate::Event::read) does at each version it knows.
 pub fn read_shape<T: serde::de::DeserializeOwned>(
     version: u32,
     payload: Value,

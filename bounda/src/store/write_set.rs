@@ -1,6 +1,8 @@
 //! A write set: everything one attempt writes, committed together or not at all.
 
 use crate::Instant;
+#[cfg(doc)]
+use crate::store::error::CommitError;
 use crate::store::ingress::IngressRecord;
 use crate::store::instances::{
     DeadlinePayload, InstanceChange, InstanceStatus, NextDue, STREAM_PREFIX, entry_key,
@@ -178,8 +180,9 @@ impl WriteSet {
         *self == WriteSet::default()
     }
 
-    /// What these writes change in the instances index: one change per instance stream it appends to (an
-    /// append without events included: a deadline armed again, fenced on the stream's version).
+    /// What these writes change in the instances index: one change per instance stream they
+    /// append to (an append without events included: a deadline armed again, fenced on the
+    /// stream's version).
     pub(crate) fn instance_changes(&self) -> Vec<InstanceChange> {
         let writes = self;
         writes
