@@ -104,7 +104,7 @@ struct Inner {
     /// Where a preview records what its relays would publish, instead of publishing.
     relays_recorded: Option<crate::preview::PortCalls>,
     /// Where commands from other services arrive from, run beside the workers.
-    sources: Vec<Arc<dyn crate::ingress::Source>>,
+    sources: Vec<Arc<dyn Source>>,
     /// The read models whose table cannot take this build's declaration, with why: the app
     /// does not run until they are rebuilt.
     refused_read_models: std::sync::Mutex<Vec<(&'static str, String)>>,
@@ -152,7 +152,7 @@ pub struct AppBuilder {
     relays: Vec<Arc<crate::relay::Relay>>,
     accepted: HashMap<String, &'static str>,
     relays_recorded: Option<crate::preview::PortCalls>,
-    sources: Vec<Arc<dyn crate::ingress::Source>>,
+    sources: Vec<Arc<dyn Source>>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
     refused: Vec<String>,
@@ -290,7 +290,7 @@ impl AppBuilder {
     /// Takes the commands `ingress` lists from other services
     /// ([`App::ingest`](crate::App::ingest)), each listed in the app as
     /// [`command`](Self::command) lists it. A name given twice is refused when the app is built.
-    pub fn ingress(mut self, ingress: crate::ingress::Ingress) -> AppBuilder {
+    pub fn ingress(mut self, ingress: Ingress) -> AppBuilder {
         for accepted in ingress.accepted {
             self = (accepted.register)(self);
             match self.accepted.get(&accepted.name) {
@@ -311,7 +311,7 @@ impl AppBuilder {
     /// ([`App::run`](crate::App::run) runs it beside the workers, and stops it with them), each
     /// decided once by the ingress. `lag` names it with what waits there. Its name is unique
     /// among the app's sources.
-    pub fn consume(mut self, source: impl crate::ingress::Source) -> AppBuilder {
+    pub fn consume(mut self, source: impl Source) -> AppBuilder {
         let name = source.name();
         if self.sources.iter().any(|other| other.name() == name) {
             self.refused.push(format!(
@@ -706,6 +706,79 @@ impl App {
     pub async fn load<A: Aggregate>(&self, id: &str) -> Result<Loaded<A>, Error> {
         fold(&self.events_of::<A>(id).await?)
     }
+}
+
+// The app's sources of commands and the list of what they may send: defined here, with the
+// app that holds them and that a source is handed, and re-exported from `ingress`.
+
+/// Which commands other services may send, by the name each arrives under.
+#[derive(Default)]
+pub struct Ingress {
+    pub(crate) accepted: Vec<Accepted>,
+}
+
+/// One name a command is taken under.
+pub(crate) struct Accepted {
+    /// The name it arrives under: its `NAME`, or a CloudEvents type.
+    pub(crate) name: String,
+    /// Its `NAME`, by which the app runs it.
+    pub(crate) command: &'static str,
+    /// Lists it in the app.
+    pub(crate) register: fn(AppBuilder) -> AppBuilder,
+}
+
+impl std::fmt::Debug for Ingress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<(&str, &str)> = self
+            .accepted
+            .iter()
+            .map(|a| (a.name.as_str(), a.command))
+            .collect();
+        f.debug_struct("Ingress").field("accepted", &names).finish()
+    }
+}
+
+impl Ingress {
+    /// Takes no command yet.
+    pub fn new() -> Ingress {
+        Ingress::default()
+    }
+
+    /// Takes command `C` under its own name, `C::NAME`.
+    pub fn command<C: Command>(self) -> Ingress {
+        self.command_as::<C>(C::NAME)
+    }
+
+    /// Takes command `C` under `name` too: the CloudEvents type another service publishes it
+    /// as (`com.example.stock.reserve.v1`).
+    pub fn command_as<C: Command>(mut self, name: &str) -> Ingress {
+        self.accepted.push(Accepted {
+            name: name.to_owned(),
+            command: C::NAME,
+            register: |builder| builder.command::<C>(),
+        });
+        self
+    }
+}
+
+/// Where commands from other services arrive from, run by the app beside its workers
+/// ([`AppBuilder::consume`](crate::AppBuilder::consume)): a broker's consumer, such as
+/// `bounda_nats::CommandConsumer`. Before it takes each message it waits for
+/// [`App::ingress_permit`](crate::App::ingress_permit) (the source's limit, if it has one); it
+/// hands the message to [`App::ingest`](crate::App::ingest) and acknowledges it once that
+/// answered; `lag` asks it what waits.
+#[async_trait::async_trait]
+pub trait Source: Send + Sync + 'static {
+    /// Its name, for `lag`, letters, logs and pauses (`nats:PAYMENTS/shop`).
+    fn name(&self) -> String;
+
+    /// Takes commands into `app` until `stop` completes, waiting meanwhile while an operator
+    /// has paused it (`pause ingress NAME`). A broker out of reach is waited for, said in a
+    /// warning with its cause.
+    async fn run(&self, app: &crate::App, stop: futures_util::future::BoxFuture<'static, ()>);
+
+    /// What waits to be taken now.
+    async fn behind(&self) -> anyhow::Result<crate::ingress::behind::Behind>;
 }
 
 /// The futures of the public API are `Send`: an app's calls can run on any runtime thread, and a

@@ -53,89 +53,12 @@ mod http;
 #[cfg(feature = "ingress")]
 pub use http::{Guard, router};
 
+pub(crate) mod behind;
+pub use behind::Behind;
+// Defined beside the app, which holds them: re-exported here, where they are used.
+pub use crate::app::{Ingress, Source};
+
 use serde::{Deserialize, Serialize};
-
-use crate::AppBuilder;
-use crate::aggregate::Command;
-
-/// Which commands other services may send, by the name each arrives under.
-#[derive(Default)]
-pub struct Ingress {
-    pub(crate) accepted: Vec<Accepted>,
-}
-
-/// One name a command is taken under.
-pub(crate) struct Accepted {
-    /// The name it arrives under: its `NAME`, or a CloudEvents type.
-    pub(crate) name: String,
-    /// Its `NAME`, by which the app runs it.
-    pub(crate) command: &'static str,
-    /// Lists it in the app.
-    pub(crate) register: fn(AppBuilder) -> AppBuilder,
-}
-
-impl std::fmt::Debug for Ingress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<(&str, &str)> = self
-            .accepted
-            .iter()
-            .map(|a| (a.name.as_str(), a.command))
-            .collect();
-        f.debug_struct("Ingress").field("accepted", &names).finish()
-    }
-}
-
-impl Ingress {
-    /// Takes no command yet.
-    pub fn new() -> Ingress {
-        Ingress::default()
-    }
-
-    /// Takes command `C` under its own name, `C::NAME`.
-    pub fn command<C: Command>(self) -> Ingress {
-        self.command_as::<C>(C::NAME)
-    }
-
-    /// Takes command `C` under `name` too: the CloudEvents type another service publishes it
-    /// as (`com.example.stock.reserve.v1`).
-    pub fn command_as<C: Command>(mut self, name: &str) -> Ingress {
-        self.accepted.push(Accepted {
-            name: name.to_owned(),
-            command: C::NAME,
-            register: |builder| builder.command::<C>(),
-        });
-        self
-    }
-}
-
-/// Where commands from other services arrive from, run by the app beside its workers
-/// ([`AppBuilder::consume`](crate::AppBuilder::consume)): a broker's consumer, such as
-/// `bounda_nats::CommandConsumer`. Before it takes each message it waits for
-/// [`App::ingress_permit`](crate::App::ingress_permit) (the source's limit, if it has one); it
-/// hands the message to [`App::ingest`](crate::App::ingest) and acknowledges it once that
-/// answered; `lag` asks it what waits.
-#[async_trait::async_trait]
-pub trait Source: Send + Sync + 'static {
-    /// Its name, for `lag`, letters, logs and pauses (`nats:PAYMENTS/shop`).
-    fn name(&self) -> String;
-
-    /// Takes commands into `app` until `stop` completes, waiting meanwhile while an operator
-    /// has paused it (`pause ingress NAME`). A broker out of reach is waited for, said in a
-    /// warning with its cause.
-    async fn run(&self, app: &crate::App, stop: futures_util::future::BoxFuture<'static, ()>);
-
-    /// What waits to be taken now.
-    async fn behind(&self) -> anyhow::Result<Behind>;
-}
-
-/// What waits at a source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Behind {
-    /// Messages not yet taken, or taken and not yet acknowledged.
-    pub messages: u64,
-    /// When the oldest of them was sent.
-    pub oldest: Option<crate::Instant>,
-}
 
 /// One source's lag, as `lag` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
