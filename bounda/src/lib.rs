@@ -8,6 +8,7 @@
 extern crate self as bounda;
 
 pub mod aggregate;
+mod answer;
 mod app;
 pub mod calendar;
 /// The operator's command-line interface; with the `cli` feature.
@@ -28,6 +29,7 @@ mod instant;
 /// The operator page; with the `page` feature.
 #[cfg(feature = "page")]
 pub mod page;
+mod port;
 pub mod preview;
 pub mod process;
 pub mod read_model;

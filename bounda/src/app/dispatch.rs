@@ -4,8 +4,8 @@
 use tracing::Instrument;
 
 use crate::aggregate::{Aggregate, Command};
+use crate::answer::Scheduled;
 use crate::app::cause::Cause;
-use crate::app::reaction::Scheduled;
 use crate::app::schedule::scheduled_entry;
 use crate::app::{App, Decided, DispatchError, decide, telemetry};
 use crate::store::{CommitError, Metadata, WriteSet};

@@ -45,6 +45,7 @@ mod worker;
 
 use std::sync::Arc;
 
+pub use crate::answer::{Answer, Decided, Scheduled};
 pub use catch_up::CaughtUp;
 pub use cause::Cause;
 pub use dispatch::{DispatchOptions, Dispatched};
@@ -53,7 +54,7 @@ pub use instances::InstancePage;
 pub use lag::{Ahead, Failing, HeldEvents, Lag, Limited, SubscriberLag};
 pub use letters::{DeadLetters, Retried};
 pub use letters_bulk::{BulkOutcome, BulkReport, Pace};
-pub use outcome::{Decided, DispatchError, RejectionRecord};
+pub use outcome::{DispatchError, RejectionRecord};
 pub use policy::Policy;
 pub use ports::PortDecl;
 pub use preflight::{EventProblem, OrphanEntries, Preflight, UnreadableEntry};
@@ -61,7 +62,7 @@ pub use processes::{
     Drift, LostMoment, PROCESSES, PendingDeadline, ProcessInstance, ProcessStatus, Rearm,
     RezonedDeadline, StateProblem, UnreadableState,
 };
-pub use reaction::{Answer, Reaction, Scheduled};
+pub use reaction::Reaction;
 pub use rebuild::{REBUILD_SLICE, RebuildProgress};
 pub use runner::shutdown_signal;
 

@@ -5,24 +5,6 @@ use std::fmt;
 use crate::Error;
 use crate::aggregate::Rejection;
 
-/// The events a command decided, in order. An empty list means "already done".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decided {
-    /// The aggregate type.
-    pub aggregate_type: &'static str,
-    /// The aggregate instance.
-    pub aggregate_id: String,
-    /// The stream's version after the command.
-    pub version: u64,
-    /// The ids of the decided events.
-    pub event_ids: Vec<String>,
-    /// The types of the decided events.
-    pub event_types: Vec<&'static str>,
-    /// The global position of the last event stored; `None` when nothing was decided, and inside
-    /// a reaction, where nothing is stored until the attempt commits.
-    pub position: Option<u64>,
-}
-
 /// A command that did not decide events: rejected with one of its codes, or failed.
 #[derive(Debug)]
 pub enum DispatchError<R> {

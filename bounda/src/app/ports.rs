@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::Error;
+pub use crate::port::PortDecl;
 
 /// The ports of an app, one per type.
 #[derive(Default, Clone)]
@@ -38,40 +39,6 @@ impl std::fmt::Debug for Ports {
         f.debug_struct("Ports")
             .field("count", &self.by_type.len())
             .finish()
-    }
-}
-
-/// A port a process or policy declares it reads (`ports = [..]` in its attribute): an app
-/// built without it is refused, and its handlers may read no other.
-#[derive(Clone, Copy)]
-pub struct PortDecl {
-    id: fn() -> TypeId,
-    name: fn() -> &'static str,
-}
-
-impl PortDecl {
-    /// The declaration of port type `T`. Written by the macros.
-    pub const fn of<T: Send + Sync + 'static>() -> PortDecl {
-        PortDecl {
-            id: TypeId::of::<T>,
-            name: type_name::<T>,
-        }
-    }
-
-    /// The port's type.
-    pub(crate) fn id(&self) -> TypeId {
-        (self.id)()
-    }
-
-    /// The port type's name.
-    pub(crate) fn name(&self) -> &'static str {
-        (self.name)()
-    }
-}
-
-impl std::fmt::Debug for PortDecl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

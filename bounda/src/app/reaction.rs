@@ -8,55 +8,18 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use tracing::Instrument;
 
 use crate::aggregate::{Aggregate, Command, Rejection};
+use crate::answer::{Answer, Decided, Scheduled};
 use crate::app::cause::Cause;
 use crate::app::decide::{names_an_instance, new_events};
 use crate::app::failure::Failure;
 use crate::app::ports::Declared;
 use crate::app::schedule::scheduled_entry;
 use crate::app::telemetry::{self, CommandOutcome};
-use crate::app::{App, Decided, RejectionRecord};
+use crate::app::{App, RejectionRecord};
 use crate::ids::derived_id;
+use crate::process::sender::{Port, Sender, Sends};
 use crate::store::{Append, NewEvent, ScheduledEntry};
 use crate::{Duration, Error, Instant, RecordedEvent};
-
-/// What a command sent in a reaction answered: the events it decided, or its typed
-/// rejection. Failures are the `Err` of the call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Answer<R> {
-    /// The aggregate decided these events; they are stored when the attempt commits.
-    Decided(Decided),
-    /// The command rejected with one of its codes; nothing was decided.
-    Rejected(R),
-}
-
-impl<R> Answer<R> {
-    /// The rejection, if the command rejected.
-    pub fn rejection(&self) -> Option<&R> {
-        match self {
-            Answer::Decided(_) => None,
-            Answer::Rejected(rejection) => Some(rejection),
-        }
-    }
-
-    /// The decided events, if the command decided.
-    pub fn decided(&self) -> Option<&Decided> {
-        match self {
-            Answer::Decided(decided) => Some(decided),
-            Answer::Rejected(_) => None,
-        }
-    }
-}
-
-/// What a command sent with a delay answered: when it will run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scheduled {
-    /// The aggregate type.
-    pub aggregate_type: &'static str,
-    /// The aggregate instance.
-    pub aggregate_id: String,
-    /// When it runs.
-    pub execute_at: Instant,
-}
 
 /// One stream the attempt decided on.
 struct Stream {
@@ -356,6 +319,43 @@ impl Attempt {
             rejections: staged.rejections,
             failure: staged.failure,
         }
+    }
+}
+
+impl Sender for Attempt {
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The attempt behind a process handler's context: the one [`Sender`] there is.
+fn attempt_of(sender: &dyn Sender) -> Result<&Attempt, Error> {
+    sender
+        .as_any()
+        .downcast_ref::<Attempt>()
+        .ok_or(Error::NoRuntime)
+}
+
+impl<C: Command> Sends for C {
+    fn send_through<'a>(
+        &'a self,
+        sender: &'a dyn Sender,
+    ) -> futures_util::future::BoxFuture<'a, Result<Answer<C::Rejection>, Error>> {
+        Box::pin(async move { attempt_of(sender)?.send(self).await })
+    }
+
+    fn schedule_through(&self, sender: &dyn Sender, at: Instant) -> Result<Scheduled, Error> {
+        attempt_of(sender)?.schedule(self, at)
+    }
+}
+
+impl<T: Send + Sync + 'static> Port for T {
+    fn read_through(sender: &dyn Sender) -> Result<&T, Error> {
+        attempt_of(sender)?.port::<T>()
     }
 }
 

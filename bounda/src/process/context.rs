@@ -1,9 +1,10 @@
 //! What a handler receives: the state, the instance, the trigger moment and the current time.
 
 use crate::aggregate::Command;
-use crate::app::reaction::{Answer, Attempt, Scheduled};
+use crate::answer::{Answer, Scheduled};
 use crate::calendar::{BusinessDays, CalendarError, LocalTime, Recurrence, Zone};
 use crate::process::ProcessState;
+use crate::process::sender::{Port, Sender, Sends};
 use crate::{Deadline, Duration, Error, Instant, RecordedEvent};
 
 /// The part of a handler's context common to events and deadlines, built by the runtime.
@@ -12,7 +13,7 @@ pub struct Context<'a, P> {
     id: &'a str,
     trigger: Instant,
     now: Instant,
-    attempt: Option<&'a Attempt>,
+    sender: Option<&'a dyn Sender>,
 }
 
 impl<P: std::fmt::Debug> std::fmt::Debug for Context<'_, P> {
@@ -43,42 +44,42 @@ impl<'a, P: ProcessState> Context<'a, P> {
             id,
             trigger,
             now,
-            attempt: None,
+            sender: None,
         }
     }
 
-    /// The same context, sending its commands in `attempt`.
-    pub(crate) fn in_attempt(mut self, attempt: &'a Attempt) -> Context<'a, P> {
-        self.attempt = Some(attempt);
+    /// The same context, sending its commands through `sender`.
+    pub(crate) fn sending_through(mut self, sender: &'a dyn Sender) -> Context<'a, P> {
+        self.sender = Some(sender);
         self
     }
 
-    fn attempt(&self) -> Result<&'a Attempt, Error> {
-        self.attempt.ok_or(Error::NoRuntime)
+    fn sender(&self) -> Result<&'a dyn Sender, Error> {
+        self.sender.ok_or(Error::NoRuntime)
     }
 
     /// The app's port of type `T`, which the process declares (`#[process(ports = [T])]`);
     /// outside the runtime, undeclared or missing, an error.
     pub fn port<T: Send + Sync + 'static>(&self) -> Result<&'a T, Error> {
-        self.attempt()?.port::<T>()
+        T::read_through(self.sender()?)
     }
 
     /// A key derived from the run's key and `name`: the id of an aggregate the run creates, or a
     /// per-call key for a provider. Outside the runtime, an error.
     pub fn key_for(&self, name: &str) -> Result<String, Error> {
-        let key = self.attempt()?.key();
+        let key = self.sender()?.key();
         Ok(crate::ids::idempotency_key_for(key, name))
     }
 
     /// The run's idempotency key, or `None` outside the runtime.
     pub fn idempotency_key(&self) -> Option<&'a str> {
-        self.attempt.map(Attempt::key)
+        self.sender.map(|sender| sender.key())
     }
 
     /// Sends `command`: decided now, stored when the step commits. Answers the decided events
     /// or the typed rejection; a failure fails the step.
     pub async fn send<C: Command>(&self, command: C) -> Result<Answer<C::Rejection>, Error> {
-        self.attempt()?.send(&command).await
+        command.send_through(self.sender()?).await
     }
 
     /// Sends `command` to run `delay` from now; its events are never follow-ups.
@@ -87,7 +88,7 @@ impl<'a, P: ProcessState> Context<'a, P> {
         command: C,
         delay: Duration,
     ) -> Result<Scheduled, Error> {
-        self.attempt()?.schedule(&command, self.now + delay)
+        command.schedule_through(self.sender()?, self.now + delay)
     }
 
     /// The state before this handler.

@@ -9,6 +9,7 @@ mod context;
 mod patch;
 pub mod plan;
 mod routing;
+pub(crate) mod sender;
 pub(crate) mod state_shape;
 pub mod step;
 
@@ -57,7 +58,7 @@ pub trait ProcessState:
 
     /// The ports its handlers read (`ports = [..]`): an app without one of them is refused
     /// when it is built, and a handler reading another fails, naming it.
-    const PORTS: &'static [crate::PortDecl] = &[];
+    const PORTS: &'static [crate::port::PortDecl] = &[];
 
     /// The aggregate whose instances the process follows, one process instance each.
     type Aggregate: Aggregate;

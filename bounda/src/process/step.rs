@@ -3,8 +3,8 @@
 //! The runtime runs these same functions, wrapped in an attempt (claim, transaction, lifecycle
 //! event); a test can call them directly to check a process's handlers on their own.
 
-use crate::app::reaction::Attempt;
 use crate::process::plan::{DueDeadline, TIMEOUT};
+use crate::process::sender::Sender;
 use crate::process::{Context, Process};
 use crate::{Error, Instant, RecordedEvent};
 
@@ -20,15 +20,16 @@ pub async fn handle_event<P: Process>(
     handle_event_in(state, id, event, now, None).await
 }
 
-/// [`handle_event`], the handler sending its commands in `attempt`: what the runtime calls.
+/// [`handle_event`], the handler sending its commands through `sender`: what the runtime
+/// calls.
 pub(crate) async fn handle_event_in<P: Process>(
     state: &mut P,
     id: &str,
     event: &RecordedEvent,
     now: Instant,
-    attempt: Option<&Attempt>,
+    sender: Option<&dyn Sender>,
 ) -> anyhow::Result<bool> {
-    let cx = in_attempt(Context::new(state, id, event.timestamp, now), attempt);
+    let cx = sending_through(Context::new(state, id, event.timestamp, now), sender);
     let patch = match P::on_event(cx, event) {
         Some(handler) => handler.await?,
         None => return Ok(false),
@@ -52,15 +53,16 @@ pub async fn run_deadline<P: Process>(
     run_deadline_in(state, id, due, now, None).await
 }
 
-/// [`run_deadline`], the handler sending its commands in `attempt`: what the runtime calls.
+/// [`run_deadline`], the handler sending its commands through `sender`: what the runtime
+/// calls.
 pub(crate) async fn run_deadline_in<P: Process>(
     state: &mut P,
     id: &str,
     due: DueDeadline,
     now: Instant,
-    attempt: Option<&Attempt>,
+    sender: Option<&dyn Sender>,
 ) -> anyhow::Result<()> {
-    let cx = in_attempt(Context::new(state, id, due.at, now), attempt);
+    let cx = sending_through(Context::new(state, id, due.at, now), sender);
     let patch = match P::at_deadline(cx, due.field) {
         Some(handler) => handler.await?,
         None if due.field == TIMEOUT => return Ok(()),
@@ -82,10 +84,13 @@ pub(crate) async fn run_deadline_in<P: Process>(
     Ok(())
 }
 
-/// `cx`, sending its commands in `attempt` if there is one.
-fn in_attempt<'a, P: Process>(cx: Context<'a, P>, attempt: Option<&'a Attempt>) -> Context<'a, P> {
-    match attempt {
-        Some(attempt) => cx.in_attempt(attempt),
+/// `cx`, sending its commands through `sender` if there is one.
+fn sending_through<'a, P: Process>(
+    cx: Context<'a, P>,
+    sender: Option<&'a dyn Sender>,
+) -> Context<'a, P> {
+    match sender {
+        Some(sender) => cx.sending_through(sender),
         None => cx,
     }
 }
