@@ -42,6 +42,11 @@ struct Args {
     /// default.
     #[arg(long)]
     only: Option<String>,
+    /// With `--only`: the rows whose whole name is one of its names, separated by `;`
+    /// (`reactions;deadline firings, 1 worker process (PostgreSQL)`), rather than those
+    /// containing it.
+    #[arg(long, requires = "only")]
+    exact: bool,
     /// The directory the temporary database files go in (the system's temporary directory by
     /// default); put it on the disk you want measured.
     #[arg(long)]
@@ -432,7 +437,12 @@ async fn main() {
         if args.smoke { "smoke" } else { "full" },
         files.dir.path().display()
     );
-    let wants = |what: &str| args.only.as_deref().is_none_or(|only| what.contains(only));
+    let wants = |what: &str| {
+        args.only.as_deref().is_none_or(|only| match args.exact {
+            true => only.split(';').any(|name| name == what),
+            false => what.contains(only),
+        })
+    };
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     // The relays' broker: a local nats-server, started once if a relay row is wanted.

@@ -12,6 +12,9 @@ use super::pauses::PauseStore;
 use super::read_models::ReadModelStore;
 use super::wake_ups::WakeUps;
 
+/// Where every capability but wake-ups is kept.
+const EVERY_STORE: &str = "a SQLite file or a PostgreSQL schema";
+
 /// The capabilities a store has beyond the core: each one it keeps, or `None`; and the store's
 /// name, for the refusals.
 #[derive(Clone, Copy, Default)]
@@ -126,45 +129,55 @@ impl<'a> Capabilities<'a> {
 
     /// The store's pauses, or the refusal of what needs them.
     pub fn pauses(&self) -> Result<&'a dyn PauseStore, StoreError> {
-        self.pauses.ok_or_else(|| self.lacking("pauses"))
+        self.pauses
+            .ok_or_else(|| self.lacking("pauses", EVERY_STORE))
     }
 
     /// The store's instances index, or the refusal of what needs it.
     pub fn instances(&self) -> Result<&'a dyn InstanceIndex, StoreError> {
         self.instances
-            .ok_or_else(|| self.lacking("instances index"))
+            .ok_or_else(|| self.lacking("instances index", EVERY_STORE))
     }
 
     /// The store's copies, or the refusal of what needs them.
     pub fn copies(&self) -> Result<&'a dyn CopyStore, StoreError> {
-        self.copies.ok_or_else(|| self.lacking("copies"))
+        self.copies
+            .ok_or_else(|| self.lacking("copies", EVERY_STORE))
     }
 
     /// The store's read models' tables, or the refusal of what needs them.
     pub fn read_models(&self) -> Result<&'a dyn ReadModelStore, StoreError> {
-        self.read_models.ok_or_else(|| self.lacking("read models"))
+        self.read_models
+            .ok_or_else(|| self.lacking("read models", EVERY_STORE))
     }
 
     /// The store's limits, or the refusal of what needs them.
     pub fn limits(&self) -> Result<&'a dyn LimitStore, StoreError> {
-        self.limits.ok_or_else(|| self.lacking("limits"))
+        self.limits
+            .ok_or_else(|| self.lacking("limits", EVERY_STORE))
     }
 
     /// The store's record of arrived commands, or the refusal of what needs it.
     pub fn ingress(&self) -> Result<&'a dyn IngressStore, StoreError> {
         self.ingress
-            .ok_or_else(|| self.lacking("record of arrived commands"))
+            .ok_or_else(|| self.lacking("record of arrived commands", EVERY_STORE))
     }
 
     /// The store's wake-ups, or the refusal of what needs them.
     pub fn wake_ups(&self) -> Result<&'a dyn WakeUps, StoreError> {
-        self.wake_ups.ok_or_else(|| self.lacking("wake-ups"))
+        self.wake_ups.ok_or_else(|| {
+            self.lacking(
+                "wake-ups",
+                "a PostgreSQL schema with a listening connection",
+            )
+        })
     }
 
-    /// The refusal of what needs `capability` on a store without it, naming both.
-    fn lacking(&self, capability: &str) -> StoreError {
+    /// The refusal of what needs `capability` on a store without it, naming both and the
+    /// stores that keep it.
+    fn lacking(&self, capability: &str, kept_by: &str) -> StoreError {
         StoreError::new(format!(
-            "{} keeps no {capability}: use a SQLite file or a PostgreSQL schema",
+            "{} keeps no {capability}: use {kept_by}",
             self.store.unwrap_or("this store")
         ))
     }
