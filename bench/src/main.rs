@@ -8,6 +8,7 @@
 //! cargo run --release -p bounda-bench -- --smoke   # tiny sizes, seconds (CI)
 //! ```
 
+mod counting;
 mod domain;
 mod files;
 mod floor;
@@ -27,6 +28,15 @@ use clap::Parser;
 use crate::files::Files;
 use crate::measure::Measured;
 use crate::table::Row;
+
+/// `calls` by method, `claim_due 0.01, commit_many 0.01`.
+fn calls_text(calls: &[(&'static str, f64)]) -> String {
+    let text: Vec<String> = calls
+        .iter()
+        .map(|(method, per)| format!("{method} {per:.3}"))
+        .collect();
+    text.join(", ")
+}
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -498,6 +508,15 @@ async fn main() {
                 deadline_floors(),
             ));
         }
+        if mode == Mode::Full && wants("deadline firings") {
+            let calls =
+                measure::store_calls_per_firing(files.fresh("deadlines-counted").path(), n).await;
+            notes.push(format!(
+                "store calls per deadline firing (batch 100, counted on a run of its own by a \
+                 wrapper around the store): {}",
+                calls_text(&calls)
+            ));
+        }
         if wants("deadline firings, batch 1") {
             let one_by_one =
                 measure::deadline_firings(files.fresh("deadlines-batch1").path(), mode, n, 1).await;
@@ -649,6 +668,16 @@ async fn main() {
                 })
             });
             rows.push(row(what, mode.label(), reactions, measured_floors));
+        }
+
+        if mode == Mode::Full && wants("reactions") {
+            let calls =
+                measure::store_calls_per_reaction(files.fresh("reactions-counted").path(), n).await;
+            notes.push(format!(
+                "store calls per reaction (counted on a run of its own by a wrapper around the \
+                 store): {}",
+                calls_text(&calls)
+            ));
         }
 
         let n = sizes.projections;

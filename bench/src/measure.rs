@@ -14,6 +14,7 @@ use bounda_sqlite::{Options, SqliteStore};
 use rusqlite::Connection;
 
 use crate::Mode;
+use crate::counting::Counting;
 use crate::domain::expiry::{EXPIRES_AFTER_HOURS, Expiry};
 use crate::domain::listing;
 use crate::domain::{AcknowledgeOnTicketOpened, AuditOnTicketOpened, OpenTicket};
@@ -204,6 +205,52 @@ async fn firings_of<P: bounda::Process>(
         elapsed,
         write_tx,
     }
+}
+
+/// What one deadline firing asks of the store: the calls of `units` firings (batch 100, FULL)
+/// on a store that counts them ([`Counting`]), untimed, by method, per firing.
+pub async fn store_calls_per_firing(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
+    let counting = Arc::new(Counting::new(open(path, Mode::Full)));
+    let app = TestApp::new(
+        App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
+            .only_listed()
+            .process::<Expiry>(),
+    )
+    .await
+    .expect("cannot build the deadline app");
+    open_tickets(&app, units).await;
+    settle(&app, "starting the instances").await;
+    counting.take();
+    app.clock().advance(hours(EXPIRES_AFTER_HOURS + 1));
+    settle(&app, "firing the deadlines").await;
+    per_unit(counting.take(), units)
+}
+
+/// What one reaction asks of the store, counted as [`store_calls_per_firing`] counts a firing's.
+pub async fn store_calls_per_reaction(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
+    let counting = Arc::new(Counting::new(open(path, Mode::Full)));
+    let app = TestApp::new(
+        App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
+            .only_listed()
+            .policy::<AcknowledgeOnTicketOpened>(),
+    )
+    .await
+    .expect("cannot build the reaction app");
+    open_tickets(&app, units).await;
+    counting.take();
+    settle(&app, "reacting").await;
+    per_unit(counting.take(), units)
+}
+
+/// `calls`, each divided by `units`.
+fn per_unit(
+    calls: std::collections::BTreeMap<&'static str, u64>,
+    units: usize,
+) -> Vec<(&'static str, f64)> {
+    calls
+        .into_iter()
+        .map(|(method, count)| (method, count as f64 / units as f64))
+        .collect()
 }
 
 /// Reactions: a policy that sends one command per `TicketOpened`. The app is built first, so
