@@ -7,7 +7,7 @@ use serde_json::Value;
 use serde::{Deserialize, Serialize};
 
 use crate::Instant;
-use crate::store::Unreadable;
+use crate::store::unreadable::Unreadable;
 
 /// An event as the store holds it: its payload as JSON plus where and when it was written.
 #[derive(Debug, Clone, PartialEq)]

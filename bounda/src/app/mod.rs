@@ -45,6 +45,8 @@ mod worker;
 
 use std::sync::Arc;
 
+use crate::preview::calls::PortCalls;
+
 pub use crate::answer::{Answer, Decided, Scheduled};
 pub use catch_up::CaughtUp;
 pub use cause::Cause;
@@ -103,7 +105,7 @@ struct Inner {
     /// The commands other services may send, by the name they arrive under.
     accepted: HashMap<String, &'static str>,
     /// Where a preview records what its relays would publish, instead of publishing.
-    relays_recorded: Option<crate::preview::PortCalls>,
+    relays_recorded: Option<PortCalls>,
     /// Where commands from other services arrive from, run beside the workers.
     sources: Vec<Arc<dyn Source>>,
     /// The read models whose table cannot take this build's declaration, with why: the app
@@ -152,7 +154,7 @@ pub struct AppBuilder {
     read_models: Vec<Arc<dyn read_models::ReadModelRunner>>,
     relays: Vec<Arc<crate::relay::Relay>>,
     accepted: HashMap<String, &'static str>,
-    relays_recorded: Option<crate::preview::PortCalls>,
+    relays_recorded: Option<PortCalls>,
     sources: Vec<Arc<dyn Source>>,
     ports: Ports,
     /// What `build` will refuse, found while registering.
@@ -327,10 +329,10 @@ impl AppBuilder {
     /// (added as a port if the app has none) instead of publishing it: a preview of a deploy
     /// tells no broker.
     pub(crate) fn recording_relays(mut self) -> AppBuilder {
-        let calls = match self.ports.get::<crate::preview::PortCalls>() {
+        let calls = match self.ports.get::<PortCalls>() {
             Ok(calls) => calls.clone(),
             Err(_) => {
-                let calls = crate::preview::PortCalls::default();
+                let calls = PortCalls::default();
                 self.ports.insert(calls.clone());
                 calls
             }

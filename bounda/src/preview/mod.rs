@@ -17,7 +17,7 @@
 //! A preview writes to the copy as the app would to production, so it runs only on a store
 //! marked as a copy: production is never written.
 
-mod calls;
+pub(crate) mod calls;
 mod compare;
 mod report;
 

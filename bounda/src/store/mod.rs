@@ -29,7 +29,7 @@ pub mod protocol;
 pub mod read_models;
 mod records;
 pub mod retry_requests;
-mod unreadable;
+pub(crate) mod unreadable;
 pub mod wake_ups;
 mod write_set;
 
