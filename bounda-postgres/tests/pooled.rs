@@ -41,13 +41,9 @@ async fn store() -> PostgresStore {
 
 // Behind a pooler in transaction mode, without a listening address, the store keeps every
 // capability but wake-ups.
-bounda::store_contract_tests!(core: store);
-bounda::store_contract_tests!(pauses: store);
-bounda::store_contract_tests!(limits: store);
-bounda::store_contract_tests!(instances: store);
-bounda::store_contract_tests!(copies: store);
-bounda::store_contract_tests!(read_models: store);
-bounda::store_contract_tests!(ingress: store);
+bounda::store_contract_tests!(
+    [core, pauses, limits, instances, copies, read_models, ingress]: store
+);
 
 #[tokio::test]
 async fn a_pooler_the_address_does_not_name_is_refused_saying_how_to_name_it() {

@@ -5,13 +5,9 @@
 /// The contract's parts for a store that keeps every capability but wake-ups.
 macro_rules! sqlite_contract_tests {
     ($make:expr) => {
-        bounda::store_contract_tests!(core: $make);
-        bounda::store_contract_tests!(pauses: $make);
-        bounda::store_contract_tests!(limits: $make);
-        bounda::store_contract_tests!(instances: $make);
-        bounda::store_contract_tests!(copies: $make);
-        bounda::store_contract_tests!(read_models: $make);
-        bounda::store_contract_tests!(ingress: $make);
+        bounda::store_contract_tests!(
+            [core, pauses, limits, instances, copies, read_models, ingress]: $make
+        );
     };
 }
 

@@ -12,8 +12,7 @@
 //! core's part and theirs:
 //!
 //! ```text
-//! bounda::store_contract_tests!(core: make);
-//! bounda::store_contract_tests!(pauses: make);
+//! bounda::store_contract_tests!([core, pauses]: make);
 //! ```
 //!
 //! Each function panics with a message naming the broken promise, like any test.
@@ -75,10 +74,10 @@ impl<S: Store, G> Fixture for (S, G) {
 }
 
 /// Generates one `#[test]` per contract item for the [`Fixture`] `make().await` returns, each on
-/// a runtime of its own: `store_contract_tests!(make)` for the core and every capability, or one
-/// part at a time for a store that keeps only some: `store_contract_tests!(core: make)`, then
-/// `pauses:`, `limits:`, `instances:`, `copies:`, `read_models:`, `ingress:` or `wake_ups:` for
-/// each capability it keeps.
+/// a runtime of its own: `store_contract_tests!(make)` for the core and every capability, or the
+/// parts a store keeps when it keeps only some: `store_contract_tests!([core, pauses]: make)`,
+/// from `core`, `pauses`, `limits`, `instances`, `copies`, `read_models`, `ingress` and
+/// `wake_ups` (one part alone: `store_contract_tests!(core: make)`).
 #[macro_export]
 macro_rules! store_contract_tests {
     (core: $make:expr) => {
@@ -183,15 +182,13 @@ macro_rules! store_contract_tests {
             }
         )*
     };
+    ([$($part:ident),* $(,)?]: $make:expr) => {
+        $($crate::store_contract_tests!($part: $make);)*
+    };
     ($make:expr) => {
-        $crate::store_contract_tests!(core: $make);
-        $crate::store_contract_tests!(read_models: $make);
-        $crate::store_contract_tests!(instances: $make);
-        $crate::store_contract_tests!(pauses: $make);
-        $crate::store_contract_tests!(limits: $make);
-        $crate::store_contract_tests!(copies: $make);
-        $crate::store_contract_tests!(ingress: $make);
-        $crate::store_contract_tests!(wake_ups: $make);
+        $crate::store_contract_tests!(
+            [core, read_models, instances, pauses, limits, copies, ingress, wake_ups]: $make
+        );
     };
 }
 
