@@ -36,51 +36,82 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
     })
 }
 
-/// The statement that writes `change`, `{t}` naming the tables, and its parameters: only the
-/// columns it changes are set, so an index on a column it leaves is not rewritten. A row that
-/// is not kept yet (the instance starts here) is made from the stream's first event, written
-/// before it in the same transaction. `None` when it changes nothing.
-pub(crate) fn index(change: &InstanceChange) -> Option<(String, crate::pipeline::Owned)> {
+/// The statements that write `changes` (no two of one instance), `{t}` naming the tables, each
+/// with its parameters and the rows it is foreseen to change: one per shape of change (which
+/// columns it sets), so an index on a column a change leaves is not rewritten. A row that is
+/// not kept yet (the instance starts here) is made from the stream's first event, written
+/// before it in the same transaction. A change that changes nothing has none.
+pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, crate::pipeline::Owned, u64)> {
+    let mut shapes: Vec<(Vec<&'static str>, Vec<&InstanceChange>)> = Vec::new();
+    for change in changes
+        .iter()
+        .copied()
+        .filter(|change| !change.changes_nothing())
+    {
+        let set = assignments(change);
+        match shapes.iter_mut().find(|(other, _)| *other == set) {
+            Some((_, same)) => same.push(change),
+            None => shapes.push((set, vec![change])),
+        }
+    }
+    shapes
+        .into_iter()
+        .map(|(set, changes)| {
+            let statement = format!(
+                "INSERT INTO {{t}}instances AS i ({COLUMNS})
+                 SELECT c.process, c.instance_id, COALESCE(c.status, 'running'),
+                     e.metadata->>'correlationId', e.timestamp, COALESCE(c.at, e.timestamp),
+                     c.next_due
+                 FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[],
+                          $5::timestamptz[]) AS c (process, instance_id, at, status, next_due)
+                 JOIN {{t}}events e ON e.aggregate_type = 'process:' || c.process
+                     AND e.aggregate_id = c.instance_id AND e.version = 1
+                 ON CONFLICT (process, instance_id) DO UPDATE SET {}",
+                set.join(", ")
+            );
+            let column = |value: fn(&InstanceChange) -> Option<String>| -> Vec<Option<String>> {
+                changes.iter().map(|change| value(change)).collect()
+            };
+            let moment = |value: fn(&InstanceChange) -> Option<Instant>| {
+                changes
+                    .iter()
+                    .map(|change| value(change).map(Instant::to_chrono))
+                    .collect::<Vec<Option<DateTime<Utc>>>>()
+            };
+            let params = crate::pipeline::owned![
+                column(|change| Some(change.process.clone())),
+                column(|change| Some(change.instance_id.clone())),
+                moment(|change| change.at),
+                column(|change| change.status.map(|status| status.as_str().to_owned())),
+                moment(|change| match change.next_due {
+                    NextDue::At(at) => Some(at),
+                    NextDue::Keep | NextDue::Clear => None,
+                }),
+            ];
+            (statement, params, changes.len() as u64)
+        })
+        .collect()
+}
+
+/// What `change` sets in a row kept already. A deadline is kept only while the instance runs:
+/// a change that arms one without changing the status (a failed start retried) leaves a failed
+/// row without it.
+fn assignments(change: &InstanceChange) -> Vec<&'static str> {
     let mut set = Vec::new();
     if change.at.is_some() {
-        set.push("updated_at = $4::timestamptz");
+        set.push("updated_at = excluded.updated_at");
     }
     if change.status.is_some() {
-        set.push("status = $5::text");
+        set.push("status = excluded.status");
     }
-    // A deadline is kept only while the instance runs: a change that arms one without
-    // changing the status (a failed start retried) leaves a failed row without it.
     match (change.next_due, change.status) {
         (NextDue::Keep, _) => {}
-        (_, Some(_)) => set.push("next_due = $6::timestamptz"),
-        (_, None) => set.push("next_due = CASE WHEN i.status = 'running' THEN $6::timestamptz END"),
+        (_, Some(_)) => set.push("next_due = excluded.next_due"),
+        (_, None) => {
+            set.push("next_due = CASE WHEN i.status = 'running' THEN excluded.next_due END")
+        }
     }
-    if set.is_empty() {
-        return None;
-    }
-    let next_due = match change.next_due {
-        NextDue::At(at) => Some(at.to_chrono()),
-        NextDue::Keep | NextDue::Clear => None,
-    };
-    let statement = format!(
-        "INSERT INTO {{t}}instances AS i ({COLUMNS})
-         SELECT $1::text, $2::text, COALESCE($5::text, 'running'), metadata->>'correlationId',
-             timestamp, COALESCE($4::timestamptz, timestamp), $6::timestamptz
-         FROM {{t}}events WHERE aggregate_type = $3 AND aggregate_id = $2 AND version = 1
-         ON CONFLICT (process, instance_id) DO UPDATE SET {}",
-        set.join(", ")
-    );
-    Some((
-        statement,
-        crate::pipeline::owned![
-            change.process.clone(),
-            change.instance_id.clone(),
-            format!("process:{}", change.process),
-            change.at.map(|at| at.to_chrono()),
-            change.status.map(|status| status.as_str().to_owned()),
-            next_due,
-        ],
-    ))
+    set
 }
 
 /// Parameters built with a query.

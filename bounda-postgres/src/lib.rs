@@ -44,6 +44,7 @@ mod store;
 pub mod testing;
 mod tls;
 mod wake;
+mod wave;
 
 use bounda::store::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};

@@ -24,6 +24,25 @@ use crate::pipeline::{Expect, Owned, Pipeline, owned};
 use crate::rows::{self, bigint};
 use crate::sql::{Params, Session, execute, failed, query_one, query_opt};
 
+/// How scheduling meets an entry kept under the same key (aliased `s`): moved, unless it is
+/// identical (then left untouched, its claim and revision included); moving one a worker holds
+/// keeps the claim, marked rescheduled.
+pub(crate) const SCHEDULE_CONFLICT: &str = "ON CONFLICT (dedupe_key) DO UPDATE SET
+         command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
+         payload = excluded.payload, execute_at = excluded.execute_at,
+         context = excluded.context, attempts = 0, last_error = NULL,
+         first_failed_at = NULL, rescheduled = (s.claim_id IS NOT NULL),
+         revision = s.revision + 1
+     WHERE (s.command_type, s.aggregate_id, s.payload::text, s.execute_at, s.context::text)
+         IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
+             excluded.payload::text, excluded.execute_at, excluded.context::text)";
+
+/// How keeping a snapshot meets the one kept (aliased `s`): replaced only by a newer one.
+pub(crate) const SNAPSHOT_CONFLICT: &str =
+    "ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
+         version = excluded.version, state = excluded.state
+     WHERE excluded.version > s.version";
+
 /// Writes `writes` on `client`, inside a transaction or savepoint the caller rolls back on
 /// error. Its events are placed once it has committed, by [`place`].
 pub(crate) async fn apply(
@@ -468,18 +487,11 @@ impl<C: Session> Statements for On<'_, C> {
         self.execute(
             "cannot schedule",
             Expect::Any,
-            "INSERT INTO {t}scheduled_commands AS s
-                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (dedupe_key) DO UPDATE SET
-                 command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
-                 payload = excluded.payload, execute_at = excluded.execute_at,
-                 context = excluded.context, attempts = 0, last_error = NULL,
-                 first_failed_at = NULL, rescheduled = (s.claim_id IS NOT NULL),
-                 revision = s.revision + 1
-             WHERE (s.command_type, s.aggregate_id, s.payload::text, s.execute_at, s.context::text)
-                 IS DISTINCT FROM (excluded.command_type, excluded.aggregate_id,
-                     excluded.payload::text, excluded.execute_at, excluded.context::text)",
+            &format!(
+                "INSERT INTO {{t}}scheduled_commands AS s
+                     (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+                 VALUES ($1, $2, $3, $4, $5, $6) {SCHEDULE_CONFLICT}"
+            ),
             owned![
                 entry.dedupe_key.clone(),
                 entry.command_type.clone(),
@@ -502,11 +514,10 @@ impl<C: Session> Statements for On<'_, C> {
         self.execute(
             "cannot keep a snapshot",
             Expect::Any,
-            "INSERT INTO {t}snapshots AS s (aggregate_type, aggregate_id, version, state)
-             VALUES ($1, $2, $3, $4)
-             ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
-                 version = excluded.version, state = excluded.state
-             WHERE excluded.version > s.version",
+            &format!(
+                "INSERT INTO {{t}}snapshots AS s (aggregate_type, aggregate_id, version, state)
+                 VALUES ($1, $2, $3, $4) {SNAPSHOT_CONFLICT}"
+            ),
             owned![
                 snapshot.aggregate_type.clone(),
                 snapshot.aggregate_id.clone(),
@@ -519,7 +530,7 @@ impl<C: Session> Statements for On<'_, C> {
     }
 
     async fn index_instance(&mut self, change: &InstanceChange) -> Result<(), StoreError> {
-        if let Some((statement, params)) = crate::instances::index(change) {
+        for (statement, params, _) in crate::instances::index(&[change]) {
             self.execute(
                 "cannot write the instances index",
                 Expect::Any,

@@ -20,7 +20,7 @@ use crate::claims::{PAUSED, claim, claim_batch, claim_one, free_claim};
 use crate::limits::{self, LIMITED};
 use crate::rows::{self, bigint, limit};
 use crate::sql::{Conn, Params, execute, failed, query, query_one, query_opt, transaction};
-use crate::{PostgresStore, place, statements};
+use crate::{PostgresStore, place, statements, wave};
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -168,7 +168,7 @@ impl Store for PostgresStore {
 
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
         if let Some(committed) = self
-            .commit_pipelined(std::slice::from_ref(writes), Placing::Wait)
+            .commit_pipelined(std::slice::from_ref(writes), Way::Pipelined, Placing::Wait)
             .await?
         {
             return committed.into_iter().next().unwrap_or_else(|| {
@@ -193,14 +193,25 @@ impl Store for PostgresStore {
         result
     }
 
-    /// One transaction whose statements are sent without waiting for each other's answers;
-    /// should one not answer as foreseen, a transaction per 50 write sets, a savepoint each
-    /// (group commit), each write set failing alone.
+    /// One transaction whose statements are sent without waiting for each other's answers: the
+    /// wave's write sets in a statement per kind of write, or should that not go as foreseen,
+    /// a few statements per write set; should one of those not answer as foreseen either, a
+    /// transaction per 50 write sets, a savepoint each (group commit), each write set failing
+    /// alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        match self.commit_pipelined(writes, Placing::UnlessBusy).await {
-            Ok(Some(results)) => return results,
-            Err(error) => return each_failed(writes, &error).collect(),
-            Ok(None) => {}
+        let ways: &[Way] = match writes.len() {
+            0 | 1 => &[Way::Pipelined],
+            _ => &[Way::Wave, Way::Pipelined],
+        };
+        for way in ways {
+            match self
+                .commit_pipelined(writes, *way, Placing::UnlessBusy)
+                .await
+            {
+                Ok(Some(results)) => return results,
+                Err(error) => return each_failed(writes, &error).collect(),
+                Ok(None) => {}
+            }
         }
         let mut results = Vec::with_capacity(writes.len());
         for chunk in writes.chunks(SAVEPOINTS) {
@@ -1103,19 +1114,27 @@ impl PostgresStore {
             .await
             .map_err(failed(what))
     }
-    /// Writes `writes` in one transaction, pipelined (see `pipeline.rs`): `None` when a
+    /// Writes `writes` in one transaction, pipelined (see `pipeline.rs`), `way` says how: `None` when a
     /// statement did not answer as foreseen, the transaction rolled back, for the caller to
     /// write them the exact way. The error is the transaction's own failure (no connection, a
     /// refused begin or commit), which fails them all, as the exact way's does.
     async fn commit_pipelined(
         &self,
         writes: &[WriteSet],
+        way: Way,
         placing: Placing,
     ) -> Result<Option<Vec<Result<Committed, CommitError>>>, StoreError> {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
-        let Some(committed) = statements::apply_pipelined(&tx, &self.names, writes).await else {
-            tracing::debug!("a pipelined commit did not go as foreseen: written again one by one");
+        let applied = match way {
+            Way::Wave => wave::write(&tx, &self.names, writes).await,
+            Way::Pipelined => statements::apply_pipelined(&tx, &self.names, writes).await,
+        };
+        let Some(committed) = applied else {
+            tracing::debug!(
+                ?way,
+                "a commit did not go as foreseen: written again another way"
+            );
             // Rolled back before the connection is used again.
             drop(tx);
             return Ok(None);
@@ -1228,6 +1247,15 @@ impl PostgresStore {
             self.notifier.notify(client, &self.names.channel()).await;
         }
     }
+}
+
+/// How a transaction's statements carry its write sets, sent at once.
+#[derive(Debug, Clone, Copy)]
+enum Way {
+    /// A statement per kind of write for them all (`wave.rs`).
+    Wave,
+    /// The statements of each write set in turn (`statements::apply_pipelined`).
+    Pipelined,
 }
 
 /// How a commit's writer places its events once they have committed.

@@ -46,6 +46,7 @@ mod schema;
 mod scratch;
 mod statements;
 mod store;
+mod wave;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +80,10 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// Write transactions committed on this connection, counted by SQLite's commit hook.
     commits: Arc<AtomicU64>,
+    /// Statements run on this connection, counted once [`count_statements`] is called.
+    ///
+    /// [`count_statements`]: SqliteStore::count_statements
+    statements: Arc<AtomicU64>,
 }
 
 impl SqliteStore {
@@ -174,6 +179,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Mutex::new(conn),
             commits,
+            statements: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -188,6 +194,29 @@ impl SqliteStore {
     /// benchmark divides by the work done to see how well commits are grouped.
     pub fn write_transactions(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting the statements this store runs (each run of one, reads included), as
+    /// [`statements_run`](SqliteStore::statements_run) answers: what a benchmark divides by the
+    /// work done to see how many statements a unit of work costs. Off until called, as SQLite
+    /// then calls back at each statement.
+    pub fn count_statements(&self) -> Result<(), StoreError> {
+        let counter = Arc::clone(&self.statements);
+        self.lock()?
+            .trace_v2(
+                rusqlite::trace::TraceEventCodes::SQLITE_TRACE_STMT,
+                Some(move |_: rusqlite::trace::TraceEvent<'_>| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }),
+            )
+            .map_err(|e| StoreError::with_source("cannot count statements", e))
+    }
+
+    /// How many statements this store has run since [`count_statements`] was called.
+    ///
+    /// [`count_statements`]: SqliteStore::count_statements
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// The journal mode in force (`wal` for a file, `memory` in memory).

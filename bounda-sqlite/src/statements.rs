@@ -14,6 +14,27 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::{claims, rows, sql};
 
+/// How scheduling meets an entry kept under the same key: moved, unless it is identical (then
+/// left untouched, its claim and revision included); moving one a worker holds keeps the claim,
+/// marked rescheduled.
+pub(crate) const SCHEDULE_CONFLICT: &str = "ON CONFLICT (dedupe_key) DO UPDATE SET
+         command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
+         payload = excluded.payload, execute_at = excluded.execute_at,
+         context = excluded.context, attempts = 0, last_error = NULL,
+         first_failed_at = NULL, rescheduled = (claim_id IS NOT NULL),
+         revision = revision + 1
+     WHERE command_type IS NOT excluded.command_type
+        OR aggregate_id IS NOT excluded.aggregate_id
+        OR payload IS NOT excluded.payload
+        OR execute_at IS NOT excluded.execute_at
+        OR context IS NOT excluded.context";
+
+/// How keeping a snapshot meets the one kept: replaced only by a newer one.
+pub(crate) const SNAPSHOT_CONFLICT: &str =
+    "ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
+         version = excluded.version, state = excluded.state
+     WHERE excluded.version > version";
+
 /// Writes `writes` on `conn`, which is inside a transaction or savepoint the caller rolls back on
 /// error.
 pub(crate) fn apply(conn: &Connection, writes: &WriteSet) -> Result<Committed, CommitError> {
@@ -313,21 +334,12 @@ impl Statements for On<'_> {
     async fn schedule(&mut self, entry: &ScheduledEntry) -> Result<(), StoreError> {
         self.execute(
             "cannot schedule",
-            "INSERT INTO bounda_scheduled_commands
-                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context, attempts,
-                  revision)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0)
-             ON CONFLICT (dedupe_key) DO UPDATE SET
-                 command_type = excluded.command_type, aggregate_id = excluded.aggregate_id,
-                 payload = excluded.payload, execute_at = excluded.execute_at,
-                 context = excluded.context, attempts = 0, last_error = NULL,
-                 first_failed_at = NULL, rescheduled = (claim_id IS NOT NULL),
-                 revision = revision + 1
-             WHERE command_type IS NOT excluded.command_type
-                OR aggregate_id IS NOT excluded.aggregate_id
-                OR payload IS NOT excluded.payload
-                OR execute_at IS NOT excluded.execute_at
-                OR context IS NOT excluded.context",
+            &format!(
+                "INSERT INTO bounda_scheduled_commands
+                     (dedupe_key, command_type, aggregate_id, payload, execute_at, context,
+                      attempts, revision)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0) {SCHEDULE_CONFLICT}"
+            ),
             params![
                 entry.dedupe_key,
                 entry.command_type,
@@ -347,11 +359,10 @@ impl Statements for On<'_> {
     async fn keep_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), StoreError> {
         self.execute(
             "cannot keep a snapshot",
-            "INSERT INTO bounda_snapshots (aggregate_type, aggregate_id, version, state)
-             VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET
-                 version = excluded.version, state = excluded.state
-             WHERE excluded.version > version",
+            &format!(
+                "INSERT INTO bounda_snapshots (aggregate_type, aggregate_id, version, state)
+                 VALUES (?1, ?2, ?3, ?4) {SNAPSHOT_CONFLICT}"
+            ),
             params![
                 snapshot.aggregate_type,
                 snapshot.aggregate_id,

@@ -125,7 +125,8 @@ impl Store for SqliteStore {
         Ok(committed)
     }
 
-    /// One transaction, a savepoint per write set (group commit).
+    /// One transaction (group commit): the wave's write sets in a statement per kind of write,
+    /// or, should that not go as foreseen, a savepoint per write set, each failing alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
         // Each write set gets the whole cause (`cannot commit: disk I/O error`).
         let failed = |error: StoreError| -> Vec<Result<Committed, CommitError>> {
@@ -142,6 +143,20 @@ impl Store for SqliteStore {
             Ok(tx) => tx,
             Err(error) => return failed(StoreError::with_source("cannot begin a write", error)),
         };
+        // The wave in a statement per kind of write; written the exact way, each write set in
+        // a savepoint of its own, when that does not go as foreseen.
+        if writes.len() > 1 {
+            match crate::wave::write(&mut tx, writes) {
+                Ok(Some(committed)) => {
+                    return match tx.commit() {
+                        Ok(()) => committed.into_iter().map(Ok).collect(),
+                        Err(error) => failed(StoreError::with_source("cannot commit", error)),
+                    };
+                }
+                Ok(None) => {}
+                Err(error) => return failed(error),
+            }
+        }
         let mut results = Vec::with_capacity(writes.len());
         for write in writes {
             let result = tx

@@ -180,6 +180,13 @@ pub struct InstanceChange {
     pub next_due: NextDue,
 }
 
+impl InstanceChange {
+    /// Whether it leaves the row as it is: no step written, no status, the deadline kept.
+    pub fn changes_nothing(&self) -> bool {
+        self.at.is_none() && self.status.is_none() && self.next_due == NextDue::Keep
+    }
+}
+
 /// One instance, as the index lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstanceRow {

@@ -10,6 +10,8 @@
 //! found; the precondition it checks is the statement that writes, so nothing can land between
 //! a check and its write.
 
+pub mod wave;
+
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
@@ -326,15 +328,18 @@ pub fn apply_at_once<S: Statements>(
     statements: &mut S,
     writes: &WriteSet,
 ) -> Result<Committed, CommitError> {
-    let mut applying = pin!(apply(statements, writes));
-    match applying
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(result) => result,
-        Poll::Pending => {
-            Err(StoreError::new("a statement of this store did not answer at once").into())
-        }
+    at_once(apply(statements, writes)).unwrap_or_else(|| {
+        Err(StoreError::new("a statement of this store did not answer at once").into())
+    })
+}
+
+/// `future`'s answer, if it has one when first polled: how a store whose statements answer at
+/// once drives the protocol (and [`wave::apply_wave`]) with no runtime. `None` when it would
+/// wait.
+pub fn at_once<T>(future: impl Future<Output = T>) -> Option<T> {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(answer) => Some(answer),
+        Poll::Pending => None,
     }
 }
 
