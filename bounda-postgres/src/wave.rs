@@ -174,6 +174,23 @@ impl<C: Session> WaveStatements for On<'_, C> {
         .await
     }
 
+    async fn release_inbox(&mut self, marks: &[&InboxMark]) -> Result<u64, StoreError> {
+        self.send(
+            "cannot give the wave's inbox claims back",
+            Expect::Rows(marks.len() as u64),
+            "UPDATE {t}inbox AS i SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
+             FROM unnest($1::text[], $2::text[], $3::text[]) AS v (handler, event_id, claim_id)
+             WHERE i.handler = v.handler AND i.event_id = v.event_id
+                 AND i.claim_id = v.claim_id AND i.status = 'pending'",
+            owned![
+                column(marks, |mark| mark.handler.clone()),
+                column(marks, |mark| mark.event_id.clone()),
+                column(marks, |mark| mark.claim_id.clone()),
+            ],
+        )
+        .await
+    }
+
     async fn move_entries(
         &mut self,
         moves: &[(&ScheduledRelease, &ScheduledEntry)],
@@ -216,6 +233,25 @@ impl<C: Session> WaveStatements for On<'_, C> {
              USING unnest($1::text[], $2::text[]) AS v (dedupe_key, claim_id)
              WHERE s.dedupe_key = v.dedupe_key AND s.claim_id = v.claim_id
                  AND NOT s.rescheduled",
+            owned![
+                column(releases, |release| release.dedupe_key.clone()),
+                column(releases, |release| release.claim_id.clone()),
+            ],
+        )
+        .await
+    }
+
+    async fn give_back_scheduled(
+        &mut self,
+        releases: &[&ScheduledRelease],
+    ) -> Result<u64, StoreError> {
+        self.send(
+            "cannot give the wave's scheduler claims back",
+            Expect::Rows(releases.len() as u64),
+            "UPDATE {t}scheduled_commands AS s
+             SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = FALSE
+             FROM unnest($1::text[], $2::text[]) AS v (dedupe_key, claim_id)
+             WHERE s.dedupe_key = v.dedupe_key AND s.claim_id = v.claim_id",
             owned![
                 column(releases, |release| release.dedupe_key.clone()),
                 column(releases, |release| release.claim_id.clone()),

@@ -220,6 +220,28 @@ impl WaveStatements for On<'_> {
         )
     }
 
+    async fn release_inbox(&mut self, marks: &[&InboxMark]) -> Result<u64, StoreError> {
+        self.each_chunk(
+            "cannot give the wave's inbox claims back",
+            marks,
+            |rows| {
+                format!(
+                    "UPDATE bounda_inbox SET claimed_at = NULL, lease_until = NULL, claim_id = NULL
+                     WHERE status = 'pending' AND (handler, event_id, claim_id) IN (VALUES {})",
+                    tuples(rows, 3)
+                )
+            },
+            |mark, values| {
+                values.extend([
+                    text(&mark.handler),
+                    text(&mark.event_id),
+                    text(&mark.claim_id),
+                ]);
+                Ok(())
+            },
+        )
+    }
+
     async fn move_entries(
         &mut self,
         moves: &[(&ScheduledRelease, &ScheduledEntry)],
@@ -266,6 +288,28 @@ impl WaveStatements for On<'_> {
                 format!(
                     "DELETE FROM bounda_scheduled_commands
                      WHERE rescheduled = 0 AND (dedupe_key, claim_id) IN (VALUES {})",
+                    tuples(rows, 2)
+                )
+            },
+            |release, values| {
+                values.extend([text(&release.dedupe_key), text(&release.claim_id)]);
+                Ok(())
+            },
+        )
+    }
+
+    async fn give_back_scheduled(
+        &mut self,
+        releases: &[&ScheduledRelease],
+    ) -> Result<u64, StoreError> {
+        self.each_chunk(
+            "cannot give the wave's scheduler claims back",
+            releases,
+            |rows| {
+                format!(
+                    "UPDATE bounda_scheduled_commands
+                     SET claimed_at = NULL, lease_until = NULL, claim_id = NULL, rescheduled = 0
+                     WHERE (dedupe_key, claim_id) IN (VALUES {})",
                     tuples(rows, 2)
                 )
             },

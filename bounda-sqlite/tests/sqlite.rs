@@ -163,6 +163,49 @@ async fn write_transactions_counts_each_commit_once_and_a_group_commit_once() {
     );
 }
 
+// issue 47: a wave's write sets are written in a statement per kind of write, not a few per
+// write set; a wave with one refused write set is written the exact way, each write set alone.
+#[tokio::test]
+async fn a_wave_takes_a_few_statements_whatever_its_size_and_the_exact_way_when_refused() {
+    const SETS: usize = 100;
+    let store = SqliteStore::in_memory().expect("a store");
+    store.count_statements().expect("counted");
+    let wave = |expected: fn(usize) -> u64| -> Vec<WriteSet> {
+        (0..SETS)
+            .map(|n| {
+                let mut writes = one_event(&format!("e-{n}-{}", expected(n)));
+                writes.appends[0].aggregate_id = format!("o-{n}");
+                writes.appends[0].expected_version = expected(n);
+                writes
+            })
+            .collect()
+    };
+    let before = store.statements_run();
+    let results = store.commit_many(&wave(|_| 0)).await;
+    assert!(results.iter().all(Result::is_ok));
+    let as_a_wave = store.statements_run() - before;
+    // Begin, a savepoint, the last position, the streams' versions and the events (each in
+    // chunks of 64, 32 and 4 rows), the release and the commit.
+    assert!(
+        as_a_wave <= 12,
+        "{as_a_wave} statements for {SETS} write sets"
+    );
+
+    // The last one expects a version its stream does not have.
+    let before = store.statements_run();
+    let results = store
+        .commit_many(&wave(|n| if n == SETS - 1 { 7 } else { 1 }))
+        .await;
+    assert!(results[..SETS - 1].iter().all(Result::is_ok));
+    assert!(results[SETS - 1].is_err(), "the refused one fails alone");
+    let exact = store.statements_run() - before;
+    assert!(
+        exact > 3 * SETS as u64,
+        "{exact} statements: each write set written alone, in a savepoint"
+    );
+    assert_eq!(store.head().await.expect("read"), 2 * SETS as u64 - 1);
+}
+
 // A group commit that cannot begin tells each of its write sets why: the lock under "cannot
 // begin a write", not the outer words alone.
 #[tokio::test]

@@ -1827,6 +1827,244 @@ pub async fn a_group_commit_of_firings_fails_only_the_one_whose_claim_was_taken_
     assert_eq!(store.head().await.unwrap(), position);
 }
 
+// issue 47: a wave of write sets of every kind a worker's batch writes (streams appended, one
+// with two events, entries moved in place, completed, scheduled and unscheduled, snapshots
+// kept or left for a newer one, inbox claims settled, subscribers moved past, the next batch
+// claimed last), none refused: a store that writes a wave in a statement per kind of write
+// lands each write set as it would alone, and answers each in order.
+pub async fn a_wave_of_every_kind_lands_as_each_write_set_alone_would(store: &dyn Store) {
+    let now = t("2026-01-02T00:00:00Z");
+    let lease = seconds(60);
+    store
+        .commit(&appending(vec![
+            append("Ticket", "t-1", 0, &["e-1"]),
+            append("Ticket", "t-2", 0, &["e-2"]),
+            append("Ticket", "t-3", 0, &["e-3"]),
+        ]))
+        .await
+        .unwrap();
+    store.move_checkpoint("reader", None, 3).await.unwrap();
+    store.move_checkpoint("behind", None, 1).await.unwrap();
+    let snapshot = |id: &str, version: u64| Snapshot {
+        aggregate_type: "Order".into(),
+        aggregate_id: id.into(),
+        version,
+        state: json!({ "version": version }),
+    };
+    store
+        .commit(&WriteSet {
+            schedule: vec![
+                entry("k-0", "2026-01-01T00:00:00Z"),
+                entry("k-1", "2026-01-01T00:00:00Z"),
+                entry("k-2", "2026-01-01T00:00:00Z"),
+                entry("k-3", "2026-01-01T00:00:00Z"),
+                entry("gone", "2026-03-01T00:00:00Z"),
+                entry("same", "2026-03-01T00:00:00Z"),
+            ],
+            snapshots: vec![snapshot("o-9", 5)],
+            ..WriteSet::default()
+        })
+        .await
+        .unwrap();
+    let claimed = store.claim_due("w-1", now, lease, 4).await.unwrap();
+    assert_eq!(claimed.len(), 4);
+    for event_id in ["e-1", "e-2", "e-3"] {
+        store
+            .claim_inbox("notify", event_id, "c-1", now, lease)
+            .await
+            .unwrap();
+    }
+    let release = |key: &str| ScheduledRelease {
+        dedupe_key: key.into(),
+        claim_id: "w-1".into(),
+        outcome: ScheduledOutcome::Complete,
+    };
+    let mark = |event_id: &str, outcome: InboxOutcome| InboxMark {
+        handler: "notify".into(),
+        event_id: event_id.into(),
+        claim_id: "c-1".into(),
+        outcome,
+    };
+    let skipping = |mut writes: WriteSet| {
+        writes.skip = vec!["reader".into(), "behind".into()];
+        writes
+    };
+    let wave = vec![
+        // A firing that re-arms its entry in place and keeps a snapshot.
+        skipping(WriteSet {
+            appends: vec![append("Order", "o-0", 0, &["fired-0", "fired-0b"])],
+            scheduled: Some(release("k-0")),
+            schedule: vec![entry("k-0", "2026-02-01T00:00:00Z")],
+            snapshots: vec![snapshot("o-0", 2)],
+            ..WriteSet::default()
+        }),
+        // A firing that ends its instance: its entry completed, another one unscheduled.
+        skipping(WriteSet {
+            appends: vec![append("Order", "o-1", 0, &["fired-1"])],
+            scheduled: Some(release("k-1")),
+            unschedule: vec!["gone".into()],
+            ..WriteSet::default()
+        }),
+        // A reaction that succeeded, scheduling an entry due at once and one as it is already.
+        skipping(WriteSet {
+            appends: vec![append("Ticket", "t-1", 1, &["reacted-1"])],
+            inbox: Some(mark("e-1", InboxOutcome::Succeeded)),
+            schedule: vec![
+                entry("new", "2026-01-01T06:00:00Z"),
+                entry("same", "2026-03-01T00:00:00Z"),
+            ],
+            snapshots: vec![snapshot("o-9", 4)],
+            ..WriteSet::default()
+        }),
+        // A reaction that failed, to be retried.
+        WriteSet {
+            inbox: Some(mark(
+                "e-2",
+                InboxOutcome::Failed {
+                    retry_at: t("2026-01-02T00:05:00Z"),
+                    error: "boom".into(),
+                    failed_at: now,
+                },
+            )),
+            ..WriteSet::default()
+        },
+        // A reaction given back unrun (its limit's permits ran out).
+        WriteSet {
+            inbox: Some(mark("e-3", InboxOutcome::Released)),
+            ..WriteSet::default()
+        },
+        // A firing deferred unrun: its entry given back as it stands.
+        WriteSet {
+            scheduled: Some(ScheduledRelease {
+                outcome: ScheduledOutcome::Defer,
+                ..release("k-3")
+            }),
+            ..WriteSet::default()
+        },
+        // A firing that moves its entry and appends nothing.
+        WriteSet {
+            scheduled: Some(release("k-2")),
+            schedule: vec![entry("k-2", "2026-04-01T00:00:00Z")],
+            ..WriteSet::default()
+        },
+        // The next batch, claimed last: the entry scheduled above is due.
+        WriteSet {
+            claim_due: Some(ClaimDue {
+                claim_id: "w-2".into(),
+                now,
+                lease,
+                limit: 10,
+            }),
+            ..WriteSet::default()
+        },
+    ];
+    let results = store.commit_many(&wave).await;
+    let committed: Vec<crate::store::Committed> = results
+        .into_iter()
+        .map(|result| result.expect("every write set of the wave lands"))
+        .collect();
+    let versions = |n: usize| -> Vec<u64> {
+        committed[n]
+            .events
+            .iter()
+            .map(|event| event.version)
+            .collect()
+    };
+    assert_eq!(
+        (versions(0), versions(1), versions(2)),
+        (vec![1, 2], vec![1], vec![2])
+    );
+    let stored: Vec<String> = store
+        .read_all(3, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|event| event.id)
+        .collect();
+    assert_eq!(
+        stored,
+        ["fired-0", "fired-0b", "fired-1", "reacted-1"],
+        "in order"
+    );
+    let positions: Vec<u64> = committed
+        .iter()
+        .flat_map(|c| &c.events)
+        .map(|e| e.position)
+        .collect();
+    assert!(
+        positions == [4, 5, 6, 7] || positions == [0, 0, 0, 0],
+        "in order, or placed once committed: {positions:?}"
+    );
+    let checkpoint = store.checkpoint("reader").await.unwrap();
+    assert!(
+        checkpoint == Some(7) || checkpoint == Some(3),
+        "moved past the wave's events, or left for the store's own placing: {checkpoint:?}"
+    );
+    assert_eq!(store.checkpoint("behind").await.unwrap(), Some(1));
+    let entry_at = |key: &'static str| async move {
+        store
+            .scheduled(key)
+            .await
+            .unwrap()
+            .map(|entry| (entry.execute_at, entry.claim_id))
+    };
+    assert_eq!(
+        entry_at("k-0").await,
+        Some((t("2026-02-01T00:00:00Z"), None)),
+        "re-armed"
+    );
+    assert_eq!(entry_at("k-1").await, None, "completed");
+    assert_eq!(
+        entry_at("k-3").await,
+        Some((t("2026-01-01T00:00:00Z"), Some("w-2".into()))),
+        "given back as it stood, then claimed by the wave's claim"
+    );
+    assert_eq!(entry_at("gone").await, None, "unscheduled");
+    assert_eq!(
+        entry_at("k-2").await,
+        Some((t("2026-04-01T00:00:00Z"), None)),
+        "moved"
+    );
+    assert_eq!(
+        entry_at("same").await,
+        Some((t("2026-03-01T00:00:00Z"), None)),
+        "left as it was"
+    );
+    assert_eq!(
+        entry_at("new").await,
+        Some((t("2026-01-01T06:00:00Z"), Some("w-2".into()))),
+        "scheduled, then claimed by the wave's claim"
+    );
+    let claimed: Vec<&str> = committed[7]
+        .claimed
+        .iter()
+        .map(|entry| entry.dedupe_key.as_str())
+        .collect();
+    assert_eq!(claimed, ["k-3", "new"]);
+    let state = |id: &'static str| async move {
+        store
+            .snapshot("Order", id)
+            .await
+            .unwrap()
+            .map(|s| s.version)
+    };
+    assert_eq!((state("o-0").await, state("o-9").await), (Some(2), Some(5)));
+    for (event_id, attempt) in [("e-1", None), ("e-2", Some(2)), ("e-3", Some(1))] {
+        let answer = store
+            .claim_inbox("notify", event_id, "c-2", t("2026-01-02T00:10:00Z"), lease)
+            .await
+            .unwrap();
+        match attempt {
+            None => assert_eq!(answer, InboxClaim::Succeeded, "{event_id} succeeded"),
+            Some(attempt) => assert_eq!(
+                answer,
+                InboxClaim::Claimed { attempt },
+                "{event_id} due again, a failure counted, a claim given back not"
+            ),
+        }
+    }
+}
+
 // A group commit of many write sets, some refused, however the store splits it: each answered
 // in order, the refused ones writing nothing, the others' events at consecutive positions.
 pub async fn a_large_group_commit_answers_each_write_set_in_order(store: &dyn Store) {

@@ -116,6 +116,7 @@ macro_rules! store_contract_tests {
             any_json_is_kept_as_written,
             a_large_group_commit_answers_each_write_set_in_order,
             a_group_commit_of_firings_fails_only_the_one_whose_claim_was_taken_over,
+            a_wave_of_every_kind_lands_as_each_write_set_alone_would,
             the_hours_ahead_are_read_bounded_and_the_rest_counted,
             a_claim_lapses_on_the_lease_it_was_taken_with,
             next_due_at_counts_a_claim_to_the_end_of_its_own_lease,

@@ -48,6 +48,10 @@ pub trait WaveStatements {
         settles: &[(&InboxMark, InboxSettle<'_>)],
     ) -> Result<u64, StoreError>;
 
+    /// Gives inbox claims back unrun, as [`Statements::release_inbox`] gives one: answers the
+    /// rows changed.
+    async fn release_inbox(&mut self, marks: &[&InboxMark]) -> Result<u64, StoreError>;
+
     /// Rewrites claimed entries in place, as [`Statements::move_entry`] rewrites one: answers
     /// the rows changed.
     async fn move_entries(
@@ -58,6 +62,13 @@ pub trait WaveStatements {
     /// Removes claimed entries, as [`Statements::complete_scheduled`] removes one: answers the
     /// rows changed.
     async fn complete_scheduled(
+        &mut self,
+        releases: &[&ScheduledRelease],
+    ) -> Result<u64, StoreError>;
+
+    /// Gives claimed entries back as they stand, as [`Statements::give_back_scheduled`] gives
+    /// one: answers the rows changed.
+    async fn give_back_scheduled(
         &mut self,
         releases: &[&ScheduledRelease],
     ) -> Result<u64, StoreError>;
@@ -159,8 +170,10 @@ struct Gather<'w> {
     events: u64,
     skips: Vec<(&'w str, u64, u64)>,
     settles: Vec<&'w InboxMark>,
+    releases: Vec<&'w InboxMark>,
     moves: Vec<(&'w ScheduledRelease, &'w ScheduledEntry)>,
     completes: Vec<&'w ScheduledRelease>,
+    give_backs: Vec<&'w ScheduledRelease>,
     unschedules: Vec<&'w str>,
     schedules: Vec<&'w ScheduledEntry>,
     snapshots: Vec<&'w Snapshot>,
@@ -180,8 +193,10 @@ impl<'w> Gather<'w> {
             events: 0,
             skips: Vec::new(),
             settles: Vec::new(),
+            releases: Vec::new(),
             moves: Vec::new(),
             completes: Vec::new(),
+            give_backs: Vec::new(),
             unschedules: Vec::new(),
             schedules: Vec::new(),
             snapshots: Vec::new(),
@@ -261,6 +276,14 @@ impl<'w> Gather<'w> {
             let changed = s.settle_inbox(&settles).await?;
             as_foreseen("the wave's inbox claims", changed, self.settles.len())?;
         }
+        if !self.releases.is_empty() {
+            let changed = s.release_inbox(&self.releases).await?;
+            as_foreseen(
+                "the wave's inbox claims given back",
+                changed,
+                self.releases.len(),
+            )?;
+        }
         if !self.moves.is_empty() {
             let changed = s.move_entries(&self.moves).await?;
             as_foreseen("the wave's moved entries", changed, self.moves.len())?;
@@ -271,6 +294,14 @@ impl<'w> Gather<'w> {
                 "the wave's completed entries",
                 changed,
                 self.completes.len(),
+            )?;
+        }
+        if !self.give_backs.is_empty() {
+            let changed = s.give_back_scheduled(&self.give_backs).await?;
+            as_foreseen(
+                "the wave's entries given back",
+                changed,
+                self.give_backs.len(),
             )?;
         }
         if !self.unschedules.is_empty() {
@@ -376,21 +407,17 @@ impl Statements for Gather<'_> {
         mark: &InboxMark,
         _: &InboxSettle<'_>,
     ) -> Result<u64, StoreError> {
-        let Some(own) = self
-            .set()
-            .inbox
-            .as_ref()
-            .filter(|own| std::ptr::eq(*own, mark))
-        else {
-            return Err(self.refuse("a write that is not the write set's own"));
-        };
+        let own = self.own_mark(mark)?;
         self.touch(Row::Inbox(&own.handler, &own.event_id))?;
         self.settles.push(own);
         Ok(1)
     }
 
-    async fn release_inbox(&mut self, _: &InboxMark) -> Result<u64, StoreError> {
-        Err(self.refuse("an inbox claim is given back"))
+    async fn release_inbox(&mut self, mark: &InboxMark) -> Result<u64, StoreError> {
+        let own = self.own_mark(mark)?;
+        self.touch(Row::Inbox(&own.handler, &own.event_id))?;
+        self.releases.push(own);
+        Ok(1)
     }
 
     async fn complete_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
@@ -410,8 +437,11 @@ impl Statements for Gather<'_> {
         Err(self.refuse("a scheduler claim is retried"))
     }
 
-    async fn give_back_scheduled(&mut self, _: &ScheduledRelease) -> Result<u64, StoreError> {
-        Err(self.refuse("a scheduler claim is given back"))
+    async fn give_back_scheduled(&mut self, release: &ScheduledRelease) -> Result<u64, StoreError> {
+        let release = self.own_release(release)?;
+        self.touch(Row::Scheduled(&release.dedupe_key))?;
+        self.give_backs.push(release);
+        Ok(1)
     }
 
     async fn move_entry(
@@ -513,6 +543,19 @@ impl Statements for Gather<'_> {
 }
 
 impl<'w> Gather<'w> {
+    /// The inbox mark of the write set being gathered that `mark` is.
+    fn own_mark(&mut self, mark: &InboxMark) -> Result<&'w InboxMark, StoreError> {
+        match self
+            .set()
+            .inbox
+            .as_ref()
+            .filter(|own| std::ptr::eq(*own, mark))
+        {
+            Some(own) => Ok(own),
+            None => Err(self.refuse("a write that is not the write set's own")),
+        }
+    }
+
     /// The scheduler release of the write set being gathered that `release` is.
     fn own_release(
         &mut self,
