@@ -1,11 +1,11 @@
 //! A wave's write sets in a handful of statements: one per kind of write, not one per run.
 //!
 //! The protocol ([`apply`]) decides each write set's steps; here it decides them against a
-//! [`Gather`], which answers each write what it answers when all goes as it usually does (the
+//! gatherer, which answers each write what it answers when all goes as it usually does (the
 //! claim's row settled, every event inserted) and keeps it with the others of its kind. The
 //! store then writes each kind for the whole wave in one statement ([`WaveStatements`]), and the
 //! rows each changed are checked against what was foreseen. A write set that needs an answer
-//! the wave cannot foresee (a letter's status, a first failure, a claim given back), two write
+//! the wave cannot foresee (a letter's status, a first failure, a retry), two write
 //! sets touching the same row, or an answer not as foreseen (a stream moved, a claim lost, an
 //! error) leaves the wave to the store's exact way: it rolls back what the wave wrote and
 //! writes each write set alone, where each statement's answer decides the next step, and each
