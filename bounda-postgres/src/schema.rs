@@ -289,6 +289,63 @@ const MIGRATIONS: &[&str] = &[
         decided_at  TIMESTAMPTZ NOT NULL
     );
     ",
+    // 12: placing reads its own events by id alone. Its plans are kept for the connection's
+    // life, and were made when the log was small: the events it had just placed were found by
+    // scanning the whole log (the first and last of them by walking the positions from the
+    // first), a scan a wave paid on every commit, longer as the log grew. Its events are now
+    // read once, their first and last positions taken from that read, and no plan of it scans
+    // a table (`enable_seqscan` is off while it runs: each of its reads has an index). What
+    // it writes, and when, is as before.
+    "
+    CREATE OR REPLACE FUNCTION {t}place(mine TEXT[], skip TEXT[])
+    RETURNS TABLE (event_id TEXT, event_position BIGINT)
+    LANGUAGE plpgsql
+    SET enable_seqscan = off
+    AS $$
+    DECLARE
+        head_position BIGINT;
+        given BIGINT;
+        ids TEXT[];
+        positions BIGINT[];
+        first_mine BIGINT;
+        last_mine BIGINT;
+    BEGIN
+        -- What this transaction writes is durable once anything that read it is: a later
+        -- commit's flush flushes this one too. So it does not wait for the disk itself.
+        PERFORM set_config('synchronous_commit', 'off', true);
+        LOOP
+            EXIT WHEN NOT EXISTS (SELECT 1 FROM {t}events e WHERE e.position < 0);
+            -- Each statement reads what committed before it: after the lock, every event an
+            -- earlier placer placed is seen placed.
+            SELECT h.position INTO head_position FROM {t}head h WHERE h.id = 1 FOR UPDATE;
+            WITH waiting AS (
+                SELECT e.position AS placeholder,
+                       head_position + row_number() OVER (ORDER BY e.position DESC) AS assigned
+                FROM {t}events e WHERE e.position < 0
+                ORDER BY e.position DESC LIMIT 10000)
+            UPDATE {t}events e SET position = waiting.assigned FROM waiting
+            WHERE e.position = waiting.placeholder;
+            GET DIAGNOSTICS given = ROW_COUNT;
+            UPDATE {t}head h SET position = head_position + given WHERE h.id = 1;
+            EXIT WHEN given < 10000;
+        END LOOP;
+        IF cardinality(mine) > 0 THEN
+            -- With the arrays beside them, the first and last are not read along the positions.
+            SELECT array_agg(e.id), array_agg(e.position), min(e.position), max(e.position)
+            INTO ids, positions, first_mine, last_mine
+            FROM {t}events e WHERE e.id = ANY(mine);
+            -- Subscribers that take none of these events, standing just before them, move past
+            -- them, if no one else's events are among them.
+            IF cardinality(skip) > 0 AND first_mine > 0
+                AND last_mine - first_mine + 1 = cardinality(mine) THEN
+                UPDATE {t}checkpoints c SET position = last_mine
+                WHERE c.subscriber = ANY(skip) AND c.position = first_mine - 1;
+            END IF;
+            RETURN QUERY SELECT * FROM unnest(ids, positions);
+        END IF;
+    END
+    $$
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in

@@ -20,8 +20,18 @@ pub fn tables_after(migrations: &[&str], version: usize) -> Result<Vec<String>, 
 
 /// The tables the statements of one migration create, in order, named as written (a store's
 /// placeholders kept). Refuses a migration with a statement other than `CREATE TABLE` or
-/// `CREATE [UNIQUE] INDEX`: dropping its tables would not undo it.
+/// `CREATE [UNIQUE] INDEX`: dropping its tables would not undo it. A migration that only
+/// replaces a function with one answering the same creates none.
 pub fn created_tables(migration: &str) -> Result<Vec<String>, StoreError> {
+    // A migration that replaces a function (one statement, whose body holds `;`s) creates no
+    // table: it changes how the function works, not what it answers, so a database taken back
+    // keeps it, and the build before reads it as its own.
+    if migration
+        .trim_start()
+        .starts_with("CREATE OR REPLACE FUNCTION")
+    {
+        return Ok(Vec::new());
+    }
     let mut tables = Vec::new();
     for statement in migration.split(';').map(str::trim) {
         if statement.is_empty() || statement.starts_with("CREATE INDEX") {
@@ -78,6 +88,12 @@ mod tests {
         ];
         assert_eq!(tables_after(&migrations, 1).unwrap(), ["b", "c"]);
         assert!(tables_after(&migrations, 3).unwrap().is_empty());
+        let replaced = "CREATE OR REPLACE FUNCTION {t}f() RETURNS INT LANGUAGE plpgsql AS $$
+            BEGIN PERFORM 1; RETURN 1; END $$";
+        assert!(
+            created_tables(replaced).unwrap().is_empty(),
+            "a function replaced creates no table, whatever its body holds"
+        );
         assert!(
             tables_after(&migrations, 4).is_err(),
             "a schema this build does not know"
