@@ -196,62 +196,118 @@ fn insert_deadlines(
     tx.commit().expect("cannot commit the deadlines");
 }
 
-/// Runs `units` units of `work` on `conn`, committing every `per_tx`, and returns the rate in
-/// units per second. Only this loop is timed.
+/// How a floor's statements carry its writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// A statement per row: what a loop over the units does.
+    PerRow,
+    /// A statement per table for each transaction's units: multi-row `INSERT`s and `UPDATE`s
+    /// of a list of keys, the least the server can be asked to do for the same rows.
+    PerTable,
+}
+
+/// Runs `units` units of work on `conn`, `per_tx` to a transaction, and returns the rate in
+/// units per second: `work` does the units of one transaction. Only this loop is timed.
 fn timed(
     conn: &mut Connection,
     units: usize,
     per_tx: usize,
-    mut work: impl FnMut(&Connection, usize),
+    mut work: impl FnMut(&Connection, std::ops::Range<usize>),
 ) -> f64 {
     let start = Instant::now();
     let mut done = 0;
     while done < units {
         let tx = conn.transaction().expect("the floor cannot begin");
         let end = (done + per_tx).min(units);
-        for unit in done..end {
-            work(&tx, unit);
-        }
+        work(&tx, done..end);
         tx.commit().expect("the floor cannot commit");
         done = end;
     }
     units as f64 / start.elapsed().as_secs_f64()
 }
 
+/// `rows` tuples of `columns` anonymous parameters: `(?, ?), (?, ?)`.
+fn tuples(rows: usize, columns: usize) -> String {
+    let tuple = format!("({})", vec!["?"; columns].join(", "));
+    vec![tuple; rows].join(", ")
+}
+
+/// Appends one event per `(aggregate_id, number)` of `rows` in one statement, numbering them
+/// on from `next`, as [`insert_event`] does one.
+fn insert_events(
+    conn: &Connection,
+    next: &mut u64,
+    aggregate_type: &str,
+    rows: &[String],
+    version: u64,
+    event_type: &str,
+) {
+    let mut values: Vec<rusqlite::types::Value> = Vec::with_capacity(rows.len() * 8);
+    for aggregate_id in rows {
+        *next += 1;
+        values.extend(
+            [
+                event_id(*next),
+                aggregate_type.to_owned(),
+                aggregate_id.clone(),
+                version.to_string(),
+                event_type.to_owned(),
+                format!(r#"{{"ticket_id":"{aggregate_id}"}}"#),
+                NOW.to_owned(),
+                METADATA.to_owned(),
+            ]
+            .map(rusqlite::types::Value::Text),
+        );
+    }
+    conn.prepare_cached(&format!(
+        "INSERT INTO bounda_events
+             (id, aggregate_type, aggregate_id, version, type, payload, timestamp, metadata)
+         VALUES {}",
+        tuples(rows.len(), 8)
+    ))
+    .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(values)))
+    .expect("the floor cannot append its events");
+}
+
 /// Deadline firings, on a file that may hold pending instances already (see `pending`): per
 /// firing, select the first due row, append one event, move the row to the instance's next
 /// moment (as bounda re-arms it at the timeout).
-pub fn deadline_firings(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
+pub fn deadline_firings(path: &Path, mode: Mode, units: usize, per_tx: usize, way: Way) -> f64 {
     let mut conn = open(path, mode);
     // What bounda's file holds before its firings: each ticket's `TicketOpened` and each
     // instance's `ProcessStarted`, one scheduler row per instance, and the pending rows.
     let mut next = prefill_events(&mut conn, units * 2);
     insert_deadlines(&mut conn, "due-", units, DUE, |n| scramble_key("due-", n));
     checkpoint(&conn);
-    let fired = timed(&mut conn, units, per_tx, |conn, _| {
-        let (key, instance): (String, String) = conn
-            .prepare_cached(
-                "SELECT dedupe_key, aggregate_id FROM bounda_scheduled_commands
+    let fired = timed(&mut conn, units, per_tx, |conn, batch| {
+        if way == Way::PerTable {
+            return fire_per_table(conn, &mut next, batch.len());
+        }
+        for _ in batch {
+            let (key, instance): (String, String) = conn
+                .prepare_cached(
+                    "SELECT dedupe_key, aggregate_id FROM bounda_scheduled_commands
                  WHERE execute_at <= ?1 AND claimed_at IS NULL
                  ORDER BY execute_at, dedupe_key LIMIT 1",
+                )
+                .and_then(|mut statement| {
+                    statement.query_row([NOW], |row| Ok((row.get(0)?, row.get(1)?)))
+                })
+                .expect("the floor found no due deadline");
+            insert_event(
+                conn,
+                &mut next,
+                "process:Expiry",
+                &instance,
+                2,
+                "ProcessDeadlineReached",
+            );
+            conn.prepare_cached(
+                "UPDATE bounda_scheduled_commands SET execute_at = ?2 WHERE dedupe_key = ?1",
             )
-            .and_then(|mut statement| {
-                statement.query_row([NOW], |row| Ok((row.get(0)?, row.get(1)?)))
-            })
-            .expect("the floor found no due deadline");
-        insert_event(
-            conn,
-            &mut next,
-            "process:Expiry",
-            &instance,
-            2,
-            "ProcessDeadlineReached",
-        );
-        conn.prepare_cached(
-            "UPDATE bounda_scheduled_commands SET execute_at = ?2 WHERE dedupe_key = ?1",
-        )
-        .and_then(|mut statement| statement.execute(params![key, TIMEOUT]))
-        .expect("the floor cannot move a deadline");
+            .and_then(|mut statement| statement.execute(params![key, TIMEOUT]))
+            .expect("the floor cannot move a deadline");
+        }
     });
     let left: u64 = conn
         .query_row(
@@ -264,13 +320,67 @@ pub fn deadline_firings(path: &Path, mode: Mode, units: usize, per_tx: usize) ->
     fired
 }
 
+/// A transaction's `count` firings in a statement per table: the first due rows read, their
+/// events appended, their rows moved to the timeout.
+fn fire_per_table(conn: &Connection, next: &mut u64, count: usize) {
+    let due: Vec<(String, String)> = conn
+        .prepare_cached(
+            "SELECT dedupe_key, aggregate_id FROM bounda_scheduled_commands
+             WHERE execute_at <= ?1 AND claimed_at IS NULL
+             ORDER BY execute_at, dedupe_key LIMIT ?2",
+        )
+        .and_then(|mut statement| {
+            statement
+                .query_map(params![NOW, count as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })?
+                .collect()
+        })
+        .expect("the floor found no due deadlines");
+    assert_eq!(due.len(), count, "the floor found too few due deadlines");
+    let instances: Vec<String> = due.iter().map(|(_, instance)| instance.clone()).collect();
+    insert_events(
+        conn,
+        next,
+        "process:Expiry",
+        &instances,
+        2,
+        "ProcessDeadlineReached",
+    );
+    let mut values: Vec<String> = vec![TIMEOUT.to_owned()];
+    values.extend(due.into_iter().map(|(key, _)| key));
+    conn.prepare_cached(&format!(
+        "UPDATE bounda_scheduled_commands SET execute_at = ? WHERE dedupe_key IN ({})",
+        vec!["?"; count].join(", ")
+    ))
+    .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(values)))
+    .expect("the floor cannot move its deadlines");
+}
+
 /// Reactions: per reaction, mark the event done in the inbox and append the command's event.
-pub fn reactions(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
+pub fn reactions(path: &Path, mode: Mode, units: usize, per_tx: usize, way: Way) -> f64 {
     let mut conn = open(path, mode);
     let mut next = prefill_events(&mut conn, units);
     checkpoint(&conn);
-    timed(&mut conn, units, per_tx, |conn, unit| {
-        conn.prepare_cached(
+    timed(&mut conn, units, per_tx, |conn, batch| {
+        if way == Way::PerTable {
+            let mut values: Vec<String> = Vec::with_capacity(batch.len());
+            for unit in batch.clone() {
+                values.push(event_id(unit as u64 + 1));
+            }
+            conn.prepare_cached(&format!(
+                "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+                 VALUES {}",
+                vec![format!("('acknowledge_on_ticket_opened', ?, 'done', 1, '{START}', 'claim')"); batch.len()].join(", ")
+            ))
+            .and_then(|mut statement| statement.execute(rusqlite::params_from_iter(values)))
+            .expect("the floor cannot mark the inbox");
+            let tickets: Vec<String> = batch.map(ticket).collect();
+            insert_events(conn, &mut next, "Ticket", &tickets, 2, "TicketAcknowledged");
+            return;
+        }
+        for unit in batch {
+            conn.prepare_cached(
             "INSERT INTO bounda_inbox (handler, event_id, status, attempts, claimed_at, claim_id)
              VALUES ('acknowledge_on_ticket_opened', ?1, 'done', 1, ?2, ?3)",
         )
@@ -278,14 +388,15 @@ pub fn reactions(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
             statement.execute(params![event_id(unit as u64 + 1), START, "claim"])
         })
         .expect("the floor cannot mark the inbox");
-        insert_event(
-            conn,
-            &mut next,
-            "Ticket",
-            &ticket(unit),
-            2,
-            "TicketAcknowledged",
-        );
+            insert_event(
+                conn,
+                &mut next,
+                "Ticket",
+                &ticket(unit),
+                2,
+                "TicketAcknowledged",
+            );
+        }
     })
 }
 
@@ -294,8 +405,10 @@ pub fn commands(path: &Path, mode: Mode, units: usize, per_tx: usize) -> f64 {
     let mut conn = open(path, mode);
     let mut next = 0;
     checkpoint(&conn);
-    timed(&mut conn, units, per_tx, |conn, unit| {
-        insert_event(conn, &mut next, "Ticket", &ticket(unit), 1, "TicketOpened");
+    timed(&mut conn, units, per_tx, |conn, batch| {
+        for unit in batch {
+            insert_event(conn, &mut next, "Ticket", &ticket(unit), 1, "TicketOpened");
+        }
     })
 }
 
@@ -372,21 +485,34 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         for (n, per_tx) in [(1, 1), (7, 3)] {
             let name = |what: &str| dir.path().join(format!("{what}-{n}.db"));
-            assert!(deadline_firings(&name("d"), Mode::Normal, 5, per_tx) > 0.0);
-            assert!(reactions(&name("r"), Mode::Normal, 5, per_tx) > 0.0);
+            for way in [Way::PerRow, Way::PerTable] {
+                let name = |what: &str| dir.path().join(format!("{what}-{n}-{way:?}.db"));
+                assert!(deadline_firings(&name("d"), Mode::Normal, 5, per_tx, way) > 0.0);
+                assert!(reactions(&name("r"), Mode::Normal, 5, per_tx, way) > 0.0);
+            }
             assert!(commands(&name("c"), Mode::Normal, 5, per_tx) > 0.0);
             assert!(projections(&name("p"), Mode::Normal, 5, per_tx) > 0.0);
         }
-        let conn = Connection::open(dir.path().join("d-7.db")).expect("the floor's file");
-        let (events, left): (u64, u64) = conn
-            .query_row(
-                "SELECT (SELECT COUNT(*) FROM bounda_events WHERE type = 'ProcessDeadlineReached'),
-                        (SELECT COUNT(*) FROM bounda_scheduled_commands)",
-                [],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .expect("counts");
-        assert_eq!((events, left), (5, 5), "five fired and moved on");
+        for way in ["PerRow", "PerTable"] {
+            let conn = Connection::open(dir.path().join(format!("d-7-{way}.db")))
+                .expect("the floor's file");
+            let (events, left, moved): (u64, u64, u64) = conn
+                .query_row(
+                    "SELECT (SELECT COUNT(*) FROM bounda_events
+                             WHERE type = 'ProcessDeadlineReached'),
+                            (SELECT COUNT(*) FROM bounda_scheduled_commands),
+                            (SELECT COUNT(*) FROM bounda_scheduled_commands
+                             WHERE execute_at = ?1)",
+                    [TIMEOUT],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )
+                .expect("counts");
+            assert_eq!(
+                (events, left, moved),
+                (5, 5, 5),
+                "{way}: five fired and moved on"
+            );
+        }
     }
 
     #[test]

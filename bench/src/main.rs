@@ -173,6 +173,15 @@ fn floors(files: &Files, name: &str, run: impl Fn(&Path, usize) -> f64) -> (f64,
     (one, hundred)
 }
 
+/// The note of a row beside its floor in a statement per table, 100 per commit.
+fn per_table_note(what: &str, mode: &str, bounda: f64, floor: f64) -> String {
+    format!(
+        "{what} ({mode}): floor in a statement per table per commit of 100 {floor:.0}/s; \
+         bounda / that floor {}",
+        table::ratio(bounda, floor)
+    )
+}
+
 /// A table row from bounda's measurement and the floors' rates.
 fn row(what: &str, mode: &'static str, measured: Measured, (floor1, floor100): (f64, f64)) -> Row {
     let row = Row {
@@ -226,10 +235,25 @@ async fn postgres_rows(
                     continue;
                 }
                 let floors = (
-                    postgres::floor(job, units, workers, 1, route).await,
-                    postgres::floor(job, units, workers, 100, route).await,
+                    postgres::floor(job, units, workers, 1, route, floor::Way::PerRow).await,
+                    postgres::floor(job, units, workers, 100, route, floor::Way::PerRow).await,
                 );
+                let per_table = match workers {
+                    1 => Some(
+                        postgres::floor(job, units, workers, 100, route, floor::Way::PerTable)
+                            .await,
+                    ),
+                    _ => None,
+                };
                 let measured = postgres::work(job, units, workers, route).await;
+                if let Some(per_table) = per_table {
+                    notes.push(per_table_note(
+                        &what,
+                        route.label(),
+                        measured.rate(),
+                        per_table,
+                    ));
+                }
                 let mut row = row(&what, route.label(), measured, floors);
                 row.tx_per_unit = None;
                 row.rss_kib = None;
@@ -362,11 +386,11 @@ async fn pending_rows(
             let pending_floors = (
                 {
                     base.reset();
-                    floor::deadline_firings(base.path(), mode, fired, 1)
+                    floor::deadline_firings(base.path(), mode, fired, 1, floor::Way::PerRow)
                 },
                 {
                     base.reset();
-                    floor::deadline_firings(base.path(), mode, fired, 100)
+                    floor::deadline_firings(base.path(), mode, fired, 100, floor::Way::PerRow)
                 },
             );
             let row = row(&what, mode.label(), median, pending_floors);
@@ -494,13 +518,26 @@ async fn main() {
         let mut deadline_floors = || {
             *deadline_floors.get_or_insert_with(|| {
                 floors(&files, "deadlines", |path, per_tx| {
-                    floor::deadline_firings(path, mode, n, per_tx)
+                    floor::deadline_firings(path, mode, n, per_tx, floor::Way::PerRow)
                 })
             })
         };
         if wants("deadline firings") {
             let firings =
                 measure::deadline_firings(files.fresh("deadlines").path(), mode, n, 100).await;
+            let per_table = floor::deadline_firings(
+                files.fresh("deadlines-floor-per-table").path(),
+                mode,
+                n,
+                100,
+                floor::Way::PerTable,
+            );
+            notes.push(per_table_note(
+                "deadline firings",
+                mode.label(),
+                firings.rate(),
+                per_table,
+            ));
             rows.push(row(
                 "deadline firings",
                 mode.label(),
@@ -662,9 +699,24 @@ async fn main() {
             }
             let reactions =
                 measure::reactions(files.fresh("reactions").path(), mode, n, beside_paused).await;
+            if !beside_paused {
+                let per_table = floor::reactions(
+                    files.fresh("reactions-floor-per-table").path(),
+                    mode,
+                    n,
+                    100,
+                    floor::Way::PerTable,
+                );
+                notes.push(per_table_note(
+                    what,
+                    mode.label(),
+                    reactions.rate(),
+                    per_table,
+                ));
+            }
             let measured_floors = *reaction_floors.get_or_insert_with(|| {
                 floors(&files, "reactions", |path, per_tx| {
-                    floor::reactions(path, mode, n, per_tx)
+                    floor::reactions(path, mode, n, per_tx, floor::Way::PerRow)
                 })
             });
             rows.push(row(what, mode.label(), reactions, measured_floors));

@@ -16,6 +16,7 @@ use tokio_postgres::Client;
 use crate::domain::AcknowledgeOnTicketOpened;
 use crate::domain::expiry::Expiry;
 use crate::domain::tracking::Tracking;
+use crate::floor::Way;
 use crate::measure::{Measured, open_tickets, settle};
 
 /// What the workers do.
@@ -303,7 +304,17 @@ pub async fn worker(job: Job, url: &str, schema: &str) {
 ///   the command's event; each connection takes its share of the tickets, known beforehand.
 /// - Process steps: per step, the inbox mark, the instance's first lifecycle event, and its
 ///   timeout's scheduler row.
-pub async fn floor(job: Job, units: usize, connections: usize, per_tx: usize, route: Route) -> f64 {
+///
+/// With [`Way::PerTable`], each transaction's units go in a statement per table: the due rows
+/// taken and moved in one, the events appended in one (`unnest`), the inbox marks in one.
+pub async fn floor(
+    job: Job,
+    units: usize,
+    connections: usize,
+    per_tx: usize,
+    route: Route,
+    way: Way,
+) -> f64 {
     let (url, schema, store) = fresh("floor").await;
     drop(store);
     let t = format!("\"{schema}\".");
@@ -333,10 +344,10 @@ pub async fn floor(job: Job, units: usize, connections: usize, per_tx: usize, ro
             let (url, t) = (reach.url.clone(), t.clone());
             tokio::spawn(async move {
                 match job {
-                    Job::Firings => fire_plainly(url, t, per_tx).await,
+                    Job::Firings => fire_plainly(url, t, per_tx, way).await,
                     Job::Reactions | Job::Steps => {
                         let share: Vec<usize> = (c..units).step_by(connections).collect();
-                        react_plainly(url, t, job, per_tx, share).await
+                        react_plainly(url, t, job, per_tx, share, way).await
                     }
                 }
             })
@@ -359,8 +370,12 @@ async fn react_plainly(
     job: Job,
     per_tx: usize,
     share: Vec<usize>,
+    way: Way,
 ) -> usize {
     let mut client = client(&url).await;
+    if way == Way::PerTable {
+        return react_per_table(&mut client, &t, job, per_tx, &share).await;
+    }
     let handler = match job {
         Job::Steps => "Tracking",
         Job::Firings | Job::Reactions => "acknowledge_on_ticket_opened",
@@ -423,8 +438,11 @@ async fn react_plainly(
 
 /// One of the floor's connections: fires until nothing is due, `per_tx` per commit; answers
 /// how many it fired.
-async fn fire_plainly(url: String, t: String, per_tx: usize) -> usize {
+async fn fire_plainly(url: String, t: String, per_tx: usize, way: Way) -> usize {
     let mut client = client(&url).await;
+    if way == Way::PerTable {
+        return fire_per_table(&mut client, &t, per_tx).await;
+    }
     let take = client
         .prepare(&format!(
             "UPDATE {t}scheduled_commands s SET execute_at = '{TIMEOUT}'
@@ -465,6 +483,124 @@ async fn fire_plainly(url: String, t: String, per_tx: usize) -> usize {
             return fired;
         }
     }
+}
+
+/// As [`fire_plainly`], each transaction's firings in a statement per table: the due rows
+/// taken and moved to the timeout in one, their events appended in one.
+async fn fire_per_table(client: &mut Client, t: &str, per_tx: usize) -> usize {
+    let take = client
+        .prepare(&format!(
+            "UPDATE {t}scheduled_commands s SET execute_at = '{TIMEOUT}'
+             WHERE s.dedupe_key IN (
+                 SELECT dedupe_key FROM {t}scheduled_commands
+                 WHERE execute_at <= '{NOW}' AND claimed_at IS NULL
+                 ORDER BY execute_at, dedupe_key LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING s.aggregate_id"
+        ))
+        .await
+        .expect("the floor's take");
+    let append = client
+        .prepare(&format!(
+            "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
+                 timestamp, metadata)
+             SELECT 'fired-' || i, 'process:Expiry', i, 2, 'ProcessDeadlineReached',
+                 json_build_object('field', 'expires'), '{NOW}', '{{}}'
+             FROM unnest($1::text[]) AS i"
+        ))
+        .await
+        .expect("the floor's append");
+    let limit = i64::try_from(per_tx).unwrap_or(i64::MAX);
+    let mut fired = 0;
+    loop {
+        let tx = client.transaction().await.expect("the floor cannot begin");
+        let instances: Vec<String> = tx
+            .query(&take, &[&limit])
+            .await
+            .expect("due deadlines")
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        if !instances.is_empty() {
+            tx.execute(&append, &[&instances])
+                .await
+                .expect("the floor's append");
+        }
+        tx.commit().await.expect("the floor cannot commit");
+        fired += instances.len();
+        if instances.len() < per_tx {
+            return fired;
+        }
+    }
+}
+
+/// As [`react_plainly`], each transaction's reactions or steps in a statement per table: the
+/// inbox marks in one, the events in one, the timeouts in one.
+async fn react_per_table(
+    client: &mut Client,
+    t: &str,
+    job: Job,
+    per_tx: usize,
+    share: &[usize],
+) -> usize {
+    let handler = match job {
+        Job::Steps => "Tracking",
+        Job::Firings | Job::Reactions => "acknowledge_on_ticket_opened",
+    };
+    let (stream, version) = match job {
+        Job::Steps => ("process:Tracking", 1),
+        Job::Firings | Job::Reactions => ("Ticket", 2),
+    };
+    let mark = client
+        .prepare(&format!(
+            "INSERT INTO {t}inbox (handler, event_id, status, attempts, claimed_at, claim_id)
+             SELECT '{handler}', 'setup-' || n, 'succeeded', 1, '{NOW}', 'floor'
+             FROM unnest($1::text[]) AS n"
+        ))
+        .await
+        .expect("the floor's inbox mark");
+    let append = client
+        .prepare(&format!(
+            "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
+                 timestamp, metadata)
+             SELECT '{}-' || n, '{stream}', 't-' || n, {version}, '{}',
+                 json_build_object('ticket_id', 't-' || n), '{NOW}', '{{}}'
+             FROM unnest($1::text[]) AS n",
+            job.name(),
+            job.event_type()
+        ))
+        .await
+        .expect("the floor's append");
+    let timeout = client
+        .prepare(&format!(
+            "INSERT INTO {t}scheduled_commands
+                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+             SELECT 'timeout-' || n, 'bounda.ProcessDeadline', 't-' || n,
+                 json_build_object('instance', 't-' || n, 'process', 'Tracking'), '{TIMEOUT}',
+                 '{{}}'
+             FROM unnest($1::text[]) AS n"
+        ))
+        .await
+        .expect("the floor's scheduler row");
+    let mut done = 0;
+    for chunk in share.chunks(per_tx.max(1)) {
+        // The tickets' numbers as the setup wrote them, from 1.
+        let numbers: Vec<String> = chunk.iter().map(|n| (n + 1).to_string()).collect();
+        let tx = client.transaction().await.expect("the floor cannot begin");
+        tx.execute(&mark, &[&numbers])
+            .await
+            .expect("the floor's inbox marks");
+        tx.execute(&append, &[&numbers])
+            .await
+            .expect("the floor's append");
+        if job == Job::Steps {
+            tx.execute(&timeout, &[&numbers])
+                .await
+                .expect("the floor's scheduler rows");
+        }
+        tx.commit().await.expect("the floor cannot commit");
+        done += chunk.len();
+    }
+    done
 }
 
 /// How the processes reach the server.
