@@ -199,9 +199,9 @@ impl Store for PostgresStore {
     /// transaction per 50 write sets, a savepoint each (group commit), each write set failing
     /// alone.
     async fn commit_many(&self, writes: &[WriteSet]) -> Vec<Result<Committed, CommitError>> {
-        let ways: &[Way] = match writes.len() {
-            0 | 1 => &[Way::Pipelined],
-            _ => &[Way::Wave, Way::Pipelined],
+        let ways: &[Way] = match bounda::store::protocol::wave::worth_a_wave(writes) {
+            false => &[Way::Pipelined],
+            true => &[Way::Wave, Way::Pipelined],
         };
         for way in ways {
             match self

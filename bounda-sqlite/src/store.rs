@@ -145,7 +145,7 @@ impl Store for SqliteStore {
         };
         // The wave in a statement per kind of write; written the exact way, each write set in
         // a savepoint of its own, when that does not go as foreseen.
-        if writes.len() > 1 {
+        if bounda::store::protocol::wave::worth_a_wave(writes) {
             match crate::wave::write(&mut tx, writes) {
                 Ok(Some(committed)) => {
                     return match tx.commit() {

@@ -108,6 +108,18 @@ pub struct PlacedAppend<'a> {
     pub first_position: u64,
 }
 
+/// Whether `writes` are worth writing as a wave: more than one of them writes a run's outcome
+/// (a claim of the next batch aside). A wave costs a little before its first row (the
+/// gathering, and a savepoint or a read of the last position on some stores), which a batch of
+/// one would pay for nothing.
+pub fn worth_a_wave(writes: &[WriteSet]) -> bool {
+    writes
+        .iter()
+        .filter(|writes| writes.claim_due.is_none())
+        .nth(1)
+        .is_some()
+}
+
 /// Writes `writes` as a wave, inside a transaction or savepoint: `Some` answers when every
 /// write set could be gathered and every statement answered as foreseen, for the caller to
 /// commit; `None` when not, and the caller rolls back what was written and writes them the
@@ -575,7 +587,26 @@ impl<'w> Gather<'w> {
 
 #[cfg(test)]
 mod tests {
-    use super::chained;
+    use super::{chained, worth_a_wave};
+    use crate::store::write_set::{ClaimDue, WriteSet};
+
+    #[test]
+    fn a_wave_is_worth_it_from_two_runs_a_claim_aside() {
+        let run = WriteSet::default;
+        let claim = || WriteSet {
+            claim_due: Some(ClaimDue {
+                claim_id: "c".into(),
+                now: "2026-01-01T00:00:00Z".parse().expect("a moment"),
+                lease: crate::duration::seconds(60),
+                limit: 100,
+            }),
+            ..WriteSet::default()
+        };
+        assert!(!worth_a_wave(&[]));
+        assert!(!worth_a_wave(&[run(), claim()]), "a batch of one");
+        assert!(worth_a_wave(&[run(), run(), claim()]));
+        assert!(worth_a_wave(&[run(), run()]));
+    }
 
     #[test]
     fn a_subscribers_chain_of_moves_is_one_move() {
