@@ -116,6 +116,119 @@ async fn listed(store: &dyn Store, prefix: Option<&str>) -> Vec<InstanceRow> {
         .unwrap()
 }
 
+// issue 47: a wave of steps of several instances (one starting, steps of every shape: a step
+// that moves the deadline, one that completes, one that arms a deadline on a failed row, one
+// that only re-arms) lands each row as a commit of its own would.
+pub async fn a_wave_of_steps_writes_each_row_as_alone(store: &dyn Store) {
+    let at = t0();
+    let later = at + minutes(5);
+    let start = |id: &str| InstanceChange {
+        at: Some(at),
+        started: Some(format!("c-{id}")),
+        next_due: NextDue::At(at + minutes(60)),
+        ..change("Payment", id)
+    };
+    for id in ["o-1", "o-2", "o-3", "o-4"] {
+        let started = step("Payment", id, 0, &["ProcessStarted"], at, "c-0", start(id));
+        store.commit(&started).await.unwrap();
+    }
+    let failed = InstanceChange {
+        at: Some(at),
+        status: Some(InstanceStatus::Failed),
+        next_due: NextDue::Clear,
+        ..change("Payment", "o-3")
+    };
+    store
+        .commit(&step(
+            "Payment",
+            "o-3",
+            1,
+            &["ProcessFailed"],
+            at,
+            "c-0",
+            failed,
+        ))
+        .await
+        .unwrap();
+    let wave = vec![
+        step(
+            "Payment",
+            "o-1",
+            1,
+            &["ProcessHandled"],
+            later,
+            "c-1",
+            InstanceChange {
+                at: Some(later),
+                next_due: NextDue::At(at + minutes(90)),
+                ..change("Payment", "o-1")
+            },
+        ),
+        step(
+            "Payment",
+            "o-2",
+            1,
+            &["ProcessCompleted"],
+            later,
+            "c-2",
+            InstanceChange {
+                at: Some(later),
+                status: Some(InstanceStatus::Completed),
+                next_due: NextDue::Clear,
+                ..change("Payment", "o-2")
+            },
+        ),
+        // Arming a deadline on a failed row leaves it without one.
+        WriteSet {
+            instances: vec![InstanceChange {
+                next_due: NextDue::At(at + minutes(30)),
+                ..change("Payment", "o-3")
+            }],
+            ..WriteSet::default()
+        },
+        WriteSet {
+            instances: vec![InstanceChange {
+                next_due: NextDue::At(at + minutes(45)),
+                ..change("Payment", "o-4")
+            }],
+            ..WriteSet::default()
+        },
+        step(
+            "Payment",
+            "o-5",
+            0,
+            &["ProcessStarted"],
+            later,
+            "c-5",
+            InstanceChange {
+                at: Some(later),
+                started: Some("c-5".into()),
+                next_due: NextDue::At(later + minutes(60)),
+                ..change("Payment", "o-5")
+            },
+        ),
+    ];
+    for result in store.commit_many(&wave).await {
+        result.unwrap();
+    }
+    let rows: BTreeMap<String, (InstanceStatus, Instant, Option<Instant>)> = listed(store, None)
+        .await
+        .into_iter()
+        .map(|row| (row.instance_id, (row.status, row.updated_at, row.next_due)))
+        .collect();
+    let running = InstanceStatus::Running;
+    assert_eq!(
+        rows.into_iter().collect::<Vec<_>>(),
+        [
+            ("o-1".into(), (running, later, Some(at + minutes(90)))),
+            ("o-2".into(), (InstanceStatus::Completed, later, None)),
+            ("o-3".into(), (InstanceStatus::Failed, at, None)),
+            ("o-4".into(), (running, at, Some(at + minutes(45)))),
+            ("o-5".into(), (running, later, Some(later + minutes(60)))),
+        ]
+    );
+}
+
 /// A step writes its instance's row in its transaction: started with the stream's first event
 /// (its moment and correlation), then only what a later step changes; a refused step writes
 /// none of it; a step of an instance whose row is missing makes it from the stream.

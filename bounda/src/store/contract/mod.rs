@@ -141,6 +141,7 @@ macro_rules! store_contract_tests {
     (instances: $make:expr) => {
         $crate::store_contract_tests!(@tests $make;
             an_instance_row_is_written_with_its_steps,
+            a_wave_of_steps_writes_each_row_as_alone,
             instances_are_listed_and_counted_as_the_model_says,
         );
     };
