@@ -210,7 +210,9 @@ async fn firings_of<P: bounda::Process>(
 /// What one deadline firing asks of the store: the calls of `units` firings (batch 100, FULL)
 /// on a store that counts them ([`Counting`]), untimed, by method, per firing.
 pub async fn store_calls_per_firing(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
-    let counting = Arc::new(Counting::new(open(path, Mode::Full)));
+    let store = open(path, Mode::Full);
+    store.count_statements().expect("cannot count statements");
+    let counting = Arc::new(Counting::new(Arc::clone(&store) as Arc<dyn bounda::store::Store>));
     let app = TestApp::new(
         App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
             .only_listed()
@@ -221,14 +223,17 @@ pub async fn store_calls_per_firing(path: &Path, units: usize) -> Vec<(&'static 
     open_tickets(&app, units).await;
     settle(&app, "starting the instances").await;
     counting.take();
+    let before = store.statements_run();
     app.clock().advance(hours(EXPIRES_AFTER_HOURS + 1));
     settle(&app, "firing the deadlines").await;
-    per_unit(counting.take(), units)
+    with_statements(per_unit(counting.take(), units), &store, before, units)
 }
 
 /// What one reaction asks of the store, counted as [`store_calls_per_firing`] counts a firing's.
 pub async fn store_calls_per_reaction(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
-    let counting = Arc::new(Counting::new(open(path, Mode::Full)));
+    let store = open(path, Mode::Full);
+    store.count_statements().expect("cannot count statements");
+    let counting = Arc::new(Counting::new(Arc::clone(&store) as Arc<dyn bounda::store::Store>));
     let app = TestApp::new(
         App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
             .only_listed()
@@ -238,8 +243,22 @@ pub async fn store_calls_per_reaction(path: &Path, units: usize) -> Vec<(&'stati
     .expect("cannot build the reaction app");
     open_tickets(&app, units).await;
     counting.take();
+    let before = store.statements_run();
     settle(&app, "reacting").await;
-    per_unit(counting.take(), units)
+    with_statements(per_unit(counting.take(), units), &store, before, units)
+}
+
+/// `calls` and the SQL statements `store` ran per unit since it had run `before`: what the
+/// store's calls cost it below (reads included, `BEGIN` and `COMMIT` too).
+fn with_statements(
+    mut calls: Vec<(&'static str, f64)>,
+    store: &SqliteStore,
+    before: u64,
+    units: usize,
+) -> Vec<(&'static str, f64)> {
+    let statements = store.statements_run() - before;
+    calls.push(("SQL statements", statements as f64 / units as f64));
+    calls
 }
 
 /// `calls`, each divided by `units`.
