@@ -212,7 +212,9 @@ async fn firings_of<P: bounda::Process>(
 pub async fn store_calls_per_firing(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
     let store = open(path, Mode::Full);
     store.count_statements().expect("cannot count statements");
-    let counting = Arc::new(Counting::new(Arc::clone(&store) as Arc<dyn bounda::store::Store>));
+    let counting = Arc::new(Counting::new(
+        Arc::clone(&store) as Arc<dyn bounda::store::Store>
+    ));
     let app = TestApp::new(
         App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
             .only_listed()
@@ -233,7 +235,9 @@ pub async fn store_calls_per_firing(path: &Path, units: usize) -> Vec<(&'static 
 pub async fn store_calls_per_reaction(path: &Path, units: usize) -> Vec<(&'static str, f64)> {
     let store = open(path, Mode::Full);
     store.count_statements().expect("cannot count statements");
-    let counting = Arc::new(Counting::new(Arc::clone(&store) as Arc<dyn bounda::store::Store>));
+    let counting = Arc::new(Counting::new(
+        Arc::clone(&store) as Arc<dyn bounda::store::Store>
+    ));
     let app = TestApp::new(
         App::builder_shared(Arc::clone(&counting) as Arc<dyn bounda::store::Store>)
             .only_listed()
