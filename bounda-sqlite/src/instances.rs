@@ -41,8 +41,9 @@ fn row(row: &Row<'_>) -> rusqlite::Result<InstanceRow> {
 /// Writes `change`: only the columns it changes, so an index on a column it leaves is not
 /// rewritten. A step updates its row in place; a row that is not kept yet (the instance starts
 /// here, or its row is missing) is made from the stream's first event, written before it in
-/// the same transaction.
-pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), StoreError> {
+/// the same transaction. Answers the rows written: 0 when it changes nothing, or when a new
+/// row finds no first event to be made from.
+pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<u64, StoreError> {
     // The columns it changes, with their values, numbered after the row's key (?1, ?2).
     let mut set: Vec<(&str, Value)> = Vec::new();
     if let Some(at) = change.at {
@@ -57,7 +58,7 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
         NextDue::Clear => set.push(("next_due", Value::Null)),
     }
     if set.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     // A deadline is kept only while the instance runs: a change that arms one without
     // changing the status (a failed start retried) leaves a failed row without it.
@@ -89,6 +90,7 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
         conn.prepare_cached(statement)
             .and_then(|mut s| s.execute(params_from_iter(values)))
             .map_err(sql("cannot write the instances index"))
+            .map(|changed| changed as u64)
     };
     // A step of a running instance finds its row: one write, no read of its stream.
     let updated = change.started.is_none()
@@ -100,7 +102,7 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
             values().collect(),
         )? > 0;
     if updated {
-        return Ok(());
+        return Ok(1);
     }
     // A new row, from the stream's first event and what the change sets.
     let column = |name: &str, default: &str| {
@@ -124,8 +126,7 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<(), St
             column("next_due", "NULL"),
         ),
         all,
-    )?;
-    Ok(())
+    )
 }
 
 /// The SQL of `query` on `bounda_instances`, with its values bound as SQLite takes them

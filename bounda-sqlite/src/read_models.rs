@@ -1,9 +1,7 @@
 //! Read models on SQLite: their tables in the same file as the log (`bounda_read_<name>`), a
 //! batch's rows written with its checkpoint in one write transaction.
 
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
 use bounda::Instant;
 use bounda::read_model::render::{self, Dialect, Statement, Target};
@@ -431,13 +429,9 @@ fn write_batch(
     let mut rows = SqliteRows { conn, target };
     // SQLite answers at once, so the projections finish in one poll; one that waits on
     // something else has called out, which a projection may not.
-    let mut applying = pin!(projector.apply(&mut rows));
-    match applying
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(result) => result.map(|()| Projected::Applied),
-        Poll::Pending => Err(ProjectError::Failed {
+    match bounda::store::protocol::at_once(projector.apply(&mut rows)) {
+        Some(result) => result.map(|()| Projected::Applied),
+        None => Err(ProjectError::Failed {
             event: 0,
             message:
                 "a projection waited on something other than its table; projections call no one: \

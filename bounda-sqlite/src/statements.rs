@@ -374,7 +374,8 @@ impl Statements for On<'_> {
     }
 
     async fn index_instance(&mut self, change: &InstanceChange) -> Result<(), StoreError> {
-        crate::instances::index(self.0, change)
+        crate::instances::index(self.0, change)?;
+        Ok(())
     }
 
     async fn claim_due(&mut self, claim: &ClaimDue) -> Result<Vec<ScheduledEntry>, StoreError> {

@@ -32,7 +32,11 @@ pub(crate) fn write(
     let savepoint = tx
         .savepoint()
         .map_err(sql("cannot open the wave's savepoint"))?;
-    let head = given(&savepoint)?;
+    // Only a wave that appends gives positions.
+    let head = match writes.iter().any(|writes| !writes.appends.is_empty()) {
+        true => given(&savepoint)?,
+        false => 0,
+    };
     let written =
         bounda::store::protocol::at_once(wave::apply_wave(&mut On(&savepoint), writes, Some(head)))
             .flatten();
@@ -398,8 +402,7 @@ impl WaveStatements for On<'_> {
         let (started, steps): (Vec<&InstanceChange>, Vec<&InstanceChange>) =
             changes.iter().partition(|change| change.started.is_some());
         for change in started {
-            crate::instances::index(self.0, change)?;
-            changed += 1;
+            changed += crate::instances::index(self.0, change)?;
         }
         let mut shapes: Vec<(Shape, Vec<&InstanceChange>)> = Vec::new();
         for change in steps {
