@@ -1,6 +1,6 @@
 //! What only the SQLite store promises: its pragmas, its migrations, its file.
 
-use bounda::store::{Append, Metadata, NewEvent, Store, WriteSet};
+use bounda::store::{Append, Metadata, NewEvent, ScheduledEntry, Store, WriteSet};
 use bounda_sqlite::{Options, SqliteStore, Synchronous};
 use rusqlite::Connection;
 
@@ -204,6 +204,72 @@ async fn a_wave_takes_a_few_statements_whatever_its_size_and_the_exact_way_when_
         "{exact} statements: each write set written alone, in a savepoint"
     );
     assert_eq!(store.head().await.expect("read"), 2 * SETS as u64 - 1);
+}
+
+// issue 47: a wave's reads are a statement per kind, whatever its size: the streams of a page
+// of instances with their snapshots, and the scheduler entries of a page of keys.
+#[tokio::test]
+async fn a_page_of_streams_or_entries_is_read_in_one_statement() {
+    const STREAMS: usize = 100;
+    let store = SqliteStore::in_memory().expect("a store");
+    let writes: Vec<WriteSet> = (0..STREAMS)
+        .map(|n| {
+            let mut writes = one_event(&format!("e-{n}"));
+            writes.appends[0].aggregate_id = format!("o-{n}");
+            // Every other stream has an entry keyed by its id.
+            if n % 2 == 0 {
+                writes.schedule.push(ScheduledEntry::new(
+                    &format!("o-{n}"),
+                    "Remind",
+                    &format!("o-{n}"),
+                    serde_json::json!({}),
+                    bounda::Instant::parse("2026-01-01T00:00:00Z").expect("a moment"),
+                ));
+            }
+            writes
+        })
+        .collect();
+    assert!(store.commit_many(&writes).await.iter().all(Result::is_ok));
+    store.count_statements().expect("counted");
+    let ids: Vec<String> = (0..STREAMS).rev().map(|n| format!("o-{n}")).collect();
+    let before = store.statements_run();
+    let tails = store.read_tails("Order", &ids).await.expect("read");
+    assert_eq!(
+        store.statements_run() - before,
+        1,
+        "one statement for {STREAMS} streams"
+    );
+    let read: Vec<(&str, usize)> = tails
+        .iter()
+        .map(|tail| (tail.aggregate_id.as_str(), tail.events.len()))
+        .collect();
+    let asked: Vec<(&str, usize)> = ids.iter().map(|id| (id.as_str(), 1)).collect();
+    assert_eq!(
+        read, asked,
+        "each stream with its event, in the order asked"
+    );
+
+    let before = store.statements_run();
+    let entries = store.scheduled_many(&ids).await.expect("read");
+    assert_eq!(
+        store.statements_run() - before,
+        1,
+        "one statement for {STREAMS} keys"
+    );
+    let keys: Vec<&str> = entries
+        .iter()
+        .map(|entry| entry.dedupe_key.as_str())
+        .collect();
+    let kept: Vec<&str> = ids
+        .iter()
+        .map(String::as_str)
+        .filter(|id| {
+            id.trim_start_matches("o-")
+                .parse::<usize>()
+                .is_ok_and(|n| n % 2 == 0)
+        })
+        .collect();
+    assert_eq!(keys, kept, "the entries kept, in the order asked");
 }
 
 // A group commit that cannot begin tells each of its write sets why: the lock under "cannot
