@@ -219,9 +219,9 @@ async fn a_page_of_streams_or_entries_is_read_in_one_statement() {
             // Every other stream has an entry keyed by its id.
             if n % 2 == 0 {
                 writes.schedule.push(ScheduledEntry::new(
-                    &format!("o-{n}"),
+                    format!("o-{n}"),
                     "Remind",
-                    &format!("o-{n}"),
+                    format!("o-{n}"),
                     serde_json::json!({}),
                     bounda::Instant::parse("2026-01-01T00:00:00Z").expect("a moment"),
                 ));
