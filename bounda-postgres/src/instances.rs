@@ -13,6 +13,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::names::Names;
+use crate::pipeline::{Expect, Owned, owned};
 use crate::rows;
 use crate::sql::{Session, Tx, execute, failed, query, query_one};
 
@@ -37,11 +38,13 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
 }
 
 /// The statements that write `changes` (no two of one instance), `{t}` naming the tables, each
-/// with its parameters and the rows it is foreseen to change: one per shape of change (which
-/// columns it sets), so an index on a column a change leaves is not rewritten. A row that is
-/// not kept yet (the instance starts here) is made from the stream's first event, written
-/// before it in the same transaction. A change that changes nothing has none.
-pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, crate::pipeline::Owned, u64)> {
+/// with its parameters and what it is foreseen to answer: one per shape of change (which
+/// columns it sets), so an index on a column a change leaves is not rewritten; then, for the
+/// changes that may move a deadline, one that brings their rows of `{t}pending_deadlines` to
+/// what the instance rows now hold. A row that is not kept yet (the instance starts here) is
+/// made from the stream's first event, written before it in the same transaction. A change
+/// that changes nothing has none.
+pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, Expect)> {
     let mut shapes: Vec<(Vec<&'static str>, Vec<&InstanceChange>)> = Vec::new();
     for change in changes
         .iter()
@@ -54,7 +57,7 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, crate::pipeline
             None => shapes.push((set, vec![change])),
         }
     }
-    shapes
+    let mut statements: Vec<(String, Owned, Expect)> = shapes
         .into_iter()
         .map(|(set, changes)| {
             let statement = format!(
@@ -78,7 +81,7 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, crate::pipeline
                     .map(|change| value(change).map(Instant::to_chrono))
                     .collect::<Vec<Option<DateTime<Utc>>>>()
             };
-            let params = crate::pipeline::owned![
+            let params = owned![
                 column(|change| Some(change.process.clone())),
                 column(|change| Some(change.instance_id.clone())),
                 moment(|change| change.at),
@@ -88,9 +91,59 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, crate::pipeline
                     NextDue::Keep | NextDue::Clear => None,
                 }),
             ];
-            (statement, params, changes.len() as u64)
+            (statement, params, Expect::Rows(changes.len() as u64))
         })
-        .collect()
+        .collect();
+    let moved: Vec<&InstanceChange> = changes
+        .iter()
+        .copied()
+        .filter(|change| change.status.is_some() || change.next_due != NextDue::Keep)
+        .collect();
+    if !moved.is_empty() {
+        let column = |value: fn(&InstanceChange) -> &String| -> Vec<String> {
+            moved.iter().map(|change| value(change).clone()).collect()
+        };
+        statements.push((
+            PEND.to_owned(),
+            owned![
+                column(|change| &change.process),
+                column(|change| &change.instance_id)
+            ],
+            Expect::Any,
+        ));
+    }
+    statements
+}
+
+/// Brings the rows of `{t}pending_deadlines` of the instances `$1`, `$2` (process, id) to what
+/// their instance rows hold: kept at the row's deadline, or gone when it has none. A deadline
+/// kept as it is is not rewritten.
+const PEND: &str = "
+    WITH c AS (
+        SELECT i.process, i.instance_id, i.next_due
+        FROM unnest($1::text[], $2::text[]) AS k (process, instance_id)
+        JOIN {t}instances i ON i.process = k.process AND i.instance_id = k.instance_id),
+    kept AS (
+        INSERT INTO {t}pending_deadlines AS d (process, instance_id, next_due)
+        SELECT process, instance_id, next_due FROM c WHERE next_due IS NOT NULL
+        ON CONFLICT (process, instance_id) DO UPDATE SET next_due = excluded.next_due
+            WHERE d.next_due <> excluded.next_due)
+    DELETE FROM {t}pending_deadlines d USING c
+    WHERE d.process = c.process AND d.instance_id = c.instance_id AND c.next_due IS NULL";
+
+/// Fills `{t}pending_deadlines` from the instance rows, in the migration's transaction `tx`,
+/// and drops the instance rows' own index of their deadlines, which it replaces. The instance
+/// rows are left room on their pages (`fillfactor`), so a step's update of one stays on its
+/// page, with no new index entry.
+pub(crate) async fn pend(tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
+    tx.batch_execute(&names.sql(
+        "INSERT INTO {t}pending_deadlines (process, instance_id, next_due)
+             SELECT process, instance_id, next_due FROM {t}instances WHERE next_due IS NOT NULL;
+         DROP INDEX IF EXISTS {t}instances_due;
+         ALTER TABLE {t}instances SET (fillfactor = 80);",
+    ))
+    .await
+    .map_err(failed("cannot fill the pending deadlines"))
 }
 
 /// What `change` sets in a row kept already. A deadline is kept only while the instance runs:
@@ -141,6 +194,20 @@ fn borrowed(values: &Values) -> Vec<&(dyn ToSql + Sync)> {
         .collect()
 }
 
+/// What `query` reads: the instance rows, or for a question about deadlines the pending ones
+/// joined to their rows, read along their index in its order.
+fn source(query: &InstanceQuery) -> &'static str {
+    match query.asks_due() {
+        false => "{t}instances",
+        true => {
+            "(SELECT d.process, d.instance_id, i.status, i.correlation_id, i.started_at,
+                 i.updated_at, d.next_due
+             FROM {t}pending_deadlines d
+             JOIN {t}instances i ON i.process = d.process AND i.instance_id = d.instance_id) AS i"
+        }
+    }
+}
+
 /// The instances `query` lists.
 pub(crate) async fn list(
     client: &impl Session,
@@ -150,7 +217,8 @@ pub(crate) async fn list(
     let (clause, order, mut values) = clauses(instances, true);
     values.push(Box::new(rows::limit(instances.limit)));
     let statement = names.sql(&format!(
-        "SELECT {COLUMNS} FROM {{t}}instances {clause} {order} LIMIT ${}",
+        "SELECT {COLUMNS} FROM {} {clause} {order} LIMIT ${}",
+        source(instances),
         values.len()
     ));
     query(client, &statement, &borrowed(&values))
@@ -168,7 +236,10 @@ pub(crate) async fn count(
     instances: &InstanceQuery,
 ) -> Result<u64, StoreError> {
     let (clause, _, values) = clauses(instances, false);
-    let statement = names.sql(&format!("SELECT count(*) FROM {{t}}instances {clause}"));
+    let statement = names.sql(&format!(
+        "SELECT count(*) FROM {} {clause}",
+        source(instances)
+    ));
     let counted = query_one(client, &statement, &borrowed(&values))
         .await
         .map_err(failed("cannot count instances"))?;
@@ -206,7 +277,7 @@ pub(crate) async fn counts(
         client,
         &names.sql(
             "SELECT process, count(*), count(*) FILTER (WHERE next_due <= $1), min(next_due)
-             FROM {t}instances WHERE next_due IS NOT NULL GROUP BY process",
+             FROM {t}pending_deadlines GROUP BY process",
         ),
         &[&now.to_chrono()],
     )

@@ -346,13 +346,33 @@ const MIGRATIONS: &[&str] = &[
     END
     $$
     ",
+    // 13: each running instance's next deadline, while one is pending, in a narrow table of its
+    // own, which the listings soonest first and the counts of what is pending read. A firing
+    // moves its instance's deadline: while the instance row held the only index of it, every
+    // firing rewrote the row with an entry in each of its eight indexes. Now the row keeps the
+    // moment unindexed (a step's update of it stays in place, with no index entry), and the
+    // narrow row with its two indexes is what a moved deadline rewrites. Filled from the
+    // instance rows, and the instance row's index of the moment dropped, by `then`.
+    "
+    CREATE TABLE {t}pending_deadlines (
+        process     TEXT COLLATE \"C\" NOT NULL,
+        instance_id TEXT COLLATE \"C\" NOT NULL,
+        next_due    TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (process, instance_id)
+    );
+    CREATE INDEX {p}pending_deadlines_due
+        ON {t}pending_deadlines (next_due, process, instance_id);
+    ",
 ];
 
 /// What a migration does besides its statements, by the version it brings the tables to, in
-/// the same transaction.
+/// the same transaction: filling what it made, and dropping what that replaces. (Taking tables
+/// back to an older schema, which tests do, drops the tables later migrations made and leaves
+/// such a drop as it is: it changes how fast a listing reads, not what it answers.)
 async fn then(version: usize, tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
     match version {
         6 => crate::instances::fill(tx, names).await,
+        13 => crate::instances::pend(tx, names).await,
         _ => Ok(()),
     }
 }

@@ -68,6 +68,7 @@ async fn processes_connecting_at_once_migrate_the_tables_once() {
             "instances",
             "limits",
             "pauses",
+            "pending_deadlines",
             "read_models",
             "retry_requests",
             "scheduled_commands",
@@ -96,7 +97,7 @@ async fn two_apps_share_a_schema_under_their_own_prefixes() {
     let tables = tables(&url, &schema).await;
     assert!(tables.contains(&"shop_events".to_owned()), "{tables:?}");
     assert!(tables.contains(&"crm_events".to_owned()), "{tables:?}");
-    assert_eq!(tables.len(), 32, "{tables:?}");
+    assert_eq!(tables.len(), 34, "{tables:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

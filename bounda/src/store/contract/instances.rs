@@ -104,16 +104,35 @@ fn model(rows: &[InstanceRow], query: &InstanceQuery) -> Vec<InstanceRow> {
 }
 
 /// Every row, or those whose id starts with `prefix`.
+/// The rows listed newest first (those whose id starts with `prefix`), once the listing soonest
+/// first is seen to hold the same rows with a deadline, by deadline (a store may keep the
+/// deadlines apart from the rows: issue 47).
 async fn listed(store: &dyn Store, prefix: Option<&str>) -> Vec<InstanceRow> {
     let query = InstanceQuery {
         id_prefix: prefix.map(str::to_owned),
         limit: 10,
         ..InstanceQuery::default()
     };
-    super::kept(store.capabilities().instances())
-        .instances(&query)
-        .await
-        .unwrap()
+    let instances = super::kept(store.capabilities().instances());
+    let rows = instances.instances(&query).await.unwrap();
+    let soonest = InstanceQuery {
+        order: InstanceOrder::Soonest,
+        ..query
+    };
+    let mut due: Vec<InstanceRow> = rows
+        .iter()
+        .filter(|row| row.next_due.is_some())
+        .cloned()
+        .collect();
+    due.sort_by(|a, b| {
+        (a.next_due, &a.process, &a.instance_id).cmp(&(b.next_due, &b.process, &b.instance_id))
+    });
+    assert_eq!(
+        instances.instances(&soonest).await.unwrap(),
+        due,
+        "listed soonest first: the rows with a deadline, by it"
+    );
+    rows
 }
 
 // issue 47: a wave of steps of several instances (one starting, steps of every shape: a step
