@@ -13,7 +13,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::names::Names;
-use crate::pipeline::{Expect, Owned, owned};
+use crate::pipeline::{Owned, owned};
 use crate::rows;
 use crate::sql::{Session, Tx, execute, failed, query, query_one};
 
@@ -38,13 +38,13 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
 }
 
 /// The statements that write `changes` (no two of one instance), `{t}` naming the tables, each
-/// with its parameters and what it is foreseen to answer: one per shape of change (which
-/// columns it sets), so an index on a column a change leaves is not rewritten; then, for the
-/// changes that may move a deadline, one that brings their rows of `{t}pending_deadlines` to
-/// what the instance rows now hold. A row that is not kept yet (the instance starts here) is
-/// made from the stream's first event, written before it in the same transaction. A change
+/// with its parameters and the rows it is foreseen to write: one per shape of change (which
+/// columns it sets), so an index on a column a change leaves is not rewritten. A row that is
+/// not kept yet (the instance starts here) is made from the stream's first event, written
+/// before it in the same transaction. A shape that sets the deadline brings the rows'
+/// `{t}pending_deadlines` to what they now hold, in the same statement ([`PEND`]). A change
 /// that changes nothing has none.
-pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, Expect)> {
+pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
     let mut shapes: Vec<(Vec<&'static str>, Vec<&InstanceChange>)> = Vec::new();
     for change in changes
         .iter()
@@ -57,10 +57,10 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, Expect)>
             None => shapes.push((set, vec![change])),
         }
     }
-    let mut statements: Vec<(String, Owned, Expect)> = shapes
+    shapes
         .into_iter()
         .map(|(set, changes)| {
-            let statement = format!(
+            let write = format!(
                 "INSERT INTO {{t}}instances AS i ({COLUMNS})
                  SELECT c.process, c.instance_id, COALESCE(c.status, 'running'),
                      e.metadata->>'correlationId', e.timestamp, COALESCE(c.at, e.timestamp),
@@ -72,6 +72,12 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, Expect)>
                  ON CONFLICT (process, instance_id) DO UPDATE SET {}",
                 set.join(", ")
             );
+            // A row inserted takes the change's deadline, which is none when the shape sets
+            // none: only a shape that sets it moves a pending deadline.
+            let statement = match set.iter().any(|column| column.starts_with("next_due")) {
+                true => PEND.replace("{write}", &write),
+                false => write,
+            };
             let column = |value: fn(&InstanceChange) -> Option<String>| -> Vec<Option<String>> {
                 changes.iter().map(|change| value(change)).collect()
             };
@@ -91,45 +97,25 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, Expect)>
                     NextDue::Keep | NextDue::Clear => None,
                 }),
             ];
-            (statement, params, Expect::Rows(changes.len() as u64))
+            (statement, params, changes.len() as u64)
         })
-        .collect();
-    let moved: Vec<&InstanceChange> = changes
-        .iter()
-        .copied()
-        .filter(|change| change.status.is_some() || change.next_due != NextDue::Keep)
-        .collect();
-    if !moved.is_empty() {
-        let column = |value: fn(&InstanceChange) -> &String| -> Vec<String> {
-            moved.iter().map(|change| value(change).clone()).collect()
-        };
-        statements.push((
-            PEND.to_owned(),
-            owned![
-                column(|change| &change.process),
-                column(|change| &change.instance_id)
-            ],
-            Expect::Any,
-        ));
-    }
-    statements
+        .collect()
 }
 
-/// Brings the rows of `{t}pending_deadlines` of the instances `$1`, `$2` (process, id) to what
-/// their instance rows hold: kept at the row's deadline, or gone when it has none. A deadline
-/// kept as it is is not rewritten.
+/// The instance rows `{write}` writes, and their rows of `{t}pending_deadlines` brought to what
+/// the instance rows now hold: kept at the row's deadline (not rewritten when it is the same),
+/// or gone when it has none. Answers a row for each instance row written.
 const PEND: &str = "
-    WITH c AS (
-        SELECT i.process, i.instance_id, i.next_due
-        FROM unnest($1::text[], $2::text[]) AS k (process, instance_id)
-        JOIN {t}instances i ON i.process = k.process AND i.instance_id = k.instance_id),
+    WITH written AS ({write} RETURNING i.process, i.instance_id, i.next_due),
     kept AS (
         INSERT INTO {t}pending_deadlines AS d (process, instance_id, next_due)
-        SELECT process, instance_id, next_due FROM c WHERE next_due IS NOT NULL
+        SELECT process, instance_id, next_due FROM written WHERE next_due IS NOT NULL
         ON CONFLICT (process, instance_id) DO UPDATE SET next_due = excluded.next_due
-            WHERE d.next_due <> excluded.next_due)
-    DELETE FROM {t}pending_deadlines d USING c
-    WHERE d.process = c.process AND d.instance_id = c.instance_id AND c.next_due IS NULL";
+            WHERE d.next_due <> excluded.next_due),
+    gone AS (
+        DELETE FROM {t}pending_deadlines d USING written w
+        WHERE d.process = w.process AND d.instance_id = w.instance_id AND w.next_due IS NULL)
+    SELECT 1 FROM written";
 
 /// Fills `{t}pending_deadlines` from the instance rows, in the migration's transaction `tx`,
 /// and drops the instance rows' own index of their deadlines, which it replaces. The instance

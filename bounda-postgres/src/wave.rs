@@ -321,11 +321,11 @@ impl<C: Session> WaveStatements for On<'_, C> {
 
     async fn index_instances(&mut self, changes: &[&InstanceChange]) -> Result<u64, StoreError> {
         let mut foreseen = 0;
-        for (statement, params, expect) in crate::instances::index(changes) {
+        for (statement, params, rows) in crate::instances::index(changes) {
             foreseen += self
                 .send(
                     "cannot write the instances index",
-                    expect,
+                    Expect::Rows(rows),
                     &statement,
                     params,
                 )
