@@ -10,6 +10,10 @@
 //! placed by the next reader. Positions therefore appear without holes and only in order: no
 //! position is ever filled in later, no event is skipped after a timeout, and a transaction held
 //! open delays only its own events.
+//!
+//! A worker's wave that finds the head free and nothing waiting holds the head for its
+//! transaction and inserts its events at their final positions instead (`wave.rs`): it needs
+//! no placing, and a placer waits for its commit, as it waits for another placer.
 
 use std::collections::HashMap;
 

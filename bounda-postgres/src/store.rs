@@ -1206,7 +1206,18 @@ impl PostgresStore {
                 .map(|(writes, _)| writes)
         };
         let wakes = landed().any(protocol::wakes_others);
-        let appending: Vec<&WriteSet> = landed().filter(|w| !w.appends.is_empty()).collect();
+        // A wave that held the head wrote its events at their final positions: nothing to place.
+        let unplaced = |result: &Result<Committed, CommitError>| {
+            result
+                .as_ref()
+                .is_ok_and(|committed| committed.events.iter().any(|event| event.position == 0))
+        };
+        let appending: Vec<&WriteSet> = writes
+            .iter()
+            .zip(results.iter())
+            .filter(|(writes, result)| !writes.appends.is_empty() && unplaced(result))
+            .map(|(writes, _)| writes)
+            .collect();
         if let Some((first, rest)) = appending.split_first() {
             // A subscriber moves past the events only if none of them is its.
             let skip: Vec<&str> = first
@@ -1234,7 +1245,9 @@ impl PostgresStore {
                         .filter_map(|result| result.as_mut().ok())
                         .flat_map(|committed| &mut committed.events);
                     for event in events {
-                        event.position = positions.get(&event.id).copied().unwrap_or(0);
+                        if let Some(position) = positions.get(&event.id) {
+                            event.position = *position;
+                        }
                     }
                 }
                 Err(error) => tracing::warn!(

@@ -20,8 +20,13 @@ use crate::sql::Session;
 use crate::statements::{SCHEDULE_CONFLICT, SNAPSHOT_CONFLICT};
 
 /// Writes `writes` as one wave on `client`, a transaction: `Some` answers, to be committed;
-/// `None` when the wave is to be written another way, the transaction rolled back first. Its
-/// events are placed once it has committed.
+/// `None` when the wave is to be written another way, the transaction rolled back first.
+///
+/// A wave that appends while the head is free and no committed event waits to be placed takes
+/// the head row's lock for its transaction and inserts its events at their final positions,
+/// moving the head in the same statement: no placing follows its commit, and each event is
+/// written once. Otherwise its events go in at placeholders and are placed once it has
+/// committed (`place.rs`).
 // Boxed, as `statements::apply` is, so its future is proven `Send` where it is made.
 pub(crate) fn write<'a, S: Session>(
     client: &'a S,
@@ -29,13 +34,46 @@ pub(crate) fn write<'a, S: Session>(
     writes: &'a [WriteSet],
 ) -> BoxFuture<'a, Option<Vec<Committed>>> {
     Box::pin(async move {
+        let head = match writes.iter().any(|writes| !writes.appends.is_empty()) {
+            true => match free_head(client, names).await {
+                Ok(head) => head,
+                Err(error) => {
+                    tracing::debug!(error = %error.flattened(), "a wave cannot look at the head");
+                    return None;
+                }
+            },
+            false => None,
+        };
         let mut on = On {
             client,
             names,
             pipeline: Pipeline::default(),
         };
-        wave::apply_wave(&mut on, writes, None).await
+        wave::apply_wave(&mut on, writes, head).await
     })
+}
+
+/// The head's position, its row locked until the transaction ends, when no one else holds it
+/// and every committed event has its position; `None` when not, and nothing is locked.
+///
+/// Holding the head, the wave's positions follow every event placed; no one places until it
+/// commits, so its positions become visible together, after every smaller one, as a placing's
+/// do. Events committed and still waiting would be placed after the wave's: an event read by
+/// a writer is placed before it is read, so this is only a guard, but it keeps the order of
+/// commits wherever it is seen.
+async fn free_head(client: &impl Session, names: &Names) -> Result<Option<u64>, StoreError> {
+    let row = crate::sql::query_opt(
+        client,
+        &names.sql(
+            "SELECT h.position FROM {t}head h
+             WHERE h.id = 1 AND NOT EXISTS (SELECT 1 FROM {t}events e WHERE e.position < 0)
+             FOR UPDATE SKIP LOCKED",
+        ),
+        &[],
+    )
+    .await
+    .map_err(crate::sql::failed("cannot look at the head"))?;
+    row.map(|row| crate::rows::unsigned(&row, 0)).transpose()
 }
 
 /// The wave's statements on one transaction, sent at once.
@@ -71,57 +109,83 @@ fn moment(at: bounda::Instant) -> DateTime<Utc> {
 }
 
 impl<C: Session> WaveStatements for On<'_, C> {
-    /// At placeholder positions, each checking its stream's version as it inserts (see
-    /// `Statements::insert_events`): a stream that moved leaves its events out, and the count
-    /// is not as foreseen.
+    /// Each checking its stream's version as it inserts (see `Statements::insert_events`): a
+    /// stream that moved leaves its events out, and the count is not as foreseen. At the
+    /// positions given with them when the wave holds the head (which the same statement moves
+    /// to the last of them), at placeholders when not.
     async fn insert_events(&mut self, appends: &[PlacedAppend<'_>]) -> Result<u64, StoreError> {
         let events: Vec<_> = appends
             .iter()
             .flat_map(|placed| {
                 let append = placed.append;
                 (append.expected_version + 1..)
+                    .zip(placed.first_position..)
                     .zip(&append.events)
-                    .map(move |(version, event)| (append, version, event))
+                    .map(move |((version, position), event)| (append, version, position, event))
             })
             .collect();
         let mut versions = Vec::with_capacity(events.len());
         let mut expected = Vec::with_capacity(events.len());
+        let mut positions = Vec::with_capacity(events.len());
         let mut metadata = Vec::with_capacity(events.len());
-        for (append, version, event) in &events {
+        for (append, version, position, event) in &events {
             versions.push(bigint("a version", *version)?);
             expected.push(bigint("a version", append.expected_version)?);
+            positions.push(bigint("a position", *position)?);
             metadata.push(
                 serde_json::to_value(&event.metadata)
                     .map_err(|e| StoreError::with_source("cannot write metadata", e))?,
             );
         }
+        // Positions are given to all of a wave's appends, or to none.
+        let placed = appends.iter().all(|placed| placed.first_position > 0);
+        // With positions: the head moved to the last, and the positions a tenth column.
+        let (head, position, placed_at, position_param, position_column) = match placed {
+            true => (
+                "WITH head AS (
+                     UPDATE {t}head SET position = (SELECT max(p) FROM unnest($10::bigint[]) AS p)
+                     WHERE id = 1)",
+                "position, ",
+                "e.position, ",
+                ", $10::bigint[]",
+                ", position",
+            ),
+            false => ("", "", "", "", ""),
+        };
         let count = events.len() as u64;
+        let mut params = owned![
+            column(&events, |(_, _, _, event)| event.id.clone()),
+            column(&events, |(append, _, _, _)| append.aggregate_type.clone()),
+            column(&events, |(append, _, _, _)| append.aggregate_id.clone()),
+            versions,
+            column(&events, |(_, _, _, event)| event.event_type.clone()),
+            column(&events, |(_, _, _, event)| event.payload.clone()),
+            column(&events, |(_, _, _, event)| moment(event.timestamp)),
+            metadata,
+            expected,
+        ];
+        if placed {
+            params.extend(owned![positions]);
+        }
         self.send(
             "cannot append the wave's events",
             Expect::Rows(count),
-            "INSERT INTO {t}events (id, aggregate_type, aggregate_id, version, type, payload,
-                 timestamp, metadata)
-             SELECT e.id, e.aggregate_type, e.aggregate_id, e.version, e.type, e.payload,
-                 e.timestamp, e.metadata
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                      $6::json[], $7::timestamptz[], $8::json[], $9::bigint[])
-                 AS e (id, aggregate_type, aggregate_id, version, type, payload, timestamp,
-                       metadata, expected)
-             WHERE (SELECT coalesce(max(s.version), 0) FROM {t}events s
-                    WHERE s.aggregate_type = e.aggregate_type
-                        AND s.aggregate_id = e.aggregate_id) = e.expected
-             ON CONFLICT (aggregate_type, aggregate_id, version) DO NOTHING",
-            owned![
-                column(&events, |(_, _, event)| event.id.clone()),
-                column(&events, |(append, _, _)| append.aggregate_type.clone()),
-                column(&events, |(append, _, _)| append.aggregate_id.clone()),
-                versions,
-                column(&events, |(_, _, event)| event.event_type.clone()),
-                column(&events, |(_, _, event)| event.payload.clone()),
-                column(&events, |(_, _, event)| moment(event.timestamp)),
-                metadata,
-                expected,
-            ],
+            &format!(
+                "{head}
+                 INSERT INTO {{t}}events ({position}id, aggregate_type, aggregate_id, version,
+                     type, payload, timestamp, metadata)
+                 SELECT {placed_at}e.id, e.aggregate_type, e.aggregate_id, e.version, e.type,
+                     e.payload, e.timestamp, e.metadata
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                          $6::json[], $7::timestamptz[], $8::json[], $9::bigint[]{position_param})
+                     AS e (id, aggregate_type, aggregate_id, version, type, payload, timestamp,
+                           metadata, expected{position_column})
+                 WHERE (SELECT coalesce(max(s.version), 0) FROM {{t}}events s
+                        WHERE s.aggregate_type = e.aggregate_type
+                            AND s.aggregate_id = e.aggregate_id) = e.expected
+                 ON CONFLICT (aggregate_type, aggregate_id, version) DO NOTHING"
+            ),
+            params,
         )
         .await
     }

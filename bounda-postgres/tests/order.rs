@@ -472,3 +472,85 @@ async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_read
     );
     assert!(without_holes(&placed), "{placed:?}");
 }
+
+// Issue 47: a worker's wave that finds the head free and nothing waiting writes its events at
+// their final positions (no placeholder taken, nothing left to place) and answers them; one that
+// finds a committed event still waiting goes in at placeholders and is placed after it, in the
+// order of the commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_event_follows_it() {
+    let (url, schema) = testing::schema("final_positions").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let admin = support::session(&url).await;
+    let placeholders_taken = || async {
+        let row = admin
+            .query_one(
+                &format!("SELECT last_value, is_called FROM \"{schema}\".placeholder"),
+                &[],
+            )
+            .await
+            .unwrap();
+        let (last, called): (i64, bool) = (row.get(0), row.get(1));
+        if called { last } else { 0 }
+    };
+    let wave = |from: usize| -> Vec<WriteSet> {
+        (from..from + 2)
+            .map(|n| WriteSet {
+                appends: vec![Append {
+                    aggregate_type: "Clock".into(),
+                    aggregate_id: format!("s{n}"),
+                    expected_version: 0,
+                    events: vec![event(n, 0)],
+                }],
+                ..WriteSet::default()
+            })
+            .collect()
+    };
+    append_each(&store, 0, 1).await;
+    let taken = placeholders_taken().await;
+
+    let answers = store.commit_many(&wave(1)).await;
+    let positions: Vec<u64> = answers
+        .iter()
+        .map(|answer| answer.as_ref().unwrap().events[0].position)
+        .collect();
+    assert_eq!(positions, [2, 3], "answered at their final positions");
+    assert_eq!(placeholders_taken().await, taken, "no placeholder taken");
+    let waiting: i64 = admin
+        .query_one(
+            &format!("SELECT count(*) FROM \"{schema}\".events WHERE position < 0"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(waiting, 0, "nothing left to place");
+    assert_eq!(store.head().await.unwrap(), 3, "the head moved with them");
+
+    // A writer committed and died before placing its event: the next wave waits its turn.
+    admin
+        .batch_execute(&insert(&schema, "orphan", "o", 1))
+        .await
+        .unwrap();
+    let taken = placeholders_taken().await;
+    for answer in store.commit_many(&wave(3)).await {
+        answer.unwrap();
+    }
+    assert_eq!(
+        placeholders_taken().await,
+        taken + 2,
+        "behind a waiting event, at placeholders"
+    );
+    let placed = seen(&store).await;
+    let ids: Vec<&str> = placed.iter().map(|(_, id)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["w0-0", "w1-0", "w2-0", "orphan", "w3-0", "w4-0"],
+        "in commit order, once"
+    );
+    assert!(without_holes(&placed), "{placed:?}");
+}
