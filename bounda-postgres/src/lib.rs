@@ -134,6 +134,8 @@ pub struct PostgresStore {
     migrated: std::sync::Arc<std::sync::OnceLock<i32>>,
     /// Wakes the processes listening once something they may run has committed.
     notifier: std::sync::Arc<wake::Notifier>,
+    /// Whether a wave may hold the head, from the other writers seen at work.
+    head_turns: std::sync::Arc<place::HeadTurns>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -330,6 +332,7 @@ impl PostgresStore {
             listening,
             migrated: Default::default(),
             notifier: Default::default(),
+            head_turns: Default::default(),
         })
     }
 

@@ -1127,7 +1127,7 @@ impl PostgresStore {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
         let applied = match way {
-            Way::Wave => wave::write(&tx, &self.names, writes).await,
+            Way::Wave => wave::write(&tx, &self.names, writes, &self.head_turns).await,
             Way::Pipelined => statements::apply_pipelined(&tx, &self.names, writes).await,
         };
         let Some(committed) = applied else {

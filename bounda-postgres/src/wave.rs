@@ -15,6 +15,7 @@ use futures_util::future::BoxFuture;
 use crate::claims;
 use crate::names::Names;
 use crate::pipeline::{Expect, Owned, Pipeline, owned};
+use crate::place::HeadTurns;
 use crate::rows::bigint;
 use crate::sql::Session;
 use crate::statements::{SCHEDULE_CONFLICT, SNAPSHOT_CONFLICT};
@@ -22,21 +23,27 @@ use crate::statements::{SCHEDULE_CONFLICT, SNAPSHOT_CONFLICT};
 /// Writes `writes` as one wave on `client`, a transaction: `Some` answers, to be committed;
 /// `None` when the wave is to be written another way, the transaction rolled back first.
 ///
-/// A wave that appends while the head is free and no committed event waits to be placed takes
-/// the head row's lock for its transaction and inserts its events at their final positions,
-/// moving the head in the same statement: no placing follows its commit, and each event is
-/// written once. Otherwise its events go in at placeholders and are placed once it has
-/// committed (`place.rs`).
+/// A wave that appends while the head is free and no committed event waits to be placed (and
+/// no other writer was seen lately: [`HeadTurns`]) takes the head row's lock for its
+/// transaction and inserts its events at their final positions, moving the head in the same
+/// statement: no placing follows its commit, and each event is written once. Otherwise its
+/// events go in at placeholders and are placed once it has committed (`place.rs`).
 // Boxed, as `statements::apply` is, so its future is proven `Send` where it is made.
 pub(crate) fn write<'a, S: Session>(
     client: &'a S,
     names: &'a Names,
     writes: &'a [WriteSet],
+    turns: &'a HeadTurns,
 ) -> BoxFuture<'a, Option<Vec<Committed>>> {
     Box::pin(async move {
-        let head = match writes.iter().any(|writes| !writes.appends.is_empty()) {
+        let appends = writes.iter().any(|writes| !writes.appends.is_empty());
+        let head = match appends && turns.may_hold() {
             true => match free_head(client, names).await {
-                Ok(head) => head,
+                Ok(Some(head)) => Some(head),
+                Ok(None) => {
+                    turns.others_seen();
+                    None
+                }
                 Err(error) => {
                     tracing::debug!(error = %error.flattened(), "a wave cannot look at the head");
                     return None;

@@ -476,7 +476,7 @@ async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_read
 // Issue 47: a worker's wave that finds the head free and nothing waiting writes its events at
 // their final positions (no placeholder taken, nothing left to place) and answers them; one that
 // finds a committed event still waiting goes in at placeholders and is placed after it, in the
-// order of the commits.
+// order of the commits, and so do the next waves for a while (another writer is at work).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_event_follows_it() {
     let (url, schema) = testing::schema("final_positions").unwrap_or_else(|how| panic!("{how}"));
@@ -545,11 +545,22 @@ async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_e
         taken + 2,
         "behind a waiting event, at placeholders"
     );
+    // Another writer was seen at work: for a while, waves leave the head alone even when it is
+    // free and nothing waits.
+    let taken = placeholders_taken().await;
+    for answer in store.commit_many(&wave(5)).await {
+        answer.unwrap();
+    }
+    assert_eq!(
+        placeholders_taken().await,
+        taken + 2,
+        "beside another writer, at placeholders"
+    );
     let placed = seen(&store).await;
     let ids: Vec<&str> = placed.iter().map(|(_, id)| id.as_str()).collect();
     assert_eq!(
         ids,
-        ["w0-0", "w1-0", "w2-0", "orphan", "w3-0", "w4-0"],
+        ["w0-0", "w1-0", "w2-0", "orphan", "w3-0", "w4-0", "w5-0", "w6-0"],
         "in commit order, once"
     );
     assert!(without_holes(&placed), "{placed:?}");
