@@ -560,7 +560,9 @@ async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_e
     let ids: Vec<&str> = placed.iter().map(|(_, id)| id.as_str()).collect();
     assert_eq!(
         ids,
-        ["w0-0", "w1-0", "w2-0", "orphan", "w3-0", "w4-0", "w5-0", "w6-0"],
+        [
+            "w0-0", "w1-0", "w2-0", "orphan", "w3-0", "w4-0", "w5-0", "w6-0"
+        ],
         "in commit order, once"
     );
     assert!(without_holes(&placed), "{placed:?}");
