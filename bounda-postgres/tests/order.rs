@@ -268,12 +268,7 @@ fn without_holes(seen: &[(u64, String)]) -> bool {
 // commit and are read meanwhile, in order; its event is placed after theirs once it commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_writer_that_keeps_its_transaction_open_delays_only_its_own_events() {
-    let (url, schema) = testing::schema("long_tx").unwrap_or_else(|how| panic!("{how}"));
-    let options = Options {
-        schema: schema.clone(),
-        ..Options::default()
-    };
-    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let (url, schema, store) = support::store_by_hand("long_tx").await;
     append_each(&store, 0, 1).await;
     let slow = support::session(&url).await;
     slow.batch_execute(&format!("BEGIN; {}", insert(&schema, "slow", "slow", 1)))
@@ -308,12 +303,7 @@ async fn a_writer_that_keeps_its_transaction_open_delays_only_its_own_events() {
 // its event never appears, and no position is left for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_idle_in_an_appending_transaction_is_ended_and_leaves_no_hole() {
-    let (url, schema) = testing::schema("idle_tx").unwrap_or_else(|how| panic!("{how}"));
-    let options = Options {
-        schema: schema.clone(),
-        ..Options::default()
-    };
-    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let (url, schema, store) = support::store_by_hand("idle_tx").await;
     let idle = support::session(&url).await;
     idle.batch_execute(&format!(
         "SET idle_in_transaction_session_timeout = '300ms'; BEGIN; {}",
@@ -342,12 +332,8 @@ async fn a_session_idle_in_an_appending_transaction_is_ended_and_leaves_no_hole(
 // their commit and their placing are placed by the next reader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_next_reader() {
-    let (url, schema) = testing::schema("placer").unwrap_or_else(|how| panic!("{how}"));
-    let options = Options {
-        schema: schema.clone(),
-        ..Options::default()
-    };
-    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    let (url, schema, store) = support::store_by_hand("placer").await;
+    let store = Arc::new(store);
     // Two writers committed and died before placing their events.
     let admin = support::session(&url).await;
     admin
@@ -414,12 +400,8 @@ async fn a_placer_that_dies_is_taken_over_and_unplaced_events_are_placed_by_the_
 // commit (a command's, which answers where its events landed) waits for the placer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_reader() {
-    let (url, schema) = testing::schema("busy_placer").unwrap_or_else(|how| panic!("{how}"));
-    let options = Options {
-        schema: schema.clone(),
-        ..Options::default()
-    };
-    let store = Arc::new(PostgresStore::connect(&url, options).await.unwrap());
+    let (url, schema, store) = support::store_by_hand("busy_placer").await;
+    let store = Arc::new(store);
     append_each(&store, 0, 1).await;
     // A placer at work: it holds the head row.
     let placer = support::session(&url).await;
@@ -479,12 +461,7 @@ async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_read
 // order of the commits, and so do the next waves for a while (another writer is at work).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_event_follows_it() {
-    let (url, schema) = testing::schema("final_positions").unwrap_or_else(|how| panic!("{how}"));
-    let options = Options {
-        schema: schema.clone(),
-        ..Options::default()
-    };
-    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let (url, schema, store) = support::store_by_hand("final_positions").await;
     let admin = support::session(&url).await;
     let placeholders_taken = || async {
         let row = admin

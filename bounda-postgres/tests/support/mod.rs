@@ -26,6 +26,18 @@ pub async fn store(test: &str, pool_size: usize) -> PostgresStore {
     .await
 }
 
+/// A store on a fresh schema, with the server's address and the schema's name, for a test that
+/// also runs statements by hand.
+pub async fn store_by_hand(test: &str) -> (String, String, PostgresStore) {
+    let (url, schema) = testing::schema(test).unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        ..Options::default()
+    };
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    (url, schema, store)
+}
+
 /// A connection of its own to the server at `url`, for statements a test runs by hand.
 pub async fn session(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
