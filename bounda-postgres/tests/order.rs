@@ -251,6 +251,22 @@ async fn append_each(store: &PostgresStore, from: usize, count: usize) {
     }
 }
 
+/// A worker's group commit of two write sets, each appending the first event of stream
+/// `s{from}` and the next.
+fn wave(from: usize) -> Vec<WriteSet> {
+    (from..from + 2)
+        .map(|n| WriteSet {
+            appends: vec![Append {
+                aggregate_type: "Clock".into(),
+                aggregate_id: format!("s{n}"),
+                expected_version: 0,
+                events: vec![event(n, 0)],
+            }],
+            ..WriteSet::default()
+        })
+        .collect()
+}
+
 /// What a reader from the start sees: each event's position and id.
 async fn seen(store: &PostgresStore) -> Vec<(u64, String)> {
     let events = store.read_all(0, 1000).await.unwrap();
@@ -411,17 +427,7 @@ async fn a_group_commit_leaves_its_placing_to_a_placer_at_work_and_the_next_read
         ))
         .await
         .unwrap();
-    let group: Vec<WriteSet> = (1..3)
-        .map(|n| WriteSet {
-            appends: vec![Append {
-                aggregate_type: "Clock".into(),
-                aggregate_id: format!("s{n}"),
-                expected_version: 0,
-                events: vec![event(n, 0)],
-            }],
-            ..WriteSet::default()
-        })
-        .collect();
+    let group = wave(1);
     let answers =
         tokio::time::timeout(std::time::Duration::from_secs(5), store.commit_many(&group))
             .await
@@ -473,19 +479,6 @@ async fn a_wave_on_a_free_head_writes_final_positions_and_one_behind_a_waiting_e
             .unwrap();
         let (last, called): (i64, bool) = (row.get(0), row.get(1));
         if called { last } else { 0 }
-    };
-    let wave = |from: usize| -> Vec<WriteSet> {
-        (from..from + 2)
-            .map(|n| WriteSet {
-                appends: vec![Append {
-                    aggregate_type: "Clock".into(),
-                    aggregate_id: format!("s{n}"),
-                    expected_version: 0,
-                    events: vec![event(n, 0)],
-                }],
-                ..WriteSet::default()
-            })
-            .collect()
     };
     append_each(&store, 0, 1).await;
     let taken = placeholders_taken().await;
