@@ -136,13 +136,7 @@ pub(crate) fn tails(
     aggregate_type: &str,
     ids: &[String],
 ) -> Result<Vec<StreamTail>, StoreError> {
-    let mut tails: Vec<StreamTail> = ids
-        .iter()
-        .map(|id| StreamTail {
-            aggregate_id: id.clone(),
-            ..StreamTail::default()
-        })
-        .collect();
+    let mut tails: Vec<StreamTail> = ids.iter().map(StreamTail::empty).collect();
     for row in rows {
         let place: i64 = get(row, 9)?;
         let tail = usize::try_from(place - 1)

@@ -66,13 +66,7 @@ pub(crate) fn tails(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut tails: Vec<StreamTail> = ids
-        .iter()
-        .map(|id| StreamTail {
-            aggregate_id: id.clone(),
-            ..StreamTail::default()
-        })
-        .collect();
+    let mut tails: Vec<StreamTail> = ids.iter().map(StreamTail::empty).collect();
     let events: Vec<String> = rows::EVENT_COLUMNS
         .split(", ")
         .map(|column| format!("e.{column}"))

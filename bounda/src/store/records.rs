@@ -299,3 +299,14 @@ pub struct StreamTail {
     /// Its events after the snapshot's version.
     pub events: Vec<crate::RecordedEvent>,
 }
+
+impl StreamTail {
+    /// The tail of a stream with neither snapshot nor events: what a store answers for an id
+    /// it has nothing for, and the place it fills as its rows arrive.
+    pub fn empty(aggregate_id: impl Into<String>) -> Self {
+        Self {
+            aggregate_id: aggregate_id.into(),
+            ..Self::default()
+        }
+    }
+}
