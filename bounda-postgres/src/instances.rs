@@ -39,12 +39,12 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
 
 /// The statements that write `changes` (no two of one instance), `{t}` naming the tables, each
 /// with its parameters and the rows it is foreseen to write: one per shape of change (which
-/// columns it sets), so an index on a column a change leaves is not rewritten. A row kept
-/// already is updated in place; one that is not (the instance starts here) is made from the
-/// stream's first event, written before it in the same transaction. Updating first spares a
-/// step, the common case, the first event's lookup and the row lock an upsert takes before it
-/// updates. A shape that sets the deadline brings the rows' `{t}pending_deadlines` to what they
-/// now hold, in the same statement ([`PEND`]). A change that changes nothing has none.
+/// columns it sets, and whether it starts its instance), so an index on a column a change
+/// leaves is not rewritten. A start makes its row from the stream's first event, written
+/// before it in the same transaction ([`MADE`]); a later step updates its row in place
+/// ([`UPDATED`]), which spares it the first event's lookup and the row lock an upsert takes
+/// before it updates. A shape that sets the deadline brings the rows' `{t}pending_deadlines`
+/// to what they now hold, in the same statement. A change that changes nothing has none.
 pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
     let mut shapes: Vec<(Shape, Vec<&InstanceChange>)> = Vec::new();
     for change in changes
@@ -61,13 +61,17 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
     shapes
         .into_iter()
         .map(|(shape, changes)| {
-            let write = WRITE
+            let pend = match shape.starts {
+                true => PEND_MADE,
+                false => PEND_UPDATED,
+            };
+            let write = written(shape)
                 .replace("{set_c}", &shape.assignments("c"))
                 .replace("{set_excluded}", &shape.assignments("excluded"));
             // A row made takes the change's deadline, which is none when the shape sets none:
             // only a shape that sets it moves a pending deadline.
             let statement = match shape.next_due {
-                true => PEND.replace("{write}", &write),
+                true => format!("{write}, {pend}, {GONE} SELECT 1 FROM written"),
                 false => format!("{write} SELECT 1 FROM written"),
             };
             let column = |value: fn(&InstanceChange) -> Option<String>| -> Vec<Option<String>> {
@@ -94,19 +98,17 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
         .collect()
 }
 
-/// The instance rows of a shape of change written, as `written` (process, instance id, the
-/// deadline now held): the rows kept already updated in place (`{set_c}`, from the changes
-/// `c`), the others made from their streams' first events. A row made meanwhile by another
-/// writer is updated as the change says (`{set_excluded}`).
-const WRITE: &str = "
-    WITH c AS (
+/// The changes, as `c`, their columns named as the instance rows' (`updated_at` is the moment
+/// of the change).
+const CHANGES: &str = "c AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[],
-            $5::timestamptz[]) AS c (process, instance_id, updated_at, status, next_due)),
-    updated AS (
-        UPDATE {t}instances AS i SET {set_c} FROM c
-        WHERE i.process = c.process AND i.instance_id = c.instance_id
-        RETURNING i.process, i.instance_id, i.next_due),
-    made AS (
+            $5::timestamptz[]) AS c (process, instance_id, updated_at, status, next_due))";
+
+/// The rows the changes `c` make, from their streams' first events, but those `updated` when
+/// a step's (`{unless_updated}`); a row made already (a start written again) is updated as the
+/// change says (`{set_excluded}`). Answers each row written (process, instance id, the deadline
+/// now held) as `made`.
+const MADE: &str = "made AS (
         INSERT INTO {t}instances AS i (process, instance_id, status, correlation_id, started_at,
             updated_at, next_due)
         SELECT c.process, c.instance_id, COALESCE(c.status, 'running'),
@@ -115,17 +117,49 @@ const WRITE: &str = "
         FROM c
         JOIN {t}events e ON e.aggregate_type = 'process:' || c.process
             AND e.aggregate_id = c.instance_id AND e.version = 1
-        WHERE NOT EXISTS (SELECT 1 FROM updated u
-            WHERE u.process = c.process AND u.instance_id = c.instance_id)
+        {unless_updated}
         ON CONFLICT (process, instance_id) DO UPDATE SET {set_excluded}
-        RETURNING i.process, i.instance_id, i.next_due),
-    written AS (SELECT * FROM updated UNION ALL SELECT * FROM made)";
+        RETURNING i.process, i.instance_id, i.next_due)";
 
-/// [`WRITE`], and the rows of `{t}pending_deadlines` of the rows written brought to what the
-/// instance rows now hold: moved to the row's deadline (not rewritten when it is the same),
-/// made when there was none, or gone when the row has none. Answers a row for each instance
-/// row written.
-const PEND: &str = "{write},
+/// A later step's rows kept already, updated in place (`{set_c}`), as `updated`.
+const UPDATED: &str = "updated AS (
+        UPDATE {t}instances AS i SET {set_c} FROM c
+        WHERE i.process = c.process AND i.instance_id = c.instance_id
+        RETURNING i.process, i.instance_id, i.next_due)";
+
+/// The rows a shape of change writes, as `written`: a start's made ([`MADE`]); a later step's
+/// updated in place ([`UPDATED`]), and one the index lacks made as a start's.
+fn written(shape: Shape) -> String {
+    match shape.starts {
+        true => format!(
+            "WITH {CHANGES}, {},
+            written AS (SELECT process, instance_id, next_due FROM made)",
+            MADE.replace("{unless_updated}", "")
+        ),
+        false => format!(
+            "WITH {CHANGES}, {UPDATED}, {},
+            written AS (SELECT process, instance_id, next_due FROM updated
+                UNION ALL SELECT process, instance_id, next_due FROM made)",
+            MADE.replace(
+                "{unless_updated}",
+                "WHERE NOT EXISTS (SELECT 1 FROM updated u
+                    WHERE u.process = c.process AND u.instance_id = c.instance_id)"
+            )
+        ),
+    }
+}
+
+/// A start's row of `{t}pending_deadlines`, made at the deadline its row now holds.
+const PEND_MADE: &str = "
+    kept AS (
+        INSERT INTO {t}pending_deadlines AS d (process, instance_id, next_due)
+        SELECT process, instance_id, next_due FROM written WHERE next_due IS NOT NULL
+        ON CONFLICT (process, instance_id) DO UPDATE SET next_due = excluded.next_due
+            WHERE d.next_due <> excluded.next_due)";
+
+/// A later step's row of `{t}pending_deadlines`, moved to the deadline its row now holds (not
+/// rewritten when it is the same), or made when there was none.
+const PEND_UPDATED: &str = "
     moved AS (
         UPDATE {t}pending_deadlines d SET next_due = w.next_due FROM written w
         WHERE d.process = w.process AND d.instance_id = w.instance_id
@@ -136,11 +170,13 @@ const PEND: &str = "{write},
         WHERE w.next_due IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {t}pending_deadlines p
             WHERE p.process = w.process AND p.instance_id = w.instance_id)
         ON CONFLICT (process, instance_id) DO UPDATE SET next_due = excluded.next_due
-            WHERE d.next_due <> excluded.next_due),
+            WHERE d.next_due <> excluded.next_due)";
+
+/// The rows of `{t}pending_deadlines` of rows written that now hold no deadline, gone.
+const GONE: &str = "
     gone AS (
         DELETE FROM {t}pending_deadlines d USING written w
-        WHERE d.process = w.process AND d.instance_id = w.instance_id AND w.next_due IS NULL)
-    SELECT 1 FROM written";
+        WHERE d.process = w.process AND d.instance_id = w.instance_id AND w.next_due IS NULL)";
 
 /// Fills `{t}pending_deadlines` from the instance rows, in the migration's transaction `tx`,
 /// and drops the instance rows' own index of their deadlines, which it replaces. The instance
@@ -160,6 +196,7 @@ pub(crate) async fn pend(tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
 /// Which columns of a kept row a change sets: the changes of one shape are one statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Shape {
+    starts: bool,
     at: bool,
     status: bool,
     next_due: bool,
@@ -168,6 +205,7 @@ struct Shape {
 impl Shape {
     fn of(change: &InstanceChange) -> Shape {
         Shape {
+            starts: change.started.is_some(),
             at: change.at.is_some(),
             status: change.status.is_some(),
             next_due: change.next_due != NextDue::Keep,
