@@ -4,7 +4,7 @@
 //! made.
 
 use bounda::Instant;
-use bounda::store::instances::{Bound, StoredStep, deadline_key};
+use bounda::store::instances::{Bound, ChangeShape, StoredStep, deadline_key};
 use bounda::store::{
     InstanceChange, InstanceCounts, InstanceQuery, InstanceRow, InstanceStatus, NextDue, StoreError,
 };
@@ -46,13 +46,13 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
 /// before it updates. A shape that sets the deadline brings the rows' `{t}pending_deadlines`
 /// to what they now hold, in the same statement. A change that changes nothing has none.
 pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
-    let mut shapes: Vec<(Shape, Vec<&InstanceChange>)> = Vec::new();
+    let mut shapes: Vec<(ChangeShape, Vec<&InstanceChange>)> = Vec::new();
     for change in changes
         .iter()
         .copied()
         .filter(|change| !change.changes_nothing())
     {
-        let shape = Shape::of(change);
+        let shape = ChangeShape::of(change);
         match shapes.iter_mut().find(|(other, _)| *other == shape) {
             Some((_, same)) => same.push(change),
             None => shapes.push((shape, vec![change])),
@@ -66,8 +66,14 @@ pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
                 false => PEND_UPDATED,
             };
             let write = written(shape)
-                .replace("{set_c}", &shape.assignments("c"))
-                .replace("{set_excluded}", &shape.assignments("excluded"));
+                .replace(
+                    "{set_c}",
+                    &shape.assignments(|column| format!("c.{column}")),
+                )
+                .replace(
+                    "{set_excluded}",
+                    &shape.assignments(|column| format!("excluded.{column}")),
+                );
             // A row made takes the change's deadline, which is none when the shape sets none:
             // only a shape that sets it moves a pending deadline.
             let statement = match shape.next_due {
@@ -129,7 +135,7 @@ const UPDATED: &str = "updated AS (
 
 /// The rows a shape of change writes, as `written`: a start's made ([`MADE`]); a later step's
 /// updated in place ([`UPDATED`]), and one the index lacks made as a start's.
-fn written(shape: Shape) -> String {
+fn written(shape: ChangeShape) -> String {
     match shape.starts {
         true => format!(
             "WITH {CHANGES}, {},
@@ -191,48 +197,6 @@ pub(crate) async fn pend(tx: &Tx<'_>, names: &Names) -> Result<(), StoreError> {
     ))
     .await
     .map_err(failed("cannot fill the pending deadlines"))
-}
-
-/// Which columns of a kept row a change sets: the changes of one shape are one statement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
-    starts: bool,
-    at: bool,
-    status: bool,
-    next_due: bool,
-}
-
-impl Shape {
-    fn of(change: &InstanceChange) -> Shape {
-        Shape {
-            starts: change.started.is_some(),
-            at: change.at.is_some(),
-            status: change.status.is_some(),
-            next_due: change.next_due != NextDue::Keep,
-        }
-    }
-
-    /// Its `SET` list, taking the new values from the row `from` (the changes, or the row an
-    /// upsert proposed, whose columns are named alike). A deadline is kept only while the instance runs: a change that arms
-    /// one without changing the status (a failed start retried) leaves a failed row without
-    /// it.
-    fn assignments(self, from: &str) -> String {
-        let mut set = Vec::new();
-        if self.at {
-            set.push(format!("updated_at = {from}.updated_at"));
-        }
-        if self.status {
-            set.push(format!("status = {from}.status"));
-        }
-        match (self.next_due, self.status) {
-            (false, _) => {}
-            (true, true) => set.push(format!("next_due = {from}.next_due")),
-            (true, false) => set.push(format!(
-                "next_due = CASE WHEN i.status = 'running' THEN {from}.next_due END"
-            )),
-        }
-        set.join(", ")
-    }
 }
 
 /// Parameters built with a query.

@@ -6,6 +6,7 @@
 //! a power of two, at most [`CHUNK`], and a kind of write takes a few statements a wave
 //! whatever its size (100 rows: 64, 32 and 4), from a few texts prepared once.
 
+use bounda::store::instances::ChangeShape;
 use bounda::store::protocol::InboxSettle;
 use bounda::store::protocol::wave::{self, PlacedAppend, WaveStatements};
 use bounda::store::{
@@ -404,9 +405,9 @@ impl WaveStatements for On<'_> {
         for change in started {
             changed += crate::instances::index(self.0, change)?;
         }
-        let mut shapes: Vec<(Shape, Vec<&InstanceChange>)> = Vec::new();
+        let mut shapes: Vec<(ChangeShape, Vec<&InstanceChange>)> = Vec::new();
         for change in steps {
-            let shape = Shape::of(change);
+            let shape = ChangeShape::of(change);
             match shapes.iter_mut().find(|(other, _)| *other == shape) {
                 Some((_, changes)) => changes.push(change),
                 None => shapes.push((shape, vec![change])),
@@ -420,7 +421,15 @@ impl WaveStatements for On<'_> {
                     format!(
                         "UPDATE bounda_instances AS i SET {} FROM (VALUES {}) AS v
                          WHERE i.process = v.column1 AND i.instance_id = v.column2",
-                        shape.assignments(),
+                        shape.assignments(|column| {
+                            // The values' columns 3 to 5, as pushed below.
+                            match column {
+                                "updated_at" => "v.column3",
+                                "status" => "v.column4",
+                                _ => "v.column5",
+                            }
+                            .to_owned()
+                        }),
                         tuples(rows, 5)
                     )
                 },
@@ -479,45 +488,6 @@ impl On<'_> {
             }
         }
         Ok(false)
-    }
-}
-
-/// Which columns of an instance's row a change sets: its changes of one shape are one
-/// statement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Shape {
-    at: bool,
-    status: bool,
-    next_due: bool,
-}
-
-impl Shape {
-    fn of(change: &InstanceChange) -> Shape {
-        Shape {
-            at: change.at.is_some(),
-            status: change.status.is_some(),
-            next_due: change.next_due != NextDue::Keep,
-        }
-    }
-
-    /// Its `SET` list, from the values' columns 3 to 5. As the exact way: a deadline is kept
-    /// only while the instance runs, unless the change sets the status too.
-    fn assignments(self) -> String {
-        let mut set = Vec::new();
-        if self.at {
-            set.push("updated_at = v.column3");
-        }
-        if self.status {
-            set.push("status = v.column4");
-        }
-        match (self.next_due, self.status) {
-            (false, _) => {}
-            (true, true) => set.push("next_due = v.column5"),
-            (true, false) => {
-                set.push("next_due = CASE WHEN i.status = 'running' THEN v.column5 END")
-            }
-        }
-        set.join(", ")
     }
 }
 

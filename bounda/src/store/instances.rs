@@ -187,6 +187,56 @@ impl InstanceChange {
     }
 }
 
+/// Which columns of an instance's row a change sets, and whether it starts the instance: a
+/// store writes a wave's changes of one shape in one statement, so an index on a column a
+/// change leaves is not rewritten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeShape {
+    /// It starts the instance: the row is new.
+    pub starts: bool,
+    /// It sets `updated_at`.
+    pub at: bool,
+    /// It sets `status`.
+    pub status: bool,
+    /// It sets `next_due` (to a moment, or to none).
+    pub next_due: bool,
+}
+
+impl ChangeShape {
+    /// The shape of `change`.
+    pub fn of(change: &InstanceChange) -> ChangeShape {
+        ChangeShape {
+            starts: change.started.is_some(),
+            at: change.at.is_some(),
+            status: change.status.is_some(),
+            next_due: change.next_due != NextDue::Keep,
+        }
+    }
+
+    /// Its `SET` list for a kept row named `i`, each new value as `value` names it from the
+    /// column it goes to (`updated_at`, `status`, `next_due`). A deadline is kept only while the
+    /// instance runs: a change that arms one without changing the status (a failed start
+    /// retried) leaves a failed row without it.
+    pub fn assignments(self, value: impl Fn(&str) -> String) -> String {
+        let mut set = Vec::new();
+        if self.at {
+            set.push(format!("updated_at = {}", value("updated_at")));
+        }
+        if self.status {
+            set.push(format!("status = {}", value("status")));
+        }
+        match (self.next_due, self.status) {
+            (false, _) => {}
+            (true, true) => set.push(format!("next_due = {}", value("next_due"))),
+            (true, false) => set.push(format!(
+                "next_due = CASE WHEN i.status = 'running' THEN {} END",
+                value("next_due")
+            )),
+        }
+        set.join(", ")
+    }
+}
+
 /// One instance, as the index lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstanceRow {
