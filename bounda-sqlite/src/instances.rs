@@ -4,7 +4,7 @@
 //! is made.
 
 use bounda::Instant;
-use bounda::store::instances::{Bound, StoredStep, deadline_key};
+use bounda::store::instances::{Bound, ChangeShape, StoredStep, deadline_key};
 use bounda::store::{
     InstanceChange, InstanceCounts, InstanceQuery, InstanceRow, InstanceStatus, NextDue, StoreError,
 };
@@ -60,23 +60,14 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<u64, S
     if set.is_empty() {
         return Ok(0);
     }
-    // A deadline is kept only while the instance runs: a change that arms one without
-    // changing the status (a failed start retried) leaves a failed row without it.
-    let keeps_due = change.status.is_none();
-    let assignments: Vec<String> = set
-        .iter()
-        .enumerate()
-        .map(|(n, (column, _))| match *column {
-            "next_due" if keeps_due => {
-                format!(
-                    "next_due = CASE WHEN status = 'running' THEN ?{} END",
-                    n + 3
-                )
-            }
-            column => format!("{column} = ?{}", n + 3),
-        })
-        .collect();
-    let assignments = assignments.join(", ");
+    // Each value by its place after the row's key (?1, ?2).
+    let place = |name: &str| {
+        set.iter()
+            .position(|(column, _)| *column == name)
+            .map(|n| format!("?{}", n + 3))
+    };
+    let assignments = ChangeShape::of(change)
+        .assignments(|column| place(column).unwrap_or_else(|| "NULL".to_owned()));
     let key = [
         Value::Text(change.process.clone()),
         Value::Text(change.instance_id.clone()),
@@ -96,7 +87,7 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<u64, S
     let updated = change.started.is_none()
         && run(
             &format!(
-                "UPDATE bounda_instances SET {assignments}
+                "UPDATE bounda_instances AS i SET {assignments}
                  WHERE process = ?1 AND instance_id = ?2"
             ),
             values().collect(),
@@ -105,17 +96,13 @@ pub(crate) fn index(conn: &Connection, change: &InstanceChange) -> Result<u64, S
         return Ok(1);
     }
     // A new row, from the stream's first event and what the change sets.
-    let column = |name: &str, default: &str| {
-        set.iter()
-            .position(|(column, _)| *column == name)
-            .map_or(default.to_owned(), |n| format!("?{}", n + 3))
-    };
+    let column = |name: &str, default: &str| place(name).unwrap_or_else(|| default.to_owned());
     let stream = set.len() + 3;
     let mut all: Vec<Value> = values().collect();
     all.push(Value::Text(format!("process:{}", change.process)));
     run(
         &format!(
-            "INSERT INTO bounda_instances ({COLUMNS})
+            "INSERT INTO bounda_instances AS i ({COLUMNS})
              SELECT ?1, ?2, {}, {}, timestamp, {}, {}
              FROM bounda_events WHERE aggregate_type = ?{stream} AND aggregate_id = ?2
                  AND version = 1
