@@ -46,19 +46,7 @@ fn row(row: &Row) -> Result<InstanceRow, StoreError> {
 /// before it updates. A shape that sets the deadline brings the rows' `{t}pending_deadlines`
 /// to what they now hold, in the same statement. A change that changes nothing has none.
 pub(crate) fn index(changes: &[&InstanceChange]) -> Vec<(String, Owned, u64)> {
-    let mut shapes: Vec<(ChangeShape, Vec<&InstanceChange>)> = Vec::new();
-    for change in changes
-        .iter()
-        .copied()
-        .filter(|change| !change.changes_nothing())
-    {
-        let shape = ChangeShape::of(change);
-        match shapes.iter_mut().find(|(other, _)| *other == shape) {
-            Some((_, same)) => same.push(change),
-            None => shapes.push((shape, vec![change])),
-        }
-    }
-    shapes
+    ChangeShape::group(changes.iter().copied())
         .into_iter()
         .map(|(shape, changes)| {
             let pend = match shape.starts {

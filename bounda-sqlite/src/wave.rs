@@ -405,15 +405,7 @@ impl WaveStatements for On<'_> {
         for change in started {
             changed += crate::instances::index(self.0, change)?;
         }
-        let mut shapes: Vec<(ChangeShape, Vec<&InstanceChange>)> = Vec::new();
-        for change in steps {
-            let shape = ChangeShape::of(change);
-            match shapes.iter_mut().find(|(other, _)| *other == shape) {
-                Some((_, changes)) => changes.push(change),
-                None => shapes.push((shape, vec![change])),
-            }
-        }
-        for (shape, changes) in shapes {
+        for (shape, changes) in ChangeShape::group(steps) {
             changed += self.each_chunk(
                 "cannot write the instances index",
                 &changes,

@@ -213,6 +213,25 @@ impl ChangeShape {
         }
     }
 
+    /// `changes` by shape, in the order each shape first comes, leaving out those that change
+    /// nothing (they have no statement).
+    pub fn group<'a>(
+        changes: impl IntoIterator<Item = &'a InstanceChange>,
+    ) -> Vec<(ChangeShape, Vec<&'a InstanceChange>)> {
+        let mut shapes: Vec<(ChangeShape, Vec<&InstanceChange>)> = Vec::new();
+        for change in changes
+            .into_iter()
+            .filter(|change| !change.changes_nothing())
+        {
+            let shape = ChangeShape::of(change);
+            match shapes.iter_mut().find(|(other, _)| *other == shape) {
+                Some((_, same)) => same.push(change),
+                None => shapes.push((shape, vec![change])),
+            }
+        }
+        shapes
+    }
+
     /// Its `SET` list for a kept row named `i`, each new value as `value` names it from the
     /// column it goes to (`updated_at`, `status`, `next_due`). A deadline is kept only while the
     /// instance runs: a change that arms one without changing the status (a failed start
