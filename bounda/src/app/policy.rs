@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::BoxFuture;
 
@@ -79,6 +80,8 @@ pub(crate) trait PolicyRunner: Send + Sync {
     fn delay(&self) -> Option<Duration>;
     /// The ports it declares.
     fn declared(&self) -> crate::app::ports::Declared;
+    /// Where its runs have been sending their commands.
+    fn aim(&self) -> &Aim;
     fn run<'a>(
         &'a self,
         attempt: &'a Attempt,
@@ -88,7 +91,35 @@ pub(crate) trait PolicyRunner: Send + Sync {
 
 pub(crate) struct PolicyEntry<P> {
     delay: Option<Duration>,
+    aim: Aim,
     policy: PhantomData<fn() -> P>,
+}
+
+/// Whether a policy's runs send their commands to the aggregate instance whose event they
+/// handle, as most reactions do ("when an order is placed, confirm it"). While they do, a wave
+/// of its runs reads those streams ahead, one read per stream type, where each run would
+/// otherwise read its own in turn. Learned from each run's commands, the first wave guessing
+/// yes: a wrong guess costs one read, never a wrong answer, as a run's writes are fenced on the
+/// versions it read.
+#[derive(Debug)]
+pub(crate) struct Aim(AtomicBool);
+
+impl Default for Aim {
+    fn default() -> Aim {
+        Aim(AtomicBool::new(true))
+    }
+}
+
+impl Aim {
+    /// Whether the last run sent to its event's instance.
+    pub(crate) fn at_its_event(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Learns where a run sent: to its event's instance, or not.
+    pub(crate) fn learn(&self, at_its_event: bool) {
+        self.0.store(at_its_event, Ordering::Relaxed);
+    }
 }
 
 impl<P: Policy> PolicyEntry<P> {
@@ -98,6 +129,7 @@ impl<P: Policy> PolicyEntry<P> {
             .map_err(|error| format!("policy `{}` has an invalid delay: {error}", P::NAME))?;
         Ok(PolicyEntry {
             delay,
+            aim: Aim::default(),
             policy: PhantomData,
         })
     }
@@ -122,6 +154,10 @@ impl<P: Policy> PolicyRunner for PolicyEntry<P> {
             name: P::NAME,
             ports: P::PORTS,
         }
+    }
+
+    fn aim(&self) -> &Aim {
+        &self.aim
     }
 
     fn run<'a>(

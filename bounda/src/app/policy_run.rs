@@ -104,6 +104,10 @@ impl PolicyRun {
             .run(&reaction, &self.event)
             .instrument(self.span.clone());
         let result = guarded(app.clock(), policy.name(), limit, handler).await;
+        let event = &self.event;
+        policy
+            .aim()
+            .learn(reaction.sent_to(&event.aggregate_type, &event.aggregate_id));
         let staging = reaction.finish();
         // A command that failed fails the run, even if the handler went on (spec 34).
         match result.and_then(|()| staging.failure.clone().map_or(Ok(()), Err)) {
@@ -132,6 +136,17 @@ impl Work for PolicyRun {
 
     fn aggregate(&self) -> &'static str {
         self.policy.key().aggregate
+    }
+
+    /// The instance whose event it handles, while the policy's runs send there.
+    fn streams(&self) -> Vec<(String, String)> {
+        match self.policy.aim().at_its_event() {
+            true => vec![(
+                self.event.aggregate_type.clone(),
+                self.event.aggregate_id.clone(),
+            )],
+            false => Vec::new(),
+        }
     }
 
     fn handler(&self) -> Option<(&'static str, String)> {

@@ -161,6 +161,13 @@ impl Attempt {
             .inspect_err(|error| self.fail(error))
     }
 
+    /// Whether a command of this attempt was sent to instance `aggregate_id` of `aggregate_type`.
+    pub(crate) fn sent_to(&self, aggregate_type: &str, aggregate_id: &str) -> bool {
+        self.staged()
+            .position(aggregate_type, aggregate_id)
+            .is_some()
+    }
+
     /// The place of instance `id` of `A` among the streams this attempt stages, loaded and
     /// folded the first time it is asked for.
     async fn stage<A: Aggregate>(&self, id: &str) -> Result<usize, Error> {

@@ -1180,3 +1180,99 @@ async fn a_fake_ports_timers_fire_in_due_order_each_at_its_own_moment() {
     // A timer of a moment already passed fires at once.
     clock.timer_at(start).await;
 }
+
+/// Confirms a copy of each order placed: its commands go to another instance than its event's.
+struct ConfirmCopyOnOrderPlaced;
+
+#[policy]
+impl Policy for ConfirmCopyOnOrderPlaced {
+    const NAME: &'static str = "confirm_copy_on_order_placed";
+    type Event = OrderPlaced;
+
+    async fn handle(cx: Reaction<'_, OrderPlaced>) -> Result<()> {
+        cx.send(RecordConfirmationSent {
+            order_id: format!("{}-copy", cx.event().order_id),
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+const ORDERS_READ_AHEAD: usize = 20;
+
+/// `app`, with orders `o-{from}` to `o-{to - 1}` placed and nothing run.
+async fn orders_placed(app: &TestApp, from: usize, to: usize) {
+    for n in from..to {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+    }
+}
+
+// issue 47: a policy whose commands go to the instance whose event it handles has those
+// instances read ahead, once for its wave, instead of each run reading its own in turn.
+#[tokio::test]
+async fn a_wave_of_reactions_reads_the_instances_of_their_events_ahead() {
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    let app = test_app(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await;
+    orders_placed(&app, 0, ORDERS_READ_AHEAD).await;
+    let before = racing.reads();
+    app.run_until_idle().await.unwrap();
+    let (streams, tails) = racing.reads_since(before);
+    for n in 0..ORDERS_READ_AHEAD {
+        assert_eq!(
+            app.events_of::<Order>(&format!("o-{n}"))
+                .await
+                .unwrap()
+                .types(),
+            ["OrderPlaced", "ConfirmationSent"],
+            "o-{n}"
+        );
+    }
+    assert_eq!(tails, 1, "one read of the orders for the wave");
+    assert_eq!(streams, 0, "no run read its order itself");
+}
+
+// issue 47: a policy whose commands go elsewhere is read ahead for one wave at most: it learns
+// from its runs where they send, and its later waves read nothing they would not use.
+#[tokio::test]
+async fn a_policy_sending_elsewhere_stops_having_its_events_instances_read_ahead() {
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    let app = test_app(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .policy::<ConfirmCopyOnOrderPlaced>(),
+    )
+    .await;
+    orders_placed(&app, 0, ORDERS_READ_AHEAD).await;
+    let before = racing.reads();
+    app.run_until_idle().await.unwrap();
+    let first = racing.reads_since(before);
+    assert_eq!(
+        first,
+        (ORDERS_READ_AHEAD as u32, 1),
+        "the first wave guesses, reading ahead orders no run uses; each run reads its copy"
+    );
+    orders_placed(&app, ORDERS_READ_AHEAD, 2 * ORDERS_READ_AHEAD).await;
+    let before = racing.reads();
+    app.run_until_idle().await.unwrap();
+    let second = racing.reads_since(before);
+    assert_eq!(
+        second,
+        (ORDERS_READ_AHEAD as u32, 0),
+        "learned: nothing read ahead, each run reads the copy it sends to"
+    );
+    for n in 0..2 * ORDERS_READ_AHEAD {
+        assert_eq!(
+            app.events_of::<Order>(&format!("o-{n}-copy"))
+                .await
+                .unwrap()
+                .types(),
+            ["ConfirmationSent"],
+            "o-{n}-copy"
+        );
+    }
+}
