@@ -891,13 +891,20 @@ async fn a_wave_of_deadlines_reads_its_streams_ahead_once_per_type() {
 }
 
 // The process subscriber's steps run one after another, but the instances a wave of them
-// routes to are read ahead, once for the wave.
+// routes to are read ahead, once for the wave, and so are their scheduler entries (issue 47).
 #[tokio::test]
 async fn a_wave_of_process_steps_reads_its_instances_ahead() {
     let (racing, app) = orders_counting_reads().await;
     let before = racing.reads();
+    let entries_before = racing.entry_reads();
     app.run_until_idle().await.unwrap();
     let (streams, tails) = racing.reads_since(before);
+    let entries = racing.entry_reads();
+    assert_eq!(
+        (entries.0 - entries_before.0, entries.1 - entries_before.1),
+        (0, 1),
+        "the wave's scheduler entries read at once, none by a step itself"
+    );
     for n in 0..ORDERS_READ_AHEAD {
         assert_eq!(
             types(&order_lifecycle(&racing, n).await),

@@ -32,6 +32,10 @@ pub struct Racing {
     pub stream_reads: AtomicU32,
     /// How often several streams were read at once (`read_tails`).
     pub tails_reads: AtomicU32,
+    /// How often one scheduler entry was read (`scheduled`).
+    pub entry_reads: AtomicU32,
+    /// How often several scheduler entries were read at once (`scheduled_many`).
+    pub entries_reads: AtomicU32,
     /// Whether releasing a letter's claim fails.
     pub release_fails: AtomicBool,
     /// Whether a group commit's answer is one short, as a broken store's would be.
@@ -58,6 +62,14 @@ impl Racing {
         (streams - before.0, tails - before.1)
     }
 
+    /// How often, so far, scheduler entries were read one at a time and several at once.
+    pub fn entry_reads(&self) -> (u32, u32) {
+        (
+            self.entry_reads.load(Ordering::SeqCst),
+            self.entries_reads.load(Ordering::SeqCst),
+        )
+    }
+
     /// A fresh store of the suite's whose first `races` commits lose their race.
     pub async fn losing(races: u32) -> Racing {
         Racing::over(super::database::store().await, races)
@@ -75,6 +87,8 @@ impl Racing {
             log_reads: AtomicU32::new(0),
             stream_reads: AtomicU32::new(0),
             tails_reads: AtomicU32::new(0),
+            entry_reads: AtomicU32::new(0),
+            entries_reads: AtomicU32::new(0),
             release_fails: AtomicBool::new(false),
             short_answers: AtomicBool::new(false),
             short_claims: AtomicBool::new(false),
@@ -137,6 +151,14 @@ impl Forward for Racing {
     async fn read_tails(&self, t: &str, ids: &[String]) -> Result<Vec<StreamTail>, StoreError> {
         self.tails_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_tails(t, ids).await
+    }
+    async fn scheduled(&self, key: &str) -> Result<Option<ScheduledEntry>, StoreError> {
+        self.entry_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.scheduled(key).await
+    }
+    async fn scheduled_many(&self, keys: &[String]) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.entries_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.scheduled_many(keys).await
     }
     async fn snapshot(&self, t: &str, id: &str) -> Result<Option<Snapshot>, StoreError> {
         self.stream_reads.fetch_add(1, Ordering::SeqCst);

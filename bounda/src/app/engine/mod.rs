@@ -41,6 +41,12 @@ pub(crate) trait Work: Send {
         Vec::new()
     }
 
+    /// The scheduler entries (by key) its handler's run reads, read ahead with its wave's
+    /// ([`read_ahead`]); none by default.
+    fn entries(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The aggregate whose settings the run follows ("" for none).
     fn aggregate(&self) -> &'static str;
 
@@ -431,15 +437,15 @@ impl App {
                 Queued::Execute(run) => run.group.is_none() || run.work.lanes_apart(),
                 Queued::Write(_) => true,
             });
-        let streams: Vec<(String, String)> = wave
-            .iter()
-            .filter_map(|queued| match queued {
-                Queued::Execute(run) => Some(run.work.streams()),
-                Queued::Write(_) => None,
-            })
-            .flatten()
-            .collect();
-        let ahead = read_ahead::ReadAhead::read(self, streams).await;
+        let mut streams: Vec<(String, String)> = Vec::new();
+        let mut entries: Vec<String> = Vec::new();
+        for queued in &wave {
+            if let Queued::Execute(run) = queued {
+                streams.extend(run.work.streams());
+                entries.extend(run.work.entries());
+            }
+        }
+        let ahead = read_ahead::ReadAhead::read(self, streams, entries).await;
         if !together {
             return ahead
                 .during(async {

@@ -133,6 +133,14 @@ impl Work for EventRun {
         }
     }
 
+    /// The instance's scheduler entry, which the step reads to arm its next moment.
+    fn entries(&self) -> Vec<String> {
+        match &self.routed {
+            Ok(Some(id)) => vec![entry_key(self.process.name(), id)],
+            _ => Vec::new(),
+        }
+    }
+
     fn handler(&self) -> Option<(&'static str, String)> {
         Some(("process", self.process.name().to_owned()))
     }

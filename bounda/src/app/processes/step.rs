@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::aggregate::{Aggregate, EventKey};
 use crate::app::App;
 use crate::app::cause::Cause;
+use crate::app::engine::read_ahead;
 use crate::app::failure::Failure;
 use crate::app::processes::instance::{self, Instance, Lifecycle, Status, stream_type};
 use crate::app::reaction::{Attempt, Staging};
@@ -342,11 +343,15 @@ pub(crate) async fn event_step<P: Process>(
     let (schedule, unschedule) = match route {
         Route::Park | Route::FollowUp => (None, None),
         _ => {
-            let existing = app
-                .store()
-                .scheduled(&entry_key(P::NAME, id))
-                .await
-                .map_err(|e| fail(e.into()))?;
+            let key = entry_key(P::NAME, id);
+            let existing = match read_ahead::take_entry(&key) {
+                Some(entry) => entry,
+                None => app
+                    .store()
+                    .scheduled(&key)
+                    .await
+                    .map_err(|e| fail(e.into()))?,
+            };
             let reached = instance.map(|i| i.reached.clone()).unwrap_or_default();
             arm(id, &state, status, timeout_at, &reached, existing.as_ref())
         }
