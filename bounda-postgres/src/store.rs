@@ -600,7 +600,10 @@ impl Store for PostgresStore {
             .rows(
                 "cannot read scheduler entries",
                 &format!(
-                    "SELECT {} FROM {{t}}scheduled_commands s WHERE dedupe_key = ANY($1)",
+                    // Each key looked up in the primary key: `= ANY($1)` was planned as a
+                    // scan of the table once it held a few thousand rows.
+                    "SELECT {} FROM unnest($1::text[]) AS k(key)
+                     JOIN {{t}}scheduled_commands s ON s.dedupe_key = k.key",
                     rows::SCHEDULED_COLUMNS
                 ),
                 &[&dedupe_keys],
