@@ -1200,6 +1200,18 @@ impl Policy for ConfirmCopyOnOrderPlaced {
 
 const ORDERS_READ_AHEAD: usize = 20;
 
+/// An app of policy `P` alone on a store that counts its reads.
+async fn counting_reads<P: bounda::Policy>() -> (Arc<support::racing::Racing>, TestApp) {
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    let app = test_app(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .policy::<P>(),
+    )
+    .await;
+    (racing, app)
+}
+
 /// `app`, with orders `o-{from}` to `o-{to - 1}` placed and nothing run.
 async fn orders_placed(app: &TestApp, from: usize, to: usize) {
     for n in from..to {
@@ -1211,13 +1223,7 @@ async fn orders_placed(app: &TestApp, from: usize, to: usize) {
 // instances read ahead, once for its wave, instead of each run reading its own in turn.
 #[tokio::test]
 async fn a_wave_of_reactions_reads_the_instances_of_their_events_ahead() {
-    let racing = Arc::new(support::racing::Racing::losing(0).await);
-    let app = test_app(
-        App::builder_shared(racing.clone())
-            .only_listed()
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await;
+    let (racing, app) = counting_reads::<ConfirmOnOrderPlaced>().await;
     orders_placed(&app, 0, ORDERS_READ_AHEAD).await;
     let before = racing.reads();
     app.run_until_idle().await.unwrap();
@@ -1240,13 +1246,7 @@ async fn a_wave_of_reactions_reads_the_instances_of_their_events_ahead() {
 // from its runs where they send, and its later waves read nothing they would not use.
 #[tokio::test]
 async fn a_policy_sending_elsewhere_stops_having_its_events_instances_read_ahead() {
-    let racing = Arc::new(support::racing::Racing::losing(0).await);
-    let app = test_app(
-        App::builder_shared(racing.clone())
-            .only_listed()
-            .policy::<ConfirmCopyOnOrderPlaced>(),
-    )
-    .await;
+    let (racing, app) = counting_reads::<ConfirmCopyOnOrderPlaced>().await;
     orders_placed(&app, 0, ORDERS_READ_AHEAD).await;
     let before = racing.reads();
     app.run_until_idle().await.unwrap();
