@@ -50,20 +50,20 @@ impl ReadAhead {
         keys.sort_unstable();
         keys.dedup();
         let entries = async {
-            match keys.is_empty() {
-                true => HashMap::new(),
-                false => match app.store().scheduled_many(&keys).await {
-                    Ok(found) => {
-                        let mut entries: HashMap<String, Option<ScheduledEntry>> =
-                            keys.into_iter().map(|key| (key, None)).collect();
-                        for entry in found {
-                            entries.insert(entry.dedupe_key.clone(), Some(entry));
-                        }
-                        entries
-                    }
-                    Err(_) => HashMap::new(),
-                },
+            if keys.is_empty() {
+                return HashMap::new();
             }
+            let Ok(found) = app.store().scheduled_many(&keys).await else {
+                return HashMap::new();
+            };
+            let mut entries: HashMap<String, Option<ScheduledEntry>> =
+                keys.into_iter().map(|key| (key, None)).collect();
+            entries.extend(
+                found
+                    .into_iter()
+                    .map(|entry| (entry.dedupe_key.clone(), Some(entry))),
+            );
+            entries
         };
         let (read, entries) =
             futures_util::future::join(futures_util::future::join_all(reads), entries).await;
