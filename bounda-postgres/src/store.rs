@@ -676,7 +676,8 @@ impl Store for PostgresStore {
             .with_copies(self)
             .with_instances(self)
             .with_limits(self)
-            .with_pauses(self);
+            .with_pauses(self)
+            .with_pipelined_batches();
         // A pooler in transaction mode drops a session's `LISTEN` with its transaction: only a
         // store with a listening address hears other processes' writes.
         match self.listening {

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use crate::app::RejectionRecord;
 use crate::app::command_run::{CommandRun, scheduled_letter_id};
-use crate::app::engine::{Claim, Report, Run, Work};
+use futures_util::future::BoxFuture;
+
+use crate::app::engine::{Beside, Claim, Prepared, Report, Run, Work};
 use crate::app::missing::{LetterOf, Missing};
 use crate::app::policy_run::{POLICY_RUN, PolicyRun, PolicyRunPayload, policy_letter_id};
 use crate::app::processes::deadline_run::{DeadlinePayload, DeadlineRun, Unhandled};
@@ -31,35 +33,65 @@ impl App {
     ) -> Result<bool, Error> {
         let claim_id = self.claim_id();
         let limit = self.config().dispatcher.batch_size;
-        let mut entries = self
+        let entries = self
             .store()
             .claim_due(&claim_id, now, self.lease(), limit)
             .await?;
+        let next = NextBatch {
+            app: self,
+            claim_id: &claim_id,
+            limit,
+        };
+        // On a store a round trip away, the next batch is prepared while the last commits.
+        let beside = self
+            .store()
+            .capabilities()
+            .pipelined_batches
+            .then_some(&next as &dyn Beside);
+        let mut batch = self.batch_of(entries, &claim_id, false).await?;
         let mut ran = false;
-        // While batches come full, each commit claims the next one; a pass runs about
+        // While batches come full, each commit takes the next one; a pass runs about
         // `RUNS_PER_PASS` runs before the subscribers get their turn.
         let mut rounds = RUNS_PER_PASS.div_ceil(limit);
-        while !entries.is_empty() {
+        while batch.claimed > 0 {
             rounds -= 1;
-            let full = entries.len() >= limit;
-            let mut report = Report {
-                then_claim: (full && rounds > 0 && !self.stopping()).then_some(limit),
-                ..Report::default()
-            };
-            // A requested retry runs as the operator's retry does, not as a run of the batch.
-            let (requested, others): (Vec<_>, Vec<_>) = std::mem::take(&mut entries)
-                .into_iter()
-                .partition(|entry| entry.command_type == LETTER_RETRY);
-            ran |= !requested.is_empty();
-            self.run_requested_retries(requested, &claim_id).await?;
-            let runs = self.scheduled_runs(others, &claim_id).await?;
-            let result = self.run_batch(runs, &mut report).await;
+            let full = batch.claimed >= limit;
+            batch.report.then_claim = (full && rounds > 0 && !self.stopping()).then_some(limit);
+            let result = self.run_prepared(&mut batch, beside).await;
+            let report = &mut batch.report;
             rejections.append(&mut report.rejections);
             result?;
             ran |= report.ran;
-            entries = report.claimed;
+            batch = match report.prepared.take() {
+                Some(prepared) => *prepared?,
+                None => {
+                    let claimed = std::mem::take(&mut report.claimed);
+                    self.batch_of(claimed, &claim_id, false).await?
+                }
+            };
         }
         Ok(ran)
+    }
+
+    /// The batch of claimed `entries`, its first wave run if `run_first`. A requested retry
+    /// runs at once, as the operator's retry does, not as a run of the batch.
+    async fn batch_of(
+        &self,
+        entries: Vec<ScheduledEntry>,
+        claim_id: &str,
+        run_first: bool,
+    ) -> Result<Prepared, Error> {
+        let claimed = entries.len();
+        let (requested, others): (Vec<_>, Vec<_>) = entries
+            .into_iter()
+            .partition(|entry| entry.command_type == LETTER_RETRY);
+        let report = Report {
+            ran: !requested.is_empty(),
+            ..Report::default()
+        };
+        self.run_requested_retries(requested, claim_id).await?;
+        let runs = self.scheduled_runs(others, claim_id).await?;
+        Ok(self.prepare(runs, claimed, report, run_first).await)
     }
 
     /// The runs of claimed entries, in due order.
@@ -189,6 +221,26 @@ impl App {
                 )
                 .scheduled(span),
             ),
+        })
+    }
+}
+
+/// A worker's next batch, claimed and its first wave run beside the last batch's commit.
+struct NextBatch<'a> {
+    app: &'a App,
+    claim_id: &'a str,
+    limit: usize,
+}
+
+impl Beside for NextBatch<'_> {
+    fn prepare(&self) -> BoxFuture<'_, Result<Box<Prepared>, Error>> {
+        Box::pin(async move {
+            let app = self.app;
+            let entries = app
+                .store()
+                .claim_due(self.claim_id, app.clock().now(), app.lease(), self.limit)
+                .await?;
+            Ok(Box::new(app.batch_of(entries, self.claim_id, true).await?))
         })
     }
 }

@@ -40,6 +40,11 @@ pub struct Capabilities<'a> {
     pub ingress: Option<&'a dyn IngressStore>,
     /// Wake-ups from other processes' writes ([`WakeUps`]); without them, runners poll.
     pub wake_ups: Option<&'a dyn WakeUps>,
+    /// Whether a worker under load prepares its next batch (claims it and runs its first
+    /// handlers) while the store commits the last, rather than claiming it in that commit.
+    /// Worth it where a commit is a round trip to a server, which works while the worker would
+    /// wait; a store that commits in the worker's own process gains nothing by it.
+    pub pipelined_batches: bool,
 }
 
 impl std::fmt::Debug for Capabilities<'_> {
@@ -53,6 +58,7 @@ impl std::fmt::Debug for Capabilities<'_> {
             .field("read_models", &self.read_models.is_some())
             .field("ingress", &self.ingress.is_some())
             .field("wake_ups", &self.wake_ups.is_some())
+            .field("pipelined_batches", &self.pipelined_batches)
             .finish()
     }
 }
@@ -123,6 +129,14 @@ impl<'a> Capabilities<'a> {
     pub fn with_wake_ups(self, store: &'a dyn WakeUps) -> Capabilities<'a> {
         Capabilities {
             wake_ups: Some(store),
+            ..self
+        }
+    }
+
+    /// With a worker's next batch prepared while the last commits.
+    pub fn with_pipelined_batches(self) -> Capabilities<'a> {
+        Capabilities {
+            pipelined_batches: true,
             ..self
         }
     }

@@ -916,6 +916,72 @@ async fn a_wave_of_process_steps_reads_its_instances_ahead() {
     assert_eq!(streams, 0, "no step read its instance itself");
 }
 
+// Issue 47: on a store a round trip away, a worker under load prepares its next batch (claims
+// it and runs its handlers) while the last one commits; a batch whose events a process takes
+// claims the next in its commit instead, so a deadline still waits for its instance's events.
+#[tokio::test]
+async fn a_worker_prepares_its_next_batch_beside_the_commit_unless_a_process_takes_its_events() {
+    const ORDERS: usize = 25;
+    let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
+    racing
+        .pipelined
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 10;
+    let app = TestApp::new(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .config(config)
+            .process::<Payment>(),
+    )
+    .await
+    .unwrap();
+    for n in 0..ORDERS {
+        app.dispatch(place(&format!("o-{n}"))).await.unwrap();
+    }
+    app.run_until_idle().await.unwrap();
+    // The first reminders: the handlers send reminders, which no process takes.
+    let before = racing.claims();
+    app.advance(hours(24)).await.unwrap();
+    let (alone, in_commits) = racing.claims();
+    assert_eq!(
+        in_commits - before.1,
+        0,
+        "no batch of reminders claimed the next in its commit"
+    );
+    assert!(
+        alone - before.0 >= 3,
+        "the batches after the first were claimed beside the commits: {} claims",
+        alone - before.0
+    );
+    // The payment deadlines: each cancels its order, which the process takes.
+    let before = racing.claims();
+    app.advance(hours(48)).await.unwrap();
+    assert!(
+        racing.claims().1 - before.1 >= 2,
+        "a batch whose cancellations the process takes claimed the next in its commit"
+    );
+    for n in 0..ORDERS {
+        let id = format!("o-{n}");
+        let events = lifecycle::<Payment>(&app, &id).await;
+        let reached = |field: &str| {
+            events
+                .iter()
+                .filter(|e| e.event_type == "ProcessDeadlineReached" && e.payload["field"] == field)
+                .count()
+        };
+        assert_eq!(
+            (reached("next_reminder"), reached("payment_deadline")),
+            (3, 1),
+            "{id}: each deadline once"
+        );
+        assert!(
+            state::<Payment>(&app, &id).await.compensated,
+            "{id}: the cancellation handled before the instance completed"
+        );
+    }
+}
+
 const ORDERS_READ_AHEAD: usize = 20;
 
 /// The lifecycle of order `o-{n}`'s payment, read past the counting.

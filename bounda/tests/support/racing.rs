@@ -42,6 +42,13 @@ pub struct Racing {
     pub short_answers: AtomicBool,
     /// Whether a batch of inbox claims is answered one short.
     pub short_claims: AtomicBool,
+    /// Whether it says it is a store a round trip away, whose worker prepares its next batch
+    /// while the last commits (`Capabilities::pipelined_batches`).
+    pub pipelined: AtomicBool,
+    /// How often due entries were claimed on their own (`claim_due`).
+    pub claims: AtomicU32,
+    /// How often due entries were claimed in a commit (a write set's `claim_due`).
+    pub claims_in_commits: AtomicU32,
     /// Another operator's retry, which takes letter `.0` at `.1` just before the next commit
     /// fenced on that letter.
     pub rival_retry: Mutex<Option<(String, Instant)>>,
@@ -70,6 +77,14 @@ impl Racing {
         )
     }
 
+    /// How often, so far, due entries were claimed on their own and in a commit.
+    pub fn claims(&self) -> (u32, u32) {
+        (
+            self.claims.load(Ordering::SeqCst),
+            self.claims_in_commits.load(Ordering::SeqCst),
+        )
+    }
+
     /// A fresh store of the suite's whose first `races` commits lose their race.
     pub async fn losing(races: u32) -> Racing {
         Racing::over(super::database::store().await, races)
@@ -93,6 +108,9 @@ impl Racing {
             short_answers: AtomicBool::new(false),
             short_claims: AtomicBool::new(false),
             rival_retry: Mutex::new(None),
+            pipelined: AtomicBool::new(false),
+            claims: AtomicU32::new(0),
+            claims_in_commits: AtomicU32::new(0),
         }
     }
 
@@ -133,6 +151,25 @@ impl Racing {
 impl Forward for Racing {
     fn inner(&self) -> &dyn Store {
         &*self.inner
+    }
+
+    fn capabilities(&self) -> Capabilities<'_> {
+        let capabilities = self.inner.capabilities();
+        match self.pipelined.load(Ordering::SeqCst) {
+            true => capabilities.with_pipelined_batches(),
+            false => capabilities,
+        }
+    }
+
+    async fn claim_due(
+        &self,
+        claim_id: &str,
+        now: Instant,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<ScheduledEntry>, StoreError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        self.inner.claim_due(claim_id, now, lease, limit).await
     }
 
     async fn read_stream(&self, t: &str, id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -201,6 +238,9 @@ impl Forward for Racing {
         answers
     }
     async fn commit(&self, writes: &WriteSet) -> Result<Committed, CommitError> {
+        if writes.claim_due.is_some() {
+            self.claims_in_commits.fetch_add(1, Ordering::SeqCst);
+        }
         let rival = match &writes.require_letter {
             Some(hold) => {
                 let mut rival = self.rival_retry.lock().expect("not poisoned");

@@ -14,6 +14,7 @@
 
 mod claim;
 mod pace;
+mod prepared;
 pub(crate) mod read_ahead;
 
 use std::collections::{HashSet, VecDeque};
@@ -22,6 +23,7 @@ use futures_util::future::BoxFuture;
 
 use crate::app::failure::Failure;
 pub(crate) use claim::{Claim, Settle};
+pub(crate) use prepared::{Beside, Prepared};
 
 use crate::app::App;
 use crate::app::{RejectionRecord, telemetry};
@@ -246,6 +248,8 @@ pub(crate) struct Report {
     pub(crate) then_claim: Option<usize>,
     /// What `then_claim` claimed.
     pub(crate) claimed: Vec<ScheduledEntry>,
+    /// The next batch, when `then_claim` prepared it beside the commit ([`prepared`]).
+    pub(crate) prepared: Option<Result<Box<Prepared>, Error>>,
     /// Whether a run was deferred unrun (a deadline waiting for its instance's events).
     pub(crate) deferred: bool,
     /// The first failure of the store itself: reported once the rest of the batch was tried;
@@ -274,6 +278,7 @@ impl Report {
             renewed_at,
             then_claim: _,
             mut claimed,
+            prepared: _,
             deferred,
             store_error,
             mut returned,
@@ -341,50 +346,61 @@ impl App {
     /// store refuses fails its runs like any failure (retried after their back-off);
     /// when recording that failure is refused too, the runs keep their claims, which lapse,
     /// and the store's error is returned once the rest of the batch was tried.
-    pub(crate) async fn run_batch(
+    pub(crate) async fn run_batch(&self, runs: Vec<Run>, report: &mut Report) -> Result<(), Error> {
+        let mut batch = self.prepare(runs, 0, std::mem::take(report), false).await;
+        let result = self.run_prepared(&mut batch, None).await;
+        *report = batch.report;
+        result
+    }
+
+    /// Runs a batch [`prepare`](App::prepare)d, as [`run_batch`](App::run_batch) does. Its last
+    /// wave takes the next batch when its report's `then_claim` asks: prepared by `beside`
+    /// while the wave commits, where there is one and nothing the wave writes bears on the
+    /// next batch ([`prepared`]), or else claimed in the wave's transaction.
+    pub(crate) async fn run_prepared(
         &self,
-        mut runs: Vec<Run>,
-        report: &mut Report,
+        batch: &mut Prepared,
+        beside: Option<&dyn Beside>,
     ) -> Result<(), Error> {
-        self.pace(&mut runs, report).await;
-        let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
-        let mut held: HashSet<&'static str> = HashSet::new();
+        let queue = &mut batch.queue;
+        let (held, report) = (&mut batch.held, &mut batch.report);
         while !queue.is_empty() {
-            let mut lanes: HashSet<String> = HashSet::new();
-            let mut next_wave: Vec<Queued> = Vec::new();
-            while let Some(next) = queue.front() {
-                let lane = match next {
-                    Queued::Execute(run) => &run.lane,
-                    Queued::Write(entry) => &entry.0.lane,
-                };
-                if !lanes.insert(lane.clone()) {
-                    break;
-                }
-                let Some(next) = queue.pop_front() else { break };
-                next_wave.push(next);
-            }
-            let entries = self.execute_wave(next_wave, &mut held, report).await;
+            let next_wave = next_wave(queue);
+            let entries = self.execute_wave(next_wave, held, report).await;
             let mut wave: Vec<(Run, Kind)> = Vec::with_capacity(entries.len());
             let mut sets: Vec<WriteSet> = Vec::with_capacity(entries.len() + 1);
             for (run, writes, kind) in entries {
                 wave.push((run, kind));
                 sets.push(writes);
             }
-            // The batch's last wave claims the next batch in its transaction.
+            // The batch's last wave takes the next batch.
             let claiming = queue.is_empty() && !report.deferred;
+            let mut preparing = None;
             if let Some(limit) = report.then_claim.take().filter(|_| claiming) {
-                // Claimed now, under a claim of its own, so its lease counts from now.
-                sets.push(WriteSet {
-                    claim_due: Some(ClaimDue {
-                        claim_id: self.claim_id(),
-                        now: self.clock().now(),
-                        lease: self.lease(),
-                        limit,
+                match beside.filter(|_| !sets.iter().any(|writes| self.feeds_processes(writes))) {
+                    Some(beside) => preparing = Some(beside),
+                    // Claimed now, under a claim of its own, so its lease counts from now.
+                    None => sets.push(WriteSet {
+                        claim_due: Some(ClaimDue {
+                            claim_id: self.claim_id(),
+                            now: self.clock().now(),
+                            lease: self.lease(),
+                            limit,
+                        }),
+                        ..WriteSet::default()
                     }),
-                    ..WriteSet::default()
-                });
+                }
             }
-            let mut results = self.commit_all(&mut sets).await;
+            let mut results = match preparing {
+                Some(beside) => {
+                    let (results, prepared) =
+                        futures_util::future::join(self.commit_all(&mut sets), beside.prepare())
+                            .await;
+                    report.prepared = Some(prepared);
+                    results
+                }
+                None => self.commit_all(&mut sets).await,
+            };
             if results.len() > wave.len() {
                 match results.pop() {
                     Some(Ok(committed)) => report.claimed = committed.claimed,
@@ -403,7 +419,7 @@ impl App {
             }
             let mut reruns = Vec::new();
             for ((run, kind), result) in wave.into_iter().zip(results) {
-                if let Some(queued) = self.committed(run, kind, result, report, &mut held).await {
+                if let Some(queued) = self.committed(run, kind, result, report, held).await {
                     reruns.push(queued);
                 }
             }
@@ -829,33 +845,60 @@ impl App {
 impl App {
     /// The subscribers that take none of the events `writes` appends.
     fn skipping(&self, writes: &WriteSet) -> Vec<String> {
-        let events = || {
-            writes.appends.iter().flat_map(|append| {
-                append
-                    .events
-                    .iter()
-                    .map(|event| (append.aggregate_type.as_str(), event.event_type.as_str()))
-            })
-        };
         if writes.appends.is_empty() {
             return Vec::new();
         }
         let mut skip = Vec::new();
-        let takes = |key: crate::aggregate::EventKey, (aggregate, event): (&str, &str)| {
-            key.aggregate == aggregate && key.event == event
-        };
         if !self.inner.policies.is_empty()
-            && !events().any(|e| self.policies().any(|p| takes(p.key(), e)))
+            && !appended(writes).any(|(aggregate, event)| {
+                self.policies()
+                    .any(|p| p.key().aggregate == aggregate && p.key().event == event)
+            })
         {
             skip.push(crate::app::POLICIES.to_owned());
         }
-        if !self.inner.processes.is_empty()
-            && !events().any(|e| self.processes().any(|p| p.takes_key(e.0, e.1)))
-        {
+        if !self.inner.processes.is_empty() && !self.feeds_processes(writes) {
             skip.push(crate::app::PROCESSES.to_owned());
         }
         skip
     }
+
+    /// Whether a process takes an event `writes` appends.
+    fn feeds_processes(&self, writes: &WriteSet) -> bool {
+        appended(writes).any(|(aggregate, event)| {
+            self.processes()
+                .any(|process| process.takes_key(aggregate, event))
+        })
+    }
+}
+
+/// The aggregate type and event type of each event `writes` appends.
+fn appended(writes: &WriteSet) -> impl Iterator<Item = (&str, &str)> {
+    writes.appends.iter().flat_map(|append| {
+        append
+            .events
+            .iter()
+            .map(|event| (append.aggregate_type.as_str(), event.event_type.as_str()))
+    })
+}
+
+/// The next wave of `queue`: its runs from the front, up to the first whose lane is already in
+/// the wave.
+fn next_wave(queue: &mut VecDeque<Queued>) -> Vec<Queued> {
+    let mut lanes: HashSet<String> = HashSet::new();
+    let mut wave: Vec<Queued> = Vec::new();
+    while let Some(next) = queue.front() {
+        let lane = match next {
+            Queued::Execute(run) => &run.lane,
+            Queued::Write(entry) => &entry.0.lane,
+        };
+        if !lanes.insert(lane.clone()) {
+            break;
+        }
+        let Some(next) = queue.pop_front() else { break };
+        wave.push(next);
+    }
+    wave
 }
 
 /// Holds `run`'s group when it waits for a retry: the group's later runs wait behind it.

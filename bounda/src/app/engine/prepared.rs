@@ -1,0 +1,67 @@
+//! A batch prepared beside the last one's commit: on a store a round trip away, a worker under
+//! load claims its next batch and runs that batch's first wave of handlers while the server
+//! commits the last batch, where it would otherwise wait for the commit and then for the claim.
+//! The prepared batch commits once the last one has, so the worker stays one writer at a time.
+//!
+//! What the last batch commits is not yet seen by the prepared batch's reads, so a batch is
+//! prepared beside it only when nothing it writes bears on the next one: none of its runs was
+//! deferred (their entries, given back by the commit, would be claimed again at once) and none
+//! of its events is one a process takes (a due deadline waits for its instance's events that
+//! the process runner has not handled, which the prepared batch's reads would miss). A stream
+//! the last batch moves under a prepared run refuses that run's commit, and the run runs again
+//! on the new state, as when two runners meet.
+
+use std::collections::{HashSet, VecDeque};
+
+use futures_util::future::BoxFuture;
+
+use super::{Queued, Report, Run};
+use crate::Error;
+use crate::app::App;
+
+/// What prepares the next batch beside a commit: the worker's claim of due entries.
+pub(crate) trait Beside: Sync {
+    /// Claims the next batch and prepares it ([`App::prepare`]).
+    fn prepare(&self) -> BoxFuture<'_, Result<Box<Prepared>, Error>>;
+}
+
+/// A claimed batch, paced, its first wave run or not yet, waiting to commit
+/// ([`App::run_prepared`]).
+pub(crate) struct Prepared {
+    /// How many entries were claimed for it.
+    pub(crate) claimed: usize,
+    pub(super) queue: VecDeque<Queued>,
+    pub(super) held: HashSet<&'static str>,
+    /// What its runs reported so far.
+    pub(crate) report: Report,
+}
+
+impl App {
+    /// The batch of `runs`, `claimed` entries taken for it: paced, and if `run_first` its
+    /// first wave's handlers run, their write sets waiting for the batch's commit.
+    pub(crate) async fn prepare(
+        &self,
+        mut runs: Vec<Run>,
+        claimed: usize,
+        report: Report,
+        run_first: bool,
+    ) -> Prepared {
+        let mut report = report;
+        self.pace(&mut runs, &mut report).await;
+        let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
+        let mut held = HashSet::new();
+        if run_first {
+            let wave = super::next_wave(&mut queue);
+            let ran = self.execute_wave(wave, &mut held, &mut report).await;
+            for entry in ran.into_iter().rev() {
+                queue.push_front(Queued::Write(Box::new(entry)));
+            }
+        }
+        Prepared {
+            claimed,
+            queue,
+            held,
+            report,
+        }
+    }
+}
