@@ -178,7 +178,9 @@ impl<'a> Pairs<'a> {
     }
 }
 
-/// Where each pair stands, in order: `None` for one that may be claimed now.
+/// Where each pair stands, in order: `None` for one that may be claimed now. Each pair is looked
+/// up in the primary key (a lateral read the planner cannot hash): a join planned while the inbox
+/// was small scans all of it once it is not.
 async fn standings(
     client: &impl Session,
     names: &Names,
@@ -192,7 +194,8 @@ async fn standings(
             "SELECT i.status, i.retry_at, i.status IS NULL OR coalesce(",
             claimable!(),
             ", FALSE) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(handler, event_id, n)
-             LEFT JOIN {t}inbox i ON i.handler = p.handler AND i.event_id = p.event_id
+             LEFT JOIN LATERAL (SELECT * FROM {t}inbox x
+                 WHERE x.handler = p.handler AND x.event_id = p.event_id OFFSET 0) i ON TRUE
              ORDER BY p.n"
         )),
         &[

@@ -600,10 +600,12 @@ impl Store for PostgresStore {
             .rows(
                 "cannot read scheduler entries",
                 &format!(
-                    // Each key looked up in the primary key: `= ANY($1)` was planned as a
-                    // scan of the table once it held a few thousand rows.
+                    // Each key looked up in the primary key, whatever the table's size when
+                    // the statement was planned: `= ANY($1)`, or a join the planner may hash,
+                    // scans the whole table under a plan made while it was small.
                     "SELECT {} FROM unnest($1::text[]) AS k(key)
-                     JOIN {{t}}scheduled_commands s ON s.dedupe_key = k.key",
+                     CROSS JOIN LATERAL (SELECT * FROM {{t}}scheduled_commands s
+                         WHERE s.dedupe_key = k.key OFFSET 0) s",
                     rows::SCHEDULED_COLUMNS
                 ),
                 &[&dedupe_keys],
@@ -1131,7 +1133,16 @@ impl PostgresStore {
         let mut client = self.client().await?;
         let tx = transaction(&mut client).await?;
         let applied = match way {
-            Way::Wave => wave::write(&tx, &self.names, writes, &self.head_turns).await,
+            Way::Wave => {
+                // Sent ahead of the wave's statements, in the same round trip.
+                let (planned, applied) = futures_util::future::join(
+                    tx.batch_execute(wave::PLANNING),
+                    wave::write(&tx, &self.names, writes, &self.head_turns),
+                )
+                .await;
+                planned.map_err(failed("cannot set how the wave's statements are planned"))?;
+                applied
+            }
             Way::Pipelined => statements::apply_pipelined(&tx, &self.names, writes).await,
         };
         let Some(committed) = applied else {

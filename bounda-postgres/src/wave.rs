@@ -20,6 +20,14 @@ use crate::rows::bigint;
 use crate::sql::Session;
 use crate::statements::{SCHEDULE_CONFLICT, SNAPSHOT_CONFLICT};
 
+/// How a wave's statements are planned, set first in its transaction: each of them joins a
+/// page of keys to a table, which is right only as a loop of lookups in the table's index. A
+/// statement's plan is kept once made, so one made while a table was small (a schema just
+/// created) would otherwise hash or scan the table, and go on reading all of it once it is
+/// large.
+pub(crate) const PLANNING: &str = "SET LOCAL enable_hashjoin = off; \
+     SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off";
+
 /// Writes `writes` as one wave on `client`, a transaction: `Some` answers, to be committed;
 /// `None` when the wave is to be written another way, the transaction rolled back first.
 ///
