@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bounda::{Instant, seconds};
 mod support;
 
-use bounda::store::{InOrder, InboxClaim, InboxPair, Store};
+use bounda::store::{InOrder, InboxClaim, InboxMark, InboxOutcome, InboxPair, Store, WriteSet};
 use bounda_postgres::{Options, PostgresStore, testing};
 use support::entry;
 
@@ -348,5 +348,115 @@ async fn a_pair_taken_between_reading_and_claiming_gives_back_its_lanes_later_pa
             .unwrap(),
         InboxClaim::Claimed { attempt: 1 },
         "e-1 was given back"
+    );
+}
+
+/// Issue 47: a statement's plan is kept once made, so one made while the inbox and the
+/// scheduler were nearly empty (a schema just created) must still look each key up once they
+/// have grown: the reads of where pairs stand and of a page of entries, and a wave's settling of
+/// its pairs, never scan either table.
+#[tokio::test]
+async fn lookups_planned_on_small_tables_stay_lookups_once_they_grow() {
+    let (url, schema) = testing::schema("plans").unwrap_or_else(|how| panic!("{how}"));
+    let options = Options {
+        schema: schema.clone(),
+        pool_size: 1,
+        ..Options::default()
+    };
+    // The schema made and the store closed, so the counts below start after its migrations.
+    drop(PostgresStore::connect(&url, options.clone()).await.unwrap());
+    let session = support::session(&url).await;
+    let scans = || async {
+        let row = session
+            .query_one(
+                "SELECT coalesce(sum(seq_scan), 0)::bigint, coalesce(sum(idx_scan), 0)::bigint
+                 FROM pg_stat_user_tables
+                 WHERE schemaname = $1 AND relname IN ('inbox', 'scheduled_commands')",
+                &[&schema],
+            )
+            .await
+            .unwrap();
+        (row.get::<_, i64>(0), row.get::<_, i64>(1))
+    };
+    session
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .unwrap();
+    let before = scans().await;
+    // One connection, so each statement is planned on it: more runs than the server's five
+    // before it keeps a plan, on tables of a few rows; then the tables grow by hand.
+    let store = PostgresStore::connect(&url, options).await.unwrap();
+    let now = Instant::from_millis(1_767_225_600_000).unwrap();
+    let look = |round: usize| {
+        let store = &store;
+        async move {
+            let ids: Vec<String> = (0..10).map(|n| format!("e-{round}-{n}")).collect();
+            let batch: Vec<InboxPair<'_>> = ids
+                .iter()
+                .map(|id| InboxPair {
+                    handler: "notify",
+                    event_id: id,
+                    lane: id,
+                })
+                .collect();
+            store
+                .claim_inbox_batch(&batch, "mine", now, seconds(60), &mut InOrder::new(10))
+                .await
+                .unwrap();
+            store.scheduled_many(&ids).await.unwrap();
+            // Settled as a wave commits them.
+            let settled: Vec<WriteSet> = ids
+                .iter()
+                .map(|id| WriteSet {
+                    inbox: Some(InboxMark {
+                        handler: "notify".into(),
+                        event_id: id.clone(),
+                        claim_id: "mine".into(),
+                        outcome: InboxOutcome::Succeeded,
+                    }),
+                    ..WriteSet::default()
+                })
+                .collect();
+            for result in store.commit_many(&settled).await {
+                result.unwrap();
+            }
+        }
+    };
+    for round in 0..8 {
+        look(round).await;
+    }
+    session
+        .batch_execute(&format!(
+            "INSERT INTO \"{schema}\".inbox (handler, event_id, status, attempts)
+                 SELECT 'notify', 'grown-' || g, 'succeeded', 1 FROM generate_series(1, 20000) g;
+             INSERT INTO \"{schema}\".scheduled_commands
+                 (dedupe_key, command_type, aggregate_id, payload, execute_at, context)
+                 SELECT 'grown-' || g, 'Grown', 'g', '{{}}', now(), '{{}}'
+                 FROM generate_series(1, 20000) g"
+        ))
+        .await
+        .unwrap();
+    for round in 8..12 {
+        look(round).await;
+    }
+    // A connection's counts reach the server's statistics when it closes.
+    drop(store);
+    let mut after = before;
+    for _ in 0..100 {
+        session
+            .batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .unwrap();
+        after = scans().await;
+        if after.1 > before.1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(after.1 > before.1, "the store's lookups were counted");
+    assert_eq!(
+        after.0 - before.0,
+        0,
+        "no scan of the inbox or the scheduler by the store's lookups"
     );
 }
