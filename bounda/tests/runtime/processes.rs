@@ -943,7 +943,7 @@ async fn a_worker_prepares_its_next_batch_beside_the_commit_unless_a_process_tak
     // The first reminders: the handlers send reminders, which no process takes.
     let before = racing.claims();
     app.advance(hours(24)).await.unwrap();
-    let (alone, in_commits) = racing.claims();
+    let (alone, in_commits, beside) = racing.claims();
     assert_eq!(
         in_commits - before.1,
         0,
@@ -951,8 +951,13 @@ async fn a_worker_prepares_its_next_batch_beside_the_commit_unless_a_process_tak
     );
     assert!(
         alone - before.0 >= 3,
-        "the batches after the first were claimed beside the commits: {} claims",
+        "the batches after the first were claimed on their own: {} claims",
         alone - before.0
+    );
+    assert!(
+        beside - before.2 >= 2,
+        "the batches after the first were claimed while the one before committed: {}",
+        beside - before.2
     );
     // The payment deadlines: each cancels its order, which the process takes.
     let before = racing.claims();

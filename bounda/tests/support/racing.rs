@@ -49,6 +49,11 @@ pub struct Racing {
     pub claims: AtomicU32,
     /// How often due entries were claimed in a commit (a write set's `claim_due`).
     pub claims_in_commits: AtomicU32,
+    /// How often due entries were claimed on their own while a commit was under way.
+    pub claims_beside_commits: AtomicU32,
+    /// Commits under way: while `pipelined`, a commit waits a turn first, as one a round trip
+    /// away does, so what runs beside it can.
+    committing: AtomicU32,
     /// Another operator's retry, which takes letter `.0` at `.1` just before the next commit
     /// fenced on that letter.
     pub rival_retry: Mutex<Option<(String, Instant)>>,
@@ -77,11 +82,13 @@ impl Racing {
         )
     }
 
-    /// How often, so far, due entries were claimed on their own and in a commit.
-    pub fn claims(&self) -> (u32, u32) {
+    /// How often, so far, due entries were claimed on their own, in a commit, and on their own
+    /// while a commit was under way.
+    pub fn claims(&self) -> (u32, u32, u32) {
         (
             self.claims.load(Ordering::SeqCst),
             self.claims_in_commits.load(Ordering::SeqCst),
+            self.claims_beside_commits.load(Ordering::SeqCst),
         )
     }
 
@@ -111,6 +118,8 @@ impl Racing {
             pipelined: AtomicBool::new(false),
             claims: AtomicU32::new(0),
             claims_in_commits: AtomicU32::new(0),
+            claims_beside_commits: AtomicU32::new(0),
+            committing: AtomicU32::new(0),
         }
     }
 
@@ -169,6 +178,9 @@ impl Forward for Racing {
         limit: usize,
     ) -> Result<Vec<ScheduledEntry>, StoreError> {
         self.claims.fetch_add(1, Ordering::SeqCst);
+        if self.committing.load(Ordering::SeqCst) > 0 {
+            self.claims_beside_commits.fetch_add(1, Ordering::SeqCst);
+        }
         self.inner.claim_due(claim_id, now, lease, limit).await
     }
 
@@ -262,7 +274,15 @@ impl Forward for Racing {
             self.races.fetch_sub(1, Ordering::SeqCst);
             self.interfere(append).await;
         }
+        let pipelined = self.pipelined.load(Ordering::SeqCst);
+        if pipelined {
+            self.committing.fetch_add(1, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+        }
         let result = self.inner.commit(writes).await;
+        if pipelined {
+            self.committing.fetch_sub(1, Ordering::SeqCst);
+        }
         let armed = self.after_first.swap(0, Ordering::SeqCst);
         self.races.fetch_add(armed, Ordering::SeqCst);
         result

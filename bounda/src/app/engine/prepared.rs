@@ -43,10 +43,9 @@ impl App {
         &self,
         mut runs: Vec<Run>,
         claimed: usize,
-        report: Report,
+        mut report: Report,
         run_first: bool,
     ) -> Prepared {
-        let mut report = report;
         self.pace(&mut runs, &mut report).await;
         let mut queue: VecDeque<Queued> = runs.into_iter().map(Queued::Execute).collect();
         let mut held = HashSet::new();
