@@ -243,6 +243,10 @@ impl Beside for NextBatch<'_> {
             Ok(Box::new(app.batch_of(entries, self.claim_id, true).await?))
         })
     }
+
+    fn runs_beside(&self) -> bool {
+        true
+    }
 }
 
 /// A delayed policy run whose policy the app no longer has: the policy's letter on its event.

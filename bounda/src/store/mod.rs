@@ -516,6 +516,12 @@ impl InOrder {
         }
     }
 
+    /// Starts the next batch of the same pass: as many claims again, and whatever held a pair
+    /// so far still holds its later ones.
+    pub fn next_batch(&mut self) {
+        self.claimed = 0;
+    }
+
     /// Whether as many pairs as it takes are claimed.
     pub fn full(&self) -> bool {
         self.claimed >= self.limit

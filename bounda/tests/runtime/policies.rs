@@ -910,7 +910,12 @@ async fn events_are_read_in_batches_and_every_one_is_handled() {
     let first = app.run_until_idle_with(1).await.unwrap();
     assert!(!first.idle);
     let position = app.lag().await.unwrap().subscribers[0].position;
-    assert_eq!(position, 2, "one pass, one batch of two");
+    // Where the store pipelines, a pass claims each next batch while the last commits, up to
+    // four batches (issue 47), reading on past the confirmations those batches add.
+    match app.app().store().capabilities().pipelined_batches {
+        false => assert_eq!(position, 2, "one pass, one batch of two"),
+        true => assert!(position >= 4, "one pass, more than one batch: {position}"),
+    }
     app.run_until_idle().await.unwrap();
     for i in 0..5 {
         assert_eq!(
@@ -1196,6 +1201,55 @@ impl Policy for ConfirmCopyOnOrderPlaced {
         .await?;
         Ok(())
     }
+}
+
+// issue 47: on a store a round trip away, a subscriber claims its next batch of deliveries
+// while the last one commits. When a run of the last batch waits for its retry, the batch
+// claimed beside it is given back unrun: the handler's later events still run after the retry,
+// each once, in order.
+#[tokio::test]
+async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_behind_a_retry() {
+    const ORDERS: usize = 35;
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    racing
+        .pipelined
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 10;
+    let app = test_app(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .config(config)
+            .policy::<ConfirmOnOrderPlaced>(),
+    )
+    .await;
+    orders_placed(&app, 0, ORDERS).await;
+    // The first run, o-0's confirmation, fails once: the nine after it in its batch wait, and
+    // so must the ten claimed beside its commit.
+    failing(ConfirmOnOrderPlaced::NAME, 1, false);
+    app.run_until_idle().await.unwrap();
+    let mut confirmed = Vec::new();
+    for n in 0..ORDERS {
+        let events = app.events_of::<Order>(&format!("o-{n}")).await.unwrap();
+        assert_eq!(
+            events.types(),
+            ["OrderPlaced", "ConfirmationSent"],
+            "o-{n} confirmed once"
+        );
+        confirmed.push(events.0[1].position);
+    }
+    assert!(
+        confirmed.windows(2).all(|pair| pair[0] < pair[1]),
+        "each order confirmed after the one placed before it, o-0's retry first: {confirmed:?}"
+    );
+    let beside = racing
+        .inbox_claims_beside_commits
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        beside >= 2,
+        "the batches after the first were claimed while the one before committed: {beside}"
+    );
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
 const ORDERS_READ_AHEAD: usize = 20;

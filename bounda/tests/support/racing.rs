@@ -51,6 +51,8 @@ pub struct Racing {
     pub claims_in_commits: AtomicU32,
     /// How often due entries were claimed on their own while a commit was under way.
     pub claims_beside_commits: AtomicU32,
+    /// How often a subscriber's deliveries were claimed while a commit was under way.
+    pub inbox_claims_beside_commits: AtomicU32,
     /// Commits under way: while `pipelined`, a commit waits a turn first, as one a round trip
     /// away does, so what runs beside it can.
     committing: AtomicU32,
@@ -119,6 +121,7 @@ impl Racing {
             claims: AtomicU32::new(0),
             claims_in_commits: AtomicU32::new(0),
             claims_beside_commits: AtomicU32::new(0),
+            inbox_claims_beside_commits: AtomicU32::new(0),
             committing: AtomicU32::new(0),
         }
     }
@@ -242,10 +245,17 @@ impl Forward for Racing {
             answers.pop();
             return answers;
         }
-        // Each write set loses its race on its own.
+        // Each write set loses its race on its own; the whole wave is one commit under way.
+        let pipelined = self.pipelined.load(Ordering::SeqCst);
+        if pipelined {
+            self.committing.fetch_add(1, Ordering::SeqCst);
+        }
         let mut answers = Vec::with_capacity(writes.len());
         for writes in writes {
             answers.push(Forward::commit(self, writes).await);
+        }
+        if pipelined {
+            self.committing.fetch_sub(1, Ordering::SeqCst);
         }
         answers
     }
@@ -295,6 +305,10 @@ impl Forward for Racing {
         lease: Duration,
         order: &mut InOrder,
     ) -> Result<Vec<InboxClaim>, StoreError> {
+        if self.committing.load(Ordering::SeqCst) > 0 {
+            self.inbox_claims_beside_commits
+                .fetch_add(1, Ordering::SeqCst);
+        }
         let mut claims = self
             .inner
             .claim_inbox_batch(pairs, claim_id, now, lease, order)

@@ -377,7 +377,10 @@ impl App {
             let claiming = queue.is_empty() && !report.deferred;
             let mut preparing = None;
             if let Some(limit) = report.then_claim.take().filter(|_| claiming) {
-                match beside.filter(|_| !sets.iter().any(|writes| self.feeds_processes(writes))) {
+                let feeds = |beside: &&dyn Beside| {
+                    beside.runs_beside() && sets.iter().any(|writes| self.feeds_processes(writes))
+                };
+                match beside.filter(|beside| !feeds(beside)) {
                     Some(beside) => preparing = Some(beside),
                     // Claimed now, under a claim of its own, so its lease counts from now.
                     None => sets.push(WriteSet {
