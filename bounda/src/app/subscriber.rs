@@ -41,7 +41,6 @@ const BATCHES: usize = 4;
 struct Turn<'a, F> {
     app: &'a App,
     claim_id: String,
-    now: Instant,
     holds: Holds,
     deliveries: F,
     /// How many pairs a batch claims.
@@ -137,7 +136,6 @@ impl App {
             let turn = Turn {
                 app: self,
                 claim_id: self.claim_id(),
-                now,
                 holds,
                 deliveries,
                 batch,
@@ -168,7 +166,10 @@ impl App {
                 let beside = next.as_ref().map(|next| next as &dyn Beside);
                 let result = self.run_prepared(&mut batch, beside).await;
                 rejections.append(&mut batch.report.rejections);
-                result?;
+                if let Err(error) = result {
+                    self.give_back_prepared(&mut batch.report).await;
+                    return Err(error);
+                }
                 let held_from = batch.report.held_from;
                 if standing == Some(this.from) {
                     let stop = match (this.stop, held_from) {
@@ -183,9 +184,16 @@ impl App {
                         .filter(|bookmark| bookmark.position <= to)
                         .collect();
                     let ran = this.claimed || returned;
-                    let (moved, label) = self
+                    let closed = self
                         .close_pass(subscriber, this.from, to, &bookmarks, ran)
-                        .await?;
+                        .await;
+                    let (moved, label) = match closed {
+                        Ok(closed) => closed,
+                        Err(error) => {
+                            self.give_back_prepared(&mut batch.report).await;
+                            return Err(error);
+                        }
+                    };
                     outcome = (outcome.0 || moved, if moved { label } else { outcome.1 });
                     standing = (to == this.last).then_some(to);
                 } else {
@@ -209,6 +217,24 @@ impl App {
             Ok(outcome)
         };
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
+    }
+
+    /// Gives back the batch `report` holds, claimed beside a commit, when the pass ends in an
+    /// error before running it: its claims are released for the next pass rather than left to
+    /// lapse. Failing that too, they lapse with their lease, which is logged.
+    async fn give_back_prepared(&self, report: &mut Report) {
+        let Some(Ok(mut prepared)) = report.prepared.take() else {
+            return;
+        };
+        prepared.give_back();
+        if let Err(error) = self.run_prepared(&mut prepared, None).await {
+            tracing::warn!(
+                code = error.code(),
+                "cannot give back a batch claimed beside a commit; its claims lapse with their \
+                 lease: {}",
+                crate::error::chain(&error)
+            );
+        }
     }
 
     /// Returns `subscriber` to the bookmarks of `cursor` whose hold `holds` no longer keeps;
@@ -296,6 +322,8 @@ where
                 None => self.holds.order(self.batch),
             }
         };
+        // A later batch of the pass claims at the clock's time, so its lease counts from then.
+        let now = app.clock().now();
         let mut runs = Vec::new();
         let mut claimed = Claimed {
             from,
@@ -324,7 +352,7 @@ where
                 })
                 .collect();
             let claims = store
-                .claim_inbox_batch(&pairs, &self.claim_id, self.now, app.lease(), &mut order)
+                .claim_inbox_batch(&pairs, &self.claim_id, now, app.lease(), &mut order)
                 .await?;
             if claims.len() != pairs.len() {
                 return Err(Error::Store(crate::store::StoreError::new(format!(
@@ -334,7 +362,7 @@ where
                 ))));
             }
             for ((event, delivery), claim) in planned.into_iter().zip(claims) {
-                self.place(event, delivery, claim, &mut claimed, &mut runs);
+                self.place(event, delivery, claim, now, &mut claimed, &mut runs);
             }
             if order.full() || !claimed.more || read == PAGES {
                 break;
@@ -359,6 +387,7 @@ where
         event: RecordedEvent,
         delivery: Delivery,
         claim: InboxClaim,
+        now: Instant,
         claimed: &mut Claimed,
         runs: &mut Vec<Run>,
     ) {
@@ -372,7 +401,7 @@ where
                 let run = Run::new(delivery.work, claim, attempt, delivery.lane);
                 let run = run
                     .in_group(delivery.handler, event.position)
-                    .claimed_at(self.now);
+                    .claimed_at(now);
                 runs.push(run);
             }
             InboxClaim::Succeeded | InboxClaim::DeadLettered => {}

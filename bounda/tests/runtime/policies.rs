@@ -1227,6 +1227,28 @@ async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_
     // The first run, o-0's confirmation, fails once: the nine after it in its batch wait, and
     // so must the ten claimed beside its commit.
     failing(ConfirmOnOrderPlaced::NAME, 1, false);
+    let first = app.run_until_idle_with(1).await.unwrap();
+    assert!(!first.idle);
+    let beside = |racing: &support::racing::Racing| {
+        racing
+            .inbox_claims_beside_commits
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert_eq!(
+        beside(&racing),
+        1,
+        "the first pass claimed its second batch while the first committed, and stopped there"
+    );
+    for n in [1, 10] {
+        assert_eq!(
+            app.events_of::<Order>(&format!("o-{n}"))
+                .await
+                .unwrap()
+                .types(),
+            ["OrderPlaced"],
+            "o-{n} waits behind o-0's retry"
+        );
+    }
     app.run_until_idle().await.unwrap();
     let mut confirmed = Vec::new();
     for n in 0..ORDERS {
@@ -1242,12 +1264,10 @@ async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_
         confirmed.windows(2).all(|pair| pair[0] < pair[1]),
         "each order confirmed after the one placed before it, o-0's retry first: {confirmed:?}"
     );
-    let beside = racing
-        .inbox_claims_beside_commits
-        .load(std::sync::atomic::Ordering::SeqCst);
     assert!(
-        beside >= 2,
-        "the batches after the first were claimed while the one before committed: {beside}"
+        beside(&racing) >= 3,
+        "once o-0's retry was through, batches were claimed while the one before committed: {}",
+        beside(&racing)
     );
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }

@@ -376,7 +376,8 @@ impl App {
             // The batch's last wave takes the next batch.
             let claiming = queue.is_empty() && !report.deferred;
             let mut preparing = None;
-            if let Some(limit) = report.then_claim.take().filter(|_| claiming) {
+            // Taken only by that wave: an earlier one leaves it for the last.
+            if let Some(limit) = claiming.then(|| report.then_claim.take()).flatten() {
                 let feeds = |beside: &&dyn Beside| {
                     beside.runs_beside() && sets.iter().any(|writes| self.feeds_processes(writes))
                 };
