@@ -1272,6 +1272,54 @@ async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
 
+// issue 47: a batch of two waves (each order's placing and payment, two runs of one lane) claims
+// the next batch beside its last wave's commit, not its first's: a wave before the last leaves
+// the claim for it.
+#[tokio::test]
+async fn a_batch_of_two_waves_claims_the_next_beside_its_last_commit() {
+    const ORDERS: usize = 20;
+    let racing = Arc::new(support::racing::Racing::losing(0).await);
+    racing
+        .pipelined
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 10;
+    let app = test_app(
+        App::builder_shared(racing.clone())
+            .only_listed()
+            .config(config)
+            .policy::<ConfirmOnOrderPlaced>()
+            .policy::<NotifyOnOrderPaid>(),
+    )
+    .await;
+    for n in 0..ORDERS {
+        let order_id = format!("o-{n}");
+        app.dispatch(place(&order_id)).await.unwrap();
+        app.dispatch(MarkOrderPaid { order_id }).await.unwrap();
+    }
+    app.run_until_idle_with(1).await.unwrap();
+    let beside = racing
+        .inbox_claims_beside_commits
+        .load(std::sync::atomic::Ordering::SeqCst);
+    // Four batches of five orders in the pass, each batch two waves: the last three are
+    // claimed beside the commits before them (on SQLite all three; a claim a round trip away
+    // may start only once a commit is through).
+    assert!(
+        beside >= 2,
+        "the batches after the first were claimed beside the last wave's commit: {beside}"
+    );
+    app.run_until_idle().await.unwrap();
+    assert_eq!(app.lag().await.unwrap().max_lag, 0);
+    assert_eq!(
+        app.app()
+            .dead_letters()
+            .count(&LetterFilter::default())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
 const ORDERS_READ_AHEAD: usize = 20;
 
 /// An app of policy `P` alone on a store that counts its reads.
