@@ -1210,32 +1210,15 @@ impl Policy for ConfirmCopyOnOrderPlaced {
 #[tokio::test]
 async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_behind_a_retry() {
     const ORDERS: usize = 35;
-    let racing = Arc::new(support::racing::Racing::losing(0).await);
-    racing
-        .pipelined
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut config = bounda::config::Config::default();
-    config.dispatcher.batch_size = 10;
-    let app = test_app(
-        App::builder_shared(racing.clone())
-            .only_listed()
-            .config(config)
-            .policy::<ConfirmOnOrderPlaced>(),
-    )
-    .await;
+    let (racing, app) = pipelined(|app| app.policy::<ConfirmOnOrderPlaced>()).await;
     orders_placed(&app, 0, ORDERS).await;
     // The first run, o-0's confirmation, fails once: the nine after it in its batch wait, and
     // so must the ten claimed beside its commit.
     failing(ConfirmOnOrderPlaced::NAME, 1, false);
     let first = app.run_until_idle_with(1).await.unwrap();
     assert!(!first.idle);
-    let beside = |racing: &support::racing::Racing| {
-        racing
-            .inbox_claims_beside_commits
-            .load(std::sync::atomic::Ordering::SeqCst)
-    };
     assert_eq!(
-        beside(&racing),
+        racing.inbox_claims_beside(),
         1,
         "the first pass claimed its second batch while the first committed, and stopped there"
     );
@@ -1265,9 +1248,9 @@ async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_
         "each order confirmed after the one placed before it, o-0's retry first: {confirmed:?}"
     );
     assert!(
-        beside(&racing) >= 3,
+        racing.inbox_claims_beside() >= 3,
         "once o-0's retry was through, batches were claimed while the one before committed: {}",
-        beside(&racing)
+        racing.inbox_claims_beside()
     );
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
 }
@@ -1278,19 +1261,10 @@ async fn a_subscriber_claims_its_next_batch_beside_the_commit_and_gives_it_back_
 #[tokio::test]
 async fn a_batch_of_two_waves_claims_the_next_beside_its_last_commit() {
     const ORDERS: usize = 20;
-    let racing = Arc::new(support::racing::Racing::losing(0).await);
-    racing
-        .pipelined
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let mut config = bounda::config::Config::default();
-    config.dispatcher.batch_size = 10;
-    let app = test_app(
-        App::builder_shared(racing.clone())
-            .only_listed()
-            .config(config)
-            .policy::<ConfirmOnOrderPlaced>()
-            .policy::<NotifyOnOrderPaid>(),
-    )
+    let (racing, app) = pipelined(|app| {
+        app.policy::<ConfirmOnOrderPlaced>()
+            .policy::<NotifyOnOrderPaid>()
+    })
     .await;
     for n in 0..ORDERS {
         let order_id = format!("o-{n}");
@@ -1298,9 +1272,7 @@ async fn a_batch_of_two_waves_claims_the_next_beside_its_last_commit() {
         app.dispatch(MarkOrderPaid { order_id }).await.unwrap();
     }
     app.run_until_idle_with(1).await.unwrap();
-    let beside = racing
-        .inbox_claims_beside_commits
-        .load(std::sync::atomic::Ordering::SeqCst);
+    let beside = racing.inbox_claims_beside();
     // Four batches of five orders in the pass, each batch two waves: the last three are
     // claimed beside the commits before them (on SQLite all three; a claim a round trip away
     // may start only once a commit is through).
@@ -1310,14 +1282,20 @@ async fn a_batch_of_two_waves_claims_the_next_beside_its_last_commit() {
     );
     app.run_until_idle().await.unwrap();
     assert_eq!(app.lag().await.unwrap().max_lag, 0);
-    assert_eq!(
-        app.app()
-            .dead_letters()
-            .count(&LetterFilter::default())
-            .await
-            .unwrap(),
-        0
-    );
+    assert!(support::letters(&app).await.is_empty(), "no run gave up");
+}
+
+/// An app of what `build` lists on a store a round trip away, in batches of ten.
+async fn pipelined(
+    build: impl FnOnce(AppBuilder) -> AppBuilder,
+) -> (Arc<support::racing::Racing>, TestApp) {
+    let racing = Arc::new(support::racing::Racing::pipelined().await);
+    let mut config = bounda::config::Config::default();
+    config.dispatcher.batch_size = 10;
+    let builder = App::builder_shared(racing.clone())
+        .only_listed()
+        .config(config);
+    (racing, test_app(build(builder)).await)
 }
 
 const ORDERS_READ_AHEAD: usize = 20;

@@ -922,10 +922,7 @@ async fn a_wave_of_process_steps_reads_its_instances_ahead() {
 #[tokio::test]
 async fn a_worker_prepares_its_next_batch_beside_the_commit_unless_a_process_takes_its_events() {
     const ORDERS: usize = 25;
-    let racing = std::sync::Arc::new(support::racing::Racing::losing(0).await);
-    racing
-        .pipelined
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let racing = std::sync::Arc::new(support::racing::Racing::pipelined().await);
     let mut config = bounda::config::Config::default();
     config.dispatcher.batch_size = 10;
     let app = TestApp::new(

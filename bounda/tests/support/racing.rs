@@ -126,6 +126,27 @@ impl Racing {
         }
     }
 
+    /// A fresh store of the suite's that says it is a store a round trip away, whose runners
+    /// prepare their next batch while the last commits (`Capabilities::pipelined_batches`).
+    pub async fn pipelined() -> Racing {
+        let racing = Racing::losing(0).await;
+        racing.pipelined.store(true, Ordering::SeqCst);
+        racing
+    }
+
+    /// How often, so far, a subscriber's deliveries were claimed while a commit was under way.
+    pub fn inbox_claims_beside(&self) -> u32 {
+        self.inbox_claims_beside_commits.load(Ordering::SeqCst)
+    }
+
+    /// Counts a commit under way while `pipelined`, until the guard drops.
+    fn under_way(&self) -> Option<Committing<'_>> {
+        self.pipelined.load(Ordering::SeqCst).then(|| {
+            self.committing.fetch_add(1, Ordering::SeqCst);
+            Committing(&self.committing)
+        })
+    }
+
     /// A store whose commits lose `races` races once the first commit (an outside command) is
     /// through, so only a reaction's commits lose them.
     pub async fn after_first_commit(races: u32) -> Racing {
@@ -246,16 +267,10 @@ impl Forward for Racing {
             return answers;
         }
         // Each write set loses its race on its own; the whole wave is one commit under way.
-        let pipelined = self.pipelined.load(Ordering::SeqCst);
-        if pipelined {
-            self.committing.fetch_add(1, Ordering::SeqCst);
-        }
+        let _wave = self.under_way();
         let mut answers = Vec::with_capacity(writes.len());
         for writes in writes {
             answers.push(Forward::commit(self, writes).await);
-        }
-        if pipelined {
-            self.committing.fetch_sub(1, Ordering::SeqCst);
         }
         answers
     }
@@ -284,15 +299,12 @@ impl Forward for Racing {
             self.races.fetch_sub(1, Ordering::SeqCst);
             self.interfere(append).await;
         }
-        let pipelined = self.pipelined.load(Ordering::SeqCst);
-        if pipelined {
-            self.committing.fetch_add(1, Ordering::SeqCst);
+        let under_way = self.under_way();
+        if under_way.is_some() {
             tokio::task::yield_now().await;
         }
         let result = self.inner.commit(writes).await;
-        if pipelined {
-            self.committing.fetch_sub(1, Ordering::SeqCst);
-        }
+        drop(under_way);
         let armed = self.after_first.swap(0, Ordering::SeqCst);
         self.races.fetch_add(armed, Ordering::SeqCst);
         result
@@ -323,5 +335,14 @@ impl Forward for Racing {
             return Err(StoreError::new("the disk went away"));
         }
         self.inner.release_letter(id, claim_id).await
+    }
+}
+
+/// A commit under way, counted in `Racing::committing` until dropped.
+struct Committing<'a>(&'a AtomicU32);
+
+impl Drop for Committing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
