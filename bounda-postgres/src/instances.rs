@@ -98,22 +98,28 @@ const CHANGES: &str = "c AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[],
             $5::timestamptz[]) AS c (process, instance_id, updated_at, status, next_due))";
 
-/// The rows the changes `c` make, from their streams' first events, but those `updated` when
-/// a step's (`{unless_updated}`); a row made already (a start written again) is updated as the
-/// change says (`{set_excluded}`). Answers each row written (process, instance id, the deadline
-/// now held) as `made`.
+/// The rows the changes `{made_from}` make, from their streams' first events; a row made
+/// already (a start written again) is updated as the change says (`{set_excluded}`). Answers
+/// each row written (process, instance id, the deadline now held) as `made`.
 const MADE: &str = "made AS (
         INSERT INTO {t}instances AS i (process, instance_id, status, correlation_id, started_at,
             updated_at, next_due)
         SELECT c.process, c.instance_id, COALESCE(c.status, 'running'),
             e.metadata->>'correlationId', e.timestamp, COALESCE(c.updated_at, e.timestamp),
             c.next_due
-        FROM c
+        FROM {made_from} c
         JOIN {t}events e ON e.aggregate_type = 'process:' || c.process
             AND e.aggregate_id = c.instance_id AND e.version = 1
-        {unless_updated}
         ON CONFLICT (process, instance_id) DO UPDATE SET {set_excluded}
         RETURNING i.process, i.instance_id, i.next_due)";
+
+/// A later step's changes whose instance has no row yet, to be made as a start's: those the
+/// statement's snapshot lacks, which are the rows [`UPDATED`] did not find. Looked up in the
+/// table's key, and before the first events are (`OFFSET 0` keeps the lookup first): an
+/// anti-join against `updated` itself would compare every change with every row updated, its
+/// planning kept to loops of lookups (`wave::PLANNING`), and look up every first event before.
+const UNINDEXED: &str = "(SELECT * FROM c WHERE NOT EXISTS (SELECT 1 FROM {t}instances x
+            WHERE x.process = c.process AND x.instance_id = c.instance_id) OFFSET 0)";
 
 /// A later step's rows kept already, updated in place (`{set_c}`), as `updated`.
 const UPDATED: &str = "updated AS (
@@ -128,17 +134,13 @@ fn written(shape: ChangeShape) -> String {
         true => format!(
             "WITH {CHANGES}, {},
             written AS (SELECT process, instance_id, next_due FROM made)",
-            MADE.replace("{unless_updated}", "")
+            MADE.replace("{made_from}", "c")
         ),
         false => format!(
             "WITH {CHANGES}, {UPDATED}, {},
             written AS (SELECT process, instance_id, next_due FROM updated
                 UNION ALL SELECT process, instance_id, next_due FROM made)",
-            MADE.replace(
-                "{unless_updated}",
-                "WHERE NOT EXISTS (SELECT 1 FROM updated u
-                    WHERE u.process = c.process AND u.instance_id = c.instance_id)"
-            )
+            MADE.replace("{made_from}", UNINDEXED)
         ),
     }
 }

@@ -443,19 +443,25 @@ impl Store for PostgresStore {
             .one(
                 "cannot read the next due moment",
                 &format!(
-                    "SELECT
-                         (SELECT execute_at FROM {{t}}scheduled_commands s
-                          WHERE claimed_at IS NULL AND NOT {PAUSED} AND NOT {LIMITED}
-                          ORDER BY execute_at LIMIT 1),
+                    "SELECT free.at,
                          (SELECT min(lease_until) FROM {{t}}scheduled_commands
-                          WHERE lease_until IS NOT NULL),
+                          WHERE execute_at <= coalesce(free.at, 'infinity')
+                              AND claimed_at IS NOT NULL),
                          (SELECT min(claimed_at) FROM {{t}}scheduled_commands
-                          WHERE claimed_at IS NOT NULL AND lease_until IS NULL),
-                         (SELECT min(ends) FROM {{t}}limits WHERE ends > $1 AND taken >= cap)"
+                          WHERE execute_at <= coalesce(free.at, 'infinity')
+                              AND claimed_at IS NOT NULL AND lease_until IS NULL),
+                         (SELECT min(ends) FROM {{t}}limits WHERE ends > $1 AND taken >= cap)
+                     FROM (SELECT (SELECT execute_at FROM {{t}}scheduled_commands s
+                          WHERE claimed_at IS NULL AND NOT {PAUSED} AND NOT {LIMITED}
+                          ORDER BY execute_at LIMIT 1) AS at) AS free"
                 ),
                 &[&now.to_chrono()],
             )
             .await?;
+        // Claims are read along the due moments, up to the first free entry: an entry was due
+        // when it was claimed (one moved later while claimed is due at the later of its moment
+        // and its claim's end, so past the first free one it cannot come sooner), and no index
+        // of the claim's columns is kept (see migration 14).
         let free = rows::optional_instant(&row, 0)?;
         // A claimed entry is due again 1 ms after its lease ends (spec 176); one claimed without
         // its end, `lease` after it was taken.

@@ -71,7 +71,7 @@ async fn thousands_of_instances_written_before_the_index_are_filled_when_they_mi
 async fn claims_of_schema_1_lapse_on_the_readers_lease_and_new_ones_on_their_own() {
     let (store, client, schema) = restored(include_str!("fixtures/claims-v1.sql")).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 13, "migrated from 1 to this build's schema");
+    assert_eq!(SCHEMA_VERSION, 14, "migrated from 1 to this build's schema");
     bounda::store::contract::claims_of_an_older_build_lapse_on_the_readers_lease(&store).await;
     let ends: Vec<String> = client
         .query(

@@ -47,6 +47,32 @@ pub async fn session(url: &str) -> tokio_postgres::Client {
     client
 }
 
+/// What `read` answers once the server's statistics hold what `arrived` waits for: a
+/// connection's counts reach them when it closes, a moment later. Read again for up to 10 s,
+/// each read in a snapshot of its own.
+pub async fn once_counted<T, F, Fut>(
+    session: &tokio_postgres::Client,
+    read: F,
+    arrived: impl Fn(&T) -> bool,
+) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    for _ in 0..100 {
+        session
+            .batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .unwrap();
+        let counts = read().await;
+        if arrived(&counts) {
+            return counts;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    read().await
+}
+
 /// What `operation` answers while another session on the server at `url` holds `table` locked
 /// (`"schema".events`): its error with its causes joined, once the lock is let go, or that it
 /// was still waiting after 10 s.

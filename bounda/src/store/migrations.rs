@@ -19,9 +19,12 @@ pub fn tables_after(migrations: &[&str], version: usize) -> Result<Vec<String>, 
 }
 
 /// The tables the statements of one migration create, in order, named as written (a store's
-/// placeholders kept). Refuses a migration with a statement other than `CREATE TABLE` or
-/// `CREATE [UNIQUE] INDEX`: dropping its tables would not undo it. A migration that only
-/// replaces a function with one answering the same creates none.
+/// placeholders kept). Refuses a migration with a statement other than `CREATE TABLE`,
+/// `CREATE [UNIQUE] INDEX`, `DROP INDEX IF EXISTS` or `ALTER TABLE … SET (…)`: dropping its
+/// tables would not undo it. A migration that only replaces a function with one answering the
+/// same creates none. Indexes dropped and storage settings changed are left as they are when a
+/// database is taken back: they change how fast a read is, not what it answers, and the
+/// migration runs again over them (hence `IF EXISTS`).
 pub fn created_tables(migration: &str) -> Result<Vec<String>, StoreError> {
     // A migration that replaces a function (one statement, whose body holds `;`s) creates no
     // table: it changes how the function works, not what it answers, so a database taken back
@@ -37,7 +40,10 @@ pub fn created_tables(migration: &str) -> Result<Vec<String>, StoreError> {
         if statement.is_empty() || statement.starts_with("CREATE INDEX") {
             continue;
         }
-        if statement.starts_with("CREATE UNIQUE INDEX") {
+        if statement.starts_with("CREATE UNIQUE INDEX")
+            || statement.starts_with("DROP INDEX IF EXISTS")
+            || settings(statement)
+        {
             continue;
         }
         let Some(rest) = statement.strip_prefix("CREATE TABLE") else {
@@ -55,6 +61,16 @@ pub fn created_tables(migration: &str) -> Result<Vec<String>, StoreError> {
         tables.push(name);
     }
     Ok(tables)
+}
+
+/// Whether `statement` only sets a table's storage parameters: `ALTER TABLE name SET (…)`.
+fn settings(statement: &str) -> bool {
+    let Some(rest) = statement.strip_prefix("ALTER TABLE") else {
+        return false;
+    };
+    let mut words = rest.split_whitespace();
+    let _table = words.next();
+    words.next() == Some("SET") && words.next().is_some_and(|word| word.starts_with('('))
 }
 
 #[cfg(test)]
@@ -81,6 +97,19 @@ mod tests {
             refused.contains("`ALTER TABLE b ADD COLUMN y TEXT`"),
             "{refused}"
         );
+        let reindexed = "DROP INDEX IF EXISTS {t}a_x; CREATE INDEX {p}a_x ON {t}a (x) WHERE y;
+            ALTER TABLE {t}a SET (fillfactor = 80);";
+        assert!(
+            created_tables(reindexed).unwrap().is_empty(),
+            "indexes replaced and a storage setting create no table"
+        );
+        for refused in [
+            "DROP INDEX {t}a_x",
+            "ALTER TABLE a SET NOT NULL",
+            "DROP TABLE a",
+        ] {
+            assert!(created_tables(refused).is_err(), "{refused}");
+        }
         let migrations = [
             "CREATE TABLE a (x)",
             "CREATE TABLE b (y)",
