@@ -363,19 +363,24 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX {p}pending_deadlines_due
         ON {t}pending_deadlines (next_due, process, instance_id);
     ",
-    // 14: no index of the scheduler reads a claim's columns, so taking a claim rewrites the row
-    // in its page with no index entry (a heap-only update): the claim was a new row version with
-    // an entry in each of three indexes, and a firing claims its entry and moves it. The idle
-    // check finds claims along the due moments instead (a claimed entry was due when it was
-    // taken, so claims sit before the first free entry: `next_due_at`); the retries' index
-    // lists every entry that has failed, claimed or not. Pages keep room for the row's new
-    // version. (Taken back to an older schema, tables keep these indexes, which the older build
-    // reads the same.)
+    // 14: no index reads the columns a claim or a success writes, so taking a scheduler entry
+    // and settling an inbox pair as handled rewrite their rows in their pages with no index
+    // entry (heap-only updates). A claim was a new row version with an entry in each of three
+    // indexes, and a firing claims its entry and moves it; a success changed the status the
+    // retries' index was limited by. The idle check finds claims along the due moments instead
+    // (a claimed entry was due when it was taken, so claims sit before the first free entry:
+    // `next_due_at`); the scheduler's retries' index lists every entry that has failed, claimed
+    // or not, and the inbox's every pair waiting for its retry. Pages keep room for the rows'
+    // new versions. (Taken back to an older schema, tables keep these indexes, which the older
+    // build reads the same.)
     "
     DROP INDEX IF EXISTS {t}scheduled_lease;
     DROP INDEX IF EXISTS {t}scheduled_unended;
     DROP INDEX IF EXISTS {t}scheduled_retries;
     CREATE INDEX {p}scheduled_retries ON {t}scheduled_commands (execute_at) WHERE attempts > 0;
+    DROP INDEX IF EXISTS {t}inbox_retry;
+    CREATE INDEX {p}inbox_retry ON {t}inbox (handler, retry_at) WHERE retry_at IS NOT NULL;
+    ALTER TABLE {t}inbox SET (fillfactor = 80);
     ALTER TABLE {t}scheduled_commands SET (fillfactor = 80);
     ",
 ];

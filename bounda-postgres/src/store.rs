@@ -382,7 +382,7 @@ impl Store for PostgresStore {
             .rows(
                 "cannot read inbox failures",
                 "SELECT event_id, attempts, last_error, retry_at FROM {t}inbox
-                 WHERE handler = $1 AND status = 'failed'
+                 WHERE handler = $1 AND status = 'failed' AND retry_at IS NOT NULL
                  ORDER BY retry_at, event_id LIMIT $2",
                 &[&handler, &rows::limit(limit)],
             )
