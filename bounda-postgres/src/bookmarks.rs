@@ -8,7 +8,7 @@ use bounda::store::{Bookmark, Cursor, StoreError};
 
 use crate::names::Names;
 use crate::rows::{self, bigint};
-use crate::sql::{Conn, Session, execute, failed, query, query_opt, transaction};
+use crate::sql::{Conn, Session, execute, failed, query, query_opt, transaction, unflushed};
 
 /// Where `subscriber` stands, or `None` before its first pass: in one round trip.
 pub(crate) async fn cursor(
@@ -48,6 +48,13 @@ pub(crate) async fn cursor(
     Ok(Some(cursor))
 }
 
+/// A pass's move of `$1`'s checkpoint from `$2` to `$3`, by compare-and-set. It does not wait
+/// for the disk ([`unflushed`]): the pass's deliveries are settled in the inbox already.
+pub(crate) const PASS: &str = concat!(
+    "UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2 AND ",
+    unflushed!()
+);
+
 /// Moves `subscriber`'s checkpoint from `from` to `to`, leaving `bookmarks`, in one
 /// transaction; `false`, writing nothing, when it no longer stands at `from`.
 pub(crate) async fn pass(
@@ -61,8 +68,7 @@ pub(crate) async fn pass(
     let tx = transaction(client).await?;
     let moved = execute(
         &tx,
-        &names
-            .sql("UPDATE {t}checkpoints SET position = $3 WHERE subscriber = $1 AND position = $2"),
+        &names.sql(PASS),
         &[
             &subscriber,
             &bigint("a checkpoint position", from)?,

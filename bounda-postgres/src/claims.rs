@@ -11,7 +11,7 @@ use bounda::{Duration, Instant};
 use crate::limits::LIMITED;
 use crate::names::Names;
 use crate::rows;
-use crate::sql::{Session, execute, failed, query};
+use crate::sql::{Session, execute, failed, query, unflushed};
 
 /// The condition under which a row's claim may be taken at `$now` (a parameter): it has none,
 /// or its lease has passed (a claim that ends now has not passed yet). A claim written before
@@ -243,6 +243,9 @@ async fn take(
                  (handler, event_id, status, attempts, claimed_at, lease_until, claim_id)
              SELECT p.handler, p.event_id, 'pending', 0, $3, $6, $5
              FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(handler, event_id, n)
+             WHERE ",
+            unflushed!(),
+            "
              ORDER BY p.n
              ON CONFLICT (handler, event_id) DO UPDATE SET
                  status = 'pending', claimed_at = excluded.claimed_at,

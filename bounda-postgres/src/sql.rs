@@ -19,6 +19,20 @@ use futures_util::TryStreamExt;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::types::{ToSql, Type};
 
+/// A condition, always true, that lets the transaction of the statement holding it commit
+/// without waiting for the disk (`synchronous_commit` off for that transaction alone). For what
+/// a crash may lose with no harm: an inbox claim (its runner's commit, which reads it, is lost
+/// with it) and a subscriber's checkpoint moved past what the inbox records as handled (read
+/// again, it is skipped). Whatever commits later waiting for the disk flushes it too, the log
+/// being written in order, so nothing kept can rest on it and be kept without it. Never in a
+/// wave's transaction, whose commit must wait.
+macro_rules! unflushed {
+    () => {
+        "(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
+    };
+}
+pub(crate) use unflushed;
+
 /// A failed statement's error, saying what was being done, and marked unavailable when the
 /// server could not be reached.
 pub(crate) fn failed(what: &str) -> impl FnOnce(tokio_postgres::Error) -> StoreError + '_ {

@@ -297,7 +297,18 @@ impl Store for PostgresStore {
     ) -> Result<bool, StoreError> {
         // Most passes leave none: the checkpoint's move alone, one round trip.
         if bookmarks.is_empty() {
-            return self.move_checkpoint(subscriber, Some(from), to).await;
+            let changed = self
+                .changed(
+                    "cannot move a checkpoint",
+                    crate::bookmarks::PASS,
+                    &[
+                        &subscriber,
+                        &bigint("a checkpoint position", from)?,
+                        &bigint("a checkpoint position", to)?,
+                    ],
+                )
+                .await?;
+            return Ok(changed == 1);
         }
         let mut client = self.client().await?;
         crate::bookmarks::pass(&mut client, &self.names, subscriber, from, to, bookmarks).await
