@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bounda::{Instant, seconds};
 mod support;
 
-use bounda::store::{InOrder, InboxClaim, InboxMark, InboxOutcome, InboxPair, Store, WriteSet};
+use bounda::store::{InOrder, InboxClaim, InboxPair, Store};
 use bounda_postgres::{Options, PostgresStore, testing};
 use support::entry;
 
@@ -387,35 +387,9 @@ async fn lookups_planned_on_small_tables_stay_lookups_once_they_grow() {
         let store = &store;
         async move {
             let ids: Vec<String> = (0..10).map(|n| format!("e-{round}-{n}")).collect();
-            let batch: Vec<InboxPair<'_>> = ids
-                .iter()
-                .map(|id| InboxPair {
-                    handler: "notify",
-                    event_id: id,
-                    lane: id,
-                })
-                .collect();
-            store
-                .claim_inbox_batch(&batch, "mine", now, seconds(60), &mut InOrder::new(10))
-                .await
-                .unwrap();
+            support::claim_pairs(store, &ids, now).await;
             store.scheduled_many(&ids).await.unwrap();
-            // Settled as a wave commits them.
-            let settled: Vec<WriteSet> = ids
-                .iter()
-                .map(|id| WriteSet {
-                    inbox: Some(InboxMark {
-                        handler: "notify".into(),
-                        event_id: id.clone(),
-                        claim_id: "mine".into(),
-                        outcome: InboxOutcome::Succeeded,
-                    }),
-                    ..WriteSet::default()
-                })
-                .collect();
-            for result in store.commit_many(&settled).await {
-                result.unwrap();
-            }
+            support::handle_pairs(store, &ids).await;
         }
     };
     for round in 0..8 {
@@ -484,33 +458,8 @@ async fn a_claim_and_a_success_rewrite_their_rows_in_place() {
     let claimed = store.claim_due("w", now, seconds(60), 100).await.unwrap();
     assert_eq!(claimed.len(), 40);
     let ids: Vec<String> = (0..40).map(|n| format!("e-{n}")).collect();
-    let pairs: Vec<InboxPair<'_>> = ids
-        .iter()
-        .map(|id| InboxPair {
-            handler: "notify",
-            event_id: id,
-            lane: id,
-        })
-        .collect();
-    store
-        .claim_inbox_batch(&pairs, "mine", now, seconds(60), &mut InOrder::new(40))
-        .await
-        .unwrap();
-    let handled: Vec<WriteSet> = ids
-        .iter()
-        .map(|id| WriteSet {
-            inbox: Some(InboxMark {
-                handler: "notify".into(),
-                event_id: id.clone(),
-                claim_id: "mine".into(),
-                outcome: InboxOutcome::Succeeded,
-            }),
-            ..WriteSet::default()
-        })
-        .collect();
-    for result in store.commit_many(&handled).await {
-        result.unwrap();
-    }
+    support::claim_pairs(&store, &ids, now).await;
+    support::handle_pairs(&store, &ids).await;
     drop(store);
     let after = support::once_counted(&session, updates, |after| {
         after[1] >= before[1] + 40 && after[4] >= before[4] + 40

@@ -9,8 +9,8 @@
 
 use bounda::Instant;
 use bounda::store::{
-    Append, CommitError, Committed, Metadata, NewEvent, ScheduledEntry, ScheduledOutcome,
-    ScheduledRelease, Store, WriteSet,
+    Append, CommitError, Committed, InOrder, InboxMark, InboxOutcome, InboxPair, Metadata,
+    NewEvent, ScheduledEntry, ScheduledOutcome, ScheduledRelease, Store, WriteSet,
 };
 use bounda_postgres::{Options, PostgresStore, testing};
 
@@ -141,6 +141,48 @@ pub async fn complete(store: &PostgresStore, key: &str, claim: &str) -> bool {
         Ok(_) => true,
         Err(CommitError::ScheduledClaimLost { .. }) => false,
         Err(error) => panic!("completing `{key}` failed: {error}"),
+    }
+}
+
+/// Claims the pairs of handler `notify` and `ids` (each its own lane) under claim `mine`, at
+/// `now` for a minute, in one batch.
+pub async fn claim_pairs(store: &PostgresStore, ids: &[String], now: Instant) {
+    let pairs: Vec<InboxPair<'_>> = ids
+        .iter()
+        .map(|id| InboxPair {
+            handler: "notify",
+            event_id: id,
+            lane: id,
+        })
+        .collect();
+    store
+        .claim_inbox_batch(
+            &pairs,
+            "mine",
+            now,
+            bounda::seconds(60),
+            &mut InOrder::new(ids.len()),
+        )
+        .await
+        .unwrap();
+}
+
+/// Settles the pairs [`claim_pairs`] claimed as handled, as a wave commits them.
+pub async fn handle_pairs(store: &PostgresStore, ids: &[String]) {
+    let handled: Vec<WriteSet> = ids
+        .iter()
+        .map(|id| WriteSet {
+            inbox: Some(InboxMark {
+                handler: "notify".into(),
+                event_id: id.clone(),
+                claim_id: "mine".into(),
+                outcome: InboxOutcome::Succeeded,
+            }),
+            ..WriteSet::default()
+        })
+        .collect();
+    for result in store.commit_many(&handled).await {
+        result.unwrap();
     }
 }
 
