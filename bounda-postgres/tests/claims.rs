@@ -472,8 +472,8 @@ async fn a_claim_and_a_success_rewrite_their_rows_in_place() {
         "each claim an update; each pair claimed an insert, and handled an update"
     );
     // One statement claims all 40, and one settles all 40: a page their earlier rows filled
-    // has no room for the rest until they commit (35 or so of 40 in place here); with an index
-    // of a column they write, none.
+    // has no room for the rest until they commit (35 claims and 40 successes of 40 in place
+    // here); with an index of a column they write, none.
     assert!(delta[2] >= 30, "{} of the 40 claims in place", delta[2]);
     assert!(delta[5] >= 30, "{} of the 40 successes in place", delta[5]);
 }

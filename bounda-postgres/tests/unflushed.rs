@@ -62,35 +62,31 @@ async fn claims_and_a_pass_commit_without_waiting_for_the_disk_and_other_moves_w
         }
     })
     .await;
-    assert!(store.move_checkpoint("s", None, 0).await.unwrap());
-    let passes = unflushed(&session, |round| {
+    // A pass's move, and the same move outside a pass (a read model's), of a checkpoint each.
+    let moves = |subscriber: &'static str, pass: bool| {
         let store = &store;
-        async move {
+        move |round: usize| async move {
             let round = round as u64;
-            assert!(
-                store
-                    .pass_checkpoint("s", round, round + 1, &[])
-                    .await
-                    .unwrap()
-            );
+            let moved = match pass {
+                true => {
+                    store
+                        .pass_checkpoint(subscriber, round, round + 1, &[])
+                        .await
+                }
+                false => {
+                    store
+                        .move_checkpoint(subscriber, Some(round), round + 1)
+                        .await
+                }
+            };
+            assert!(moved.unwrap());
         }
-    })
-    .await;
-    // The same move outside a pass (a read model's, or a checkpoint made) waits.
-    assert!(store.move_checkpoint("d", None, 0).await.unwrap());
-    let moves = unflushed(&session, |round| {
-        let store = &store;
-        async move {
-            let round = round as u64;
-            assert!(
-                store
-                    .move_checkpoint("d", Some(round), round + 1)
-                    .await
-                    .unwrap()
-            );
-        }
-    })
-    .await;
+    };
+    for subscriber in ["s", "d"] {
+        assert!(store.move_checkpoint(subscriber, None, 0).await.unwrap());
+    }
+    let passes = unflushed(&session, moves("s", true)).await;
+    let moves = unflushed(&session, moves("d", false)).await;
     // The server's log writer flushes what waits within a fifth of a second, so now and then a
     // round finds it flushed already.
     assert!(claims >= 10, "{claims} of 20 claims left the log unflushed");

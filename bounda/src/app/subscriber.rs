@@ -166,10 +166,7 @@ impl App {
                 let beside = next.as_ref().map(|next| next as &dyn Beside);
                 let result = self.run_prepared(&mut batch, beside).await;
                 rejections.append(&mut batch.report.rejections);
-                if let Err(error) = result {
-                    self.give_back_prepared(&mut batch.report).await;
-                    return Err(error);
-                }
+                self.or_give_back(result, &mut batch.report).await?;
                 let held_from = batch.report.held_from;
                 if standing == Some(this.from) {
                     let stop = match (this.stop, held_from) {
@@ -187,13 +184,7 @@ impl App {
                     let closed = self
                         .close_pass(subscriber, this.from, to, &bookmarks, ran)
                         .await;
-                    let (moved, label) = match closed {
-                        Ok(closed) => closed,
-                        Err(error) => {
-                            self.give_back_prepared(&mut batch.report).await;
-                            return Err(error);
-                        }
-                    };
+                    let (moved, label) = self.or_give_back(closed, &mut batch.report).await?;
                     outcome = (outcome.0 || moved, if moved { label } else { outcome.1 });
                     standing = (to == this.last).then_some(to);
                 } else {
@@ -219,22 +210,30 @@ impl App {
         telemetry::pass_outcome(&span, pass.instrument(span.clone()).await)
     }
 
-    /// Gives back the batch `report` holds, claimed beside a commit, when the pass ends in an
-    /// error before running it: its claims are released for the next pass rather than left to
-    /// lapse. Failing that too, they lapse with their lease, which is logged.
-    async fn give_back_prepared(&self, report: &mut Report) {
-        let Some(Ok(mut prepared)) = report.prepared.take() else {
-            return;
-        };
-        prepared.give_back();
-        if let Err(error) = self.run_prepared(&mut prepared, None).await {
-            tracing::warn!(
-                code = error.code(),
-                "cannot give back a batch claimed beside a commit; its claims lapse with their \
-                 lease: {}",
-                crate::error::chain(&error)
-            );
+    /// `result`, having given back the batch `report` holds, claimed beside a commit, when it
+    /// is an error that ends the pass before that batch runs: its claims are released for the
+    /// next pass rather than left to lapse. Failing that too, they lapse with their lease, which
+    /// is logged.
+    async fn or_give_back<T>(
+        &self,
+        result: Result<T, Error>,
+        report: &mut Report,
+    ) -> Result<T, Error> {
+        if result.is_ok() {
+            return result;
         }
+        if let Some(Ok(mut prepared)) = report.prepared.take() {
+            prepared.give_back();
+            if let Err(error) = self.run_prepared(&mut prepared, None).await {
+                tracing::warn!(
+                    code = error.code(),
+                    "cannot give back a batch claimed beside a commit; its claims lapse with \
+                     their lease: {}",
+                    crate::error::chain(&error)
+                );
+            }
+        }
+        result
     }
 
     /// Returns `subscriber` to the bookmarks of `cursor` whose hold `holds` no longer keeps;
