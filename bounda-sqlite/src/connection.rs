@@ -56,12 +56,7 @@ pub(crate) fn configure(conn: &Connection, options: Options, wal: bool) -> Resul
     .map_err(crate::sql("cannot set the busy timeout"))?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(crate::sql("cannot enable foreign keys"))?;
-    let synchronous = match options.synchronous {
-        Synchronous::Full => "FULL",
-        Synchronous::Normal => "NORMAL",
-    };
-    conn.pragma_update(None, "synchronous", synchronous)
-        .map_err(crate::sql("cannot set synchronous"))?;
+    synchronous(conn, options.synchronous)?;
     // A group commit's savepoints copy each page they change into a sub-journal: in memory,
     // not a temporary file written and read back.
     conn.pragma_update(None, "temp_store", "MEMORY")
@@ -88,6 +83,16 @@ pub(crate) fn configure(conn: &Connection, options: Options, wal: bool) -> Resul
         }
     }
     Ok(())
+}
+
+/// Sets how much `conn`'s commits (and checkpoints) wait for the disk.
+pub(crate) fn synchronous(conn: &Connection, synchronous: Synchronous) -> Result<(), StoreError> {
+    let pragma = match synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", pragma)
+        .map_err(crate::sql("cannot set synchronous"))
 }
 
 /// Switches the file to WAL. The switch on a new file can answer "busy" at once while another

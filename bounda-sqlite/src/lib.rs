@@ -30,6 +30,7 @@ macro_rules! json_field {
 }
 
 mod bookmarks;
+mod checkpointer;
 mod claims;
 mod connection;
 mod import;
@@ -78,6 +79,9 @@ pub(crate) enum Access {
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    /// The thread that checkpoints the file's WAL, for a file written to; dropped after the
+    /// connection, so the thread's connection is the file's last and leaves the WAL empty.
+    checkpointer: Option<checkpointer::Checkpointer>,
     /// Write transactions committed on this connection, counted by SQLite's commit hook.
     commits: Arc<AtomicU64>,
     /// Statements run on this connection, counted once [`count_statements`] is called.
@@ -133,7 +137,8 @@ impl SqliteStore {
             .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
         // Recognised before anything writes to it, the journal mode included.
         schema::recognise(&conn, path, access)?;
-        SqliteStore::setup(conn, options, true, access)
+        let checkpoints = (access != Access::Read).then_some(path);
+        SqliteStore::setup(conn, options, checkpoints, access)
     }
 
     /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
@@ -154,21 +159,26 @@ impl SqliteStore {
     pub fn in_memory() -> Result<SqliteStore, StoreError> {
         let conn = Connection::open_in_memory()
             .map_err(|e| StoreError::with_source("cannot open a database in memory", e))?;
-        SqliteStore::setup(conn, Options::default(), false, Access::Create)
+        SqliteStore::setup(conn, Options::default(), None, Access::Create)
     }
 
+    /// Configures `conn` and brings it to this build's schema as `access` says; `checkpoints`
+    /// is the path of a file written to, whose WAL a thread of the store's checkpoints.
     fn setup(
         mut conn: Connection,
         options: Options,
-        file: bool,
+        checkpoints: Option<&Path>,
         access: Access,
     ) -> Result<SqliteStore, StoreError> {
         // Refuse a newer database before anything writes to it, the journal mode included.
         schema::check_version(&conn)?;
-        connection::configure(&conn, options, file && access != Access::Read)?;
+        connection::configure(&conn, options, checkpoints.is_some())?;
         if access == Access::Create {
             schema::migrate(&mut conn)?;
         }
+        let checkpointer = checkpoints
+            .map(|path| checkpointer::Checkpointer::start(&mut conn, path, options))
+            .transpose()?;
         let commits = Arc::new(AtomicU64::new(0));
         let counter = Arc::clone(&commits);
         conn.commit_hook(Some(move || {
@@ -178,6 +188,7 @@ impl SqliteStore {
         .map_err(|e| StoreError::with_source("cannot install the commit hook", e))?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            checkpointer,
             commits,
             statements: Arc::new(AtomicU64::new(0)),
         })
@@ -217,6 +228,25 @@ impl SqliteStore {
     /// [`count_statements`]: SqliteStore::count_statements
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
+    }
+
+    /// The WAL checkpoints run since the store was opened: by its checkpoint thread, and by
+    /// the writer itself once the WAL grew long while the thread was behind. `(0, 0)` for a
+    /// store in memory or opened read-only, which has no thread.
+    #[cfg(feature = "testing")]
+    pub fn wal_checkpoints(&self) -> (u64, u64) {
+        self.checkpointer
+            .as_ref()
+            .map_or((0, 0), checkpointer::Checkpointer::counts)
+    }
+
+    /// Holds the checkpoint thread back (`true`) or lets it go on: for tests of what the
+    /// writer does while the thread is behind.
+    #[cfg(feature = "testing")]
+    pub fn hold_wal_checkpoints(&self, held: bool) {
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.hold(held);
+        }
     }
 
     /// The journal mode in force (`wal` for a file, `memory` in memory).
