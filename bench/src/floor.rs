@@ -513,7 +513,13 @@ mod tests {
             let name = |what: &str| dir.path().join(format!("{what}-{n}.db"));
             for way in [Way::PerRow, Way::PerTable] {
                 let name = |what: &str| dir.path().join(format!("{what}-{n}-{way:?}.db"));
-                assert!(deadline_firings(&name("d"), Mode::Normal, 5, per_tx, way) > 0.0);
+                let checkpoints = match way {
+                    Way::PerRow => Checkpoints::Deferred,
+                    Way::PerTable => Checkpoints::Inline,
+                };
+                assert!(
+                    deadline_firings(&name("d"), Mode::Normal, 5, per_tx, way, checkpoints) > 0.0
+                );
                 assert!(reactions(&name("r"), Mode::Normal, 5, per_tx, way) > 0.0);
             }
             assert!(commands(&name("c"), Mode::Normal, 5, per_tx) > 0.0);
