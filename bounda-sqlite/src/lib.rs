@@ -81,6 +81,10 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     /// The thread that checkpoints the file's WAL, for a file written to; dropped after the
     /// connection, so the thread's connection is the file's last and leaves the WAL empty.
+    #[cfg_attr(
+        not(feature = "testing"),
+        expect(dead_code, reason = "kept for its drop, which stops the thread")
+    )]
     checkpointer: Option<checkpointer::Checkpointer>,
     /// Write transactions committed on this connection, counted by SQLite's commit hook.
     commits: Arc<AtomicU64>,
