@@ -12,7 +12,9 @@ pub enum Synchronous {
     #[default]
     Full,
     /// In WAL mode, commits survive a crash of the process but the last ones may be lost on power
-    /// loss; several times faster per commit on most disks (`PERFORMANCE.md`).
+    /// loss; several times faster per commit on most disks (`PERFORMANCE.md`). A commit then
+    /// waits for the disk only for a WAL checkpoint, which a thread of the store's runs beside
+    /// the commits instead.
     Normal,
 }
 

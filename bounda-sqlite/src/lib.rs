@@ -141,8 +141,8 @@ impl SqliteStore {
             .map_err(|e| StoreError::with_source(format!("cannot open `{}`", path.display()), e))?;
         // Recognised before anything writes to it, the journal mode included.
         schema::recognise(&conn, path, access)?;
-        let checkpoints = (access != Access::Read).then_some(path);
-        SqliteStore::setup(conn, options, checkpoints, access)
+        let written = (access != Access::Read).then_some(path);
+        SqliteStore::setup(conn, options, written, access)
     }
 
     /// A copy of `store` in memory, gone when dropped: what a preview of a deploy runs on, so
@@ -166,21 +166,26 @@ impl SqliteStore {
         SqliteStore::setup(conn, Options::default(), None, Access::Create)
     }
 
-    /// Configures `conn` and brings it to this build's schema as `access` says; `checkpoints`
-    /// is the path of a file written to, whose WAL a thread of the store's checkpoints.
+    /// Configures `conn` and brings it to this build's schema as `access` says; `written` is
+    /// the path of a file written to (in WAL mode).
     fn setup(
         mut conn: Connection,
         options: Options,
-        checkpoints: Option<&Path>,
+        written: Option<&Path>,
         access: Access,
     ) -> Result<SqliteStore, StoreError> {
         // Refuse a newer database before anything writes to it, the journal mode included.
         schema::check_version(&conn)?;
-        connection::configure(&conn, options, checkpoints.is_some())?;
+        connection::configure(&conn, options, written.is_some())?;
         if access == Access::Create {
             schema::migrate(&mut conn)?;
         }
-        let checkpointer = checkpoints
+        // At `NORMAL` a checkpoint is the only wait for the disk, and the writer no longer
+        // waits for it; at `FULL` every commit waits for the disk, and one beside a checkpoint
+        // waits for the checkpoint's writes too, so the checkpoint stays in the commit that
+        // needs it, as SQLite runs it (`checkpointer.rs`).
+        let checkpointer = written
+            .filter(|_| options.synchronous == Synchronous::Normal)
             .map(|path| checkpointer::Checkpointer::start(&mut conn, path, options))
             .transpose()?;
         let commits = Arc::new(AtomicU64::new(0));
