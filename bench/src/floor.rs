@@ -217,7 +217,7 @@ pub enum Checkpoints {
     /// In the commit that takes the WAL past a thousand pages: SQLite's default.
     Inline,
     /// Not during the timed run (`wal_autocheckpoint = 0`): the most a floor could gain from
-    /// checkpoints off its thread, as bounda's are.
+    /// checkpoints off its thread, as bounda's are at `NORMAL`.
     Deferred,
 }
 

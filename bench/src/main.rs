@@ -560,9 +560,9 @@ async fn main() {
                 firings.rate(),
                 per_table,
             ));
-            // bounda checkpoints its WAL on a thread of its own; the floors in the table
-            // checkpoint inline, as SQLite does by default. This one shows the ratio against a
-            // floor spared its checkpoints altogether.
+            // At NORMAL bounda checkpoints its WAL on a thread of its own; the floors in the
+            // table checkpoint inline, as SQLite does by default. This one shows the ratio
+            // against a floor spared its checkpoints altogether.
             let deferred = floor::deadline_firings(
                 files.fresh("deadlines-floor-deferred").path(),
                 mode,

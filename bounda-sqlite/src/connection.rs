@@ -14,7 +14,8 @@ pub enum Synchronous {
     /// In WAL mode, commits survive a crash of the process but the last ones may be lost on power
     /// loss; several times faster per commit on most disks (`PERFORMANCE.md`). A commit then
     /// waits for the disk only for a WAL checkpoint, which a thread of the store's runs beside
-    /// the commits instead.
+    /// the commits instead, but for one in about 8,000 pages written, which copies what the
+    /// thread left and lets the WAL start over.
     Normal,
 }
 
@@ -105,10 +106,7 @@ fn wal_mode(conn: &Connection, busy_timeout_ms: u32) -> rusqlite::Result<String>
         std::time::Instant::now() + std::time::Duration::from_millis(u64::from(busy_timeout_ms));
     loop {
         match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
-            Err(rusqlite::Error::SqliteFailure(error, _))
-                if error.code == rusqlite::ErrorCode::DatabaseBusy
-                    && std::time::Instant::now() < deadline =>
-            {
+            Err(error) if crate::busy(&error) && std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             answer => return answer,

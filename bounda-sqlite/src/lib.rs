@@ -79,8 +79,9 @@ pub(crate) enum Access {
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
-    /// The thread that checkpoints the file's WAL, for a file written to; dropped after the
-    /// connection, so the thread's connection is the file's last and leaves the WAL empty.
+    /// The thread that checkpoints the file's WAL, for a file written to at `NORMAL`; it stops
+    /// when the store is dropped, and whichever of the two connections closes last checkpoints
+    /// and removes the WAL, as SQLite does, unless another process has the file open.
     #[cfg_attr(
         not(feature = "testing"),
         expect(dead_code, reason = "kept for its drop, which stops the thread")
@@ -290,6 +291,12 @@ impl SqliteStore {
         text.parse()
             .map_err(|_| StoreError::new(format!("unexpected synchronous `{text}`")))
     }
+}
+
+/// Whether `error` is SQLite's `BUSY`: another connection holds what was asked for now.
+pub(crate) fn busy(error: &rusqlite::Error) -> bool {
+    matches!(error, rusqlite::Error::SqliteFailure(error, _)
+        if error.code == rusqlite::ErrorCode::DatabaseBusy)
 }
 
 /// A SQLite error as a store error with context.
