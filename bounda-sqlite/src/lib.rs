@@ -241,8 +241,9 @@ impl SqliteStore {
     }
 
     /// The WAL checkpoints run since the store was opened: by its checkpoint thread, and by
-    /// the writer itself once the WAL grew long while the thread was behind. `(0, 0)` for a
-    /// store in memory or opened read-only, which has no thread.
+    /// the writer itself once the WAL grew long (about once in 8,000 pages, or more often
+    /// while the thread is held back). `(0, 0)` for a store with no thread: in memory, opened
+    /// read-only, or at `synchronous = FULL`.
     #[cfg(feature = "testing")]
     pub fn wal_checkpoints(&self) -> (u64, u64) {
         self.checkpointer
