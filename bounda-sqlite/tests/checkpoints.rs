@@ -1,6 +1,7 @@
 //! At `synchronous = NORMAL` a file's WAL is checkpointed by a thread of the store's, beside its
-//! commits (issue 47): the writer checkpoints inline only once the WAL has grown long while the
-//! thread was behind. At `FULL` the commit that needs a checkpoint runs it, as SQLite does.
+//! commits (issue 47): the writer checkpoints inline only once the WAL has grown long (about
+//! once in 8,000 pages, so the WAL starts over, or whenever the thread is held back). At `FULL`
+//! the commit that needs a checkpoint runs it, as SQLite does.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
