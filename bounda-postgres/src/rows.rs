@@ -8,7 +8,7 @@ use bounda::store::{
 use bounda::{Instant, RecordedEvent};
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
-use tokio_postgres::types::FromSql;
+use tokio_postgres::types::{FromSql, Type};
 
 /// The columns [`event`] reads, in order.
 pub(crate) const EVENT_COLUMNS: &str =
@@ -33,6 +33,20 @@ pub(crate) fn get<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, S
             .map_or("?", tokio_postgres::Column::name);
         StoreError::with_source(format!("column `{column}` does not read"), e)
     })
+}
+
+/// A `JSON` column's text as the server sent it, which a row parses straight into the type it
+/// holds (no `serde_json::Value` between them).
+pub(crate) struct JsonText<'a>(pub(crate) &'a [u8]);
+
+impl<'a> FromSql<'a> for JsonText<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(JsonText(raw))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSON
+    }
 }
 
 /// A `BIGINT` column that holds a count or position.
@@ -75,11 +89,14 @@ pub(crate) fn limit(limit: usize) -> i64 {
 /// failing the read: its row fails alone, named.
 pub(crate) fn event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let mut columns = Columns::new("events");
-    let metadata: serde_json::Value = get(row, 8)?;
-    let read = serde_json::from_value::<Metadata>(metadata.clone())
-        .map_err(|error| format!("not event metadata: {error}"));
+    let JsonText(metadata) = get(row, 8)?;
+    let read =
+        serde_json::from_slice::<Metadata>(metadata).map_err(|error| match error.is_data() {
+            true => format!("not event metadata: {error}"),
+            false => format!("not JSON: {error}"),
+        });
     let metadata = columns.or("metadata", read, Metadata::unread(), || {
-        metadata.to_string()
+        String::from_utf8_lossy(metadata).into_owned()
     });
     Ok(RecordedEvent {
         position: unsigned(row, 0)?,

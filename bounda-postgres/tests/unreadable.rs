@@ -43,7 +43,10 @@ async fn an_event_whose_metadata_does_not_read_is_read_marked() {
     assert_eq!(events.len(), 2, "the event after it reads too");
     let unreadable = events[0].unreadable.as_ref().expect("marked");
     assert_eq!(unreadable.column, "metadata");
-    assert_eq!(unreadable.stored, "{\"correlationId\":5}");
+    assert_eq!(
+        unreadable.stored, "{\"correlationId\": 5}",
+        "the text as stored"
+    );
     assert!(events[1].unreadable.is_none());
     let error = events[0].readable().unwrap_err().to_string();
     assert!(

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use serde::de::value::MapDeserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -207,34 +208,44 @@ impl Lifecycle {
 
     /// The stored event type and payload.
     pub(crate) fn encode(&self) -> Result<(String, Value), Error> {
-        let tagged = serde_json::to_value(self).map_err(|source| Error::Encode {
+        let encode = |source| Error::Encode {
             type_name: "process lifecycle event".to_owned(),
             source,
-        })?;
-        let event_type = tagged
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let payload = tagged.get("payload").cloned().unwrap_or(Value::Null);
+        };
+        let mut tagged = match serde_json::to_value(self).map_err(encode)? {
+            Value::Object(tagged) => tagged,
+            other => {
+                let shape =
+                    format!("a lifecycle event encoded as {other}, not as its tag and payload");
+                return Err(encode(serde::ser::Error::custom(shape)));
+            }
+        };
+        let event_type = match tagged.remove("type") {
+            Some(Value::String(event_type)) => event_type,
+            _ => {
+                return Err(encode(serde::ser::Error::custom(
+                    "a lifecycle event encoded with no type",
+                )));
+            }
+        };
+        let payload = tagged.remove("payload").unwrap_or(Value::Null);
         Ok((event_type, payload))
     }
 
-    /// Reads a stored lifecycle event.
+    /// Reads a stored lifecycle event: its type and payload read as the tag and content they
+    /// were written from, borrowed from the event rather than copied into a tagged value.
     pub(crate) fn decode(event: &RecordedEvent) -> Result<Lifecycle, Error> {
         event.readable()?;
-        let payload = match &event.payload {
-            Value::Object(map) if map.is_empty() => Value::Object(Default::default()),
-            other => other.clone(),
-        };
-        serde_json::from_value(serde_json::json!({ "type": event.event_type, "payload": payload }))
-            .map_err(|source| Error::InvalidPayload {
-                aggregate: event.aggregate_type.clone(),
-                event_type: event.event_type.clone(),
-                event_id: event.id.clone(),
-                version: event.metadata.schema_version,
-                source,
-            })
+        let tag = Value::String(event.event_type.clone());
+        let tagged = [("type", &tag), ("payload", &event.payload)];
+        let fields = MapDeserializer::<_, serde_json::Error>::new(tagged.into_iter());
+        Lifecycle::deserialize(fields).map_err(|source| Error::InvalidPayload {
+            aggregate: event.aggregate_type.clone(),
+            event_type: event.event_type.clone(),
+            event_id: event.id.clone(),
+            version: event.metadata.schema_version,
+            source,
+        })
     }
 }
 
