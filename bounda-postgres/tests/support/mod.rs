@@ -73,6 +73,27 @@ where
     read().await
 }
 
+/// Waits, for up to 10 s, until no connection named `application_name` is open on the server:
+/// a connection's statistics reach the server's counts as it closes, before it leaves
+/// `pg_stat_activity`, so counts read afterwards hold all of its work.
+pub async fn until_closed(session: &tokio_postgres::Client, application_name: &str) {
+    for _ in 0..100 {
+        let open: i64 = session
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&application_name],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if open == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the connections named `{application_name}` were still open after 10 s");
+}
+
 /// What `operation` answers while another session on the server at `url` holds `table` locked
 /// (`"schema".events`): its error with its causes joined, once the lock is let go, or that it
 /// was still waiting after 10 s.
