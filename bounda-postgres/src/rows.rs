@@ -85,16 +85,14 @@ pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
-/// A row of [`EVENT_COLUMNS`]. Metadata of another shape marks the event unreadable instead of
-/// failing the read: its row fails alone, named.
+/// A row of [`EVENT_COLUMNS`]. Metadata of another shape, or JSON the server keeps but no
+/// `serde_json` value holds (a number beyond a double's range, nesting deeper than 128), marks
+/// the event unreadable, with its text as stored, instead of failing the read: its row fails
+/// alone, named.
 pub(crate) fn event(row: &Row) -> Result<RecordedEvent, StoreError> {
     let mut columns = Columns::new("events");
     let JsonText(metadata) = get(row, 8)?;
-    let read =
-        serde_json::from_slice::<Metadata>(metadata).map_err(|error| match error.is_data() {
-            true => format!("not event metadata: {error}"),
-            false => format!("not JSON: {error}"),
-        });
+    let read = Metadata::from_stored(metadata);
     let metadata = columns.or("metadata", read, Metadata::unread(), || {
         String::from_utf8_lossy(metadata).into_owned()
     });

@@ -57,23 +57,19 @@ fn stored(row: &Row<'_>, index: usize) -> String {
     }
 }
 
-/// A JSON column parsed straight from its text into `T` (no `Value` between them when `T` is
-/// not one), or why not: not text, not JSON, or JSON of another shape (`shape` names the one
-/// expected).
-fn json_of<T: serde::de::DeserializeOwned>(
-    row: &Row<'_>,
-    index: usize,
-    shape: &str,
-) -> Result<T, String> {
-    let text = row
-        .get_ref(index)
-        .map_err(|error| error.to_string())?
-        .as_str()
-        .map_err(|error| error.to_string())?;
-    serde_json::from_str(text).map_err(|error| match error.is_data() {
-        true => format!("not {shape}: {error}"),
-        false => format!("not JSON: {error}"),
-    })
+/// A text column's text, read in place, or why not.
+fn text_of<'row>(row: &'row Row<'_>, index: usize) -> Result<&'row str, String> {
+    match row.get_ref(index).map_err(|error| error.to_string())? {
+        ValueRef::Text(text) => {
+            std::str::from_utf8(text).map_err(|error| format!("not UTF-8: {error}"))
+        }
+        other => Err(format!("not text: {}", other.data_type())),
+    }
+}
+
+/// A JSON column, or why not.
+fn json_of(row: &Row<'_>, index: usize) -> Result<Value, String> {
+    serde_json::from_str(text_of(row, index)?).map_err(|error| format!("not JSON: {error}"))
 }
 
 /// An ISO 8601 column, or why not.
@@ -86,13 +82,11 @@ fn moment(row: &Row<'_>, index: usize) -> Result<Instant, String> {
 /// unreadable instead of failing the read: its row fails alone, named.
 pub(crate) fn event(row: &Row<'_>) -> rusqlite::Result<RecordedEvent> {
     let mut columns = Columns::new("bounda_events");
-    let payload = columns.or("payload", json_of(row, 6, "JSON"), Value::Null, || {
-        stored(row, 6)
-    });
+    let payload = columns.or("payload", json_of(row, 6), Value::Null, || stored(row, 6));
     let timestamp = columns.or("timestamp", moment(row, 7), Instant::min_value(), || {
         stored(row, 7)
     });
-    let metadata = json_of(row, 8, "event metadata");
+    let metadata = text_of(row, 8).and_then(|text| Metadata::from_stored(text.as_bytes()));
     let metadata = columns.or("metadata", metadata, Metadata::unread(), || stored(row, 8));
     Ok(RecordedEvent {
         position: row.get(0)?,
@@ -112,15 +106,11 @@ pub(crate) fn event(row: &Row<'_>) -> rusqlite::Result<RecordedEvent> {
 /// entry unreadable instead of failing the read: its run fails alone, keeping the text.
 pub(crate) fn scheduled(row: &Row<'_>) -> rusqlite::Result<ScheduledEntry> {
     let mut columns = Columns::new("bounda_scheduled_commands");
-    let payload = columns.or("payload", json_of(row, 3, "JSON"), Value::Null, || {
-        stored(row, 3)
-    });
+    let payload = columns.or("payload", json_of(row, 3), Value::Null, || stored(row, 3));
     let execute_at = columns.or("execute_at", moment(row, 4), Instant::min_value(), || {
         stored(row, 4)
     });
-    let context = columns.or("context", json_of(row, 5, "JSON"), Value::Null, || {
-        stored(row, 5)
-    });
+    let context = columns.or("context", json_of(row, 5), Value::Null, || stored(row, 5));
     let claimed_at = columns.or(
         "claimed_at",
         optional_instant(row, 10).map_err(|error| error.to_string()),

@@ -119,6 +119,19 @@ impl Metadata {
         }
     }
 
+    /// Metadata as a store holds it, JSON text, read straight into its fields; or why it does
+    /// not read: not JSON, or JSON of another shape. A key written twice (a hand edit; bounda
+    /// writes none) reads as its last value, as a JSON value keeps it. For stores' row decoders.
+    pub fn from_stored(text: &[u8]) -> Result<Metadata, String> {
+        match serde_json::from_slice(text) {
+            Ok(metadata) => Ok(metadata),
+            Err(error) if error.is_data() => serde_json::from_slice::<Value>(text)
+                .and_then(serde_json::from_value)
+                .map_err(|error| format!("not event metadata: {error}")),
+            Err(error) => Err(format!("not JSON: {error}")),
+        }
+    }
+
     /// The metadata of an event decided by a command from outside, with id `command_id`: its own
     /// correlation and cause, depth 0.
     pub fn of_command(command_id: &str) -> Metadata {
@@ -139,4 +152,38 @@ pub struct EventKey {
     pub aggregate: &'static str,
     /// The event type within it (`OrderPlaced`).
     pub event: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 43 and 47: stored metadata is read straight into its fields, and what does not read
+    // says why.
+    #[test]
+    fn stored_metadata_reads_into_its_fields_or_says_why_not() {
+        let written =
+            r#"{"correlationId":"c","causationId":"d","depth":2,"schemaVersion":3,"system":true}"#;
+        let read = Metadata::from_stored(written.as_bytes()).expect("reads");
+        assert_eq!(
+            (
+                read.correlation_id.as_str(),
+                read.depth,
+                read.schema_version
+            ),
+            ("c", 2, 3)
+        );
+        let twice = r#"{"correlationId":"a","causationId":"d","depth":0,"schemaVersion":1,"system":false,"correlationId":"b"}"#;
+        assert_eq!(
+            Metadata::from_stored(twice.as_bytes())
+                .expect("a key written twice reads")
+                .correlation_id,
+            "b",
+            "its last value, as a JSON value keeps it"
+        );
+        let shape = Metadata::from_stored(br#"{"correlationId":5}"#).expect_err("another shape");
+        assert!(shape.starts_with("not event metadata: "), "{shape}");
+        let text = Metadata::from_stored(b"{correlationId").expect_err("not JSON");
+        assert!(text.starts_with("not JSON: "), "{text}");
+    }
 }

@@ -233,7 +233,8 @@ impl Lifecycle {
     }
 
     /// Reads a stored lifecycle event: its type and payload read as the tag and content they
-    /// were written from, borrowed from the event rather than copied into a tagged value.
+    /// were written from, the payload read where the event holds it rather than copied into a
+    /// tagged value.
     pub(crate) fn decode(event: &RecordedEvent) -> Result<Lifecycle, Error> {
         event.readable()?;
         let tag = Value::String(event.event_type.clone());
@@ -531,34 +532,33 @@ mod tests {
         }
     }
 
-    // Issue 24: the instances index reads the status of an instance from its lifecycle events'
-    // types alone, as the fold does from the events themselves.
-    #[test]
-    fn the_index_reads_each_lifecycle_event_as_the_fold_does() {
+    /// One lifecycle event of each kind, both ways a deadline's can be stored.
+    fn every_kind() -> Vec<Lifecycle> {
         let at = Instant::from_millis(0).expect("a moment");
-        let events = [
+        let state = serde_json::json!({ "order": "o-1", "lines": [1, 2], "paidAt": null });
+        vec![
             Lifecycle::Started {
-                state: Value::Null,
+                state: state.clone(),
                 event_id: "e".into(),
-                timeout_at: None,
+                timeout_at: Some(at),
             },
             Lifecycle::Handled {
                 event_id: "e".into(),
                 event_type: "T".into(),
                 aggregate_type: "A".into(),
                 aggregate_id: "a".into(),
-                state: Value::Null,
+                state: state.clone(),
             },
             Lifecycle::DeadlineReached {
                 field: "f".into(),
                 at,
-                state: Value::Null,
+                state: state.clone(),
                 zone: None,
             },
             Lifecycle::DeadlineReached {
                 field: "f".into(),
                 at,
-                state: Value::Null,
+                state: state.clone(),
                 zone: Some("Europe/Paris".into()),
             },
             Lifecycle::Completed {
@@ -566,7 +566,7 @@ mod tests {
             },
             Lifecycle::TimedOut {
                 at,
-                state: Value::Null,
+                state: state.clone(),
                 follow_ups: Vec::new(),
             },
             Lifecycle::Failed {
@@ -582,7 +582,36 @@ mod tests {
                 at,
             },
             Lifecycle::Resumed {},
-        ];
+        ]
+    }
+
+    // Issue 47: a lifecycle event reads back as it was written, its payload read where the
+    // stored event holds it.
+    #[test]
+    fn each_lifecycle_event_reads_back_as_written() {
+        for lifecycle in every_kind() {
+            let (event_type, payload) = lifecycle.encode().expect("encodes");
+            let event = RecordedEvent {
+                id: "x".into(),
+                aggregate_type: "process:p".into(),
+                aggregate_id: "i".into(),
+                event_type,
+                version: 1,
+                position: 1,
+                timestamp: Instant::from_millis(0).expect("a moment"),
+                payload,
+                metadata: crate::event::Metadata::of_command("c"),
+                unreadable: None,
+            };
+            assert_eq!(Lifecycle::decode(&event).expect("reads"), lifecycle);
+        }
+    }
+
+    // Issue 24: the instances index reads the status of an instance from its lifecycle events'
+    // types alone, as the fold does from the events themselves.
+    #[test]
+    fn the_index_reads_each_lifecycle_event_as_the_fold_does() {
+        let events = every_kind();
         for before in [
             Status::Started,
             Status::Failed,
