@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use bounda::store::StoreError;
 use deadpool_postgres::GenericClient;
-use futures_util::TryStreamExt;
+use futures_util::{FutureExt, TryStreamExt};
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -322,6 +322,10 @@ async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_p
         None => Ok(client.prepare(sql).await?.params().into()),
         Some(turn) => {
             let _alone = turn.write().await;
+            let mut open = Open {
+                client: session.postgres(),
+                ended: false,
+            };
             client.batch_execute("BEGIN").await?;
             // Dropped, and so closed, before the transaction ends.
             let prepared = client.prepare(sql).await.map(|s| Arc::from(s.params()));
@@ -331,7 +335,27 @@ async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_p
                 "ROLLBACK"
             };
             client.batch_execute(end).await?;
+            open.ended = true;
             prepared
+        }
+    }
+}
+
+/// The transaction [`learn`] opens on a connection the pooler lent, rolled back if `learn` is
+/// given up before its end (a caller that stops waiting, as a runner's idle check does when its
+/// timer fires): left open, every later statement on that connection would run inside it,
+/// uncommitted, and its claims would hold their rows unseen until the lease lapsed.
+struct Open<'a> {
+    client: &'a tokio_postgres::Client,
+    ended: bool,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            // Sent at its first poll, before anything sent later on the connection; its answer
+            // is not waited for (a `ROLLBACK` after a failed `BEGIN` only warns).
+            let _ = self.client.batch_execute("ROLLBACK").now_or_never();
         }
     }
 }

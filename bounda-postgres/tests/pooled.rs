@@ -45,6 +45,54 @@ bounda::store_contract_tests!(
     [core, pauses, limits, instances, copies, read_models, ingress]: store
 );
 
+// A read given up while its statement's types are learnt (a runner's idle check losing its race
+// with a timer) leaves no transaction open on the connection the pooler lent: left open, every
+// later statement on that connection ran inside it, uncommitted, and a claim taken there held
+// its row unseen (found in CI: a delayed policy's run waited past 30 s).
+#[tokio::test]
+async fn a_read_given_up_while_its_types_are_learnt_leaves_no_transaction_open() {
+    use futures_util::FutureExt;
+    let (url, schema) = testing::schema("given_up").unwrap();
+    let name = format!("given up {schema}");
+    let store = PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema,
+            pool_size: 1,
+            application_name: Some(name.clone()),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    let now = bounda::Instant::from_millis(1_767_225_600_000).unwrap();
+    assert!(
+        store
+            .next_due_at(now, millis(30_000))
+            .now_or_never()
+            .is_none(),
+        "given up at its first turn, its transaction begun"
+    );
+    let session = support::session(&url).await;
+    let mut open = Vec::new();
+    for _ in 0..10 {
+        tokio::time::sleep(Wall::from_millis(50)).await;
+        open = session
+            .query(
+                "SELECT left(query, 60) FROM pg_stat_activity
+                 WHERE application_name = $1 AND state = 'idle in transaction'",
+                &[&name],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .collect::<Vec<_>>();
+    }
+    assert_eq!(open, Vec::<String>::new(), "no transaction left open");
+    drop(store);
+}
+
 #[tokio::test]
 async fn a_pooler_the_address_does_not_name_is_refused_saying_how_to_name_it() {
     let (_, schema) = testing::schema("unnamed_pooler").unwrap();
