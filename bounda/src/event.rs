@@ -164,14 +164,16 @@ mod tests {
     fn stored_metadata_reads_into_its_fields_or_says_why_not() {
         let written =
             r#"{"correlationId":"c","causationId":"d","depth":2,"schemaVersion":3,"system":true}"#;
-        let read = Metadata::from_stored(written.as_bytes()).expect("reads");
         assert_eq!(
-            (
-                read.correlation_id.as_str(),
-                read.depth,
-                read.schema_version
-            ),
-            ("c", 2, 3)
+            Metadata::from_stored(written.as_bytes()).expect("reads"),
+            Metadata {
+                correlation_id: "c".into(),
+                causation_id: "d".into(),
+                depth: 2,
+                schema_version: 3,
+                system: true,
+            },
+            "every field as written"
         );
         let twice = r#"{"correlationId":"a","causationId":"d","depth":0,"schemaVersion":1,"system":false,"correlationId":"b"}"#;
         assert_eq!(
