@@ -7,15 +7,16 @@
 //! one transaction at a time, and nothing of a session survives between two: no statement
 //! prepared in one is there in the next, and the pooler passes no session settings. So there
 //! every statement runs in a transaction that sets the limits first (`SET LOCAL`), as an unnamed
-//! statement with the parameter types this store learnt for its text once, in a transaction
-//! that prepared it and closed it again, leaving nothing behind on the server connection.
+//! statement with the parameter types this store learnt for its text once, by one message the
+//! server runs whole (the text prepared by name, its types read, the name released), which
+//! leaves nothing behind on the server connection, even when the caller stops waiting.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bounda::store::StoreError;
 use deadpool_postgres::GenericClient;
-use futures_util::{FutureExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use tokio_postgres::IsolationLevel;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -123,19 +124,11 @@ impl Route {
 pub(crate) struct Conn {
     client: deadpool_postgres::Object,
     route: Arc<Route>,
-    /// Through a pooler, learning a statement's types outside a transaction takes it alone (its
-    /// transaction's statements are sent one after another, and another's must not land in
-    /// between), and every other statement outside a transaction shares it while it runs.
-    turn: tokio::sync::RwLock<()>,
 }
 
 impl Conn {
     pub(crate) fn new(client: deadpool_postgres::Object, route: Arc<Route>) -> Conn {
-        Conn {
-            client,
-            route,
-            turn: tokio::sync::RwLock::new(()),
-        }
+        Conn { client, route }
     }
 
     /// Runs `sql`, one or several statements, by the simple protocol, which keeps nothing on
@@ -200,8 +193,8 @@ pub(crate) trait Session: Sync {
 
     fn route(&self) -> &Route;
 
-    /// Outside a transaction, the turn its statements take through a pooler; `None` in one.
-    fn turn(&self) -> Option<&tokio::sync::RwLock<()>>;
+    /// Whether its statements run outside a transaction, each on its own.
+    fn alone(&self) -> bool;
 }
 
 impl Session for Conn {
@@ -219,8 +212,8 @@ impl Session for Conn {
         &self.route
     }
 
-    fn turn(&self) -> Option<&tokio::sync::RwLock<()>> {
-        Some(&self.turn)
+    fn alone(&self) -> bool {
+        true
     }
 }
 
@@ -239,8 +232,8 @@ impl<'a> Session for Tx<'a> {
         self.route
     }
 
-    fn turn(&self) -> Option<&tokio::sync::RwLock<()>> {
-        None
+    fn alone(&self) -> bool {
+        false
     }
 }
 
@@ -296,7 +289,7 @@ impl Pooled {
         session: &impl Session,
         statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, tokio_postgres::Error> {
-        let (Some(begin), Some(_)) = (&self.alone, session.turn()) else {
+        let (Some(begin), true) = (&self.alone, session.alone()) else {
             return statement.await;
         };
         let client = session.postgres();
@@ -314,59 +307,52 @@ impl Pooled {
     }
 }
 
-/// The parameter types of `sql`, learnt on `session`: prepared and closed in a transaction (the
-/// session's, or one of its own), so nothing is left on the server connection the pooler lent.
+/// The parameter types of `sql`, learnt on `session` by one message of the simple protocol,
+/// which the server runs whole once it is sent: the text prepared by name, its types read and
+/// the name released. So nothing is left on the server connection the pooler lent, even when
+/// the caller stops waiting half-way (a runner's idle check does, when its timer fires): a
+/// protocol-level `Parse` answered after its caller was gone left its named statement there,
+/// for another process's statement of that name to collide with, and a transaction of
+/// statements sent in turn was left open. Outside a transaction the message is one of its own.
 async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_postgres::Error> {
-    let client = session.client();
-    match session.turn() {
-        None => Ok(client.prepare(sql).await?.params().into()),
-        Some(turn) => {
-            let _alone = turn.write().await;
-            let mut open = Open {
-                client: session.postgres(),
-                ended: false,
-            };
-            client.batch_execute("BEGIN").await?;
-            // Dropped, and so closed, before the transaction ends.
-            let prepared = client.prepare(sql).await.map(|s| Arc::from(s.params()));
-            let end = if prepared.is_ok() {
-                "COMMIT"
-            } else {
-                "ROLLBACK"
-            };
-            client.batch_execute(end).await?;
-            open.ended = true;
-            prepared
-        }
-    }
+    let answers = session
+        .postgres()
+        .simple_query(&format!(
+            "PREPARE {LEARNT} AS {sql}; \
+             SELECT parameter_types::oid[]::text FROM pg_prepared_statements \
+             WHERE name = '{LEARNT}'; \
+             DEALLOCATE {LEARNT}"
+        ))
+        .await?;
+    let listed = answers.iter().find_map(|answer| match answer {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+        _ => None,
+    });
+    Ok(listed.map(types_of).unwrap_or_default().into())
 }
 
-/// The transaction [`learn`] opens on a connection the pooler lent, rolled back if `learn` is
-/// given up before its end (a caller that stops waiting, as a runner's idle check does when its
-/// timer fires): left open, every later statement on that connection would run inside it,
-/// uncommitted, and its claims would hold their rows unseen until the lease lapsed.
-struct Open<'a> {
-    client: &'a tokio_postgres::Client,
-    ended: bool,
-}
+/// The name [`learn`] prepares a text under, released in the same message.
+const LEARNT: &str = "bounda_learnt";
 
-impl Drop for Open<'_> {
-    fn drop(&mut self) {
-        if !self.ended {
-            // Sent at its first poll, before anything sent later on the connection; its answer
-            // is not waited for (a `ROLLBACK` after a failed `BEGIN` only warns).
-            let _ = self.client.batch_execute("ROLLBACK").now_or_never();
-        }
-    }
-}
-
-/// Waits until no statement's types are being learnt on `session` outside a transaction, and
-/// holds that off while the statement runs.
-async fn turn(session: &impl Session) -> Option<tokio::sync::RwLockReadGuard<'_, ()>> {
-    match session.turn() {
-        Some(turn) => Some(turn.read().await),
-        None => None,
-    }
+/// The types of an `oid[]` in its text form (`{25,1184}`). A type the client does not know by
+/// its number (none of bounda's parameters has one) is named by it, so binding a value to it
+/// fails saying so.
+fn types_of(oids: &str) -> Vec<Type> {
+    oids.trim_matches(|c| c == '{' || c == '}')
+        .split(',')
+        .filter(|oid| !oid.is_empty())
+        .map(|oid| {
+            let oid: u32 = oid.trim().parse().unwrap_or(0);
+            Type::from_oid(oid).unwrap_or_else(|| {
+                Type::new(
+                    format!("oid {oid}"),
+                    oid,
+                    tokio_postgres::types::Kind::Simple,
+                    "pg_catalog".to_owned(),
+                )
+            })
+        })
+        .collect()
 }
 
 /// How many rows `stream` changed, once read to its end.
@@ -391,7 +377,6 @@ pub(crate) async fn execute(
         }
         Route::Pooled(pooled) => {
             let typed = pooled.typed(session, sql, params).await?;
-            let _turn = turn(session).await;
             let client = session.postgres();
             pooled
                 .enclosed(session, async {
@@ -415,7 +400,6 @@ pub(crate) async fn query(
         }
         Route::Pooled(pooled) => {
             let typed = pooled.typed(session, sql, params).await?;
-            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed(sql, &typed))
                 .await
@@ -436,7 +420,6 @@ pub(crate) async fn query_opt(
         }
         Route::Pooled(pooled) => {
             let typed = pooled.typed(session, sql, params).await?;
-            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed_opt(sql, &typed))
                 .await
@@ -457,7 +440,6 @@ pub(crate) async fn query_one(
         }
         Route::Pooled(pooled) => {
             let typed = pooled.typed(session, sql, params).await?;
-            let _turn = turn(session).await;
             pooled
                 .enclosed(session, session.postgres().query_typed_one(sql, &typed))
                 .await
@@ -476,7 +458,6 @@ pub(crate) async fn query_once(
         Route::Direct => session.client().query(sql, params).await,
         Route::Pooled(pooled) => {
             let types = learn(session, sql).await?;
-            let _turn = turn(session).await;
             let typed: Typed<'_> = params.iter().copied().zip(types.iter().cloned()).collect();
             pooled
                 .enclosed(session, session.postgres().query_typed(sql, &typed))

@@ -46,38 +46,42 @@ bounda::store_contract_tests!(
 );
 
 // A read given up while its statement's types are learnt (a runner's idle check losing its race
-// with a timer) leaves no transaction open on the connection the pooler lent: left open, every
-// later statement on that connection ran inside it, uncommitted, and a claim taken there held
-// its row unseen (found in CI: a delayed policy's run waited past 30 s).
+// with a timer) leaves nothing on the server connection the pooler lent, at whichever turn it
+// is given up. Learnt by a transaction of statements sent in turn, it left that transaction
+// open when given up after its `BEGIN`: every later statement on that connection ran inside it,
+// uncommitted, and a claim taken there held its row unseen (found in CI: a delayed policy's run
+// waited past 30 s). Learnt by a protocol-level `Parse`, given up before the answer, it left the
+// named statement there, for another process's statement of that name to collide with.
 #[tokio::test]
-async fn a_read_given_up_while_its_types_are_learnt_leaves_no_transaction_open() {
-    use futures_util::FutureExt;
+async fn a_read_given_up_while_its_types_are_learnt_leaves_nothing_on_the_server() {
     let (url, schema) = testing::schema("given_up").unwrap();
     let name = format!("given up {schema}");
-    let store = PostgresStore::connect(
-        &pooled(),
-        Options {
-            schema,
-            pool_size: 1,
-            application_name: Some(name.clone()),
-            ..Options::default()
-        },
-    )
-    .await
-    .unwrap();
     let now = bounda::Instant::from_millis(1_767_225_600_000).unwrap();
-    assert!(
-        store
-            .next_due_at(now, millis(30_000))
-            .now_or_never()
-            .is_none(),
-        "given up at its first turn, its transaction begun"
-    );
-    let session = support::session(&url).await;
-    let mut open = Vec::new();
-    for _ in 0..10 {
-        tokio::time::sleep(Wall::from_millis(50)).await;
-        open = session
+    let server = support::session(&url).await;
+    let pooler = support::session(&testing::pooled_url().unwrap().unwrap()).await;
+    for turns in 1..=4 {
+        let store = PostgresStore::connect(
+            &pooled(),
+            Options {
+                schema: schema.clone(),
+                pool_size: 1,
+                application_name: Some(name.clone()),
+                ..Options::default()
+            },
+        )
+        .await
+        .unwrap();
+        let mut read = Box::pin(store.next_due_at(now, millis(30_000)));
+        let mut context = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+        for _ in 0..turns {
+            if read.as_mut().poll(&mut context).is_ready() {
+                break;
+            }
+            tokio::time::sleep(Wall::from_millis(30)).await;
+        }
+        drop(read);
+        tokio::time::sleep(Wall::from_millis(100)).await;
+        let open = server
             .query(
                 "SELECT left(query, 60) FROM pg_stat_activity
                  WHERE application_name = $1 AND state = 'idle in transaction'",
@@ -88,9 +92,29 @@ async fn a_read_given_up_while_its_types_are_learnt_leaves_no_transaction_open()
             .iter()
             .map(|row| row.get::<_, String>(0))
             .collect::<Vec<_>>();
+        assert_eq!(
+            open,
+            Vec::<String>::new(),
+            "given up at turn {turns}: no transaction left open"
+        );
+        // The pooler lends the server connection released last first: the one the read had.
+        let left = pooler
+            .simple_query("SELECT name FROM pg_prepared_statements")
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|message| match message {
+                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "given up at turn {turns}: no statement left"
+        );
+        drop(store);
     }
-    assert_eq!(open, Vec::<String>::new(), "no transaction left open");
-    drop(store);
 }
 
 #[tokio::test]
