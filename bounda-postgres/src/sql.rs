@@ -7,11 +7,13 @@
 //! one transaction at a time, and nothing of a session survives between two: no statement
 //! prepared in one is there in the next, and the pooler passes no session settings. So there
 //! every statement runs in a transaction that sets the limits first (`SET LOCAL`), as an unnamed
-//! statement with the parameter types this store learnt for its text once, by one message the
-//! server runs whole (the text prepared by name, its types read, the name released), which
-//! leaves nothing behind on the server connection, even when the caller stops waiting.
+//! statement with the parameter types this store learnt for its text once, by messages the
+//! server runs whatever the caller does once they are sent (the text prepared by a name of its
+//! own, its types read, the name released, in a transaction rolled back), which leave nothing
+//! behind on the server connection, even when the caller stops waiting.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bounda::store::StoreError;
@@ -277,6 +279,10 @@ impl Pooled {
         sql: &str,
         params: Params<'p>,
     ) -> Result<Typed<'p>, tokio_postgres::Error> {
+        // A statement without parameters needs no types: nothing is learnt for it.
+        if params.is_empty() {
+            return Ok(Vec::new());
+        }
         let types = self.types(session, sql).await?;
         Ok(params.iter().copied().zip(types.iter().cloned()).collect())
     }
@@ -307,36 +313,62 @@ impl Pooled {
     }
 }
 
-/// The parameter types of `sql`, learnt on `session` by one message of the simple protocol,
-/// which the server runs whole once it is sent: the text prepared by name, its types read and
-/// the name released. So nothing is left on the server connection the pooler lent, even when
-/// the caller stops waiting half-way (a runner's idle check does, when its timer fires): a
-/// protocol-level `Parse` answered after its caller was gone left its named statement there,
-/// for another process's statement of that name to collide with, and a transaction of
-/// statements sent in turn was left open. Outside a transaction the message is one of its own.
+/// The parameter types of `sql`, learnt on `session` by two messages of the simple protocol sent
+/// together, which the server runs whatever the caller does once they are sent: the first opens
+/// a transaction (a savepoint inside the session's), prepares the text under a name no other
+/// learning uses, reads its types and releases the name; the second rolls back what the first
+/// began. So a caller giving it up half-way (a runner's idle check does, when its timer fires)
+/// leaves nothing on the server connection the pooler lent: learnt by statements sent in turn,
+/// it left a transaction open, or a named statement for another process's statement of that
+/// name to collide with. A text of several statements has its first prepared and the rest run
+/// and rolled back; the statement itself is then refused by the server. Only such a text, its
+/// second statement failing, leaves its name prepared: a name of this learning's own, which
+/// nothing else uses.
 async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_postgres::Error> {
-    let answers = session
-        .postgres()
-        .simple_query(&format!(
-            "PREPARE {LEARNT} AS {sql}; \
-             SELECT parameter_types::oid[]::text FROM pg_prepared_statements \
-             WHERE name = '{LEARNT}'; \
-             DEALLOCATE {LEARNT}"
-        ))
-        .await?;
-    let listed = answers.iter().find_map(|answer| match answer {
-        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+    static LEARNINGS: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "bounda_learnt_{}_{}",
+        std::process::id(),
+        LEARNINGS.fetch_add(1, Ordering::Relaxed)
+    );
+    let (open, close) = match session.alone() {
+        true => ("BEGIN", "ROLLBACK"),
+        false => (
+            "SAVEPOINT bounda_learning",
+            "ROLLBACK TO SAVEPOINT bounda_learning; RELEASE SAVEPOINT bounda_learning",
+        ),
+    };
+    // The text's end on a line of its own, so a comment closing it comments out nothing after.
+    let learning = format!(
+        "{open}; PREPARE {name} AS {sql}\n; \
+         SELECT parameter_types::oid[]::text AS {LEARNT} \
+         FROM pg_catalog.pg_prepared_statements WHERE name = '{name}'; \
+         DEALLOCATE {name}"
+    );
+    let client = session.postgres();
+    // Polled in order, so sent in order, both at the first poll.
+    let (learnt, closed) =
+        futures_util::future::join(client.simple_query(&learning), client.batch_execute(close))
+            .await;
+    let learnt = learnt?;
+    closed?;
+    // The row is there: the text was prepared by this session a statement before.
+    let listed = learnt.iter().find_map(|answer| match answer {
+        tokio_postgres::SimpleQueryMessage::Row(row)
+            if row.columns().first().map(|column| column.name()) == Some(LEARNT) =>
+        {
+            row.get(0)
+        }
         _ => None,
     });
     Ok(listed.map(types_of).unwrap_or_default().into())
 }
 
-/// The name [`learn`] prepares a text under, released in the same message.
-const LEARNT: &str = "bounda_learnt";
+/// The column [`learn`] reads a text's parameter types from.
+const LEARNT: &str = "bounda_learnt_types";
 
-/// The types of an `oid[]` in its text form (`{25,1184}`). A type the client does not know by
-/// its number (none of bounda's parameters has one) is named by it, so binding a value to it
-/// fails saying so.
+/// The types of an `oid[]` in its text form (`{25,1184}`), as the server writes it. A type the
+/// client does not know by its number (none of bounda's parameters has one) is named by it.
 fn types_of(oids: &str) -> Vec<Type> {
     oids.trim_matches(|c| c == '{' || c == '}')
         .split(',')
@@ -457,7 +489,10 @@ pub(crate) async fn query_once(
     match session.route() {
         Route::Direct => session.client().query(sql, params).await,
         Route::Pooled(pooled) => {
-            let types = learn(session, sql).await?;
+            let types = match params.is_empty() {
+                true => Arc::from([]),
+                false => learn(session, sql).await?,
+            };
             let typed: Typed<'_> = params.iter().copied().zip(types.iter().cloned()).collect();
             pooled
                 .enclosed(session, session.postgres().query_typed(sql, &typed))

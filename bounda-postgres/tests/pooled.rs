@@ -45,78 +45,6 @@ bounda::store_contract_tests!(
     [core, pauses, limits, instances, copies, read_models, ingress]: store
 );
 
-// A read given up while its statement's types are learnt (a runner's idle check losing its race
-// with a timer) leaves nothing on the server connection the pooler lent, at whichever turn it
-// is given up. Learnt by a transaction of statements sent in turn, it left that transaction
-// open when given up after its `BEGIN`: every later statement on that connection ran inside it,
-// uncommitted, and a claim taken there held its row unseen (found in CI: a delayed policy's run
-// waited past 30 s). Learnt by a protocol-level `Parse`, given up before the answer, it left the
-// named statement there, for another process's statement of that name to collide with.
-#[tokio::test]
-async fn a_read_given_up_while_its_types_are_learnt_leaves_nothing_on_the_server() {
-    let (url, schema) = testing::schema("given_up").unwrap();
-    let name = format!("given up {schema}");
-    let now = bounda::Instant::from_millis(1_767_225_600_000).unwrap();
-    let server = support::session(&url).await;
-    let pooler = support::session(&testing::pooled_url().unwrap().unwrap()).await;
-    for turns in 1..=4 {
-        let store = PostgresStore::connect(
-            &pooled(),
-            Options {
-                schema: schema.clone(),
-                pool_size: 1,
-                application_name: Some(name.clone()),
-                ..Options::default()
-            },
-        )
-        .await
-        .unwrap();
-        let mut read = Box::pin(store.next_due_at(now, millis(30_000)));
-        let mut context = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
-        for _ in 0..turns {
-            if read.as_mut().poll(&mut context).is_ready() {
-                break;
-            }
-            tokio::time::sleep(Wall::from_millis(30)).await;
-        }
-        drop(read);
-        tokio::time::sleep(Wall::from_millis(100)).await;
-        let open = server
-            .query(
-                "SELECT left(query, 60) FROM pg_stat_activity
-                 WHERE application_name = $1 AND state = 'idle in transaction'",
-                &[&name],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get::<_, String>(0))
-            .collect::<Vec<_>>();
-        assert_eq!(
-            open,
-            Vec::<String>::new(),
-            "given up at turn {turns}: no transaction left open"
-        );
-        // The pooler lends the server connection released last first: the one the read had.
-        let left = pooler
-            .simple_query("SELECT name FROM pg_prepared_statements")
-            .await
-            .unwrap()
-            .iter()
-            .filter_map(|message| match message {
-                tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-                _ => None,
-            })
-            .collect::<Vec<_>>();
-        assert_eq!(
-            left,
-            Vec::<String>::new(),
-            "given up at turn {turns}: no statement left"
-        );
-        drop(store);
-    }
-}
-
 #[tokio::test]
 async fn a_pooler_the_address_does_not_name_is_refused_saying_how_to_name_it() {
     let (_, schema) = testing::schema("unnamed_pooler").unwrap();
@@ -294,4 +222,64 @@ async fn a_claim_whose_machine_is_cut_off_from_the_pooler_is_taken_over_and_sett
     .unwrap();
     let other = PostgresStore::connect(&pooled(), options).await.unwrap();
     support::a_claim_cut_off_mid_settle_is_taken_over(cut_off, &other, &proxy, &url, &schema).await;
+}
+
+// An operator's plain SQL through the pooler: its parameters' types are learnt by preparing the
+// text under a name of its own in messages that roll back. A text closing with a comment
+// comments out nothing of the learning; a text of two statements runs neither (the second runs
+// in the learning's transaction, rolled back, and the server refuses the statement); a text
+// without parameters learns nothing, so a statement that cannot be prepared by name runs too.
+#[tokio::test]
+async fn plain_sql_through_the_pooler_learns_its_types_and_runs_nothing_twice() {
+    use bounda::read_model::SqlValue;
+    use bounda::store::read_models::ReadModelStore;
+    let (_, schema) = testing::schema("plain_sql").unwrap();
+    let store = PostgresStore::connect(
+        &pooled(),
+        Options {
+            schema: schema.clone(),
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    let twice = format!("\"{schema}\".twice");
+    let rows = store
+        .sql(
+            "SELECT $1::bigint + 1 AS n -- a comment closing the text",
+            &[SqlValue::Integer(41)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows[0].get::<i64>("n").unwrap(), 42);
+
+    store
+        .sql(&format!("CREATE TABLE {twice} (n bigint)"), &[])
+        .await
+        .unwrap();
+    let error = store
+        .sql(
+            &format!("SELECT $1::bigint; INSERT INTO {twice} VALUES (1)"),
+            &[SqlValue::Integer(1)],
+        )
+        .await
+        .unwrap_err()
+        .flattened()
+        .to_string();
+    assert!(error.contains("multiple commands"), "{error}");
+    let rows = store
+        .sql(&format!("SELECT count(*) AS n FROM {twice}"), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        rows[0].get::<i64>("n").unwrap(),
+        0,
+        "the second statement ran nowhere"
+    );
+
+    let rows = store
+        .sql("SHOW standard_conforming_strings", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows[0].values(), &[SqlValue::Text("on".into())]);
 }

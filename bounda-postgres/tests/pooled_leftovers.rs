@@ -1,7 +1,9 @@
 //! Nothing of the store stays on the server connections PgBouncer lends (issue 39): a named
 //! statement left prepared on one would collide with another process's statement of the same
-//! name (`prepared statement "s1" already exists`), and a setting left on one would reach
-//! whoever is lent it next. A test binary of its own, so its pooler serves only this test.
+//! name (`prepared statement "s1" already exists`), a setting left on one would reach whoever
+//! is lent it next, and a transaction left open on one would hold every later statement there
+//! uncommitted. Reads given up half-way included. A test binary of its own, so its pooler
+//! serves only this test.
 
 #![allow(
     clippy::unwrap_used,
@@ -16,11 +18,11 @@ mod support;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_store_leaves_nothing_on_the_server_connections_the_pooler_lends() {
     let pooled = testing::pooled_url().unwrap().unwrap();
-    let (_, schema) = testing::schema("leftovers").unwrap();
+    let (url, schema) = testing::schema("leftovers").unwrap();
     let store = PostgresStore::connect(
         &format!("{pooled} pool_mode=transaction"),
         Options {
-            schema,
+            schema: schema.clone(),
             lock_timeout: Some(bounda::seconds(5)),
             ..Options::default()
         },
@@ -54,6 +56,60 @@ async fn the_store_leaves_nothing_on_the_server_connections_the_pooler_lends() {
     }
     for work in work {
         work.await.unwrap();
+    }
+
+    // Reads given up while their statement's types are learnt (a runner's idle check losing its
+    // race with a timer) at their first and second turns, each by a store that has learnt
+    // nothing yet, leave no transaction open on the connection they were lent. Learnt by
+    // statements sent in turn, the first left `BEGIN` open, the second a named statement (`s10`).
+    let server = support::session(&url).await;
+    for turns in 1..=2 {
+        let name = format!("given up {turns} {schema}");
+        let given_up = PostgresStore::connect(
+            &format!("{pooled} pool_mode=transaction"),
+            Options {
+                schema: schema.clone(),
+                pool_size: 1,
+                application_name: Some(name.clone()),
+                ..Options::default()
+            },
+        )
+        .await
+        .unwrap();
+        let mut read = Box::pin(given_up.next_due_at(now, bounda::seconds(30)));
+        let mut context = std::task::Context::from_waker(futures_util::task::noop_waker_ref());
+        for turn in 1..=turns {
+            assert!(
+                read.as_mut().poll(&mut context).is_pending(),
+                "the read still under way at its turn {turn}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        }
+        drop(read);
+        let mut open = Vec::new();
+        for _ in 0..40 {
+            open = server
+                .query(
+                    "SELECT left(query, 60) FROM pg_stat_activity
+                     WHERE application_name = $1 AND state LIKE 'idle in transaction%'",
+                    &[&name],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get::<_, String>(0))
+                .collect::<Vec<_>>();
+            if open.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            open,
+            Vec::<String>::new(),
+            "given up at turn {turns}: a transaction left open"
+        );
+        drop(given_up);
     }
 
     // As many transactions held at once as the pooler has server connections: each is lent
