@@ -202,6 +202,16 @@ impl ReadModelStore for PostgresStore {
 
     async fn sql(&self, sql_text: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, StoreError> {
         let client = self.client().await?;
+        // Through a pooler a text with parameters has its types learnt by preparing it, where a
+        // second statement would run: it must be one.
+        let pooled = matches!(client.route(), sql::Route::Pooled(_));
+        if pooled && !params.is_empty() && !sql::one_statement(sql_text) {
+            return Err(StoreError::new(
+                "through a connection pooler, plain SQL with parameters runs as one statement, \
+                 and this text holds a `;` before its end: run each statement on its own, and \
+                 pass a value holding a `;` as a parameter",
+            ));
+        }
         let binds: Vec<Bind<'_>> = params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> =
             binds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();

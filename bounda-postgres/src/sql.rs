@@ -8,13 +8,14 @@
 //! prepared in one is there in the next, and the pooler passes no session settings. So there
 //! every statement runs in a transaction that sets the limits first (`SET LOCAL`), as an unnamed
 //! statement with the parameter types this store learnt for its text once, by messages the
-//! server runs whatever the caller does once they are sent (the text prepared by a name of its
-//! own, its types read, the name released, in a transaction rolled back), which leave nothing
-//! behind on the server connection, even when the caller stops waiting.
+//! server runs whatever the caller does once they are sent (the text prepared under a name of
+//! its own, its types read, in a transaction rolled back, the name released), which leave
+//! nothing behind on the server connection, even when the caller stops waiting.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bounda::store::StoreError;
 use deadpool_postgres::GenericClient;
@@ -255,7 +256,7 @@ impl Pooled {
         if let Some(types) = self.known(sql) {
             return Ok(types);
         }
-        let types = learn(session, sql).await?;
+        let types = learn(self, session, sql).await?;
         self.types
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -314,41 +315,45 @@ impl Pooled {
 }
 
 /// The parameter types of `sql`, learnt on `session` by two messages of the simple protocol sent
-/// together, which the server runs whatever the caller does once they are sent: the first opens
-/// a transaction (a savepoint inside the session's), prepares the text under a name no other
-/// learning uses, reads its types and releases the name; the second rolls back what the first
-/// began. So a caller giving it up half-way (a runner's idle check does, when its timer fires)
-/// leaves nothing on the server connection the pooler lent: learnt by statements sent in turn,
-/// it left a transaction open, or a named statement for another process's statement of that
-/// name to collide with. A text of several statements has its first prepared and the rest run
-/// and rolled back; the statement itself is then refused by the server. Only such a text, its
-/// second statement failing, leaves its name prepared: a name of this learning's own, which
-/// nothing else uses.
-async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_postgres::Error> {
-    static LEARNINGS: AtomicU64 = AtomicU64::new(0);
-    let name = format!(
-        "bounda_learnt_{}_{}",
-        std::process::id(),
-        LEARNINGS.fetch_add(1, Ordering::Relaxed)
-    );
-    let (open, close) = match session.alone() {
-        true => ("BEGIN", "ROLLBACK"),
+/// together, which the server runs whatever the caller does once they are sent. The first opens
+/// a transaction (bounded by the store's limits; a savepoint inside the session's), prepares
+/// the text under a name of this learning's own and reads its types; the second rolls that
+/// back, and the name is released (outside a transaction, by the second message, whatever the
+/// first met). So a caller giving a learning up half-way (a runner's idle check does, when its
+/// timer fires) leaves nothing on the server connection the pooler lent. The learning by
+/// statements sent in turn it replaces left a transaction open there when given up after its
+/// `BEGIN`, and a named statement, for another process's of that name to collide with, when
+/// given up before its `Parse` was answered. `sql` is one statement: an operator's text of
+/// several is refused before it is learnt ([`one_statement`]).
+async fn learn(
+    pooled: &Pooled,
+    session: &impl Session,
+    sql: &str,
+) -> Result<Arc<[Type]>, tokio_postgres::Error> {
+    let name = learning_name();
+    let (open, release, close) = match session.alone() {
+        true => (
+            pooled.alone.as_deref().unwrap_or("BEGIN"),
+            String::new(),
+            format!("ROLLBACK; DEALLOCATE {name}"),
+        ),
         false => (
             "SAVEPOINT bounda_learning",
-            "ROLLBACK TO SAVEPOINT bounda_learning; RELEASE SAVEPOINT bounda_learning",
+            format!("; DEALLOCATE {name}"),
+            "ROLLBACK TO SAVEPOINT bounda_learning; RELEASE SAVEPOINT bounda_learning".to_owned(),
         ),
     };
     // The text's end on a line of its own, so a comment closing it comments out nothing after.
     let learning = format!(
         "{open}; PREPARE {name} AS {sql}\n; \
          SELECT parameter_types::oid[]::text AS {LEARNT} \
-         FROM pg_catalog.pg_prepared_statements WHERE name = '{name}'; \
-         DEALLOCATE {name}"
+         FROM pg_catalog.pg_prepared_statements WHERE name = '{name}'{release}"
     );
     let client = session.postgres();
-    // Polled in order, so sent in order, both at the first poll.
+    // Polled in order, so sent in order, both at the first poll. The first's failure is told
+    // first: after it, the second's release of a name never prepared fails too.
     let (learnt, closed) =
-        futures_util::future::join(client.simple_query(&learning), client.batch_execute(close))
+        futures_util::future::join(client.simple_query(&learning), client.batch_execute(&close))
             .await;
     let learnt = learnt?;
     closed?;
@@ -362,6 +367,27 @@ async fn learn(session: &impl Session, sql: &str) -> Result<Arc<[Type]>, tokio_p
         _ => None,
     });
     Ok(listed.map(types_of).unwrap_or_default().into())
+}
+
+/// A name for one learning that no other uses: of this process (a number drawn at random once,
+/// as process ids repeat across hosts) and of this learning in it.
+fn learning_name() -> String {
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    static LEARNINGS: AtomicU64 = AtomicU64::new(0);
+    let process = PROCESS.get_or_init(|| {
+        std::collections::hash_map::RandomState::new().hash_one(std::process::id())
+    });
+    let learning = LEARNINGS.fetch_add(1, Ordering::Relaxed);
+    format!("bounda_learnt_{process:016x}_{learning}")
+}
+
+/// Whether `sql` is one statement as far as a `;` can tell: none before its end, its trailing
+/// ones and blanks aside. A `;` inside a quote or a comment counts too: learnt through a pooler,
+/// a text of two statements would run its second (a `COMMIT` in it ending the learning's
+/// transaction early), so such a text is refused, not read closer.
+pub(crate) fn one_statement(sql: &str) -> bool {
+    !sql.trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+        .contains(';')
 }
 
 /// The column [`learn`] reads a text's parameter types from.
@@ -491,7 +517,7 @@ pub(crate) async fn query_once(
         Route::Pooled(pooled) => {
             let types = match params.is_empty() {
                 true => Arc::from([]),
-                false => learn(session, sql).await?,
+                false => learn(pooled, session, sql).await?,
             };
             let typed: Typed<'_> = params.iter().copied().zip(types.iter().cloned()).collect();
             pooled

@@ -225,9 +225,9 @@ async fn a_claim_whose_machine_is_cut_off_from_the_pooler_is_taken_over_and_sett
 }
 
 // An operator's plain SQL through the pooler: its parameters' types are learnt by preparing the
-// text under a name of its own in messages that roll back. A text closing with a comment
-// comments out nothing of the learning; a text of two statements runs neither (the second runs
-// in the learning's transaction, rolled back, and the server refuses the statement); a text
+// text under a name of its own, in messages that roll back. A text closing with a comment
+// comments out nothing of the learning; a text of two statements runs neither, a `COMMIT`
+// between them included (refused before it is learnt, where its second would run); a text
 // without parameters learns nothing, so a statement that cannot be prepared by name runs too.
 #[tokio::test]
 async fn plain_sql_through_the_pooler_learns_its_types_and_runs_nothing_twice() {
@@ -257,16 +257,27 @@ async fn plain_sql_through_the_pooler_learns_its_types_and_runs_nothing_twice() 
         .sql(&format!("CREATE TABLE {twice} (n bigint)"), &[])
         .await
         .unwrap();
-    let error = store
-        .sql(
-            &format!("SELECT $1::bigint; INSERT INTO {twice} VALUES (1)"),
-            &[SqlValue::Integer(1)],
-        )
+    for text in [
+        format!("SELECT $1::bigint; INSERT INTO {twice} VALUES (1)"),
+        format!("SELECT $1::bigint; COMMIT; INSERT INTO {twice} VALUES (1)"),
+    ] {
+        let error = store
+            .sql(&text, &[SqlValue::Integer(1)])
+            .await
+            .unwrap_err()
+            .flattened()
+            .to_string();
+        assert!(error.contains("runs as one statement"), "{error}");
+    }
+    let rows = store
+        .sql("SELECT $1::bigint AS n; ", &[SqlValue::Integer(7)])
         .await
-        .unwrap_err()
-        .flattened()
-        .to_string();
-    assert!(error.contains("multiple commands"), "{error}");
+        .unwrap();
+    assert_eq!(
+        rows[0].get::<i64>("n").unwrap(),
+        7,
+        "a closing `;` is no second statement"
+    );
     let rows = store
         .sql(&format!("SELECT count(*) AS n FROM {twice}"), &[])
         .await

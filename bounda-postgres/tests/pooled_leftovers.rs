@@ -58,10 +58,11 @@ async fn the_store_leaves_nothing_on_the_server_connections_the_pooler_lends() {
         work.await.unwrap();
     }
 
-    // Reads given up while their statement's types are learnt (a runner's idle check losing its
-    // race with a timer) at their first and second turns, each by a store that has learnt
-    // nothing yet, leave no transaction open on the connection they were lent. Learnt by
-    // statements sent in turn, the first left `BEGIN` open, the second a named statement (`s10`).
+    // Reads given up half-way (a runner's idle check losing its race with a timer) at their
+    // first and second turns, each by a store that has learnt nothing yet: while their
+    // statement's types are learnt, and after. They leave no transaction open on the connection
+    // they were lent, nor (below) a statement prepared. A learning by statements sent in turn
+    // left `BEGIN` open at the first and a named statement (`s10`) at the second.
     let server = support::session(&url).await;
     for turns in 1..=2 {
         let name = format!("given up {turns} {schema}");
