@@ -208,8 +208,9 @@ impl ReadModelStore for PostgresStore {
         if pooled && !params.is_empty() && !sql::one_statement(sql_text) {
             return Err(StoreError::new(
                 "through a connection pooler, plain SQL with parameters runs as one statement, \
-                 and this text holds a `;` before its end: run each statement on its own, and \
-                 pass a value holding a `;` as a parameter",
+                 and this text holds a `;` before its end (one in a quote or a comment counts \
+                 too): run each statement on its own, and pass a value holding a `;` as a \
+                 parameter",
             ));
         }
         let binds: Vec<Bind<'_>> = params.iter().map(Bind).collect();

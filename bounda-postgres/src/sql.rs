@@ -10,7 +10,8 @@
 //! statement with the parameter types this store learnt for its text once, by messages the
 //! server runs whatever the caller does once they are sent (the text prepared under a name of
 //! its own, its types read, in a transaction rolled back, the name released), which leave
-//! nothing behind on the server connection, even when the caller stops waiting.
+//! nothing behind on the server connection, even when the caller stops waiting (at most, inside
+//! a transaction, a name of its own when the reading of the types fails after it).
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
@@ -319,8 +320,10 @@ impl Pooled {
 /// a transaction (bounded by the store's limits; a savepoint inside the session's), prepares
 /// the text under a name of this learning's own and reads its types; the second rolls that
 /// back, and the name is released (outside a transaction, by the second message, whatever the
-/// first met). So a caller giving a learning up half-way (a runner's idle check does, when its
-/// timer fires) leaves nothing on the server connection the pooler lent. The learning by
+/// first met; inside one, by the first, so a failure of the reading after the `PREPARE` leaves
+/// that name, which nothing else uses). So a caller giving a learning up half-way (a runner's
+/// idle check does, when its timer fires) leaves nothing on the server connection the pooler
+/// lent. The learning by
 /// statements sent in turn it replaces left a transaction open there when given up after its
 /// `BEGIN`, and a named statement, for another process's of that name to collide with, when
 /// given up before its `Parse` was answered. `sql` is one statement: an operator's text of
@@ -351,7 +354,8 @@ async fn learn(
     );
     let client = session.postgres();
     // Polled in order, so sent in order, both at the first poll. The first's failure is told
-    // first: after it, the second's release of a name never prepared fails too.
+    // first: after it, outside a transaction, the second's release of a name never prepared
+    // fails too.
     let (learnt, closed) =
         futures_util::future::join(client.simple_query(&learning), client.batch_execute(&close))
             .await;

@@ -158,7 +158,8 @@ impl App {
     /// Runs plain SQL on the store's connection, for what [`read`](App::read) cannot say (a
     /// join, a sum): placeholders are `$1`, `$2`, .. on either store (`params` as
     /// `&["c-1".into()]`); a read model's table is named as
-    /// [`read_table_name`](App::read_table_name) says.
+    /// [`read_table_name`](App::read_table_name) says. Through a connection pooler, a text with
+    /// parameters must be one statement, with no `;` before its end.
     pub async fn read_sql(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, Error> {
         Ok(read_models(self)?.sql(sql, params).await?)
     }
