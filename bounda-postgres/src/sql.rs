@@ -323,11 +323,10 @@ impl Pooled {
 /// first met; inside one, by the first, so a failure of the reading after the `PREPARE` leaves
 /// that name, which nothing else uses). So a caller giving a learning up half-way (a runner's
 /// idle check does, when its timer fires) leaves nothing on the server connection the pooler
-/// lent. The learning by
-/// statements sent in turn it replaces left a transaction open there when given up after its
-/// `BEGIN`, and a named statement, for another process's of that name to collide with, when
-/// given up before its `Parse` was answered. `sql` is one statement: an operator's text of
-/// several is refused before it is learnt ([`one_statement`]).
+/// lent. The learning by statements sent in turn it replaces left a transaction open there
+/// when given up after its `BEGIN`, and a named statement, for another process's of that name
+/// to collide with, when given up before its `Parse` was answered. `sql` is one statement: an
+/// operator's text of several is refused before it is learnt ([`one_statement`]).
 async fn learn(
     pooled: &Pooled,
     session: &impl Session,
