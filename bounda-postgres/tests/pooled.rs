@@ -27,7 +27,11 @@ fn pooled() -> String {
 
 /// A store behind the pooler, in a schema of its own.
 async fn store() -> PostgresStore {
-    let (_, schema) = testing::schema("pooled").unwrap();
+    store_in(testing::schema("pooled").unwrap().1).await
+}
+
+/// A store behind the pooler, in `schema`.
+async fn store_in(schema: String) -> PostgresStore {
     PostgresStore::connect(
         &pooled(),
         Options {
@@ -234,24 +238,15 @@ async fn plain_sql_through_the_pooler_learns_its_types_and_runs_nothing_twice() 
     use bounda::read_model::SqlValue;
     use bounda::store::read_models::ReadModelStore;
     let (_, schema) = testing::schema("plain_sql").unwrap();
-    let store = PostgresStore::connect(
-        &pooled(),
-        Options {
-            schema: schema.clone(),
-            ..Options::default()
-        },
-    )
-    .await
-    .unwrap();
+    let store = store_in(schema.clone()).await;
     let twice = format!("\"{schema}\".twice");
-    let rows = store
-        .sql(
-            "SELECT $1::bigint + 1 AS n -- a comment closing the text",
-            &[SqlValue::Integer(41)],
-        )
-        .await
-        .unwrap();
-    assert_eq!(rows[0].get::<i64>("n").unwrap(), 42);
+    let commented = number(
+        &store,
+        "SELECT $1::bigint + 1 AS n -- a comment closing the text",
+        &[SqlValue::Integer(41)],
+    )
+    .await;
+    assert_eq!(commented, 42);
 
     store
         .sql(&format!("CREATE TABLE {twice} (n bigint)"), &[])
@@ -269,28 +264,21 @@ async fn plain_sql_through_the_pooler_learns_its_types_and_runs_nothing_twice() 
             .to_string();
         assert!(error.contains("runs as one statement"), "{error}");
     }
-    let rows = store
-        .sql("SELECT $1::bigint AS n; ", &[SqlValue::Integer(7)])
-        .await
-        .unwrap();
-    assert_eq!(
-        rows[0].get::<i64>("n").unwrap(),
-        7,
-        "a closing `;` is no second statement"
-    );
-    let rows = store
-        .sql(&format!("SELECT count(*) AS n FROM {twice}"), &[])
-        .await
-        .unwrap();
-    assert_eq!(
-        rows[0].get::<i64>("n").unwrap(),
-        0,
-        "the second statement ran nowhere"
-    );
+    let closed = number(&store, "SELECT $1::bigint AS n; ", &[SqlValue::Integer(7)]).await;
+    assert_eq!(closed, 7, "a closing `;` is no second statement");
+    let inserted = number(&store, &format!("SELECT count(*) AS n FROM {twice}"), &[]).await;
+    assert_eq!(inserted, 0, "the second statement ran nowhere");
 
     let rows = store
         .sql("SHOW standard_conforming_strings", &[])
         .await
         .unwrap();
     assert_eq!(rows[0].values(), &[SqlValue::Text("on".into())]);
+}
+
+/// The number `sql` answers in its first row's column `n`, run by `store` with `params`.
+async fn number(store: &PostgresStore, sql: &str, params: &[bounda::read_model::SqlValue]) -> i64 {
+    use bounda::store::read_models::ReadModelStore;
+    let rows = store.sql(sql, params).await.unwrap();
+    rows[0].get::<i64>("n").unwrap()
 }
